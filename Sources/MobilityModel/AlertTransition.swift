@@ -1,0 +1,158 @@
+/// How urgent an alert is.
+public enum Severity: String, CaseIterable, Hashable, Sendable {
+    case info, warning, critical
+}
+
+/// The published state of an alert.
+public enum AlertStatus: String, Hashable, Sendable {
+    case firing, resolved
+}
+
+/// One value an alert's condition used, shown to care staff as evidence.
+public struct Evidence: Hashable, Sendable {
+    /// The name (a `let` or series name).
+    public var name: String
+    /// The value in `unit`, or nil when unknown (insufficient data).
+    public var value: Double?
+    /// The display unit's symbol (empty for plain numbers, booleans as 0/1 have "bool").
+    public var unit: String
+
+    /// Creates evidence.
+    public init(name: String, value: Double?, unit: String) {
+        self.name = name
+        self.value = value
+        self.unit = unit
+    }
+}
+
+/// An alert transition: what is published on `users/{user}/alerts/{rule}`.
+public struct AlertTransition: Hashable, Sendable {
+    /// Stable id: the same alert (rule, user, active-since) always has the same id.
+    public var id: String
+    public var rule: String
+    public var user: String
+    public var severity: Severity
+    public var status: AlertStatus
+    /// When the condition started to hold (the start of the first true day, or the sample's end).
+    public var activeSince: Timestamp
+    /// When it fired.
+    public var firedAt: Timestamp
+    /// When it resolved, for resolved transitions.
+    public var resolvedAt: Timestamp?
+    /// The local day that was evaluated.
+    public var day: CivilDate
+    /// The rendered summary.
+    public var summary: String
+    /// Labels, sorted by key.
+    public var labels: [(String, String)]
+    /// The values the condition used.
+    public var evidence: [Evidence]
+    /// Annotations in reach of the evaluated day (kind and dates).
+    public var annotations: [String]
+    /// True for a reminder of an alert that is still firing (`repeat`).
+    public var isRepeat: Bool
+
+    /// Creates a transition.
+    public init(id: String, rule: String, user: String, severity: Severity, status: AlertStatus, activeSince: Timestamp,
+                firedAt: Timestamp, resolvedAt: Timestamp?, day: CivilDate, summary: String,
+                labels: [(String, String)], evidence: [Evidence], annotations: [String], isRepeat: Bool = false) {
+        self.id = id
+        self.rule = rule
+        self.user = user
+        self.severity = severity
+        self.status = status
+        self.activeSince = activeSince
+        self.firedAt = firedAt
+        self.resolvedAt = resolvedAt
+        self.day = day
+        self.summary = summary
+        self.labels = labels
+        self.evidence = evidence
+        self.annotations = annotations
+        self.isRepeat = isRepeat
+    }
+
+    public static func == (a: AlertTransition, b: AlertTransition) -> Bool { a.json == b.json }
+    public func hash(into h: inout Hasher) { h.combine(json) }
+
+    /// The stable id of an alert instance: FNV-1a 64 of rule, user and active-since, in hex.
+    public static func stableID(rule: String, user: String, activeSince: Timestamp) -> String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in rule.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        h = (h ^ 0x7c) &* 0x100_0000_01b3
+        for b in user.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        h = (h ^ 0x7c) &* 0x100_0000_01b3
+        for b in String(activeSince.milliseconds).utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let s = String(h, radix: 16)
+        return String(repeating: "0", count: 16 - s.count) + s
+    }
+
+    /// The JSON payload (deterministic member order).
+    public var json: String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.string("id", id)
+        w.string("rule", rule)
+        w.string("user", user)
+        w.string("severity", severity.rawValue)
+        w.string("status", status.rawValue)
+        w.string("day", day.description)
+        w.string("activeSince", activeSince.description)
+        w.string("firedAt", firedAt.description)
+        if let resolvedAt { w.string("resolvedAt", resolvedAt.description) }
+        if isRepeat { w.bool("repeat", true) }
+        w.string("summary", summary)
+        w.beginObject("labels")
+        for (k, v) in labels { w.string(k, v) }
+        w.endObject()
+        w.beginObject("evidence")
+        for e in evidence {
+            w.beginObject(e.name)
+            if let v = e.value { w.number("value", (v * 1e6).rounded() / 1e6) } else { w.null("value") }
+            w.string("unit", e.unit)
+            w.endObject()
+        }
+        w.endObject()
+        w.beginArray("annotations")
+        for a in annotations { w.string(nil, a) }
+        w.endArray()
+        w.endObject()
+        return w.text
+    }
+}
+
+/// One value of a recorded series: what is published on `users/{user}/series/{name}`.
+public struct SeriesPoint: Hashable, Sendable {
+    public var user: String
+    public var name: String
+    public var day: CivilDate
+    /// The value in `unit`, nil when missing.
+    public var value: Double?
+    public var unit: String
+    /// True when late data changed an already published day.
+    public var revised: Bool
+
+    /// Creates a point.
+    public init(user: String, name: String, day: CivilDate, value: Double?, unit: String, revised: Bool = false) {
+        self.user = user
+        self.name = name
+        self.day = day
+        self.value = value
+        self.unit = unit
+        self.revised = revised
+    }
+
+    /// The JSON payload.
+    public var json: String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.string("user", user)
+        w.string("series", name)
+        w.string("day", day.description)
+        if let value { w.number("value", (value * 1e6).rounded() / 1e6) } else { w.null("value") }
+        w.string("unit", unit)
+        if revised { w.bool("revised", true) }
+        w.endObject()
+        return w.text
+    }
+}

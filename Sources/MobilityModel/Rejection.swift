@@ -1,0 +1,56 @@
+/// Why an inbound message, or one sample in it, was refused. The raw value is the stable
+/// `reason` string published on the `rejected` topic and used as the metrics label.
+public enum RejectionReason: String, CaseIterable, Hashable, Sendable {
+    case notJSON = "not_json"
+    case payloadTooLarge = "payload_too_large"
+    case missingField = "missing_field"
+    case invalidField = "invalid_field"
+    case unknownType = "unknown_type"
+    case unknownUnit = "unknown_unit"
+    case unitMismatch = "unit_mismatch"
+    case notFinite = "not_finite"
+    case outOfRange = "out_of_range"
+    case endBeforeStart = "end_before_start"
+    case inFuture = "in_future"
+    case tooLate = "too_late"
+    case userMismatch = "user_mismatch"
+    case invalidUser = "invalid_user"
+    case invalidTimeZone = "invalid_time_zone"
+    case tooManyItems = "too_many_items"
+}
+
+/// A refusal: the reason, a human detail, and the id of the refused item if it had one.
+public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
+    /// The stable reason.
+    public var reason: RejectionReason
+    /// A specific, human-readable explanation (`field 'value' must be a number`).
+    public var detail: String
+    /// The id of the refused sample or event, when known.
+    public var itemID: String?
+    /// The index of the refused item in a batch, when the payload was an array.
+    public var index: Int?
+
+    /// Creates a rejection.
+    public init(_ reason: RejectionReason, _ detail: String, itemID: String? = nil, index: Int? = nil) {
+        self.reason = reason
+        self.detail = detail
+        self.itemID = itemID
+        self.index = index
+    }
+
+    public var description: String { "\(reason.rawValue): \(detail)" }
+
+    /// The JSON published on the `rejected` topic.
+    public func json(user: String?, topic: String) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.string("reason", reason.rawValue)
+        w.string("detail", detail)
+        w.string("topic", topic)
+        if let user { w.string("user", user) }
+        if let itemID { w.string("id", itemID) }
+        if let index { w.int("index", Int64(index)) }
+        w.endObject()
+        return w.text
+    }
+}

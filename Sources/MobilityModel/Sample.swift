@@ -1,0 +1,137 @@
+/// Where a sample came from, as far as the rules care.
+public enum Provenance: UInt8, Hashable, Sendable, CustomStringConvertible {
+    /// Recorded by an Apple device (source bundle `com.apple.health…`) and not user-entered.
+    case device
+    /// Entered by a person (`HKMetadataKeyWasUserEntered`) or written by a non-Apple source, e.g. a clinic app.
+    case userEntered
+
+    public var description: String { self == .device ? "device" : "user_entered" }
+}
+
+/// A metadata value as HealthKit carries it.
+public enum MetadataValue: Hashable, Sendable, CustomStringConvertible {
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+
+    /// The value read as a boolean: true/false, 1/0, "1"/"0", "true"/"false"; nil otherwise.
+    public var asBool: Bool? {
+        switch self {
+        case .bool(let b): b
+        case .number(let n): n == 1 ? true : n == 0 ? false : nil
+        case .string(let s): s == "1" || s == "true" ? true : s == "0" || s == "false" ? false : nil
+        }
+    }
+
+    /// The value read as a number (numeric strings included).
+    public var asNumber: Double? {
+        switch self {
+        case .bool(let b): b ? 1 : 0
+        case .number(let n): n
+        case .string(let s): Double(s)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .string(let s): s
+        case .number(let n): n == n.rounded() && abs(n) < 1e15 ? String(Int64(n)) : String(n)
+        case .bool(let b): b ? "true" : "false"
+        }
+    }
+}
+
+/// Canonical HealthKit metadata key names.
+public enum MetadataKey {
+    public static let wasUserEntered = "HKMetadataKeyWasUserEntered"
+    public static let appleDeviceCalibrated = "HKMetadataKeyAppleDeviceCalibrated"
+    public static let timeZone = "HKMetadataKeyTimeZone"
+    public static let syncIdentifier = "HKMetadataKeySyncIdentifier"
+    public static let syncVersion = "HKMetadataKeySyncVersion"
+
+    /// Maps the short export spelling (`HKWasUserEntered`) to the long one (`HKMetadataKeyWasUserEntered`).
+    public static func canonical(_ key: String) -> String {
+        if key.hasPrefix("HK") && !key.hasPrefix("HKMetadataKey") { return "HKMetadataKey" + key.dropFirst(2) }
+        return key
+    }
+}
+
+/// One validated HealthKit quantity sample, its value normalised to SI.
+public struct Sample: Hashable, Sendable {
+    /// The sample's UUID (unique per user).
+    public var id: String
+    /// What was measured.
+    public var metric: MetricKind
+    /// The value in SI units (m/s, m, fraction 0–1, m³/(kg·s)).
+    public var value: Double
+    /// Start of the measurement.
+    public var start: Timestamp
+    /// End of the measurement; the sample belongs to the local day of its end.
+    public var end: Timestamp
+    /// The UTC offset the end timestamp was written with, in seconds.
+    public var utcOffset: Int32
+    /// The sample's own IANA zone (`timeZone` field or `HKMetadataKeyTimeZone`), if any.
+    public var timeZone: String?
+    /// Device-recorded or user-entered.
+    public var provenance: Provenance
+    /// The source bundle id, if given.
+    public var bundleId: String?
+    /// `HKMetadataKeyAppleDeviceCalibrated`, if present.
+    public var calibrated: Bool?
+    /// Other metadata, keys in canonical long form.
+    public var metadata: [String: MetadataValue]
+
+    /// Creates a sample.
+    public init(id: String, metric: MetricKind, value: Double, start: Timestamp, end: Timestamp,
+                utcOffset: Int32 = 0, timeZone: String? = nil, provenance: Provenance = .device,
+                bundleId: String? = nil, calibrated: Bool? = nil, metadata: [String: MetadataValue] = [:]) {
+        self.id = id
+        self.metric = metric
+        self.value = value
+        self.start = start
+        self.end = end
+        self.utcOffset = utcOffset
+        self.timeZone = timeZone
+        self.provenance = provenance
+        self.bundleId = bundleId
+        self.calibrated = calibrated
+        self.metadata = metadata
+    }
+
+    /// `HKMetadataKeySyncIdentifier`, if present.
+    public var syncIdentifier: String? {
+        if case .string(let s)? = metadata[MetadataKey.syncIdentifier] { return s }
+        return nil
+    }
+
+    /// `HKMetadataKeySyncVersion`, if present.
+    public var syncVersion: Int64? { metadata[MetadataKey.syncVersion]?.asNumber.map { Int64($0) } }
+
+    /// The local day of the sample (the day of its end): its own IANA zone if it carries one, else
+    /// the UTC offset it was written with (a phone writes its local offset), else — for timestamps
+    /// written in UTC (`Z`) — the user's home calendar.
+    public func localDay(default calendar: LocalCalendar?) -> DayNumber {
+        if let tz = timeZone, let cal = LocalCalendar.cached(tz) { return cal.day(of: end) }
+        if utcOffset == 0, let cal = calendar { return cal.day(of: end) }
+        return LocalCalendar.day(ofLocalSeconds: end.seconds + Int64(utcOffset))
+    }
+}
+
+extension LocalCalendar {
+    private static let cache = ZoneCache()
+
+    /// A calendar for an IANA identifier, cached (zone lookups allocate).
+    public static func cached(_ identifier: String) -> LocalCalendar? { cache.get(identifier) }
+}
+
+import Synchronization
+
+final class ZoneCache: Sendable {
+    private let zones = Mutex<[String: LocalCalendar?]>([:])
+    func get(_ id: String) -> LocalCalendar? {
+        if let hit = zones.withLock({ $0[id] }) { return hit }
+        let cal = LocalCalendar(identifier: id)
+        zones.withLock { if $0.count < 4096 { $0[id] = cal } }
+        return cal
+    }
+}

@@ -1,0 +1,240 @@
+import MobilityModel
+import RuleLanguage
+
+/// Evaluates checked expressions for one user, with memoisation of series and lets per day.
+///
+/// Numbers are SI; nil means unknown. Booleans follow Kleene's three-valued logic: `false and
+/// unknown` is false, `true or unknown` is true, everything else with an unknown is unknown.
+struct Evaluator {
+    let program: Program
+    var user: UserState
+    /// The sample being evaluated, for `on sample` rules.
+    var sample: Sample?
+    /// The alert whose lets are in scope.
+    var alert: Int = -1
+    private var memo: [Int64: Double?] = [:]
+
+    init(program: Program, user: UserState) {
+        self.program = program
+        self.user = user
+    }
+
+    private static func key(_ kind: Int64, _ index: Int, _ day: DayNumber) -> Int64 {
+        (kind << 56) | (Int64(index & 0xFF_FFFF) << 32) | Int64(UInt32(bitPattern: day))
+    }
+
+    mutating func resetMemo() { memo.removeAll(keepingCapacity: true) }
+
+    // MARK: Daily inputs
+
+    mutating func daily(_ i: Int, _ d: DayNumber) -> Double? {
+        let k = Int64(i) << 32 | Int64(UInt32(bitPattern: d))
+        if sample == nil, let hit = user.aggregates[k] { return hit }
+        let input = program.inputs[i]
+        guard let bucket = user.buckets[UserState.BucketKey(metric: input.metric, day: d)] else {
+            return nil
+        }
+        var values: [Double] = []
+        values.reserveCapacity(bucket.count)
+        var latest: StoredValue?
+        for v in bucket where input.provenance == nil || v.provenance == input.provenance {
+            values.append(v.value)
+            if latest == nil || (v.end, v.id) > (latest!.end, latest!.id) { latest = v }
+        }
+        let r: Double?
+        switch input.aggregation {
+        case .percentile(let q, let m): r = Aggregate.percentile(&values, q, m)
+        case .mean: r = Aggregate.mean(values)
+        case .median: r = Aggregate.median(&values)
+        case .min: r = values.min()
+        case .max: r = values.max()
+        case .sum: r = values.isEmpty ? nil : values.reduce(0, +)
+        case .count: r = values.isEmpty ? nil : Double(values.count)
+        case .last: r = latest?.value
+        }
+        if sample == nil { user.aggregates[k] = r }
+        return r
+    }
+
+    // MARK: Numbers
+
+    mutating func number(_ e: Expr, _ d: DayNumber) -> Double? {
+        switch e {
+        case .number(let v): return v
+        case .daily(let i): return daily(i, d)
+        case .series(let i):
+            let k = Evaluator.key(1, i, d)
+            if let hit = memo[k] { return hit }
+            let v = number(program.series[i].expr, d)
+            memo[k] = v
+            return v
+        case .local(let i):
+            let k = Evaluator.key(2, alert << 12 | i, d)
+            if let hit = memo[k] { return hit }
+            let v = number(program.alerts[alert].lets[i].expr, d)
+            memo[k] = v
+            return v
+        case .window(let f, let x, let days, let minDays, let anchor):
+            return window(f, x, days, minDays, anchor, d)
+        case .missingDays(let x):
+            guard let first = user.firstDay else { return 0 }
+            var n = 0
+            var k = d
+            while k >= first, n < 3650, number(x, k) == nil { n += 1; k -= 1 }
+            return Double(n) * 86_400
+        case .change(let x, let days):
+            let past = d - DayNumber(days)
+            guard past >= user.segmentStart(d), let a = number(x, d), let b = number(x, past) else { return nil }
+            return a - b
+        case .daysSince(let kind):
+            guard let e = user.latestEvent(kind, onOrBefore: d) else { return nil }
+            return Double(d - e) * 86_400
+        case .sample(.value): return sample?.value
+        case .metadata(let key): return sample?.metadata[key]?.asNumber
+        case .negate(let x): return number(x, d).map { -$0 }
+        case .abs(let x): return number(x, d).map { Swift.abs($0) }
+        case .binary(let op, let l, let r):
+            guard let a = number(l, d), let b = number(r, d) else { return nil }
+            switch op {
+            case .add: return a + b
+            case .sub: return a - b
+            case .mul: return a * b
+            case .div: return b == 0 ? nil : a / b
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+
+    /// The days a window covers at day `d`, or nil when its anchor event is absent.
+    func windowRange(_ days: Int, _ anchor: WindowAnchor, _ d: DayNumber) -> ClosedRange<DayNumber>? {
+        let n = DayNumber(days)
+        switch anchor {
+        case .current:
+            return max(d - n + 1, user.segmentStart(d))...d
+        case .before(let kind):
+            guard let e = user.latestEvent(kind, onOrBefore: d) else { return nil }
+            let hi = e - 1
+            let lo = max(e - n, user.segmentStart(hi))
+            return lo <= hi ? lo...hi : nil
+        case .after(let kind):
+            guard let e = user.latestEvent(kind, onOrBefore: d) else { return nil }
+            var hi = min(e + n - 1, d)
+            if let next = user.nextBoundary(after: e) { hi = min(hi, next - 1) }
+            return e <= hi ? e...hi : nil
+        }
+    }
+
+    mutating func window(_ f: WindowFunction, _ x: Expr, _ days: Int, _ minDays: Int, _ anchor: WindowAnchor, _ d: DayNumber) -> Double? {
+        guard let range = windowRange(days, anchor, d) else { return f == .daysWithData ? 0 : nil }
+        var xs: [Double] = [], ys: [Double] = []
+        xs.reserveCapacity(days)
+        ys.reserveCapacity(days)
+        for k in range {
+            if let v = number(x, k) { xs.append(Double(k)); ys.append(v) }
+        }
+        if f == .daysWithData { return Double(ys.count) * 86_400 }
+        guard ys.count >= minDays, !ys.isEmpty else { return nil }
+        switch f {
+        case .mean: return Aggregate.mean(ys)
+        case .median: return Aggregate.median(&ys)
+        case .min: return ys.min()
+        case .max: return ys.max()
+        case .sum: return ys.reduce(0, +)
+        case .last: return ys.last
+        case .slope: return Aggregate.slope(xs, ys).map { $0 / 86_400 }
+        case .daysWithData: return nil
+        }
+    }
+
+    // MARK: Booleans and strings
+
+    mutating func boolean(_ e: Expr, _ d: DayNumber) -> Bool? {
+        switch e {
+        case .bool(let b): return b
+        case .not(let x): return boolean(x, d).map { !$0 }
+        case .isKnown(let x):
+            switch x {
+            case .bool, .not, .binary(.and, _, _), .binary(.or, _, _), .binary(.lt, _, _), .binary(.le, _, _), .binary(.gt, _, _),
+                 .binary(.ge, _, _), .annotated, .isKnown, .startsWith, .sample(.userEntered), .sample(.deviceRecorded), .sample(.calibrated):
+                return boolean(x, d) != nil
+            case .binary(.eq, let l, _), .binary(.ne, let l, _):
+                if isBoolean(l) || isString(l) { return boolean(x, d) != nil }
+                return number(x, d) != nil
+            case .string, .sample(.bundleID): return string(x, d) != nil
+            default: return number(x, d) != nil
+            }
+        case .annotated(let kind, let days):
+            let lo = d - DayNumber(days) + 1
+            return user.events.values.contains { $0.category == .annotation && $0.kind == kind && $0.firstDay <= d && $0.lastDay >= lo }
+        case .sample(.userEntered): return sample.map { $0.provenance == .userEntered }
+        case .sample(.deviceRecorded): return sample.map { $0.provenance == .device }
+        case .sample(.calibrated): return sample?.calibrated
+        case .startsWith(let a, let b):
+            guard let x = string(a, d), let y = string(b, d) else { return nil }
+            return x.hasPrefix(y)
+        case .local(let i):
+            let k = Evaluator.key(3, alert << 12 | i, d)
+            if let hit = memo[k] { return hit.map { $0 != 0 } }
+            let v = boolean(program.alerts[alert].lets[i].expr, d)
+            memo[k] = v.map { $0 ? 1 : 0 }
+            return v
+        case .binary(.and, let l, let r):
+            let a = boolean(l, d)
+            if a == false { return false }
+            let b = boolean(r, d)
+            if b == false { return false }
+            return a == true && b == true ? true : nil
+        case .binary(.or, let l, let r):
+            let a = boolean(l, d)
+            if a == true { return true }
+            let b = boolean(r, d)
+            if b == true { return true }
+            return a == false && b == false ? false : nil
+        case .binary(let op, let l, let r):
+            if isBoolean(l) {
+                guard let a = boolean(l, d), let b = boolean(r, d) else { return nil }
+                return op == .eq ? a == b : a != b
+            }
+            if isString(l) {
+                guard let a = string(l, d), let b = string(r, d) else { return nil }
+                return op == .eq ? a == b : a != b
+            }
+            guard let a = number(l, d), let b = number(r, d) else { return nil }
+            switch op {
+            case .lt: return a < b
+            case .le: return a <= b
+            case .gt: return a > b
+            case .ge: return a >= b
+            case .eq: return a == b
+            case .ne: return a != b
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+
+    mutating func string(_ e: Expr, _ d: DayNumber) -> String? {
+        switch e {
+        case .string(let s): return s
+        case .sample(.bundleID): return sample?.bundleId
+        default: return nil
+        }
+    }
+
+    func isBoolean(_ e: Expr) -> Bool {
+        switch e {
+        case .bool, .not, .isKnown, .annotated, .startsWith, .sample(.userEntered), .sample(.deviceRecorded), .sample(.calibrated): return true
+        case .binary(let op, _, _): return [.and, .or, .lt, .le, .gt, .ge, .eq, .ne].contains(op)
+        case .local(let i): return program.alerts[alert].lets[i].type == .bool
+        default: return false
+        }
+    }
+
+    func isString(_ e: Expr) -> Bool {
+        switch e {
+        case .string, .sample(.bundleID): return true
+        default: return false
+        }
+    }
+}

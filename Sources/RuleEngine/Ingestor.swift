@@ -1,0 +1,125 @@
+import MobilityModel
+import RuleLanguage
+
+/// How the engine's "now" advances.
+public enum ClockMode: String, Sendable {
+    /// From the wall clock: the caller passes the current time and calls ``Ingestor/tick(now:into:)``.
+    case wall
+    /// From the data: each user's clock is the latest sample end seen from that user, so a replay
+    /// runs as fast as it is fed and gives the same alerts however users are sharded.
+    case event
+}
+
+/// Counters of what the ingestor did (exported as metrics by the daemon).
+public struct IngestCounters: Sendable, Equatable {
+    public var messages = 0
+    public var samplesAccepted = 0
+    public var duplicates = 0
+    public var superseded = 0
+    public var stale = 0
+    public var deletions = 0
+    public var events = 0
+    public var rejected: [RejectionReason: Int] = [:]
+    public init() {}
+}
+
+/// Routes inbound messages (topic + payload, exactly as on the wire) into an engine.
+///
+/// Shared by `mobilityctl replay` and the daemon's shards, so both give the same alerts for the
+/// same traffic.
+public struct Ingestor: Sendable {
+    /// The engine.
+    public var engine: Engine
+    /// The topic layout.
+    public let layout: TopicLayout
+    /// The payload decoder with its limits.
+    public var decoder: WireDecoder
+    /// How time advances.
+    public let clock: ClockMode
+    /// What happened so far.
+    public private(set) var counters = IngestCounters()
+    /// Per-user event clocks (event mode).
+    public private(set) var eventNow: [String: Timestamp] = [:]
+
+    /// Creates an ingestor.
+    public init(engine: Engine, layout: TopicLayout = TopicLayout(), decoder: WireDecoder = WireDecoder(), clock: ClockMode = .event) {
+        self.engine = engine
+        self.layout = layout
+        self.decoder = decoder
+        self.clock = clock
+    }
+
+    mutating func reject(_ user: String?, _ topic: String, _ r: Rejection, into out: inout [EngineOutput]) {
+        counters.rejected[r.reason, default: 0] += 1
+        out.append(.rejected(user: user, topic: topic, r))
+    }
+
+    /// Handles one message. `now` is the wall time in wall mode and ignored in event mode.
+    public mutating func handle(topic: String, payload: [UInt8], now wall: Timestamp, into out: inout [EngineOutput]) {
+        counters.messages += 1
+        let user: String, kind: TopicLayout.Inbound
+        switch layout.parse(topic) {
+        case .other: return
+        case .invalidUser(let u):
+            reject(nil, topic, Rejection(.invalidUser, "user id '\(u.prefix(80))' is not 1–64 characters of A–Z a–z 0–9 . _ -"), into: &out)
+            return
+        case .inbound(let u, let k): (user, kind) = (u, k)
+        }
+        switch kind {
+        case .samples:
+            switch decoder.samples(payload, user: user) {
+            case .failure(let r): reject(user, topic, r, into: &out)
+            case .success(let items):
+                var now = wall
+                if clock == .event {
+                    now = eventNow[user] ?? Timestamp(milliseconds: .min / 2)
+                    for case .success(let s) in items where s.end > now { now = s.end }
+                    eventNow[user] = now
+                }
+                for item in items {
+                    switch item {
+                    case .failure(let r): reject(user, topic, r, into: &out)
+                    case .success(let s):
+                        switch engine.ingest(s, user: user, now: now, into: &out) {
+                        case .accepted: counters.samplesAccepted += 1
+                        case .duplicate: counters.duplicates += 1
+                        case .superseded: counters.samplesAccepted += 1; counters.superseded += 1
+                        case .stale: counters.stale += 1
+                        case .rejected(let r): reject(user, topic, r, into: &out)
+                        }
+                    }
+                }
+                if clock == .event { engine.advance(user: user, to: now, into: &out) }
+            }
+        case .events:
+            switch decoder.events(payload, user: user) {
+            case .failure(let r): reject(user, topic, r, into: &out)
+            case .success(let items):
+                for item in items {
+                    switch item {
+                    case .failure(let r): reject(user, topic, r, into: &out)
+                    case .success(let e):
+                        engine.record(event: e, user: user)
+                        counters.events += 1
+                    }
+                }
+            }
+        case .deletions:
+            switch decoder.deletions(payload) {
+            case .failure(let r): reject(user, topic, r, into: &out)
+            case .success(let ids): counters.deletions += engine.delete(ids: ids, user: user)
+            }
+        case .profile:
+            if payload.isEmpty { return } // a cleared retained profile
+            switch decoder.profile(payload) {
+            case .failure(let r): reject(user, topic, r, into: &out)
+            case .success(let cal): engine.setProfile(user: user, calendar: cal)
+            }
+        }
+    }
+
+    /// Advances every user to the wall clock (wall mode).
+    public mutating func tick(now: Timestamp, into out: inout [EngineOutput]) {
+        engine.advance(to: now, into: &out)
+    }
+}

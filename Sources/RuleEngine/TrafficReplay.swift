@@ -1,0 +1,75 @@
+import MobilityModel
+import RuleLanguage
+
+/// One line of recorded traffic: `{"topic": "...", "payload": <JSON value or raw string>}`.
+public struct TrafficRecord: Hashable, Sendable {
+    /// The MQTT topic.
+    public var topic: String
+    /// The payload bytes exactly as published.
+    public var payload: [UInt8]
+
+    /// Creates a record.
+    public init(topic: String, payload: [UInt8]) {
+        self.topic = topic
+        self.payload = payload
+    }
+
+    /// Parses a traffic line. A string payload is taken verbatim (so invalid JSON can be recorded);
+    /// any other JSON value is serialised compactly.
+    public static func parse(_ line: [UInt8]) -> Result<TrafficRecord, TrafficError> {
+        switch JSONValue.parse(line) {
+        case .failure(let e): return .failure(TrafficError(message: "not a JSON line: \(e)"))
+        case .success(let v):
+            guard case .string(let topic)? = v["topic"] else { return .failure(TrafficError(message: "missing string field 'topic'")) }
+            guard let p = v["payload"] else { return .failure(TrafficError(message: "missing field 'payload'")) }
+            if case .string(let s) = p { return .success(TrafficRecord(topic: topic, payload: Array(s.utf8))) }
+            return .success(TrafficRecord(topic: topic, payload: Array(p.text.utf8)))
+        }
+    }
+
+    /// The JSON line for this record (payload embedded as JSON when it parses, else as a string).
+    public var line: String {
+        var out = "{\"topic\":"
+        JSONWriter.quote(topic, into: &out)
+        out += ",\"payload\":"
+        if case .success(let v) = JSONValue.parse(payload) { out += v.text } else {
+            JSONWriter.quote(String(decoding: payload, as: UTF8.self), into: &out)
+        }
+        return out + "}"
+    }
+}
+
+/// Feeds recorded traffic through an event-clock ingestor: what `mobilityctl replay` does.
+public struct Replay: Sendable {
+    /// The ingestor.
+    public private(set) var ingestor: Ingestor
+
+    /// Creates a replay over a program.
+    public init(program: Program, configuration: EngineConfiguration, layout: TopicLayout = TopicLayout()) {
+        ingestor = Ingestor(engine: Engine(program: program, configuration: configuration), layout: layout, clock: .event)
+    }
+
+    /// Feeds one traffic line; returns the output lines (alert and series payloads as JSON).
+    public mutating func feed(line: [UInt8]) -> Result<[String], TrafficError> {
+        switch TrafficRecord.parse(line) {
+        case .failure(let m): return .failure(m)
+        case .success(let r):
+            var out: [EngineOutput] = []
+            ingestor.handle(topic: r.topic, payload: r.payload, now: Timestamp(milliseconds: 0), into: &out)
+            return .success(out.compactMap { o in
+                switch o {
+                case .alert(let a): a.json
+                case .series(let s): s.json
+                case .rejected: nil
+                }
+            })
+        }
+    }
+}
+
+/// A malformed traffic line.
+public struct TrafficError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What is wrong.
+    public var message: String
+    public var description: String { message }
+}

@@ -1,0 +1,73 @@
+/// The syntax tree of a rule file, as parsed (unchecked).
+public indirect enum SyntaxExpr: Hashable, Sendable {
+    case number(Double, unit: String?, range: SourceRange, unitRange: SourceRange?)
+    case string(String, range: SourceRange)
+    case bool(Bool, range: SourceRange)
+    case name(String, range: SourceRange)
+    case call(String, args: [SyntaxArgument], nameRange: SourceRange, range: SourceRange)
+    case unary(String, SyntaxExpr, range: SourceRange)
+    case binary(String, SyntaxExpr, SyntaxExpr, opRange: SourceRange, range: SourceRange)
+    /// Stands in for an expression that failed to parse (a diagnostic was already emitted).
+    case error(range: SourceRange)
+
+    /// The source range of the whole expression.
+    public var range: SourceRange {
+        switch self {
+        case .number(_, _, let r, _), .string(_, let r), .bool(_, let r), .name(_, let r), .call(_, _, _, let r),
+             .unary(_, _, let r), .binary(_, _, _, _, let r), .error(let r): r
+        }
+    }
+}
+
+/// A function-call argument, positional or named (`min: 4`).
+public struct SyntaxArgument: Hashable, Sendable {
+    /// The label, for named arguments.
+    public var label: String?
+    /// Where the label is.
+    public var labelRange: SourceRange?
+    /// The value.
+    public var value: SyntaxExpr
+}
+
+/// One clause inside an `alert { … }` block.
+public struct SyntaxClause: Hashable, Sendable {
+    /// The clause keyword (`when`, `for`, `let`…).
+    public var keyword: String
+    /// Where the keyword is.
+    public var keywordRange: SourceRange
+    /// The name for `let NAME = …` and `on sample NAME`.
+    public var name: String?
+    /// Where the name is.
+    public var nameRange: SourceRange?
+    /// The expression, for clauses that take one.
+    public var expr: SyntaxExpr?
+    /// String or identifier arguments (`severity warning`, `summary "…"`, `inhibited_by a, b`, labels).
+    public var words: [(String, SourceRange)]
+    /// `labels { k = "v" }` pairs.
+    public var pairs: [(key: String, value: String, range: SourceRange)]
+
+    public static func == (a: SyntaxClause, b: SyntaxClause) -> Bool {
+        a.keyword == b.keyword && a.keywordRange == b.keywordRange && a.name == b.name && a.expr == b.expr
+            && a.words.map(\.0) == b.words.map(\.0) && a.pairs.map(\.key) == b.pairs.map(\.key) && a.pairs.map(\.value) == b.pairs.map(\.value)
+    }
+
+    public func hash(into h: inout Hasher) { h.combine(keyword); h.combine(keywordRange); h.combine(expr) }
+}
+
+/// A top-level declaration.
+public enum SyntaxDecl: Hashable, Sendable {
+    /// `series NAME = expr`: a recording rule.
+    case series(name: String, nameRange: SourceRange, expr: SyntaxExpr, range: SourceRange)
+    /// `alert NAME { clauses }`.
+    case alert(name: String, nameRange: SourceRange, clauses: [SyntaxClause], range: SourceRange)
+    /// `event kinds a, b` / `annotation kinds a, b`: extends the vocabulary of timeline kinds.
+    case kinds(category: String, names: [String], range: SourceRange)
+}
+
+/// A parsed file.
+public struct SyntaxFile: Sendable {
+    /// Index of the file.
+    public var file: Int
+    /// Declarations in source order.
+    public var decls: [SyntaxDecl]
+}

@@ -1,0 +1,369 @@
+import MobilityModel
+
+/// Checks parsed rule files and lowers them to a ``Program``: names, types, units and durations,
+/// clause structure, templates and the inhibition graph. Collects every diagnostic it can.
+public struct Checker {
+    /// Parses and checks rule sources. The program is nil when there is any error.
+    public static func check(_ sources: [SourceFile]) -> (program: Program?, diagnostics: [Diagnostic]) {
+        var c = Checker(sources: sources)
+        let p = c.run()
+        let hasError = c.diagnostics.contains { $0.severity == .error }
+        return (hasError ? nil : p, c.diagnostics)
+    }
+
+    /// Checks a single source text (tests, tools).
+    public static func check(text: String, path: String = "<input>") -> (program: Program?, diagnostics: [Diagnostic]) {
+        check([SourceFile(path: path, text: text)])
+    }
+
+    let sources: [SourceFile]
+    var diagnostics: [Diagnostic] = []
+    var program = Program()
+    var inputIndex: [DailyInput: Int] = [:]
+
+    // Series resolution state.
+    var seriesSyntax: [String: (SyntaxExpr, SourceRange)] = [:]
+    var seriesIndex: [String: Int] = [:]
+    var seriesTyped: [Int: Typed] = [:]
+    var resolving: Set<String> = []
+
+    // Alert-local scope.
+    var locals: [String: (Int, Typed)] = [:]
+    var usedLocals: Set<String> = []
+    var trigger: Trigger = .day
+
+    init(sources: [SourceFile]) { self.sources = sources }
+
+    struct Typed {
+        var expr: Expr
+        var type: ValueType
+        var unit: MeasureUnit
+        var usesSample: Bool = false
+        var constant: Double? = nil
+        var lookback: Int = 0
+    }
+
+    mutating func error(_ id: DiagnosticID, _ msg: String, _ r: SourceRange, notes: [String] = []) {
+        diagnostics.append(Diagnostic(id, msg, at: r, notes: notes))
+    }
+
+    // MARK: Driver
+
+    mutating func run() -> Program {
+        program.files = sources
+        var files: [SyntaxFile] = []
+        for (i, s) in sources.enumerated() {
+            let (f, d) = Parser.parse(s, file: i)
+            files.append(f)
+            diagnostics += d
+        }
+        var alertDecls: [(String, SourceRange, [SyntaxClause], SourceRange)] = []
+        var seenNames: [String: SourceRange] = [:]
+        func declare(_ n: String, _ r: SourceRange, what: String) -> Bool {
+            if let prev = seenNames[n] {
+                let (l, c) = sources[prev.file].location(of: prev.range.lowerBound)
+                error(.duplicateName, "\(what) '\(n)' is already defined", r, notes: ["first defined at \(sources[prev.file].path):\(l):\(c)"])
+                return false
+            }
+            seenNames[n] = r
+            return true
+        }
+        for f in files {
+            for d in f.decls {
+                switch d {
+                case .kinds(let cat, let names, _):
+                    for n in names {
+                        if cat == "event" { program.clinicalKinds.insert(n) } else { program.annotationKinds.insert(n) }
+                    }
+                case .series(let n, let nr, let e, _):
+                    if MetricKind(identifier: n) != nil { error(.duplicateName, "series '\(n)' has the name of a metric", nr); continue }
+                    if declare(n, nr, what: "series") { seriesSyntax[n] = (e, nr) }
+                case .alert(let n, let nr, let clauses, let r):
+                    if declare(n, nr, what: "alert") { alertDecls.append((n, nr, clauses, r)) }
+                }
+            }
+        }
+        // Series in source order; dependencies resolve first.
+        for f in files {
+            for case .series(let n, _, _, _) in f.decls where seriesSyntax[n] != nil { _ = resolveSeries(n) }
+        }
+        var inhibitors: [[(String, SourceRange)]] = []
+        for (n, nr, clauses, r) in alertDecls {
+            if let a = checkAlert(n, nr, clauses, r) {
+                program.alerts.append(a.0)
+                inhibitors.append(a.1)
+            }
+        }
+        orderByInhibition(inhibitors)
+        return program
+    }
+
+    mutating func resolveSeries(_ name: String) -> (Int, Typed)? {
+        if let i = seriesIndex[name], let t = seriesTyped[i] { return (i, t) }
+        guard let (syntax, nr) = seriesSyntax[name] else { return nil }
+        if resolving.contains(name) {
+            error(.recursiveDefinition, "series '\(name)' depends on itself", nr)
+            return nil
+        }
+        resolving.insert(name)
+        defer { resolving.remove(name) }
+        let savedLocals = locals, savedTrigger = trigger
+        locals = [:]
+        trigger = .day
+        defer { locals = savedLocals; trigger = savedTrigger }
+        guard let t = check(syntax) else { return nil }
+        guard case .number = t.type else {
+            error(.typeMismatch, "a series must be a number, but '\(name)' is a \(t.type)", syntax.range)
+            return nil
+        }
+        let i = program.series.count
+        program.series.append(Binding(name: name, expr: t.expr, type: t.type, displayUnit: t.unit, range: nr))
+        seriesIndex[name] = i
+        seriesTyped[i] = t
+        program.lookbackDays = max(program.lookbackDays, t.lookback)
+        return (i, t)
+    }
+
+    // MARK: Alerts
+
+    static let singleClauses: Set<String> = ["on", "when", "for", "keep_firing_for", "repeat", "cooldown", "severity", "labels", "summary"]
+
+    mutating func checkAlert(_ name: String, _ nr: SourceRange, _ clauses: [SyntaxClause], _ r: SourceRange) -> (AlertRule, [(String, SourceRange)])? {
+        locals = [:]
+        usedLocals = []
+        trigger = .day
+        var seen: [String: SourceRange] = [:]
+        var ok = true
+        for c in clauses where Checker.singleClauses.contains(c.keyword) {
+            if seen[c.keyword] != nil {
+                error(.duplicateClause, "alert '\(name)' has more than one '\(c.keyword)' clause", c.keywordRange)
+                ok = false
+            }
+            seen[c.keyword] = c.keywordRange
+        }
+        if let on = clauses.first(where: { $0.keyword == "on" }), let w = on.words.first {
+            switch w.0 {
+            case "day": trigger = .day
+            case "sample":
+                if let m = on.name, let metric = MetricKind(identifier: m) {
+                    trigger = .sample(metric)
+                } else if let m = on.name, let nrange = on.nameRange {
+                    let s = suggestion(for: m, among: MetricKind.allCases.map(\.name))
+                    error(.undefinedName, "unknown sample type '\(m)'", nrange, notes: s.map { ["did you mean '\($0)'?"] } ?? [])
+                    ok = false
+                }
+            default:
+                error(.expectedToken, "expected 'day' or 'sample' after 'on', found '\(w.0)'", w.1)
+                ok = false
+            }
+        }
+        var filter: Expr?
+        if let on = clauses.first(where: { $0.keyword == "on" }), let fe = on.expr, case .sample = trigger {
+            if let t = check(fe) {
+                if t.type == .bool { filter = t.expr } else {
+                    error(.typeMismatch, "the filter after 'where' must be a boolean, not a \(t.type)", fe.range)
+                    ok = false
+                }
+            } else { ok = false }
+        }
+        var rule = AlertRule(name: name, trigger: trigger, filter: filter, lets: [], condition: .bool(false), forSeconds: 0, keepFiringForSeconds: 0,
+                             repeatSeconds: 0, cooldownSeconds: 0, severity: .warning, labels: [], summary: [], inhibitedBy: [], range: nr)
+        var condition: Typed?
+        var inhibit: [(String, SourceRange)] = []
+        for c in clauses {
+            switch c.keyword {
+            case "let":
+                guard let n = c.name, let nrange = c.nameRange, let e = c.expr else { continue }
+                if locals[n] != nil || seriesSyntax[n] != nil {
+                    error(.duplicateName, "'\(n)' is already defined", nrange)
+                    ok = false
+                    continue
+                }
+                guard let t = check(e) else { ok = false; continue }
+                locals[n] = (rule.lets.count, t)
+                rule.lets.append(Binding(name: n, expr: t.expr, type: t.type, displayUnit: t.unit, range: nrange))
+                program.lookbackDays = max(program.lookbackDays, t.lookback)
+            case "when":
+                guard let e = c.expr else { continue }
+                guard let t = check(e) else { ok = false; continue }
+                guard t.type == .bool else {
+                    error(.typeMismatch, "the condition of 'when' must be a boolean, not a \(t.type)", e.range)
+                    ok = false
+                    continue
+                }
+                condition = t
+                program.lookbackDays = max(program.lookbackDays, t.lookback)
+            case "for", "keep_firing_for", "repeat", "cooldown":
+                guard let e = c.expr, let secs = duration(e, after: "'\(c.keyword)'", wholeDays: false) else { ok = false; continue }
+                switch c.keyword {
+                case "for": rule.forSeconds = secs
+                case "keep_firing_for": rule.keepFiringForSeconds = secs
+                case "repeat": rule.repeatSeconds = secs
+                default: rule.cooldownSeconds = secs
+                }
+            case "severity":
+                guard let w = c.words.first else { continue }
+                if let s = Severity(rawValue: w.0) { rule.severity = s } else {
+                    error(.unexpectedToken, "unknown severity '\(w.0)'; expected info, warning or critical", w.1)
+                    ok = false
+                }
+            case "labels":
+                var keys = Set<String>()
+                for p in c.pairs {
+                    if !keys.insert(p.key).inserted { error(.duplicateName, "label '\(p.key)' is given twice", p.range); ok = false }
+                    if ["rule", "user", "severity"].contains(p.key) { error(.duplicateName, "label '\(p.key)' is reserved", p.range); ok = false }
+                }
+                rule.labels = c.pairs.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 }
+            case "summary":
+                guard let w = c.words.first else { continue }
+                if let parts = template(w.0, w.1) { rule.summary = parts } else { ok = false }
+            case "inhibited_by":
+                inhibit += c.words
+            default: break
+            }
+        }
+        guard let cond = condition else {
+            if ok, seen["when"] == nil { error(.missingWhen, "alert '\(name)' has no 'when' condition", nr) }
+            return nil
+        }
+        rule.condition = cond.expr
+        if rule.summary.isEmpty { rule.summary = [.rule, .text(" for "), .user] }
+        for (n, (_, t)) in locals where !usedLocals.contains(n) {
+            _ = t
+            if let b = rule.lets.first(where: { $0.name == n }) {
+                diagnostics.append(Diagnostic(.unusedDefinition, "'\(n)' is defined but not used (it is still shown as evidence)", at: b.range, severity: .warning))
+            }
+        }
+        return ok ? (rule, inhibit) : nil
+    }
+
+    mutating func orderByInhibition(_ inhibitors: [[(String, SourceRange)]]) {
+        let names = program.alerts.map(\.name)
+        var edges: [[Int]] = Array(repeating: [], count: names.count)
+        for (i, list) in inhibitors.enumerated() {
+            for (n, r) in list {
+                if let j = names.firstIndex(of: n) {
+                    if j == i { error(.inhibitionCycle, "alert '\(n)' cannot inhibit itself", r) } else { edges[i].append(j) }
+                } else {
+                    let s = suggestion(for: n, among: names)
+                    error(.undefinedName, "no alert named '\(n)'", r, notes: s.map { ["did you mean '\($0)'?"] } ?? [])
+                }
+            }
+        }
+        // Depth-first topological order: inhibitors before the alerts they inhibit.
+        var state = Array(repeating: 0, count: names.count), order: [Int] = []
+        func visit(_ i: Int, _ checker: inout Checker) {
+            if state[i] == 2 { return }
+            if state[i] == 1 {
+                checker.error(.inhibitionCycle, "alerts inhibit each other in a cycle through '\(names[i])'", checker.program.alerts[i].range)
+                return
+            }
+            state[i] = 1
+            for j in edges[i] { visit(j, &checker) }
+            state[i] = 2
+            order.append(i)
+        }
+        for i in names.indices { visit(i, &self) }
+        let old = program.alerts
+        let newIndex = Dictionary(uniqueKeysWithValues: order.enumerated().map { ($1, $0) })
+        program.alerts = order.map { i in
+            var a = old[i]
+            a.inhibitedBy = edges[i].compactMap { newIndex[$0] }
+            return a
+        }
+    }
+
+    // MARK: Durations and templates
+
+    mutating func duration(_ e: SyntaxExpr, after what: String, wholeDays: Bool) -> Int64? {
+        guard let t = check(e) else { return nil }
+        guard t.type == .number(.time), let v = t.constant else {
+            error(.invalidDuration, "expected a duration such as '7 d' after \(what), found a \(t.type)\(t.constant == nil && t.type == .number(.time) ? " that is not constant" : "")", e.range)
+            return nil
+        }
+        guard v >= 0, v <= 3650 * 86_400 else {
+            error(.invalidDuration, "duration after \(what) must be between 0 and 3650 d", e.range)
+            return nil
+        }
+        if wholeDays {
+            guard v >= 86_400, v.truncatingRemainder(dividingBy: 86_400) == 0 else {
+                error(.invalidDuration, "a window after \(what) must be a whole number of days, at least 1 d", e.range)
+                return nil
+            }
+        }
+        return Int64(v.rounded())
+    }
+
+    mutating func template(_ s: String, _ r: SourceRange) -> [TemplatePart]? {
+        var parts: [TemplatePart] = []
+        var text = ""
+        var ok = true
+        var it = Array(s)
+        it.append("\0")
+        var i = 0
+        while i < it.count - 1 {
+            let c = it[i]
+            if c == "{" && it[i + 1] == "{" { text.append("{"); i += 2; continue }
+            if c == "}" && it[i + 1] == "}" { text.append("}"); i += 2; continue }
+            if c != "{" { text.append(c); i += 1; continue }
+            guard let close = it[(i + 1)...].firstIndex(of: "}") else {
+                error(.invalidTemplate, "unclosed '{' in summary", r)
+                return nil
+            }
+            let body = String(it[(i + 1)..<close]).trimmingCharacters(in: .whitespaces)
+            i = close + 1
+            if !text.isEmpty { parts.append(.text(text)); text = "" }
+            var spec = body
+            var decimals: Int?
+            if let colon = spec.lastIndex(of: ":") {
+                let fmt = spec[spec.index(after: colon)...]
+                spec = String(spec[..<colon]).trimmingCharacters(in: .whitespaces)
+                if fmt.hasPrefix("."), fmt.hasSuffix("f"), let d = Int(fmt.dropFirst().dropLast()), (0...6).contains(d) { decimals = d } else {
+                    error(.invalidTemplate, "invalid format '\(fmt)' in summary; use ':.Nf'", r)
+                    ok = false
+                    continue
+                }
+            }
+            var unitName: String?
+            if let inRange = spec.range(of: " in ") {
+                unitName = String(spec[inRange.upperBound...]).trimmingCharacters(in: .whitespaces)
+                spec = String(spec[..<inRange.lowerBound]).trimmingCharacters(in: .whitespaces)
+            }
+            switch spec {
+            case "user" where unitName == nil: parts.append(.user); continue
+            case "day" where unitName == nil: parts.append(.day); continue
+            case "rule" where unitName == nil: parts.append(.rule); continue
+            default: break
+            }
+            let t: Typed
+            if let (idx, lt) = locals[spec] {
+                usedLocals.insert(spec)
+                t = Typed(expr: .local(idx), type: lt.type, unit: lt.unit)
+            } else if seriesSyntax[spec] != nil, let (idx, st) = resolveSeries(spec) {
+                t = Typed(expr: .series(idx), type: st.type, unit: st.unit)
+            } else {
+                let s = suggestion(for: spec, among: Array(locals.keys) + Array(seriesSyntax.keys) + ["user", "day", "rule"])
+                error(.invalidTemplate, "unknown name '\(spec)' in summary", r, notes: s.map { ["did you mean '\($0)'?"] } ?? [])
+                ok = false
+                continue
+            }
+            var unit = t.unit
+            if let un = unitName {
+                guard let u = MeasureUnit.rule(un) else {
+                    error(.unknownUnit, "unknown unit '\(un)' in summary", r)
+                    ok = false
+                    continue
+                }
+                guard case .number(let dim) = t.type, dim == u.dimension else {
+                    error(.unitMismatch, "cannot show '\(spec)' (\(t.type)) in \(un)", r)
+                    ok = false
+                    continue
+                }
+                unit = u
+            }
+            parts.append(.value(t.expr, unit: unit, decimals: decimals, isBool: t.type == .bool))
+        }
+        if !text.isEmpty { parts.append(.text(text)) }
+        return ok ? parts : nil
+    }
+}

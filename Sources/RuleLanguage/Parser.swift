@@ -1,0 +1,351 @@
+/// Parses tokens into a ``SyntaxFile``, recovering after errors so that one run reports them all.
+///
+/// Recovery: a bad top-level item skips to the next `series`/`alert`/`event`/`annotation`
+/// keyword; a bad clause skips to the next clause keyword or the closing brace.
+public struct Parser {
+    var tokens: [Token]
+    var p = 0
+    let file: Int
+    /// Diagnostics from lexing and parsing.
+    public private(set) var diagnostics: [Diagnostic]
+
+    static let topKeywords: Set<String> = ["series", "alert", "event", "annotation"]
+    /// Keywords that start a clause inside an alert block.
+    public static let clauseKeywords: Set<String> = ["on", "let", "when", "for", "keep_firing_for", "repeat", "cooldown",
+                                                     "severity", "labels", "summary", "inhibited_by"]
+
+    /// Lexes and parses a source file.
+    public static func parse(_ source: SourceFile, file: Int) -> (SyntaxFile, [Diagnostic]) {
+        var lexer = Lexer(source, file: file)
+        let tokens = lexer.tokenize()
+        var parser = Parser(tokens: tokens, file: file, diagnostics: lexer.diagnostics)
+        let f = parser.parseFile()
+        return (f, parser.diagnostics)
+    }
+
+    init(tokens: [Token], file: Int, diagnostics: [Diagnostic]) {
+        self.tokens = tokens
+        self.file = file
+        self.diagnostics = diagnostics
+    }
+
+    var tok: Token { tokens[p] }
+    func r(_ t: Token) -> SourceRange { SourceRange(file: file, t.range) }
+    func isWord(_ w: String) -> Bool { tok.kind == .identifier && tok.text == w }
+    func isPunct(_ s: String) -> Bool { tok.kind == .punct && tok.text == s }
+    mutating func advance() -> Token { let t = tok; if t.kind != .eof { p += 1 }; return t }
+
+    func describe(_ t: Token) -> String {
+        switch t.kind {
+        case .eof: "end of file"
+        case .string: "string \"\(t.text.prefix(20))\""
+        case .unit: "unit '\(t.text)'"
+        default: "'\(t.text)'"
+        }
+    }
+
+    mutating func error(_ id: DiagnosticID, _ msg: String, _ range: SourceRange, notes: [String] = []) {
+        // One diagnostic per position: cascades after recovery add noise, not information.
+        if let last = diagnostics.last, last.range == range { return }
+        diagnostics.append(Diagnostic(id, msg, at: range, notes: notes))
+    }
+
+    mutating func expectPunct(_ s: String, after what: String) -> Bool {
+        if isPunct(s) { _ = advance(); return true }
+        error(.expectedToken, "expected '\(s)' after \(what), found \(describe(tok))", r(tok))
+        return false
+    }
+
+    mutating func expectIdent(_ what: String) -> Token? {
+        if tok.kind == .identifier { return advance() }
+        error(.expectedToken, "expected \(what), found \(describe(tok))", r(tok))
+        return nil
+    }
+
+    mutating func parseFile() -> SyntaxFile {
+        var decls: [SyntaxDecl] = []
+        while tok.kind != .eof {
+            let before = p
+            var parsed: SyntaxDecl?
+            if isWord("series") {
+                parsed = parseSeries()
+            } else if isWord("alert") {
+                parsed = parseAlert()
+            } else if isWord("event") || isWord("annotation") {
+                parsed = parseKinds()
+            } else {
+                var notes: [String] = []
+                if tok.kind == .identifier, let s = suggestion(for: tok.text, among: Parser.topKeywords) { notes.append("did you mean '\(s)'?") }
+                error(.unexpectedToken, "expected 'series', 'alert', 'event kinds' or 'annotation kinds', found \(describe(tok))", r(tok), notes: notes)
+                _ = advance()
+            }
+            if let parsed { decls.append(parsed) } else {
+                if p == before { _ = advance() }
+                syncTop()
+            }
+        }
+        return SyntaxFile(file: file, decls: decls)
+    }
+
+    mutating func syncTop() {
+        while tok.kind != .eof, !(tok.kind == .identifier && Parser.topKeywords.contains(tok.text)) { _ = advance() }
+    }
+
+    mutating func parseSeries() -> SyntaxDecl? {
+        let kw = advance()
+        guard let name = expectIdent("a series name after 'series'") else { return nil }
+        guard expectPunct("=", after: "the series name") else { return nil }
+        let e = parseExpr()
+        return .series(name: name.text, nameRange: r(name), expr: e, range: r(kw).union(e.range))
+    }
+
+    mutating func parseKinds() -> SyntaxDecl? {
+        let kw = advance()
+        guard isWord("kinds") else {
+            error(.expectedToken, "expected 'kinds' after '\(kw.text)', found \(describe(tok))", r(tok))
+            return nil
+        }
+        _ = advance()
+        var names: [String] = []
+        var last = r(kw)
+        repeat {
+            guard let n = expectIdent("a kind name") else { break }
+            names.append(n.text)
+            last = r(n)
+            if isPunct(",") { _ = advance() } else { break }
+        } while true
+        return .kinds(category: kw.text, names: names, range: r(kw).union(last))
+    }
+
+    mutating func parseAlert() -> SyntaxDecl? {
+        let kw = advance()
+        guard let name = expectIdent("an alert name after 'alert'") else { return nil }
+        guard expectPunct("{", after: "the alert name") else { return nil }
+        var clauses: [SyntaxClause] = []
+        while !isPunct("}") && tok.kind != .eof {
+            if tok.kind == .identifier, Parser.topKeywords.contains(tok.text), tok.text != "event" {
+                error(.expectedToken, "expected '}' to close alert '\(name.text)', found \(describe(tok))", r(tok))
+                return .alert(name: name.text, nameRange: r(name), clauses: clauses, range: r(kw).union(r(tok)))
+            }
+            let before = p
+            if let c = parseClause() { clauses.append(c) }
+            if p == before { _ = advance() }
+            // Recover: skip to the next clause keyword or the end of the block.
+            var reported = false
+            while !isPunct("}"), tok.kind != .eof, !(tok.kind == .identifier && (Parser.clauseKeywords.contains(tok.text) || Parser.topKeywords.contains(tok.text))) {
+                if !reported {
+                    var notes: [String] = []
+                    if tok.kind == .identifier, let s = suggestion(for: tok.text, among: Parser.clauseKeywords) { notes.append("did you mean '\(s)'?") }
+                    error(.unexpectedToken, "unexpected \(describe(tok)) in alert '\(name.text)'", r(tok), notes: notes)
+                    reported = true
+                }
+                _ = advance()
+            }
+        }
+        let end = tok
+        if !expectPunct("}", after: "the clauses of alert '\(name.text)'") { return .alert(name: name.text, nameRange: r(name), clauses: clauses, range: r(kw).union(r(end))) }
+        return .alert(name: name.text, nameRange: r(name), clauses: clauses, range: r(kw).union(r(end)))
+    }
+
+    mutating func parseClause() -> SyntaxClause? {
+        guard tok.kind == .identifier, Parser.clauseKeywords.contains(tok.text) else {
+            var notes: [String] = []
+            if tok.kind == .identifier, let s = suggestion(for: tok.text, among: Parser.clauseKeywords) { notes.append("did you mean '\(s)'?") }
+            error(.unexpectedToken, "expected a clause (when, for, let, severity, summary, …), found \(describe(tok))", r(tok), notes: notes)
+            _ = advance()
+            return nil
+        }
+        let kw = advance()
+        var c = SyntaxClause(keyword: kw.text, keywordRange: r(kw), name: nil, nameRange: nil, expr: nil, words: [], pairs: [])
+        switch kw.text {
+        case "on":
+            guard let what = expectIdent("'day' or 'sample' after 'on'") else { return nil }
+            c.words.append((what.text, r(what)))
+            if what.text == "sample" {
+                guard let m = expectIdent("a sample type after 'on sample'") else { return nil }
+                c.name = m.text
+                c.nameRange = r(m)
+                if isWord("where") {
+                    _ = advance()
+                    c.expr = parseExpr()
+                }
+            }
+        case "let":
+            guard let n = expectIdent("a name after 'let'") else { return nil }
+            c.name = n.text
+            c.nameRange = r(n)
+            guard expectPunct("=", after: "'let \(n.text)'") else { return nil }
+            c.expr = parseExpr()
+        case "when", "for", "keep_firing_for", "repeat", "cooldown":
+            c.expr = parseExpr()
+        case "severity":
+            guard let w = expectIdent("info, warning or critical after 'severity'") else { return nil }
+            c.words.append((w.text, r(w)))
+        case "summary":
+            guard tok.kind == .string else {
+                error(.expectedToken, "expected a string after 'summary', found \(describe(tok))", r(tok))
+                return nil
+            }
+            let s = advance()
+            c.words.append((s.text, r(s)))
+        case "inhibited_by":
+            repeat {
+                guard let w = expectIdent("an alert name after 'inhibited_by'") else { return nil }
+                c.words.append((w.text, r(w)))
+                if isPunct(",") { _ = advance() } else { break }
+            } while true
+        case "labels":
+            guard expectPunct("{", after: "'labels'") else { return nil }
+            while !isPunct("}") && tok.kind != .eof {
+                guard let k = expectIdent("a label name") else { break }
+                guard expectPunct("=", after: "label '\(k.text)'") else { break }
+                guard tok.kind == .string else {
+                    error(.expectedToken, "expected a string value for label '\(k.text)', found \(describe(tok))", r(tok))
+                    break
+                }
+                let v = advance()
+                c.pairs.append((k.text, v.text, r(k).union(r(v))))
+                if isPunct(",") { _ = advance() }
+            }
+            if !expectPunct("}", after: "the labels") { return c }
+        default: break
+        }
+        return c
+    }
+
+    // MARK: Expressions
+
+    /// Parses an expression.
+    mutating func parseExpr() -> SyntaxExpr { parseOr() }
+
+    mutating func parseOr() -> SyntaxExpr {
+        var l = parseAnd()
+        while isWord("or") {
+            let op = advance()
+            let rhs = parseAnd()
+            l = .binary("or", l, rhs, opRange: r(op), range: l.range.union(rhs.range))
+        }
+        return l
+    }
+
+    mutating func parseAnd() -> SyntaxExpr {
+        var l = parseNot()
+        while isWord("and") {
+            let op = advance()
+            let rhs = parseNot()
+            l = .binary("and", l, rhs, opRange: r(op), range: l.range.union(rhs.range))
+        }
+        return l
+    }
+
+    mutating func parseNot() -> SyntaxExpr {
+        if isWord("not") {
+            let op = advance()
+            let e = parseNot()
+            return .unary("not", e, range: r(op).union(e.range))
+        }
+        return parseComparison()
+    }
+
+    static let comparisons: Set<String> = ["<", "<=", ">", ">=", "==", "!="]
+
+    mutating func parseComparison() -> SyntaxExpr {
+        let l = parseAdditive()
+        guard tok.kind == .punct, Parser.comparisons.contains(tok.text) else { return l }
+        let op = advance()
+        let rhs = parseAdditive()
+        let e = SyntaxExpr.binary(op.text, l, rhs, opRange: r(op), range: l.range.union(rhs.range))
+        if tok.kind == .punct, Parser.comparisons.contains(tok.text) {
+            error(.unexpectedToken, "comparisons cannot be chained; combine them with 'and'", r(tok))
+            _ = advance()
+            _ = parseAdditive()
+        }
+        return e
+    }
+
+    mutating func parseAdditive() -> SyntaxExpr {
+        var l = parseMultiplicative()
+        while isPunct("+") || isPunct("-") {
+            let op = advance()
+            let rhs = parseMultiplicative()
+            l = .binary(op.text, l, rhs, opRange: r(op), range: l.range.union(rhs.range))
+        }
+        return l
+    }
+
+    mutating func parseMultiplicative() -> SyntaxExpr {
+        var l = parseUnary()
+        while isPunct("*") || isPunct("/") {
+            let op = advance()
+            let rhs = parseUnary()
+            l = .binary(op.text, l, rhs, opRange: r(op), range: l.range.union(rhs.range))
+        }
+        return l
+    }
+
+    mutating func parseUnary() -> SyntaxExpr {
+        if isPunct("-") {
+            let op = advance()
+            let e = parseUnary()
+            return .unary("-", e, range: r(op).union(e.range))
+        }
+        return parsePrimary()
+    }
+
+    mutating func parsePrimary() -> SyntaxExpr {
+        let t = tok
+        switch t.kind {
+        case .number:
+            _ = advance()
+            if tok.kind == .unit {
+                let u = advance()
+                return .number(t.number, unit: u.text, range: r(t).union(r(u)), unitRange: r(u))
+            }
+            return .number(t.number, unit: nil, range: r(t), unitRange: nil)
+        case .string:
+            _ = advance()
+            return .string(t.text, range: r(t))
+        case .identifier where t.text == "true" || t.text == "false":
+            _ = advance()
+            return .bool(t.text == "true", range: r(t))
+        case .identifier where Parser.clauseKeywords.contains(t.text) && t.text != "on" && t.text != "repeat" || Parser.topKeywords.contains(t.text) || ["and", "or", "not"].contains(t.text):
+            error(.expectedExpression, "expected an expression, found \(describe(t))", r(t))
+            return .error(range: SourceRange(file: file, t.range.lowerBound..<t.range.lowerBound))
+        case .identifier:
+            _ = advance()
+            guard isPunct("(") else { return .name(t.text, range: r(t)) }
+            _ = advance()
+            var args: [SyntaxArgument] = []
+            if !isPunct(")") {
+                while true {
+                    var label: Token?
+                    if tok.kind == .identifier, tokens[p + 1].kind == .punct, tokens[p + 1].text == ":" {
+                        label = advance()
+                        _ = advance()
+                    }
+                    let v = parseExpr()
+                    args.append(SyntaxArgument(label: label?.text, labelRange: label.map(r), value: v))
+                    if isPunct(",") { _ = advance(); continue }
+                    break
+                }
+            }
+            let close = tok
+            if !expectPunct(")", after: "the arguments of '\(t.text)'") {
+                return .call(t.text, args: args, nameRange: r(t), range: r(t).union(r(close)))
+            }
+            return .call(t.text, args: args, nameRange: r(t), range: r(t).union(r(close)))
+        case .punct where t.text == "(":
+            _ = advance()
+            let e = parseExpr()
+            _ = expectPunct(")", after: "the parenthesised expression")
+            return e
+        case .unit:
+            _ = advance()
+            error(.unexpectedToken, "unexpected unit '\(t.text)'", r(t))
+            return .error(range: r(t))
+        default:
+            error(.expectedExpression, "expected an expression, found \(describe(t))", r(t))
+            return .error(range: SourceRange(file: file, t.range.lowerBound..<max(t.range.lowerBound, t.range.upperBound)))
+        }
+    }
+}

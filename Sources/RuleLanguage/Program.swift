@@ -1,0 +1,227 @@
+import MobilityModel
+
+/// How a day's sample values are reduced to one number.
+public enum Aggregation: Hashable, Sendable, CustomStringConvertible {
+    /// A percentile 0–100 with its method.
+    case percentile(Double, PercentileMethod)
+    case mean, median, min, max, sum, count
+    /// The value of the latest sample of the day (by end time).
+    case last
+
+    public var description: String {
+        switch self {
+        case .percentile(let q, let m): "p\(JSONWriter.format(q))\(m == .nearestRank ? "/nearest" : "")"
+        case .mean: "mean"
+        case .median: "median"
+        case .min: "min"
+        case .max: "max"
+        case .sum: "sum"
+        case .count: "count"
+        case .last: "last"
+        }
+    }
+}
+
+/// How a percentile is computed.
+public enum PercentileMethod: Hashable, Sendable {
+    /// Linear interpolation between closest ranks (R-7, numpy's default).
+    case linear
+    /// The smallest value with at least q% of values at or below it.
+    case nearestRank
+}
+
+/// A daily input: one metric, optionally one provenance, one aggregation. The engine computes
+/// each once per user and day.
+public struct DailyInput: Hashable, Sendable {
+    public var metric: MetricKind
+    /// Restrict to one provenance; nil means all samples.
+    public var provenance: Provenance?
+    public var aggregation: Aggregation
+}
+
+/// Where a window sits in time.
+public enum WindowAnchor: Hashable, Sendable {
+    /// The N days ending on the evaluated day, cut at the segment start.
+    case current
+    /// The N days ending the day before the latest event of a kind (e.g. a pre-injury baseline).
+    case before(String)
+    /// The N days starting on the latest event of a kind, up to the evaluated day.
+    case after(String)
+}
+
+/// A reduction over a window of days.
+public enum WindowFunction: String, Hashable, Sendable {
+    case mean, median, min, max, sum, last, slope
+    case daysWithData = "days_with_data"
+}
+
+/// A per-sample field, for rules triggered `on sample`.
+public enum SampleField: String, Hashable, Sendable, CaseIterable {
+    case value
+    case userEntered = "user_entered"
+    case deviceRecorded = "device_recorded"
+    case calibrated
+    case bundleID = "bundle_id"
+}
+
+/// Binary operators.
+public enum BinaryOp: String, Hashable, Sendable {
+    case add = "+", sub = "-", mul = "*", div = "/"
+    case lt = "<", le = "<=", gt = ">", ge = ">=", eq = "==", ne = "!="
+    case and, or
+}
+
+/// A checked expression. Numbers are in SI; an unknown value (insufficient data) propagates.
+public indirect enum Expr: Hashable, Sendable {
+    case number(Double)
+    case bool(Bool)
+    case string(String)
+    /// The value of daily input `index` on the evaluated day.
+    case daily(Int)
+    /// A top-level series, by index.
+    case series(Int)
+    /// An alert-local `let`, by index.
+    case local(Int)
+    case window(WindowFunction, Expr, days: Int, minDays: Int, anchor: WindowAnchor)
+    /// Consecutive days without a value ending on the evaluated day (since the user's first data).
+    case missingDays(Expr)
+    /// Value today minus value N days ago (same segment).
+    case change(Expr, days: Int)
+    /// Days since the latest event of a kind, as a duration.
+    case daysSince(String)
+    /// Whether an annotation of a kind overlaps the last N days.
+    case annotated(String, days: Int)
+    case sample(SampleField)
+    case metadata(String)
+    case negate(Expr)
+    case not(Expr)
+    case abs(Expr)
+    case startsWith(Expr, Expr)
+    case binary(BinaryOp, Expr, Expr)
+    /// True when the operand is known (has enough data).
+    case isKnown(Expr)
+}
+
+/// The static type of an expression.
+public enum ValueType: Hashable, Sendable, CustomStringConvertible {
+    case number(Dimension)
+    case bool
+    case string
+
+    public var description: String {
+        switch self {
+        case .number(let d): d.description
+        case .bool: "boolean"
+        case .string: "string"
+        }
+    }
+}
+
+/// A named value with its type and the unit it is shown in.
+public struct Binding: Hashable, Sendable {
+    public var name: String
+    public var expr: Expr
+    public var type: ValueType
+    /// The unit used for evidence and series payloads.
+    public var displayUnit: MeasureUnit
+    /// Where it was defined.
+    public var range: SourceRange
+}
+
+/// A recording rule: a named daily series published for dashboards.
+public typealias SeriesRule = Binding
+
+/// When an alert is evaluated.
+public enum Trigger: Hashable, Sendable {
+    /// Once per user and local day, when the day closes.
+    case day
+    /// On every sample of a metric, as it arrives.
+    case sample(MetricKind)
+
+    /// Whether this is a per-sample trigger for a metric.
+    public func matches(_ m: MetricKind) -> Bool { self == .sample(m) }
+}
+
+/// A piece of a summary template.
+public enum TemplatePart: Hashable, Sendable {
+    case text(String)
+    /// A value: a let (local) or series, in a unit, with a number of decimals.
+    case value(Expr, unit: MeasureUnit, decimals: Int?, isBool: Bool)
+    case user, day, rule
+}
+
+/// A checked alerting rule.
+public struct AlertRule: Hashable, Sendable {
+    public var name: String
+    public var trigger: Trigger
+    /// For `on sample M where …`: samples failing the filter are ignored by this rule.
+    public var filter: Expr?
+    public var lets: [Binding]
+    public var condition: Expr
+    /// How long the condition must hold before firing (seconds of event time).
+    public var forSeconds: Int64
+    /// How long to keep firing after the condition clears.
+    public var keepFiringForSeconds: Int64
+    /// Re-publish a firing alert this often (0: never).
+    public var repeatSeconds: Int64
+    /// After resolving, do not fire again for this long (0: no cooldown).
+    public var cooldownSeconds: Int64
+    public var severity: Severity
+    /// Sorted by key.
+    public var labels: [(String, String)]
+    public var summary: [TemplatePart]
+    /// Indices of alerts whose firing suppresses this one for the same user.
+    public var inhibitedBy: [Int]
+    public var range: SourceRange
+
+    public static func == (a: AlertRule, b: AlertRule) -> Bool {
+        a.name == b.name && a.trigger == b.trigger && a.filter == b.filter && a.lets == b.lets && a.condition == b.condition && a.forSeconds == b.forSeconds
+            && a.keepFiringForSeconds == b.keepFiringForSeconds && a.repeatSeconds == b.repeatSeconds && a.cooldownSeconds == b.cooldownSeconds
+            && a.severity == b.severity && a.labels.map(\.0) == b.labels.map(\.0) && a.labels.map(\.1) == b.labels.map(\.1)
+            && a.summary == b.summary && a.inhibitedBy == b.inhibitedBy
+    }
+
+    public func hash(into h: inout Hasher) { h.combine(name); h.combine(condition) }
+}
+
+/// A checked rule set: everything the engine needs.
+public struct Program: Sendable {
+    /// The source files, for rendering diagnostics and identities.
+    public var files: [SourceFile]
+    /// Daily inputs referenced by any rule.
+    public var inputs: [DailyInput]
+    /// Recording rules, each after the series it uses.
+    public var series: [SeriesRule]
+    /// Alerts, each after the alerts that inhibit it.
+    public var alerts: [AlertRule]
+    /// Clinical event kinds (hard boundaries).
+    public var clinicalKinds: Set<String>
+    /// Annotation kinds.
+    public var annotationKinds: Set<String>
+    /// The furthest back, in days, any rule looks from the evaluated day (anchored windows excluded).
+    public var lookbackDays: Int
+
+    /// An empty program.
+    public init() {
+        files = []
+        inputs = []
+        series = []
+        alerts = []
+        clinicalKinds = TimelineEvent.clinicalKinds
+        annotationKinds = TimelineEvent.annotationKinds
+        lookbackDays = 0
+    }
+
+    /// The alert with a name.
+    public func alert(named n: String) -> Int? { alerts.firstIndex { $0.name == n } }
+
+    /// A short identity of the rule sources (FNV-1a 64 of paths and texts), for state and logs.
+    public var identity: String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for f in files.sorted(by: { $0.path < $1.path }) {
+            for b in f.bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+            h = (h ^ 0) &* 0x100_0000_01b3
+        }
+        return String(h, radix: 16)
+    }
+}

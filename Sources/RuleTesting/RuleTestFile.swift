@@ -1,0 +1,254 @@
+import Foundation
+import MobilityModel
+import RuleLanguage
+
+/// A parsed rule-test file (`*.test`). See `docs/rule-language.md`, "Rule tests".
+public struct RuleTestFile: Sendable {
+    /// The file's path.
+    public var path: String
+    /// Rule files or directories to load, resolved against the test file's directory.
+    public var rulePaths: [String]
+    /// The test cases.
+    public var cases: [RuleTestCase]
+}
+
+/// One `test "…" { … }` case.
+public struct RuleTestCase: Sendable {
+    public var name: String
+    public var line: Int
+    public var timeZone = "UTC"
+    public var start = CivilDate(year: 2026, month: 1, day: 1)
+    public var samplesPerDay = 5
+    public var until: Int?
+    public var inputs: [Input] = []
+    public var samples: [SampleLine] = []
+    public var events: [TimelineEvent] = []
+    public var expectations: [Expectation] = []
+
+    /// `input METRIC UNIT [user_entered] [from day N]: values`: one value per day, expanded into samples.
+    public struct Input: Sendable {
+        public var metric: MetricKind
+        public var unit: MeasureUnit
+        public var provenance: Provenance
+        public var firstDay: Int
+        /// Per day: a value or nil (missing).
+        public var values: [Double?]
+    }
+
+    /// `sample day N [HH:MM] METRIC VALUE UNIT [user_entered] [calibrated=BOOL]`.
+    public struct SampleLine: Sendable {
+        public var day: Int
+        public var minuteOfDay: Int
+        public var metric: MetricKind
+        public var value: Double
+        public var unit: MeasureUnit
+        public var provenance: Provenance
+        public var calibrated: Bool?
+    }
+
+    /// What a case expects.
+    public enum Expectation: Sendable {
+        /// The exact sequence of transitions of a rule: (status word, day).
+        case transitions(rule: String, [(String, Int)], line: Int)
+        /// A series value on a day (in `unit`), or missing when `value` is nil.
+        case series(name: String, day: Int, value: Double?, unit: MeasureUnit, tolerance: Double, line: Int)
+        /// The summary of the transition of a rule on a day contains a text.
+        case summary(rule: String, day: Int, contains: String, line: Int)
+    }
+}
+
+/// A problem in a test file, with its position.
+public struct RuleTestError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    public var line: Int
+    public var message: String
+    public var description: String { "\(path):\(line): error: \(message)" }
+}
+
+extension RuleTestFile {
+    /// Parses a test file; collects every error.
+    public static func parse(path: String, text: String) -> (RuleTestFile, [RuleTestError]) {
+        var file = RuleTestFile(path: path, rulePaths: [], cases: [])
+        var errors: [RuleTestError] = []
+        let dir = (path as NSString).deletingLastPathComponent
+        var current: RuleTestCase?
+        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let n = i + 1
+            var line = Substring(raw)
+            if let hash = line.firstIndex(of: "#"), !line[..<hash].contains("\"") || line[..<hash].filter({ $0 == "\"" }).count % 2 == 0 {
+                line = line[..<hash]
+            }
+            line = Substring(line.trimmingCharacters(in: .whitespaces))
+            if line.isEmpty { continue }
+            func err(_ m: String) { errors.append(RuleTestError(path: path, line: n, message: m)) }
+            let words = line.split(separator: " ", omittingEmptySubsequences: true)
+            if current == nil {
+                switch words[0] {
+                case "rules":
+                    file.rulePaths += words.dropFirst().map { ($0.hasPrefix("/") ? String($0) : (dir as NSString).appendingPathComponent(String($0))) }
+                case "test":
+                    guard let q1 = line.firstIndex(of: "\""), let q2 = line[line.index(after: q1)...].firstIndex(of: "\""),
+                          line.hasSuffix("{") else { err("expected 'test \"name\" {'"); continue }
+                    current = RuleTestCase(name: String(line[line.index(after: q1)..<q2]), line: n)
+                default: err("expected 'rules' or 'test', found '\(words[0])'")
+                }
+                continue
+            }
+            if line == "}" { file.cases.append(current!); current = nil; continue }
+            do {
+                try parseCaseLine(words.map(String.init), line: String(line), n: n, into: &current!)
+            } catch let e as LineError {
+                err(e.message)
+            } catch {}
+        }
+        if let c = current { errors.append(RuleTestError(path: path, line: c.line, message: "test \"\(c.name)\" is not closed with '}'")) }
+        if file.rulePaths.isEmpty { file.rulePaths = [(dir as NSString).deletingLastPathComponent.isEmpty ? "." : (dir as NSString).deletingLastPathComponent] }
+        return (file, errors)
+    }
+
+    struct LineError: Error { var message: String }
+
+    static func int(_ s: String, _ what: String) throws -> Int {
+        guard let v = Int(s) else { throw LineError(message: "expected \(what), found '\(s)'") }
+        return v
+    }
+
+    static func metric(_ s: String) throws -> MetricKind {
+        guard let m = MetricKind(identifier: s) else { throw LineError(message: "unknown metric '\(s)'") }
+        return m
+    }
+
+    static func unit(_ s: String, for m: MetricKind?) throws -> MeasureUnit {
+        guard let u = MeasureUnit.rule(s) else { throw LineError(message: "unknown unit '\(s)'") }
+        if let m, u.dimension != m.dimension { throw LineError(message: "unit '\(s)' is not a unit of \(m.dimension) as \(m.name) needs") }
+        return u
+    }
+
+    /// Expands `1.3x30 0.7+0.01x20 _x3 1.2` into per-day values: `vxN` repeats v N times,
+    /// `a+bxN` (or `a-bxN`) is N values from a in steps of b, `_` is a missing day.
+    public static func expand(_ tokens: [String]) throws -> [Double?] {
+        var out: [Double?] = []
+        for t in tokens {
+            var body = Substring(t), count = 1
+            if let x = t.lastIndex(of: "x") {
+                guard let c = Int(t[t.index(after: x)...]), c >= 1 else { throw LineError(message: "invalid repeat in '\(t)'") }
+                count = c
+                body = t[..<x]
+            }
+            if body == "_" { out += Array(repeating: nil, count: count); continue }
+            var start = body, step = 0.0
+            if let op = body.dropFirst().firstIndex(where: { $0 == "+" || $0 == "-" }) {
+                start = body[..<op]
+                guard let s = Double(body[op...]) else { throw LineError(message: "invalid step in '\(t)'") }
+                step = s
+            }
+            guard let a = Double(start) else { throw LineError(message: "invalid value '\(t)'") }
+            for k in 0..<count { out.append(a + Double(k) * step) }
+        }
+        return out
+    }
+
+    static func parseCaseLine(_ w: [String], line: String, n: Int, into c: inout RuleTestCase) throws {
+        switch w[0] {
+        case "time_zone":
+            guard w.count == 2, LocalCalendar(identifier: w[1]) != nil else { throw LineError(message: "expected an IANA time zone after 'time_zone'") }
+            c.timeZone = w[1]
+        case "start":
+            guard w.count == 2, let d = CivilDate(parsing: Substring(w[1])) else { throw LineError(message: "expected a date YYYY-MM-DD after 'start'") }
+            c.start = d
+        case "samples_per_day":
+            guard w.count == 2, let k = Int(w[1]), (1...100).contains(k) else { throw LineError(message: "expected 1–100 after 'samples_per_day'") }
+            c.samplesPerDay = k
+        case "until":
+            guard w.count == 3, w[1] == "day" else { throw LineError(message: "expected 'until day N'") }
+            c.until = try int(w[2], "a day number")
+        case "event", "annotation":
+            // event KIND day N | annotation KIND day N [to M]
+            guard w.count >= 4, w[2] == "day" else { throw LineError(message: "expected '\(w[0]) KIND day N\(w[0] == "annotation" ? " [to M]" : "")'") }
+            let first = try int(w[3], "a day number")
+            var last = first
+            if w.count == 6, w[4] == "to" { last = try int(w[5], "a day number") } else if w.count != 4 {
+                throw LineError(message: "unexpected '\(w[4...].joined(separator: " "))'")
+            }
+            let base = c.start.dayNumber - 1
+            c.events.append(TimelineEvent(id: "\(w[0])-\(c.events.count)", category: w[0] == "event" ? .clinical : .annotation, kind: w[1],
+                                          firstDay: base + DayNumber(first), lastDay: base + DayNumber(last)))
+        case "input":
+            guard let colon = line.firstIndex(of: ":") else { throw LineError(message: "expected ':' before the values of 'input'") }
+            let head = line[..<colon].split(separator: " ").map(String.init)
+            guard head.count >= 3 else { throw LineError(message: "expected 'input METRIC UNIT [user_entered] [from day N]: values'") }
+            let m = try metric(head[1])
+            let u = try unit(head[2], for: m)
+            var prov = Provenance.device, first = 1
+            var k = 3
+            while k < head.count {
+                if head[k] == "user_entered" { prov = .userEntered; k += 1 } else if head[k] == "from", k + 2 < head.count, head[k + 1] == "day" {
+                    first = try int(head[k + 2], "a day number"); k += 3
+                } else { throw LineError(message: "unexpected '\(head[k])' in 'input'") }
+            }
+            let values = try expand(line[line.index(after: colon)...].split(separator: " ").map(String.init))
+            c.inputs.append(.init(metric: m, unit: u, provenance: prov, firstDay: first, values: values))
+        case "sample":
+            guard w.count >= 6, w[1] == "day" else { throw LineError(message: "expected 'sample day N [HH:MM] METRIC VALUE UNIT [user_entered] [calibrated=true|false]'") }
+            let day = try int(w[2], "a day number")
+            var k = 3, minute = 12 * 60
+            if w[k].contains(":") {
+                let hm = w[k].split(separator: ":")
+                guard hm.count == 2, let h = Int(hm[0]), let mm = Int(hm[1]), h < 24, mm < 60 else { throw LineError(message: "invalid time '\(w[k])'") }
+                minute = h * 60 + mm
+                k += 1
+            }
+            guard k + 2 < w.count || k + 2 == w.count - 0 else { throw LineError(message: "expected METRIC VALUE UNIT") }
+            let m = try metric(w[k])
+            guard k + 2 < w.count + 0, let v = Double(w[k + 1]) else { throw LineError(message: "expected a value after \(w[k])") }
+            let u = try unit(w[k + 2], for: m)
+            var s = RuleTestCase.SampleLine(day: day, minuteOfDay: minute, metric: m, value: v, unit: u, provenance: .device, calibrated: nil)
+            for extra in w[(k + 3)...] {
+                switch extra {
+                case "user_entered": s.provenance = .userEntered
+                case "calibrated=true": s.calibrated = true
+                case "calibrated=false": s.calibrated = false
+                default: throw LineError(message: "unexpected '\(extra)' in 'sample'")
+                }
+            }
+            c.samples.append(s)
+        case "expect":
+            guard w.count >= 3 else { throw LineError(message: "expected 'expect RULE none', 'expect RULE firing day N, …' or 'expect series NAME day N = V UNIT'") }
+            if w[1] == "series" {
+                // expect series NAME day N = V UNIT [+- T] | expect series NAME day N missing
+                guard w.count >= 5, w[3] == "day" else { throw LineError(message: "expected 'expect series NAME day N = VALUE UNIT [+- TOL]'") }
+                let day = try int(w[4], "a day number")
+                if w.count == 6, w[5] == "missing" {
+                    c.expectations.append(.series(name: w[2], day: day, value: nil, unit: .one, tolerance: 0, line: n))
+                    return
+                }
+                guard w.count >= 8, w[5] == "=", let v = Double(w[6]) else { throw LineError(message: "expected '= VALUE UNIT' or 'missing'") }
+                let u = try unit(w[7], for: nil)
+                var tol = 1e-9
+                if w.count == 10, w[8] == "+-", let t = Double(w[9]) { tol = t } else if w.count != 8 { throw LineError(message: "expected '+- TOLERANCE'") }
+                c.expectations.append(.series(name: w[2], day: day, value: v, unit: u, tolerance: tol, line: n))
+            } else if w[2] == "summary" {
+                // expect RULE summary day N contains "text"
+                guard w.count >= 6, w[3] == "day", w[5] == "contains", let q1 = line.firstIndex(of: "\""), let q2 = line.lastIndex(of: "\""), q1 < q2 else {
+                    throw LineError(message: "expected 'expect RULE summary day N contains \"text\"'")
+                }
+                c.expectations.append(.summary(rule: w[1], day: try int(w[4], "a day number"), contains: String(line[line.index(after: q1)..<q2]), line: n))
+            } else if w.count == 3, w[2] == "none" {
+                c.expectations.append(.transitions(rule: w[1], [], line: n))
+            } else {
+                let rest = w[2...].joined(separator: " ").split(separator: ",")
+                var list: [(String, Int)] = []
+                for item in rest {
+                    let p = item.split(separator: " ")
+                    guard p.count == 3, ["firing", "resolved", "repeat"].contains(p[0]), p[1] == "day" else {
+                        throw LineError(message: "expected 'firing day N', 'resolved day N' or 'repeat day N', found '\(item.trimmingCharacters(in: .whitespaces))'")
+                    }
+                    list.append((String(p[0]), try int(String(p[2]), "a day number")))
+                }
+                c.expectations.append(.transitions(rule: w[1], list, line: n))
+            }
+        default:
+            throw LineError(message: "unknown statement '\(w[0])'; expected time_zone, start, samples_per_day, input, sample, event, annotation, until or expect")
+        }
+    }
+}

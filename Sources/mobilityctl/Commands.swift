@@ -1,0 +1,107 @@
+import Foundation
+import MobilityModel
+import RuleEngine
+import RuleLanguage
+import RuleTesting
+
+func writeErr(_ s: String) { FileHandle.standardError.write(Data(s.utf8)) }
+
+enum CheckCommand {
+    static func run(paths: [String], colour: Bool) -> Int32 {
+        let (sources, errors) = RuleSet.load(paths)
+        for e in errors { writeErr("mobilityctl: \(e)\n") }
+        let (program, diagnostics) = Checker.check(sources)
+        writeErr(DiagnosticRenderer(files: sources, colour: colour).render(diagnostics))
+        let nErr = diagnostics.filter { $0.severity == .error }.count
+        if let program, errors.isEmpty {
+            print("SUCCESS: \(sources.count) file\(sources.count == 1 ? "" : "s"), \(program.alerts.count) alerts, \(program.series.count) series")
+            return 0
+        }
+        writeErr("FAILED: \(nErr) error\(nErr == 1 ? "" : "s")\(errors.isEmpty ? "" : ", \(errors.count) unreadable path(s)")\n")
+        return 1
+    }
+}
+
+enum TestCommand {
+    static func run(paths: [String], colour: Bool) -> Int32 {
+        let report = RuleTestRunner.run(paths: paths)
+        print(report.text, terminator: "")
+        return report.ok ? 0 : 1
+    }
+}
+
+enum ReplayCommand {
+    static func run(_ args: [String]) -> Int32 {
+        var rules: [String] = []
+        var file: String?
+        var series = false
+        var config = EngineConfiguration()
+        var i = 0
+        func value() -> String {
+            i += 1
+            guard i < args.count else { fail("mobilityctl replay: \(args[i - 1]) needs a value") }
+            return args[i]
+        }
+        while i < args.count {
+            switch args[i] {
+            case "--rules": rules.append(value())
+            case "--series": series = true
+            case "--grace": config.graceSeconds = Int64(value()) ?? { fail("--grace takes seconds") }()
+            case "--lateness": config.allowedLatenessSeconds = (Int64(value()) ?? { fail("--lateness takes days") }()) * 86_400
+            case "--time-zone": config.defaultCalendar = LocalCalendar(identifier: value()) ?? { fail("unknown time zone") }()
+            case let a where a.hasPrefix("-"): fail("mobilityctl replay: unknown option \(a)")
+            default:
+                guard file == nil else { fail("mobilityctl replay: one traffic file") }
+                file = args[i]
+            }
+            i += 1
+        }
+        guard let file, !rules.isEmpty else { fail("usage: mobilityctl replay --rules DIR [--series] FILE") }
+        let (sources, errors) = RuleSet.load(rules)
+        guard errors.isEmpty else { errors.forEach { writeErr("mobilityctl: \($0)\n") }; return 1 }
+        let (program, diagnostics) = Checker.check(sources)
+        guard let program else {
+            writeErr(DiagnosticRenderer(files: sources).render(diagnostics))
+            return 1
+        }
+        config.publishSeries = series
+        guard let input = FileHandle(forReadingAtPath: file) else { writeErr("mobilityctl: cannot read \(file)\n"); return 1 }
+        var replay = Replay(program: program, configuration: config)
+        var out = ""
+        var lineNo = 0
+        for line in LineReader(input) {
+            lineNo += 1
+            if line.isEmpty { continue }
+            switch replay.feed(line: line) {
+            case .failure(let msg): writeErr("\(file):\(lineNo): \(msg)\n"); return 1
+            case .success(let lines):
+                for l in lines { out += l + "\n" }
+                if out.utf8.count > 1 << 16 { FileHandle.standardOutput.write(Data(out.utf8)); out = "" }
+            }
+        }
+        FileHandle.standardOutput.write(Data(out.utf8))
+        return 0
+    }
+}
+
+/// Reads lines from a file handle without loading the whole file.
+struct LineReader: Sequence, IteratorProtocol {
+    let handle: FileHandle
+    var buffer: [UInt8] = []
+    var eof = false
+
+    init(_ h: FileHandle) { handle = h }
+
+    mutating func next() -> [UInt8]? {
+        while true {
+            if let nl = buffer.firstIndex(of: 10) {
+                let line = Array(buffer[..<nl])
+                buffer.removeSubrange(...nl)
+                return line
+            }
+            if eof { if buffer.isEmpty { return nil }; defer { buffer = [] }; return buffer }
+            let chunk = handle.readData(ofLength: 1 << 20)
+            if chunk.isEmpty { eof = true } else { buffer += chunk }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import RuleEngine
+import RuleLanguage
+import RuleTesting
+
+/// `mobilityctl`: check rules, run rule tests, replay recorded traffic. Exit codes like promtool:
+/// 0 ok, 1 failures, 2 usage error.
+let usage = """
+usage: mobilityctl <command> [options]
+
+commands:
+  check FILE|DIR...                 parse and check rule files; print all diagnostics
+  test FILE|DIR...                  run rule unit tests (*.test files)
+  replay --rules DIR [--series] [--grace SECONDS] [--lateness DAYS] FILE
+                                    feed recorded traffic (JSON lines of {"topic","payload"})
+                                    through the engine; print alert transitions as JSON lines
+  help                              show this help
+"""
+
+func fail(_ msg: String) -> Never {
+    FileHandle.standardError.write(Data((msg + "\n").utf8))
+    exit(2)
+}
+
+var args = Array(CommandLine.arguments.dropFirst())
+guard let command = args.first else { fail(usage) }
+args.removeFirst()
+let colour = isatty(2) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+
+switch command {
+case "check":
+    guard !args.isEmpty else { fail("mobilityctl check: name at least one rule file or directory\n\n" + usage) }
+    exit(CheckCommand.run(paths: args, colour: colour))
+case "test":
+    guard !args.isEmpty else { fail("mobilityctl test: name at least one test file or directory\n\n" + usage) }
+    exit(TestCommand.run(paths: args, colour: colour))
+case "replay":
+    exit(ReplayCommand.run(args))
+case "help", "-h", "--help":
+    print(usage)
+    exit(0)
+default:
+    fail("mobilityctl: unknown command '\(command)'\n\n" + usage)
+}

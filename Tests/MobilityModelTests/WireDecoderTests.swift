@@ -1,0 +1,148 @@
+import MobilityModel
+import Testing
+import TestSupport
+
+private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> = []) -> String {
+    var fields: [(String, String)] = [
+        ("id", "\"s1\""), ("type", "\"walkingSpeed\""), ("value", "1.25"), ("unit", "\"m/s\""),
+        ("start", "\"2026-03-01T08:15:00-08:00\""), ("end", "\"2026-03-01T08:15:30-08:00\""),
+        ("source", "{\"bundleId\":\"com.apple.health.81F2\",\"name\":\"iPhone\"}"),
+    ]
+    for (k, v) in overrides { if let i = fields.firstIndex(where: { $0.0 == k }) { fields[i].1 = v } else { fields.append((k, v)) } }
+    return "{" + fields.filter { !drop.contains($0.0) }.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+}
+
+@Suite struct WireDecoderTests {
+    let decoder = WireDecoder(maxPayloadBytes: 4096, maxBatch: 10)
+
+    func one(_ json: String, user: String = "jamie") -> Result<Sample, Rejection> {
+        switch decoder.samples(Array(json.utf8), user: user) {
+        case .failure(let r): return .failure(r)
+        case .success(let items): return items[0]
+        }
+    }
+
+    @Test func decodesAValidSample() throws {
+        let s = try one(sampleJSON()).get()
+        #expect(s.id == "s1" && s.metric == .walkingSpeed && s.value == 1.25)
+        #expect(s.provenance == .device)
+        #expect(s.utcOffset == -28_800)
+    }
+
+    @Test(arguments: [
+        ("mi/hr", 2.52774, 2.52774 * 0.44704), ("km/hr", 4.5, 1.25), ("m/s", 1.1, 1.1),
+    ])
+    func normalisesSpeedUnits(unit: String, value: Double, si: Double) throws {
+        let s = try one(sampleJSON(["unit": "\"\(unit)\"", "value": "\(value)"])).get()
+        #expect(abs(s.value - si) < 1e-12)
+    }
+
+    @Test func normalisesHealthKitUnits() throws {
+        let ds = try one(sampleJSON(["type": "\"HKQuantityTypeIdentifierWalkingDoubleSupportPercentage\"", "unit": "\"%\"", "value": "0.294"])).get()
+        #expect(ds.metric == .walkingDoubleSupportPercentage && ds.value == 0.294)
+        let step = try one(sampleJSON(["type": "\"walkingStepLength\"", "unit": "\"in\"", "value": "25"])).get()
+        #expect(abs(step.value - 0.635) < 1e-12)
+        let vo2 = try one(sampleJSON(["type": "\"HKQuantityTypeIdentifierVO2Max\"", "unit": "\"mL/min·kg\"", "value": "33.09"])).get()
+        #expect(abs(MeasureUnit.vo2.fromSI(vo2.value) - 33.09) < 1e-9)
+    }
+
+    @Test(arguments: [
+        ("HKWasUserEntered", "\"1\""), ("HKMetadataKeyWasUserEntered", "true"), ("HKWasUserEntered", "1"),
+    ])
+    func userEnteredForms(key: String, value: String) throws {
+        let s = try one(sampleJSON(["metadata": "{\"\(key)\":\(value)}"])).get()
+        #expect(s.provenance == .userEntered)
+    }
+
+    @Test func nonAppleSourceIsUserEntered() throws {
+        let s = try one(sampleJSON(["source": "{\"bundleId\":\"org.example.clinic\"}"])).get()
+        #expect(s.provenance == .userEntered)
+    }
+
+    @Test func calibratedAndSyncMetadata() throws {
+        let s = try one(sampleJSON(["type": "\"sixMinuteWalkTestDistance\"", "unit": "\"m\"", "value": "500",
+                                    "metadata": "{\"HKMetadataKeyAppleDeviceCalibrated\":\"0\",\"HKMetadataKeySyncIdentifier\":\"X\",\"HKMetadataKeySyncVersion\":2}"])).get()
+        #expect(s.calibrated == false)
+        #expect(s.syncIdentifier == "X" && s.syncVersion == 2)
+    }
+
+    @Test(arguments: [
+        (sampleJSON(drop: ["value"]), RejectionReason.missingField),
+        (sampleJSON(["value": "\"fast\""]), .invalidField),
+        (sampleJSON(["value": "\"NaN\""]), .notFinite),
+        (sampleJSON(["value": "1e999"]), .notFinite),
+        (sampleJSON(["value": "-0.5"]), .outOfRange),
+        (sampleJSON(["value": "42"]), .outOfRange),
+        (sampleJSON(["type": "\"heartRate\""]), .unknownType),
+        (sampleJSON(["unit": "\"furlong/fortnight\""]), .unknownUnit),
+        (sampleJSON(["unit": "\"%\""]), .unitMismatch),
+        (sampleJSON(["end": "\"2026-03-01T08:00:00-08:00\""]), .endBeforeStart),
+        (sampleJSON(["start": "\"yesterday\""]), .invalidField),
+        (sampleJSON(["user": "\"someone-else\""]), .userMismatch),
+        (sampleJSON(["timeZone": "\"Mars/Olympus\""]), .invalidTimeZone),
+        (sampleJSON(drop: ["id"]), .missingField),
+        ("[1,2", .notJSON),
+        ("", .notJSON),
+        (String(repeating: "[", count: 100) + String(repeating: "]", count: 100), .notJSON),
+        ("{\"id\":\"" + String(repeating: "x", count: 5000) + "\"}", .payloadTooLarge),
+        ("[" + Array(repeating: sampleJSON(), count: 11).joined(separator: ",") + "]", .tooManyItems),
+    ])
+    func rejectsWithReason(json: String, reason: RejectionReason) {
+        guard case .failure(let r) = one(json) else { Issue.record("accepted: \(json.prefix(80))"); return }
+        #expect(r.reason == reason, "\(r)")
+        #expect(!r.detail.isEmpty)
+    }
+
+    @Test func oneBadSampleInABatchRejectsOnlyThatSample() throws {
+        let batch = "[" + sampleJSON() + "," + sampleJSON(["id": "\"s2\"", "value": "-3"]) + "," + sampleJSON(["id": "\"s3\""]) + "]"
+        let items = try decoder.samples(Array(batch.utf8), user: "jamie").get()
+        #expect(items.count == 3)
+        #expect((try? items[0].get()) != nil && (try? items[2].get()) != nil)
+        guard case .failure(let r) = items[1] else { Issue.record("s2 accepted"); return }
+        #expect(r.reason == .outOfRange && r.index == 1 && r.itemID == "s2")
+    }
+
+    @Test func invalidUTF8IsNotJSON() {
+        var bytes = Array(sampleJSON().utf8)
+        bytes.insert(0xFF, at: 8)
+        guard case .failure(let r) = decoder.samples(bytes, user: "jamie") else { Issue.record("accepted"); return }
+        #expect(r.reason == .notJSON)
+    }
+
+    @Test func eventsAndDeletionsAndProfile() throws {
+        let ev = try decoder.events(Array(#"[{"id":"e1","kind":"injury","date":"2026-02-01"},{"id":"a1","kind":"heat_wave","start":"2026-03-01","end":"2026-03-05"}]"#.utf8), user: "u").get()
+        let e1 = try ev[0].get(), a1 = try ev[1].get()
+        #expect(e1.category == .clinical && e1.firstDay == CivilDate(year: 2026, month: 2, day: 1).dayNumber)
+        #expect(a1.category == .annotation && a1.lastDay - a1.firstDay == 4)
+        #expect(try decoder.deletions(Array(#"{"ids":["a","b"]}"#.utf8)).get() == ["a", "b"])
+        #expect(try decoder.profile(Array(#"{"timeZone":"Europe/Zurich"}"#.utf8)).get().identifier == "Europe/Zurich")
+        guard case .failure(let r) = decoder.profile(Array(#"{"timeZone":"Nowhere/City"}"#.utf8)) else { Issue.record("accepted"); return }
+        #expect(r.reason == .invalidTimeZone)
+    }
+
+    @Test func topicLayout() {
+        let l = TopicLayout(root: "mobility/v1")
+        #expect(l.parse("mobility/v1/users/jamie-01/samples") == .inbound(user: "jamie-01", kind: .samples))
+        #expect(l.parse("mobility/v1/users/bad user/samples") == .invalidUser("bad user"))
+        #expect(l.parse("mobility/v1/users/jamie/alerts/x") == .other)
+        #expect(!TopicLayout.isValidUser(String(repeating: "a", count: 65)))
+    }
+}
+
+@Suite struct JSONTests {
+    @Test func parserSurvivesRandomBytes() {
+        var rng = SplitMix64(seed: 99)
+        for _ in 0..<3000 {
+            let n = Int.random(in: 0..<64, using: &rng)
+            let alphabet = Array(#"{}[]",:0123456789.eE+-tfnrulasx\ "#.utf8) + [0xC3, 0xFF, 0x80]
+            let bytes = (0..<n).map { _ in alphabet.randomElement(using: &rng)! }
+            _ = JSONValue.parse(bytes) // must not crash
+        }
+    }
+
+    @Test func roundTripsStrings() throws {
+        let v = try JSONValue.parse(#"{"a":"line\nbreak \u00e9 \ud83d\ude00 \"q\"","b":[1,2.5,-3e2,true,null]}"#).get()
+        #expect(v["a"] == .string("line\nbreak é 😀 \"q\""))
+        #expect(try JSONValue.parse(v.text).get() == v)
+    }
+}

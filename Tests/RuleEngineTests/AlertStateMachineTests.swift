@@ -1,0 +1,43 @@
+@testable import RuleEngine
+import Testing
+
+@Suite struct AlertStateMachineTests {
+    typealias A = AlertStateMachine.Action
+    let day: Int64 = 86_400_000
+
+    /// Feeds conditions one day apart and collects the actions.
+    func run(_ conds: [Bool?], forDays: Int64 = 0, keep: Int64 = 0, repeatDays: Int64 = 0, cooldown: Int64 = 0) -> [String] {
+        var sm = AlertStateMachine()
+        return conds.enumerated().map { i, c in
+            let at = Int64(i + 1) * day
+            switch sm.evaluate(c, at: at, activeSince: Int64(i) * day, forMs: forDays * day, keepFiringForMs: keep * day,
+                               repeatMs: repeatDays * day, cooldownMs: cooldown * day) {
+            case .none: return "."
+            case .fire: return "F"
+            case .repeatFiring: return "R"
+            case .resolve: return "X"
+            }
+        }
+    }
+
+    @Test func table() {
+        // conditions: T true, F false, ? unknown
+        func c(_ s: String) -> [Bool?] { s.map { $0 == "T" ? true : $0 == "F" ? false : nil } }
+        #expect(run(c("FTTFF")).joined() == ".F.X.")
+        #expect(run(c("TTTTF"), forDays: 3).joined() == "..F.X")            // fires when held for 3 days
+        #expect(run(c("TT?TTTF"), forDays: 3).joined() == ".....FX")        // unknown resets pending
+        #expect(run(c("TTFTT"), forDays: 3).joined() == ".....")            // false resets pending
+        #expect(run(c("T??F"), forDays: 0).joined() == "F..X")              // unknown holds firing
+        #expect(run(c("TFFF"), keep: 2).joined() == "F.X.")                 // keep_firing_for 2 days
+        #expect(run(c("TFTF"), keep: 2).joined() == "F...")                 // true again within keep: still firing
+        #expect(run(c("TTTTTTTT"), repeatDays: 3).joined() == "F..R..R.")   // reminders every 3 days
+        #expect(run(c("TFTTTT"), cooldown: 3).joined() == "FX..F.")         // no new firing within the cooldown
+    }
+
+    @Test func staleEvaluationsAreIgnored() {
+        var sm = AlertStateMachine()
+        #expect(sm.evaluate(true, at: 10, activeSince: 10, forMs: 0, keepFiringForMs: 0, repeatMs: 0, cooldownMs: 0) == .fire(activeSince: 10, firedAt: 10))
+        #expect(sm.evaluate(false, at: 5, activeSince: 5, forMs: 0, keepFiringForMs: 0, repeatMs: 0, cooldownMs: 0) == .none)
+        #expect(sm.isFiring)
+    }
+}

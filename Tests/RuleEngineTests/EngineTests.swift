@@ -1,0 +1,184 @@
+import MobilityModel
+@testable import RuleEngine
+import RuleLanguage
+import Testing
+import TestSupport
+
+@Suite struct EngineTests {
+    static let rules = """
+    series speed = p95(walkingSpeed, source: device)
+    series n = count(walkingSpeed)
+    series weekly = mean(speed, 7 d, min: 4)
+    alert slow {
+      let recent = weekly
+      when recent < 1.0 m/s
+      for 2 d
+      summary "weekly {recent in m/s:.2f}"
+      inhibited_by gap
+    }
+    alert gap {
+      let missing = missing_days(n)
+      when missing >= 3 d
+    }
+    alert capped {
+      on sample sixMinuteWalkTestDistance where device_recorded
+      let distance = value
+      when value >= 500 m
+    }
+    """
+
+    @Test func lateSampleWithinLatenessRevisesSeriesButBeyondIsRejected() {
+        var engine = Engine(program: program(Self.rules))
+        var out: [EngineOutput] = []
+        engine.ingest(sample("a", 1.2, day: 1), user: "u", now: close(1), into: &out)
+        engine.advance(to: close(3), into: &out)
+        #expect(out.series("n")[1]! == 1)
+        out.removeAll()
+        // day 1 is closed; a late sample within the allowed lateness re-opens it
+        #expect(engine.ingest(sample("b", 1.4, day: 1, hour: 13), user: "u", now: close(3), into: &out) == .accepted)
+        engine.advance(to: close(3), into: &out)
+        let revised = out.series.filter { $0.name == "n" && $0.revised }
+        #expect(revised.first { $0.day.dayNumber == day0 + 1 }?.value == 2)
+        // beyond the allowed lateness (7 days): rejected and counted, state unchanged
+        guard case .rejected(let r) = engine.ingest(sample("c", 1.4, day: 1), user: "u", now: close(20), into: &out) else {
+            Issue.record("late sample accepted"); return
+        }
+        #expect(r.reason == .tooLate)
+        guard case .rejected(let f) = engine.ingest(sample("d", 1.4, day: 30), user: "u", now: close(20), into: &out) else {
+            Issue.record("future sample accepted"); return
+        }
+        #expect(f.reason == .inFuture)
+        #expect(engine.users["u"]!.sampleIndex.count == 2)
+    }
+
+    @Test func duplicatesDeletionsAndSyncVersions() {
+        var engine = Engine(program: program(Self.rules))
+        var out: [EngineOutput] = []
+        let s = sample("a", 1.2, day: 1)
+        #expect(engine.ingest(s, user: "u", now: close(1), into: &out) == .accepted)
+        #expect(engine.ingest(s, user: "u", now: close(1), into: &out) == .duplicate)
+        let v1 = sample("v1", 1.0, day: 1, metadata: [MetadataKey.syncIdentifier: .string("K"), MetadataKey.syncVersion: .number(1)])
+        let v2 = sample("v2", 1.5, day: 1, metadata: [MetadataKey.syncIdentifier: .string("K"), MetadataKey.syncVersion: .number(2)])
+        let v0 = sample("v0", 0.5, day: 1, metadata: [MetadataKey.syncIdentifier: .string("K"), MetadataKey.syncVersion: .number(0)])
+        #expect(engine.ingest(v1, user: "u", now: close(1), into: &out) == .accepted)
+        #expect(engine.ingest(v2, user: "u", now: close(1), into: &out) == .superseded)
+        #expect(engine.ingest(v0, user: "u", now: close(1), into: &out) == .stale)
+        #expect(engine.delete(ids: ["a", "nope"], user: "u") == 1)
+        engine.advance(to: close(1), into: &out)
+        #expect(out.series("n")[1]! == 1)             // only v2 is left
+        #expect(out.series("speed")[1]! == 1.5)
+    }
+
+    @Test func inhibitionAndUnknownSemantics() {
+        var engine = Engine(program: program(Self.rules))
+        var out: [EngineOutput] = []
+        // slow for days 1-10, then nothing for 5 days
+        for d in 1...10 { engine.ingest(sample("s\(d)", 0.8, day: d), user: "u", now: close(d), into: &out) }
+        engine.advance(to: close(15), into: &out)
+        let a = out.alerts.map { "\($0.rule) \($0.status.rawValue) \($0.day.dayNumber - day0)" }
+        // weekly known from day 4, for 2 d: fires day 5. The gap fires on day 13; slow is held, not resolved.
+        #expect(a == ["slow firing 5", "gap firing 13"])
+        let fired = out.alerts[0]
+        #expect(fired.summary == "weekly 0.80 m/s")
+        #expect(fired.evidence == [Evidence(name: "recent", value: 0.8, unit: "m/s")])
+        #expect(fired.id == AlertTransition.stableID(rule: "slow", user: "u", activeSince: utc.startOfDay(day0 + 4)))
+    }
+
+    @Test func sampleRulesFireAtOnceAndFilter() {
+        var engine = Engine(program: program(Self.rules))
+        var out: [EngineOutput] = []
+        engine.ingest(sample("w1", .sixMinuteWalkTestDistance, 500, day: 1), user: "u", now: close(1), into: &out)
+        engine.ingest(sample("c1", .sixMinuteWalkTestDistance, 300, day: 2, provenance: .userEntered), user: "u", now: close(2), into: &out)
+        engine.ingest(sample("w2", .sixMinuteWalkTestDistance, 420, day: 8), user: "u", now: close(8), into: &out)
+        #expect(out.alerts.map { "\($0.status.rawValue) \($0.day.dayNumber - day0)" } == ["firing 1", "resolved 8"])
+        #expect(out.alerts[0].evidence.first?.value == 500)
+    }
+
+    @Test func dstDayHas23HoursOfSamples() throws {
+        let la = try #require(LocalCalendar(identifier: "America/Los_Angeles"))
+        var config = EngineConfiguration()
+        config.defaultCalendar = la
+        var engine = Engine(program: program(Self.rules), configuration: config)
+        var out: [EngineOutput] = []
+        let spring = CivilDate(year: 2026, month: 3, day: 8).dayNumber
+        // one sample every local hour over the 23-hour day (written in UTC: the home zone decides the day)
+        var t = la.startOfDay(spring)
+        var i = 0
+        while t < la.startOfDay(spring + 1) {
+            engine.ingest(Sample(id: "h\(i)", metric: .walkingSpeed, value: 1, start: t, end: t), user: "u", now: t, into: &out)
+            t = t.adding(seconds: 3600)
+            i += 1
+        }
+        #expect(i == 23)
+        // the day closes at local midnight + 1 h grace, not before
+        engine.advance(to: la.startOfDay(spring + 1).adding(seconds: 3599), into: &out)
+        #expect(out.series.isEmpty)
+        engine.advance(to: la.startOfDay(spring + 1).adding(seconds: 3600), into: &out)
+        #expect(out.series.first { $0.name == "n" }?.value == 23)
+        #expect(out.series.first { $0.name == "n" }?.day.description == "2026-03-08")
+    }
+
+    @Test func reloadKeepsStateOfRulesThatKeptTheirName() {
+        var engine = Engine(program: program(Self.rules))
+        var out: [EngineOutput] = []
+        for d in 1...6 { engine.ingest(sample("s\(d)", 0.8, day: d), user: "u", now: close(d), into: &out) }
+        engine.advance(to: close(6), into: &out)
+        #expect(out.alerts.map(\.rule) == ["slow"])
+        engine.reload(program(Self.rules.replacingOccurrences(of: "alert gap", with: "alert gap2").replacingOccurrences(of: "inhibited_by gap", with: "inhibited_by gap2")))
+        #expect(engine.users["u"]!.alerts["slow"]?.isFiring == true)
+        #expect(engine.users["u"]!.alerts["gap"] == nil)
+        out.removeAll()
+        engine.ingest(sample("s7", 0.8, day: 7), user: "u", now: close(7), into: &out)
+        engine.advance(to: close(7), into: &out)
+        #expect(out.alerts.isEmpty) // still firing: no second firing transition
+    }
+}
+
+/// The same input gives the same alerts whether fed in one batch, sample by sample, or shuffled within a day.
+@Suite struct OrderIndependenceTests {
+    static func traffic(seed: UInt64) -> [(String, [String])] {
+        var rng = SplitMix64(seed: seed)
+        var msgs: [(String, [String])] = []
+        for user in ["ana", "ben", "cy"] {
+            var speed = Double.random(in: 0.8...1.3, using: &rng)
+            for d in 1...40 {
+                if Double.random(in: 0..<1, using: &rng) < 0.15 { continue }
+                speed += Double.random(in: -0.08...0.06, using: &rng)
+                var day: [String] = []
+                for k in 0..<Int.random(in: 3...12, using: &rng) {
+                    let t = utc.startOfDay(day0 + DayNumber(d)).adding(seconds: Int64(8 * 3600 + k * 3000 + Int.random(in: 0..<2000, using: &rng)))
+                    let v = max(0.1, speed + Double.random(in: -0.1...0.1, using: &rng))
+                    day.append("{\"id\":\"\(user)-\(d)-\(k)\",\"type\":\"walkingSpeed\",\"value\":\(v),\"unit\":\"m/s\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.x\"}}")
+                }
+                msgs.append((user, day))
+            }
+        }
+        return msgs
+    }
+
+    static func run(_ messages: [(String, [UInt8])]) -> [String] {
+        var ing = Ingestor(engine: Engine(program: program(EngineTests.rules)), clock: .event)
+        var out: [EngineOutput] = []
+        for (user, payload) in messages { ing.handle(topic: "mobility/v1/users/\(user)/samples", payload: payload, now: Timestamp(seconds: 0), into: &out) }
+        return out.alerts.map(\.json).sorted()
+    }
+
+    @Test(arguments: [11, 12, 13] as [UInt64])
+    func batchSingleAndShuffledAgree(seed: UInt64) {
+        let days = Self.traffic(seed: seed)
+        let single = Self.run(days.flatMap { u, d in d.map { (u, Array($0.utf8)) } })
+        let batched = Self.run(days.map { u, d in (u, Array(("[" + d.joined(separator: ",") + "]").utf8)) })
+        var rng = SplitMix64(seed: seed &+ 100)
+        let shuffled = Self.run(days.flatMap { u, d in d.shuffled(using: &rng).map { (u, Array($0.utf8)) } })
+        // users interleaved differently: a user's clock is their own, so this changes nothing either
+        var perUser: [String: [(String, [String])]] = [:]
+        for m in days { perUser[m.0, default: []].append(m) }
+        var roundRobin: [(String, [String])] = []
+        for i in 0..<40 { for u in ["cy", "ana", "ben"] where i < perUser[u]!.count { roundRobin.append(perUser[u]![i]) } }
+        let interleaved = Self.run(roundRobin.flatMap { u, d in d.map { (u, Array($0.utf8)) } })
+        #expect(!single.isEmpty, "seed \(seed): the traffic should produce some alerts")
+        #expect(single == batched, "seed \(seed)")
+        #expect(single == shuffled, "seed \(seed)")
+        #expect(single == interleaved, "seed \(seed)")
+    }
+}

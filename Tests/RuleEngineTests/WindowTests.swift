@@ -1,0 +1,128 @@
+import MobilityModel
+@testable import RuleEngine
+import RuleLanguage
+import Testing
+import TestSupport
+
+/// Every window function against a naive reference on seeded random data with gaps and an injury boundary.
+@Suite struct WindowTests {
+    static let rules = """
+    series d = mean(walkingSpeed)
+    series w_mean = mean(d, 7 d, min: 3)
+    series w_median = median(d, 9 d)
+    series w_min = min(d, 5 d)
+    series w_max = max(d, 5 d)
+    series w_sum = sum(d, 4 d, min: 2)
+    series w_last = last(d, 6 d)
+    series w_slope = slope(d, 14 d, min: 5)
+    series w_days = days_with_data(d, 10 d)
+    series w_base = mean(d, 30 d, before: injury, min: 10)
+    series w_after = max(d, 20 d, after: injury)
+    series w_missing = missing_days(d)
+    series w_change = change(d, 3 d)
+    """
+
+    /// The naive reference: days present in [lo, hi] within the segment.
+    static func reference(_ values: [Int: Double], injury: Int?, firstDay: Int) -> [String: (Int) -> Double?] {
+        func seg(_ d: Int) -> Int { if let i = injury, d >= i { return i }; return Int.min / 2 }
+        func window(_ d: Int, _ n: Int) -> [(Int, Double)] {
+            stride(from: max(d - n + 1, seg(d)), through: d, by: 1).compactMap { k in values[k].map { (k, $0) } }
+        }
+        func med(_ v: [Double]) -> Double {
+            let s = v.sorted()
+            let h = Double(s.count - 1) * 0.5
+            let lo = Int(h)
+            return s[lo] + (h - Double(lo)) * (s[min(lo + 1, s.count - 1)] - s[lo])
+        }
+        return [
+            "w_mean": { d in let w = window(d, 7); return w.count >= 3 ? w.map(\.1).reduce(0, +) / Double(w.count) : nil },
+            "w_median": { d in let w = window(d, 9); return w.isEmpty ? nil : med(w.map(\.1)) },
+            "w_min": { d in window(d, 5).map(\.1).min() },
+            "w_max": { d in window(d, 5).map(\.1).max() },
+            "w_sum": { d in let w = window(d, 4); return w.count >= 2 ? w.map(\.1).reduce(0, +) : nil },
+            "w_last": { d in window(d, 6).last?.1 },
+            "w_slope": { d in
+                let w = window(d, 14)
+                guard w.count >= 5 else { return nil }
+                let n = Double(w.count)
+                let sx = w.map { Double($0.0) }.reduce(0, +), sy = w.map(\.1).reduce(0, +)
+                let sxy = w.map { Double($0.0) * $0.1 }.reduce(0, +), sxx = w.map { Double($0.0) * Double($0.0) }.reduce(0, +)
+                return (n * sxy - sx * sy) / (n * sxx - sx * sx) / 86_400
+            },
+            "w_days": { d in Double(window(d, 10).count) * 86_400 },
+            "w_base": { d in
+                guard let i = injury, d >= i else { return nil }
+                let w = stride(from: i - 30, through: i - 1, by: 1).compactMap { values[$0] }
+                return w.count >= 10 ? w.reduce(0, +) / Double(w.count) : nil
+            },
+            "w_after": { d in
+                guard let i = injury, d >= i else { return nil }
+                return stride(from: i, through: min(i + 19, d), by: 1).compactMap { values[$0] }.max()
+            },
+            "w_missing": { d in
+                var n = 0, k = d
+                while k >= firstDay, values[k] == nil { n += 1; k -= 1 }
+                return Double(n) * 86_400
+            },
+            "w_change": { d in
+                guard d - 3 >= seg(d), let a = values[d], let b = values[d - 3] else { return nil }
+                return a - b
+            },
+        ]
+    }
+
+    @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    func windowsMatchNaiveReference(seed: UInt64) {
+        var rng = SplitMix64(seed: seed)
+        let p = program(Self.rules)
+        var engine = Engine(program: p)
+        let days = 90
+        let injury: Int? = Bool.random(using: &rng) ? Int.random(in: 20...70, using: &rng) : nil
+        var values: [Int: Double] = [:]
+        var out: [EngineOutput] = []
+        if let injury { engine.record(event: TimelineEvent(id: "inj", category: .clinical, kind: "injury", firstDay: day0 + DayNumber(injury), lastDay: day0 + DayNumber(injury)), user: "u") }
+        let missingRate = Double.random(in: 0...0.5, using: &rng)
+        for d in 1...days {
+            if d > 1, Double.random(in: 0..<1, using: &rng) < missingRate { continue }
+            let v = (Double.random(in: 0.5...1.5, using: &rng) * 1000).rounded() / 1000
+            values[d] = v
+            engine.ingest(sample("s\(d)", v, day: d), user: "u", now: close(d), into: &out)
+        }
+        engine.advance(to: close(days), into: &out)
+        let ref = Self.reference(values, injury: injury, firstDay: 1)
+        for (name, f) in ref {
+            let unit = p.series.first { $0.name == name }!.displayUnit
+            let got = out.series(name)
+            for d in 1...days {
+                let g = got[d] ?? nil
+                let e = f(d)
+                let gs = g.map { unit.si($0) }
+                let ok: Bool
+                switch (gs, e) {
+                case (nil, nil): ok = true
+                case let (a?, b?): ok = abs(a - b) <= 1e-6 * max(1, abs(b))
+                default: ok = false
+                }
+                #expect(ok, "seed \(seed) injury \(String(describing: injury)) \(name) day \(d): got \(String(describing: gs)) expected \(String(describing: e))")
+            }
+        }
+    }
+
+    @Test func percentileMethods() {
+        // numpy: np.percentile([1,2,3,4], 95) == 3.85 (R-7); nearest rank: ceil(0.95*4) = 4th value
+        let p = program("""
+        series lin = p95(walkingSpeed)
+        series near = percentile(walkingSpeed, 95, method: nearest)
+        series med = median(walkingSpeed)
+        series p10 = p10(walkingSpeed)
+        """)
+        var engine = Engine(program: p)
+        var out: [EngineOutput] = []
+        for (i, v) in [4.0, 1, 3, 2].enumerated() { engine.ingest(sample("s\(i)", v, day: 1, hour: 8 + i), user: "u", now: close(1), into: &out) }
+        engine.advance(to: close(1), into: &out)
+        #expect(abs((out.series("lin")[1]! ?? 0) - 3.85) < 1e-9)
+        #expect(out.series("near")[1]! == 4)
+        #expect(abs((out.series("med")[1]! ?? 0) - 2.5) < 1e-9)
+        #expect(abs((out.series("p10")[1]! ?? 0) - 1.3) < 1e-9) // numpy: 1.3
+    }
+}

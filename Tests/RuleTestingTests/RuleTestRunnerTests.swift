@@ -1,0 +1,51 @@
+import Foundation
+import RuleTesting
+import Testing
+import TestSupport
+
+@Suite struct RuleTestRunnerTests {
+    @Test func expandsCompactNotation() throws {
+        let v = try RuleTestFile.expand(["1.5x3", "0.7+0.1x3", "_x2", "2", "5-1x2", "_"])
+        #expect(v.count == 12)
+        #expect(v[0] == 1.5 && v[2] == 1.5)
+        #expect(abs(v[5]! - 0.9) < 1e-12)
+        #expect(v[6] == nil && v[7] == nil && v[8] == 2 && v[9] == 5 && v[10] == 4 && v[11] == nil)
+        #expect(throws: (any Error).self) { try RuleTestFile.expand(["1x0"]) }
+        #expect(throws: (any Error).self) { try RuleTestFile.expand(["abc"]) }
+    }
+
+    @Test func shippedRuleTestsPass() {
+        let report = RuleTestRunner.run(paths: [RepoPaths.rules + "/tests"])
+        #expect(report.ok, "\(report.text)")
+        #expect(report.passed >= 15)
+        #expect(report.text.hasSuffix("\(report.passed) passed, 0 failed\n"))
+    }
+
+    @Test func failingExpectationShowsADiff() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mw-ruletest-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "series n = count(walkingSpeed)\nalert gap {\n let m = missing_days(n)\n when m >= 2 d\n}\n"
+            .write(to: dir.appendingPathComponent("gap.rules"), atomically: true, encoding: .utf8)
+        let test = """
+        rules gap.rules
+        test "wrong day on purpose" {
+          input walkingSpeed m/s: 1x5 _x3 1x2
+          expect gap firing day 9, resolved day 9
+          expect series n day 2 = 3 m/s
+        }
+        """
+        let report = RuleTestRunner.run(path: dir.appendingPathComponent("x.test").path, text: test)
+        #expect(!report.ok && report.failed == 1)
+        #expect(report.text.contains("expected: firing day 9, resolved day 9"))
+        #expect(report.text.contains("got:      firing day 7, resolved day 9"))
+        #expect(report.text.contains("series 'n' is not in m/s") || report.text.contains("not in m/s"))
+    }
+
+    @Test func testFileErrorsHavePositions() {
+        let report = RuleTestRunner.run(path: "bad.test", text: "rules .\ntest \"x\" {\n  input fooSpeed m/s: 1\n  bogus\n}\n")
+        #expect(!report.ok)
+        #expect(report.text.contains("bad.test:3: error: unknown metric 'fooSpeed'"))
+        #expect(report.text.contains("bad.test:4: error: unknown statement 'bogus'"))
+    }
+}

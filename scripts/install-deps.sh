@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages MobilityWatch needs, only where missing. Idempotent.
+set -euo pipefail
+need=()
+command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
+command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+pkg-config --exists libmosquitto 2>/dev/null || need+=(libmosquitto-dev)
+pkg-config --exists sqlite3 2>/dev/null || need+=(libsqlite3-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install-deps: installing ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  sudo_ apt-get update -qq
+  sudo_ apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+command -v swift >/dev/null 2>&1 || { echo "install-deps: swift is not on the PATH (Swift 6 toolchain required)" >&2; exit 1; }

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite, the one command CI runs: installs what is missing, builds, checks and
+# unit-tests the shipped rules, then runs `swift test` (which starts its own mosquitto brokers).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+swift build
+.build/debug/mobilityctl check rules/
+.build/debug/mobilityctl test rules/tests
+swift test
