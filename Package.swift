@@ -8,23 +8,37 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "mobilityctl", targets: ["mobilityctl"]),
+        .executable(name: "mobilityd", targets: ["mobilityd"]),
     ],
     targets: [
+        // System-library shims: one per C library.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+
         // Layers, bottom to top.
         .target(name: "MobilityModel", swiftSettings: strict),
         .target(name: "RuleLanguage", dependencies: ["MobilityModel"], swiftSettings: strict),
         .target(name: "RuleEngine", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
+        .target(name: "MQTTTransport", dependencies: ["CMosquitto"], swiftSettings: strict),
+        .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "MobilityDaemon",
+                dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint"],
+                swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
 
         // Thin executables.
+        .executableTarget(name: "mobilityd", dependencies: ["MobilityDaemon"], swiftSettings: strict),
         .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting"], swiftSettings: strict),
 
         // Tests mirror the targets.
-        .target(name: "TestSupport", dependencies: ["MobilityModel"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MobilityModelTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "RuleLanguageTests", dependencies: ["RuleLanguage", "TestSupport"],
                     exclude: ["Golden"], swiftSettings: strict),
         .testTarget(name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "MQTTTransportTests", dependencies: ["MQTTTransport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "MobilityDaemonTests", dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "TestSupport"],
+                    swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
     ]
 )

@@ -7,6 +7,7 @@ command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 pkg-config --exists libmosquitto 2>/dev/null || need+=(libmosquitto-dev)
 pkg-config --exists sqlite3 2>/dev/null || need+=(libsqlite3-dev)
+pkg-config --exists libmicrohttpd 2>/dev/null || need+=(libmicrohttpd-dev)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,201 @@
+import CMosquitto
+import Glibc
+import Synchronization
+
+/// How an MQTT client connects.
+public struct MQTTClientConfiguration: Sendable {
+    /// MQTT protocol versions.
+    public enum ProtocolVersion: String, Sendable { case v311 = "3.1.1", v5 = "5" }
+
+    public var broker: BrokerURL
+    /// A fixed client id, so the broker keeps the session across reconnects and restarts.
+    public var clientID: String
+    /// Clean session (3.1.1) / clean start (5). Off for a persistent session.
+    public var cleanSession = false
+    public var protocolVersion = ProtocolVersion.v311
+    public var keepAliveSeconds: Int32 = 30
+    /// MQTT 5 session expiry (seconds). Without it a v5 broker keeps no session.
+    public var sessionExpirySeconds: Int32 = 7 * 86_400
+    public var username: String?
+    public var password: String?
+    /// CA file for `mqtts://` (system store when nil).
+    public var caFile: String?
+    public var certFile: String?
+    public var keyFile: String?
+    /// The last will: published by the broker if this client vanishes.
+    public var will: (topic: String, payload: [UInt8], retain: Bool)?
+    /// Filters subscribed at QoS 1 on every connect.
+    public var subscriptions: [String] = []
+    /// Reconnect backoff: first delay and cap, seconds, doubling in between.
+    public var reconnectMinSeconds: UInt32 = 1
+    public var reconnectMaxSeconds: UInt32 = 30
+    /// Outgoing QoS 1 messages in flight at once.
+    public var maxInflight: Int32 = 1000
+
+    /// Creates a configuration.
+    public init(broker: BrokerURL, clientID: String) {
+        self.broker = broker
+        self.clientID = clientID
+    }
+}
+
+/// A connection state change, for logs and metrics.
+public enum MQTTConnectionEvent: Sendable, Equatable {
+    case connected(sessionPresent: Bool)
+    case disconnected(reason: String)
+    /// The broker refused the credentials or authorisation: retrying cannot help.
+    case refused(MQTTError)
+}
+
+/// A small Swift client over libmosquitto's threaded loop.
+///
+/// The network thread calls `onMessage` with a copied topic and payload; the handler may block to
+/// apply back-pressure (the broker keeps what we do not read). Subscriptions are made in the
+/// connect callback, so every reconnect subscribes again.
+///
+/// Sendability: `handle` is only ever passed to libmosquitto, which is thread-safe once the
+/// threaded loop runs; all Swift-side mutable state lives in a `Mutex` or `Atomic`.
+public final class MQTTClient: @unchecked Sendable {
+    nonisolated(unsafe) private let handle: OpaquePointer
+    private let configuration: MQTTClientConfiguration
+    private let onMessage: @Sendable (String, [UInt8]) -> Void
+    private let onEvent: @Sendable (MQTTConnectionEvent) -> Void
+    private let connectedFlag = Atomic<Bool>(false)
+    private let connections = Atomic<Int>(0)
+    private let started = Atomic<Bool>(false)
+
+    private static let libraryInit: Void = { mosquitto_lib_init(); return () }()
+
+    /// Whether the client is connected now.
+    public var isConnected: Bool { connectedFlag.load(ordering: .relaxed) }
+    /// Successful connections so far (reconnects are this minus one).
+    public var connectionCount: Int { connections.load(ordering: .relaxed) }
+
+    /// Creates a client; nothing happens on the network until ``start()``.
+    public init(_ configuration: MQTTClientConfiguration, onMessage: @escaping @Sendable (String, [UInt8]) -> Void,
+                onEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void = { _ in }) throws(MQTTError) {
+        _ = MQTTClient.libraryInit
+        self.configuration = configuration
+        self.onMessage = onMessage
+        self.onEvent = onEvent
+        guard let h = mosquitto_new(configuration.clientID, configuration.cleanSession, nil) else {
+            throw .configuration("cannot create an MQTT client (client id '\(configuration.clientID)')")
+        }
+        self.handle = h
+        mosquitto_user_data_set(h, Unmanaged.passUnretained(self).toOpaque())
+        try configure()
+    }
+
+    deinit {
+        if started.load(ordering: .relaxed) { mosquitto_loop_stop(handle, true) }
+        mosquitto_destroy(handle)
+    }
+
+    private func check(_ rc: Int32, _ what: String) throws(MQTTError) {
+        if rc != MOSQ_ERR_SUCCESS.rawValue { throw MQTTError.library(rc, what) }
+    }
+
+    private func configure() throws(MQTTError) {
+        let c = configuration
+        let v5 = c.protocolVersion == .v5
+        try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311), "protocol version")
+        try check(mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1), "TCP_NODELAY")
+        if v5 { try check(mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, c.maxInflight), "send maximum") } else {
+            try check(mosquitto_max_inflight_messages_set(handle, UInt32(c.maxInflight)), "max inflight")
+        }
+        if let u = c.username { try check(mosquitto_username_pw_set(handle, u, c.password), "credentials") }
+        if c.broker.tls {
+            try check(mosquitto_tls_set(handle, c.caFile, c.caFile == nil ? "/etc/ssl/certs" : nil, c.certFile, c.keyFile, nil), "TLS")
+        }
+        if let w = c.will {
+            let rc = w.payload.withUnsafeBytes { mosquitto_will_set(handle, w.topic, Int32(w.payload.count), $0.baseAddress, 1, w.retain) }
+            try check(rc, "last will")
+        }
+        try check(mosquitto_reconnect_delay_set(handle, c.reconnectMinSeconds, c.reconnectMaxSeconds, true), "reconnect delay")
+
+        mosquitto_connect_callback_set(handle) { _, obj, rc in
+            guard let obj else { return }
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().connected(rc: rc)
+        }
+        mosquitto_disconnect_callback_set(handle) { _, obj, rc in
+            guard let obj else { return }
+            let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
+            me.connectedFlag.store(false, ordering: .relaxed)
+            me.onEvent(.disconnected(reason: rc == 0 ? "requested" : String(cString: mosquitto_strerror(rc))))
+        }
+        mosquitto_message_callback_set(handle) { _, obj, msg in
+            guard let obj, let msg else { return }
+            let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
+            let m = msg.pointee
+            let topic = String(cString: m.topic)
+            let payload: [UInt8] = m.payloadlen > 0 && m.payload != nil
+                ? Array(UnsafeRawBufferPointer(start: m.payload, count: Int(m.payloadlen))) : []
+            me.onMessage(topic, payload)
+        }
+    }
+
+    private func connected(rc: Int32) {
+        let v5 = configuration.protocolVersion == .v5
+        guard rc == 0 else {
+            let e = MQTTError.refused(rc, v5: v5)
+            // 4/5 (3.1.1) and 134/135 (5): bad credentials or not authorised. Retrying cannot help.
+            if [4, 5, 134, 135].contains(rc) { onEvent(.refused(e)) } else { onEvent(.disconnected(reason: e.message)) }
+            return
+        }
+        connectedFlag.store(true, ordering: .relaxed)
+        connections.add(1, ordering: .relaxed)
+        let subs = configuration.subscriptions
+        if !subs.isEmpty {
+            var cStrings = subs.map { strdup($0) }
+            defer { cStrings.forEach { free($0) } }
+            let rc = cStrings.withUnsafeMutableBufferPointer { buf in
+                buf.baseAddress!.withMemoryRebound(to: UnsafeMutablePointer<CChar>?.self, capacity: buf.count) {
+                    mosquitto_subscribe_multiple(handle, nil, Int32(subs.count), $0, 1, 0, nil)
+                }
+            }
+            if rc != 0 { onEvent(.disconnected(reason: "subscribe failed: \(String(cString: mosquitto_strerror(rc)))")) }
+        }
+        onEvent(.connected(sessionPresent: false))
+    }
+
+    /// Connects (retrying in the background if the broker is not there yet) and starts the network thread.
+    public func start() throws(MQTTError) {
+        let c = configuration
+        var rc: Int32
+        if c.protocolVersion == .v5 {
+            var props: OpaquePointer? = nil
+            rc = mosquitto_property_add_int32(&props, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), UInt32(bitPattern: c.sessionExpirySeconds))
+            try check(rc, "session expiry property")
+            rc = mosquitto_connect_bind_v5(handle, c.broker.host, c.broker.port, c.keepAliveSeconds, nil, props)
+            mosquitto_property_free_all(&props)
+        } else {
+            rc = mosquitto_connect(handle, c.broker.host, c.broker.port, c.keepAliveSeconds)
+        }
+        // A broker that is down is not fatal: the loop keeps reconnecting with backoff.
+        if rc != MOSQ_ERR_SUCCESS.rawValue, rc != MOSQ_ERR_ERRNO.rawValue, rc != MOSQ_ERR_NO_CONN.rawValue, rc != MOSQ_ERR_CONN_REFUSED.rawValue {
+            throw MQTTError.library(rc, "connect to \(c.broker)")
+        }
+        if rc != MOSQ_ERR_SUCCESS.rawValue { onEvent(.disconnected(reason: "broker \(c.broker) not reachable yet; retrying")) }
+        try check(mosquitto_loop_start(handle), "start network thread")
+        started.store(true, ordering: .relaxed)
+    }
+
+    /// Publishes a message (QoS 0 or 1). Thread-safe; does not wait for the acknowledgement.
+    public func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false) throws(MQTTError) {
+        let rc = payload.withUnsafeBytes { mosquitto_publish(handle, nil, topic, Int32(payload.count), $0.baseAddress, qos, retain) }
+        try check(rc, "publish to \(topic)")
+    }
+
+    /// Publishes a UTF-8 string.
+    public func publish(topic: String, _ text: String, qos: Int32 = 1, retain: Bool = false) throws(MQTTError) {
+        try publish(topic: topic, payload: Array(text.utf8), qos: qos, retain: retain)
+    }
+
+    /// Disconnects cleanly (the will is not sent) and stops the network thread.
+    public func stop() {
+        guard started.exchange(false, ordering: .relaxed) else { return }
+        mosquitto_disconnect(handle)
+        mosquitto_loop_stop(handle, false)
+        connectedFlag.store(false, ordering: .relaxed)
+    }
+}

@@ -1,0 +1,45 @@
+import CMosquitto
+
+/// An error from the MQTT layer, with libmosquitto's code mapped in one place.
+public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What failed.
+    public enum Code: Hashable, Sendable {
+        /// A libmosquitto return code (`MOSQ_ERR_*`).
+        case library(Int32)
+        /// The broker refused the connection (CONNACK / reason code).
+        case refused(Int32)
+        /// A bad broker URL or option.
+        case configuration
+    }
+
+    public let code: Code
+    public let message: String
+    public let file: String
+    public let line: UInt
+
+    init(_ code: Code, _ message: String, file: String = #fileID, line: UInt = #line) {
+        self.code = code
+        self.message = message
+        self.file = file
+        self.line = line
+    }
+
+    /// An error for a libmosquitto return code, described by `mosquitto_strerror`.
+    static func library(_ rc: Int32, _ what: String, file: String = #fileID, line: UInt = #line) -> MQTTError {
+        MQTTError(.library(rc), "\(what): \(String(cString: mosquitto_strerror(rc)))", file: file, line: line)
+    }
+
+    /// A refused connection, described by `mosquitto_connack_string` or `mosquitto_reason_string`.
+    static func refused(_ rc: Int32, v5: Bool) -> MQTTError {
+        MQTTError(.refused(rc), "connection refused: " + String(cString: v5 ? mosquitto_reason_string(rc) : mosquitto_connack_string(rc)))
+    }
+
+    static func configuration(_ m: String, file: String = #fileID, line: UInt = #line) -> MQTTError {
+        MQTTError(.configuration, m, file: file, line: line)
+    }
+
+    public var description: String { message }
+
+    public static func == (a: MQTTError, b: MQTTError) -> Bool { a.code == b.code && a.message == b.message }
+    public func hash(into h: inout Hasher) { h.combine(code); h.combine(message) }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// A bounded multi-producer, single-consumer queue. `push` blocks while full (back-pressure:
+/// the MQTT network thread stops reading, so the broker holds the backlog, not our memory);
+/// `popAll` blocks while empty and takes everything queued in one hand-off.
+///
+/// Sendability: every stored property is read and written only while holding `condition`.
+final class BoundedQueue<Element>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var items: [Element] = []
+    private let capacity: Int
+    private var closed = false
+    private var waitingConsumer = false
+    private var waitingProducers = 0
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        items.reserveCapacity(min(capacity, 4096))
+    }
+
+    /// Appends, waiting while the queue is full. Returns false once the queue is closed.
+    @discardableResult
+    func push(_ x: Element) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.count >= capacity && !closed {
+            waitingProducers += 1
+            condition.wait()
+            waitingProducers -= 1
+        }
+        guard !closed else { return false }
+        items.append(x)
+        if waitingConsumer { condition.broadcast() }
+        return true
+    }
+
+    /// Takes every queued element, waiting while there are none. Nil when closed and drained.
+    func popAll() -> [Element]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.isEmpty && !closed {
+            waitingConsumer = true
+            condition.wait()
+            waitingConsumer = false
+        }
+        if items.isEmpty { return nil }
+        let out = items
+        items.removeAll(keepingCapacity: true)
+        if waitingProducers > 0 { condition.broadcast() }
+        return out
+    }
+
+    /// Elements waiting now.
+    var count: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return items.count
+    }
+
+    /// Refuses further pushes; the consumer drains what is left, then gets nil.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}

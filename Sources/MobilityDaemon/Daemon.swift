@@ -1,0 +1,322 @@
+import Foundation
+import HTTPEndpoint
+import MobilityModel
+import MQTTTransport
+import RuleEngine
+import RuleLanguage
+import Synchronization
+
+/// `mobilityd`: wires the broker, the shards, the rules, metrics and signals together.
+public final class Daemon: Sendable {
+    let config: DaemonConfiguration
+    let log: Logger
+    let layout: TopicLayout
+    private let shutdown = DispatchSemaphore(value: 0)
+    private let exitCode = Atomic<Int32>(0)
+    private let reloads = Mutex<[String: Int]>([:])
+    private let started = Date()
+    private let rulesIdentity = Mutex<String>("")
+
+    /// Creates a daemon from its configuration.
+    public init(configuration: DaemonConfiguration) {
+        self.config = configuration
+        self.log = Logger(format: configuration.logFormat, level: configuration.logLevel)
+        self.layout = TopicLayout(root: configuration.topicRoot)
+    }
+
+    /// Loads and checks the rules; logs every diagnostic on failure.
+    func loadRules() -> Program? {
+        let (sources, errors) = RuleSet.load([config.rules])
+        for e in errors { log.error("cannot load rules", ["error": e]) }
+        let (program, diagnostics) = Checker.check(sources)
+        let renderer = DiagnosticRenderer(files: sources)
+        for d in diagnostics {
+            log.log(d.severity == .error ? .error : .warn, "rule diagnostic",
+                    ["at": renderer.position(d.range), "id": d.id.rawValue, "message": d.message])
+        }
+        guard errors.isEmpty, let program else { return nil }
+        return program
+    }
+
+    /// Runs until SIGTERM/SIGINT (or a fatal broker refusal). Returns the process exit code.
+    public func run() -> Int32 {
+        guard let program = loadRules() else {
+            log.error("rules are invalid; not starting", ["rules": config.rules])
+            return 1
+        }
+        let broker: BrokerURL
+        do { broker = try BrokerURL(parsing: config.broker) } catch {
+            log.error("bad broker URL", ["error": error.description])
+            return 2
+        }
+        if config.checkConfig {
+            print("configuration ok: \(program.alerts.count) alerts, \(program.series.count) series, broker \(broker), clock \(config.clock.rawValue)")
+            return 0
+        }
+        do { try FileManager.default.createDirectory(atPath: config.state, withIntermediateDirectories: true) } catch {
+            log.error("cannot create state directory", ["state": config.state, "error": "\(error)"])
+            return 1
+        }
+        rulesIdentity.withLock { $0 = program.identity }
+        let clientID = config.clientID ?? "mobilityd-\(config.instance)"
+        let statusTopic = layout.status(config.instance)
+
+        // Signals first, so none is lost during start-up.
+        for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
+        let signalQueue = DispatchQueue(label: "mobilityd.signals")
+        var sources: [DispatchSourceSignal] = []
+
+        // The publisher: its own connection (clean session), carrying the status and the last will.
+        var pubConfig = MQTTClientConfiguration(broker: broker, clientID: clientID + "-pub")
+        applyCommon(&pubConfig)
+        pubConfig.cleanSession = true
+        pubConfig.will = (statusTopic, Array("offline".utf8), true)
+        let publisher: MQTTClient
+        do {
+            publisher = try MQTTClient(pubConfig, onMessage: { _, _ in }, onEvent: { [self] e in
+                connectionEvent(e, role: "publisher")
+                if case .connected = e { try? publisherRef.value?.publish(topic: statusTopic, "online", retain: true) }
+            })
+        } catch {
+            log.error("cannot create MQTT publisher", ["error": error.description])
+            return 1
+        }
+        publisherRef.set(publisher)
+
+        let layout = self.layout
+        let sink = MQTTOutputSink(client: publisher, layout: layout)
+        var decoder = WireDecoder()
+        decoder.maxPayloadBytes = config.maxPayloadBytes
+        let shards = (0..<config.shards).map { i in
+            Shard(index: i, ingestor: Ingestor(engine: Engine(program: program, configuration: config.engine), layout: layout,
+                                               decoder: decoder, clock: config.clock),
+                  capacity: config.queueCapacity, sink: sink, log: log)
+        }
+        shards.forEach { $0.start() }
+
+        // The subscriber: the persistent session (fixed client id, clean session off, QoS 1).
+        var subConfig = MQTTClientConfiguration(broker: broker, clientID: clientID)
+        applyCommon(&subConfig)
+        subConfig.cleanSession = false
+        subConfig.subscriptions = layout.subscriptions
+        let count = UInt64(shards.count)
+        let subscriber: MQTTClient
+        do {
+            subscriber = try MQTTClient(subConfig, onMessage: { topic, payload in
+                // Only copy and hand on: hash the user to its shard. Blocks when the shard is full.
+                var shard = 0
+                if case .inbound(let user, _) = layout.parse(topic) { shard = Int(Daemon.hash(user) % count) }
+                shards[shard].queue.push(.message(topic: topic, payload: payload))
+            }, onEvent: { [self] e in connectionEvent(e, role: "subscriber") })
+        } catch {
+            log.error("cannot create MQTT subscriber", ["error": error.description])
+            return 1
+        }
+
+        var http: HTTPServer?
+        if let addr = config.metricsAddress {
+            do {
+                http = try HTTPServer(address: addr) { [self] _, path in
+                    self.http(path: path, shards: shards, subscriber: subscriber, publisher: publisher)
+                }
+            } catch {
+                log.error("cannot serve metrics", ["address": addr, "error": error.description])
+                return 1
+            }
+        }
+
+        do {
+            try publisher.start()
+            try subscriber.start()
+        } catch {
+            log.error("cannot start MQTT", ["error": error.description])
+            return 1
+        }
+        log.info("started", ["broker": broker.description, "client_id": clientID, "clock": config.clock.rawValue, "shards": String(shards.count),
+                             "rules": config.rules, "alerts": String(program.alerts.count), "rules_identity": program.identity,
+                             "metrics": http.map { "127.0.0.1:\($0.port)" } ?? "off"])
+
+        var ticker: DispatchSourceTimer?
+        if config.clock == .wall {
+            let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.tick"))
+            t.schedule(deadline: .now() + .seconds(1), repeating: .seconds(config.tickSeconds))
+            t.setEventHandler {
+                let now = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+                for s in shards { s.queue.push(.tick(now)) }
+            }
+            t.resume()
+            ticker = t
+        }
+
+        for s in [SIGTERM, SIGINT] {
+            let src = DispatchSource.makeSignalSource(signal: s, queue: signalQueue)
+            src.setEventHandler { [self] in
+                log.info("shutting down", ["signal": s == SIGTERM ? "SIGTERM" : "SIGINT"])
+                shutdown.signal()
+            }
+            src.resume()
+            sources.append(src)
+        }
+        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signalQueue)
+        hup.setEventHandler { [self] in reload(shards) }
+        hup.resume()
+        sources.append(hup)
+
+        shutdown.wait()
+
+        // Drain: stop reading (messages already taken are queued), finish the queues, publish, say offline.
+        ticker?.cancel()
+        subscriber.stop()
+        for s in shards { s.queue.close() }
+        for s in shards { s.join() }
+        try? publisher.publish(topic: statusTopic, "offline", retain: true)
+        publisher.stop()
+        http?.stop()
+        sources.forEach { $0.cancel() }
+        log.info("stopped", ["exit_code": String(exitCode.load(ordering: .relaxed))])
+        return exitCode.load(ordering: .relaxed)
+    }
+
+    private let publisherRef = WeakBox<MQTTClient>()
+
+    private func applyCommon(_ c: inout MQTTClientConfiguration) {
+        c.protocolVersion = config.mqttVersion
+        c.username = config.username
+        c.password = config.password
+        c.caFile = config.caFile
+        c.certFile = config.certFile
+        c.keyFile = config.keyFile
+    }
+
+    private func connectionEvent(_ e: MQTTConnectionEvent, role: String) {
+        switch e {
+        case .connected: log.info("broker connected", ["role": role])
+        case .disconnected(let reason):
+            log.log(reason == "requested" ? .info : .warn, "broker disconnected", ["role": role, "reason": reason])
+        case .refused(let err):
+            log.error("broker refused the connection; giving up", ["role": role, "error": err.description])
+            exitCode.store(1, ordering: .relaxed)
+            shutdown.signal()
+        }
+    }
+
+    /// SIGHUP: check the new rules first; an invalid set is refused and the old rules keep running.
+    func reload(_ shards: [Shard]) {
+        guard let program = loadRules() else {
+            log.error("reload refused: the new rules are invalid; keeping the old rules")
+            reloads.withLock { $0["failure", default: 0] += 1 }
+            return
+        }
+        for s in shards { s.queue.push(.reload(program)) }
+        rulesIdentity.withLock { $0 = program.identity }
+        reloads.withLock { $0["success", default: 0] += 1 }
+        log.info("rules reloaded", ["alerts": String(program.alerts.count), "series": String(program.series.count), "rules_identity": program.identity])
+    }
+
+    /// A stable user → shard hash (FNV-1a 64).
+    static func hash(_ s: String) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in s.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return h
+    }
+
+    private func http(path: String, shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> HTTPResponse {
+        switch path {
+        case "/healthz":
+            if subscriber.isConnected && publisher.isConnected { return HTTPResponse(body: "ok\n") }
+            return HTTPResponse(status: 503, body: "broker not connected\n")
+        case "/metrics":
+            return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8",
+                                body: metrics(shards: shards, subscriber: subscriber, publisher: publisher))
+        default:
+            return HTTPResponse(status: 404, body: "not found; try /metrics or /healthz\n")
+        }
+    }
+
+    func metrics(shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> String {
+        var total = ShardStats()
+        var depths: [Int] = []
+        for s in shards {
+            depths.append(s.queue.count)
+            let st = s.stats.withLock { $0 }
+            total.ingest.messages += st.ingest.messages
+            total.ingest.samplesAccepted += st.ingest.samplesAccepted
+            total.ingest.duplicates += st.ingest.duplicates
+            total.ingest.superseded += st.ingest.superseded
+            total.ingest.stale += st.ingest.stale
+            total.ingest.deletions += st.ingest.deletions
+            total.ingest.events += st.ingest.events
+            for (r, n) in st.ingest.rejected { total.ingest.rejected[r, default: 0] += n }
+            total.users += st.users
+            total.batches += st.batches
+            total.evaluationSeconds += st.evaluationSeconds
+            for (rule, m) in st.alerts { for (k, n) in m { total.alerts[rule, default: [:]][k, default: 0] += n } }
+            for (rule, n) in st.repeats { total.repeats[rule, default: 0] += n }
+            for (rule, n) in st.firing { total.firing[rule, default: 0] += n }
+            total.seriesPublished += st.seriesPublished
+            total.publishErrors += st.publishErrors
+        }
+        var m = MetricsText()
+        m.family("mobilityd_messages_received_total", "counter", "MQTT messages received on the input topics.")
+        m.sample("mobilityd_messages_received_total", total.ingest.messages.d)
+        m.family("mobilityd_samples_accepted_total", "counter", "Samples accepted into the engine.")
+        m.sample("mobilityd_samples_accepted_total", total.ingest.samplesAccepted.d)
+        m.family("mobilityd_samples_duplicate_total", "counter", "Samples ignored as re-deliveries of a known id.")
+        m.sample("mobilityd_samples_duplicate_total", total.ingest.duplicates.d)
+        m.family("mobilityd_samples_superseded_total", "counter", "Samples that replaced an older sync version.")
+        m.sample("mobilityd_samples_superseded_total", total.ingest.superseded.d)
+        m.family("mobilityd_rejected_total", "counter", "Inputs rejected, by reason.")
+        for r in RejectionReason.allCases { m.sample("mobilityd_rejected_total", ["reason": r.rawValue], (total.ingest.rejected[r] ?? 0).d) }
+        m.family("mobilityd_deletions_total", "counter", "Samples retracted by deletions.")
+        m.sample("mobilityd_deletions_total", total.ingest.deletions.d)
+        m.family("mobilityd_timeline_events_total", "counter", "Clinical events and annotations recorded.")
+        m.sample("mobilityd_timeline_events_total", total.ingest.events.d)
+        m.family("mobilityd_users", "gauge", "Users with state.")
+        m.sample("mobilityd_users", total.users.d)
+        m.family("mobilityd_queue_depth", "gauge", "Messages waiting per shard.")
+        for (i, d) in depths.enumerated() { m.sample("mobilityd_queue_depth", ["shard": String(i)], d.d) }
+        m.family("mobilityd_evaluation_seconds", "summary", "Time spent ingesting and evaluating rules, per batch.")
+        m.sample("mobilityd_evaluation_seconds_sum", total.evaluationSeconds)
+        m.sample("mobilityd_evaluation_seconds_count", total.batches.d)
+        m.family("mobilityd_alert_transitions_total", "counter", "Alert transitions published, by rule and status.")
+        for (rule, byStatus) in total.alerts.sorted(by: { $0.key < $1.key }) {
+            for (st, n) in byStatus.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                m.sample("mobilityd_alert_transitions_total", ["rule": rule, "status": st.rawValue], n.d)
+            }
+        }
+        m.family("mobilityd_alert_reminders_total", "counter", "Repeat reminders of firing alerts, by rule.")
+        for (rule, n) in total.repeats.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alert_reminders_total", ["rule": rule], n.d) }
+        m.family("mobilityd_alerts_firing", "gauge", "Alerts firing now, by rule.")
+        for (rule, n) in total.firing.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alerts_firing", ["rule": rule], n.d) }
+        m.family("mobilityd_series_published_total", "counter", "Recorded series points published.")
+        m.sample("mobilityd_series_published_total", total.seriesPublished.d)
+        m.family("mobilityd_publish_errors_total", "counter", "Publishes that libmosquitto refused.")
+        m.sample("mobilityd_publish_errors_total", total.publishErrors.d)
+        m.family("mobilityd_broker_connected", "gauge", "1 when the connection is up, by role.")
+        m.sample("mobilityd_broker_connected", ["role": "subscriber"], subscriber.isConnected ? 1 : 0)
+        m.sample("mobilityd_broker_connected", ["role": "publisher"], publisher.isConnected ? 1 : 0)
+        m.family("mobilityd_broker_reconnects_total", "counter", "Reconnections after the first connection, by role.")
+        m.sample("mobilityd_broker_reconnects_total", ["role": "subscriber"], max(0, subscriber.connectionCount - 1).d)
+        m.sample("mobilityd_broker_reconnects_total", ["role": "publisher"], max(0, publisher.connectionCount - 1).d)
+        m.family("mobilityd_rule_reloads_total", "counter", "SIGHUP rule reloads, by result.")
+        let r = reloads.withLock { $0 }
+        m.sample("mobilityd_rule_reloads_total", ["result": "success"], (r["success"] ?? 0).d)
+        m.sample("mobilityd_rule_reloads_total", ["result": "failure"], (r["failure"] ?? 0).d)
+        m.family("mobilityd_rules_info", "gauge", "The loaded rule set.")
+        m.sample("mobilityd_rules_info", ["identity": rulesIdentity.withLock { $0 }], 1)
+        m.family("mobilityd_start_time_seconds", "gauge", "Start time of the process since the epoch.")
+        m.sample("mobilityd_start_time_seconds", started.timeIntervalSince1970.rounded())
+        return m.text
+    }
+}
+
+extension Int {
+    var d: Double { Double(self) }
+}
+
+/// A reference set once, read from callbacks.
+final class WeakBox<T: AnyObject & Sendable>: Sendable {
+    private let ref = Mutex<T?>(nil)
+    func set(_ v: T) { ref.withLock { $0 = v } }
+    var value: T? { ref.withLock { $0 } }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import MobilityModel
+import MQTTTransport
+import RuleEngine
+
+/// Everything `mobilityd` can be told. Precedence: flags, then `MOBILITYD_*` environment
+/// variables, then the config file (`--config`), then defaults.
+public struct DaemonConfiguration: Sendable {
+    public var broker = "mqtt://127.0.0.1:1883"
+    public var rules = "rules"
+    public var state = "state"
+    public var clock = ClockMode.wall
+    public var instance = "mobilityd"
+    public var clientID: String?
+    public var username: String?
+    public var password: String?
+    public var caFile: String?
+    public var certFile: String?
+    public var keyFile: String?
+    public var mqttVersion = MQTTClientConfiguration.ProtocolVersion.v311
+    public var topicRoot = "mobility/v1"
+    public var shards = 2
+    public var queueCapacity = 10_000
+    public var metricsAddress: String? = "127.0.0.1:9464"
+    public var logFormat = LogFormat.logfmt
+    public var logLevel = LogLevel.info
+    public var timeZone = "UTC"
+    public var graceSeconds: Int64 = 3600
+    public var latenessDays: Int64 = 7
+    public var maxFutureSeconds: Int64 = 600
+    public var maxPayloadBytes = 256 * 1024
+    public var tickSeconds = 60
+    public var publishSeries = true
+    public var checkConfig = false
+    public var help = false
+
+    /// Defaults.
+    public init() {}
+
+    /// An option: its flag name, value placeholder and help text.
+    struct Option {
+        let name: String
+        let value: String?
+        let help: String
+    }
+
+    static let options: [Option] = [
+        Option(name: "broker", value: "URL", help: "broker, mqtt://HOST:PORT or mqtts://HOST:PORT (default mqtt://127.0.0.1:1883)"),
+        Option(name: "rules", value: "DIR", help: "rule files directory (default rules)"),
+        Option(name: "state", value: "DIR", help: "state directory (default state)"),
+        Option(name: "clock", value: "wall|event", help: "wall: days close by the wall clock (default); event: by each user's latest sample time (replays)"),
+        Option(name: "instance", value: "NAME", help: "instance name in the status topic (default mobilityd)"),
+        Option(name: "client-id", value: "ID", help: "MQTT client id of the persistent session (default mobilityd-INSTANCE)"),
+        Option(name: "username", value: "NAME", help: "MQTT username"),
+        Option(name: "password", value: "SECRET", help: "MQTT password (prefer MOBILITYD_PASSWORD or the config file)"),
+        Option(name: "ca-file", value: "PATH", help: "CA certificate for mqtts:// (default: system store)"),
+        Option(name: "cert-file", value: "PATH", help: "client certificate for mqtts://"),
+        Option(name: "key-file", value: "PATH", help: "client key for mqtts://"),
+        Option(name: "mqtt-version", value: "3.1.1|5", help: "MQTT protocol version (default 3.1.1)"),
+        Option(name: "topic-root", value: "ROOT", help: "topic root (default mobility/v1)"),
+        Option(name: "shards", value: "N", help: "worker shards; users are hashed to shards (default 2)"),
+        Option(name: "queue-capacity", value: "N", help: "messages queued per shard before reading pauses (default 10000)"),
+        Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)"),
+        Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
+        Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
+        Option(name: "time-zone", value: "ZONE", help: "IANA zone of users without a profile (default UTC)"),
+        Option(name: "grace", value: "SECONDS", help: "a day closes this long after local midnight (default 3600)"),
+        Option(name: "lateness", value: "DAYS", help: "samples older than this are rejected as too late (default 7)"),
+        Option(name: "max-future", value: "SECONDS", help: "clock-skew guard for future samples (default 600)"),
+        Option(name: "max-payload", value: "BYTES", help: "largest accepted payload (default 262144)"),
+        Option(name: "tick", value: "SECONDS", help: "wall clock: how often days are closed (default 60)"),
+        Option(name: "publish-series", value: "true|false", help: "publish recorded series (default true)"),
+        Option(name: "config", value: "FILE", help: "read KEY = VALUE lines (same keys as the flags)"),
+        Option(name: "check-config", value: nil, help: "check the configuration and rules, then exit 0 or 1"),
+        Option(name: "help", value: nil, help: "show this help"),
+    ]
+
+    /// The `--help` text.
+    public static var usage: String {
+        var s = """
+        usage: mobilityd [options]
+
+        Subscribes to samples on an MQTT broker, evaluates the rules, publishes alerts.
+        Every option can also be given as MOBILITYD_<NAME> (e.g. MOBILITYD_BROKER) or in --config.
+
+        options:
+
+        """
+        for o in options {
+            let left = "  --\(o.name)" + (o.value.map { " \($0)" } ?? "")
+            s += left.padding(toLength: max(left.count + 2, 34), withPad: " ", startingAt: 0) + o.help + "\n"
+        }
+        s += "\nsignals: SIGHUP reloads the rules (an invalid set is refused); SIGTERM drains, publishes offline, exits 0.\n"
+        return s
+    }
+
+    /// A configuration problem (exit code 2).
+    public struct Problem: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Builds the configuration from arguments, environment and an optional file.
+    public static func load(arguments: [String], environment: [String: String]) throws(Problem) -> DaemonConfiguration {
+        var flags: [(String, String?)] = []
+        var i = 0
+        while i < arguments.count {
+            let a = arguments[i]
+            guard a.hasPrefix("--") else { throw Problem(description: "unexpected argument '\(a)'") }
+            var name = String(a.dropFirst(2))
+            var value: String?
+            if let eq = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            guard let opt = options.first(where: { $0.name == name }) else { throw Problem(description: "unknown option --\(name)") }
+            if opt.value != nil, value == nil {
+                i += 1
+                guard i < arguments.count else { throw Problem(description: "--\(name) needs a value") }
+                value = arguments[i]
+            }
+            flags.append((name, value))
+            i += 1
+        }
+        var merged: [String: String] = [:]
+        // The config file, named by flag or environment.
+        let configPath = flags.last { $0.0 == "config" }?.1 ?? environment["MOBILITYD_CONFIG"]
+        if let configPath {
+            guard let text = try? String(contentsOfFile: configPath, encoding: .utf8) else { throw Problem(description: "cannot read config file \(configPath)") }
+            for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+                if line.isEmpty { continue }
+                guard let eq = line.firstIndex(of: "=") else { throw Problem(description: "\(configPath):\(n + 1): expected KEY = VALUE") }
+                let key = line[..<eq].trimmingCharacters(in: .whitespaces)
+                guard options.contains(where: { $0.name == key && $0.value != nil && key != "config" }) else {
+                    throw Problem(description: "\(configPath):\(n + 1): unknown key '\(key)'")
+                }
+                merged[key] = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            }
+        }
+        for o in options where o.value != nil {
+            let env = "MOBILITYD_" + o.name.uppercased().replacingOccurrences(of: "-", with: "_")
+            if let v = environment[env] { merged[o.name] = v }
+        }
+        var c = DaemonConfiguration()
+        for (name, value) in flags {
+            if let value { merged[name] = value } else if name == "help" { c.help = true } else if name == "check-config" { c.checkConfig = true }
+        }
+        try c.apply(merged)
+        return c
+    }
+
+    mutating func apply(_ m: [String: String]) throws(Problem) {
+        func int(_ k: String, _ range: ClosedRange<Int>) throws(Problem) -> Int? {
+            guard let v = m[k] else { return nil }
+            guard let n = Int(v), range.contains(n) else { throw Problem(description: "--\(k) must be a whole number in \(range.lowerBound)...\(range.upperBound), not '\(v)'") }
+            return n
+        }
+        if let v = m["broker"] {
+            do { _ = try BrokerURL(parsing: v) } catch { throw Problem(description: error.description) }
+            broker = v
+        }
+        if let v = m["rules"] { rules = v }
+        if let v = m["state"] { state = v }
+        if let v = m["clock"] {
+            guard let c = ClockMode(rawValue: v) else { throw Problem(description: "--clock must be wall or event, not '\(v)'") }
+            clock = c
+        }
+        if let v = m["instance"] {
+            guard TopicLayout.isValidUser(v) else { throw Problem(description: "--instance must be 1-64 characters of A-Z a-z 0-9 . _ -") }
+            instance = v
+        }
+        if let v = m["client-id"] { clientID = v }
+        if let v = m["username"] { username = v }
+        if let v = m["password"] { password = v }
+        if let v = m["ca-file"] { caFile = v }
+        if let v = m["cert-file"] { certFile = v }
+        if let v = m["key-file"] { keyFile = v }
+        if let v = m["mqtt-version"] {
+            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else { throw Problem(description: "--mqtt-version must be 3.1.1 or 5") }
+            mqttVersion = p
+        }
+        if let v = m["topic-root"] {
+            guard !v.isEmpty, !v.contains("+"), !v.contains("#"), !v.hasSuffix("/") else { throw Problem(description: "--topic-root must be a topic without wildcards or a trailing /") }
+            topicRoot = v
+        }
+        if let n = try int("shards", 1...256) { shards = n }
+        if let n = try int("queue-capacity", 1...10_000_000) { queueCapacity = n }
+        if let v = m["metrics-address"] { metricsAddress = v == "off" ? nil : v }
+        if let v = m["log-format"] {
+            guard let f = LogFormat(rawValue: v) else { throw Problem(description: "--log-format must be logfmt or json") }
+            logFormat = f
+        }
+        if let v = m["log-level"] {
+            guard let l = LogLevel(name: v) else { throw Problem(description: "--log-level must be debug, info, warn or error") }
+            logLevel = l
+        }
+        if let v = m["time-zone"] {
+            guard LocalCalendar(identifier: v) != nil else { throw Problem(description: "--time-zone '\(v)' is not an IANA zone") }
+            timeZone = v
+        }
+        if let n = try int("grace", 0...86_400) { graceSeconds = Int64(n) }
+        if let n = try int("lateness", 0...365) { latenessDays = Int64(n) }
+        if let n = try int("max-future", 0...86_400 * 365) { maxFutureSeconds = Int64(n) }
+        if let n = try int("max-payload", 64...64 * 1024 * 1024) { maxPayloadBytes = n }
+        if let n = try int("tick", 1...86_400) { tickSeconds = n }
+        if let v = m["publish-series"] {
+            guard v == "true" || v == "false" else { throw Problem(description: "--publish-series must be true or false") }
+            publishSeries = v == "true"
+        }
+        if (certFile == nil) != (keyFile == nil) { throw Problem(description: "--cert-file and --key-file go together") }
+    }
+
+    /// The engine settings.
+    public var engine: EngineConfiguration {
+        var e = EngineConfiguration()
+        e.graceSeconds = graceSeconds
+        e.allowedLatenessSeconds = latenessDays * 86_400
+        e.maxFutureSeconds = clock == .event ? Int64.max / 4000 : maxFutureSeconds
+        e.defaultCalendar = LocalCalendar(identifier: timeZone) ?? .utc
+        e.publishSeries = publishSeries
+        return e
+    }
+}

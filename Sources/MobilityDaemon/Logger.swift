@@ -1,0 +1,80 @@
+import Foundation
+import Synchronization
+
+/// Log line formats.
+public enum LogFormat: String, Sendable { case logfmt, json }
+
+/// Log levels, in order.
+public enum LogLevel: Int, Comparable, Sendable {
+    case debug, info, warn, error
+
+    init?(name: String) {
+        switch name {
+        case "debug": self = .debug
+        case "info": self = .info
+        case "warn", "warning": self = .warn
+        case "error": self = .error
+        default: return nil
+        }
+    }
+
+    var name: String { ["debug", "info", "warn", "error"][rawValue] }
+
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Structured logs to stderr, one line per event. Health data (sample values, notes) is never
+/// logged at info level or above: callers pass ids and counts only.
+public final class Logger: Sendable {
+    let format: LogFormat
+    let minimum: LogLevel
+    private let lock = Mutex<Void>(())
+
+    /// Creates a logger.
+    public init(format: LogFormat, level: LogLevel) {
+        self.format = format
+        self.minimum = level
+    }
+
+    /// Logs an event with fields.
+    public func log(_ level: LogLevel, _ message: String, _ fields: KeyValuePairs<String, String> = [:]) {
+        guard level >= minimum else { return }
+        let ts = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        var line: String
+        switch format {
+        case .logfmt:
+            line = "ts=\(ts) level=\(level.name) msg=\(Logger.logfmt(message))"
+            for (k, v) in fields { line += " \(k)=\(Logger.logfmt(v))" }
+        case .json:
+            line = "{\"ts\":\"\(ts)\",\"level\":\"\(level.name)\",\"msg\":"
+            Logger.jsonQuote(message, into: &line)
+            for (k, v) in fields { line += ",\"\(k)\":"; Logger.jsonQuote(v, into: &line) }
+            line += "}"
+        }
+        line += "\n"
+        lock.withLock { _ in FileHandle.standardError.write(Data(line.utf8)) }
+    }
+
+    public func debug(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.debug, m, f) }
+    public func info(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.info, m, f) }
+    public func warn(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.warn, m, f) }
+    public func error(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.error, m, f) }
+
+    static func logfmt(_ s: String) -> String {
+        if !s.isEmpty, !s.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "\n" }) { return s }
+        return "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n") + "\""
+    }
+
+    static func jsonQuote(_ s: String, into out: inout String) {
+        out += "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            default: if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
+            }
+        }
+        out += "\""
+    }
+}

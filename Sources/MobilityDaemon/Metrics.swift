@@ -1,0 +1,24 @@
+import MobilityModel
+
+/// Renders the Prometheus text exposition format (version 0.0.4).
+struct MetricsText {
+    private(set) var text = ""
+
+    mutating func family(_ name: String, _ type: String, _ help: String) {
+        text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+    }
+
+    mutating func sample(_ name: String, _ value: Double) { sample(name, [:], value) }
+
+    mutating func sample(_ name: String, _ labels: KeyValuePairs<String, String>, _ value: Double) {
+        text += name
+        if !labels.isEmpty {
+            text += "{" + labels.map { "\($0.key)=\"\(MetricsText.escape($0.value))\"" }.joined(separator: ",") + "}"
+        }
+        text += " " + (value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)) + "\n"
+    }
+
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

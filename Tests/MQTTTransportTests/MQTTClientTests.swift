@@ -1,0 +1,85 @@
+import Foundation
+import MQTTTransport
+import Testing
+import TestSupport
+
+@Suite struct BrokerURLTests {
+    @Test(arguments: [
+        ("mqtt://127.0.0.1:1883", "127.0.0.1", Int32(1883), false),
+        ("mqtt://broker", "broker", 1883, false),
+        ("mqtts://broker.example:8884", "broker.example", 8884, true),
+        ("mqtts://broker", "broker", 8883, true),
+        ("mqtt://[::1]:1884", "::1", 1884, false),
+    ])
+    func parses(url: String, host: String, port: Int32, tls: Bool) throws {
+        let u = try BrokerURL(parsing: url)
+        #expect(u.host == host && u.port == port && u.tls == tls)
+    }
+
+    @Test(arguments: ["http://x", "mqtt://", "mqtt://host:0", "mqtt://host:99999", "mqtt://host:port", "tcp://h:1"])
+    func rejects(url: String) {
+        #expect(throws: MQTTError.self) { try BrokerURL(parsing: url) }
+    }
+}
+
+@Suite(.serialized) struct MQTTClientTests {
+    @Test func publishesAndReceivesThroughARealBroker() throws {
+        let broker = try MosquittoBroker()
+        let rec = try MQTTRecorder(url: broker.url, filters: ["t/#"])
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        for i in 0..<100 { try pub.publish("t/\(i % 3)", "m\(i)") }
+        #expect(eventually { rec.messages().count == 100 })
+        #expect(rec.messages().map(\.text) == (0..<100).map { "m\($0)" }) // one publisher: in order
+    }
+
+    @Test(arguments: [MQTTClientConfiguration.ProtocolVersion.v311, .v5])
+    func persistentSessionQueuesWhileOffline(version: MQTTClientConfiguration.ProtocolVersion) throws {
+        let broker = try MosquittoBroker()
+        let received = ReceivedCounter()
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "persistent-\(version.rawValue)")
+        c.protocolVersion = version
+        c.subscriptions = ["q/#"]
+        var client: MQTTClient? = try MQTTClient(c, onMessage: { _, _ in received.add() })
+        try client!.start()
+        #expect(eventually { client!.isConnected })
+        usleep(100_000)
+        client!.stop()
+        client = nil
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        for i in 0..<50 { try pub.publish("q/x", "m\(i)") }
+        usleep(200_000)
+        client = try MQTTClient(c, onMessage: { _, _ in received.add() })
+        try client!.start()
+        // Subscriptions survive in the session; queued QoS 1 messages are delivered on reconnect.
+        #expect(eventually { received.value == 50 }, "got \(received.value) of 50 (MQTT \(version.rawValue))")
+        client!.stop()
+    }
+
+    @Test func reconnectsAfterBrokerRestart() throws {
+        let broker = try MosquittoBroker()
+        let received = ReceivedCounter()
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "reconnect")
+        c.subscriptions = ["r/#"]
+        c.reconnectMaxSeconds = 1
+        let client = try MQTTClient(c, onMessage: { _, _ in received.add() })
+        try client.start()
+        #expect(eventually { client.isConnected })
+        broker.stop()
+        #expect(eventually { !client.isConnected })
+        try broker.start()
+        #expect(eventually { client.isConnected && client.connectionCount == 2 })
+        usleep(100_000)
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        try pub.publish("r/1", "after restart")
+        #expect(eventually { received.value == 1 }) // resubscribed in the connect callback
+        client.stop()
+    }
+}
+
+/// A thread-safe counter for callbacks.
+final class ReceivedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func add() { lock.withLock { n += 1 } }
+    var value: Int { lock.withLock { n } }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Glibc
+
+/// A real mosquitto broker on a free loopback port, for integration tests. Stopped on deinit.
+public final class MosquittoBroker: @unchecked Sendable {
+    /// The port it listens on (kept across restarts).
+    public let port: Int
+    /// Its working directory (config, persistence, log).
+    public let directory: String
+    private var process: ChildProcess?
+    private let lock = NSLock()
+
+    /// `mqtt://127.0.0.1:PORT`.
+    public var url: String { "mqtt://127.0.0.1:\(port)" }
+
+    /// Writes a config and starts the broker.
+    public init(persistence: Bool = false) throws {
+        port = try freePort()
+        directory = NSTemporaryDirectory() + "mw-broker-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var conf = """
+        listener \(port) 127.0.0.1
+        allow_anonymous true
+        max_queued_messages 0
+        max_inflight_messages 0
+        log_dest file \(directory)/mosquitto.log
+        """
+        if getuid() == 0 { conf += "\nuser root" }
+        if persistence { conf += "\npersistence true\npersistence_location \(directory)/\nautosave_interval 1" }
+        try (conf + "\n").write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    /// Starts (or restarts) the broker and waits until it accepts connections.
+    public func start() throws {
+        let p = try ChildProcess(MosquittoBroker.binary, ["-c", directory + "/mosquitto.conf"], logPath: directory + "/stdout.log")
+        lock.withLock { process = p }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if canConnect(port: port) { return }
+            if !p.isRunning { break }
+            usleep(20_000)
+        }
+        throw HarnessError("mosquitto did not start on port \(port); see \(directory)/mosquitto.log")
+    }
+
+    /// Stops the broker with a signal (SIGTERM saves persistence; SIGKILL does not) and waits.
+    public func stop(signal: Int32 = SIGTERM) {
+        guard let p = lock.withLock({ () -> ChildProcess? in let p = process; process = nil; return p }) else { return }
+        p.stop(signal: signal)
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    static let binary: String = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto", "/usr/local/sbin/mosquitto"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) } ?? "mosquitto"
+}
+
+/// A harness failure.
+public struct HarnessError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ d: String) { description = d }
+}
+
+/// A TCP port that was free a moment ago on 127.0.0.1.
+public func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError("socket failed") }
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    guard rc == 0 else { throw HarnessError("bind failed") }
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+    return Int(UInt16(bigEndian: addr.sin_port))
+}
+
+/// Whether something accepts TCP connections on 127.0.0.1:port.
+public func canConnect(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = UInt16(port).bigEndian
+    return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+}
+
+/// Polls a condition until it holds or the timeout passes.
+public func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return condition()
+}
+
+/// A plain HTTP/1.0 GET against 127.0.0.1, returning status and body (nil when nothing answers).
+public func httpGet(port: Int, path: String) -> (status: Int, body: String)? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = UInt16(port).bigEndian
+    let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    guard ok == 0 else { return nil }
+    let req = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+    _ = req.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    var data: [UInt8] = []
+    var buf = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { break }
+        data += buf[0..<n]
+    }
+    let text = String(decoding: data, as: UTF8.self)
+    guard let headerEnd = text.range(of: "\r\n\r\n"), let statusLine = text.split(separator: "\r\n").first else { return nil }
+    let parts = statusLine.split(separator: " ")
+    guard parts.count >= 2, let status = Int(parts[1]) else { return nil }
+    return (status, String(text[headerEnd.upperBound...]))
+}
+
+/// Parses Prometheus text into `name{labels}` → value, checking every line's syntax.
+public func parsePrometheus(_ text: String) throws -> [String: Double] {
+    var out: [String: Double] = [:]
+    for line in text.split(separator: "\n") {
+        if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") { continue }
+        guard let space = line.lastIndex(of: " ") else { throw HarnessError("bad metrics line: \(line)") }
+        let key = String(line[..<space]), value = line[line.index(after: space)...]
+        let nameEnd = key.firstIndex(of: "{") ?? key.endIndex
+        let name = key[..<nameEnd]
+        guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == ":" }),
+              nameEnd == key.endIndex || key.hasSuffix("}"), let v = Double(value) else {
+            throw HarnessError("bad metrics line: \(line)")
+        }
+        out[key] = v
+    }
+    return out
+}
+
