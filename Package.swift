@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "mobilityctl", targets: ["mobilityctl"]),
         .executable(name: "mobilityd", targets: ["mobilityd"]),
+        .executable(name: "mobility-sim", targets: ["mobility-sim"]),
     ],
     targets: [
         // System-library shims: one per C library.
@@ -24,10 +25,12 @@ let package = Package(
         .target(name: "MobilityDaemon",
                 dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint"],
                 swiftSettings: strict),
+        .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "MQTTTransport"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
 
         // Thin executables.
         .executableTarget(name: "mobilityd", dependencies: ["MobilityDaemon"], swiftSettings: strict),
+        .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MQTTTransport"], swiftSettings: strict),
         .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting"], swiftSettings: strict),
 
         // Tests mirror the targets.
@@ -37,7 +40,7 @@ let package = Package(
                     exclude: ["Golden"], swiftSettings: strict),
         .testTarget(name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MQTTTransportTests", dependencies: ["MQTTTransport", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "MobilityDaemonTests", dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "TestSupport"],
+        .testTarget(name: "MobilityDaemonTests", dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
     ]

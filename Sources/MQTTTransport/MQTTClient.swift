@@ -63,11 +63,18 @@ public final class MQTTClient: @unchecked Sendable {
     private let connectedFlag = Atomic<Bool>(false)
     private let connections = Atomic<Int>(0)
     private let started = Atomic<Bool>(false)
+    private let published = Atomic<Int>(0)
+    private let acknowledged = Atomic<Int>(0)
 
     private static let libraryInit: Void = { mosquitto_lib_init(); return () }()
 
     /// Whether the client is connected now.
     public var isConnected: Bool { connectedFlag.load(ordering: .relaxed) }
+    /// Messages handed to libmosquitto by ``publish(topic:payload:qos:retain:)``.
+    public var publishedCount: Int { published.load(ordering: .relaxed) }
+    /// Messages the broker acknowledged (QoS 1) or that were written (QoS 0).
+    public var acknowledgedCount: Int { acknowledged.load(ordering: .relaxed) }
+
     /// Successful connections so far (reconnects are this minus one).
     public var connectionCount: Int { connections.load(ordering: .relaxed) }
 
@@ -122,6 +129,10 @@ public final class MQTTClient: @unchecked Sendable {
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
             me.connectedFlag.store(false, ordering: .relaxed)
             me.onEvent(.disconnected(reason: rc == 0 ? "requested" : String(cString: mosquitto_strerror(rc))))
+        }
+        mosquitto_publish_callback_set(handle) { _, obj, _ in
+            guard let obj else { return }
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().acknowledged.add(1, ordering: .relaxed)
         }
         mosquitto_message_callback_set(handle) { _, obj, msg in
             guard let obj, let msg else { return }
@@ -184,6 +195,7 @@ public final class MQTTClient: @unchecked Sendable {
     public func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false) throws(MQTTError) {
         let rc = payload.withUnsafeBytes { mosquitto_publish(handle, nil, topic, Int32(payload.count), $0.baseAddress, qos, retain) }
         try check(rc, "publish to \(topic)")
+        published.add(1, ordering: .relaxed)
     }
 
     /// Publishes a UTF-8 string.

@@ -1,0 +1,70 @@
+import MobilityModel
+
+/// Who is simulated: a person's walking at baseline, how their phone and watch record it.
+public struct Persona: Sendable, Hashable {
+    /// The user id (topic-safe).
+    public var user: String
+    /// Home IANA time zone.
+    public var timeZone: String = "America/Los_Angeles"
+    /// Pre-injury walking speed while walking (mean of samples, m/s).
+    public var walkingSpeed: Double = 1.25
+    /// Pre-injury double-support fraction (0.2–0.4 typical).
+    public var doubleSupport: Double = 0.28
+    /// Pre-injury walking asymmetry fraction.
+    public var asymmetry: Double = 0.05
+    /// Step length (m).
+    public var stepLength: Double = 0.68
+    /// Six-minute-walk distance (m) the watch would estimate uncapped.
+    public var sixMinuteWalk: Double = 470
+    /// Walking-speed samples per day while walking.
+    public var samplesPerDay: ClosedRange<Int> = 10...30
+    /// Day-to-day and sample noise (standard deviations, m/s and fraction).
+    public var speedNoise: Double = 0.07
+    public var doubleSupportNoise: Double = 0.012
+    /// Share of speed samples written in mi/hr (display unit of US phones) rather than m/s.
+    public var imperialShare: Double = 0.5
+
+    /// Creates a persona.
+    public init(user: String) { self.user = user }
+}
+
+/// What happens to the persona, day by day (day 1 is `start`).
+public struct Timeline: Sendable, Hashable {
+    public var start = CivilDate(year: 2026, month: 1, day: 1)
+    public var days = 90
+    /// The injury (a clinical event), if any.
+    public var injuryDay: Int?
+    /// Walking speed right after the injury, as a fraction of baseline.
+    public var dropFactor: Double = 0.55
+    /// Recovery speed gained per day after the injury (m/s per day).
+    public var recoveryPerDay: Double = 0.012
+    /// From this day on, recovery stops (a plateau).
+    public var plateauDay: Int?
+    /// Double support right after the injury (fraction) and its change per day afterwards.
+    public var injuredDoubleSupport: Double = 0.36
+    public var doubleSupportPerDay: Double = -0.0015
+    /// From this day on double support rises by `regressionPerDay` (a gait-quality regression).
+    public var doubleSupportRegressionDay: Int?
+    public var regressionPerDay: Double = 0.004
+    /// Days of a heat wave: speed multiplied by `heatWaveFactor`; annotated if `annotate`.
+    public var heatWave: ClosedRange<Int>?
+    public var heatWaveFactor: Double = 0.85
+    /// Days without any data (phone left at home).
+    public var missing: [ClosedRange<Int>] = []
+    /// Days whose samples arrive late, all at once, at this many hours after the last day's end.
+    public var offline: ClosedRange<Int>?
+    /// The watch's weekly 6MWD: on these weekdays (day % 7 == weekday) while worn.
+    public var sixMinuteWalkWeekday: Int? = 3
+    /// Until this day the watch is not calibrated (HKMetadataKeyAppleDeviceCalibrated = 0).
+    public var uncalibratedUntil: Int = 0
+    /// Clinic six-minute-walk tests: (day, metres).
+    public var clinicTests: [(Int, Double)] = []
+    /// Travel: (first day, last day, IANA zone) — samples carry the zone they were recorded in.
+    public var travel: [(ClosedRange<Int>, String)] = []
+
+    /// Creates a timeline.
+    public init() {}
+
+    public static func == (a: Timeline, b: Timeline) -> Bool { a.start == b.start && a.days == b.days && a.injuryDay == b.injuryDay && a.plateauDay == b.plateauDay }
+    public func hash(into h: inout Hasher) { h.combine(start); h.combine(days) }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Glibc
+import MobilityModel
+import TestSupport
+
+/// A `mobilityd` child process against a test broker, with its metrics port.
+final class DaemonUnderTest: @unchecked Sendable {
+    let process: ChildProcess
+    let metricsPort: Int
+    let broker: MosquittoBroker
+
+    init(broker: MosquittoBroker, rules: String = RepoPaths.rules, clock: String = "event", clientID: String = "mobilityd-test",
+         extra: [String] = []) throws {
+        self.broker = broker
+        metricsPort = try freePort()
+        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        process = try ChildProcess(ChildProcess.product("mobilityd"), [
+            "--broker", broker.url, "--rules", rules, "--state", state, "--clock", clock, "--client-id", clientID,
+            "--metrics-address", "127.0.0.1:\(metricsPort)", "--log-level", "debug",
+        ] + extra)
+        guard eventually(timeout: 15, { self.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 1
+                && self.metric("mobilityd_broker_connected{role=\"publisher\"}") == 1 }) else {
+            throw HarnessError("mobilityd did not connect:\n\(process.log)")
+        }
+        usleep(150_000) // SUBACK
+    }
+
+    /// All metrics (syntax checked).
+    func metrics() -> [String: Double] {
+        guard let r = httpGet(port: metricsPort, path: "/metrics"), r.status == 200 else { return [:] }
+        return (try? parsePrometheus(r.body)) ?? [:]
+    }
+
+    func metric(_ key: String) -> Double? { metrics()[key] }
+
+    /// Waits until the daemon has taken `n` messages and its queues are empty.
+    func waitProcessed(_ n: Int, timeout: TimeInterval = 20) -> Bool {
+        eventually(timeout: timeout) {
+            let m = metrics()
+            return m["mobilityd_messages_received_total"] == Double(n)
+                && m.filter { $0.key.hasPrefix("mobilityd_queue_depth") }.values.allSatisfy { $0 == 0 }
+        }
+    }
+}
+
+/// A sample payload.
+func sampleJSON(id: String, type: String = "walkingSpeed", value: Double, unit: String = "m/s", end: String,
+                bundle: String = "com.apple.health.test", metadata: String? = nil) -> String {
+    var s = "{\"id\":\"\(id)\",\"type\":\"\(type)\",\"value\":\(value),\"unit\":\"\(unit)\",\"start\":\"\(end)\",\"end\":\"\(end)\",\"source\":{\"bundleId\":\"\(bundle)\"}"
+    if let metadata { s += ",\"metadata\":\(metadata)" }
+    return s + "}"
+}
+
+/// Topic helpers under the default root.
+func samplesTopic(_ user: String) -> String { "mobility/v1/users/\(user)/samples" }
+func alertTopic(_ user: String, _ rule: String) -> String { "mobility/v1/users/\(user)/alerts/\(rule)" }
+
+/// Now as an RFC 3339 string, shifted by days.
+func isoNow(days: Double = 0) -> String {
+    Timestamp(milliseconds: Int64((Date().timeIntervalSince1970 + days * 86_400) * 1000)).description
+}

@@ -1,0 +1,185 @@
+import Foundation
+import Glibc
+import MobilityModel
+import Testing
+import TestSupport
+
+/// mobilityd against a real mosquitto on a free loopback port.
+@Suite(.serialized) struct DaemonIntegrationTests {
+    @Test func alertFiresRetainedThenResolvesAndClearsRetained() throws {
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker)
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
+        let topic = alertTopic("jamie", "uncalibrated_6mwd")
+        try rec.publish(samplesTopic("jamie"), sampleJSON(id: "w1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-03-01T10:00:00Z"))
+        #expect(eventually { rec.messages(prefix: topic).count == 1 })
+        let firing = try JSONValue.parse(rec.messages(prefix: topic)[0].payload).get()
+        #expect(firing["status"] == .string("firing"))
+        // A dashboard that connects later sees the active alert (retained).
+        let late = try MQTTRecorder(url: broker.url, filters: [topic])
+        #expect(eventually { late.messages().count == 1 })
+        #expect(late.messages().first?.payload == rec.messages(prefix: topic)[0].payload)
+        // A calibrated estimate below the cap resolves it: resolved transition, then the retained state is cleared.
+        try rec.publish(samplesTopic("jamie"), sampleJSON(id: "w2", type: "sixMinuteWalkTestDistance", value: 420, unit: "m",
+                                                          end: "2026-03-08T10:00:00Z", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}"))
+        #expect(eventually { rec.messages(prefix: topic).count == 3 })
+        let msgs = rec.messages(prefix: topic)
+        let resolved = try JSONValue.parse(msgs[1].payload).get()
+        #expect(resolved["status"] == .string("resolved"))
+        #expect(resolved["id"] == firing["id"]) // same alert, same id
+        #expect(msgs[2].payload.isEmpty)      // the retained message cleared
+        let later = try MQTTRecorder(url: broker.url, filters: [topic])
+        usleep(300_000)
+        #expect(later.messages().isEmpty)
+        let m = daemon.metrics()
+        #expect(m["mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"firing\"}"] == 1)
+        #expect(m["mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"resolved\"}"] == 1)
+        #expect(m["mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}"] == 0)
+        #expect(daemon.process.stop() == 0)
+    }
+
+    @Test func everyRejectionReasonIsPublishedAndCounted() throws {
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker, clock: "wall", extra: ["--max-payload", "2048"])
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/rejected", "mobility/v1/rejected"])
+        let now = isoNow()
+        let cases: [(String, String, RejectionReason)] = [
+            (samplesTopic("u1"), "{not json", .notJSON),
+            (samplesTopic("u1"), "", .notJSON),
+            (samplesTopic("u1"), "[" + String(repeating: "1,", count: 1500) + "1]", .payloadTooLarge),
+            (samplesTopic("u1"), "{\"id\":\"a\",\"type\":\"walkingSpeed\",\"unit\":\"m/s\",\"start\":\"\(now)\",\"end\":\"\(now)\"}", .missingField),
+            (samplesTopic("u1"), sampleJSON(id: "b", value: 1, end: "yesterday"), .invalidField),
+            (samplesTopic("u1"), sampleJSON(id: "c", type: "heartRate", value: 1, end: now), .unknownType),
+            (samplesTopic("u1"), sampleJSON(id: "d", value: 1, unit: "furlong/fortnight", end: now), .unknownUnit),
+            (samplesTopic("u1"), sampleJSON(id: "e", value: 1, unit: "%", end: now), .unitMismatch),
+            (samplesTopic("u1"), "{\"id\":\"f\",\"type\":\"walkingSpeed\",\"value\":\"NaN\",\"unit\":\"m/s\",\"start\":\"\(now)\",\"end\":\"\(now)\"}", .notFinite),
+            (samplesTopic("u1"), sampleJSON(id: "g", value: 40, end: now), .outOfRange),
+            (samplesTopic("u1"), "{\"id\":\"h\",\"type\":\"walkingSpeed\",\"value\":1,\"unit\":\"m/s\",\"start\":\"\(isoNow(days: 0.01))\",\"end\":\"\(now)\"}", .endBeforeStart),
+            (samplesTopic("u1"), sampleJSON(id: "i", value: 1, end: "2100-01-01T00:00:00Z"), .inFuture),
+            (samplesTopic("u1"), sampleJSON(id: "j", value: 1, end: "1970-01-01T00:00:00Z"), .tooLate),
+            (samplesTopic("u1"), "{\"user\":\"u2\"," + sampleJSON(id: "k", value: 1, end: now).dropFirst(), .userMismatch),
+            ("mobility/v1/users/bad user!/samples", sampleJSON(id: "l", value: 1, end: now), .invalidUser),
+            (samplesTopic("u1"), "{\"timeZone\":\"Mars/Base\"," + sampleJSON(id: "m", value: 1, end: now).dropFirst(), .invalidTimeZone),
+        ]
+        for (topic, payload, _) in cases { try rec.publish(topic, payload) }
+        // One bad sample in a batch rejects that sample only.
+        try rec.publish(samplesTopic("u1"), "[" + sampleJSON(id: "ok1", value: 1.1, end: now) + "," + sampleJSON(id: "bad", value: -1, end: now)
+                        + "," + sampleJSON(id: "ok2", value: 1.2, end: now) + "]")
+        #expect(daemon.waitProcessed(cases.count + 1))
+        #expect(eventually { rec.messages().count == cases.count + 1 })
+        let reasons = rec.messages().compactMap { m -> String? in
+            guard case .string(let r)? = try? JSONValue.parse(m.payload).get()["reason"] else { return nil }
+            return r
+        }
+        for (_, _, reason) in cases { #expect(reasons.contains(reason.rawValue), "no rejection with reason \(reason.rawValue)") }
+        #expect(rec.messages(prefix: "mobility/v1/rejected").count == 1) // the invalid user has no user topic
+        let m = daemon.metrics()
+        #expect(m["mobilityd_samples_accepted_total"] == 2)
+        #expect(m["mobilityd_rejected_total{reason=\"out_of_range\"}"] == 2)
+        #expect(m["mobilityd_rejected_total{reason=\"not_json\"}"] == 2)
+        #expect(m["mobilityd_rejected_total{reason=\"too_late\"}"] == 1)
+        #expect(daemon.process.isRunning) // bad input never stops the daemon
+    }
+
+    @Test func stockClientsDriveAndObserve() throws {
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker)
+        let sub = try ChildProcess("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-C", "1", "-W", "10",
+                                                              "-t", alertTopic("pat", "uncalibrated_6mwd")])
+        usleep(300_000)
+        let pub = try ChildProcess("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-t", samplesTopic("pat"),
+                                                              "-m", sampleJSON(id: "p1", type: "sixMinuteWalkTestDistance", value: 380, unit: "m",
+                                                                               end: "2026-05-01T09:00:00+02:00", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":0}")])
+        #expect(pub.wait() == 0)
+        #expect(sub.wait() == 0)
+        #expect(sub.log.contains("\"rule\":\"uncalibrated_6mwd\"") && sub.log.contains("\"status\":\"firing\""))
+        _ = daemon
+    }
+
+    @Test func restartedDaemonReceivesWhatWasQueuedInItsSession() throws {
+        let broker = try MosquittoBroker()
+        var daemon: DaemonUnderTest? = try DaemonUnderTest(broker: broker, clientID: "mobilityd-restart")
+        #expect(daemon!.process.stop() == 0)
+        daemon = nil
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        for i in 0..<300 { try pub.publish(samplesTopic("u\(i % 7)"), sampleJSON(id: "s\(i)", value: 1.1, end: "2026-04-01T12:00:00Z")) }
+        usleep(200_000)
+        daemon = try DaemonUnderTest(broker: broker, clientID: "mobilityd-restart")
+        #expect(daemon!.waitProcessed(300))
+        #expect(daemon!.metric("mobilityd_samples_accepted_total") == 300)
+    }
+
+    @Test func reconnectsAndResumesAfterBrokerRestart() throws {
+        let broker = try MosquittoBroker(persistence: true)
+        let daemon = try DaemonUnderTest(broker: broker, extra: ["--log-level", "info"])
+        broker.stop()
+        #expect(eventually { daemon.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 0 })
+        try broker.start()
+        #expect(eventually(timeout: 20) {
+            daemon.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 1 && daemon.metric("mobilityd_broker_reconnects_total{role=\"subscriber\"}") == 1
+        })
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#", "mobility/v1/daemon/#"])
+        try rec.publish(samplesTopic("kim"), sampleJSON(id: "k1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
+        #expect(eventually { rec.messages(prefix: alertTopic("kim", "uncalibrated_6mwd")).count == 1 })
+        #expect(rec.messages(prefix: "mobility/v1/daemon/").last?.text == "online") // re-announced after the reconnect
+    }
+
+    @Test func sighupWithABrokenRuleKeepsTheOldRules() throws {
+        let dir = NSTemporaryDirectory() + "mw-rules-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.copyItem(atPath: RepoPaths.rules, toPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker, rules: dir)
+        try "alert broken {\n  when speed_7d < 25 %\n}\n".write(toFile: dir + "/broken.rules", atomically: true, encoding: .utf8)
+        daemon.process.signal(SIGHUP)
+        #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"failure\"}") == 1 })
+        #expect(daemon.process.log.contains("broken.rules:2:"))
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
+        try rec.publish(samplesTopic("lee"), sampleJSON(id: "l1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
+        #expect(eventually { rec.messages(prefix: alertTopic("lee", "uncalibrated_6mwd")).count == 1 }) // old rules still run
+        // A valid new rule is loaded on the next SIGHUP.
+        try "alert slow_walk {\n  when speed_7d < 0.5 m/s\n}\n".write(toFile: dir + "/broken.rules", atomically: true, encoding: .utf8)
+        daemon.process.signal(SIGHUP)
+        #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
+    }
+
+    @Test func sigtermDrainsPublishesOfflineAndExitsZero() throws {
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker)
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        for i in 0..<200 { try pub.publish(samplesTopic("z\(i % 5)"), sampleJSON(id: "z\(i)", value: 1.0, end: "2026-04-01T12:00:00Z")) }
+        #expect(daemon.waitProcessed(200))
+        #expect(daemon.process.stop() == 0)
+        #expect(daemon.process.log.contains("msg=stopped exit_code=0"))
+        let status = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/daemon/+/status"])
+        #expect(eventually { status.messages().last?.text == "offline" })
+        #expect(httpGet(port: daemon.metricsPort, path: "/metrics") == nil)
+    }
+
+    @Test func healthzAndMetricsEndpoints() throws {
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker)
+        #expect(httpGet(port: daemon.metricsPort, path: "/healthz")?.status == 200)
+        #expect(httpGet(port: daemon.metricsPort, path: "/nope")?.status == 404)
+        let body = try #require(httpGet(port: daemon.metricsPort, path: "/metrics")).body
+        let m = try parsePrometheus(body)
+        #expect(m["mobilityd_users"] == 0)
+        #expect(body.contains("# TYPE mobilityd_rejected_total counter"))
+        broker.stop()
+        #expect(eventually { httpGet(port: daemon.metricsPort, path: "/healthz")?.status == 503 })
+    }
+
+    @Test func invalidRulesRefuseToStart() throws {
+        let dir = NSTemporaryDirectory() + "mw-badrules-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "alert a { when 1 m/s > 25 % }\n".write(toFile: dir + "/a.rules", atomically: true, encoding: .utf8)
+        let p = try ChildProcess(ChildProcess.product("mobilityd"), ["--rules", dir, "--check-config"])
+        #expect(p.wait() == 1)
+        #expect(p.log.contains("unit-mismatch"))
+        let ok = try ChildProcess(ChildProcess.product("mobilityd"), ["--rules", RepoPaths.rules, "--check-config"])
+        #expect(ok.wait() == 0)
+        let usage = try ChildProcess(ChildProcess.product("mobilityd"), ["--clock", "sundial"])
+        #expect(usage.wait() == 2)
+    }
+}

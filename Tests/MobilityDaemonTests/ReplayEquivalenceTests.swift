@@ -1,0 +1,36 @@
+import Foundation
+import MobilityModel
+import RuleEngine
+import Simulator
+import Testing
+import TestSupport
+
+/// The same traffic through `mobilityd --clock event` and through `mobilityctl replay` gives the
+/// same alert transitions.
+@Suite(.serialized) struct ReplayEquivalenceTests {
+    @Test func daemonInEventModeMatchesReplay() throws {
+        // Three stories, interleaved in publish order as gateways would send them.
+        var timed: [TrafficGenerator.Timed] = []
+        for (k, s) in BuiltinScenario.allCases.enumerated() { timed += s.generator(seed: UInt64(10 + k)).generate() }
+        let records = timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element.record)
+        let file = NSTemporaryDirectory() + "mw-traffic-\(UUID().uuidString.prefix(8)).jsonl"
+        try (records.map(\.line).joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+
+        let replay = try ChildProcess(ChildProcess.product("mobilityctl"), ["replay", "--rules", RepoPaths.rules, file])
+        #expect(replay.wait(timeout: 60) == 0)
+        let expected = replay.log.split(separator: "\n").map(String.init).filter { $0.hasPrefix("{") }.sorted()
+        #expect(expected.count >= 2, "the plateau story should alert:\n\(replay.log)")
+
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker, extra: ["--publish-series", "false", "--shards", "3"])
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        for r in records { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        #expect(daemon.waitProcessed(records.count, timeout: 60))
+        let got = { rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted() }
+        #expect(eventually { got().count >= expected.count })
+        usleep(300_000) // nothing more should arrive
+        #expect(got() == expected)
+    }
+}
