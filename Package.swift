@@ -14,6 +14,8 @@ let package = Package(
     targets: [
         // System-library shims: one per C library.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // Layers, bottom to top.
@@ -25,12 +27,12 @@ let package = Package(
         .target(name: "MobilityDaemon",
                 dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint"],
                 swiftSettings: strict),
-        .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "MQTTTransport"], swiftSettings: strict),
+        .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "CLibXML2", "CZlib"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
 
         // Thin executables.
         .executableTarget(name: "mobilityd", dependencies: ["MobilityDaemon"], swiftSettings: strict),
-        .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MQTTTransport"], swiftSettings: strict),
+        .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
         .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting"], swiftSettings: strict),
 
         // Tests mirror the targets.
@@ -42,6 +44,8 @@ let package = Package(
         .testTarget(name: "MQTTTransportTests", dependencies: ["MQTTTransport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MobilityDaemonTests", dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "TestSupport"],
                     swiftSettings: strict),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],
+                    exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
     ]
 )

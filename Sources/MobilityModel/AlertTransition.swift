@@ -156,3 +156,32 @@ public struct SeriesPoint: Hashable, Sendable {
         return w.text
     }
 }
+
+extension AlertTransition {
+    /// Parses an alert payload published by mobilityd (the inverse of ``json``); nil if malformed.
+    public static func parse(_ payload: [UInt8]) -> AlertTransition? {
+        guard case .success(let v) = JSONValue.parse(payload) else { return nil }
+        func str(_ k: String) -> String? { if case .string(let s)? = v[k] { return s }; return nil }
+        func time(_ k: String) -> Timestamp? { str(k).flatMap { ISO8601.parse($0)?.0 } }
+        guard let id = str("id"), let rule = str("rule"), let user = str("user"), let sev = str("severity").flatMap(Severity.init),
+              let status = str("status").flatMap(AlertStatus.init), let day = str("day").flatMap({ CivilDate(parsing: Substring($0)) }),
+              let since = time("activeSince"), let fired = time("firedAt") else { return nil }
+        var labels: [(String, String)] = []
+        if case .object(let o)? = v["labels"] { for (k, x) in o { if case .string(let s) = x { labels.append((k, s)) } } }
+        var evidence: [Evidence] = []
+        if case .object(let o)? = v["evidence"] {
+            for (k, x) in o {
+                var value: Double?
+                if case .number(let n)? = x["value"] { value = n }
+                var unit = ""
+                if case .string(let u)? = x["unit"] { unit = u }
+                evidence.append(Evidence(name: k, value: value, unit: unit))
+            }
+        }
+        var notes: [String] = []
+        if case .array(let a)? = v["annotations"] { for x in a { if case .string(let s) = x { notes.append(s) } } }
+        return AlertTransition(id: id, rule: rule, user: user, severity: sev, status: status, activeSince: since, firedAt: fired,
+                               resolvedAt: time("resolvedAt"), day: day, summary: str("summary") ?? "", labels: labels,
+                               evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true))
+    }
+}

@@ -7,12 +7,12 @@ public struct MeasureUnit: Hashable, Sendable, CustomStringConvertible {
     /// The canonical spelling used when displaying the unit.
     public let symbol: String
     /// The dimension of values in this unit.
-    public let dimension: Dimension
+    public let dimension: PhysicalDimension
     /// Multiply a value in this unit by `toSI` to get the SI value.
     public let toSI: Double
 
     /// Creates a unit.
-    public init(symbol: String, dimension: Dimension, toSI: Double) {
+    public init(symbol: String, dimension: PhysicalDimension, toSI: Double) {
         self.symbol = symbol
         self.dimension = dimension
         self.toSI = toSI

@@ -36,7 +36,7 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
     }
 
     /// The dimension of the metric's values.
-    public var dimension: Dimension {
+    public var dimension: PhysicalDimension {
         switch self {
         case .walkingSpeed, .stairAscentSpeed, .stairDescentSpeed: .speed
         case .walkingStepLength, .sixMinuteWalkTestDistance: .length

@@ -10,7 +10,7 @@ extension Checker {
     ]
     static let otherFunctions = ["percentile", "abs", "is_known", "starts_with", "metadata", "days_since", "annotated", "missing_days", "change"]
 
-    static func defaultUnit(_ d: Dimension) -> MeasureUnit {
+    static func defaultUnit(_ d: PhysicalDimension) -> MeasureUnit {
         switch d {
         case .speed: .metresPerSecond
         case .length: .metre
@@ -132,7 +132,7 @@ extension Checker {
                 return nil
             }
             let bop = BinaryOp(rawValue: op)!
-            var dim: Dimension
+            var dim: PhysicalDimension
             var unit: MeasureUnit
             var constant: Double?
             switch bop {
@@ -159,7 +159,7 @@ extension Checker {
         }
     }
 
-    func hint(_ a: Dimension, _ b: Dimension) -> [String] {
+    func hint(_ a: PhysicalDimension, _ b: PhysicalDimension) -> [String] {
         if (a == .dimensionless) != (b == .dimensionless) {
             return ["give the number a unit, e.g. '0.1 m/s', '30 m', '25 %' or '7 d'"]
         }

@@ -104,7 +104,7 @@ public indirect enum Expr: Hashable, Sendable {
 
 /// The static type of an expression.
 public enum ValueType: Hashable, Sendable, CustomStringConvertible {
-    case number(Dimension)
+    case number(PhysicalDimension)
     case bool
     case string
 

@@ -181,5 +181,5 @@ public enum RuleTestRunner {
 }
 
 extension ValueType {
-    var dimension: MobilityModel.Dimension? { if case .number(let d) = self { return d }; return nil }
+    var dimension: MobilityModel.PhysicalDimension? { if case .number(let d) = self { return d }; return nil }
 }

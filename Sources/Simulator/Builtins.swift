@@ -31,3 +31,11 @@ public enum BuiltinScenario: String, CaseIterable, Sendable {
         return TrafficGenerator(persona: p, timeline: t, seed: seed)
     }
 }
+
+extension BuiltinScenario {
+    /// The built-in story as a scenario (no expectations).
+    public var scenario: Scenario {
+        let g = generator()
+        return Scenario(path: "builtin:" + rawValue, title: rawValue, persona: g.persona, timeline: g.timeline, seed: g.seed)
+    }
+}

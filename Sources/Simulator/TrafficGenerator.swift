@@ -9,6 +9,8 @@ public struct TrafficGenerator: Sendable {
     public var timeline: Timeline
     public var seed: UInt64
     public var layout = TopicLayout()
+    /// Days whose first walking-speed sample is retracted the next morning.
+    public var deletions: [Int] = []
 
     /// Creates a generator.
     public init(persona: Persona, timeline: Timeline, seed: UInt64) {
@@ -46,91 +48,106 @@ public struct TrafficGenerator: Sendable {
 
     /// Generates all traffic, in publish order.
     public func generate() -> [Timed] {
-        var rng = SplitMix(seed: seed)
-        let home = LocalCalendar(identifier: persona.timeZone) ?? .utc
+        var out: [Timed] = []
+        for d in 1...max(timeline.days, 1) { out += generate(day: d) }
+        return out.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
+    }
+
+    /// The traffic recorded on one day (deterministic for the seed and day, independent of other
+    /// days, so a cohort can be streamed day by day). Messages of an offline phone carry the time
+    /// they are finally synced.
+    public func generate(day d: Int) -> [Timed] {
+        var rng = SplitMix(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(d) &* 0xD1B5_4A32_D192_ED03)
+        let home = LocalCalendar.cached(persona.timeZone) ?? .utc
         var out: [Timed] = []
         let startDay = timeline.start.dayNumber - 1
         let user = persona.user
-        let first = home.startOfDay(startDay + 1)
-        out.append(Timed(at: first.adding(seconds: -3600), record: TrafficRecord(topic: layout.profile(user), payload: Array("{\"timeZone\":\"\(persona.timeZone)\"}".utf8))))
-        if let inj = timeline.injuryDay {
-            let date = CivilDate(dayNumber: startDay + DayNumber(inj))
-            out.append(Timed(at: home.startOfDay(startDay + DayNumber(inj)).adding(seconds: 20 * 3600),
+        let dayNumber = startDay + DayNumber(d)
+        if d == 1 {
+            out.append(Timed(at: home.startOfDay(dayNumber).adding(seconds: -3600),
+                             record: TrafficRecord(topic: layout.profile(user), payload: Array("{\"timeZone\":\"\(persona.timeZone)\"}".utf8))))
+        }
+        if let inj = timeline.injuryDay, inj == d {
+            let date = CivilDate(dayNumber: dayNumber)
+            out.append(Timed(at: home.startOfDay(dayNumber).adding(seconds: 20 * 3600),
                              record: TrafficRecord(topic: layout.events(user), payload: Array("{\"id\":\"injury-\(user)\",\"kind\":\"injury\",\"date\":\"\(date)\"}".utf8))))
         }
-        if let hw = timeline.heatWave {
+        if let hw = timeline.heatWave, hw.lowerBound == d {
             let a = CivilDate(dayNumber: startDay + DayNumber(hw.lowerBound)), b = CivilDate(dayNumber: startDay + DayNumber(hw.upperBound))
-            out.append(Timed(at: home.startOfDay(startDay + DayNumber(hw.lowerBound)).adding(seconds: 21 * 3600),
+            out.append(Timed(at: home.startOfDay(dayNumber).adding(seconds: 21 * 3600),
                              record: TrafficRecord(topic: layout.events(user), payload: Array("{\"id\":\"heat-\(user)\",\"kind\":\"heat_wave\",\"start\":\"\(a)\",\"end\":\"\(b)\"}".utf8))))
         }
-        var offlineBacklog: [String] = []
-        for d in 1...timeline.days {
-            let dayNumber = startDay + DayNumber(d)
-            if timeline.missing.contains(where: { $0.contains(d) }) { continue }
-            let zone = timeline.travel.first { $0.0.contains(d) }?.1
-            let cal = zone.flatMap { LocalCalendar(identifier: $0) } ?? home
-            let dayStart = cal.startOfDay(dayNumber)
-            let n = Int.random(in: persona.samplesPerDay, using: &rng)
-            let dayMean = meanSpeed(day: d) + rng.normal() * persona.speedNoise * 0.4
-            let dsMean = meanDoubleSupport(day: d) + rng.normal() * persona.doubleSupportNoise * 0.5
-            // Samples by hour: a gateway delivers each hour's new samples in one batch.
-            var byHour: [Int: [String]] = [:]
-            for k in 0..<n {
-                let second = 8 * 3600 + Int((Double(k) + rng.uniform()) / Double(n) * 12 * 3600)
-                let end = dayStart.adding(seconds: Int64(second))
-                let start = end.adding(seconds: -Int64(20 + Int(rng.uniform() * 40)))
-                let hour = second / 3600
-                let speed = max(0.2, dayMean + rng.normal() * persona.speedNoise)
-                let imperial = rng.uniform() < persona.imperialShare
-                let offset = Int32(cal.offset(at: end))
-                let idBase = "\(user)-\(d)-\(k)"
-                byHour[hour, default: []].append(sample(id: idBase + "-ws", type: "HKQuantityTypeIdentifierWalkingSpeed",
-                                                        value: imperial ? speed / 0.44704 : speed, unit: imperial ? "mi/hr" : "m/s",
+        if timeline.missing.contains(where: { $0.contains(d) }) { return out }
+        let zone = timeline.travel.first { $0.0.contains(d) }?.1
+        let cal = zone.flatMap { LocalCalendar.cached($0) } ?? home
+        let dayStart = cal.startOfDay(dayNumber)
+        let n = Int.random(in: persona.samplesPerDay, using: &rng)
+        let dayMean = meanSpeed(day: d) + rng.normal() * persona.speedNoise * 0.4
+        let dsMean = meanDoubleSupport(day: d) + rng.normal() * persona.doubleSupportNoise * 0.5
+        // Samples by hour: a gateway delivers each hour's new samples in one batch.
+        var byHour: [Int: [String]] = [:]
+        for k in 0..<n {
+            let second = 8 * 3600 + Int((Double(k) + rng.uniform()) / Double(n) * 12 * 3600)
+            let end = dayStart.adding(seconds: Int64(second))
+            let start = end.adding(seconds: -Int64(20 + Int(rng.uniform() * 40)))
+            let hour = second / 3600
+            let speed = max(0.2, dayMean + rng.normal() * persona.speedNoise)
+            let imperial = rng.uniform() < persona.imperialShare
+            let offset = Int32(cal.offset(at: end))
+            let idBase = "\(user)-\(d)-\(k)"
+            byHour[hour, default: []].append(sample(id: idBase + "-ws", type: "HKQuantityTypeIdentifierWalkingSpeed",
+                                                    value: imperial ? speed / 0.44704 : speed, unit: imperial ? "mi/hr" : "m/s",
+                                                    start: start, end: end, offset: offset, zone: zone))
+            if k % 2 == 0 {
+                let ds = min(0.6, max(0.1, dsMean + rng.normal() * persona.doubleSupportNoise))
+                byHour[hour, default: []].append(sample(id: idBase + "-ds", type: "walkingDoubleSupportPercentage", value: ds, unit: "%",
                                                         start: start, end: end, offset: offset, zone: zone))
-                if k % 2 == 0 {
-                    let ds = min(0.6, max(0.1, dsMean + rng.normal() * persona.doubleSupportNoise))
-                    byHour[hour, default: []].append(sample(id: idBase + "-ds", type: "walkingDoubleSupportPercentage", value: ds, unit: "%",
-                                                            start: start, end: end, offset: offset, zone: zone))
-                    let asym = min(1, max(0, persona.asymmetry + rng.normal() * 0.03))
-                    byHour[hour, default: []].append(sample(id: idBase + "-as", type: "walkingAsymmetryPercentage", value: asym, unit: "%",
-                                                            start: start, end: end, offset: offset, zone: zone,
-                                                            metadata: "\"HKMetadataKeyDevicePlacementSide\":2"))
-                    let step = max(0.2, persona.stepLength * speed / persona.walkingSpeed + rng.normal() * 0.02)
-                    byHour[hour, default: []].append(sample(id: idBase + "-sl", type: "walkingStepLength", value: step / 0.0254, unit: "in",
-                                                            start: start, end: end, offset: offset, zone: zone))
-                }
-            }
-            if let wd = timeline.sixMinuteWalkWeekday, d % 7 == wd {
-                let est = min(500, (persona.sixMinuteWalk * meanSpeed(day: d) / persona.walkingSpeed).rounded())
-                let end = dayStart.adding(seconds: 7 * 3600)
-                let calibrated = d > timeline.uncalibratedUntil ? "1" : "0"
-                byHour[7, default: []].append(sample(id: "\(user)-\(d)-6mwd", type: "HKQuantityTypeIdentifierSixMinuteWalkTestDistance", value: est, unit: "m",
-                                                     start: end, end: end, offset: Int32(cal.offset(at: end)), zone: zone,
-                                                     metadata: "\"HKMetadataKeyAppleDeviceCalibrated\":\"\(calibrated)\""))
-            }
-            for (cd, metres) in timeline.clinicTests where cd == d {
-                let end = dayStart.adding(seconds: 14 * 3600)
-                byHour[14, default: []].append(sample(id: "\(user)-\(d)-clinic", type: "sixMinuteWalkTestDistance", value: metres, unit: "m",
-                                                      start: end, end: end, offset: Int32(cal.offset(at: end)), zone: zone,
-                                                      bundle: "org.example.clinic", metadata: "\"HKWasUserEntered\":\"1\""))
-            }
-            for hour in byHour.keys.sorted() {
-                let payload = "[" + byHour[hour]!.joined(separator: ",") + "]"
-                if let off = timeline.offline, off.contains(d) {
-                    offlineBacklog.append(payload)
-                    if d == off.upperBound, hour == byHour.keys.max() {
-                        // back online the next morning: the backlog syncs at once
-                        let at = cal.startOfDay(dayNumber + 1).adding(seconds: 9 * 3600)
-                        for p in offlineBacklog { out.append(Timed(at: at, record: TrafficRecord(topic: layout.samples(user), payload: Array(p.utf8)))) }
-                        offlineBacklog.removeAll()
-                    }
-                    continue
-                }
-                let at = dayStart.adding(seconds: Int64((hour + 1) * 3600))
-                out.append(Timed(at: at, record: TrafficRecord(topic: layout.samples(user), payload: Array(payload.utf8))))
+                let asym = min(1, max(0, persona.asymmetry + rng.normal() * 0.03))
+                byHour[hour, default: []].append(sample(id: idBase + "-as", type: "walkingAsymmetryPercentage", value: asym, unit: "%",
+                                                        start: start, end: end, offset: offset, zone: zone,
+                                                        metadata: "\"HKMetadataKeyDevicePlacementSide\":2"))
+                let step = max(0.2, persona.stepLength * speed / persona.walkingSpeed + rng.normal() * 0.02)
+                byHour[hour, default: []].append(sample(id: idBase + "-sl", type: "walkingStepLength", value: step / 0.0254, unit: "in",
+                                                        start: start, end: end, offset: offset, zone: zone))
             }
         }
-        return out.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
+        // The watch: a few stair ascents a day, and the weekly six-minute-walk estimate.
+        for k in 0..<Int.random(in: 0...3, using: &rng) {
+            let end = dayStart.adding(seconds: Int64(10 * 3600 + k * 5400))
+            let v = max(0.1, 0.45 * meanSpeed(day: d) / persona.walkingSpeed + rng.normal() * 0.05)
+            byHour[10 + k, default: []].append(sample(id: "\(user)-\(d)-\(k)-sa", type: "stairAscentSpeed", value: v, unit: "m/s",
+                                                      start: end.adding(seconds: -15), end: end, offset: Int32(cal.offset(at: end)), zone: zone,
+                                                      bundle: "com.apple.health.5A1E7C3B"))
+        }
+        if let wd = timeline.sixMinuteWalkWeekday, d % 7 == wd {
+            let est = min(500, (persona.sixMinuteWalk * meanSpeed(day: d) / persona.walkingSpeed).rounded())
+            let end = dayStart.adding(seconds: 7 * 3600)
+            let calibrated = d > timeline.uncalibratedUntil ? "1" : "0"
+            byHour[7, default: []].append(sample(id: "\(user)-\(d)-6mwd", type: "HKQuantityTypeIdentifierSixMinuteWalkTestDistance", value: est, unit: "m",
+                                                 start: end, end: end, offset: Int32(cal.offset(at: end)), zone: zone,
+                                                 bundle: "com.apple.health.5A1E7C3B",
+                                                 metadata: "\"HKMetadataKeyAppleDeviceCalibrated\":\"\(calibrated)\""))
+        }
+        for (cd, metres) in timeline.clinicTests where cd == d {
+            let end = dayStart.adding(seconds: 14 * 3600)
+            byHour[14, default: []].append(sample(id: "\(user)-\(d)-clinic", type: "sixMinuteWalkTestDistance", value: metres, unit: "m",
+                                                  start: end, end: end, offset: Int32(cal.offset(at: end)), zone: zone,
+                                                  bundle: "org.example.clinic", metadata: "\"HKWasUserEntered\":\"1\""))
+        }
+        if deletions.contains(d) {
+            let at = cal.startOfDay(dayNumber + 1).adding(seconds: 8 * 3600 + 1800)
+            out.append(Timed(at: at, record: TrafficRecord(topic: layout.deletions(user), payload: Array("{\"ids\":[\"\(user)-\(d)-0-ws\"]}".utf8))))
+        }
+        for hour in byHour.keys.sorted() {
+            let payload = Array(("[" + byHour[hour]!.joined(separator: ",") + "]").utf8)
+            var at = dayStart.adding(seconds: Int64((hour + 1) * 3600))
+            if let off = timeline.offline, off.contains(d) {
+                // Offline: the backlog syncs at 07:00 the morning after, before that day's own samples.
+                at = home.startOfDay(startDay + DayNumber(off.upperBound) + 1).adding(seconds: Int64(7 * 3600 + d * 10 + hour))
+            }
+            out.append(Timed(at: at, record: TrafficRecord(topic: layout.samples(user), payload: payload)))
+        }
+        return out
     }
 
     func sample(id: String, type: String, value: Double, unit: String, start: Timestamp, end: Timestamp, offset: Int32, zone: String?,

@@ -2,19 +2,31 @@ import Foundation
 import MobilityModel
 import MQTTTransport
 import RuleEngine
+import RuleLanguage
 import Simulator
+import Synchronization
 
 /// `mobility-sim`: stands in for the gateways. Exit codes: 0 ok, 1 failure, 2 usage.
 let usage = """
 usage: mobility-sim <command> [options]
 
 commands:
-  record --builtin NAME... -o TRAFFIC.jsonl      write the traffic of built-in scenarios as {"topic","payload"} lines
-  play (--builtin NAME... | TRAFFIC.jsonl) --broker URL [--speed max|N]
-                                                 publish the traffic at QoS 1, in order; N× event time, or as fast as acked
-  list                                           list the built-in scenarios
+  play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max]
+        publish the traffic at QoS 1 in order, as gateways would (Nx: N times event time)
+  record SCENARIO... -o TRAFFIC.jsonl
+        write the same traffic as {"topic","payload"} JSON lines (for mobilityctl replay)
+  verify SCENARIO... (--broker URL | --rules DIR)
+        play and compare the alerts with each scenario's expectations; with --rules, run the
+        engine in-process instead of a live mobilityd --clock event; exit 0 if all pass
+  export EXPORT.xml|export.zip --user ID (--broker URL | -o TRAFFIC.jsonl) [--time-zone ZONE]
+        replay a real Apple Health export (streaming parse, mobility records only)
+  population --users N --days D --seed S -o TRAFFIC.jsonl
+        a cohort with a mix of recovery patterns; ground-truth labels go to TRAFFIC.labels.jsonl
+  quality --users N --days D --seed S --rules DIR
+        run such a cohort through the engine in-process; print each rule's precision and recall
 
-built-in scenarios: \(BuiltinScenario.allCases.map(\.rawValue).joined(separator: ", "))
+SCENARIO is a .scenario file (see simulator/scenarios/README.md), a directory of them, or a
+built-in story: \(BuiltinScenario.allCases.map(\.rawValue).joined(separator: ", ")).
 """
 
 func die(_ m: String, _ code: Int32 = 2) -> Never {
@@ -22,90 +34,223 @@ func die(_ m: String, _ code: Int32 = 2) -> Never {
     exit(code)
 }
 
+struct Options {
+    var inputs: [String] = []
+    var output: String?
+    var broker: String?
+    var rules: String?
+    var speed = "max"
+    var user: String?
+    var timeZone = "UTC"
+    var users = 1000
+    var days = 90
+    var seed: UInt64 = 1
+}
+
 var args = Array(CommandLine.arguments.dropFirst())
 guard let command = args.first else { die("\n" + usage) }
 args.removeFirst()
-var builtins: [BuiltinScenario] = []
-var files: [String] = []
-var output: String?
-var broker: String?
-var speed = "max"
+var o = Options()
 var i = 0
 while i < args.count {
     let a = args[i]
     func value() -> String { i += 1; guard i < args.count else { die("\(a) needs a value") }; return args[i] }
     switch a {
-    case "--builtin":
-        let n = value()
-        guard let b = BuiltinScenario(rawValue: n) else { die("unknown built-in scenario '\(n)'; try 'mobility-sim list'") }
-        builtins.append(b)
-    case "-o", "--output": output = value()
-    case "--broker": broker = value()
-    case "--speed": speed = value()
+    case "-o", "--output": o.output = value()
+    case "--broker": o.broker = value()
+    case "--rules": o.rules = value()
+    case "--speed": o.speed = value()
+    case "--user": o.user = value()
+    case "--time-zone": o.timeZone = value()
+    case "--users": o.users = Int(value()) ?? { die("--users takes a number") }()
+    case "--days": o.days = Int(value()) ?? { die("--days takes a number") }()
+    case "--seed": o.seed = UInt64(value()) ?? { die("--seed takes a number") }()
+    case "--builtin": o.inputs.append(value())
     case "-h", "--help": print(usage); exit(0)
     default:
         if a.hasPrefix("-") { die("unknown option \(a)") }
-        files.append(a)
+        o.inputs.append(a)
     }
     i += 1
 }
 
-@MainActor func traffic() -> [TrafficRecord] {
-    var timed: [TrafficGenerator.Timed] = []
-    for b in builtins { timed += b.generator().generate() }
-    var records = timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element.record)
+/// Scenarios and traffic files named on the command line.
+func loadInputs(_ inputs: [String]) -> (scenarios: [Scenario], files: [String]) {
+    var scenarios: [Scenario] = [], files: [String] = []
+    for p in inputs {
+        if let b = BuiltinScenario(rawValue: p) { scenarios.append(b.scenario); continue }
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: p, isDirectory: &isDir) else { die("\(p): no such file, directory or built-in scenario", 1) }
+        let paths = isDir.boolValue
+            ? ((try? FileManager.default.contentsOfDirectory(atPath: p)) ?? []).filter { $0.hasSuffix(".scenario") }.sorted().map { p + "/" + $0 }
+            : [p]
+        for f in paths {
+            if f.hasSuffix(".jsonl") { files.append(f); continue }
+            do { scenarios.append(try Scenario.load(f)) } catch { die(error.description, 1) }
+        }
+    }
+    let users = scenarios.map(\.persona.user)
+    if Set(users).count != users.count { die("two scenarios simulate the same user; give each its own 'user'", 1) }
+    return (scenarios, files)
+}
+
+func records(scenarios: [Scenario], files: [String]) -> [TrafficRecord] {
+    var out = ScenarioVerifier.traffic(scenarios)
     for f in files {
-        guard let text = try? String(contentsOfFile: f, encoding: .utf8) else { die("cannot read \(f)", 1) }
-        for (n, line) in text.split(separator: "\n").enumerated() {
-            switch TrafficRecord.parse(Array(line.utf8)) {
-            case .success(let r): records.append(r)
+        guard let h = FileHandle(forReadingAtPath: f) else { die("cannot read \(f)", 1) }
+        let data = h.readDataToEndOfFile()
+        for (n, line) in data.split(separator: 10).enumerated() where !line.isEmpty {
+            switch TrafficRecord.parse(Array(line)) {
+            case .success(let r): out.append(r)
             case .failure(let e): die("\(f):\(n + 1): \(e)", 1)
             }
         }
     }
-    return records
+    return out
+}
+
+func connect(_ url: String, subscriptions: [String] = [], onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }) -> MQTTClient {
+    do {
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: url), clientID: "mobility-sim-\(getpid())-\(subscriptions.isEmpty ? "pub" : "sub")")
+        c.cleanSession = true
+        c.subscriptions = subscriptions
+        let client = try MQTTClient(c, onMessage: onMessage)
+        try client.start()
+        let deadline = Date().addingTimeInterval(10)
+        while !client.isConnected && Date() < deadline { usleep(10_000) }
+        guard client.isConnected else { die("cannot connect to \(url)", 1) }
+        usleep(100_000)
+        return client
+    } catch { die("\(error)", 1) }
+}
+
+/// Publishes in order; `speed`: max (flow-controlled by acknowledgements), real or Nx (scaled event time).
+func play(_ records: [TrafficRecord], times: [Timestamp]?, broker: String, speed: String) -> Bool {
+    let factor: Double?
+    switch speed {
+    case "max": factor = nil
+    case "real": factor = 1
+    default:
+        guard let f = Double(speed.replacingOccurrences(of: "x", with: "").replacingOccurrences(of: "×", with: "")), f > 0 else {
+            die("--speed takes real, max or a factor such as 1000x")
+        }
+        factor = f
+    }
+    if factor != nil, times == nil { die("--speed real|Nx needs scenarios (traffic files carry no publish times); use max") }
+    let client = connect(broker)
+    let began = Date()
+    for (n, r) in records.enumerated() {
+        if let factor, let times {
+            let due = Double(times[n].milliseconds - times[0].milliseconds) / 1000 / factor
+            let wait = due - Date().timeIntervalSince(began)
+            if wait > 0 { usleep(UInt32(min(wait, 3600) * 1e6)) }
+        }
+        while client.publishedCount - client.acknowledgedCount > 500 { usleep(200) }
+        do { try client.publish(topic: r.topic, payload: r.payload, qos: 1) } catch { die("\(error)", 1) }
+    }
+    let deadline = Date().addingTimeInterval(60)
+    while client.acknowledgedCount < records.count && Date() < deadline { usleep(1000) }
+    FileHandle.standardError.write(Data("mobility-sim: published \(records.count) messages (\(client.acknowledgedCount) acknowledged) in \(String(format: "%.2f", Date().timeIntervalSince(began))) s\n".utf8))
+    client.stop()
+    return client.acknowledgedCount >= records.count
+}
+
+func write(_ lines: some Sequence<String>, to path: String) {
+    guard FileManager.default.createFile(atPath: path, contents: nil), let h = FileHandle(forWritingAtPath: path) else { die("cannot write \(path)", 1) }
+    var buf = ""
+    for l in lines {
+        buf += l + "\n"
+        if buf.utf8.count > 1 << 20 { h.write(Data(buf.utf8)); buf = "" }
+    }
+    h.write(Data(buf.utf8))
+    h.closeFile()
 }
 
 switch command {
 case "list":
     for b in BuiltinScenario.allCases { print(b.rawValue) }
 case "record":
-    guard let output, !builtins.isEmpty else { die("record needs --builtin NAME and -o FILE") }
-    let text = traffic().map(\.line).joined(separator: "\n") + "\n"
-    do { try text.write(toFile: output, atomically: true, encoding: .utf8) } catch { die("cannot write \(output): \(error)", 1) }
+    guard let out = o.output, !o.inputs.isEmpty else { die("record needs SCENARIO... and -o FILE") }
+    let (s, f) = loadInputs(o.inputs)
+    write(records(scenarios: s, files: f).map(\.line), to: out)
 case "play":
-    guard let broker else { die("play needs --broker URL") }
-    let records = traffic()
-    guard !records.isEmpty else { die("nothing to play: give --builtin NAME or a traffic file") }
-    let factor: Double? = speed == "max" ? nil : Double(speed.replacingOccurrences(of: "x", with: "").replacingOccurrences(of: "×", with: ""))
-    if speed != "max", factor == nil || factor! <= 0 { die("--speed takes max or a positive factor") }
-    do {
-        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker), clientID: "mobility-sim-\(getpid())")
-        c.cleanSession = true
-        let client = try MQTTClient(c, onMessage: { _, _ in })
-        try client.start()
-        let deadline = Date().addingTimeInterval(10)
-        while !client.isConnected && Date() < deadline { usleep(10_000) }
-        guard client.isConnected else { die("cannot connect to \(broker)", 1) }
-        let began = Date()
-        for (n, r) in records.enumerated() {
-            if factor == nil {
-                // Keep at most 500 unacknowledged messages in flight.
-                while client.publishedCount - client.acknowledgedCount > 500 { usleep(200) }
-            } else if n > 0 {
-                usleep(UInt32(max(0, min(1_000_000, 1_000_000 / factor!))))
-            }
-            try client.publish(topic: r.topic, payload: r.payload, qos: 1)
+    guard let broker = o.broker, !o.inputs.isEmpty else { die("play needs SCENARIO...|TRAFFIC.jsonl and --broker URL") }
+    let (s, f) = loadInputs(o.inputs)
+    var timed: [TrafficGenerator.Timed] = []
+    for sc in s { timed += sc.generator.generate() }
+    timed = timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
+    let recs = f.isEmpty ? timed.map(\.record) : records(scenarios: s, files: f)
+    exit(play(recs, times: f.isEmpty ? timed.map(\.at) : nil, broker: broker, speed: o.speed) ? 0 : 1)
+case "verify":
+    let (s, f) = loadInputs(o.inputs)
+    guard !s.isEmpty, f.isEmpty else { die("verify takes scenarios") }
+    let recs = records(scenarios: s, files: [])
+    var transitions: [AlertTransition] = []
+    if let rules = o.rules {
+        let (sources, errors) = RuleSet.load([rules])
+        guard errors.isEmpty, let program = Checker.check(sources).program else { die("the rules in \(rules) do not check; run mobilityctl check", 1) }
+        transitions = ScenarioVerifier.replay(recs, program: program)
+    } else if let broker = o.broker {
+        let store = Mutex<[AlertTransition]>([])
+        let count = Atomic<Int>(0)
+        let users = Set(s.map(\.persona.user))
+        let sub = connect(broker, subscriptions: ["mobility/v1/users/+/alerts/#"]) { _, payload in
+            guard !payload.isEmpty, let t = AlertTransition.parse(payload), users.contains(t.user) else { return }
+            store.withLock { $0.append(t) }
+            count.add(1, ordering: .relaxed)
         }
-        let ackDeadline = Date().addingTimeInterval(30)
-        while client.acknowledgedCount < records.count && Date() < ackDeadline { usleep(1000) }
-        let secs = Date().timeIntervalSince(began)
-        FileHandle.standardError.write(Data("mobility-sim: published \(records.count) messages (\(client.acknowledgedCount) acknowledged) in \(String(format: "%.2f", secs)) s\n".utf8))
-        client.stop()
-        exit(client.acknowledgedCount >= records.count ? 0 : 1)
-    } catch {
-        die("\(error)", 1)
+        guard play(recs, times: nil, broker: broker, speed: "max") else { die("not every message was acknowledged", 1) }
+        // Wait until alerts stop arriving (2 s of quiet, at most 60 s).
+        var last = -1, quietSince = Date()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let c = count.load(ordering: .relaxed)
+            if c != last { last = c; quietSince = Date() }
+            if Date().timeIntervalSince(quietSince) > 2 { break }
+            usleep(50_000)
+        }
+        sub.stop()
+        transitions = store.withLock { $0 }
+    } else {
+        die("verify needs --broker URL (a live mobilityd --clock event) or --rules DIR (in-process)")
     }
+    let results = ScenarioVerifier(scenarios: s).verify(transitions)
+    print(ScenarioVerifier.report(results), terminator: "")
+    exit(results.allSatisfy(\.passed) ? 0 : 1)
+case "export":
+    guard let input = o.inputs.first, let user = o.user else { die("export needs EXPORT.xml|export.zip and --user ID") }
+    guard TopicLayout.isValidUser(user) else { die("--user must be 1-64 characters of A-Z a-z 0-9 . _ -") }
+    guard o.broker != nil || o.output != nil else { die("export needs --broker URL or -o TRAFFIC.jsonl") }
+    do {
+        let export = try HealthExport(path: input, user: user, defaultTimeZone: o.timeZone)
+        let (recs, report) = try export.traffic()
+        FileHandle.standardError.write(Data(report.description.utf8))
+        if let out = o.output { write(recs.map(\.line), to: out) }
+        if let broker = o.broker { exit(play(recs, times: nil, broker: broker, speed: "max") ? 0 : 1) }
+    } catch { die("\(error)", 1) }
+case "population":
+    guard let out = o.output else { die("population needs -o TRAFFIC.jsonl") }
+    let pop = Population(users: o.users, days: o.days, seed: o.seed)
+    let labelsPath = out.hasSuffix(".jsonl") ? String(out.dropLast(6)) + ".labels.jsonl" : out + ".labels.jsonl"
+    write(pop.labels().map(\.json), to: labelsPath)
+    write(pop.traffic().lazy.map(\.line), to: out)
+    FileHandle.standardError.write(Data("mobility-sim: \(o.users) users × \(o.days) days → \(out), labels → \(labelsPath)\n".utf8))
+case "quality":
+    guard let rules = o.rules else { die("quality needs --rules DIR") }
+    let (sources, errors) = RuleSet.load([rules])
+    guard errors.isEmpty, let program = Checker.check(sources).program else { die("the rules in \(rules) do not check", 1) }
+    let began = Date()
+    let (quality, messages, firedBy) = Population(users: o.users, days: o.days, seed: o.seed).evaluate(program: program)
+    let secs = Date().timeIntervalSince(began)
+    print("| rule | TP | FP | FN | TN | precision | recall | fired for patterns |")
+    print("|---|---|---|---|---|---|---|---|")
+    func pct(_ v: Double?) -> String { v.map { String(format: "%.3f", $0) } ?? "n/a" }
+    for rule in Population.labelledRules {
+        let q = quality[rule] ?? Population.Quality()
+        let by = (firedBy[rule] ?? [:]).sorted { $0.value > $1.value }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
+        print("| \(rule) | \(q.truePositive) | \(q.falsePositive) | \(q.falseNegative) | \(q.trueNegative) | \(pct(q.precision)) | \(pct(q.recall)) | \(by) |")
+    }
+    print("\n\(o.users) users × \(o.days) days, seed \(o.seed): \(messages) messages in \(String(format: "%.1f", secs)) s")
 default:
     die("unknown command '\(command)'\n\n" + usage)
 }

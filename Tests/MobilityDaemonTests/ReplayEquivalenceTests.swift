@@ -34,3 +34,29 @@ import TestSupport
         #expect(got() == expected)
     }
 }
+
+/// Every shipped scenario passes `mobility-sim verify` against a live daemon, and `record` +
+/// `mobilityctl replay` gives the same alerts the daemon published.
+@Suite(.serialized) struct ScenarioVerificationTests {
+    @Test func shippedScenariosPassAgainstALiveDaemon() throws {
+        let scenarios = RepoPaths.root + "/simulator/scenarios"
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker, extra: ["--publish-series", "false"])
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
+        let verify = try ChildProcess(ChildProcess.product("mobility-sim"), ["verify", scenarios, "--broker", broker.url])
+        #expect(verify.wait(timeout: 120) == 0, "\(verify.log)")
+        #expect(verify.log.contains("9 passed, 0 failed"), "\(verify.log)")
+
+        let file = NSTemporaryDirectory() + "mw-scenarios-\(UUID().uuidString.prefix(8)).jsonl"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let record = try ChildProcess(ChildProcess.product("mobility-sim"), ["record", scenarios, "-o", file])
+        #expect(record.wait() == 0)
+        let replay = try ChildProcess(ChildProcess.product("mobilityctl"), ["replay", "--rules", RepoPaths.rules, file])
+        #expect(replay.wait(timeout: 60) == 0)
+        let expected = replay.log.split(separator: "\n").map(String.init).filter { $0.hasPrefix("{") }.sorted()
+        let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted()
+        #expect(!expected.isEmpty)
+        #expect(live == expected)
+        _ = daemon
+    }
+}

@@ -2,7 +2,7 @@
 ///
 /// Percentages, ratios and counts are dimensionless. Two quantities can be added or compared
 /// only when their dimensions are equal; multiplication and division combine exponents.
-public struct Dimension: Hashable, Sendable, CustomStringConvertible {
+public struct PhysicalDimension: Hashable, Sendable, CustomStringConvertible {
     /// Exponent of length (metre).
     public var length: Int8
     /// Exponent of mass (kilogram).
@@ -18,24 +18,24 @@ public struct Dimension: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A pure number: counts, fractions, percentages.
-    public static let dimensionless = Dimension()
+    public static let dimensionless = PhysicalDimension()
     /// Metres.
-    public static let length = Dimension(length: 1)
+    public static let length = PhysicalDimension(length: 1)
     /// Seconds (and days, weeks).
-    public static let time = Dimension(time: 1)
+    public static let time = PhysicalDimension(time: 1)
     /// Metres per second.
-    public static let speed = Dimension(length: 1, time: -1)
+    public static let speed = PhysicalDimension(length: 1, time: -1)
     /// Volume per mass per time, the dimension of VO2Max (ml/(kg·min)).
-    public static let oxygenUptake = Dimension(length: 3, mass: -1, time: -1)
+    public static let oxygenUptake = PhysicalDimension(length: 3, mass: -1, time: -1)
 
     /// The dimension of a product.
-    public static func * (a: Dimension, b: Dimension) -> Dimension {
-        Dimension(length: a.length + b.length, mass: a.mass + b.mass, time: a.time + b.time)
+    public static func * (a: PhysicalDimension, b: PhysicalDimension) -> PhysicalDimension {
+        PhysicalDimension(length: a.length + b.length, mass: a.mass + b.mass, time: a.time + b.time)
     }
 
     /// The dimension of a quotient.
-    public static func / (a: Dimension, b: Dimension) -> Dimension {
-        Dimension(length: a.length - b.length, mass: a.mass - b.mass, time: a.time - b.time)
+    public static func / (a: PhysicalDimension, b: PhysicalDimension) -> PhysicalDimension {
+        PhysicalDimension(length: a.length - b.length, mass: a.mass - b.mass, time: a.time - b.time)
     }
 
     /// A human name for the dimension, used in diagnostics (`speed`, `length`, `m/s/d`…).
