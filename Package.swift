@@ -16,6 +16,7 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // Layers, bottom to top.
@@ -23,9 +24,10 @@ let package = Package(
         .target(name: "RuleLanguage", dependencies: ["MobilityModel"], swiftSettings: strict),
         .target(name: "RuleEngine", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "MQTTTransport", dependencies: ["CMosquitto"], swiftSettings: strict),
+        .target(name: "StateStore", dependencies: ["CSQLite", "CZlib", "MobilityModel", "RuleEngine"], swiftSettings: strict),
         .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "MobilityDaemon",
-                dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint"],
+                dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore"],
                 swiftSettings: strict),
         .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "CLibXML2", "CZlib"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
@@ -46,6 +48,8 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
+                    swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
     ]
 )

@@ -60,6 +60,7 @@ public final class MQTTClient: @unchecked Sendable {
     private let configuration: MQTTClientConfiguration
     private let onMessage: @Sendable (String, [UInt8]) -> Void
     private let onEvent: @Sendable (MQTTConnectionEvent) -> Void
+    private let onPublished: @Sendable (Int32) -> Void
     private let connectedFlag = Atomic<Bool>(false)
     private let connections = Atomic<Int>(0)
     private let started = Atomic<Bool>(false)
@@ -79,12 +80,16 @@ public final class MQTTClient: @unchecked Sendable {
     public var connectionCount: Int { connections.load(ordering: .relaxed) }
 
     /// Creates a client; nothing happens on the network until ``start()``.
+    /// - Parameter onPublished: called on the network thread with the message id of each publish
+    ///   the broker acknowledged (QoS 1) or that was written (QoS 0).
     public init(_ configuration: MQTTClientConfiguration, onMessage: @escaping @Sendable (String, [UInt8]) -> Void,
-                onEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void = { _ in }) throws(MQTTError) {
+                onEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void = { _ in },
+                onPublished: @escaping @Sendable (Int32) -> Void = { _ in }) throws(MQTTError) {
         _ = MQTTClient.libraryInit
         self.configuration = configuration
         self.onMessage = onMessage
         self.onEvent = onEvent
+        self.onPublished = onPublished
         guard let h = mosquitto_new(configuration.clientID, configuration.cleanSession, nil) else {
             throw .configuration("cannot create an MQTT client (client id '\(configuration.clientID)')")
         }
@@ -130,9 +135,11 @@ public final class MQTTClient: @unchecked Sendable {
             me.connectedFlag.store(false, ordering: .relaxed)
             me.onEvent(.disconnected(reason: rc == 0 ? "requested" : String(cString: mosquitto_strerror(rc))))
         }
-        mosquitto_publish_callback_set(handle) { _, obj, _ in
+        mosquitto_publish_callback_set(handle) { _, obj, mid in
             guard let obj else { return }
-            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().acknowledged.add(1, ordering: .relaxed)
+            let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
+            me.acknowledged.add(1, ordering: .relaxed)
+            me.onPublished(mid)
         }
         mosquitto_message_callback_set(handle) { _, obj, msg in
             guard let obj, let msg else { return }
@@ -191,11 +198,15 @@ public final class MQTTClient: @unchecked Sendable {
         started.store(true, ordering: .relaxed)
     }
 
-    /// Publishes a message (QoS 0 or 1). Thread-safe; does not wait for the acknowledgement.
-    public func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false) throws(MQTTError) {
-        let rc = payload.withUnsafeBytes { mosquitto_publish(handle, nil, topic, Int32(payload.count), $0.baseAddress, qos, retain) }
+    /// Publishes a message (QoS 0 or 1) and returns its message id. Thread-safe; does not wait for
+    /// the acknowledgement (see `onPublished`).
+    @discardableResult
+    public func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false) throws(MQTTError) -> Int32 {
+        var mid: Int32 = 0
+        let rc = payload.withUnsafeBytes { mosquitto_publish(handle, &mid, topic, Int32(payload.count), $0.baseAddress, qos, retain) }
         try check(rc, "publish to \(topic)")
         published.add(1, ordering: .relaxed)
+        return mid
     }
 
     /// Publishes a UTF-8 string.

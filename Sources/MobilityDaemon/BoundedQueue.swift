@@ -50,6 +50,28 @@ final class BoundedQueue<Element>: @unchecked Sendable {
         return out
     }
 
+    /// Waits until there is something to take; false when closed and drained.
+    func waitForItems() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.isEmpty && !closed {
+            waitingConsumer = true
+            condition.wait()
+            waitingConsumer = false
+        }
+        return !items.isEmpty
+    }
+
+    /// Takes everything queued now, without waiting.
+    func takeAll() -> [Element] {
+        condition.lock()
+        defer { condition.unlock() }
+        let out = items
+        items.removeAll(keepingCapacity: true)
+        if waitingProducers > 0 { condition.broadcast() }
+        return out
+    }
+
     /// Elements waiting now.
     var count: Int {
         condition.lock()

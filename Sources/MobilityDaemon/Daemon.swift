@@ -4,6 +4,7 @@ import MobilityModel
 import MQTTTransport
 import RuleEngine
 import RuleLanguage
+import StateStore
 import Synchronization
 
 /// `mobilityd`: wires the broker, the shards, the rules, metrics and signals together.
@@ -16,6 +17,8 @@ public final class Daemon: Sendable {
     private let reloads = Mutex<[String: Int]>([:])
     private let started = Date()
     private let rulesIdentity = Mutex<String>("")
+    private let journalHealthy = Atomic<Bool>(true)
+    private let stopping = Atomic<Bool>(false)
 
     /// Creates a daemon from its configuration.
     public init(configuration: DaemonConfiguration) {
@@ -61,12 +64,33 @@ public final class Daemon: Sendable {
         let clientID = config.clientID ?? "mobilityd-\(config.instance)"
         let statusTopic = layout.status(config.instance)
 
+        // Durable state: the SQLite store and the ingest journal.
+        let store: StateStore, journal: IngestJournal
+        do {
+            store = try StateStore(path: config.state + "/state.sqlite")
+            journal = try IngestJournal(directory: config.state + "/journal")
+        } catch {
+            log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
+            return 1
+        }
+        let restored: (users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem])
+        do { restored = try store.load() } catch {
+            log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
+            return 1
+        }
+        if let previous = try? store.meta("rules_identity"), previous != program.identity {
+            log.info("rules changed since the last run; state carries over for rules that kept their name",
+                     ["previous": previous, "current": program.identity])
+        }
+        try? store.setMeta("rules_identity", program.identity)
+
         // Signals first, so none is lost during start-up.
         for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
         let signalQueue = DispatchQueue(label: "mobilityd.signals")
         var sources: [DispatchSourceSignal] = []
 
         // The publisher: its own connection (clean session), carrying the status and the last will.
+        let acks = AckTracker()
         var pubConfig = MQTTClientConfiguration(broker: broker, clientID: clientID + "-pub")
         applyCommon(&pubConfig)
         pubConfig.cleanSession = true
@@ -76,7 +100,7 @@ public final class Daemon: Sendable {
             publisher = try MQTTClient(pubConfig, onMessage: { _, _ in }, onEvent: { [self] e in
                 connectionEvent(e, role: "publisher")
                 if case .connected = e { try? publisherRef.value?.publish(topic: statusTopic, "online", retain: true) }
-            })
+            }, onPublished: { mid in acks.acknowledged(mid: mid) })
         } catch {
             log.error("cannot create MQTT publisher", ["error": error.description])
             return 1
@@ -84,29 +108,58 @@ public final class Daemon: Sendable {
         publisherRef.set(publisher)
 
         let layout = self.layout
-        let sink = MQTTOutputSink(client: publisher, layout: layout)
+        let sink = MQTTOutputSink(client: publisher, acks: acks)
         var decoder = WireDecoder()
         decoder.maxPayloadBytes = config.maxPayloadBytes
         let shards = (0..<config.shards).map { i in
             Shard(index: i, ingestor: Ingestor(engine: Engine(program: program, configuration: config.engine), layout: layout,
                                                decoder: decoder, clock: config.clock),
-                  capacity: config.queueCapacity, sink: sink, log: log)
+                  capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log)
         }
+        let count = UInt64(shards.count)
+        @Sendable func shardOf(_ topic: String) -> Int {
+            if case .inbound(let user, _) = layout.parse(topic) { return Int(Daemon.hash(user) % count) }
+            return 0
+        }
+        for r in restored.users { shards[Int(Daemon.hash(r.user) % count)].restore(r) }
+        for s in shards { s.reloadRestored(program) }
         shards.forEach { $0.start() }
+        // Replay what the journal holds beyond each user's committed position.
+        var replayed = 0
+        IngestJournal.replay(journal.directory) { e in
+            shards[shardOf(e.topic)].queue.push(.message(seq: e.seq, topic: e.topic, payload: e.payload))
+            replayed += 1
+        }
+        journal.markQueued(journal.lastSeq)
+        log.info("state restored", ["users": String(restored.users.count), "outbox": String(restored.outbox.count),
+                                    "journal_records": String(replayed), "store": store.path])
 
         // The subscriber: the persistent session (fixed client id, clean session off, QoS 1).
         var subConfig = MQTTClientConfiguration(broker: broker, clientID: clientID)
         applyCommon(&subConfig)
         subConfig.cleanSession = false
         subConfig.subscriptions = layout.subscriptions
-        let count = UInt64(shards.count)
         let subscriber: MQTTClient
         do {
-            subscriber = try MQTTClient(subConfig, onMessage: { topic, payload in
-                // Only copy and hand on: hash the user to its shard. Blocks when the shard is full.
-                var shard = 0
-                if case .inbound(let user, _) = layout.parse(topic) { shard = Int(Daemon.hash(user) % count) }
-                shards[shard].queue.push(.message(topic: topic, payload: payload))
+            subscriber = try MQTTClient(subConfig, onMessage: { [self] topic, payload in
+                // Journal it before returning (libmosquitto acknowledges after we return), then hand
+                // it to its user's shard. A refused write blocks here: no acknowledgement, no loss.
+                var seq: UInt64 = 0
+                while true {
+                    do {
+                        seq = try journal.append(topic: topic, payload: payload)
+                        if !journalHealthy.exchange(true, ordering: .relaxed) { log.info("journal writable again") }
+                        break
+                    } catch {
+                        if journalHealthy.exchange(false, ordering: .relaxed) {
+                            log.error("cannot journal an incoming message; not acknowledging until the disk accepts it", ["error": "\(error)"])
+                        }
+                        if stopping.load(ordering: .relaxed) { return }
+                        usleep(200_000)
+                    }
+                }
+                shards[shardOf(topic)].queue.push(.message(seq: seq, topic: topic, payload: payload))
+                journal.markQueued(seq)
             }, onEvent: { [self] e in connectionEvent(e, role: "subscriber") })
         } catch {
             log.error("cannot create MQTT subscriber", ["error": error.description])
@@ -127,6 +180,7 @@ public final class Daemon: Sendable {
 
         do {
             try publisher.start()
+            if !restored.outbox.isEmpty { _ = sink.publish(restored.outbox) } // outputs committed but not acknowledged before
             try subscriber.start()
         } catch {
             log.error("cannot start MQTT", ["error": error.description])
@@ -148,10 +202,22 @@ public final class Daemon: Sendable {
             ticker = t
         }
 
+        // Housekeeping: commit acknowledgements and retries, release journal segments every shard has committed.
+        let housekeeping = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.housekeeping"))
+        housekeeping.schedule(deadline: .now() + .milliseconds(500), repeating: .milliseconds(500))
+        housekeeping.setEventHandler {
+            if sink.backlog > 0 { _ = sink.publish([]) }
+            for s in shards { s.queue.push(.housekeeping) }
+            journal.release(through: shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0)
+        }
+        housekeeping.resume()
+        healthSources.set(HealthSources(shards: shards, sink: sink))
+
         for s in [SIGTERM, SIGINT] {
             let src = DispatchSource.makeSignalSource(signal: s, queue: signalQueue)
             src.setEventHandler { [self] in
                 log.info("shutting down", ["signal": s == SIGTERM ? "SIGTERM" : "SIGINT"])
+                stopping.store(true, ordering: .relaxed)
                 shutdown.signal()
             }
             src.resume()
@@ -166,9 +232,17 @@ public final class Daemon: Sendable {
 
         // Drain: stop reading (messages already taken are queued), finish the queues, publish, say offline.
         ticker?.cancel()
+        housekeeping.cancel()
         subscriber.stop()
         for s in shards { s.queue.close() }
         for s in shards { s.join() }
+        // Wait (briefly) for the broker to acknowledge what was published, and forget those outputs.
+        let deadline = Date().addingTimeInterval(5)
+        while (acks.inFlight > 0 || sink.backlog > 0) && Date() < deadline {
+            if sink.backlog > 0 { _ = sink.publish([]) }
+            usleep(10_000)
+        }
+        try? store.acknowledge(acks.drain())
         try? publisher.publish(topic: statusTopic, "offline", retain: true)
         publisher.stop()
         http?.stop()
@@ -178,6 +252,7 @@ public final class Daemon: Sendable {
     }
 
     private let publisherRef = WeakBox<MQTTClient>()
+    private let healthSources = WeakBox<HealthSources>()
 
     private func applyCommon(_ c: inout MQTTClientConfiguration) {
         c.protocolVersion = config.mqttVersion
@@ -223,8 +298,12 @@ public final class Daemon: Sendable {
     private func http(path: String, shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> HTTPResponse {
         switch path {
         case "/healthz":
-            if subscriber.isConnected && publisher.isConnected { return HTTPResponse(body: "ok\n") }
-            return HTTPResponse(status: 503, body: "broker not connected\n")
+            var problems: [String] = []
+            if !subscriber.isConnected || !publisher.isConnected { problems.append("broker not connected") }
+            if !journalHealthy.load(ordering: .relaxed) { problems.append("ingest journal not writable") }
+            if shards.contains(where: { !$0.stats.withLock { $0.storeHealthy } }) { problems.append("state store not accepting commits") }
+            if problems.isEmpty { return HTTPResponse(body: "ok\n") }
+            return HTTPResponse(status: 503, body: problems.joined(separator: "; ") + "\n")
         case "/metrics":
             return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8",
                                 body: metrics(shards: shards, subscriber: subscriber, publisher: publisher))
@@ -255,6 +334,9 @@ public final class Daemon: Sendable {
             for (rule, n) in st.firing { total.firing[rule, default: 0] += n }
             total.seriesPublished += st.seriesPublished
             total.publishErrors += st.publishErrors
+            total.commits += st.commits
+            total.commitFailures += st.commitFailures
+            total.replayed += st.replayed
         }
         var m = MetricsText()
         m.family("mobilityd_messages_received_total", "counter", "MQTT messages received on the input topics.")
@@ -292,6 +374,17 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_series_published_total", total.seriesPublished.d)
         m.family("mobilityd_publish_errors_total", "counter", "Publishes that libmosquitto refused.")
         m.sample("mobilityd_publish_errors_total", total.publishErrors.d)
+        m.family("mobilityd_state_commits_total", "counter", "State store commits (users, journal positions and outputs together).")
+        m.sample("mobilityd_state_commits_total", total.commits.d)
+        m.family("mobilityd_state_commit_failures_total", "counter", "State store commits that failed (outputs held until one succeeds).")
+        m.sample("mobilityd_state_commit_failures_total", total.commitFailures.d)
+        m.family("mobilityd_journal_skipped_total", "counter", "Journal records skipped on replay because they were already committed.")
+        m.sample("mobilityd_journal_skipped_total", total.replayed.d)
+        m.family("mobilityd_journal_writable", "gauge", "0 while the ingest journal refuses writes (messages are not acknowledged).")
+        m.sample("mobilityd_journal_writable", journalHealthy.load(ordering: .relaxed) ? 1 : 0)
+        let hs = healthSources.value
+        m.family("mobilityd_outputs_unacknowledged", "gauge", "Outputs published but not yet acknowledged by the broker, or waiting for a retry.")
+        m.sample("mobilityd_outputs_unacknowledged", Double((hs?.sink.acks.inFlight ?? 0) + (hs?.sink.backlog ?? 0)))
         m.family("mobilityd_broker_connected", "gauge", "1 when the connection is up, by role.")
         m.sample("mobilityd_broker_connected", ["role": "subscriber"], subscriber.isConnected ? 1 : 0)
         m.sample("mobilityd_broker_connected", ["role": "publisher"], publisher.isConnected ? 1 : 0)
@@ -312,6 +405,16 @@ public final class Daemon: Sendable {
 
 extension Int {
     var d: Double { Double(self) }
+}
+
+/// What the health and metrics endpoints read.
+final class HealthSources: Sendable {
+    let shards: [Shard]
+    let sink: MQTTOutputSink
+    init(shards: [Shard], sink: MQTTOutputSink) {
+        self.shards = shards
+        self.sink = sink
+    }
 }
 
 /// A reference set once, read from callbacks.

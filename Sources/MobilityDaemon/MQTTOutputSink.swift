@@ -1,34 +1,34 @@
-import MobilityModel
 import MQTTTransport
-import RuleEngine
+import StateStore
+import Synchronization
 
-/// Publishes engine outputs over MQTT at QoS 1: alerts retained while firing (cleared after the
-/// resolved transition), series and rejections not retained.
-struct MQTTOutputSink: OutputSink {
+/// Publishes committed outbox items at QoS 1, recording message ids so that acknowledged items
+/// can be deleted from the outbox. Items libmosquitto refuses (e.g. while disconnected) are kept
+/// and retried, in order, before anything newer.
+final class MQTTOutputSink: OutputSink {
     let client: MQTTClient
-    let layout: TopicLayout
+    let acks: AckTracker
+    private let retry = Mutex<[StateStore.OutboxItem]>([])
 
-    func publish(_ outputs: [EngineOutput]) -> Int {
-        var failures = 0
-        func send(_ topic: String, _ payload: [UInt8], retain: Bool) {
-            do { try client.publish(topic: topic, payload: payload, qos: 1, retain: retain) } catch { failures += 1 }
-        }
-        for o in outputs {
-            switch o {
-            case .alert(let a):
-                let topic = layout.alert(a.user, rule: a.rule)
-                if a.status == .firing {
-                    send(topic, Array(a.json.utf8), retain: true)
-                } else {
-                    send(topic, Array(a.json.utf8), retain: false)
-                    send(topic, [], retain: true) // clear the retained firing state
-                }
-            case .series(let s):
-                send(layout.series(s.user, name: s.name), Array(s.json.utf8), retain: false)
-            case .rejected(let user, let topic, let r):
-                send(user.map { layout.rejected($0) } ?? layout.rejectedUnknown, Array(r.json(user: user, topic: topic).utf8), retain: false)
+    init(client: MQTTClient, acks: AckTracker) {
+        self.client = client
+        self.acks = acks
+    }
+
+    /// Items waiting for a retry.
+    var backlog: Int { retry.withLock { $0.count } }
+
+    func publish(_ items: [StateStore.OutboxItem]) -> Int {
+        retry.withLock { pending in
+            pending += items
+            var sent = 0
+            for item in pending {
+                guard let mid = try? client.publish(topic: item.topic, payload: item.payload, qos: 1, retain: item.retain) else { break }
+                acks.published(mid: mid, id: item.id)
+                sent += 1
             }
+            pending.removeFirst(sent)
+            return pending.count
         }
-        return failures
     }
 }

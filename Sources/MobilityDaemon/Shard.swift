@@ -2,15 +2,19 @@ import Foundation
 import MobilityModel
 import RuleEngine
 import RuleLanguage
+import StateStore
 import Synchronization
 
 /// What a shard's thread is asked to do.
 enum ShardItem: Sendable {
-    case message(topic: String, payload: [UInt8])
+    /// A journalled message (seq 0: not journalled).
+    case message(seq: UInt64, topic: String, payload: [UInt8])
     /// Wall clock: close the days that ended.
     case tick(Timestamp)
     case reload(Program)
-    /// Signalled once everything queued before it has been processed and published.
+    /// Commit pending work (retries after a store failure, flushes acknowledgements).
+    case housekeeping
+    /// Signalled once everything queued before it has been processed, committed and handed to the broker.
     case barrier(DispatchSemaphore)
 }
 
@@ -25,33 +29,63 @@ struct ShardStats: Sendable {
     var firing: [String: Int] = [:]
     var seriesPublished = 0
     var publishErrors = 0
+    var commits = 0
+    var commitFailures = 0
+    var replayed = 0
+    var storeHealthy = true
 }
 
 /// Where a shard sends what the engine wants published.
 protocol OutputSink: Sendable {
-    /// Publishes outputs in order; returns how many failed.
-    func publish(_ outputs: [EngineOutput]) -> Int
+    /// Publishes committed outbox items in order; returns how many failed.
+    func publish(_ items: [StateStore.OutboxItem]) -> Int
 }
 
-/// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded queue.
+/// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
+/// queue. After each batch it commits the changed users, the journal position they applied and
+/// the outputs they produced in one SQLite transaction, then publishes those outputs.
 ///
-/// Sendability: `ingestor` is only touched by the shard's own thread (in `run`); `stats` is a Mutex.
+/// Sendability: `ingestor`, `applied` and the pending lists are only touched by the shard's own
+/// thread (in `run`, or in `restore` before `start`); shared state is in a Mutex or Atomic.
 final class Shard: @unchecked Sendable {
     let index: Int
     let queue: BoundedQueue<ShardItem>
     let stats = Mutex(ShardStats())
+    /// Every journalled message up to this sequence number routed here is committed.
+    let committedThrough = Atomic<UInt64>(0)
     private var ingestor: Ingestor
     private let sink: any OutputSink
+    private let store: StateStore
+    private let journal: IngestJournal?
+    private let acks: AckTracker
     private let finished = DispatchSemaphore(value: 0)
     private let log: Logger
+    private let layout: TopicLayout
+    private var applied: [String: UInt64] = [:]
+    private var pendingUsers: Set<String> = []
+    private var pendingOutbox: [StateStore.OutboxItem] = []
 
-    init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, log: Logger) {
+    init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: StateStore, journal: IngestJournal?,
+         acks: AckTracker, log: Logger) {
         self.index = index
         self.ingestor = ingestor
         self.queue = BoundedQueue(capacity: capacity)
         self.sink = sink
+        self.store = store
+        self.journal = journal
+        self.acks = acks
         self.log = log
+        self.layout = ingestor.layout
     }
+
+    /// Restores a user before the thread starts.
+    func restore(_ r: StateStore.UserRecord) {
+        ingestor.restore(user: r.user, state: r.state, eventNow: r.eventNow)
+        applied[r.user] = r.appliedSeq
+    }
+
+    /// Applies the (possibly changed) rules to restored state, as a reload would.
+    func reloadRestored(_ p: Program) { ingestor.engine.reload(p) }
 
     func start() {
         let t = Thread { [self] in run() }
@@ -65,30 +99,50 @@ final class Shard: @unchecked Sendable {
     private func run() {
         var out: [EngineOutput] = []
         out.reserveCapacity(256)
-        while let batch = queue.popAll() {
+        while queue.waitForItems() {
+            // Read before taking: every message up to q routed here is in the queue now.
+            let q = journal?.queuedThrough ?? 0
+            let batch = queue.takeAll()
             // One clock read per batch, not per message.
             let started = DispatchTime.now().uptimeNanoseconds
             let wall = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
             var barriers: [DispatchSemaphore] = []
             var reloaded: Set<String>?
+            var replayedNow = 0
             for item in batch {
                 switch item {
-                case .message(let topic, let payload): ingestor.handle(topic: topic, payload: payload, now: wall, into: &out)
+                case .message(let seq, let topic, let payload):
+                    var user: String?
+                    if case .inbound(let u, _) = layout.parse(topic) { user = u }
+                    if seq > 0, let u = user, seq <= applied[u, default: 0] { replayedNow += 1; continue } // already applied before a restart
+                    ingestor.handle(topic: topic, payload: payload, now: wall, into: &out)
+                    if seq > 0, let u = user { applied[u] = seq; pendingUsers.insert(u) }
                 case .tick(let now): ingestor.tick(now: now, into: &out)
                 case .reload(let p):
                     ingestor.engine.reload(p)
                     reloaded = Set(p.alerts.map(\.name))
+                case .housekeeping: break
                 case .barrier(let s): barriers.append(s)
                 }
             }
             let evaluated = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            let failures = out.isEmpty ? 0 : sink.publish(out)
+            pendingUsers.formUnion(ingestor.engine.takeTouched())
+            for o in out { pendingOutbox += Shard.outboxItems(o, layout: layout) }
+            let committed = commit()
+            var failures = 0
+            if let items = committed {
+                committedThrough.store(q, ordering: .relaxed)
+                if !items.isEmpty { failures = sink.publish(items) }
+            }
             stats.withLock { s in
                 s.batches += 1
                 s.evaluationSeconds += evaluated
                 s.ingest = ingestor.counters
                 s.users = ingestor.engine.users.count
                 s.publishErrors += failures
+                s.replayed += replayedNow
+                s.storeHealthy = committed != nil
+                if committed != nil { s.commits += 1 } else { s.commitFailures += 1 }
                 if let keep = reloaded { s.firing = s.firing.filter { keep.contains($0.key) } }
                 for o in out {
                     switch o {
@@ -101,10 +155,80 @@ final class Shard: @unchecked Sendable {
                     }
                 }
             }
-            if failures > 0 { log.warn("publish failed", ["shard": String(index), "failures": String(failures)]) }
             out.removeAll(keepingCapacity: true)
             for b in barriers { b.signal() }
         }
+        // Closed: one last attempt to commit what is pending.
+        if let items = commit(), !items.isEmpty { _ = sink.publish(items) }
         finished.signal()
     }
+
+    /// Commits pending users and outputs with the acknowledged outbox ids; returns the committed
+    /// outbox items (with ids), or nil when the store refused (everything stays pending).
+    private func commit() -> [StateStore.OutboxItem]? {
+        let acked = acks.drain()
+        if pendingUsers.isEmpty && pendingOutbox.isEmpty && acked.isEmpty { return [] }
+        let records = pendingUsers.map { u in
+            StateStore.UserRecord(user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.eventNow[u], state: ingestor.engine.users[u])
+        }
+        do {
+            let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked)
+            var items = pendingOutbox
+            for k in items.indices { items[k].id = ids[k] }
+            pendingUsers.removeAll(keepingCapacity: true)
+            pendingOutbox.removeAll(keepingCapacity: true)
+            return items
+        } catch {
+            acks.restore(acked)
+            log.error("state commit failed; holding outputs until the store accepts them", ["shard": String(index), "error": "\(error)"])
+            return nil
+        }
+    }
+}
+
+extension Shard {
+    /// The outbox form of an output: alerts retained while firing, cleared after resolving.
+    static func outboxItems(_ o: EngineOutput, layout: TopicLayout) -> [StateStore.OutboxItem] {
+        switch o {
+        case .alert(let a):
+            let topic = layout.alert(a.user, rule: a.rule)
+            if a.status == .firing { return [.init(topic: topic, payload: Array(a.json.utf8), retain: true)] }
+            return [.init(topic: topic, payload: Array(a.json.utf8), retain: false), .init(topic: topic, payload: [], retain: true)]
+        case .series(let s):
+            return [.init(topic: layout.series(s.user, name: s.name), payload: Array(s.json.utf8), retain: false)]
+        case .rejected(let user, let topic, let r):
+            return [.init(topic: user.map { layout.rejected($0) } ?? layout.rejectedUnknown, payload: Array(r.json(user: user, topic: topic).utf8), retain: false)]
+        }
+    }
+}
+
+/// Maps in-flight publish message ids to outbox ids and collects the acknowledged ones.
+final class AckTracker: Sendable {
+    private struct State {
+        var inFlight: [Int32: Int64] = [:]
+        var early: Set<Int32> = []
+        var acked: [Int64] = []
+    }
+    private let state = Mutex(State())
+
+    /// Records that outbox item `id` was published as message `mid`.
+    func published(mid: Int32, id: Int64) {
+        state.withLock { s in
+            if s.early.remove(mid) != nil { s.acked.append(id) } else { s.inFlight[mid] = id }
+        }
+    }
+
+    /// The broker acknowledged message `mid` (called on the network thread).
+    func acknowledged(mid: Int32) {
+        state.withLock { s in
+            if let id = s.inFlight.removeValue(forKey: mid) { s.acked.append(id) } else { s.early.insert(mid) }
+        }
+    }
+
+    /// Takes the acknowledged outbox ids.
+    func drain() -> [Int64] { state.withLock { s in defer { s.acked.removeAll() }; return s.acked } }
+    /// Puts ids back after a failed commit.
+    func restore(_ ids: [Int64]) { state.withLock { $0.acked += ids } }
+    /// Publishes not yet acknowledged.
+    var inFlight: Int { state.withLock { $0.inFlight.count } }
 }

@@ -48,6 +48,14 @@ public struct Engine: Sendable {
     public var configuration: EngineConfiguration
     /// Users by id.
     public private(set) var users: [String: UserState] = [:]
+    /// Users whose state changed since the last ``takeTouched()`` (for the state store).
+    public private(set) var touched: Set<String> = []
+
+    /// Returns and clears the set of users whose state changed.
+    public mutating func takeTouched() -> Set<String> {
+        defer { touched.removeAll(keepingCapacity: true) }
+        return touched
+    }
 
     /// Creates an engine.
     public init(program: Program, configuration: EngineConfiguration = EngineConfiguration()) {
@@ -59,6 +67,7 @@ public struct Engine: Sendable {
         var st = users.removeValue(forKey: id) ?? UserState(user: id, calendar: configuration.defaultCalendar)
         let r = body(&st)
         users[id] = st
+        touched.insert(id)
         return r
     }
 
@@ -164,10 +173,12 @@ public struct Engine: Sendable {
         }
         var start = (st.lastClosedDay.map { $0 + 1 }) ?? first
         start = max(start, lastClosable - 3650)
+        let revised = !st.revisedDays.isEmpty
         if start <= lastClosable {
             for d in start...lastClosable { closeDay(&ev, d, into: &out) }
             ev.user.lastClosedDay = lastClosable
         }
+        if revised || start <= lastClosable { touched.insert(id) }
         st = ev.user
     }
 
@@ -293,5 +304,9 @@ public struct Engine: Sendable {
     }
 
     /// Restores a user's state (from the state store).
-    public mutating func restore(_ st: UserState) { users[st.user] = st }
+    public mutating func restore(_ st: UserState) {
+        var s = st
+        s.aggregates.removeAll()
+        users[st.user] = s
+    }
 }

@@ -118,6 +118,12 @@ public struct Ingestor: Sendable {
         }
     }
 
+    /// Restores a user from the state store: engine state and event clock.
+    public mutating func restore(user: String, state: UserState?, eventNow: Timestamp?) {
+        if let state { engine.restore(state) }
+        if let eventNow { self.eventNow[user] = eventNow }
+    }
+
     /// Advances every user to the wall clock (wall mode).
     public mutating func tick(now: Timestamp, into out: inout [EngineOutput]) {
         engine.advance(to: now, into: &out)

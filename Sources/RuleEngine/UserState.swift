@@ -7,6 +7,14 @@ public struct StoredValue: Hashable, Sendable {
     public var value: Double
     public var end: Timestamp
     public var provenance: Provenance
+
+    /// Creates a stored value.
+    public init(id: String, value: Double, end: Timestamp, provenance: Provenance) {
+        self.id = id
+        self.value = value
+        self.end = end
+        self.provenance = provenance
+    }
 }
 
 /// Everything the engine knows about one user. Owned by one shard; never shared.
@@ -48,6 +56,12 @@ public struct UserState: Sendable {
     public struct BucketKey: Hashable, Sendable {
         public var metric: MetricKind
         public var day: DayNumber
+
+        /// Creates a key.
+        public init(metric: MetricKind, day: DayNumber) {
+            self.metric = metric
+            self.day = day
+        }
     }
 
     mutating func noteDay(_ d: DayNumber) {
@@ -78,7 +92,8 @@ public struct UserState: Sendable {
     /// The first boundary after `d`, if any.
     func nextBoundary(after d: DayNumber) -> DayNumber? { boundaries.first { $0 > d } }
 
-    mutating func rebuildBoundaries() {
+    /// Recomputes the segment boundaries from the clinical events (after a restore).
+    public mutating func rebuildBoundaries() {
         boundaries = Array(Set(events.values.filter { $0.category == .clinical }.map(\.firstDay))).sorted()
         aggregates.removeAll()
     }

@@ -146,9 +146,17 @@ func play(_ records: [TrafficRecord], times: [Timestamp]?, broker: String, speed
             if wait > 0 { usleep(UInt32(min(wait, 3600) * 1e6)) }
         }
         while client.publishedCount - client.acknowledgedCount > 500 { usleep(200) }
-        do { try client.publish(topic: r.topic, payload: r.payload, qos: 1) } catch { die("\(error)", 1) }
+        // A broker restart refuses publishes until the client reconnects: retry for up to a minute.
+        var attempt = 0
+        while true {
+            do { try client.publish(topic: r.topic, payload: r.payload, qos: 1); break } catch {
+                attempt += 1
+                if attempt > 600 { die("\(error)", 1) }
+                usleep(100_000)
+            }
+        }
     }
-    let deadline = Date().addingTimeInterval(60)
+    let deadline = Date().addingTimeInterval(120)
     while client.acknowledgedCount < records.count && Date() < deadline { usleep(1000) }
     FileHandle.standardError.write(Data("mobility-sim: published \(records.count) messages (\(client.acknowledgedCount) acknowledged) in \(String(format: "%.2f", Date().timeIntervalSince(began))) s\n".utf8))
     client.stop()

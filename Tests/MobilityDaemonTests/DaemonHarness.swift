@@ -10,10 +10,10 @@ final class DaemonUnderTest: @unchecked Sendable {
     let broker: MosquittoBroker
 
     init(broker: MosquittoBroker, rules: String = RepoPaths.rules, clock: String = "event", clientID: String = "mobilityd-test",
-         extra: [String] = []) throws {
+         state: String? = nil, extra: [String] = []) throws {
         self.broker = broker
         metricsPort = try freePort()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = state ?? NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
         process = try ChildProcess(ChildProcess.product("mobilityd"), [
             "--broker", broker.url, "--rules", rules, "--state", state, "--clock", clock, "--client-id", clientID,
             "--metrics-address", "127.0.0.1:\(metricsPort)", "--log-level", "debug",

@@ -1,0 +1,158 @@
+import CZlib
+import Foundation
+import Glibc
+import Synchronization
+
+/// An append-only journal of accepted MQTT messages, written in the MQTT callback *before* it
+/// returns, so the broker's acknowledgement (sent by libmosquitto after the callback) never
+/// precedes a copy that survives a crash of the daemon. `write(2)` puts the record in the OS page
+/// cache: it survives the process being killed; `syncEvery` bounds what a power loss can take.
+///
+/// Records: magic "MWJ1", seq (u64), topic length (u32), payload length (u32), topic, payload,
+/// CRC-32 of everything before it. A torn tail is detected and ignored on replay.
+/// Segments `journal-<first seq>.log` rotate at `segmentBytes` and are deleted once every shard
+/// has committed past them.
+public final class IngestJournal: Sendable {
+    /// One journalled message.
+    public struct Entry: Sendable {
+        public var seq: UInt64
+        public var topic: String
+        public var payload: [UInt8]
+    }
+
+    private struct State {
+        var fd: Int32 = -1
+        var size = 0
+        var nextSeq: UInt64 = 1
+        var segments: [(first: UInt64, last: UInt64, path: String)] = []
+        var sinceSync = 0
+    }
+
+    public let directory: String
+    private let segmentBytes: Int
+    private let syncEvery: Int
+    private let state = Mutex(State())
+    private let queued = Atomic<UInt64>(0)
+
+    /// Opens the journal directory, continuing after the last intact record.
+    public init(directory: String, segmentBytes: Int = 64 << 20, syncEvery: Int = 0) throws {
+        self.directory = directory
+        self.segmentBytes = segmentBytes
+        self.syncEvery = syncEvery
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var last: UInt64 = 0
+        var segments: [(UInt64, UInt64, String)] = []
+        for (first, path) in IngestJournal.segmentPaths(directory) {
+            var lastInSegment = first - 1
+            var goodBytes = 0
+            IngestJournal.scan(path) { e, endOffset in lastInSegment = e.seq; goodBytes = endOffset }
+            // Cut a torn tail so later appends follow an intact record.
+            truncate(path, off_t(goodBytes))
+            segments.append((first, max(lastInSegment, first - 1), path))
+            last = max(last, lastInSegment)
+        }
+        state.withLock { st in
+            st.nextSeq = last + 1
+            st.segments = segments.map { (first: $0.0, last: $0.1, path: $0.2) }
+        }
+        queued.store(last, ordering: .relaxed)
+    }
+
+    deinit { state.withLock { if $0.fd >= 0 { close($0.fd) } } }
+
+    static func segmentPaths(_ dir: String) -> [(UInt64, String)] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
+            .filter { $0.hasPrefix("journal-") && $0.hasSuffix(".log") }
+            .compactMap { name -> (UInt64, String)? in
+                guard let first = UInt64(name.dropFirst(8).dropLast(4), radix: 16) else { return nil }
+                return (first, dir + "/" + name)
+            }
+            .sorted { $0.0 < $1.0 }
+    }
+
+    /// The sequence number of the last appended record.
+    public var lastSeq: UInt64 { state.withLock { $0.nextSeq - 1 } }
+
+    /// Appends a message and returns its sequence number. Throws when the disk refuses it.
+    public func append(topic: String, payload: [UInt8]) throws -> UInt64 {
+        try state.withLock { st in
+            if st.fd < 0 || st.size >= segmentBytes {
+                if st.fd >= 0 { close(st.fd) }
+                let path = directory + "/journal-" + String(format: "%016llx", st.nextSeq) + ".log"
+                let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+                guard fd >= 0 else { throw JournalError("cannot open \(path): \(String(cString: strerror(errno)))") }
+                st.fd = fd
+                st.size = 0
+                st.segments.append((first: st.nextSeq, last: st.nextSeq - 1, path: path))
+            }
+            let seq = st.nextSeq
+            let t = Array(topic.utf8)
+            var rec: [UInt8] = []
+            rec.reserveCapacity(24 + t.count + payload.count)
+            rec += [0x4D, 0x57, 0x4A, 0x31]
+            withUnsafeBytes(of: seq.littleEndian) { rec += $0 }
+            withUnsafeBytes(of: UInt32(t.count).littleEndian) { rec += $0 }
+            withUnsafeBytes(of: UInt32(payload.count).littleEndian) { rec += $0 }
+            rec += t
+            rec += payload
+            let crc = UInt32(rec.withUnsafeBufferPointer { crc32(0, $0.baseAddress, UInt32($0.count)) })
+            withUnsafeBytes(of: crc.littleEndian) { rec += $0 }
+            let n = rec.withUnsafeBytes { write(st.fd, $0.baseAddress, $0.count) }
+            guard n == rec.count else {
+                let why = n < 0 ? String(cString: strerror(errno)) : "short write"
+                // Drop a partial record so the file stays readable.
+                if n > 0 { ftruncate(st.fd, off_t(st.size)) }
+                throw JournalError("journal write failed: \(why)")
+            }
+            st.size += n
+            st.nextSeq += 1
+            st.segments[st.segments.count - 1].last = seq
+            st.sinceSync += 1
+            if syncEvery > 0, st.sinceSync >= syncEvery { fdatasync(st.fd); st.sinceSync = 0 }
+            return seq
+        }
+    }
+
+    /// Records that every message up to `seq` has been handed to its shard's queue.
+    public func markQueued(_ seq: UInt64) { queued.store(seq, ordering: .releasing) }
+    /// The highest sequence number handed to a shard queue.
+    public var queuedThrough: UInt64 { queued.load(ordering: .acquiring) }
+
+    /// Deletes segments whose every record is at or below `seq` (never the one being written).
+    public func release(through seq: UInt64) {
+        state.withLock { st in
+            while st.segments.count > 1, st.segments[0].last <= seq {
+                unlink(st.segments[0].path)
+                st.segments.removeFirst()
+            }
+        }
+    }
+
+    /// Reads every intact record of the journal in a directory, in order.
+    public static func replay(_ directory: String, _ body: (Entry) -> Void) {
+        for (_, path) in segmentPaths(directory) { scan(path) { e, _ in body(e) } }
+    }
+
+    static func scan(_ path: String, _ body: (Entry, Int) -> Void) {
+        guard let data = FileManager.default.contents(atPath: path) else { return }
+        let b = [UInt8](data)
+        var i = 0
+        func u32(_ o: Int) -> UInt32 { UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24 }
+        while i + 24 <= b.count, b[i] == 0x4D, b[i + 1] == 0x57, b[i + 2] == 0x4A, b[i + 3] == 0x31 {
+            let seq = UInt64(u32(i + 4)) | UInt64(u32(i + 8)) << 32
+            let tl = Int(u32(i + 12)), pl = Int(u32(i + 16))
+            let end = i + 20 + tl + pl
+            guard tl >= 0, pl >= 0, end + 4 <= b.count else { return }
+            let crc = b.withUnsafeBufferPointer { UInt32(crc32(0, $0.baseAddress! + i, UInt32(end - i))) }
+            guard crc == u32(end) else { return }
+            body(Entry(seq: seq, topic: String(decoding: b[(i + 20)..<(i + 20 + tl)], as: UTF8.self), payload: Array(b[(i + 20 + tl)..<end])), end + 4)
+            i = end + 4
+        }
+    }
+}
+
+/// A journal I/O failure.
+public struct JournalError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    init(_ d: String) { description = d }
+}

@@ -1,0 +1,82 @@
+import CSQLite
+
+/// An SQLite error with the library's message.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    public let code: Int32
+    public let message: String
+    public var description: String { "sqlite error \(code): \(message)" }
+}
+
+/// A minimal SQLite connection: exec, prepared statements, transactions. One thread at a time.
+final class SQLiteDatabase {
+    let handle: OpaquePointer
+
+    init(path: String) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        guard rc == SQLITE_OK, let db else {
+            let msg = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let db { sqlite3_close(db) }
+            throw SQLiteError(code: rc, message: "\(path): \(msg)")
+        }
+        handle = db
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    func error(_ rc: Int32) -> SQLiteError { SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle))) }
+
+    func exec(_ sql: String) throws(SQLiteError) {
+        var err: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &err)
+        if rc != SQLITE_OK {
+            let m = err.map { String(cString: $0) } ?? "error"
+            sqlite3_free(err)
+            throw SQLiteError(code: rc, message: m)
+        }
+    }
+
+    func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        var s: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &s, nil)
+        guard rc == SQLITE_OK, let s else { throw error(rc) }
+        return Statement(s, db: self)
+    }
+
+    func scalarInt(_ sql: String) throws(SQLiteError) -> Int64 {
+        let s = try prepare(sql)
+        guard try s.step() else { return 0 }
+        return s.int(0)
+    }
+
+    /// A prepared statement.
+    final class Statement {
+        let s: OpaquePointer
+        unowned let db: SQLiteDatabase
+        init(_ s: OpaquePointer, db: SQLiteDatabase) { self.s = s; self.db = db }
+        deinit { sqlite3_finalize(s) }
+
+        func reset() { sqlite3_reset(s); sqlite3_clear_bindings(s) }
+        func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(s, i, v) }
+        func bind(_ i: Int32, _ v: String) { mw_sqlite_bind_text(s, i, v) }
+        func bind(_ i: Int32, _ v: [UInt8]) { v.withUnsafeBytes { _ = mw_sqlite_bind_blob(s, i, $0.baseAddress, Int32($0.count)) } }
+
+        /// Steps; true when a row is available.
+        func step() throws(SQLiteError) -> Bool {
+            let rc = sqlite3_step(s)
+            if rc == SQLITE_ROW { return true }
+            if rc == SQLITE_DONE { return false }
+            throw db.error(rc)
+        }
+
+        func run() throws(SQLiteError) { _ = try step(); reset() }
+        func int(_ c: Int32) -> Int64 { sqlite3_column_int64(s, c) }
+        func text(_ c: Int32) -> String { sqlite3_column_text(s, c).map { String(cString: $0) } ?? "" }
+        func blob(_ c: Int32) -> [UInt8] {
+            let n = Int(sqlite3_column_bytes(s, c))
+            guard n > 0, let p = sqlite3_column_blob(s, c) else { return [] }
+            return Array(UnsafeRawBufferPointer(start: p, count: n))
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import MobilityModel
+import RuleEngine
+import Synchronization
+
+/// Durable engine state on SQLite (WAL): per-user state with the ingest-journal position it has
+/// applied, and an outbox of outputs not yet acknowledged by the broker, committed together.
+///
+/// Sendability: the connection is only used while holding `lock`.
+public final class StateStore: @unchecked Sendable {
+    /// The schema version this build writes; older stores are migrated on open.
+    public static let schemaVersion = 1
+    static let migrations: [String] = [
+        // 0 → 1
+        """
+        CREATE TABLE users (user TEXT PRIMARY KEY, applied_seq INTEGER NOT NULL, event_now INTEGER, state BLOB);
+        CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, payload BLOB NOT NULL, retain INTEGER NOT NULL);
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        """,
+    ]
+
+    private let db: SQLiteDatabase
+    private let lock = Mutex<Void>(())
+    /// Where the database file is.
+    public let path: String
+
+    /// One user's persisted record.
+    public struct UserRecord: Sendable {
+        public var user: String
+        /// The highest journal sequence number applied to this user.
+        public var appliedSeq: UInt64
+        /// The user's event clock (event mode).
+        public var eventNow: Timestamp?
+        /// The engine state; nil for users that only ever sent rejected messages.
+        public var state: UserState?
+
+        public init(user: String, appliedSeq: UInt64, eventNow: Timestamp?, state: UserState?) {
+            self.user = user
+            self.appliedSeq = appliedSeq
+            self.eventNow = eventNow
+            self.state = state
+        }
+    }
+
+    /// An output waiting for the broker's acknowledgement.
+    public struct OutboxItem: Sendable {
+        public var id: Int64
+        public var topic: String
+        public var payload: [UInt8]
+        public var retain: Bool
+
+        public init(id: Int64 = 0, topic: String, payload: [UInt8], retain: Bool) {
+            self.id = id
+            self.topic = topic
+            self.payload = payload
+            self.retain = retain
+        }
+    }
+
+    /// Opens (creating or migrating) the store at `path`.
+    public init(path: String) throws(SQLiteError) {
+        self.path = path
+        db = try SQLiteDatabase(path: path)
+        try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+        var version = Int(try db.scalarInt("PRAGMA user_version"))
+        guard version <= StateStore.schemaVersion else {
+            throw SQLiteError(code: -1, message: "\(path) has schema \(version), newer than this build's \(StateStore.schemaVersion)")
+        }
+        while version < StateStore.schemaVersion {
+            try db.exec("BEGIN IMMEDIATE; " + StateStore.migrations[version] + " PRAGMA user_version = \(version + 1); COMMIT;")
+            version += 1
+        }
+    }
+
+    /// Reads every user and the pending outbox.
+    public func load() throws -> (users: [UserRecord], outbox: [OutboxItem]) {
+        try lock.withLock { _ in
+            var users: [UserRecord] = []
+            let q = try db.prepare("SELECT user, applied_seq, event_now, state FROM users")
+            while try q.step() {
+                let u = q.text(0)
+                let blob = q.blob(3)
+                let state = blob.isEmpty ? nil : try UserStateCodec.decode(user: u, blob)
+                let en = sqlite3ColumnIsNull(q, 2) ? nil : Timestamp(milliseconds: q.int(2))
+                users.append(UserRecord(user: u, appliedSeq: UInt64(q.int(1)), eventNow: en, state: state))
+            }
+            var outbox: [OutboxItem] = []
+            let o = try db.prepare("SELECT id, topic, payload, retain FROM outbox ORDER BY id")
+            while try o.step() { outbox.append(OutboxItem(id: o.int(0), topic: o.text(1), payload: o.blob(2), retain: o.int(3) != 0)) }
+            return (users, outbox)
+        }
+    }
+
+    /// Commits users and new outbox items in one transaction; returns the outbox ids in order.
+    public func commit(users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64] = []) throws(SQLiteError) -> [Int64] {
+        try lock.withLock { _ throws(SQLiteError) in
+            try db.exec("BEGIN IMMEDIATE")
+            do {
+                let up = try db.prepare("INSERT INTO users (user, applied_seq, event_now, state) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user) DO UPDATE SET applied_seq = ?2, event_now = ?3, state = ?4")
+                for u in users {
+                    up.bind(1, u.user)
+                    up.bind(2, Int64(u.appliedSeq))
+                    if let e = u.eventNow { up.bind(3, e.milliseconds) }
+                    if let s = u.state { up.bind(4, UserStateCodec.encode(s)) }
+                    try up.run()
+                }
+                var ids: [Int64] = []
+                let ins = try db.prepare("INSERT INTO outbox (topic, payload, retain) VALUES (?1, ?2, ?3)")
+                for o in outbox {
+                    ins.bind(1, o.topic)
+                    ins.bind(2, o.payload)
+                    ins.bind(3, o.retain ? 1 : 0)
+                    try ins.run()
+                    ids.append(db.lastInsertRowID)
+                }
+                if !acknowledged.isEmpty {
+                    let del = try db.prepare("DELETE FROM outbox WHERE id = ?1")
+                    for id in acknowledged { del.bind(1, id); try del.run() }
+                }
+                try db.exec("COMMIT")
+                return ids
+            } catch let e as SQLiteError {
+                try? db.exec("ROLLBACK")
+                throw e
+            } catch {
+                try? db.exec("ROLLBACK")
+                throw SQLiteError(code: -1, message: "\(error)")
+            }
+        }
+    }
+
+    /// Removes acknowledged outbox items.
+    public func acknowledge(_ ids: [Int64]) throws(SQLiteError) {
+        guard !ids.isEmpty else { return }
+        _ = try commit(users: [], outbox: [], acknowledged: ids)
+    }
+
+    /// Reads a metadata value.
+    public func meta(_ key: String) throws -> String? {
+        try lock.withLock { _ in
+            let q = try db.prepare("SELECT value FROM meta WHERE key = ?1")
+            q.bind(1, key)
+            return try q.step() ? q.text(0) : nil
+        }
+    }
+
+    /// Writes a metadata value.
+    public func setMeta(_ key: String, _ value: String) throws {
+        try lock.withLock { _ in
+            let q = try db.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2")
+            q.bind(1, key)
+            q.bind(2, value)
+            try q.run()
+        }
+    }
+
+    /// The number of pending outbox items.
+    public func outboxCount() throws -> Int { try lock.withLock { _ in Int(try db.scalarInt("SELECT count(*) FROM outbox")) } }
+}
+
+import CSQLite
+
+extension SQLiteDatabase {
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+}
+
+func sqlite3ColumnIsNull(_ s: SQLiteDatabase.Statement, _ c: Int32) -> Bool { sqlite3_column_type(s.s, c) == SQLITE_NULL }
