@@ -311,7 +311,10 @@ extension JSONValue {
         switch self {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
-        case .number(let n): out += JSONWriter.format(n)
+        case .number(let n):
+            // A literal that overflowed to infinity is written back as an overflowing literal, so
+            // parse(text) gives the same value (a recorded payload keeps its meaning on replay).
+            out += n.isFinite ? JSONWriter.format(n) : (n > 0 ? "1e999" : "-1e999")
         case .string(let s): JSONWriter.quote(s, into: &out)
         case .array(let a):
             out += "["

@@ -183,3 +183,55 @@ import TestSupport
         #expect(usage.wait() == 2)
     }
 }
+
+/// Hostile payloads and topics: each rejected with the right reason, the daemon still serving,
+/// state unchanged (no user created, nothing accepted).
+@Suite(.serialized) struct HostileInputTests {
+    @Test func hostileInputIsRejectedAndChangesNothing() throws {
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker, clock: "wall")
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/rejected", "mobility/v1/rejected"])
+        let now = isoNow()
+        let good = sampleJSON(id: "g", value: 1.2, end: now)
+        let cases: [(String, [UInt8], RejectionReason)] = [
+            ("truncated JSON", Array(good.dropLast(7).utf8), .notJSON),
+            ("deep nesting", Array((String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000)).utf8), .payloadTooLarge),
+            ("deep nesting, small", Array((String(repeating: "[", count: 100) + String(repeating: "]", count: 100)).utf8), .notJSON),
+            ("huge string", Array("{\"id\":\"\(String(repeating: "x", count: 300_000))\"}".utf8), .payloadTooLarge),
+            ("long id", Array(sampleJSON(id: String(repeating: "i", count: 200), value: 1, end: now).utf8), .invalidField),
+            ("NaN literal", Array(good.replacingOccurrences(of: "\"value\":1.2", with: "\"value\":NaN").utf8), .notJSON),
+            ("Infinity string", Array(good.replacingOccurrences(of: "\"value\":1.2", with: "\"value\":\"Infinity\"").utf8), .notFinite),
+            ("huge number", Array(good.replacingOccurrences(of: "\"value\":1.2", with: "\"value\":1e400").utf8), .notFinite),
+            ("negative", Array(good.replacingOccurrences(of: "\"value\":1.2", with: "\"value\":-3").utf8), .outOfRange),
+            ("absurd", Array(good.replacingOccurrences(of: "\"value\":1.2", with: "\"value\":3e8").utf8), .outOfRange),
+            ("1970", Array(sampleJSON(id: "old", value: 1, end: "1970-01-01T00:00:00Z").utf8), .tooLate),
+            ("far future", Array(sampleJSON(id: "fut", value: 1, end: "9999-12-31T23:59:59Z").utf8), .inFuture),
+            ("invalid UTF-8", Array(good.utf8.prefix(10)) + [0xC3, 0x28] + Array(good.utf8.dropFirst(10)), .notJSON),
+            ("empty", [], .notJSON),
+            ("metadata object", Array(sampleJSON(id: "m", value: 1, end: now, metadata: "{\"HKWasUserEntered\":{\"a\":1}}").utf8), .invalidField),
+            ("array of junk", Array("[1, \"x\", null]".utf8), .invalidField),
+            ("wrong unit", Array(sampleJSON(id: "u", value: 1, unit: "m", end: now).utf8), .unitMismatch),
+        ]
+        for (_, payload, _) in cases { try rec.client_publish(samplesTopic("h1"), payload) }
+        try rec.publish("mobility/v1/users/jäm!e/samples", good)   // outside the topic-safe alphabet
+        try rec.publish("mobility/v1/users/\(String(repeating: "u", count: 80))/samples", good)
+        #expect(daemon.waitProcessed(cases.count + 2))
+        let m = daemon.metrics()
+        #expect(m["mobilityd_samples_accepted_total"] == 0)
+        #expect(m["mobilityd_users"] == 0) // nothing created state
+        let reasons = rec.messages().compactMap { msg -> String? in
+            guard case .string(let r)? = try? JSONValue.parse(msg.payload).get()["reason"] else { return nil }
+            return r
+        }
+        for (name, _, reason) in cases { #expect(reasons.contains(reason.rawValue), "\(name): no \(reason.rawValue) rejection") }
+        #expect(reasons.filter { $0 == "invalid_user" }.count == 2)
+        // Still serving.
+        try rec.publish(samplesTopic("h1"), good)
+        #expect(eventually { daemon.metric("mobilityd_samples_accepted_total") == 1 })
+        #expect(daemon.process.isRunning)
+    }
+}
+
+extension MQTTRecorder {
+    func client_publish(_ topic: String, _ payload: [UInt8]) throws { try publishBytes(topic, payload) }
+}

@@ -145,4 +145,10 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
         #expect(v["a"] == .string("line\nbreak é 😀 \"q\""))
         #expect(try JSONValue.parse(v.text).get() == v)
     }
+
+    @Test func overflowingNumbersRoundTrip() throws {
+        // Found by the decoder fuzzer: 9999929999995e999 overflows to infinity and used to be written as null.
+        let v = try JSONValue.parse("[9999929999995e999,-1e400]").get()
+        #expect(try JSONValue.parse(v.text).get() == v)
+    }
 }

@@ -40,6 +40,11 @@ public final class MQTTRecorder: Sendable {
         try client.publish(topic: topic, payload: Array(payload.utf8), qos: 1, retain: retain)
     }
 
+    /// Publishes raw bytes at QoS 1.
+    public func publishBytes(_ topic: String, _ payload: [UInt8]) throws {
+        try client.publish(topic: topic, payload: payload, qos: 1)
+    }
+
     /// Disconnects.
     public func stop() { client.stop() }
 
