@@ -35,6 +35,8 @@ let package = Package(
         // Thin executables.
         .executableTarget(name: "mobilityd", dependencies: ["MobilityDaemon"], swiftSettings: strict),
         .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
+        .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore"],
+                          swiftSettings: strict),
         .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting"], swiftSettings: strict),
 
         // Tests mirror the targets.

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, the one command CI runs: installs what is missing, builds, checks and
-# unit-tests the shipped rules, then runs `swift test` (which starts its own mosquitto brokers).
+# unit-tests the shipped rules, checks the scenarios and the benchmark suite in-process, then runs
+# `swift test` (which starts its own mosquitto brokers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 swift build
 .build/debug/mobilityctl check rules/
 .build/debug/mobilityctl test rules/tests
+.build/debug/mobility-sim verify simulator/scenarios --rules rules >/dev/null
+.build/debug/mobility-bench --smoke >/dev/null   # the benchmark suite works (timing is not checked here)
 swift test

@@ -1,0 +1,167 @@
+import Foundation
+import MobilityModel
+import RuleEngine
+import RuleLanguage
+import Simulator
+import StateStore
+
+/// `mobility-bench`: measures the pieces of the hot path. Build with `swift build -c release`.
+/// Each figure is the median of `--runs` runs. `--smoke` uses tiny sizes (CI checks it works).
+let usage = """
+usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart ...]
+"""
+
+var args = Array(CommandLine.arguments.dropFirst())
+var smoke = false, runs = 5, users = 10_000, days = 30, rules = "rules"
+var only: Set<String> = []
+var i = 0
+while i < args.count {
+    let a = args[i]
+    func value() -> String { i += 1; guard i < args.count else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }; return args[i] }
+    switch a {
+    case "--smoke": smoke = true
+    case "--runs": runs = Int(value()) ?? 5
+    case "--users": users = Int(value()) ?? users
+    case "--days": days = Int(value()) ?? days
+    case "--rules": rules = value()
+    case "-h", "--help": print(usage); exit(0)
+    default:
+        if a.hasPrefix("-") { FileHandle.standardError.write(Data("unknown option \(a)\n\(usage)".utf8)); exit(2) }
+        only.insert(a)
+    }
+    i += 1
+}
+if smoke { runs = 1; users = 20; days = 10 }
+@MainActor func wanted(_ n: String) -> Bool { only.isEmpty || only.contains(n) }
+
+guard let program = Checker.check(RuleSet.load([rules]).sources).program else {
+    FileHandle.standardError.write(Data("mobility-bench: rules in \(rules) do not check\n".utf8))
+    exit(1)
+}
+
+func median(_ xs: [Double]) -> Double { let s = xs.sorted(); return s[s.count / 2] }
+func seconds(_ body: () -> Void) -> Double {
+    let t = DispatchTime.now().uptimeNanoseconds
+    body()
+    return Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9
+}
+func residentBytes() -> Int {
+    guard let s = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8), let pages = Int(s.split(separator: " ")[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+func report(_ name: String, _ value: Double, _ unit: String, _ note: String = "") {
+    let v = value >= 100 ? String(format: "%.0f", value) : String(format: "%.3g", value)
+    print("\(name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(v.padding(toLength: 12, withPad: " ", startingAt: 0)) \(unit)\(note.isEmpty ? "" : "  (\(note))")")
+}
+
+print("mobility-bench: runs \(runs), users \(users), days \(days), \(ProcessInfo.processInfo.activeProcessorCount) cores\(smoke ? ", smoke" : "")")
+
+/// Realistic payloads from the simulator (one sample per message, and batches of 50).
+let cohort = Population(users: max(users / 10, 2), days: min(days, 10), seed: 1)
+var singles: [(String, [UInt8])] = []
+var samplesJSON: [(String, String)] = []
+for r in cohort.traffic() where r.topic.hasSuffix("/samples") {
+    let user = String(r.topic.split(separator: "/")[3])
+    if case .success(.array(let items)) = JSONValue.parse(r.payload) {
+        for it in items { samplesJSON.append((user, it.text)); singles.append((user, Array(it.text.utf8))) }
+    }
+    if singles.count >= (smoke ? 2_000 : 200_000) { break }
+}
+var batches: [(String, [UInt8])] = []
+var byUser: [String: [String]] = [:]
+for (u, j) in samplesJSON { byUser[u, default: []].append(j) }
+for (u, list) in byUser.sorted(by: { $0.key < $1.key }) {
+    var k = 0
+    while k + 50 <= list.count {
+        batches.append((u, Array(("[" + list[k..<(k + 50)].joined(separator: ",") + "]").utf8)))
+        k += 50
+    }
+}
+let decoder = WireDecoder()
+
+if wanted("decode") {
+    var accepted = 0
+    let single = median((0..<runs).map { _ in
+        seconds { for (u, p) in singles { if case .success(let items) = decoder.samples(p, user: u) { accepted += items.count } } }
+    })
+    report("decode, 1 sample per payload", Double(singles.count) / single, "samples/s", "one core")
+    let batchCount = batches.reduce(0) { $0 + (try! decoder.samples($1.1, user: $1.0).get().count) }
+    let batch = median((0..<runs).map { _ in seconds { for (u, p) in batches { _ = decoder.samples(p, user: u) } } })
+    report("decode, batches", Double(batchCount) / batch, "samples/s", "\(batchCount / max(batches.count, 1)) per payload, one core")
+    if accepted == 0 { exit(1) }
+}
+
+if wanted("engine") {
+    // Decoded samples for `users` users over `days` days, fed per user in time order with the
+    // user's event clock; the engine closes days as the clock passes them.
+    let pop = Population(users: users, days: days, seed: 2)
+    var decoded: [(String, Sample)] = []
+    for r in pop.traffic() where r.topic.hasSuffix("/samples") {
+        let u = String(r.topic.split(separator: "/")[3])
+        if case .success(let items) = decoder.samples(r.payload, user: u) { for case .success(let s) in items { decoded.append((u, s)) } }
+    }
+    var times: [Double] = []
+    var alerts = 0
+    for _ in 0..<runs {
+        var ing = Ingestor(engine: Engine(program: program, configuration: { var c = EngineConfiguration(); c.publishSeries = false; return c }()), clock: .event)
+        var out: [EngineOutput] = []
+        var clock: [String: Timestamp] = [:]
+        times.append(seconds {
+            for (u, s) in decoded {
+                let now = max(clock[u] ?? s.end, s.end)
+                clock[u] = now
+                ing.engine.ingest(s, user: u, now: now, into: &out)
+                ing.engine.advance(user: u, to: now, into: &out)
+                alerts += out.count
+                out.removeAll(keepingCapacity: true)
+            }
+        })
+    }
+    report("engine, ingest + rules", Double(decoded.count) / median(times), "samples/s", "\(users) users × \(days) days, one core")
+}
+
+if wanted("dayclose") || wanted("memory") || wanted("restart") {
+    // Every user with `days` days of history (10 speed samples/day): then one more day closes.
+    let base = residentBytes()
+    var engine = Engine(program: program, configuration: { var c = EngineConfiguration(); c.publishSeries = false; return c }())
+    var out: [EngineOutput] = []
+    let day0 = CivilDate(year: 2026, month: 1, day: 1).dayNumber
+    for u in 0..<users {
+        let id = "u\(u)"
+        for d in 0..<days {
+            for j in 0..<10 {
+                let t = Timestamp(seconds: Int64(day0 + Int32(d)) * 86_400 + Int64(8 * 3600 + j * 3000))
+                engine.ingest(Sample(id: "\(id)-\(d)-\(j)", metric: .walkingSpeed, value: 1.0 + Double((u + d + j) % 7) * 0.05, start: t, end: t),
+                              user: id, now: t, into: &out)
+            }
+        }
+        engine.advance(user: id, to: Timestamp(seconds: Int64(day0 + Int32(days) - 1) * 86_400), into: &out)
+        out.removeAll(keepingCapacity: true)
+    }
+    let used = residentBytes() - base
+    if wanted("memory") { report("memory per user", Double(used) / Double(users), "bytes", "\(days) days × 10 samples, \(users) users, resident") }
+    if wanted("dayclose") {
+        let close = Timestamp(seconds: Int64(day0 + Int32(days)) * 86_400 + 3600)
+        let t = seconds { engine.advance(to: close, into: &out) }
+        report("day close, all users", t, "s", "\(users) users, default rule pack")
+    }
+    if wanted("restart") {
+        let dir = NSTemporaryDirectory() + "mw-bench-\(UUID().uuidString.prefix(8))"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try! StateStore(path: dir + "/state.sqlite")
+        let records = engine.users.values.map { StateStore.UserRecord(user: $0.user, appliedSeq: 1, eventNow: nil, state: $0) }
+        let write = seconds { _ = try! store.commit(users: records, outbox: []) }
+        report("state store, commit all users", write, "s", "\(users) users")
+        let restart = median((0..<runs).map { _ in
+            seconds {
+                let s = try! StateStore(path: dir + "/state.sqlite")
+                let (loaded, _) = try! s.load()
+                var e = Engine(program: program)
+                for r in loaded { if let st = r.state { e.restore(st) } }
+                precondition(e.users.count == users)
+            }
+        })
+        report("restart: open, load, restore", restart, "s", "\(users) users")
+    }
+}
