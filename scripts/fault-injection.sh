@@ -68,5 +68,7 @@ lost=$(comm -23 <(sort -u "$work/expected.jsonl") <(sort -u "$work/received.json
 spurious=$(comm -13 <(sort -u "$work/expected.jsonl") <(sort -u "$work/received.jsonl") | wc -l)
 dups=$(( $(wc -l < "$work/received.jsonl") - $(sort -u "$work/received.jsonl" | wc -l) ))
 echo "== $(wc -l < "$work/traffic.jsonl") messages, $kills kill -9, $restarts broker restarts, ${elapsed}s"
-echo "== expected $expected, received $(wc -l < "$work/received.jsonl"): lost $lost, spurious $spurious, duplicates $dups"
-[ "$lost" = 0 ] && [ "$spurious" = 0 ] && [ "$dups" = 0 ]
+echo "== expected $expected, received $(wc -l < "$work/received.jsonl"): lost $lost, spurious $spurious, identical re-deliveries $dups"
+# Outputs are at least once (a kill between the broker's acknowledgement and the outbox deletion
+# re-publishes the same bytes); losing or inventing a transition fails the run.
+[ "$lost" = 0 ] && [ "$spurious" = 0 ]

@@ -114,7 +114,15 @@ public final class Daemon: Sendable {
         let shards = (0..<config.shards).map { i in
             Shard(index: i, ingestor: Ingestor(engine: Engine(program: program, configuration: config.engine), layout: layout,
                                                decoder: decoder, clock: config.clock),
-                  capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log)
+                  capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
+                  acknowledge: { user, lastID in
+                      var w = JSONWriter()
+                      w.beginObject()
+                      w.string("user", user)
+                      w.string("lastId", lastID)
+                      w.endObject()
+                      try? publisher.publish(topic: layout.acks(user), payload: Array(w.text.utf8), qos: 1, retain: true)
+                  })
         }
         let count = UInt64(shards.count)
         @Sendable func shardOf(_ topic: String) -> Int {
@@ -211,6 +219,15 @@ public final class Daemon: Sendable {
             journal.release(through: shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0)
         }
         housekeeping.resume()
+        // Forget acknowledged outputs quickly: the window in which a crash re-publishes an output
+        // the broker already has is the time between its acknowledgement and this deletion.
+        let ackFlush = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.acks"))
+        ackFlush.schedule(deadline: .now() + .milliseconds(20), repeating: .milliseconds(20))
+        ackFlush.setEventHandler {
+            let ids = acks.drain()
+            if !ids.isEmpty { do { try store.acknowledge(ids) } catch { acks.restore(ids) } }
+        }
+        ackFlush.resume()
         healthSources.set(HealthSources(shards: shards, sink: sink))
 
         for s in [SIGTERM, SIGINT] {
@@ -233,6 +250,7 @@ public final class Daemon: Sendable {
         // Drain: stop reading (messages already taken are queued), finish the queues, publish, say offline.
         ticker?.cancel()
         housekeeping.cancel()
+        ackFlush.cancel()
         subscriber.stop()
         for s in shards { s.queue.close() }
         for s in shards { s.join() }

@@ -64,9 +64,13 @@ final class Shard: @unchecked Sendable {
     private var applied: [String: UInt64] = [:]
     private var pendingUsers: Set<String> = []
     private var pendingOutbox: [StateStore.OutboxItem] = []
+    /// Users whose last sample id changed since the last acknowledgement.
+    private var pendingAcks: [String: String] = [:]
+    private let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
 
     init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: StateStore, journal: IngestJournal?,
-         acks: AckTracker, log: Logger) {
+         acks: AckTracker, log: Logger, acknowledge: (@Sendable (String, String) -> Void)? = nil) {
+        self.acknowledge = acknowledge
         self.index = index
         self.ingestor = ingestor
         self.queue = BoundedQueue(capacity: capacity)
@@ -117,6 +121,7 @@ final class Shard: @unchecked Sendable {
                     if seq > 0, let u = user, seq <= applied[u, default: 0] { replayedNow += 1; continue } // already applied before a restart
                     ingestor.handle(topic: topic, payload: payload, now: wall, into: &out)
                     if seq > 0, let u = user { applied[u] = seq; pendingUsers.insert(u) }
+                    if let u = user, let id = ingestor.lastSampleID[u] { pendingAcks[u] = id }
                 case .tick(let now): ingestor.tick(now: now, into: &out)
                 case .reload(let p):
                     ingestor.engine.reload(p)
@@ -133,6 +138,9 @@ final class Shard: @unchecked Sendable {
             if let items = committed {
                 committedThrough.store(q, ordering: .relaxed)
                 if !items.isEmpty { failures = sink.publish(items) }
+                // Durable now: tell gateways how far each user's samples are committed.
+                if let acknowledge { for (u, id) in pendingAcks { acknowledge(u, id) } }
+                pendingAcks.removeAll(keepingCapacity: true)
             }
             stats.withLock { s in
                 s.batches += 1

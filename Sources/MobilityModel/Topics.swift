@@ -47,6 +47,8 @@ public struct TopicLayout: Hashable, Sendable {
     public func alert(_ user: String, rule: String) -> String { "\(root)/users/\(user)/alerts/\(rule)" }
     public func series(_ user: String, name: String) -> String { "\(root)/users/\(user)/series/\(name)" }
     public func rejected(_ user: String) -> String { "\(root)/users/\(user)/rejected" }
+    /// The retained commit acknowledgement of a user's samples.
+    public func acks(_ user: String) -> String { "\(root)/users/\(user)/acks" }
     /// Rejections of messages whose topic names no valid user.
     public var rejectedUnknown: String { "\(root)/rejected" }
     public func status(_ instance: String) -> String { "\(root)/daemon/\(instance)/status" }

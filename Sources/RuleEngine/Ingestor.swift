@@ -40,6 +40,8 @@ public struct Ingestor: Sendable {
     public private(set) var counters = IngestCounters()
     /// Per-user event clocks (event mode).
     public private(set) var eventNow: [String: Timestamp] = [:]
+    /// The id of the last sample of the last `samples` message handled per user (for commit acknowledgements).
+    public private(set) var lastSampleID: [String: String] = [:]
 
     /// Creates an ingestor.
     public init(engine: Engine, layout: TopicLayout = TopicLayout(), decoder: WireDecoder = WireDecoder(), clock: ClockMode = .event) {
@@ -78,8 +80,11 @@ public struct Ingestor: Sendable {
                 }
                 for item in items {
                     switch item {
-                    case .failure(let r): reject(user, topic, r, into: &out)
+                    case .failure(let r):
+                        if let id = r.itemID { lastSampleID[user] = id }
+                        reject(user, topic, r, into: &out)
                     case .success(let s):
+                        lastSampleID[user] = s.id
                         switch engine.ingest(s, user: user, now: now, into: &out) {
                         case .accepted: counters.samplesAccepted += 1
                         case .duplicate: counters.duplicates += 1

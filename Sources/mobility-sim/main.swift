@@ -11,8 +11,9 @@ let usage = """
 usage: mobility-sim <command> [options]
 
 commands:
-  play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max]
-        publish the traffic at QoS 1 in order, as gateways would (Nx: N times event time)
+  play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max] [--resend]
+        publish the traffic at QoS 1 in order, as gateways would (Nx: N times event time);
+        --resend keeps what mobilityd has not acknowledged on users/{user}/acks and re-sends it
   record SCENARIO... -o TRAFFIC.jsonl
         write the same traffic as {"topic","payload"} JSON lines (for mobilityctl replay)
   verify SCENARIO... (--broker URL | --rules DIR)
@@ -45,6 +46,7 @@ struct Options {
     var users = 1000
     var days = 90
     var seed: UInt64 = 1
+    var resend = false
 }
 
 var args = Array(CommandLine.arguments.dropFirst())
@@ -66,6 +68,7 @@ while i < args.count {
     case "--days": o.days = Int(value()) ?? { die("--days takes a number") }()
     case "--seed": o.seed = UInt64(value()) ?? { die("--seed takes a number") }()
     case "--builtin": o.inputs.append(value())
+    case "--resend": o.resend = true
     case "-h", "--help": print(usage); exit(0)
     default:
         if a.hasPrefix("-") { die("unknown option \(a)") }
@@ -188,7 +191,27 @@ case "play":
     for sc in s { timed += sc.generator.generate() }
     timed = timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
     let recs = f.isEmpty ? timed.map(\.record) : records(scenarios: s, files: f)
-    exit(play(recs, times: f.isEmpty ? timed.map(\.at) : nil, broker: broker, speed: o.speed) ? 0 : 1)
+    guard o.resend else { exit(play(recs, times: f.isEmpty ? timed.map(\.at) : nil, broker: broker, speed: o.speed) ? 0 : 1) }
+    let tracker = ResendTracker(recs)
+    let sub = connect(broker, subscriptions: ["mobility/v1/users/+/acks"]) { _, payload in tracker.acknowledged(payload) }
+    guard play(recs, times: f.isEmpty ? timed.map(\.at) : nil, broker: broker, speed: o.speed) else { exit(1) }
+    for round in 1...8 {
+        // Wait for the acknowledgements to settle (2 s without progress), then re-send the rest.
+        var last = -1, quietSince = Date()
+        while Date().timeIntervalSince(quietSince) < 2 {
+            let n = tracker.acknowledgedCount
+            if n != last { last = n; quietSince = Date() }
+            if tracker.complete { break }
+            usleep(50_000)
+        }
+        if tracker.complete { break }
+        let pending = tracker.unacknowledged()
+        FileHandle.standardError.write(Data("mobility-sim: round \(round): re-sending \(pending.count) unacknowledged messages\n".utf8))
+        guard play(pending, times: nil, broker: broker, speed: "max") else { exit(1) }
+    }
+    sub.stop()
+    FileHandle.standardError.write(Data("mobility-sim: \(tracker.complete ? "every" : "NOT every") user's samples acknowledged\n".utf8))
+    exit(tracker.complete ? 0 : 1)
 case "verify":
     let (s, f) = loadInputs(o.inputs)
     guard !s.isEmpty, f.isEmpty else { die("verify takes scenarios") }
@@ -261,4 +284,58 @@ case "quality":
     print("\n\(o.users) users × \(o.days) days, seed \(o.seed): \(messages) messages in \(String(format: "%.1f", secs)) s")
 default:
     die("unknown command '\(command)'\n\n" + usage)
+}
+
+/// The gateway half of the acknowledgement protocol: per user, the messages in publish order and how
+/// far mobilityd's retained `users/{user}/acks` (`{"user", "lastId"}`) says they are committed.
+final class ResendTracker: Sendable {
+    private struct State {
+        var perUser: [String: [Int]] = [:]          // user → record indices in order
+        var position: [String: [String: Int]] = [:] // user → sample id → position in perUser
+        var ackedThrough: [String: Int] = [:]       // user → last acknowledged position
+        var lastSamplePosition: [String: Int] = [:]
+        var acks = 0
+    }
+    private let state: Mutex<State>
+    private let records: [TrafficRecord]
+
+    init(_ records: [TrafficRecord]) {
+        self.records = records
+        var s = State()
+        for (i, r) in records.enumerated() {
+            let parts = r.topic.split(separator: "/")
+            guard parts.count >= 5 else { continue }
+            let user = String(parts[3])
+            let pos = s.perUser[user, default: []].count
+            s.perUser[user, default: []].append(i)
+            guard r.topic.hasSuffix("/samples"), case .success(let v) = JSONValue.parse(r.payload) else { continue }
+            var items: [JSONValue] = []
+            if case .array(let a) = v { items = a } else { items = [v] }
+            for it in items { if case .string(let id)? = it["id"] { s.position[user, default: [:]][id] = pos } }
+            s.lastSamplePosition[user] = pos
+        }
+        state = Mutex(s)
+    }
+
+    func acknowledged(_ payload: [UInt8]) {
+        guard case .success(let v) = JSONValue.parse(payload), case .string(let user)? = v["user"], case .string(let id)? = v["lastId"] else { return }
+        state.withLock { s in
+            guard let pos = s.position[user]?[id] else { return }
+            if pos > s.ackedThrough[user, default: -1] { s.ackedThrough[user] = pos; s.acks += 1 }
+        }
+    }
+
+    var acknowledgedCount: Int { state.withLock { $0.acks } }
+
+    /// Every user's last samples message is acknowledged.
+    var complete: Bool { state.withLock { s in s.lastSamplePosition.allSatisfy { s.ackedThrough[$0.key, default: -1] >= $0.value } } }
+
+    /// The messages after each user's acknowledged position, in the original order.
+    func unacknowledged() -> [TrafficRecord] {
+        state.withLock { s in
+            var idx: [Int] = []
+            for (u, list) in s.perUser { idx += list.dropFirst(s.ackedThrough[u, default: -1] + 1) }
+            return idx.sorted().map { records[$0] }
+        }
+    }
 }

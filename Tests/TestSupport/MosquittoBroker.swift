@@ -14,7 +14,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     public var url: String { "mqtt://127.0.0.1:\(port)" }
 
     /// Writes a config and starts the broker.
-    public init(persistence: Bool = false) throws {
+    public init(persistence: Bool = false, autosaveSeconds: Int = 1) throws {
         port = try freePort()
         directory = NSTemporaryDirectory() + "mw-broker-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -26,7 +26,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         log_dest file \(directory)/mosquitto.log
         """
         if getuid() == 0 { conf += "\nuser root" }
-        if persistence { conf += "\npersistence true\npersistence_location \(directory)/\nautosave_interval 1" }
+        if persistence { conf += "\npersistence true\npersistence_location \(directory)/\nautosave_interval \(autosaveSeconds)" }
         try (conf + "\n").write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
         try start()
     }
