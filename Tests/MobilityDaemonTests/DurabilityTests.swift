@@ -150,3 +150,38 @@ import TestSupport
                 "accepted \(daemon.metric("mobilityd_samples_accepted_total") ?? -1) of \(ids.count)\n\(play.log)")
     }
 }
+
+/// Back-pressure: a publisher much faster than one shard with a tiny queue. The MQTT thread blocks
+/// on the full queue (the broker holds the backlog), memory stays bounded, nothing is lost.
+@Suite(.serialized) struct BackpressureTests {
+    static func residentKB(_ pid: pid_t) -> Int {
+        guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+
+    @Test func fastPublisherSlowDaemonBoundedMemoryNothingLost() throws {
+        let records = Array(Population(users: 50, days: 20, seed: 4).traffic())
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker, extra: ["--publish-series", "false", "--shards", "1", "--queue-capacity", "50"])
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        var peak = 0
+        let start = Self.residentKB(daemon.process.pid)
+        for (i, r) in records.enumerated() {
+            try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self))
+            if i % 500 == 0 { peak = max(peak, Self.residentKB(daemon.process.pid)) }
+        }
+        var depthSeen = 0.0
+        #expect(eventually(timeout: 120) {
+            let m = daemon.metrics()
+            depthSeen = max(depthSeen, m["mobilityd_queue_depth{shard=\"0\"}"] ?? 0)
+            peak = max(peak, Self.residentKB(daemon.process.pid))
+            return m["mobilityd_messages_received_total"] == Double(records.count)
+        })
+        #expect(depthSeen <= 50) // the queue never grows past its capacity
+        #expect(daemon.metric("mobilityd_rejected_total{reason=\"not_json\"}") == 0)
+        // Bounded: the daemon's memory grows with its users' state, not with the backlog.
+        #expect(peak - start < 150_000, "resident grew from \(start) kB to \(peak) kB")
+        print("back-pressure: \(records.count) messages, resident \(start) → \(peak) kB, max queue depth seen \(Int(depthSeen))")
+    }
+}
