@@ -13,6 +13,8 @@ public struct EngineConfiguration: Sendable {
     public var defaultCalendar: LocalCalendar = .utc
     /// Whether recording rules produce series outputs.
     public var publishSeries = true
+    /// Compact history no rule can reach any more (see ``Engine/compact(_:)``). Off only to test that compaction changes nothing.
+    public var retention = true
 
     /// The defaults.
     public init() {}
@@ -180,6 +182,7 @@ public struct Engine: Sendable {
         }
         if revised || start <= lastClosable { touched.insert(id) }
         st = ev.user
+        if configuration.retention, start <= lastClosable { compact(&st) }
     }
 
     private func emitSeries(_ ev: inout Evaluator, _ d: DayNumber, revised: Bool, into out: inout [EngineOutput]) {
@@ -289,6 +292,37 @@ public struct Engine: Sendable {
         }
         if d == 0, s.hasSuffix(".") { s.removeLast() }
         return s
+    }
+
+    // MARK: Retention
+
+    /// The days still needed by some rule for a user: the rules' look-back plus the allowed
+    /// lateness before the last closed day, and the anchored windows (baselines, recovery
+    /// windows) around the latest clinical event of each kind.
+    public func retainedRanges(_ st: UserState) -> [ClosedRange<DayNumber>] {
+        guard let closed = st.lastClosedDay else { return [] }
+        let recent = closed - DayNumber(program.lookbackDays) - DayNumber(configuration.allowedLatenessSeconds / 86_400) - 2
+        var ranges = [recent...DayNumber.max]
+        if program.anchoredWindowDays > 0 {
+            var latestByKind: [String: DayNumber] = [:]
+            for e in st.events.values where e.category == .clinical { latestByKind[e.kind] = max(latestByKind[e.kind] ?? e.firstDay, e.firstDay) }
+            let a = DayNumber(program.anchoredWindowDays)
+            for d in latestByKind.values { ranges.append((d - a - 1)...(d + a)) }
+        }
+        return ranges
+    }
+
+    /// Drops day buckets (and their sample and sync ids) that no retained range covers: a late
+    /// sample for such a day would be rejected as too late anyway, and no window reaches it.
+    func compact(_ st: inout UserState) {
+        let ranges = retainedRanges(st)
+        guard !ranges.isEmpty else { return }
+        let old = st.buckets.keys.filter { k in !ranges.contains { $0.contains(k.day) } }
+        guard !old.isEmpty else { return }
+        var dropped = Set<String>()
+        for k in old { for v in st.buckets.removeValue(forKey: k) ?? [] { dropped.insert(v.id); st.sampleIndex[v.id] = nil } }
+        st.syncIndex = st.syncIndex.filter { !dropped.contains($0.value.id) }
+        st.aggregates.removeAll()
     }
 
     // MARK: Reload

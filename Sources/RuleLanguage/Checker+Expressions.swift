@@ -352,6 +352,7 @@ extension Checker {
         }
         if let b = named["before"] { guard let k = kind(b.value, clinical: true) else { return nil }; anchor = .before(k) }
         if let a = named["after"] { guard let k = kind(a.value, clinical: true) else { return nil }; anchor = .after(k) }
+        if anchor != .current { program.anchoredWindowDays = max(program.anchoredWindowDays, days + t.lookback) }
         var type = t.type
         var unit = t.unit
         switch wf {

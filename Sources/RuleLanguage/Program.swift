@@ -200,6 +200,8 @@ public struct Program: Sendable {
     public var annotationKinds: Set<String>
     /// The furthest back, in days, any rule looks from the evaluated day (anchored windows excluded).
     public var lookbackDays: Int
+    /// The longest window anchored on a clinical event (`before:`/`after:`), in days.
+    public var anchoredWindowDays: Int
 
     /// An empty program.
     public init() {
@@ -210,6 +212,7 @@ public struct Program: Sendable {
         clinicalKinds = TimelineEvent.clinicalKinds
         annotationKinds = TimelineEvent.annotationKinds
         lookbackDays = 0
+        anchoredWindowDays = 0
     }
 
     /// The alert with a name.

@@ -202,3 +202,41 @@ import TestSupport
         #expect(Array(pop.traffic().prefix(200)).map(\.line) == Array(Population(users: 40, days: 30, seed: 3).traffic().prefix(200)).map(\.line))
     }
 }
+
+@Suite struct RetentionTests {
+    func run(_ records: [TrafficRecord], program: Program, retention: Bool) -> ([String], Engine) {
+        var c = EngineConfiguration()
+        c.retention = retention
+        var ing = Ingestor(engine: Engine(program: program, configuration: c), clock: .event)
+        var out: [EngineOutput] = []
+        for r in records { ing.handle(topic: r.topic, payload: r.payload, now: Timestamp(seconds: 0), into: &out) }
+        let lines = out.map { o -> String in
+            switch o {
+            case .alert(let a): a.json
+            case .series(let s): s.json
+            case .rejected(_, _, let r): r.description
+            }
+        }
+        return (lines, ing.engine)
+    }
+
+    @Test func compactionChangesNothingAndBoundsHistory() throws {
+        let program = try #require(Checker.check(RuleSet.load([RepoPaths.rules]).sources).program)
+        #expect(program.anchoredWindowDays >= 30)
+        // Long histories: a cohort over 200 days (injuries around day 31-40 and their baselines).
+        let records = Array(Population(users: 12, days: 200, seed: 21).traffic())
+        let (kept, compacted) = run(records, program: program, retention: true)
+        let (all, full) = run(records, program: program, retention: false)
+        #expect(kept == all) // every alert, series point and rejection identical
+        #expect(kept.count > 1000)
+        for (u, st) in compacted.users {
+            let days = Set(st.buckets.keys.map(\.day))
+            let fullDays = Set(full.users[u]!.buckets.keys.map(\.day))
+            #expect(days.count < fullDays.count, "\(u): nothing was compacted")
+            // recent: look-back + 7 d lateness + 2 d margin + the closed day + the open day;
+            // anchored: the 2a + 2 days around the latest injury
+            #expect(days.count <= (program.lookbackDays + 7 + 2 + 1 + 1) + (2 * program.anchoredWindowDays + 2), "\(u) keeps \(days.count) days")
+            #expect(st.sampleIndex.count == st.buckets.values.reduce(0) { $0 + $1.count })
+        }
+    }
+}
