@@ -2,7 +2,7 @@ import Foundation
 
 /// A bounded multi-producer, single-consumer queue. `push` blocks while full (back-pressure:
 /// the MQTT network thread stops reading, so the broker holds the backlog, not our memory);
-/// `popAll` blocks while empty and takes everything queued in one hand-off.
+/// the consumer waits with `waitForItems` and takes everything queued in one hand-off.
 ///
 /// Sendability: every stored property is read and written only while holding `condition`.
 final class BoundedQueue<Element>: @unchecked Sendable {
@@ -32,22 +32,6 @@ final class BoundedQueue<Element>: @unchecked Sendable {
         items.append(x)
         if waitingConsumer { condition.broadcast() }
         return true
-    }
-
-    /// Takes every queued element, waiting while there are none. Nil when closed and drained.
-    func popAll() -> [Element]? {
-        condition.lock()
-        defer { condition.unlock() }
-        while items.isEmpty && !closed {
-            waitingConsumer = true
-            condition.wait()
-            waitingConsumer = false
-        }
-        if items.isEmpty { return nil }
-        let out = items
-        items.removeAll(keepingCapacity: true)
-        if waitingProducers > 0 { condition.broadcast() }
-        return out
     }
 
     /// Waits until there is something to take; false when closed and drained.

@@ -1,4 +1,5 @@
 import Foundation
+import MobilityModel
 import Synchronization
 
 /// Log line formats.
@@ -47,8 +48,8 @@ public final class Logger: Sendable {
             for (k, v) in fields { line += " \(k)=\(Logger.logfmt(v))" }
         case .json:
             line = "{\"ts\":\"\(ts)\",\"level\":\"\(level.name)\",\"msg\":"
-            Logger.jsonQuote(message, into: &line)
-            for (k, v) in fields { line += ",\"\(k)\":"; Logger.jsonQuote(v, into: &line) }
+            JSONWriter.quote(message, into: &line)
+            for (k, v) in fields { line += ",\"\(k)\":"; JSONWriter.quote(v, into: &line) }
             line += "}"
         }
         line += "\n"
@@ -65,16 +66,4 @@ public final class Logger: Sendable {
         return "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n") + "\""
     }
 
-    static func jsonQuote(_ s: String, into out: inout String) {
-        out += "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            default: if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        out += "\""
-    }
 }

@@ -81,16 +81,24 @@ public func freePort() throws -> Int {
     return Int(UInt16(bigEndian: addr.sin_port))
 }
 
-/// Whether something accepts TCP connections on 127.0.0.1:port.
-public func canConnect(port: Int) -> Bool {
+/// A TCP socket connected to 127.0.0.1:port, or nil.
+func connectLoopback(_ port: Int) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
+    guard fd >= 0 else { return nil }
     var addr = sockaddr_in()
     addr.sin_family = sa_family_t(AF_INET)
     addr.sin_addr.s_addr = inet_addr("127.0.0.1")
     addr.sin_port = UInt16(port).bigEndian
-    return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+    let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    if ok != 0 { close(fd); return nil }
+    return fd
+}
+
+/// Whether something accepts TCP connections on 127.0.0.1:port.
+public func canConnect(port: Int) -> Bool {
+    guard let fd = connectLoopback(port) else { return false }
+    close(fd)
+    return true
 }
 
 /// Polls a condition until it holds or the timeout passes.
@@ -105,15 +113,8 @@ public func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) -> B
 
 /// A plain HTTP/1.0 GET against 127.0.0.1, returning status and body (nil when nothing answers).
 public func httpGet(port: Int, path: String) -> (status: Int, body: String)? {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
+    guard let fd = connectLoopback(port) else { return nil }
     defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    addr.sin_port = UInt16(port).bigEndian
-    let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-    guard ok == 0 else { return nil }
     let req = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
     _ = req.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
     var data: [UInt8] = []
