@@ -2,7 +2,8 @@
 # Long fault-injection run (not part of CI; its figures go to docs/reliability.md).
 # A cohort is played through a real mosquitto (persistence on) into mobilityd --clock event while
 # mobilityd is killed with SIGKILL at random moments and the broker is restarted; the alert
-# transitions received must equal `mobilityctl replay` of the same traffic: nothing lost, nothing duplicated.
+# transitions and recorded series received must equal `mobilityctl replay --series` of the same
+# traffic: nothing lost, nothing invented.
 #   scripts/fault-injection.sh [USERS] [DAYS] [KILLS] [BROKER_RESTARTS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,13 +27,13 @@ $( [ "$(id -u)" = 0 ] && echo "user root" )
 CONF
 start_broker() { mosquitto -c "$work/mosquitto.conf" >>"$work/mosquitto.log" 2>&1 & echo $! > "$work/broker.pid"; sleep 0.3; }
 start_daemon() { "$bin/mobilityd" --broker mqtt://127.0.0.1:$port --rules rules --state "$work/state" --clock event \
-    --publish-series false --metrics-address off --log-level warn --client-id mw-fault >>"$work/mobilityd.log" 2>&1 & echo $! > "$work/daemon.pid"; }
+    --metrics-address off --log-level warn --client-id mw-fault >>"$work/mobilityd.log" 2>&1 & echo $! > "$work/daemon.pid"; }
 start_broker
 echo "== generating $users users x $days days"
 "$bin/mobility-sim" population --users "$users" --days "$days" --seed 7 -o "$work/traffic.jsonl"
-"$bin/mobilityctl" replay --rules rules "$work/traffic.jsonl" | sort > "$work/expected.jsonl"
-echo "== expected alert transitions: $(wc -l < "$work/expected.jsonl")"
-mosquitto_sub -h 127.0.0.1 -p $port -q 1 -c -i mw-fault-observer -t 'mobility/v1/users/+/alerts/#' -F '%p' > "$work/received.raw" &
+"$bin/mobilityctl" replay --rules rules --series "$work/traffic.jsonl" | sort > "$work/expected.jsonl"
+echo "== expected alert transitions and series points: $(wc -l < "$work/expected.jsonl")"
+mosquitto_sub -h 127.0.0.1 -p $port -q 1 -c -i mw-fault-observer -t 'mobility/v1/users/+/alerts/#' -t 'mobility/v1/users/+/series/#' -F '%p' > "$work/received.raw" &
 echo $! > "$work/sub.pid"
 sleep 0.3
 start_daemon
@@ -52,7 +53,7 @@ for i in $(seq "$kills"); do
     echo "   broker restarted #$i"
     # the observer reconnects with its persistent session
     kill "$(cat "$work/sub.pid")" 2>/dev/null || true
-    mosquitto_sub -h 127.0.0.1 -p $port -q 1 -c -i mw-fault-observer -t 'mobility/v1/users/+/alerts/#' -F '%p' >> "$work/received.raw" &
+    mosquitto_sub -h 127.0.0.1 -p $port -q 1 -c -i mw-fault-observer -t 'mobility/v1/users/+/alerts/#' -t 'mobility/v1/users/+/series/#' -F '%p' >> "$work/received.raw" &
     echo $! > "$work/sub.pid"
   fi
 done

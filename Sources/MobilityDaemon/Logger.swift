@@ -56,9 +56,13 @@ public final class Logger: Sendable {
         lock.withLock { _ in FileHandle.standardError.write(Data(line.utf8)) }
     }
 
+    /// Logs at debug level.
     public func debug(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.debug, m, f) }
+    /// Logs at info level.
     public func info(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.info, m, f) }
+    /// Logs at warn level.
     public func warn(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.warn, m, f) }
+    /// Logs at error level.
     public func error(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.error, m, f) }
 
     static func logfmt(_ s: String) -> String {

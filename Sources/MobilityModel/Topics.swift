@@ -40,16 +40,24 @@ public struct TopicLayout: Hashable, Sendable {
         }
     }
 
+    /// `users/{user}/samples` (in).
     public func samples(_ user: String) -> String { "\(root)/users/\(user)/samples" }
+    /// `users/{user}/events` (in).
     public func events(_ user: String) -> String { "\(root)/users/\(user)/events" }
+    /// `users/{user}/deletions` (in).
     public func deletions(_ user: String) -> String { "\(root)/users/\(user)/deletions" }
+    /// `users/{user}/profile` (in, retained).
     public func profile(_ user: String) -> String { "\(root)/users/\(user)/profile" }
+    /// `users/{user}/alerts/{rule}` (out, retained while firing).
     public func alert(_ user: String, rule: String) -> String { "\(root)/users/\(user)/alerts/\(rule)" }
+    /// `users/{user}/series/{name}` (out).
     public func series(_ user: String, name: String) -> String { "\(root)/users/\(user)/series/\(name)" }
+    /// `users/{user}/rejected` (out).
     public func rejected(_ user: String) -> String { "\(root)/users/\(user)/rejected" }
     /// The retained commit acknowledgement of a user's samples.
     public func acks(_ user: String) -> String { "\(root)/users/\(user)/acks" }
     /// Rejections of messages whose topic names no valid user.
     public var rejectedUnknown: String { "\(root)/rejected" }
+    /// `daemon/{instance}/status` (out, retained).
     public func status(_ instance: String) -> String { "\(root)/daemon/\(instance)/status" }
 }

@@ -20,6 +20,7 @@ public struct IngestCounters: Sendable, Equatable {
     public var deletions = 0
     public var events = 0
     public var rejected: [RejectionReason: Int] = [:]
+    /// Zero counters.
     public init() {}
 }
 

@@ -34,6 +34,7 @@ public final class StateStore: @unchecked Sendable {
         /// The engine state; nil for users that only ever sent rejected messages.
         public var state: UserState?
 
+        /// Creates a record.
         public init(user: String, appliedSeq: UInt64, eventNow: Timestamp?, state: UserState?) {
             self.user = user
             self.appliedSeq = appliedSeq
@@ -49,6 +50,7 @@ public final class StateStore: @unchecked Sendable {
         public var payload: [UInt8]
         public var retain: Bool
 
+        /// Creates an item (the id is assigned on commit).
         public init(id: Int64 = 0, topic: String, payload: [UInt8], retain: Bool) {
             self.id = id
             self.topic = topic

@@ -235,3 +235,55 @@ import TestSupport
 extension MQTTRecorder {
     func client_publish(_ topic: String, _ payload: [UInt8]) throws { try publishBytes(topic, payload) }
 }
+
+/// mqtts:// with a private CA, username/password, MQTT 5; refused credentials are fatal.
+@Suite(.serialized) struct SecureConnectionTests {
+    func run(_ tool: String, _ args: [String]) throws {
+        let p = try ChildProcess(tool, args)
+        try #require(p.wait() == 0, "\(tool) \(args.joined(separator: " ")): \(p.log)")
+    }
+
+    @Test func tlsWithPasswordAndMQTT5() throws {
+        let dir = NSTemporaryDirectory() + "mw-tls-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let ssl = "/usr/bin/openssl"
+        try run(ssl, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=MobilityWatch test CA",
+                      "-keyout", dir + "/ca.key", "-out", dir + "/ca.crt"])
+        try run(ssl, ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", dir + "/server.key", "-out", dir + "/server.csr"])
+        try "subjectAltName=IP:127.0.0.1\n".write(toFile: dir + "/san.ext", atomically: true, encoding: .utf8)
+        try run(ssl, ["x509", "-req", "-in", dir + "/server.csr", "-CA", dir + "/ca.crt", "-CAkey", dir + "/ca.key", "-CAcreateserial",
+                      "-days", "2", "-extfile", dir + "/san.ext", "-out", dir + "/server.crt"])
+        try run("/usr/bin/mosquitto_passwd", ["-c", "-b", dir + "/passwd", "mobilityd", "s3cret"])
+        let port = try freePort()
+        let conf = """
+        per_listener_settings false
+        allow_anonymous false
+        password_file \(dir)/passwd
+        listener \(port) 127.0.0.1
+        certfile \(dir)/server.crt
+        keyfile \(dir)/server.key
+        cafile \(dir)/ca.crt
+        \(getuid() == 0 ? "user root" : "")
+        """
+        try conf.write(toFile: dir + "/m.conf", atomically: true, encoding: .utf8)
+        let broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", dir + "/m.conf"])
+        defer { broker.stop() }
+        #expect(eventually { canConnect(port: port) })
+        let metrics = try freePort()
+        let daemon = try ChildProcess(ChildProcess.product("mobilityd"), [
+            "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", dir + "/ca.crt", "--username", "mobilityd", "--mqtt-version", "5",
+            "--rules", RepoPaths.rules, "--state", dir + "/state", "--clock", "event", "--metrics-address", "127.0.0.1:\(metrics)",
+        ], environment: ["MOBILITYD_PASSWORD": "s3cret"])
+        #expect(eventually(timeout: 15) { httpGet(port: metrics, path: "/healthz")?.status == 200 }, "\(daemon.log)")
+        #expect(daemon.log.contains("role=subscriber") && !daemon.log.contains("refused"))
+        #expect(daemon.stop() == 0)
+        // Wrong password: the broker refuses; retrying cannot help, so mobilityd exits 1.
+        let wrong = try ChildProcess(ChildProcess.product("mobilityd"), [
+            "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", dir + "/ca.crt", "--username", "mobilityd", "--password", "nope",
+            "--rules", RepoPaths.rules, "--state", dir + "/state2", "--metrics-address", "off",
+        ])
+        #expect(wrong.wait(timeout: 20) == 1, "\(wrong.log)")
+        #expect(wrong.log.contains("refused"))
+    }
+}
