@@ -102,7 +102,7 @@ public struct Engine: Sendable {
                 let version = s.syncVersion ?? 0
                 if let prev = st.syncIndex[sync] {
                     if version <= prev.version { return .stale }
-                    Engine.remove(id: prev.id, from: &st)
+                    Engine.remove(id: prev.id, from: &st, inputs: program.inputs.count)
                     outcome = .superseded
                 }
                 st.syncIndex[sync] = (version, s.id)
@@ -112,18 +112,18 @@ public struct Engine: Sendable {
             st.buckets[key, default: []].append(StoredValue(id: s.id, value: s.value, end: s.end, provenance: s.provenance))
             st.sampleIndex[s.id] = key
             st.noteDay(day)
-            st.invalidate(day: day)
+            st.invalidate(day: day, inputs: program.inputs.count)
             if publishSeries, let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
             Engine.runSampleRules(program, s, day: day, state: &st, into: &out)
             return outcome
         }
     }
 
-    static func remove(id: String, from st: inout UserState) {
+    static func remove(id: String, from st: inout UserState, inputs: Int) {
         guard let key = st.sampleIndex.removeValue(forKey: id) else { return }
         st.buckets[key]?.removeAll { $0.id == id }
         if st.buckets[key]?.isEmpty == true { st.buckets[key] = nil }
-        st.invalidate(day: key.day)
+        st.invalidate(day: key.day, inputs: inputs)
         if let closed = st.lastClosedDay, key.day <= closed { st.revisedDays.insert(key.day) }
     }
 
@@ -131,10 +131,11 @@ public struct Engine: Sendable {
     @discardableResult
     public mutating func delete(ids: [String], user: String) -> Int {
         guard users[user] != nil else { return 0 }
+        let inputs = program.inputs.count
         return withUser(user) { st in
             var n = 0
             for id in ids where st.sampleIndex[id] != nil {
-                Engine.remove(id: id, from: &st)
+                Engine.remove(id: id, from: &st, inputs: inputs)
                 n += 1
             }
             return n

@@ -68,9 +68,11 @@ public struct UserState: Sendable {
         if firstDay == nil || d < firstDay! { firstDay = d }
     }
 
-    mutating func invalidate(day: DayNumber) {
+    /// Forgets the cached aggregates of one day (the key is input index << 32 | day).
+    mutating func invalidate(day: DayNumber, inputs: Int) {
         if aggregates.isEmpty { return }
-        aggregates = aggregates.filter { DayNumber(truncatingIfNeeded: $0.key) != day }
+        let d = Int64(UInt32(bitPattern: day))
+        for i in 0..<inputs { aggregates.removeValue(forKey: Int64(i) << 32 | d) }
     }
 
     /// The latest event of a kind on or before a day.
