@@ -35,7 +35,7 @@ let package = Package(
         // Thin executables.
         .executableTarget(name: "mobilityd", dependencies: ["MobilityDaemon"], swiftSettings: strict),
         .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
-        .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore"],
+        .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport"],
                           swiftSettings: strict),
         .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting"], swiftSettings: strict),
 

@@ -1,0 +1,136 @@
+import Foundation
+import Glibc
+import MobilityModel
+import MQTTTransport
+import Synchronization
+
+/// End-to-end measurements against a live broker and mobilityd (see scripts/bench-e2e.sh).
+enum EndToEnd {
+    final class Counter: Sendable {
+        let n = Atomic<Int>(0)
+        let stamps = Mutex<[UInt64]>([])
+    }
+
+    static func client(_ url: String, _ id: String, subscriptions: [String] = [], onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }) throws -> MQTTClient {
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: url), clientID: id)
+        c.cleanSession = true
+        c.subscriptions = subscriptions
+        c.maxInflight = 1000
+        let cl = try MQTTClient(c, onMessage: onMessage)
+        try cl.start()
+        let deadline = Date().addingTimeInterval(10)
+        while !cl.isConnected && Date() < deadline { usleep(5000) }
+        usleep(200_000)
+        return cl
+    }
+
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Publishes `payloads` as fast as acknowledgements allow (at most 1000 in flight).
+    static func flood(_ pub: MQTTClient, _ payloads: [(String, [UInt8])]) throws {
+        for (t, p) in payloads {
+            while pub.publishedCount - pub.acknowledgedCount > 1000 { usleep(50) }
+            try pub.publish(topic: t, payload: p, qos: 1)
+        }
+    }
+
+    static func sample(_ id: String, ms: Int64, metric: String = "walkingSpeed", value: Double = 1.2, unit: String = "m/s", extra: String = "") -> String {
+        let t = Timestamp(milliseconds: ms).description
+        return "{\"id\":\"\(id)\",\"type\":\"\(metric)\",\"value\":\(value),\"unit\":\"\(unit)\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.b\"}\(extra)}"
+    }
+
+    /// Reads one metric with a plain HTTP/1.0 GET on loopback.
+    static func metric(_ port: Int, _ name: String) -> Double? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = UInt16(port).bigEndian
+        let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard ok == 0 else { return nil }
+        let req = Array("GET /metrics HTTP/1.0\r\n\r\n".utf8)
+        _ = req.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        var data: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            data += buf[0..<n]
+        }
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.split(separator: " ").last!)
+        }
+        return nil
+    }
+
+    /// Waits for a condition for at most `seconds`; false on time-out.
+    static func wait(_ seconds: Double, _ cond: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline { if cond() { return true }; usleep(500) }
+        return cond()
+    }
+
+    static func run(broker: String, metricsPort: Int, messages: Int, batch: Int) throws {
+        let wallMs = Int64(Date().timeIntervalSince1970 * 1000)
+        // 1. The broker's own ceiling: one publisher, one subscriber that only counts (QoS 1).
+        let counter = Counter()
+        let sub = try client(broker, "bench-ceiling-sub", subscriptions: ["bench/ceiling"]) { _, _ in counter.n.add(1, ordering: .relaxed) }
+        let pub = try client(broker, "bench-pub")
+        let payload = Array(sample("x", ms: wallMs).utf8)
+        var t0 = now()
+        try flood(pub, Array(repeating: ("bench/ceiling", payload), count: messages))
+        guard wait(120, { counter.n.load(ordering: .relaxed) >= messages }) else { print("ceiling: only \(counter.n.load(ordering: .relaxed)) of \(messages) arrived"); return }
+        let ceiling = Double(messages) / (Double(now() - t0) / 1e9)
+        sub.stop()
+        print("broker ceiling, 1 publisher → 1 counting subscriber, QoS 1    \(Int(ceiling)) messages/s")
+
+        // 2. Through mobilityd: the same rate of sample messages, batch samples per message.
+        guard let before = metric(metricsPort, "mobilityd_samples_accepted_total") else { print("cannot read mobilityd metrics on port \(metricsPort)"); return }
+        var payloads: [(String, [UInt8])] = []
+        payloads.reserveCapacity(messages)
+        for i in 0..<messages {
+            let user = "b\(i % 1000)"
+            let items = (0..<batch).map { k in sample("e\(wallMs)-\(batch)-\(i)-\(k)", ms: wallMs - Int64(i % 3600) * 1000) }
+            payloads.append(("mobility/v1/users/\(user)/samples", Array((batch == 1 ? items[0] : "[" + items.joined(separator: ",") + "]").utf8)))
+        }
+        t0 = now()
+        try flood(pub, payloads)
+        let target = before + Double(messages * batch)
+        guard wait(300, { (metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) >= target }) else {
+            print("mobilityd: only \(Int((metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) - before)) of \(messages * batch) samples accepted"); return
+        }
+        let secs = Double(now() - t0) / 1e9
+        let rate = Double(messages) / secs
+        print("mobilityd, \(batch) sample\(batch == 1 ? "" : "s") per message, durability on             \(Int(rate)) messages/s = \(Int(rate * Double(batch))) samples/s; ratio to ceiling \(String(format: "%.2f", rate / ceiling))")
+
+        // 3. Alert latency at ~1000 samples/s: per-sample rule, fire/resolve alternating.
+        let alerts = Counter()
+        let asub = try client(broker, "bench-alert-sub", subscriptions: ["mobility/v1/users/lat/alerts/uncalibrated_6mwd"]) { _, p in
+            guard !p.isEmpty else { return }
+            alerts.stamps.withLock { $0.append(now()) }
+        }
+        var sent: [UInt64] = []
+        let n = 3000
+        for i in 0..<n {
+            let capped = i % 2 == 0
+            let s = sample("lat-\(i)-\(wallMs)", ms: wallMs - Int64(n - i) * 1000, metric: "sixMinuteWalkTestDistance", value: capped ? 500 : 420, unit: "m",
+                           extra: ",\"metadata\":{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}")
+            sent.append(now())
+            try pub.publish(topic: "mobility/v1/users/lat/samples", payload: Array(s.utf8), qos: 1)
+            usleep(1000)
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while alerts.stamps.withLock({ $0.count }) < n && Date() < deadline { usleep(1000) }
+        let got = alerts.stamps.withLock { $0 }
+        let lat = zip(sent, got).map { Double($1 - $0) / 1e6 }.sorted()
+        if lat.count == n {
+            print("alert latency, sample published → alert received, ~1k/s     p50 \(String(format: "%.3f", lat[lat.count / 2])) ms, p99 \(String(format: "%.3f", lat[lat.count * 99 / 100])) ms (\(n) alerts)")
+        } else {
+            print("alert latency: only \(got.count) of \(n) alerts arrived")
+        }
+        asub.stop()
+        pub.stop()
+    }
+}
