@@ -35,12 +35,12 @@ let package = Package(
         // Thin executables.
         .executableTarget(name: "mobilityd", dependencies: ["MobilityDaemon"], swiftSettings: strict),
         .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
-        .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport"],
+        .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"],
                           swiftSettings: strict),
         .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting"], swiftSettings: strict),
 
         // Tests mirror the targets.
-        .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MobilityModelTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "RuleLanguageTests", dependencies: ["RuleLanguage", "TestSupport"],
                     exclude: ["Golden"], swiftSettings: strict),
@@ -50,7 +50,7 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
+        .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
     ]

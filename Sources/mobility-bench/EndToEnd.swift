@@ -1,5 +1,5 @@
 import Foundation
-import Glibc
+import HTTPEndpoint
 import MobilityModel
 import MQTTTransport
 import Synchronization
@@ -39,29 +39,10 @@ enum EndToEnd {
         return "{\"id\":\"\(id)\",\"type\":\"\(metric)\",\"value\":\(value),\"unit\":\"\(unit)\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.b\"}\(extra)}"
     }
 
-    /// Reads one metric with a plain HTTP/1.0 GET on loopback.
+    /// Reads one metric from mobilityd's `/metrics` on loopback.
     static func metric(_ port: Int, _ name: String) -> Double? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = UInt16(port).bigEndian
-        let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard ok == 0 else { return nil }
-        let req = Array("GET /metrics HTTP/1.0\r\n\r\n".utf8)
-        _ = req.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        var data: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            data += buf[0..<n]
-        }
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(name + " ") {
-            return Double(line.split(separator: " ").last!)
-        }
+        guard let r = LoopbackHTTP.get(port: port, path: "/metrics"), r.status == 200 else { return nil }
+        for line in r.body.split(separator: "\n") where line.hasPrefix(name + " ") { return Double(line.split(separator: " ").last!) }
         return nil
     }
 

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import MobilityModel
 import RuleEngine
@@ -72,16 +73,24 @@ private func tempDir() -> String {
     @Test func schemaIsVersioned() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        _ = try StateStore(path: dir + "/s.sqlite")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        if FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") {
-            p.arguments = [dir + "/s.sqlite", "PRAGMA user_version = 99;"]
-            try p.run()
-            p.waitUntilExit()
-            #expect(throws: SQLiteError.self) { _ = try StateStore(path: dir + "/s.sqlite") }
-        }
-        #expect(StateStore.schemaVersion == 1)
+        let path = dir + "/s.sqlite"
+        _ = try StateStore(path: path)
+        #expect(try userVersion(path) == Int32(StateStore.schemaVersion)) // migrations ran to the current version
+        // A store written by a newer build is refused rather than misread.
+        var db: OpaquePointer?
+        try #require(sqlite3_open(path, &db) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "PRAGMA user_version = 99", nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(db)
+        #expect(throws: SQLiteError.self) { _ = try StateStore(path: path) }
+    }
+
+    func userVersion(_ path: String) throws -> Int32 {
+        var db: OpaquePointer?, stmt: OpaquePointer?
+        try #require(sqlite3_open(path, &db) == SQLITE_OK)
+        defer { sqlite3_finalize(stmt); sqlite3_close(db) }
+        try #require(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nil) == SQLITE_OK)
+        try #require(sqlite3_step(stmt) == SQLITE_ROW)
+        return sqlite3_column_int(stmt, 0)
     }
 
     @Test func journalAppendsReplaysAndSurvivesATornTail() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HTTPEndpoint
 
 /// A real mosquitto broker on a free loopback port, for integration tests. Stopped on deinit.
 public final class MosquittoBroker: @unchecked Sendable {
@@ -81,22 +82,9 @@ public func freePort() throws -> Int {
     return Int(UInt16(bigEndian: addr.sin_port))
 }
 
-/// A TCP socket connected to 127.0.0.1:port, or nil.
-func connectLoopback(_ port: Int) -> Int32? {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    addr.sin_port = UInt16(port).bigEndian
-    let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-    if ok != 0 { close(fd); return nil }
-    return fd
-}
-
 /// Whether something accepts TCP connections on 127.0.0.1:port.
 public func canConnect(port: Int) -> Bool {
-    guard let fd = connectLoopback(port) else { return false }
+    guard let fd = LoopbackHTTP.connect(port: port) else { return false }
     close(fd)
     return true
 }
@@ -112,24 +100,7 @@ public func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) -> B
 }
 
 /// A plain HTTP/1.0 GET against 127.0.0.1, returning status and body (nil when nothing answers).
-public func httpGet(port: Int, path: String) -> (status: Int, body: String)? {
-    guard let fd = connectLoopback(port) else { return nil }
-    defer { close(fd) }
-    let req = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
-    _ = req.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-    var data: [UInt8] = []
-    var buf = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n <= 0 { break }
-        data += buf[0..<n]
-    }
-    let text = String(decoding: data, as: UTF8.self)
-    guard let headerEnd = text.range(of: "\r\n\r\n"), let statusLine = text.split(separator: "\r\n").first else { return nil }
-    let parts = statusLine.split(separator: " ")
-    guard parts.count >= 2, let status = Int(parts[1]) else { return nil }
-    return (status, String(text[headerEnd.upperBound...]))
-}
+public func httpGet(port: Int, path: String) -> (status: Int, body: String)? { LoopbackHTTP.get(port: port, path: path) }
 
 /// Parses Prometheus text into `name{labels}` → value, checking every line's syntax.
 public func parsePrometheus(_ text: String) throws -> [String: Double] {

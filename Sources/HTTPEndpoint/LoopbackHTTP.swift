@@ -1,0 +1,41 @@
+import Glibc
+
+/// A minimal HTTP/1.0 client for 127.0.0.1: reads `/metrics` and `/healthz` of a local daemon
+/// (benchmarks, test harnesses). Not a general HTTP client.
+public enum LoopbackHTTP {
+    /// A TCP socket connected to 127.0.0.1:port, or nil.
+    public static func connect(port: Int) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = UInt16(port).bigEndian
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if ok != 0 { close(fd); return nil }
+        return fd
+    }
+
+    /// `GET path` on 127.0.0.1:port: the status and body, or nil when nothing answers.
+    public static func get(port: Int, path: String) -> (status: Int, body: String)? {
+        guard let fd = connect(port: port) else { return nil }
+        defer { close(fd) }
+        let req = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        _ = req.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        var data: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            data += buf[0..<n]
+        }
+        // Headers end at the first CR LF CR LF.
+        guard let end = (0..<max(0, data.count - 3)).first(where: { data[$0] == 13 && data[$0 + 1] == 10 && data[$0 + 2] == 13 && data[$0 + 3] == 10 }) else { return nil }
+        let statusLine = String(decoding: data[0..<(data.firstIndex(of: 13) ?? end)], as: UTF8.self)
+        let parts = statusLine.split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else { return nil }
+        return (status, String(decoding: data[(end + 4)...], as: UTF8.self))
+    }
+}
