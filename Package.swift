@@ -19,8 +19,11 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
+        // A C API over Debian's simdjson (C++) for the samples payload: the one hot JSON path.
+        .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
+
         // Layers, bottom to top.
-        .target(name: "MobilityModel", swiftSettings: strict),
+        .target(name: "MobilityModel", dependencies: ["CSimdJSON"], swiftSettings: strict),
         .target(name: "RuleLanguage", dependencies: ["MobilityModel"], swiftSettings: strict),
         .target(name: "RuleEngine", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "MQTTTransport", dependencies: ["CMosquitto"], swiftSettings: strict),
@@ -53,5 +56,6 @@ let package = Package(
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
-    ]
+    ],
+    cxxLanguageStandard: .cxx17
 )

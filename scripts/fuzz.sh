@@ -13,9 +13,10 @@ build=.build-fuzz
 for m in $modules; do
   swift build --build-path "$build" --target "$m" -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library >/dev/null
 done
-objects=()
+objects=("$build"/debug/CSimdJSON.build/*.o)   # MobilityModel's C++ shim over libsimdjson
 for m in $modules; do objects+=("$build"/debug/"$m".build/*.o); done
-swiftc -sanitize=fuzzer,address -parse-as-library -I "$build/debug/Modules" "$file" "${objects[@]}" -o "$build/fuzz-$target" 2>&1 | grep -v "warning: Cannot export local symbol" || true
+swiftc -sanitize=fuzzer,address -parse-as-library -I "$build/debug/Modules" -Xcc -fmodule-map-file="$build/debug/CSimdJSON.build/module.modulemap" \
+  -Xcc -I -Xcc Sources/CSimdJSON/include "$file" "${objects[@]}" -lsimdjson -lstdc++ -o "$build/fuzz-$target" 2>&1 | grep -v "warning: Cannot export local symbol" || true
 mkdir -p fuzz/crashes "$build/corpus-$target"
 "$build/fuzz-$target" "$build/corpus-$target" "fuzz/corpus/$target" -max_total_time="$seconds" -max_len=4096 \
   -artifact_prefix=fuzz/crashes/ -print_final_stats=1 2>&1 | grep -E "^(#|Done|stat::number_of_executed_units|stat::peak_rss|==|SUMMARY|.*ERROR)" | tail -15

@@ -11,6 +11,7 @@ pkg-config --exists sqlite3 2>/dev/null || need+=(libsqlite3-dev)
 pkg-config --exists libmicrohttpd 2>/dev/null || need+=(libmicrohttpd-dev)
 pkg-config --exists libxml-2.0 2>/dev/null || need+=(libxml2-dev)
 pkg-config --exists zlib 2>/dev/null || need+=(zlib1g-dev)
+pkg-config --exists simdjson 2>/dev/null || need+=(libsimdjson-dev)   # the samples decoder (C++)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

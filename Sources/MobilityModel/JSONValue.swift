@@ -30,6 +30,16 @@ public enum JSONValue: Hashable, Sendable {
         }
     }
 
+    /// Whether a number anywhere in the value overflowed a `Double` (`1e999`).
+    public var containsNonFiniteNumber: Bool {
+        switch self {
+        case .number(let n): !n.isFinite
+        case .array(let a): a.contains { $0.containsNonFiniteNumber }
+        case .object(let o): o.contains { $0.1.containsNonFiniteNumber }
+        default: false
+        }
+    }
+
     /// The member of an object with a key (the first, if duplicated).
     public subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { for (k, v) in members where k == key { return v } }

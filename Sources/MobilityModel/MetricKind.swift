@@ -74,6 +74,14 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
         return t
     }()
 
+    private static let byBytes = ByteTable(byName)
+
+    /// Looks up a metric by its identifier given as UTF-8 bytes (the decoder's hot path).
+    public init?(utf8 b: UnsafeBufferPointer<UInt8>) {
+        guard let k = Self.byBytes[utf8: b] else { return nil }
+        self = k
+    }
+
     /// Looks up a metric by its short or long HealthKit identifier.
     public init?(identifier: String) {
         guard let k = Self.byName[identifier] else { return nil }

@@ -1,3 +1,8 @@
+import CSimdJSON
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Decodes and validates inbound payloads of the wire contract (`docs/mqtt-api.md`).
 ///
 /// Structural validation only: the checks that need the clock (future timestamps, lateness)
@@ -32,95 +37,147 @@ public struct WireDecoder: Sendable {
 
     /// Decodes a `samples` payload (one sample object or an array of them) sent on `user`'s topic.
     /// A bad item rejects that item only.
+    ///
+    /// The hot path: simdjson (`CSimdJSON`) validates the whole document and hands back the
+    /// contract's fields flat; no JSON tree is built and only the id (and metadata, when present)
+    /// become Swift strings.
     public func samples(_ payload: [UInt8], user: String) -> Result<[Item<Sample>], Rejection> {
-        items(payload).map { list in
-            let many = list.count > 1
-            return list.enumerated().map { idx, v in
-                sample(v, user: user).mapError { r in var r = r; if many { r.index = idx }; return r }
-            }
+        guard payload.count <= maxPayloadBytes else {
+            return .failure(Rejection(.payloadTooLarge, "payload of \(payload.count) bytes exceeds the limit of \(maxPayloadBytes)"))
         }
+        guard let parser = SampleJSONParser.forThisThread else {
+            return .failure(Rejection(.notJSON, "the JSON parser could not allocate memory"))
+        }
+        var doc = mw_sample_doc()
+        let rc = payload.withUnsafeBufferPointer { mw_parse_samples(parser, $0.baseAddress, $0.count, UInt32(maxBatch), &doc) }
+        guard rc == 0 else {
+            if doc.number_out_of_range != 0, case .success(let tree) = JSONValue.parse(payload) { return samples(outOfRange: tree, user: user) }
+            return .failure(Rejection(.notJSON, "invalid JSON: " + (doc.error_message.map { String(cString: $0) } ?? "error \(rc)")))
+        }
+        let count = Int(doc.count)
+        guard count <= maxBatch else { return .failure(Rejection(.tooManyItems, "batch of \(count) items exceeds the limit of \(maxBatch)")) }
+        let many = count > 1
+        var out: [Item<Sample>] = []
+        out.reserveCapacity(count)
+        for idx in 0..<count {
+            var r = sample(doc.items[idx], members: doc.members, user: user)
+            if many, case .failure(var rej) = r { rej.index = idx; r = .failure(rej) }
+            out.append(r)
+        }
+        return .success(out)
     }
 
-    /// Decodes one sample object.
-    public func sample(_ v: JSONValue, user: String) -> Item<Sample> {
-        guard case .object = v else { return .failure(Rejection(.invalidField, "a sample must be a JSON object")) }
-        var fields = Fields(v)
+    /// The rare payload with a number simdjson cannot hold (`1e999`, a 30-digit integer) but that
+    /// is valid JSON: an item holding a non-finite number is refused as `not_finite`; the others
+    /// are decoded from their re-serialised text, so that one such item rejects only itself.
+    private func samples(outOfRange tree: JSONValue, user: String) -> Result<[Item<Sample>], Rejection> {
+        var list = [tree]
+        if case .array(let a) = tree {
+            guard a.count <= maxBatch else { return .failure(Rejection(.tooManyItems, "batch of \(a.count) items exceeds the limit of \(maxBatch)")) }
+            list = a
+        }
+        let many = list.count > 1
+        return .success(list.enumerated().map { idx, item in
+            var r: Item<Sample>
+            if item.containsNonFiniteNumber {
+                var id: String?
+                if case .string(let s)? = item["id"] { id = s }
+                r = .failure(Rejection(.notFinite, "a number in the sample is not a finite double", itemID: id))
+            } else {
+                switch samples(Array(item.text.utf8), user: user) {
+                case .success(let one) where one.count == 1: r = one[0]
+                case .success: r = .failure(Rejection(.invalidField, "a sample must be a JSON object"))
+                case .failure(let e): r = .failure(e)
+                }
+            }
+            if many, case .failure(var rej) = r { rej.index = idx; r = .failure(rej) }
+            return r
+        })
+    }
+
+    /// Validates one sample item's fields.
+    private func sample(_ f: mw_sample_fields, members: UnsafePointer<mw_json_member>?, user: String) -> Item<Sample> {
+        guard f.is_object != 0 else { return .failure(Rejection(.invalidField, "a sample must be a JSON object")) }
         let id: String
-        switch fields.string("id") {
+        switch f.id.string("id") {
         case .success(let s):
-            guard !s.isEmpty, s.utf8.count <= 128 else { return .failure(Rejection(.invalidField, "field 'id' must be 1–128 characters")) }
+            guard f.id.len > 0, f.id.len <= 128 else { return .failure(Rejection(.invalidField, "field 'id' must be 1–128 characters")) }
             id = s
         case .failure(let r): return .failure(r)
         }
         func fail(_ r: Rejection) -> Item<Sample> { var r = r; r.itemID = id; return .failure(r) }
-        if let u = v["user"] {
-            guard case .string(let su) = u else { return fail(Rejection(.invalidField, "field 'user' must be a string")) }
-            guard su == user else { return fail(Rejection(.userMismatch, "sample names user '\(su)' but was published on the topic of '\(user)'")) }
+        if f.user.type != UInt8(MW_ABSENT.rawValue) {
+            guard f.user.type == UInt8(MW_STRING.rawValue) else { return fail(Rejection(.invalidField, "field 'user' must be a string")) }
+            guard f.user.bytes.elementsEqual(user.utf8) else {
+                return fail(Rejection(.userMismatch, "sample names user '\(f.user.text)' but was published on the topic of '\(user)'"))
+            }
         }
-        let typeName: String
-        switch fields.string("type") { case .success(let s): typeName = s; case .failure(let r): return fail(r) }
-        guard let metric = MetricKind(identifier: typeName) else {
-            return fail(Rejection(.unknownType, "unknown sample type '\(typeName.prefix(80))'"))
+        guard f.type.isString else { return fail(f.type.typeError("type")) }
+        guard let metric = MetricKind(utf8: f.type.bytes) else {
+            return fail(Rejection(.unknownType, "unknown sample type '\(f.type.text.prefix(80))'"))
         }
         let raw: Double
-        switch v["value"] {
-        case .number(let n)?: raw = n
-        case .string(let s)? where ["nan", "inf", "-inf", "infinity", "-infinity", "+infinity"].contains(s.lowercased()):
+        switch Int(f.value.type) {
+        case Int(MW_NUMBER.rawValue): raw = f.value.number
+        case Int(MW_STRING.rawValue) where ["nan", "inf", "-inf", "infinity", "-infinity", "+infinity"].contains(f.value.text.lowercased()):
             return fail(Rejection(.notFinite, "field 'value' is not a finite number"))
-        case nil, .null?: return fail(Rejection(.missingField, "missing field 'value'"))
+        case Int(MW_ABSENT.rawValue), Int(MW_NULL.rawValue): return fail(Rejection(.missingField, "missing field 'value'"))
         default: return fail(Rejection(.invalidField, "field 'value' must be a number"))
         }
         guard raw.isFinite else { return fail(Rejection(.notFinite, "field 'value' is not a finite number")) }
-        let unitName: String
-        switch fields.string("unit") { case .success(let s): unitName = s; case .failure(let r): return fail(r) }
-        guard let unit = MeasureUnit.healthKit(unitName) else { return fail(Rejection(.unknownUnit, "unknown unit '\(unitName.prefix(40))'")) }
+        guard f.unit.isString else { return fail(f.unit.typeError("unit")) }
+        guard let unit = MeasureUnit.healthKit(utf8: f.unit.bytes) else { return fail(Rejection(.unknownUnit, "unknown unit '\(f.unit.text.prefix(40))'")) }
         guard unit.dimension == metric.dimension else {
-            return fail(Rejection(.unitMismatch, "unit '\(unitName)' is not a unit of \(metric.dimension) as \(metric.name) needs"))
+            return fail(Rejection(.unitMismatch, "unit '\(f.unit.text)' is not a unit of \(metric.dimension) as \(metric.name) needs"))
         }
         let value = unit.si(raw)
         guard metric.plausibleRange.contains(value) else {
-            return fail(Rejection(.outOfRange, "\(metric.name) value \(raw) \(unitName) is outside the plausible range"))
+            return fail(Rejection(.outOfRange, "\(metric.name) value \(raw) \(f.unit.text) is outside the plausible range"))
         }
-        let start: (Timestamp, Int32), end: (Timestamp, Int32)
-        switch fields.time("start") { case .success(let t): start = t; case .failure(let r): return fail(r) }
-        switch fields.time("end") { case .success(let t): end = t; case .failure(let r): return fail(r) }
+        let start: (Timestamp, offsetSeconds: Int32), end: (Timestamp, offsetSeconds: Int32)
+        switch f.start.time("start") { case .success(let t): start = t; case .failure(let r): return fail(r) }
+        switch f.end.time("end") { case .success(let t): end = t; case .failure(let r): return fail(r) }
         guard end.0 >= start.0 else { return fail(Rejection(.endBeforeStart, "'end' is before 'start'")) }
 
         var metadata: [String: MetadataValue] = [:]
-        if let m = v["metadata"] {
-            guard case .object(let members) = m else { return fail(Rejection(.invalidField, "field 'metadata' must be an object")) }
-            guard members.count <= 64 else { return fail(Rejection(.invalidField, "field 'metadata' has more than 64 keys")) }
-            for (k, mv) in members {
-                let key = MetadataKey.canonical(k)
-                switch mv {
-                case .string(let s): metadata[key] = .string(String(s.prefix(256)))
-                case .number(let n): metadata[key] = .number(n)
-                case .bool(let b): metadata[key] = .bool(b)
-                default: return fail(Rejection(.invalidField, "metadata '\(k.prefix(64))' must be a string, number or boolean"))
+        if f.metadata.type != UInt8(MW_ABSENT.rawValue) {
+            guard f.metadata.type == UInt8(MW_OBJECT.rawValue) else { return fail(Rejection(.invalidField, "field 'metadata' must be an object")) }
+            guard f.metadata_count <= 64 else { return fail(Rejection(.invalidField, "field 'metadata' has more than 64 keys")) }
+            if f.metadata_count > 0, let members {
+                metadata.reserveCapacity(Int(f.metadata_count))
+                for m in UnsafeBufferPointer(start: members + Int(f.metadata_first), count: Int(f.metadata_count)) {
+                    let key = MetadataKey.canonical(m.key.text)
+                    if metadata[key] != nil { continue } // the first of a duplicated key wins
+                    switch Int(m.value.type) {
+                    case Int(MW_STRING.rawValue): metadata[key] = .string(String(m.value.text.prefix(256)))
+                    case Int(MW_NUMBER.rawValue): metadata[key] = .number(m.value.number)
+                    case Int(MW_BOOL.rawValue): metadata[key] = .bool(m.value.boolean != 0)
+                    default: return fail(Rejection(.invalidField, "metadata '\(m.key.text.prefix(64))' must be a string, number or boolean"))
+                    }
                 }
             }
         }
         var bundleId: String?
-        if let s = v["source"] {
-            guard case .object = s else { return fail(Rejection(.invalidField, "field 'source' must be an object")) }
-            if let b = s["bundleId"] {
-                guard case .string(let bs) = b else { return fail(Rejection(.invalidField, "field 'source.bundleId' must be a string")) }
-                bundleId = bs
+        if f.source.type != UInt8(MW_ABSENT.rawValue) {
+            guard f.source.type == UInt8(MW_OBJECT.rawValue) else { return fail(Rejection(.invalidField, "field 'source' must be an object")) }
+            if f.bundle_id.type != UInt8(MW_ABSENT.rawValue) {
+                guard f.bundle_id.isString else { return fail(Rejection(.invalidField, "field 'source.bundleId' must be a string")) }
+                bundleId = f.bundle_id.text
             }
         }
         var timeZone: String?
-        if let tz = v["timeZone"] {
-            guard case .string(let s) = tz else { return fail(Rejection(.invalidField, "field 'timeZone' must be a string")) }
-            timeZone = s
+        if f.time_zone.type != UInt8(MW_ABSENT.rawValue) {
+            guard f.time_zone.isString else { return fail(Rejection(.invalidField, "field 'timeZone' must be a string")) }
+            timeZone = f.time_zone.text
         } else if case .string(let s)? = metadata[MetadataKey.timeZone] {
             timeZone = s
         }
         if let tz = timeZone, LocalCalendar.cached(tz) == nil {
             return fail(Rejection(.invalidTimeZone, "unknown IANA time zone '\(tz.prefix(64))'"))
         }
-        let userEntered = metadata[MetadataKey.wasUserEntered]?.asBool ?? false
-        let apple = bundleId?.hasPrefix("com.apple.health") ?? true
-        let calibrated = metadata[MetadataKey.appleDeviceCalibrated]?.asBool
+        let userEntered = metadata.isEmpty ? false : metadata[MetadataKey.wasUserEntered]?.asBool ?? false
+        let apple = f.bundle_id.isString ? f.bundle_id.bytes.starts(with: "com.apple.health".utf8) : true
+        let calibrated = metadata.isEmpty ? nil : metadata[MetadataKey.appleDeviceCalibrated]?.asBool
         return .success(Sample(id: id, metric: metric, value: value, start: start.0, end: end.0, utcOffset: end.1,
                                timeZone: timeZone, provenance: (userEntered || !apple) ? .userEntered : .device,
                                bundleId: bundleId, calibrated: calibrated, metadata: metadata))
@@ -234,5 +291,57 @@ struct Fields {
             }
             return .success(t)
         }
+    }
+}
+
+extension mw_json_field {
+    /// The string's UTF-8 bytes (empty unless a string).
+    var bytes: UnsafeBufferPointer<UInt8> {
+        guard type == UInt8(MW_STRING.rawValue), let str else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(start: UnsafeRawPointer(str).assumingMemoryBound(to: UInt8.self), count: Int(len))
+    }
+
+    /// The string as a Swift string (empty unless a string).
+    var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    var isString: Bool { type == UInt8(MW_STRING.rawValue) }
+
+    /// The rejection for a required string field that is absent, null or of another type.
+    func typeError(_ key: String) -> Rejection {
+        type == UInt8(MW_ABSENT.rawValue) || type == UInt8(MW_NULL.rawValue)
+            ? Rejection(.missingField, "missing field '\(key)'") : Rejection(.invalidField, "field '\(key)' must be a string")
+    }
+
+    /// A required string field.
+    func string(_ key: String) -> Result<String, Rejection> { isString ? .success(text) : .failure(typeError(key)) }
+
+    /// A required ISO 8601 timestamp field.
+    func time(_ key: String) -> Result<(Timestamp, offsetSeconds: Int32), Rejection> {
+        guard isString else { return .failure(typeError(key)) }
+        guard let t = ISO8601.parse(utf8: bytes) else {
+            return .failure(Rejection(.invalidField, "field '\(key)' must be an ISO 8601 timestamp with offset"))
+        }
+        return .success(t)
+    }
+}
+
+/// One simdjson parser per thread (a parser is reusable but not shareable), created on first use
+/// and freed when the thread exits.
+enum SampleJSONParser {
+    /// Documents up to this size; larger ones are refused before parsing (`maxPayloadBytes`).
+    static let capacity = 64 << 20
+
+    private static let key: pthread_key_t = {
+        var k = pthread_key_t()
+        let rc = pthread_key_create(&k) { p in mw_json_parser_destroy(OpaquePointer(p)) }
+        precondition(rc == 0, "pthread_key_create failed")
+        return k
+    }()
+
+    static var forThisThread: OpaquePointer? {
+        if let p = pthread_getspecific(key) { return OpaquePointer(p) }
+        guard let p = mw_json_parser_create(capacity, JSONValue.maxDepth) else { return nil }
+        pthread_setspecific(key, UnsafeRawPointer(p))
+        return p
     }
 }
