@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A read-only map from short UTF-8 keys to values, looked up by raw bytes without making a
 /// `String` (type identifiers such as `HKQuantityTypeIdentifierWalkingSpeed` are too long for
 /// Swift's small-string form, so `String` keys would cost an allocation per sample).
@@ -27,6 +31,17 @@ public struct ByteTable<Value: Sendable>: Sendable {
         }
     }
 
+    /// The value of the empty key.
+    private subscript(empty _: Void) -> Value? {
+        let h = ByteTable.hash([UInt8]())
+        var i = Int(truncatingIfNeeded: h) & mask
+        while let s = slots[i] {
+            if s.hash == h, s.key.isEmpty { return s.value }
+            i = (i + 1) & mask
+        }
+        return nil
+    }
+
     @inline(__always)
     static func hash<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -36,10 +51,13 @@ public struct ByteTable<Value: Sendable>: Sendable {
 
     /// The value for a key given as UTF-8 bytes.
     public subscript(utf8 key: UnsafeBufferPointer<UInt8>) -> Value? {
+        guard key.baseAddress != nil else { return self[empty: ()] }
         let h = ByteTable.hash(key)
         var i = Int(truncatingIfNeeded: h) & mask
         while let s = slots[i] {
-            if s.hash == h, s.key.elementsEqual(key) { return s.value }
+            if s.hash == h, s.key.count == key.count, s.key.withUnsafeBufferPointer({ memcmp($0.baseAddress!, key.baseAddress!, key.count) == 0 }) {
+                return s.value
+            }
             i = (i + 1) & mask
         }
         return nil

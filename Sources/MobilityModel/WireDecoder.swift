@@ -176,7 +176,7 @@ public struct WireDecoder: Sendable {
             return fail(Rejection(.invalidTimeZone, "unknown IANA time zone '\(tz.prefix(64))'"))
         }
         let userEntered = metadata.isEmpty ? false : metadata[MetadataKey.wasUserEntered]?.asBool ?? false
-        let apple = f.bundle_id.isString ? f.bundle_id.bytes.starts(with: "com.apple.health".utf8) : true
+        let apple = f.bundle_id.isString ? f.bundle_id.len >= 16 && memcmp(f.bundle_id.str, "com.apple.health", 16) == 0 : true
         let calibrated = metadata.isEmpty ? nil : metadata[MetadataKey.appleDeviceCalibrated]?.asBool
         return .success(Sample(id: id, metric: metric, value: value, start: start.0, end: end.0, utcOffset: end.1,
                                timeZone: timeZone, provenance: (userEntered || !apple) ? .userEntered : .device,

@@ -13,7 +13,8 @@ public struct EngineConfiguration: Sendable {
     public var defaultCalendar: LocalCalendar = .utc
     /// Whether recording rules produce series outputs.
     public var publishSeries = true
-    /// Compact history no rule can reach any more (see ``Engine/compact(_:)``). Off only to test that compaction changes nothing.
+    /// Fold days past the allowed lateness into daily-input values and drop history no rule can
+    /// reach any more. Off only to test that folding and compaction change nothing.
     public var retention = true
 
     /// The defaults.
@@ -45,33 +46,57 @@ public enum IngestOutcome: Hashable, Sendable {
 /// published to `out`. One engine is owned by one shard.
 public struct Engine: Sendable {
     /// The checked rules.
-    public private(set) var program: Program
+    public var program: Program { closer.program }
     /// Tunables.
-    public var configuration: EngineConfiguration
+    public var configuration: EngineConfiguration { didSet { closer = DayCloser(program: closer.program, configuration: configuration) } }
     /// Users by id.
     public private(set) var users: [String: UserState] = [:]
-    /// Users whose state changed since the last ``takeTouched()`` (for the state store).
-    public private(set) var touched: Set<String> = []
+    /// Users whose state changed since the last ``takeTouched()`` (each flagged in its state, so
+    /// marking costs no hashing on the hot path).
+    private var touchedList: [String] = []
 
     /// Returns and clears the set of users whose state changed.
     public mutating func takeTouched() -> Set<String> {
-        defer { touched.removeAll(keepingCapacity: true) }
-        return touched
+        let list = touchedList
+        touchedList.removeAll(keepingCapacity: true)
+        for u in list { users[u]?.touched = false }
+        return Set(list)
     }
+
+
+    /// The rules and configuration, shared by reference: the hot path copies one pointer, not a `Program`.
+    private var closer: DayCloser
+
+    /// Bit m: some alert is triggered by samples of metric m.
+    private var sampleMask: UInt64 = 0
 
     /// Creates an engine.
     public init(program: Program, configuration: EngineConfiguration = EngineConfiguration()) {
-        self.program = program
         self.configuration = configuration
+        closer = DayCloser(program: program, configuration: configuration)
+        sampleMask = Engine.sampleMask(program)
     }
 
+    private static func sampleMask(_ p: Program) -> UInt64 {
+        var m: UInt64 = 0
+        for a in p.alerts { if case .sample(let k) = a.trigger { m |= 1 << UInt64(k.rawValue) } }
+        return m
+    }
+
+    /// Runs `body` on a user's state in place (one hash lookup, no copy), creating it if new, and
+    /// marks the user touched.
     private mutating func withUser<R>(_ id: String, _ body: (inout UserState) -> R) -> R {
-        var st = users.removeValue(forKey: id) ?? UserState(user: id, calendar: configuration.defaultCalendar)
-        let r = body(&st)
-        users[id] = st
-        touched.insert(id)
+        var fresh = false
+        let r = Engine.apply(&users[id, default: UserState(user: id, calendar: configuration.defaultCalendar)]) { st in
+            let r = body(&st)
+            if !st.touched { st.touched = true; fresh = true }
+            return r
+        }
+        if fresh { touchedList.append(id) }
         return r
     }
+
+    private static func apply<S, R>(_ st: inout S, _ body: (inout S) -> R) -> R { body(&st) }
 
     // MARK: Inputs
 
@@ -80,7 +105,7 @@ public struct Engine: Sendable {
         withUser(user) { st in
             st.calendar = calendar
             st.hasProfile = true
-            st.aggregates.removeAll()
+            st.clearCaches()
         }
     }
 
@@ -93,49 +118,53 @@ public struct Engine: Sendable {
         if s.end.milliseconds < now.milliseconds - configuration.allowedLatenessSeconds * 1000 {
             return .rejected(Rejection(.tooLate, "sample ends at \(s.end), more than \(configuration.allowedLatenessSeconds / 86_400) d before now (\(now))", itemID: s.id))
         }
-        let program = self.program
         let publishSeries = configuration.publishSeries
+        let rules: DayCloser? = sampleMask & (1 << UInt64(s.metric.rawValue)) != 0 ? closer : nil
         return withUser(user) { st in
-            if st.sampleIndex[s.id] != nil { return .duplicate }
-            var outcome = IngestOutcome.accepted
-            if let sync = s.syncIdentifier {
-                let version = s.syncVersion ?? 0
-                if let prev = st.syncIndex[sync] {
-                    if version <= prev.version { return .stale }
-                    Engine.remove(id: prev.id, from: &st, inputs: program.inputs.count)
-                    outcome = .superseded
-                }
-                st.syncIndex[sync] = (version, s.id)
-            }
             let day = s.localDay(default: st.calendar)
-            let key = UserState.BucketKey(metric: s.metric, day: day)
-            st.buckets[key, default: []].append(StoredValue(id: s.id, value: s.value, end: s.end, provenance: s.provenance))
-            st.sampleIndex[s.id] = key
+            if let folded = st.lastFoldedDay, day <= folded {
+                // Only reachable when the clock went backwards: the day is final.
+                return .rejected(Rejection(.tooLate, "sample's day \(CivilDate(dayNumber: day)) is past the allowed lateness", itemID: s.id))
+            }
+            let id = SampleID(s.id)
+            if st.locate(id) != nil { return .duplicate }
+            var outcome = IngestOutcome.accepted
+            if !s.metadata.isEmpty, let syncID = s.syncIdentifier {
+                let sync = SampleID(syncID), version = s.syncVersion ?? 0
+                if let k = st.syncIndex.firstIndex(where: { $0.sync == sync }) {
+                    if version <= st.syncIndex[k].version { return .stale }
+                    Engine.remove(id: st.syncIndex[k].id, from: &st)
+                    st.syncIndex[k] = SyncEntry(sync: sync, version: version, id: id)
+                    outcome = .superseded
+                } else {
+                    st.syncIndex.append(SyncEntry(sync: sync, version: version, id: id))
+                }
+            }
+            st.append(StoredValue(id: id, metric: s.metric, value: s.value, end: s.end, provenance: s.provenance), day: day)
             st.noteDay(day)
-            st.invalidate(day: day, inputs: program.inputs.count)
             if publishSeries, let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
-            Engine.runSampleRules(program, s, day: day, state: &st, into: &out)
+            if let rules { Engine.runSampleRules(rules.program, s, day: day, state: &st, into: &out) }
             return outcome
         }
     }
 
-    static func remove(id: String, from st: inout UserState, inputs: Int) {
-        guard let key = st.sampleIndex.removeValue(forKey: id) else { return }
-        st.buckets[key]?.removeAll { $0.id == id }
-        if st.buckets[key]?.isEmpty == true { st.buckets[key] = nil }
-        st.invalidate(day: key.day, inputs: inputs)
-        if let closed = st.lastClosedDay, key.day <= closed { st.revisedDays.insert(key.day) }
+    static func remove(id: SampleID, from st: inout UserState) {
+        guard let (i, j) = st.locate(id) else { return }
+        st.openDays[i].values.remove(at: j)
+        st.openDays[i].cache.removeAll()
+        let day = st.openDays[i].day
+        if st.openDays[i].values.isEmpty { st.openDays.remove(at: i) }
+        if let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
     }
 
     /// Retracts samples by id (HealthKit deletions). Unknown ids are ignored. Returns how many were removed.
     @discardableResult
     public mutating func delete(ids: [String], user: String) -> Int {
         guard users[user] != nil else { return 0 }
-        let inputs = program.inputs.count
         return withUser(user) { st in
             var n = 0
-            for id in ids where st.sampleIndex[id] != nil {
-                Engine.remove(id: id, from: &st, inputs: inputs)
+            for id in ids.map(SampleID.init) where st.locate(id) != nil {
+                Engine.remove(id: id, from: &st)
                 n += 1
             }
             return n
@@ -163,73 +192,35 @@ public struct Engine: Sendable {
 
     /// Closes one user's finished days.
     public mutating func advance(user id: String, to now: Timestamp, into out: inout [EngineOutput]) {
-        guard var st = users.removeValue(forKey: id) else { return }
-        defer { users[id] = st }
-        guard let first = st.firstDay else { return }
-        let lastClosable = st.calendar.day(of: now.adding(seconds: -configuration.graceSeconds)) - 1
-        var ev = Evaluator(program: program, user: st)
-        // Revised days (late data): publish corrected series values.
-        if configuration.publishSeries, !st.revisedDays.isEmpty, let closed = st.lastClosedDay {
-            let from = st.revisedDays.min()!
-            for d in max(from, first)...closed { emitSeries(&ev, d, revised: true, into: &out) }
-            ev.user.revisedDays.removeAll()
+        let closer = self.closer
+        var fresh = false
+        Engine.apply(&users[id]) { (st: inout UserState?) in
+            guard st != nil, closer.advance(&st!, to: now, into: &out), !st!.touched else { return }
+            st!.touched = true
+            fresh = true
         }
-        var start = (st.lastClosedDay.map { $0 + 1 }) ?? first
-        start = max(start, lastClosable - 3650)
-        let revised = !st.revisedDays.isEmpty
-        if start <= lastClosable {
-            for d in start...lastClosable { closeDay(&ev, d, into: &out) }
-            ev.user.lastClosedDay = lastClosable
-        }
-        if revised || start <= lastClosable { touched.insert(id) }
-        st = ev.user
-        if configuration.retention, start <= lastClosable { compact(&st) }
+        if fresh { touchedList.append(id) }
     }
 
-    private func emitSeries(_ ev: inout Evaluator, _ d: DayNumber, revised: Bool, into out: inout [EngineOutput]) {
-        let date = CivilDate(dayNumber: d)
-        for (i, s) in program.series.enumerated() {
-            let v = ev.number(.series(i), d)
-            out.append(.series(SeriesPoint(user: ev.user.user, name: s.name, day: date, value: v.map { s.displayUnit.fromSI($0) },
-                                           unit: s.displayUnit.symbol, revised: revised)))
-        }
-    }
-
-    private func closeDay(_ ev: inout Evaluator, _ d: DayNumber, into out: inout [EngineOutput]) {
-        ev.resetMemo()
-        if configuration.publishSeries { emitSeries(&ev, d, revised: false, into: &out) }
-        let dayStart = ev.user.calendar.startOfDay(d).milliseconds
-        let dayEnd = ev.user.calendar.startOfDay(d + 1).milliseconds
-        for (j, rule) in program.alerts.enumerated() where rule.trigger == .day {
-            ev.alert = j
-            let inhibited = rule.inhibitedBy.contains { ev.user.alerts[program.alerts[$0].name]?.isFiring == true }
-            let cond = inhibited ? nil : ev.boolean(rule.condition, d)
-            var sm = ev.user.alerts[rule.name] ?? AlertStateMachine()
-            let action = sm.evaluate(cond, at: dayEnd, activeSince: dayStart, forMs: rule.forSeconds * 1000,
-                                     keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
-                                     cooldownMs: rule.cooldownSeconds * 1000)
-            ev.user.alerts[rule.name] = sm
-            if let t = Engine.transition(action, rule: rule, ev: &ev, day: d) { out.append(.alert(t)) }
-        }
-    }
 
     static func runSampleRules(_ program: Program, _ s: Sample, day: DayNumber, state st: inout UserState, into out: inout [EngineOutput]) {
-        var ev: Evaluator?
+        var ev = Evaluator(program: program, user: UserState(user: st.user, calendar: st.calendar))
+        swap(&ev.user, &st)
+        defer { swap(&ev.user, &st) }
+        ev.sample = s
         for (j, rule) in program.alerts.enumerated() where rule.trigger == .sample(s.metric) {
-            if ev == nil { ev = Evaluator(program: program, user: st); ev!.sample = s }
-            ev!.alert = j
-            if let f = rule.filter, ev!.boolean(f, day) != true { continue }
-            let inhibited = rule.inhibitedBy.contains { ev!.user.alerts[program.alerts[$0].name]?.isFiring == true }
-            let cond = inhibited ? nil : ev!.boolean(rule.condition, day)
-            var sm = ev!.user.alerts[rule.name] ?? AlertStateMachine()
+            ev.alert = j
+            if let f = rule.filter, ev.boolean(f, day) != true { continue }
+            let inhibited = rule.inhibitedBy.contains { ev.user.alerts[program.alerts[$0].name]?.isFiring == true }
+            let cond = inhibited ? nil : ev.boolean(rule.condition, day)
+            var sm = ev.user.alerts[rule.name] ?? AlertStateMachine()
             let at = s.end.milliseconds
             let action = sm.evaluate(cond, at: at, activeSince: at, forMs: rule.forSeconds * 1000,
                                      keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
                                      cooldownMs: rule.cooldownSeconds * 1000)
-            ev!.user.alerts[rule.name] = sm
-            if let t = transition(action, rule: rule, ev: &ev!, day: day) { out.append(.alert(t)) }
+            ev.user.alerts[rule.name] = sm
+            if let t = transition(action, rule: rule, ev: &ev, day: day) { out.append(.alert(t)) }
         }
-        if let ev { st.alerts = ev.user.alerts }
     }
 
     static func transition(_ action: AlertStateMachine.Action, rule: AlertRule, ev: inout Evaluator, day: DayNumber) -> AlertTransition? {
@@ -297,6 +288,130 @@ public struct Engine: Sendable {
 
     // MARK: Retention
 
+    /// The days still needed by some rule for a user (see ``DayCloser/retainedRanges(_:)``).
+    public func retainedRanges(_ st: UserState) -> [ClosedRange<DayNumber>] { closer.retainedRanges(st) }
+
+
+    // MARK: Reload
+
+    /// Swaps the rules, keeping the alert state of rules that kept their name (Prometheus's CopyState).
+    /// Folded history follows its inputs by identity: an input the new rules share keeps its
+    /// values, a new input has none for folded days (like a new Prometheus recording rule, it is
+    /// not back-filled past the allowed lateness).
+    public mutating func reload(_ newProgram: Program) {
+        let names = Set(newProgram.alerts.map(\.name))
+        closer = DayCloser(program: newProgram, configuration: configuration)
+        sampleMask = Engine.sampleMask(newProgram)
+        for id in Array(users.keys) {
+            Engine.apply(&users[id]!) { st in
+                st.clearCaches()
+                st.alerts = st.alerts.filter { names.contains($0.key) }
+                st.remapFolded(to: newProgram.inputs)
+            }
+        }
+    }
+
+    /// Restores a user's state (from the state store).
+    public mutating func restore(_ st: UserState) {
+        var s = st
+        s.clearCaches()
+        s.touched = false
+        s.remapFolded(to: program.inputs)
+        users[st.user] = s
+    }
+}
+
+/// Closing days, folding and compaction: the part of the engine that reads only the rules and
+/// the configuration, so that it can work on a user's state in place inside the users table.
+final class DayCloser: Sendable {
+    let program: Program
+    let configuration: EngineConfiguration
+
+    init(program: Program, configuration: EngineConfiguration) {
+        self.program = program
+        self.configuration = configuration
+    }
+
+    /// Closes a user's finished days in place; returns whether the state changed.
+    func advance(_ st: inout UserState, to now: Timestamp, into out: inout [EngineOutput]) -> Bool {
+        guard let first = st.firstDay else { return false }
+        let lastClosable = st.calendar.day(of: now.adding(seconds: -configuration.graceSeconds)) - 1
+        let closed = st.lastClosedDay ?? (first - 1)
+        if lastClosable <= closed && st.revisedDays.isEmpty { return false } // the common case: nothing to do
+        var ev = Evaluator(program: program, user: UserState(user: st.user, calendar: st.calendar))
+        swap(&ev.user, &st)
+        defer { swap(&ev.user, &st) }
+        // Revised days (late data): publish corrected series values.
+        let revised = !ev.user.revisedDays.isEmpty
+        if revised {
+            if configuration.publishSeries, let closed = ev.user.lastClosedDay {
+                let from = ev.user.revisedDays.min()!
+                if max(from, first) <= closed { for d in max(from, first)...closed { emitSeries(&ev, d, revised: true, into: &out) } }
+            }
+            ev.user.revisedDays.removeAll()
+        }
+        let start = max(closed + 1, lastClosable - 3650)
+        if start <= lastClosable {
+            for d in start...lastClosable { closeDay(&ev, d, into: &out) }
+            ev.user.lastClosedDay = lastClosable
+            if configuration.retention {
+                fold(&ev, now: now)
+                compact(&ev.user)
+            }
+        }
+        return true
+    }
+
+    /// Folds the open days no sample can reach any more (past the allowed lateness, with a day of
+    /// margin for samples written in another zone) into their daily-input values.
+    func fold(_ ev: inout Evaluator, now: Timestamp) {
+        guard program.inputs.count <= 64, let closed = ev.user.lastClosedDay else { return }
+        let limit = min(closed, ev.user.calendar.day(of: now.adding(seconds: -configuration.allowedLatenessSeconds)) - 2)
+        guard let firstOpen = ev.user.openDays.first, firstOpen.day <= limit else { return }
+        if ev.user.foldedInputs.isEmpty { ev.user.foldedInputs = program.inputs }
+        var n = 0
+        while n < ev.user.openDays.count, ev.user.openDays[n].day <= limit {
+            let d = ev.user.openDays[n].day
+            var mask: UInt64 = 0
+            let offset = UInt32(ev.user.foldedValues.count)
+            for i in program.inputs.indices {
+                if let v = ev.daily(i, d) { mask |= 1 << UInt64(i); ev.user.foldedValues.append(v) }
+            }
+            if mask != 0 { ev.user.foldedDays.append(FoldedDay(day: d, offset: offset, mask: mask)) }
+            n += 1
+        }
+        var dropped = Set<SampleID>()
+        for day in ev.user.openDays[..<n] { for v in day.values { dropped.insert(v.id) } }
+        ev.user.openDays.removeFirst(n)
+        if !ev.user.syncIndex.isEmpty { ev.user.syncIndex.removeAll { dropped.contains($0.id) } }
+    }
+
+    func emitSeries(_ ev: inout Evaluator, _ d: DayNumber, revised: Bool, into out: inout [EngineOutput]) {
+        let date = CivilDate(dayNumber: d)
+        for (i, s) in program.series.enumerated() {
+            let v = ev.number(.series(i), d)
+            out.append(.series(SeriesPoint(user: ev.user.user, name: s.name, day: date, value: v.map { s.displayUnit.fromSI($0) },
+                                           unit: s.displayUnit.symbol, revised: revised)))
+        }
+    }
+
+    func closeDay(_ ev: inout Evaluator, _ d: DayNumber, into out: inout [EngineOutput]) {
+        ev.resetMemo(day: d)
+        if configuration.publishSeries { emitSeries(&ev, d, revised: false, into: &out) }
+        let dayStart = ev.user.calendar.startOfDay(d).milliseconds
+        let dayEnd = ev.user.calendar.startOfDay(d + 1).milliseconds
+        for (j, rule) in program.alerts.enumerated() where rule.trigger == .day {
+            ev.alert = j
+            let inhibited = rule.inhibitedBy.contains { ev.user.alerts[program.alerts[$0].name]?.isFiring == true }
+            let cond = inhibited ? nil : ev.boolean(rule.condition, d)
+            var sm = ev.user.alerts[rule.name] ?? AlertStateMachine()
+            let action = sm.evaluate(cond, at: dayEnd, activeSince: dayStart, forMs: rule.forSeconds * 1000,
+                                     keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
+                                     cooldownMs: rule.cooldownSeconds * 1000)
+            ev.user.alerts[rule.name] = sm
+            if let t = Engine.transition(action, rule: rule, ev: &ev, day: d) { out.append(.alert(t)) }
+        }
+    }
     /// The days still needed by some rule for a user: the rules' look-back plus the allowed
     /// lateness before the last closed day, and the anchored windows (baselines, recovery
     /// windows) around the latest clinical event of each kind.
@@ -313,35 +428,14 @@ public struct Engine: Sendable {
         return ranges
     }
 
-    /// Drops day buckets (and their sample and sync ids) that no retained range covers: a late
-    /// sample for such a day would be rejected as too late anyway, and no window reaches it.
+    /// Drops folded days that no retained range covers: no window reaches them. (Open days are
+    /// never dropped here; they fold first.)
     func compact(_ st: inout UserState) {
+        guard !st.foldedDays.isEmpty else { return }
         let ranges = retainedRanges(st)
         guard !ranges.isEmpty else { return }
-        let old = st.buckets.keys.filter { k in !ranges.contains { $0.contains(k.day) } }
-        guard !old.isEmpty else { return }
-        var dropped = Set<String>()
-        for k in old { for v in st.buckets.removeValue(forKey: k) ?? [] { dropped.insert(v.id); st.sampleIndex[v.id] = nil } }
-        st.syncIndex = st.syncIndex.filter { !dropped.contains($0.value.id) }
-        st.aggregates.removeAll()
-    }
-
-    // MARK: Reload
-
-    /// Swaps the rules, keeping the alert state of rules that kept their name (Prometheus's CopyState).
-    public mutating func reload(_ newProgram: Program) {
-        let names = Set(newProgram.alerts.map(\.name))
-        program = newProgram
-        for id in Array(users.keys) {
-            users[id]!.aggregates.removeAll()
-            users[id]!.alerts = users[id]!.alerts.filter { names.contains($0.key) }
-        }
-    }
-
-    /// Restores a user's state (from the state store).
-    public mutating func restore(_ st: UserState) {
-        var s = st
-        s.aggregates.removeAll()
-        users[st.user] = s
+        let keep = st.foldedDays.filter { f in ranges.contains { $0.contains(f.day) } }
+        guard keep.count < st.foldedDays.count else { return }
+        st.rebuildFolded(keep.map { f in (f, Array(st.foldedValues[Int(f.offset)..<(Int(f.offset) + f.mask.nonzeroBitCount)])) })
     }
 }

@@ -12,7 +12,14 @@ struct Evaluator {
     var sample: Sample?
     /// The alert whose lets are in scope.
     var alert: Int = -1
-    private var memo: [Int64: Double?] = [:]
+    /// Memo of series and lets for the `span` days ending on `memoTop`: a flat array indexed by
+    /// (slot, days back), `notComputed` when empty, NaN for unknown. Other days use `far`.
+    private var near: [Double] = []
+    private var far: [Int64: Double?] = [:]
+    private var memoTop: DayNumber = .min
+    /// Slot of the first let of each alert (after the series slots).
+    private var letBase: [Int] = []
+    private static let span = 32
 
     init(program: Program, user: UserState) {
         self.program = program
@@ -23,37 +30,80 @@ struct Evaluator {
         (kind << 56) | (Int64(index & 0xFF_FFFF) << 32) | Int64(UInt32(bitPattern: day))
     }
 
-    mutating func resetMemo() { memo.removeAll(keepingCapacity: true) }
+    /// Starts a new evaluated day (memoised values of other days may depend on data that changed).
+    mutating func resetMemo(day: DayNumber) {
+        memoTop = .min
+        _ = nearIndex(0, day)  // allocates or clears the near memo, anchored on `day`
+        if !far.isEmpty { far.removeAll(keepingCapacity: true) }
+    }
+
+    /// The near-memo index of (slot, day), or nil when the day is outside the span.
+    @inline(__always) private mutating func nearIndex(_ slot: Int, _ d: DayNumber) -> Int? {
+        if memoTop == .min {
+            if letBase.isEmpty {
+                var b = program.series.count
+                for a in program.alerts { letBase.append(b); b += a.lets.count }
+                letBase.append(b)
+            }
+            let size = letBase.last! * Evaluator.span
+            if near.count != size { near = Array(repeating: UserState.notComputed, count: size) }
+            else { for k in near.indices { near[k] = UserState.notComputed } }
+            memoTop = d
+        }
+        let back = Int(memoTop) - Int(d)
+        guard back >= 0, back < Evaluator.span else { return nil }
+        return slot * Evaluator.span + back
+    }
+
+    /// A memoised value: .some(v) when known (v nil for unknown), nil when not computed.
+    @inline(__always) private mutating func recall(_ kind: Int64, _ slot: Int, _ d: DayNumber) -> Double?? {
+        if let i = nearIndex(slot, d) {
+            let v = near[i]
+            if v.bitPattern == UserState.notComputed.bitPattern { return nil }
+            return .some(v.isNaN ? nil : v)
+        }
+        return far[Evaluator.key(kind, slot, d)]
+    }
+
+    @inline(__always) private mutating func remember(_ kind: Int64, _ slot: Int, _ d: DayNumber, _ v: Double?) {
+        if let i = nearIndex(slot, d) { near[i] = v ?? .nan } else { far[Evaluator.key(kind, slot, d)] = v }
+    }
 
     // MARK: Daily inputs
 
     mutating func daily(_ i: Int, _ d: DayNumber) -> Double? {
-        let k = Int64(i) << 32 | Int64(UInt32(bitPattern: d))
-        if sample == nil, let hit = user.aggregates[k] { return hit }
-        let input = program.inputs[i]
-        guard let bucket = user.buckets[UserState.BucketKey(metric: input.metric, day: d)] else {
-            return nil
+        if let o = user.openIndex(d) {
+            if !user.openDays[o].cache.isEmpty {
+                let c = user.openDays[o].cache[i]
+                if c.bitPattern != UserState.notComputed.bitPattern { return c.isNaN ? nil : c }
+            } else {
+                user.openDays[o].cache = Array(repeating: UserState.notComputed, count: program.inputs.count)
+            }
+            let r = Evaluator.reduce(program.inputs[i], user.openDays[o].values)
+            user.openDays[o].cache[i] = r ?? .nan
+            return r
         }
+        return user.folded(i, d) ?? nil
+    }
+
+    /// A daily input of one day's raw values (all metrics of the day).
+    static func reduce(_ input: DailyInput, _ all: [StoredValue]) -> Double? {
         var values: [Double] = []
-        values.reserveCapacity(bucket.count)
         var latest: StoredValue?
-        for v in bucket where input.provenance == nil || v.provenance == input.provenance {
+        for v in all where v.metric == input.metric && (input.provenance == nil || v.provenance == input.provenance) {
             values.append(v.value)
             if latest == nil || (v.end, v.id) > (latest!.end, latest!.id) { latest = v }
         }
-        let r: Double?
         switch input.aggregation {
-        case .percentile(let q, let m): r = Aggregate.percentile(&values, q, m)
-        case .mean: r = Aggregate.mean(values)
-        case .median: r = Aggregate.median(&values)
-        case .min: r = values.min()
-        case .max: r = values.max()
-        case .sum: r = values.isEmpty ? nil : values.reduce(0, +)
-        case .count: r = values.isEmpty ? nil : Double(values.count)
-        case .last: r = latest?.value
+        case .percentile(let q, let m): return Aggregate.percentile(&values, q, m)
+        case .mean: return Aggregate.mean(values)
+        case .median: return Aggregate.median(&values)
+        case .min: return values.min()
+        case .max: return values.max()
+        case .sum: return values.isEmpty ? nil : values.reduce(0, +)
+        case .count: return values.isEmpty ? nil : Double(values.count)
+        case .last: return latest?.value
         }
-        if sample == nil { user.aggregates[k] = r }
-        return r
     }
 
     // MARK: Numbers
@@ -63,16 +113,16 @@ struct Evaluator {
         case .number(let v): return v
         case .daily(let i): return daily(i, d)
         case .series(let i):
-            let k = Evaluator.key(1, i, d)
-            if let hit = memo[k] { return hit }
+            if let hit = recall(1, i, d) { return hit }
             let v = number(program.series[i].expr, d)
-            memo[k] = v
+            remember(1, i, d, v)
             return v
         case .local(let i):
-            let k = Evaluator.key(2, alert << 12 | i, d)
-            if let hit = memo[k] { return hit }
+            _ = nearIndex(0, d)
+            let slot = letBase[alert] + i
+            if let hit = recall(2, slot, d) { return hit }
             let v = number(program.alerts[alert].lets[i].expr, d)
-            memo[k] = v
+            remember(2, slot, d, v)
             return v
         case .window(let f, let x, let days, let minDays, let anchor):
             return window(f, x, days, minDays, anchor, d)
@@ -174,10 +224,11 @@ struct Evaluator {
             guard let x = string(a, d), let y = string(b, d) else { return nil }
             return x.hasPrefix(y)
         case .local(let i):
-            let k = Evaluator.key(3, alert << 12 | i, d)
-            if let hit = memo[k] { return hit.map { $0 != 0 } }
+            _ = nearIndex(0, d)
+            let slot = letBase[alert] + i
+            if let hit = recall(3, slot, d) { return hit.map { $0 != 0 } }
             let v = boolean(program.alerts[alert].lets[i].expr, d)
-            memo[k] = v.map { $0 ? 1 : 0 }
+            remember(3, slot, d, v.map { $0 ? 1 : 0 })
             return v
         case .binary(.and, let l, let r):
             let a = boolean(l, d)

@@ -1,23 +1,111 @@
 import MobilityModel
 import RuleLanguage
 
-/// One stored sample value in a day bucket.
+/// A sample id as the engine keeps it: the FNV-1a 64 hash of its UTF-8 bytes. Ids are used only to
+/// recognise re-deliveries, deletions and superseded versions within the allowed lateness, where a
+/// user has at most thousands of ids (a collision needs ~2^32 of them); 8 bytes instead of a heap
+/// string (HealthKit UUIDs are 36 characters).
+public struct SampleID: Hashable, Comparable, Sendable {
+    /// The hash.
+    public var rawValue: UInt64
+
+    /// Wraps a stored hash.
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// The id of a sample id string.
+    public init(_ id: String) {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in id.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        rawValue = h
+    }
+
+    public static func < (a: SampleID, b: SampleID) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// One sample value, kept while its day is open to late data.
 public struct StoredValue: Hashable, Sendable {
-    public var id: String
+    public var id: SampleID
     public var value: Double
     public var end: Timestamp
+    public var metric: MetricKind
     public var provenance: Provenance
 
     /// Creates a stored value.
-    public init(id: String, value: Double, end: Timestamp, provenance: Provenance) {
+    public init(id: SampleID, metric: MetricKind, value: Double, end: Timestamp, provenance: Provenance) {
         self.id = id
+        self.metric = metric
         self.value = value
         self.end = end
         self.provenance = provenance
     }
 }
 
+/// A day that can still receive late samples: its raw values, all metrics together, and the
+/// daily inputs computed from them (cached until the day changes).
+public struct OpenDay: Sendable {
+    public var day: DayNumber
+    public var values: [StoredValue]
+    /// Input index → value; `UserState.notComputed` until computed, NaN when the day has none.
+    var cache: [Double] = []
+    /// A 128-bit Bloom filter of the day's ids: most new samples are told apart from re-deliveries
+    /// without scanning the day (bits of removed ids stay set; that only costs a scan).
+    var seenLow: UInt64 = 0, seenHigh: UInt64 = 0
+
+    /// Creates an open day.
+    public init(day: DayNumber, values: [StoredValue] = []) {
+        self.day = day
+        self.values = values
+        for v in values { note(v.id) }
+    }
+
+    @inline(__always) mutating func note(_ id: SampleID) {
+        let b = (id.rawValue >> 32) & 127
+        if b < 64 { seenLow |= 1 << b } else { seenHigh |= 1 << (b - 64) }
+    }
+
+    @inline(__always) func mightHold(_ id: SampleID) -> Bool {
+        let b = (id.rawValue >> 32) & 127
+        return b < 64 ? seenLow & (1 << b) != 0 : seenHigh & (1 << (b - 64)) != 0
+    }
+}
+
+/// A day past the allowed lateness, folded into the values of the daily inputs it has (its raw
+/// values can no longer change: a sample for it would be too late). 16 bytes plus 8 per value.
+public struct FoldedDay: Hashable, Sendable {
+    public var day: DayNumber
+    /// Where the day's values start in `UserState.foldedValues`.
+    public var offset: UInt32
+    /// Bit i: input i has a value (stored in input order).
+    public var mask: UInt64
+
+    /// Creates a folded day.
+    public init(day: DayNumber, offset: UInt32, mask: UInt64) {
+        self.day = day
+        self.offset = offset
+        self.mask = mask
+    }
+}
+
+/// HealthKit supersession: the newest version of a sync identifier and the sample holding it.
+public struct SyncEntry: Hashable, Sendable {
+    /// `SampleID` hash of the sync identifier.
+    public var sync: SampleID
+    public var version: Int64
+    public var id: SampleID
+
+    /// Creates an entry.
+    public init(sync: SampleID, version: Int64, id: SampleID) {
+        self.sync = sync
+        self.version = version
+        self.id = id
+    }
+}
+
 /// Everything the engine knows about one user. Owned by one shard; never shared.
+///
+/// Memory is the product's sizing unit, so history is kept in two forms: days still open to late
+/// data hold raw values; older days are folded into the daily-input values the rules read
+/// (see docs/benchmarks.md for the arithmetic).
 public struct UserState: Sendable {
     /// The user's id.
     public let user: String
@@ -29,22 +117,29 @@ public struct UserState: Sendable {
     public var firstDay: DayNumber?
     /// The last day whose rules have been evaluated.
     public var lastClosedDay: DayNumber?
-    /// Sample values by (metric, day).
-    public var buckets: [BucketKey: [StoredValue]] = [:]
-    /// Where each sample id lives, for deduplication and deletion.
-    public var sampleIndex: [String: BucketKey] = [:]
-    /// Sync identifier → (version, sample id), for HealthKit supersession.
-    public var syncIndex: [String: (version: Int64, id: String)] = [:]
+    /// Days open to late data, sorted by day.
+    public var openDays: [OpenDay] = []
+    /// Folded days, sorted by day, all before the first open day.
+    public var foldedDays: [FoldedDay] = []
+    /// The folded values, day after day.
+    public var foldedValues: [Double] = []
+    /// The daily inputs the folded values belong to (the program's when they were folded).
+    public var foldedInputs: [DailyInput] = []
+    /// HealthKit sync identifiers of open-day samples.
+    public var syncIndex: [SyncEntry] = []
     /// Clinical events and annotations, by id.
     public var events: [String: TimelineEvent] = [:]
     /// Days of clinical events (segment boundaries), sorted.
     public var boundaries: [DayNumber] = []
     /// Alert state per alert rule name.
     public var alerts: [String: AlertStateMachine] = [:]
-    /// Cached daily aggregates: (input index, day) → value; invalidated when a day changes.
-    var aggregates: [Int64: Double?] = [:]
     /// Closed days that received late data since they were last published.
     public var revisedDays: Set<DayNumber> = []
+    /// Whether the engine has the user in its touched list.
+    var touched = false
+
+    /// The cache marker for "not computed yet" (a NaN with a payload; a day without a value is plain NaN).
+    static let notComputed = Double(bitPattern: 0x7FF8_0000_0000_0BAD)
 
     /// Creates an empty state.
     public init(user: String, calendar: LocalCalendar) {
@@ -52,27 +147,107 @@ public struct UserState: Sendable {
         self.calendar = calendar
     }
 
-    /// A (metric, day) key.
-    public struct BucketKey: Hashable, Sendable {
-        public var metric: MetricKind
-        public var day: DayNumber
+    /// The number of sample values held raw (open days).
+    public var openValueCount: Int { openDays.reduce(0) { $0 + $1.values.count } }
 
-        /// Creates a key.
-        public init(metric: MetricKind, day: DayNumber) {
-            self.metric = metric
-            self.day = day
+    /// The index of an open day.
+    func openIndex(_ d: DayNumber) -> Int? {
+        var i = openDays.count - 1
+        while i >= 0 {
+            let k = openDays[i].day
+            if k == d { return i }
+            if k < d { return nil }
+            i -= 1
         }
+        return nil
+    }
+
+    /// The index of a folded day (binary search).
+    func foldedIndex(_ d: DayNumber) -> Int? {
+        var lo = 0, hi = foldedDays.count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if foldedDays[mid].day < d { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < foldedDays.count && foldedDays[lo].day == d ? lo : nil
+    }
+
+    /// The last folded day, if any.
+    public var lastFoldedDay: DayNumber? { foldedDays.last?.day }
+
+    /// The folded value of input `i` on day `d`: nil when the day is not folded, `.some(nil)` when folded without a value.
+    func folded(_ i: Int, _ d: DayNumber) -> Double?? {
+        guard let f = foldedIndex(d) else { return nil }
+        let fd = foldedDays[f]
+        guard i < 64, fd.mask & (1 << UInt64(i)) != 0 else { return .some(nil) }
+        let rank = (fd.mask & ((1 << UInt64(i)) - 1)).nonzeroBitCount
+        return .some(foldedValues[Int(fd.offset) + rank])
+    }
+
+    /// Where a sample id is held: (open day index, value index).
+    func locate(_ id: SampleID) -> (Int, Int)? {
+        for i in openDays.indices.reversed() where openDays[i].mightHold(id) {
+            if let j = openDays[i].values.firstIndex(where: { $0.id == id }) { return (i, j) }
+        }
+        return nil
+    }
+
+    /// Adds a value to its open day (creating it in day order); returns the day's index.
+    @discardableResult
+    public mutating func append(_ v: StoredValue, day: DayNumber) -> Int {
+        if let i = openIndex(day) {
+            openDays[i].values.append(v)
+            openDays[i].note(v.id)
+            if !openDays[i].cache.isEmpty { openDays[i].cache.removeAll() }
+            return i
+        }
+        var at = openDays.count
+        while at > 0, openDays[at - 1].day > day { at -= 1 }
+        openDays.insert(OpenDay(day: day, values: [v]), at: at)
+        return at
+    }
+
+    /// Replaces the folded days with a new list of (day, values in mask order).
+    public mutating func rebuildFolded(_ days: [(FoldedDay, [Double])]) {
+        var fd: [FoldedDay] = [], fv: [Double] = []
+        fd.reserveCapacity(days.count)
+        for (f, vs) in days {
+            fd.append(FoldedDay(day: f.day, offset: UInt32(fv.count), mask: f.mask))
+            fv += vs
+        }
+        foldedDays = fd
+        foldedValues = fv
+    }
+
+    /// Re-expresses the folded values for another list of inputs: shared inputs keep their values,
+    /// new ones have none, dropped ones are forgotten.
+    mutating func remapFolded(to inputs: [DailyInput]) {
+        if foldedDays.isEmpty { foldedInputs = inputs; foldedValues = []; return }
+        if foldedInputs == inputs { return }
+        guard inputs.count <= 64 else { foldedDays = []; foldedValues = []; foldedInputs = inputs; return }
+        let old = foldedInputs
+        let map: [Int?] = inputs.map { n in old.firstIndex(of: n) }
+        var rebuilt: [(FoldedDay, [Double])] = []
+        for f in foldedDays {
+            var mask: UInt64 = 0, vs: [Double] = []
+            for (j, o) in map.enumerated() {
+                guard let o, o < 64, f.mask & (1 << UInt64(o)) != 0 else { continue }
+                mask |= 1 << UInt64(j)
+                vs.append(foldedValues[Int(f.offset) + (f.mask & ((1 << UInt64(o)) - 1)).nonzeroBitCount])
+            }
+            if mask != 0 { rebuilt.append((FoldedDay(day: f.day, offset: 0, mask: mask), vs)) }
+        }
+        rebuildFolded(rebuilt)
+        foldedInputs = inputs
+    }
+
+    /// Forgets every cached daily input (rules or calendar changed).
+    mutating func clearCaches() {
+        for i in openDays.indices where !openDays[i].cache.isEmpty { openDays[i].cache.removeAll() }
     }
 
     mutating func noteDay(_ d: DayNumber) {
         if firstDay == nil || d < firstDay! { firstDay = d }
-    }
-
-    /// Forgets the cached aggregates of one day (the key is input index << 32 | day).
-    mutating func invalidate(day: DayNumber, inputs: Int) {
-        if aggregates.isEmpty { return }
-        let d = Int64(UInt32(bitPattern: day))
-        for i in 0..<inputs { aggregates.removeValue(forKey: Int64(i) << 32 | d) }
     }
 
     /// The latest event of a kind on or before a day.
@@ -97,7 +272,6 @@ public struct UserState: Sendable {
     /// Recomputes the segment boundaries from the clinical events (after a restore).
     public mutating func rebuildBoundaries() {
         boundaries = Array(Set(events.values.filter { $0.category == .clinical }.map(\.firstDay))).sorted()
-        aggregates.removeAll()
     }
 
     /// Annotations overlapping a day range, as `kind first..last` strings, sorted.

@@ -37,6 +37,13 @@ public struct DailyInput: Hashable, Sendable {
     /// Restrict to one provenance; nil means all samples.
     public var provenance: Provenance?
     public var aggregation: Aggregation
+
+    /// Creates a daily input.
+    public init(metric: MetricKind, provenance: Provenance?, aggregation: Aggregation) {
+        self.metric = metric
+        self.provenance = provenance
+        self.aggregation = aggregation
+    }
 }
 
 /// Where a window sits in time.

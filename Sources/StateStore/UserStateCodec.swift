@@ -1,5 +1,6 @@
 import MobilityModel
 import RuleEngine
+import RuleLanguage
 
 /// A compact binary encoding of a user's engine state (versioned by the store's schema).
 enum UserStateCodec {
@@ -40,25 +41,78 @@ enum UserStateCodec {
             return String(decoding: b[i..<(i + n)], as: UTF8.self)
         }
         mutating func optI32() throws -> Int32? { let has = try u8(); let v = try i32(); return has == 1 ? v : nil }
+        /// A non-negative element count.
+        mutating func count() throws -> Int32 { let n = try i32(); guard n >= 0 else { throw Truncated() }; return n }
     }
 
+    /// Marks the second blob format (a v1 blob starts with a non-negative string length).
+    static let v2Marker: Int32 = -2
+
+    /// Encodes a state in the current (v2) format: open days raw, folded days as input values.
     static func encode(_ s: UserState) -> [UInt8] {
         var w = Writer()
+        w.i32(v2Marker)
         w.str(s.calendar.identifier)
         w.u8(s.hasProfile ? 1 : 0)
         w.optI32(s.firstDay)
         w.optI32(s.lastClosedDay)
-        let keys = s.buckets.keys.sorted { ($0.day, $0.metric.rawValue) < ($1.day, $1.metric.rawValue) }
-        w.i32(Int32(keys.count))
-        for k in keys {
-            w.u8(k.metric.rawValue)
-            w.i32(k.day)
-            let vs = s.buckets[k]!
-            w.i32(Int32(vs.count))
-            for v in vs { w.str(v.id); w.f64(v.value); w.i64(v.end.milliseconds); w.u8(v.provenance.rawValue) }
+        w.i32(Int32(s.openDays.count))
+        for d in s.openDays {
+            w.i32(d.day)
+            w.i32(Int32(d.values.count))
+            for v in d.values {
+                w.i64(Int64(bitPattern: v.id.rawValue)); w.f64(v.value); w.i64(v.end.milliseconds); w.u8(v.metric.rawValue); w.u8(v.provenance.rawValue)
+            }
+        }
+        w.i32(Int32(s.foldedInputs.count))
+        for input in s.foldedInputs { encode(input, &w) }
+        w.i32(Int32(s.foldedDays.count))
+        for f in s.foldedDays {
+            w.i32(f.day)
+            w.i64(Int64(bitPattern: f.mask))
+            for k in 0..<f.mask.nonzeroBitCount { w.f64(s.foldedValues[Int(f.offset) + k]) }
         }
         w.i32(Int32(s.syncIndex.count))
-        for (k, v) in s.syncIndex.sorted(by: { $0.key < $1.key }) { w.str(k); w.i64(v.version); w.str(v.id) }
+        for e in s.syncIndex { w.i64(Int64(bitPattern: e.sync.rawValue)); w.i64(e.version); w.i64(Int64(bitPattern: e.id.rawValue)) }
+        encodeTail(s, &w)
+        return w.bytes
+    }
+
+    static func encode(_ d: DailyInput, _ w: inout Writer) {
+        w.u8(d.metric.rawValue)
+        w.u8(d.provenance?.rawValue ?? 255)
+        switch d.aggregation {
+        case .percentile(let q, let m): w.u8(0); w.f64(q); w.u8(m == .linear ? 0 : 1)
+        case .mean: w.u8(1)
+        case .median: w.u8(2)
+        case .min: w.u8(3)
+        case .max: w.u8(4)
+        case .sum: w.u8(5)
+        case .count: w.u8(6)
+        case .last: w.u8(7)
+        }
+    }
+
+    static func decodeInput(_ r: inout Reader) throws -> DailyInput {
+        guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
+        let p = try r.u8()
+        let agg: Aggregation
+        switch try r.u8() {
+        case 0: let q = try r.f64(); agg = .percentile(q, try r.u8() == 0 ? .linear : .nearestRank)
+        case 1: agg = .mean
+        case 2: agg = .median
+        case 3: agg = .min
+        case 4: agg = .max
+        case 5: agg = .sum
+        case 6: agg = .count
+        case 7: agg = .last
+        default: throw Reader.Truncated()
+        }
+        return DailyInput(metric: m, provenance: p == 255 ? nil : Provenance(rawValue: p), aggregation: agg)
+    }
+
+    /// Events, alert states and revised days: the same in both formats.
+    static func encodeTail(_ s: UserState, _ w: inout Writer) {
         w.i32(Int32(s.events.count))
         for e in s.events.values.sorted(by: { $0.id < $1.id }) {
             w.str(e.id); w.u8(e.category.rawValue); w.str(e.kind); w.i32(e.firstDay); w.i32(e.lastDay); w.str(e.note ?? "")
@@ -77,35 +131,16 @@ enum UserStateCodec {
         let revised = s.revisedDays.sorted()
         w.i32(Int32(revised.count))
         for d in revised { w.i32(d) }
-        return w.bytes
     }
 
-    static func decode(user: String, _ bytes: [UInt8]) throws -> UserState {
-        var r = Reader(b: bytes)
-        let cal = LocalCalendar.cached(try r.str()) ?? .utc
-        var s = UserState(user: user, calendar: cal)
-        s.hasProfile = try r.u8() == 1
-        s.firstDay = try r.optI32()
-        s.lastClosedDay = try r.optI32()
-        for _ in 0..<(try r.i32()) {
-            guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
-            let key = UserState.BucketKey(metric: m, day: try r.i32())
-            var vs: [StoredValue] = []
-            for _ in 0..<(try r.i32()) {
-                let id = try r.str(), value = try r.f64(), end = try r.i64()
-                vs.append(StoredValue(id: id, value: value, end: Timestamp(milliseconds: end), provenance: Provenance(rawValue: try r.u8()) ?? .device))
-                s.sampleIndex[id] = key
-            }
-            s.buckets[key] = vs
-        }
-        for _ in 0..<(try r.i32()) { let k = try r.str(); let v = try r.i64(); s.syncIndex[k] = (v, try r.str()) }
-        for _ in 0..<(try r.i32()) {
+    static func decodeTail(_ s: inout UserState, _ r: inout Reader) throws {
+        for _ in 0..<(try r.count()) {
             let id = try r.str(), cat = EventCategory(rawValue: try r.u8()) ?? .annotation, kind = try r.str()
             let first = try r.i32(), last = try r.i32(), note = try r.str()
             s.events[id] = TimelineEvent(id: id, category: cat, kind: kind, firstDay: first, lastDay: last, note: note.isEmpty ? nil : note)
         }
         s.rebuildBoundaries()
-        for _ in 0..<(try r.i32()) {
+        for _ in 0..<(try r.count()) {
             let name = try r.str()
             let state: AlertStateMachine.State
             switch try r.u8() {
@@ -115,7 +150,67 @@ enum UserStateCodec {
             }
             s.alerts[name] = AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
         }
-        for _ in 0..<(try r.i32()) { s.revisedDays.insert(try r.i32()) }
+        for _ in 0..<(try r.count()) { s.revisedDays.insert(try r.i32()) }
+    }
+
+    static func decode(user: String, _ bytes: [UInt8]) throws -> UserState {
+        var r = Reader(b: bytes)
+        let first = try r.i32()
+        if first != v2Marker { return try decodeV1(user: user, bytes) }
+        let cal = LocalCalendar.cached(try r.str()) ?? .utc
+        var s = UserState(user: user, calendar: cal)
+        s.hasProfile = try r.u8() == 1
+        s.firstDay = try r.optI32()
+        s.lastClosedDay = try r.optI32()
+        for _ in 0..<(try r.count()) {
+            var day = OpenDay(day: try r.i32())
+            for _ in 0..<(try r.count()) {
+                let id = SampleID(rawValue: UInt64(bitPattern: try r.i64())), value = try r.f64(), end = try r.i64()
+                guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
+                day.values.append(StoredValue(id: id, metric: m, value: value, end: Timestamp(milliseconds: end), provenance: Provenance(rawValue: try r.u8()) ?? .device))
+            }
+            s.openDays.append(day)
+        }
+        for _ in 0..<(try r.count()) { s.foldedInputs.append(try decodeInput(&r)) }
+        var folded: [(FoldedDay, [Double])] = []
+        for _ in 0..<(try r.count()) {
+            let day = try r.i32(), mask = UInt64(bitPattern: try r.i64())
+            var vs: [Double] = []
+            for _ in 0..<mask.nonzeroBitCount { vs.append(try r.f64()) }
+            folded.append((FoldedDay(day: day, offset: 0, mask: mask), vs))
+        }
+        s.rebuildFolded(folded)
+        for _ in 0..<(try r.count()) {
+            s.syncIndex.append(SyncEntry(sync: SampleID(rawValue: UInt64(bitPattern: try r.i64())), version: try r.i64(),
+                                         id: SampleID(rawValue: UInt64(bitPattern: try r.i64()))))
+        }
+        try decodeTail(&s, &r)
+        return s
+    }
+
+    /// The first format (schema v1 blobs): every day raw, string ids. Read into open days; the
+    /// next `advance` folds those past the allowed lateness.
+    static func decodeV1(user: String, _ bytes: [UInt8]) throws -> UserState {
+        var r = Reader(b: bytes)
+        let cal = LocalCalendar.cached(try r.str()) ?? .utc
+        var s = UserState(user: user, calendar: cal)
+        s.hasProfile = try r.u8() == 1
+        s.firstDay = try r.optI32()
+        s.lastClosedDay = try r.optI32()
+        for _ in 0..<(try r.count()) {
+            guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
+            let day = try r.i32()
+            for _ in 0..<(try r.count()) {
+                let id = try r.str(), value = try r.f64(), end = try r.i64()
+                s.append(StoredValue(id: SampleID(id), metric: m, value: value, end: Timestamp(milliseconds: end),
+                                     provenance: Provenance(rawValue: try r.u8()) ?? .device), day: day)
+            }
+        }
+        for _ in 0..<(try r.count()) {
+            let k = try r.str(), v = try r.i64(), id = try r.str()
+            s.syncIndex.append(SyncEntry(sync: SampleID(k), version: v, id: SampleID(id)))
+        }
+        try decodeTail(&s, &r)
         return s
     }
 }

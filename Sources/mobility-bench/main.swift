@@ -112,21 +112,24 @@ if wanted("engine") {
     // Decoded samples for `users` users over `days` days, fed per user in time order with the
     // user's event clock; the engine closes days as the clock passes them.
     let pop = Population(users: users, days: days, seed: 2)
-    var decoded: [(String, Sample)] = []
+    var decoded: [(String, Int, Sample)] = []
+    var userIndex: [String: Int] = [:]
     for r in pop.traffic() where r.topic.hasSuffix("/samples") {
         let u = String(r.topic.split(separator: "/")[3])
-        if case .success(let items) = decoder.samples(r.payload, user: u) { for case .success(let s) in items { decoded.append((u, s)) } }
+        let k = userIndex[u] ?? userIndex.count
+        userIndex[u] = k
+        if case .success(let items) = decoder.samples(r.payload, user: u) { for case .success(let s) in items { decoded.append((u, k, s)) } }
     }
     var times: [Double] = []
     var alerts = 0
     for _ in 0..<runs {
         var ing = Ingestor(engine: Engine(program: program, configuration: { var c = EngineConfiguration(); c.publishSeries = false; return c }()), clock: .event)
         var out: [EngineOutput] = []
-        var clock: [String: Timestamp] = [:]
+        var clock = [Timestamp](repeating: Timestamp(milliseconds: .min), count: userIndex.count) // each user's event clock
         times.append(seconds {
-            for (u, s) in decoded {
-                let now = max(clock[u] ?? s.end, s.end)
-                clock[u] = now
+            for (u, k, s) in decoded {
+                let now = max(clock[k], s.end)
+                clock[k] = now
                 ing.engine.ingest(s, user: u, now: now, into: &out)
                 ing.engine.advance(user: u, to: now, into: &out)
                 alerts += out.count

@@ -48,7 +48,7 @@ import TestSupport
             Issue.record("future sample accepted"); return
         }
         #expect(f.reason == .inFuture)
-        #expect(engine.users["u"]!.sampleIndex.count == 2)
+        #expect(engine.users["u"]!.openValueCount == 2)
     }
 
     @Test func duplicatesDeletionsAndSyncVersions() {

@@ -230,13 +230,16 @@ import TestSupport
         #expect(kept == all) // every alert, series point and rejection identical
         #expect(kept.count > 1000)
         for (u, st) in compacted.users {
-            let days = Set(st.buckets.keys.map(\.day))
-            let fullDays = Set(full.users[u]!.buckets.keys.map(\.day))
+            let days = Set(st.foldedDays.map(\.day) + st.openDays.map(\.day))
+            let f = full.users[u]!
+            let fullDays = Set(f.foldedDays.map(\.day) + f.openDays.map(\.day))
             #expect(days.count < fullDays.count, "\(u): nothing was compacted")
             // recent: look-back + 7 d lateness + 2 d margin + the closed day + the open day;
             // anchored: the 2a + 2 days around the latest injury
             #expect(days.count <= (program.lookbackDays + 7 + 2 + 1 + 1) + (2 * program.anchoredWindowDays + 2), "\(u) keeps \(days.count) days")
-            #expect(st.sampleIndex.count == st.buckets.values.reduce(0) { $0 + $1.count })
+            // raw values only for days still open to late data (7 d lateness + 2 d margin + today)
+            #expect(st.openDays.count <= 7 + 2 + 2, "\(u) keeps \(st.openDays.count) open days")
+            #expect(st.foldedValues.count == st.foldedDays.reduce(0) { $0 + $1.mask.nonzeroBitCount })
         }
     }
 }

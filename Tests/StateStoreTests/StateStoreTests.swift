@@ -56,8 +56,10 @@ private func tempDir() -> String {
         let r = try #require(u.state)
         #expect(r.calendar.identifier == "Europe/Zurich" && r.hasProfile)
         #expect(r.firstDay == state.firstDay && r.lastClosedDay == state.lastClosedDay)
-        #expect(r.buckets.count == state.buckets.count && r.sampleIndex.count == 6)
-        #expect(r.syncIndex.count == 6 && r.events.count == 2 && r.boundaries == [20_500])
+        #expect(r.openDays.map(\.day) == state.openDays.map(\.day) && r.openValueCount == 6)
+        #expect(r.openDays.map(\.values) == state.openDays.map(\.values))
+        #expect(r.foldedDays == state.foldedDays && r.foldedValues == state.foldedValues && r.foldedInputs == state.foldedInputs)
+        #expect(r.syncIndex == state.syncIndex && r.syncIndex.count == 6 && r.events.count == 2 && r.boundaries == [20_500])
         #expect(r.alerts == state.alerts)
         #expect(users.first { $0.user == "ghost" }?.state == nil)
         // The restored engine continues exactly: the next day's evaluation matches an uninterrupted engine.

@@ -1,0 +1,65 @@
+import MobilityModel
+import RuleEngine
+import RuleLanguage
+@testable import StateStore
+import Testing
+
+/// The blob format changed (v1: every day raw with string ids; v2: open days raw with hashed ids,
+/// folded days as input values). A store written by the first release must still load.
+@Suite struct UserStateCodecTests {
+    /// Writes a blob the way the first release did.
+    func v1Blob() -> [UInt8] {
+        var w = UserStateCodec.Writer()
+        w.str("Europe/Zurich"); w.u8(1); w.optI32(20_500); w.optI32(20_501)
+        w.i32(2)                                                        // buckets
+        w.u8(MetricKind.walkingSpeed.rawValue); w.i32(20_500); w.i32(2)
+        w.str("a"); w.f64(1.1); w.i64(1_000); w.u8(Provenance.device.rawValue)
+        w.str("b"); w.f64(1.3); w.i64(2_000); w.u8(Provenance.userEntered.rawValue)
+        w.u8(MetricKind.walkingSpeed.rawValue); w.i32(20_501); w.i32(1)
+        w.str("c"); w.f64(0.9); w.i64(3_000); w.u8(Provenance.device.rawValue)
+        w.i32(1); w.str("sync-1"); w.i64(3); w.str("c")                 // sync index
+        w.i32(1); w.str("i"); w.u8(EventCategory.clinical.rawValue); w.str("injury"); w.i32(20_500); w.i32(20_500); w.str("")
+        w.i32(1); w.str("slow"); w.u8(1); w.i64(77); w.i64(.min); w.i64(5)  // alert: pending since 77
+        w.i32(1); w.i32(20_500)                                         // revised days
+        return w.bytes
+    }
+
+    @Test func readsFirstReleaseBlobs() throws {
+        let s = try UserStateCodec.decode(user: "u", v1Blob())
+        #expect(s.calendar.identifier == "Europe/Zurich" && s.hasProfile && s.firstDay == 20_500 && s.lastClosedDay == 20_501)
+        #expect(s.openDays.map(\.day) == [20_500, 20_501])
+        #expect(s.openDays[0].values.map(\.id) == [SampleID("a"), SampleID("b")])
+        #expect(s.openDays[0].values.map(\.value) == [1.1, 1.3] && s.openDays[0].values[1].provenance == .userEntered)
+        #expect(s.syncIndex == [SyncEntry(sync: SampleID("sync-1"), version: 3, id: SampleID("c"))])
+        #expect(s.events["i"]?.kind == "injury" && s.boundaries == [20_500])
+        #expect(s.alerts["slow"]?.state == .pending(activeSince: 77))
+        #expect(s.revisedDays == [20_500])
+        // and it is written back in the current format, unchanged
+        let again = try UserStateCodec.decode(user: "u", UserStateCodec.encode(s))
+        #expect(again.openDays.map(\.values) == s.openDays.map(\.values) && again.syncIndex == s.syncIndex && again.alerts == s.alerts)
+    }
+
+    @Test func foldedHistoryRoundTrips() throws {
+        let p = try #require(Checker.check(text: """
+        series s = p95(walkingSpeed)
+        series n = count(walkingSpeed, source: device)
+        alert slow { when mean(s, 3 d) < 1 m/s
+          for 1 d }
+        """).program)
+        var e = Engine(program: p)
+        var out: [EngineOutput] = []
+        for d in 0..<40 {
+            let t = LocalCalendar.utc.startOfDay(DayNumber(20_500 + d)).adding(seconds: 36_000)
+            for j in 0..<3 {
+                e.ingest(Sample(id: "s\(d)-\(j)", metric: .walkingSpeed, value: 0.8 + Double(j) * 0.1, start: t, end: t), user: "u", now: t, into: &out)
+            }
+            e.advance(user: "u", to: t, into: &out)
+        }
+        let st = try #require(e.users["u"])
+        #expect(!st.foldedDays.isEmpty && st.openDays.count <= 11 && st.foldedDays.last!.day < st.openDays.first!.day)
+        #expect(st.foldedInputs == p.inputs)
+        let r = try UserStateCodec.decode(user: "u", UserStateCodec.encode(st))
+        #expect(r.foldedDays == st.foldedDays && r.foldedValues == st.foldedValues && r.foldedInputs == st.foldedInputs)
+        #expect(r.openDays.map(\.values) == st.openDays.map(\.values))
+    }
+}
