@@ -67,7 +67,7 @@ public final class Daemon: Sendable {
         // Durable state: the SQLite store and the ingest journal.
         let store: StateStore, journal: IngestJournal
         do {
-            store = try StateStore(path: config.state + "/state.sqlite")
+            store = try StateStore(path: config.state + "/state.sqlite", autoCheckpoint: false)
             journal = try IngestJournal(directory: config.state + "/journal")
         } catch {
             log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
@@ -213,10 +213,13 @@ public final class Daemon: Sendable {
         // Housekeeping: commit acknowledgements and retries, release journal segments every shard has committed.
         let housekeeping = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.housekeeping"))
         housekeeping.schedule(deadline: .now() + .milliseconds(500), repeating: .milliseconds(500))
+        let checkpointLog = log
         housekeeping.setEventHandler {
             if sink.backlog > 0 { _ = sink.publish([]) }
             for s in shards { s.queue.push(.housekeeping) }
             journal.release(through: shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0)
+            // WAL → database file here, on this timer's thread, not inside a shard's commit.
+            do { try store.checkpoint() } catch { checkpointLog.warn("state checkpoint failed", ["error": "\(error)"]) }
         }
         housekeeping.resume()
         // Forget acknowledged outputs quickly: the window in which a crash re-publishes an output

@@ -21,6 +21,9 @@ public final class StateStore: @unchecked Sendable {
 
     private let db: SQLiteDatabase
     private let lock = Mutex<Void>(())
+    /// A second connection for checkpoints off the commit path (used only under `checkpointLock`).
+    private var checkpointer: SQLiteDatabase?
+    private let checkpointLock = Mutex<Void>(())
     /// Where the database file is.
     public let path: String
 
@@ -60,10 +63,15 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// Opens (creating or migrating) the store at `path`.
-    public init(path: String) throws(SQLiteError) {
+    ///
+    /// With `autoCheckpoint` off, committing never copies the WAL into the database file (SQLite
+    /// does that, with an fsync, inside whichever commit crosses 1000 WAL pages: measured as the
+    /// ~4 ms p99 of alert latency); the owner calls ``checkpoint()`` from another thread instead.
+    public init(path: String, autoCheckpoint: Bool = true) throws(SQLiteError) {
         self.path = path
         db = try SQLiteDatabase(path: path)
         try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+        if !autoCheckpoint { try db.exec("PRAGMA wal_autocheckpoint=0;") }
         var version = Int(try db.scalarInt("PRAGMA user_version"))
         guard version <= StateStore.schemaVersion else {
             throw SQLiteError(code: -1, message: "\(path) has schema \(version), newer than this build's \(StateStore.schemaVersion)")
@@ -71,6 +79,16 @@ public final class StateStore: @unchecked Sendable {
         while version < StateStore.schemaVersion {
             try db.exec("BEGIN IMMEDIATE; " + StateStore.migrations[version] + " PRAGMA user_version = \(version + 1); COMMIT;")
             version += 1
+        }
+    }
+
+    /// Copies committed WAL frames into the database file from a second connection. PASSIVE: it
+    /// never waits for, nor blocks, the committing connection; frames it cannot copy yet are copied
+    /// by a later call, and SQLite reuses the WAL from its start once all of it is copied.
+    public func checkpoint() throws(SQLiteError) {
+        try checkpointLock.withLock { (_) throws(SQLiteError) in
+            if checkpointer == nil { checkpointer = try SQLiteDatabase(path: path) }
+            try checkpointer!.exec("PRAGMA wal_checkpoint(PASSIVE);")
         }
     }
 
