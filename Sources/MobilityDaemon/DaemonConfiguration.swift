@@ -21,6 +21,8 @@ public struct DaemonConfiguration: Sendable {
     public var topicRoot = "mobility/v1"
     public var shards = 2
     public var queueCapacity = 10_000
+    /// Commit acknowledgements are published at most this often per shard (milliseconds; 0: after every commit).
+    public var ackIntervalMs = 250
     public var metricsAddress: String? = "127.0.0.1:9464"
     public var logFormat = LogFormat.logfmt
     public var logLevel = LogLevel.info
@@ -60,6 +62,7 @@ public struct DaemonConfiguration: Sendable {
         Option(name: "topic-root", value: "ROOT", help: "topic root (default mobility/v1)"),
         Option(name: "shards", value: "N", help: "worker shards; users are hashed to shards (default 2)"),
         Option(name: "queue-capacity", value: "N", help: "messages queued per shard before reading pauses (default 10000)"),
+        Option(name: "ack-interval", value: "MS", help: "publish commit acknowledgements at most this often, coalesced per user (default 250; 0: every commit)"),
         Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)"),
         Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
         Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
@@ -185,6 +188,7 @@ public struct DaemonConfiguration: Sendable {
         }
         if let n = try int("shards", 1...256) { shards = n }
         if let n = try int("queue-capacity", 1...10_000_000) { queueCapacity = n }
+        if let n = try int("ack-interval", 0...60_000) { ackIntervalMs = n }
         if let v = m["metrics-address"] { metricsAddress = v == "off" ? nil : v }
         if let v = m["log-format"] {
             guard let f = LogFormat(rawValue: v) else { throw Problem(description: "--log-format must be logfmt or json") }

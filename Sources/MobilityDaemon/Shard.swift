@@ -66,11 +66,16 @@ final class Shard: @unchecked Sendable {
     private var pendingOutbox: [StateStore.OutboxItem] = []
     /// Users whose last sample id changed since the last acknowledgement.
     private var pendingAcks: [String: String] = [:]
+    /// Committed but not yet published acknowledgements, coalesced per user.
+    private var committedAcks: [String: String] = [:]
+    private var lastAckPublish: UInt64 = 0
+    private let ackIntervalNs: UInt64
     private let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
 
     init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: StateStore, journal: IngestJournal?,
-         acks: AckTracker, log: Logger, acknowledge: (@Sendable (String, String) -> Void)? = nil) {
+         acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, acknowledge: (@Sendable (String, String) -> Void)? = nil) {
         self.acknowledge = acknowledge
+        self.ackIntervalNs = UInt64(ackIntervalMs) * 1_000_000
         self.index = index
         self.ingestor = ingestor
         self.queue = BoundedQueue(capacity: capacity)
@@ -138,15 +143,20 @@ final class Shard: @unchecked Sendable {
             if let items = committed {
                 committedThrough.store(q, ordering: .relaxed)
                 if !items.isEmpty { failures = sink.publish(items) }
-                // Durable now: tell gateways how far each user's samples are committed.
-                if let acknowledge { for (u, id) in pendingAcks { acknowledge(u, id) } }
+                // Durable now: tell gateways how far each user's samples are committed — coalesced:
+                // at most one retained ack per user per interval (an ack per message would double
+                // the broker's load at one sample per message).
+                if acknowledge != nil {
+                    for (u, id) in pendingAcks { committedAcks[u] = id }
+                    publishAcks(now: started, force: barriers.count > 0)
+                }
                 pendingAcks.removeAll(keepingCapacity: true)
             }
             stats.withLock { s in
                 s.batches += 1
                 s.evaluationSeconds += evaluated
                 s.ingest = ingestor.counters
-                s.users = ingestor.engine.users.count
+                s.users = ingestor.engine.userCount
                 s.publishErrors += failures
                 s.replayed += replayedNow
                 s.storeHealthy = committed != nil
@@ -167,8 +177,20 @@ final class Shard: @unchecked Sendable {
             for b in barriers { b.signal() }
         }
         // Closed: one last attempt to commit what is pending.
-        if let items = commit(), !items.isEmpty { _ = sink.publish(items) }
+        if let items = commit() {
+            if !items.isEmpty { _ = sink.publish(items) }
+            for (u, id) in pendingAcks { committedAcks[u] = id }
+        }
+        publishAcks(now: DispatchTime.now().uptimeNanoseconds, force: true)
         finished.signal()
+    }
+
+    /// Publishes the coalesced acknowledgements once the interval has passed (or when forced).
+    private func publishAcks(now: UInt64, force: Bool) {
+        guard let acknowledge, !committedAcks.isEmpty, force || now &- lastAckPublish >= ackIntervalNs else { return }
+        for (u, id) in committedAcks { acknowledge(u, id) }
+        committedAcks.removeAll(keepingCapacity: true)
+        lastAckPublish = now
     }
 
     /// Commits pending users and outputs with the acknowledged outbox ids; returns the committed
@@ -177,7 +199,7 @@ final class Shard: @unchecked Sendable {
         let acked = acks.drain()
         if pendingUsers.isEmpty && pendingOutbox.isEmpty && acked.isEmpty { return [] }
         let records = pendingUsers.map { u in
-            StateStore.UserRecord(user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.eventNow[u], state: ingestor.engine.users[u])
+            StateStore.UserRecord(user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.eventNow[u], state: ingestor.engine.state(of: u))
         }
         do {
             let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked)

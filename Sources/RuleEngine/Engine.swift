@@ -50,7 +50,40 @@ public struct Engine: Sendable {
     /// Tunables.
     public var configuration: EngineConfiguration { didSet { closer = DayCloser(program: closer.program, configuration: configuration) } }
     /// Users by id.
-    public private(set) var users: [String: UserState] = [:]
+    ///
+    /// A snapshot built on each call (O(users)): for tests and tools. The hot path uses the
+    /// slot table below; see ``state(of:)`` and ``allStates``.
+    public var users: [String: UserState] { Dictionary(uniqueKeysWithValues: states.map { ($0.user, $0) }) }
+    /// Every user's state, in no particular order.
+    public var allStates: [UserState] { states }
+    /// How many users the engine holds.
+    public var userCount: Int { states.count }
+    /// One user's state.
+    public func state(of user: String) -> UserState? { slots[user].map { states[$0] } }
+
+    /// User id → index in `states`. Users are never removed.
+    private var slots: [String: Int] = [:]
+    private var states: [UserState] = []
+    /// The last user looked up: consecutive calls for one user (ingest, then advance) skip the hash.
+    private var lastUser = ""
+    private var lastSlot = -1
+
+    @inline(__always)
+    private mutating func slot(_ id: String, create: Bool) -> Int? {
+        if lastSlot >= 0, lastUser == id { return lastSlot }
+        if let k = slots[id] {
+            lastUser = id
+            lastSlot = k
+            return k
+        }
+        guard create else { return nil }
+        let k = states.count
+        states.append(UserState(user: id, calendar: configuration.defaultCalendar))
+        slots[id] = k
+        lastUser = id
+        lastSlot = k
+        return k
+    }
     /// Users whose state changed since the last ``takeTouched()`` (each flagged in its state, so
     /// marking costs no hashing on the hot path).
     private var touchedList: [String] = []
@@ -59,7 +92,7 @@ public struct Engine: Sendable {
     public mutating func takeTouched() -> Set<String> {
         let list = touchedList
         touchedList.removeAll(keepingCapacity: true)
-        for u in list { users[u]?.touched = false }
+        for u in list { if let k = slots[u] { states[k].touched = false } }
         return Set(list)
     }
 
@@ -86,13 +119,12 @@ public struct Engine: Sendable {
     /// Runs `body` on a user's state in place (one hash lookup, no copy), creating it if new, and
     /// marks the user touched.
     private mutating func withUser<R>(_ id: String, _ body: (inout UserState) -> R) -> R {
-        var fresh = false
-        let r = Engine.apply(&users[id, default: UserState(user: id, calendar: configuration.defaultCalendar)]) { st in
-            let r = body(&st)
-            if !st.touched { st.touched = true; fresh = true }
-            return r
+        let k = slot(id, create: true)!
+        let r = body(&states[k])
+        if !states[k].touched {
+            states[k].touched = true
+            touchedList.append(id)
         }
-        if fresh { touchedList.append(id) }
         return r
     }
 
@@ -160,7 +192,7 @@ public struct Engine: Sendable {
     /// Retracts samples by id (HealthKit deletions). Unknown ids are ignored. Returns how many were removed.
     @discardableResult
     public mutating func delete(ids: [String], user: String) -> Int {
-        guard users[user] != nil else { return 0 }
+        guard slot(user, create: false) != nil else { return 0 }
         return withUser(user) { st in
             var n = 0
             for id in ids.map(SampleID.init) where st.locate(id) != nil {
@@ -187,19 +219,17 @@ public struct Engine: Sendable {
 
     /// Closes every user's days that ended before `now - grace`, evaluating daily rules in day order.
     public mutating func advance(to now: Timestamp, into out: inout [EngineOutput]) {
-        for id in Array(users.keys).sorted() { advance(user: id, to: now, into: &out) }
+        for id in slots.keys.sorted() { advance(user: id, to: now, into: &out) }
     }
 
     /// Closes one user's finished days.
     public mutating func advance(user id: String, to now: Timestamp, into out: inout [EngineOutput]) {
         let closer = self.closer
-        var fresh = false
-        Engine.apply(&users[id]) { (st: inout UserState?) in
-            guard st != nil, closer.advance(&st!, to: now, into: &out), !st!.touched else { return }
-            st!.touched = true
-            fresh = true
+        guard let k = slot(id, create: false) else { return }
+        if closer.advance(&states[k], to: now, into: &out), !states[k].touched {
+            states[k].touched = true
+            touchedList.append(id)
         }
-        if fresh { touchedList.append(id) }
     }
 
 
@@ -302,8 +332,8 @@ public struct Engine: Sendable {
         let names = Set(newProgram.alerts.map(\.name))
         closer = DayCloser(program: newProgram, configuration: configuration)
         sampleMask = Engine.sampleMask(newProgram)
-        for id in Array(users.keys) {
-            Engine.apply(&users[id]!) { st in
+        for k in states.indices {
+            Engine.apply(&states[k]) { st in
                 st.clearCaches()
                 st.alerts = st.alerts.filter { names.contains($0.key) }
                 st.remapFolded(to: newProgram.inputs)
@@ -317,7 +347,10 @@ public struct Engine: Sendable {
         s.clearCaches()
         s.touched = false
         s.remapFolded(to: program.inputs)
-        users[st.user] = s
+        if let k = slots[st.user] { states[k] = s } else {
+            slots[st.user] = states.count
+            states.append(s)
+        }
     }
 }
 
@@ -380,10 +413,12 @@ final class DayCloser: Sendable {
             if mask != 0 { ev.user.foldedDays.append(FoldedDay(day: d, offset: offset, mask: mask)) }
             n += 1
         }
-        var dropped = Set<SampleID>()
-        for day in ev.user.openDays[..<n] { for v in day.values { dropped.insert(v.id) } }
+        if !ev.user.syncIndex.isEmpty {
+            var dropped = Set<SampleID>()
+            for day in ev.user.openDays[..<n] { for v in day.values { dropped.insert(v.id) } }
+            ev.user.syncIndex.removeAll { dropped.contains($0.id) }
+        }
         ev.user.openDays.removeFirst(n)
-        if !ev.user.syncIndex.isEmpty { ev.user.syncIndex.removeAll { dropped.contains($0.id) } }
     }
 
     func emitSeries(_ ev: inout Evaluator, _ d: DayNumber, revised: Bool, into out: inout [EngineOutput]) {

@@ -88,21 +88,32 @@ struct Evaluator {
 
     /// A daily input of one day's raw values (all metrics of the day).
     static func reduce(_ input: DailyInput, _ all: [StoredValue]) -> Double? {
-        var values: [Double] = []
-        var latest: StoredValue?
-        for v in all where v.metric == input.metric && (input.provenance == nil || v.provenance == input.provenance) {
-            values.append(v.value)
-            if latest == nil || (v.end, v.id) > (latest!.end, latest!.id) { latest = v }
-        }
         switch input.aggregation {
-        case .percentile(let q, let m): return Aggregate.percentile(&values, q, m)
-        case .mean: return Aggregate.mean(values)
-        case .median: return Aggregate.median(&values)
-        case .min: return values.min()
-        case .max: return values.max()
-        case .sum: return values.isEmpty ? nil : values.reduce(0, +)
-        case .count: return values.isEmpty ? nil : Double(values.count)
-        case .last: return latest?.value
+        case .percentile, .median:
+            var values: [Double] = []
+            for v in all where v.metric == input.metric && (input.provenance == nil || v.provenance == input.provenance) { values.append(v.value) }
+            if case .percentile(let q, let m) = input.aggregation { return Aggregate.percentile(&values, q, m) }
+            return Aggregate.median(&values)
+        default:
+            // One pass, no array: n, sum, min, max, and the latest by (end, id).
+            var n = 0, sum = 0.0, lo = Double.infinity, hi = -Double.infinity
+            var latest: StoredValue?
+            for v in all where v.metric == input.metric && (input.provenance == nil || v.provenance == input.provenance) {
+                n += 1
+                sum += v.value
+                lo = Swift.min(lo, v.value)
+                hi = Swift.max(hi, v.value)
+                if latest == nil || (v.end, v.id) > (latest!.end, latest!.id) { latest = v }
+            }
+            guard n > 0 else { return nil }
+            switch input.aggregation {
+            case .mean: return sum / Double(n)
+            case .min: return lo
+            case .max: return hi
+            case .sum: return sum
+            case .count: return Double(n)
+            default: return latest?.value
+            }
         }
     }
 
@@ -177,23 +188,43 @@ struct Evaluator {
 
     mutating func window(_ f: WindowFunction, _ x: Expr, _ days: Int, _ minDays: Int, _ anchor: WindowAnchor, _ d: DayNumber) -> Double? {
         guard let range = windowRange(days, anchor, d) else { return f == .daysWithData ? 0 : nil }
-        var xs: [Double] = [], ys: [Double] = []
-        xs.reserveCapacity(days)
-        ys.reserveCapacity(days)
-        for k in range {
-            if let v = number(x, k) { xs.append(Double(k)); ys.append(v) }
+        if f == .median {
+            var ys: [Double] = []
+            for k in range { if let v = number(x, k) { ys.append(v) } }
+            guard ys.count >= minDays, !ys.isEmpty else { return nil }
+            return Aggregate.median(&ys)
         }
-        if f == .daysWithData { return Double(ys.count) * 86_400 }
-        guard ys.count >= minDays, !ys.isEmpty else { return nil }
+        // One pass, no arrays. The slope is computed about the window's first day so that the
+        // sums stay small (the same least-squares fit as `Aggregate.slope`).
+        var n = 0, sum = 0.0, lo = Double.infinity, hi = -Double.infinity, last = 0.0
+        var sx = 0.0, sxx = 0.0, sxy = 0.0
+        let x0 = range.lowerBound
+        for k in range {
+            guard let v = number(x, k) else { continue }
+            n += 1
+            sum += v
+            lo = Swift.min(lo, v)
+            hi = Swift.max(hi, v)
+            last = v
+            let t = Double(k - x0)
+            sx += t
+            sxx += t * t
+            sxy += t * v
+        }
+        if f == .daysWithData { return Double(n) * 86_400 }
+        guard n >= minDays, n > 0 else { return nil }
         switch f {
-        case .mean: return Aggregate.mean(ys)
-        case .median: return Aggregate.median(&ys)
-        case .min: return ys.min()
-        case .max: return ys.max()
-        case .sum: return ys.reduce(0, +)
-        case .last: return ys.last
-        case .slope: return Aggregate.slope(xs, ys).map { $0 / 86_400 }
-        case .daysWithData: return nil
+        case .mean: return sum / Double(n)
+        case .min: return lo
+        case .max: return hi
+        case .sum: return sum
+        case .last: return last
+        case .slope:
+            guard n >= 2 else { return nil }
+            let nn = Double(n)
+            let dxx = sxx - sx * sx / nn, dxy = sxy - sx * sum / nn
+            return dxx == 0 ? nil : dxy / dxx / 86_400
+        case .median, .daysWithData: return nil
         }
     }
 

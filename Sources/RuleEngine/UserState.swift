@@ -1,7 +1,8 @@
 import MobilityModel
 import RuleLanguage
 
-/// A sample id as the engine keeps it: the FNV-1a 64 hash of its UTF-8 bytes. Ids are used only to
+/// A sample id as the engine keeps it: a 64-bit hash of its UTF-8 bytes (8 bytes at a time,
+/// multiply-xorshift per word, MurmurHash3's 64-bit finaliser; stable across runs and machines). Ids are used only to
 /// recognise re-deliveries, deletions and superseded versions within the allowed lateness, where a
 /// user has at most thousands of ids (a collision needs ~2^32 of them); 8 bytes instead of a heap
 /// string (HealthKit UUIDs are 36 characters).
@@ -14,9 +15,39 @@ public struct SampleID: Hashable, Comparable, Sendable {
 
     /// The id of a sample id string.
     public init(_ id: String) {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in id.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        rawValue = h
+        var s = id
+        rawValue = s.withUTF8 { SampleID.hash($0) }
+    }
+
+    /// The hash of UTF-8 bytes.
+    public static func hash(_ b: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(b.count)
+        guard let base = b.baseAddress else { return fmix(h) }
+        let raw = UnsafeRawPointer(base)
+        var i = 0
+        while i + 8 <= b.count {
+            h = (h ^ UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 31
+            i += 8
+        }
+        if i < b.count {
+            var w: UInt64 = 0
+            var shift: UInt64 = 0
+            while i < b.count { w |= UInt64(b[i]) << shift; shift += 8; i += 1 }
+            h = (h ^ w) &* 0x94D0_49BB_1331_11EB
+            h ^= h >> 29
+        }
+        return fmix(h)
+    }
+
+    @inline(__always) static func fmix(_ x: UInt64) -> UInt64 {
+        var k = x
+        k ^= k >> 33
+        k = k &* 0xFF51_AFD7_ED55_8CCD
+        k ^= k >> 33
+        k = k &* 0xC4CE_B9FE_1A85_EC53
+        k ^= k >> 33
+        return k
     }
 
     public static func < (a: SampleID, b: SampleID) -> Bool { a.rawValue < b.rawValue }
@@ -47,9 +78,10 @@ public struct OpenDay: Sendable {
     public var values: [StoredValue]
     /// Input index → value; `UserState.notComputed` until computed, NaN when the day has none.
     var cache: [Double] = []
-    /// A 128-bit Bloom filter of the day's ids: most new samples are told apart from re-deliveries
-    /// without scanning the day (bits of removed ids stay set; that only costs a scan).
-    var seenLow: UInt64 = 0, seenHigh: UInt64 = 0
+    /// A 256-bit Bloom filter (two bits per id) of the day's ids: most new samples are told apart
+    /// from re-deliveries without scanning the day (~8 % false positives at 40 samples a day; bits
+    /// of removed ids stay set, which only costs a scan).
+    var seen: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
 
     /// Creates an open day.
     public init(day: DayNumber, values: [StoredValue] = []) {
@@ -58,14 +90,23 @@ public struct OpenDay: Sendable {
         for v in values { note(v.id) }
     }
 
+    @inline(__always) private static func bits(_ id: SampleID) -> (UInt64, UInt64, UInt64, UInt64) {
+        @inline(__always) func one(_ b: UInt64) -> (UInt64, UInt64, UInt64, UInt64) {
+            let bit: UInt64 = 1 << (b & 63), w = b >> 6
+            return (w == 0 ? bit : 0, w == 1 ? bit : 0, w == 2 ? bit : 0, w == 3 ? bit : 0)
+        }
+        let a = one((id.rawValue >> 32) & 255), b = one((id.rawValue >> 48) & 255)
+        return (a.0 | b.0, a.1 | b.1, a.2 | b.2, a.3 | b.3)
+    }
+
     @inline(__always) mutating func note(_ id: SampleID) {
-        let b = (id.rawValue >> 32) & 127
-        if b < 64 { seenLow |= 1 << b } else { seenHigh |= 1 << (b - 64) }
+        let m = OpenDay.bits(id)
+        seen = (seen.0 | m.0, seen.1 | m.1, seen.2 | m.2, seen.3 | m.3)
     }
 
     @inline(__always) func mightHold(_ id: SampleID) -> Bool {
-        let b = (id.rawValue >> 32) & 127
-        return b < 64 ? seenLow & (1 << b) != 0 : seenHigh & (1 << (b - 64)) != 0
+        let m = OpenDay.bits(id)
+        return seen.0 & m.0 == m.0 && seen.1 & m.1 == m.1 && seen.2 & m.2 == m.2 && seen.3 & m.3 == m.3
     }
 }
 
@@ -186,10 +227,20 @@ public struct UserState: Sendable {
 
     /// Where a sample id is held: (open day index, value index).
     func locate(_ id: SampleID) -> (Int, Int)? {
-        for i in openDays.indices.reversed() where openDays[i].mightHold(id) {
-            if let j = openDays[i].values.firstIndex(where: { $0.id == id }) { return (i, j) }
+        openDays.withUnsafeBufferPointer { days in
+            var i = days.count - 1
+            while i >= 0 {
+                if days[i].mightHold(id) {
+                    let hit: Int? = days[i].values.withUnsafeBufferPointer { vs in
+                        for j in vs.indices where vs[j].id == id { return j }
+                        return nil
+                    }
+                    if let j = hit { return (i, j) }
+                }
+                i -= 1
+            }
+            return nil
         }
-        return nil
     }
 
     /// Adds a value to its open day (creating it in day order); returns the day's index.

@@ -108,6 +108,24 @@ if wanted("decode") {
     if accepted == 0 { exit(1) }
 }
 
+/// The timed engine loop, kept out of line so that a profiler can isolate it
+/// (`valgrind --tool=callgrind --toggle-collect='*engineRun*' … engine`).
+@inline(never)
+func engineRun(_ engine: inout Engine, _ decoded: [(String, Int, Sample)], users: Int) -> Int {
+    var out: [EngineOutput] = []
+    var alerts = 0
+    var clock = [Timestamp](repeating: Timestamp(milliseconds: .min), count: users) // each user's event clock
+    for (u, k, s) in decoded {
+        let now = max(clock[k], s.end)
+        clock[k] = now
+        engine.ingest(s, user: u, now: now, into: &out)
+        engine.advance(user: u, to: now, into: &out)
+        alerts += out.count
+        out.removeAll(keepingCapacity: true)
+    }
+    return alerts
+}
+
 if wanted("engine") {
     // Decoded samples for `users` users over `days` days, fed per user in time order with the
     // user's event clock; the engine closes days as the clock passes them.
@@ -123,19 +141,8 @@ if wanted("engine") {
     var times: [Double] = []
     var alerts = 0
     for _ in 0..<runs {
-        var ing = Ingestor(engine: Engine(program: program, configuration: { var c = EngineConfiguration(); c.publishSeries = false; return c }()), clock: .event)
-        var out: [EngineOutput] = []
-        var clock = [Timestamp](repeating: Timestamp(milliseconds: .min), count: userIndex.count) // each user's event clock
-        times.append(seconds {
-            for (u, k, s) in decoded {
-                let now = max(clock[k], s.end)
-                clock[k] = now
-                ing.engine.ingest(s, user: u, now: now, into: &out)
-                ing.engine.advance(user: u, to: now, into: &out)
-                alerts += out.count
-                out.removeAll(keepingCapacity: true)
-            }
-        })
+        var engine = Engine(program: program, configuration: { var c = EngineConfiguration(); c.publishSeries = false; return c }())
+        times.append(seconds { alerts += engineRun(&engine, decoded, users: userIndex.count) })
     }
     report("engine, ingest + rules", Double(decoded.count) / median(times), "samples/s", "\(users) users × \(days) days, one core")
 }
@@ -170,7 +177,7 @@ if wanted("dayclose") || wanted("memory") || wanted("restart") {
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = try! StateStore(path: dir + "/state.sqlite")
-        let records = engine.users.values.map { StateStore.UserRecord(user: $0.user, appliedSeq: 1, eventNow: nil, state: $0) }
+        let records = engine.allStates.map { StateStore.UserRecord(user: $0.user, appliedSeq: 1, eventNow: nil, state: $0) }
         let write = seconds { _ = try! store.commit(users: records, outbox: []) }
         report("state store, commit all users", write, "s", "\(users) users")
         let restart = median((0..<runs).map { _ in
@@ -179,7 +186,7 @@ if wanted("dayclose") || wanted("memory") || wanted("restart") {
                 let (loaded, _) = try! s.load()
                 var e = Engine(program: program)
                 for r in loaded { if let st = r.state { e.restore(st) } }
-                precondition(e.users.count == users)
+                precondition(e.userCount == users)
             }
         })
         report("restart: open, load, restore", restart, "s", "\(users) users")
