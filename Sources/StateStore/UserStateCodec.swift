@@ -157,11 +157,7 @@ enum UserStateCodec {
         var r = Reader(b: bytes)
         let first = try r.i32()
         if first != v2Marker { return try decodeV1(user: user, bytes) }
-        let cal = LocalCalendar.cached(try r.str()) ?? .utc
-        var s = UserState(user: user, calendar: cal)
-        s.hasProfile = try r.u8() == 1
-        s.firstDay = try r.optI32()
-        s.lastClosedDay = try r.optI32()
+        var s = try decodeHead(user: user, &r)
         for _ in 0..<(try r.count()) {
             var day = OpenDay(day: try r.i32())
             for _ in 0..<(try r.count()) {
@@ -188,15 +184,20 @@ enum UserStateCodec {
         return s
     }
 
+    /// Calendar, profile flag, first and last closed day: the same in both formats.
+    static func decodeHead(user: String, _ r: inout Reader) throws -> UserState {
+        var s = UserState(user: user, calendar: LocalCalendar.cached(try r.str()) ?? .utc)
+        s.hasProfile = try r.u8() == 1
+        s.firstDay = try r.optI32()
+        s.lastClosedDay = try r.optI32()
+        return s
+    }
+
     /// The first format (schema v1 blobs): every day raw, string ids. Read into open days; the
     /// next `advance` folds those past the allowed lateness.
     static func decodeV1(user: String, _ bytes: [UInt8]) throws -> UserState {
         var r = Reader(b: bytes)
-        let cal = LocalCalendar.cached(try r.str()) ?? .utc
-        var s = UserState(user: user, calendar: cal)
-        s.hasProfile = try r.u8() == 1
-        s.firstDay = try r.optI32()
-        s.lastClosedDay = try r.optI32()
+        var s = try decodeHead(user: user, &r)
         for _ in 0..<(try r.count()) {
             guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
             let day = try r.i32()
