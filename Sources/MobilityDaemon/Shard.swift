@@ -205,6 +205,7 @@ final class Shard: @unchecked Sendable {
             let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked)
             var items = pendingOutbox
             for k in items.indices { items[k].id = ids[k] }
+            for u in pendingUsers { ingestor.engine.markPersisted(u) }
             pendingUsers.removeAll(keepingCapacity: true)
             pendingOutbox.removeAll(keepingCapacity: true)
             return items

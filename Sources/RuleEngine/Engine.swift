@@ -184,8 +184,8 @@ public struct Engine: Sendable {
         guard let (i, j) = st.locate(id) else { return }
         st.openDays[i].values.remove(at: j)
         st.openDays[i].cache.removeAll()
+        st.openDays[i].dirty = true  // an emptied day stays (and folds to nothing) so that its stored row is rewritten
         let day = st.openDays[i].day
-        if st.openDays[i].values.isEmpty { st.openDays.remove(at: i) }
         if let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
     }
 
@@ -341,6 +341,12 @@ public struct Engine: Sendable {
         }
     }
 
+    /// Records that the state store has written a user's state as it is now.
+    public mutating func markPersisted(_ user: String) {
+        guard let k = slot(user, create: false) else { return }
+        states[k].markPersisted()
+    }
+
     /// Restores a user's state (from the state store).
     public mutating func restore(_ st: UserState) {
         var s = st
@@ -419,6 +425,7 @@ final class DayCloser: Sendable {
             ev.user.syncIndex.removeAll { dropped.contains($0.id) }
         }
         ev.user.openDays.removeFirst(n)
+        ev.user.foldedBefore = limit + 1
     }
 
     func emitSeries(_ ev: inout Evaluator, _ d: DayNumber, revised: Bool, into out: inout [EngineOutput]) {

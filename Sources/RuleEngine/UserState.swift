@@ -78,6 +78,8 @@ public struct OpenDay: Sendable {
     public var values: [StoredValue]
     /// Input index → value; `UserState.notComputed` until computed, NaN when the day has none.
     var cache: [Double] = []
+    /// Changed since the state store last wrote it (the store keeps each open day in its own row).
+    public var dirty = true
     /// A 256-bit Bloom filter (two bits per id) of the day's ids: most new samples are told apart
     /// from re-deliveries without scanning the day (~8 % false positives at 40 samples a day; bits
     /// of removed ids stay set, which only costs a scan).
@@ -178,6 +180,14 @@ public struct UserState: Sendable {
     public var revisedDays: Set<DayNumber> = []
     /// Whether the engine has the user in its touched list.
     var touched = false
+    /// Days before this were folded since the state store last wrote the user: their rows go.
+    public var foldedBefore: DayNumber?
+
+    /// Forgets what the state store has written (called after a successful commit).
+    public mutating func markPersisted() {
+        for i in openDays.indices where openDays[i].dirty { openDays[i].dirty = false }
+        foldedBefore = nil
+    }
 
     /// The cache marker for "not computed yet" (a NaN with a payload; a day without a value is plain NaN).
     static let notComputed = Double(bitPattern: 0x7FF8_0000_0000_0BAD)
@@ -248,6 +258,7 @@ public struct UserState: Sendable {
     public mutating func append(_ v: StoredValue, day: DayNumber) -> Int {
         if let i = openIndex(day) {
             openDays[i].values.append(v)
+            openDays[i].dirty = true
             openDays[i].note(v.id)
             if !openDays[i].cache.isEmpty { openDays[i].cache.removeAll() }
             return i

@@ -9,7 +9,7 @@ import Synchronization
 /// Sendability: the connection is only used while holding `lock`.
 public final class StateStore: @unchecked Sendable {
     /// The schema version this build writes; older stores are migrated on open.
-    public static let schemaVersion = 1
+    public static let schemaVersion = 2
     static let migrations: [String] = [
         // 0 → 1
         """
@@ -17,10 +17,17 @@ public final class StateStore: @unchecked Sendable {
         CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, payload BLOB NOT NULL, retain INTEGER NOT NULL);
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         """,
+        // 1 → 2: each user's days still open to late data in rows of their own, so that a commit
+        // writes the days that changed instead of the user's whole raw history.
+        """
+        CREATE TABLE user_days (user TEXT NOT NULL, day INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (user, day)) WITHOUT ROWID;
+        """,
     ]
 
     private let db: SQLiteDatabase
     private let lock = Mutex<Void>(())
+    /// Prepared statements of the commit path, by SQL (used only under `lock`).
+    private var statements: [String: SQLiteDatabase.Statement] = [:]
     /// A second connection for checkpoints off the commit path (used only under `checkpointLock`).
     private var checkpointer: SQLiteDatabase?
     private let checkpointLock = Mutex<Void>(())
@@ -96,13 +103,20 @@ public final class StateStore: @unchecked Sendable {
     public func load() throws -> (users: [UserRecord], outbox: [OutboxItem]) {
         try lock.withLock { _ in
             var users: [UserRecord] = []
+            var index: [String: Int] = [:]
             let q = try db.prepare("SELECT user, applied_seq, event_now, state FROM users")
             while try q.step() {
                 let u = q.text(0)
                 let blob = q.blob(3)
                 let state = blob.isEmpty ? nil : try UserStateCodec.decode(user: u, blob)
                 let en = sqlite3ColumnIsNull(q, 2) ? nil : Timestamp(milliseconds: q.int(2))
+                index[u] = users.count
                 users.append(UserRecord(user: u, appliedSeq: UInt64(q.int(1)), eventNow: en, state: state))
+            }
+            let d = try db.prepare("SELECT user, day, data FROM user_days ORDER BY user, day")
+            while try d.step() {
+                guard let k = index[d.text(0)], users[k].state != nil else { continue }
+                users[k].state!.openDays.append(try UserStateCodec.decode(day: DayNumber(truncatingIfNeeded: d.int(1)), d.blob(2)))
             }
             var outbox: [OutboxItem] = []
             let o = try db.prepare("SELECT id, topic, payload, retain FROM outbox ORDER BY id")
@@ -116,16 +130,31 @@ public final class StateStore: @unchecked Sendable {
         try lock.withLock { _ throws(SQLiteError) in
             try db.exec("BEGIN IMMEDIATE")
             do {
-                let up = try db.prepare("INSERT INTO users (user, applied_seq, event_now, state) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user) DO UPDATE SET applied_seq = ?2, event_now = ?3, state = ?4")
+                let up = try statement("INSERT INTO users (user, applied_seq, event_now, state) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user) DO UPDATE SET applied_seq = ?2, event_now = ?3, state = ?4")
                 for u in users {
                     up.bind(1, u.user)
                     up.bind(2, Int64(u.appliedSeq))
                     if let e = u.eventNow { up.bind(3, e.milliseconds) }
-                    if let s = u.state { up.bind(4, UserStateCodec.encode(s)) }
+                    if let s = u.state { up.bind(4, UserStateCodec.encode(s, withOpenDays: false)) }
                     try up.run()
+                    guard let s = u.state else { continue }
+                    // Only the open days that changed; rows of days folded since the last commit go.
+                    if let before = s.foldedBefore {
+                        let del = try statement("DELETE FROM user_days WHERE user = ?1 AND day < ?2")
+                        del.bind(1, u.user)
+                        del.bind(2, Int64(before))
+                        try del.run()
+                    }
+                    for day in s.openDays where day.dirty {
+                        let row = try statement("INSERT INTO user_days (user, day, data) VALUES (?1, ?2, ?3) ON CONFLICT(user, day) DO UPDATE SET data = ?3")
+                        row.bind(1, u.user)
+                        row.bind(2, Int64(day.day))
+                        row.bind(3, UserStateCodec.encode(day: day))
+                        try row.run()
+                    }
                 }
                 var ids: [Int64] = []
-                let ins = try db.prepare("INSERT INTO outbox (topic, payload, retain) VALUES (?1, ?2, ?3)")
+                let ins = try statement("INSERT INTO outbox (topic, payload, retain) VALUES (?1, ?2, ?3)")
                 for o in outbox {
                     ins.bind(1, o.topic)
                     ins.bind(2, o.payload)
@@ -134,19 +163,29 @@ public final class StateStore: @unchecked Sendable {
                     ids.append(db.lastInsertRowID)
                 }
                 if !acknowledged.isEmpty {
-                    let del = try db.prepare("DELETE FROM outbox WHERE id = ?1")
+                    let del = try statement("DELETE FROM outbox WHERE id = ?1")
                     for id in acknowledged { del.bind(1, id); try del.run() }
                 }
                 try db.exec("COMMIT")
                 return ids
             } catch let e as SQLiteError {
                 try? db.exec("ROLLBACK")
+                for s in statements.values { s.reset() }
                 throw e
             } catch {
                 try? db.exec("ROLLBACK")
+                for s in statements.values { s.reset() }
                 throw SQLiteError(code: -1, message: "\(error)")
             }
         }
+    }
+
+    /// A cached prepared statement (call only while holding `lock`).
+    private func statement(_ sql: String) throws(SQLiteError) -> SQLiteDatabase.Statement {
+        if let s = statements[sql] { return s }
+        let s = try db.prepare(sql)
+        statements[sql] = s
+        return s
     }
 
     /// Removes acknowledged outbox items.

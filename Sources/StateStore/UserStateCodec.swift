@@ -47,21 +47,23 @@ enum UserStateCodec {
 
     /// Marks the second blob format (a v1 blob starts with a non-negative string length).
     static let v2Marker: Int32 = -2
+    /// Marks the third: the v2 layout without the open days, which the store keeps one row each.
+    static let v3Marker: Int32 = -3
 
-    /// Encodes a state in the current (v2) format: open days raw, folded days as input values.
-    static func encode(_ s: UserState) -> [UInt8] {
+    /// Encodes a state: v3 (`withOpenDays` false, the store's form: open days go to their own
+    /// rows, see ``encode(day:)``) or v2 (everything in one blob).
+    static func encode(_ s: UserState, withOpenDays: Bool = true) -> [UInt8] {
         var w = Writer()
-        w.i32(v2Marker)
+        w.i32(withOpenDays ? v2Marker : v3Marker)
         w.str(s.calendar.identifier)
         w.u8(s.hasProfile ? 1 : 0)
         w.optI32(s.firstDay)
         w.optI32(s.lastClosedDay)
-        w.i32(Int32(s.openDays.count))
-        for d in s.openDays {
-            w.i32(d.day)
-            w.i32(Int32(d.values.count))
-            for v in d.values {
-                w.i64(Int64(bitPattern: v.id.rawValue)); w.f64(v.value); w.i64(v.end.milliseconds); w.u8(v.metric.rawValue); w.u8(v.provenance.rawValue)
+        if withOpenDays {
+            w.i32(Int32(s.openDays.count))
+            for d in s.openDays {
+                w.i32(d.day)
+                encodeValues(d, &w)
             }
         }
         w.i32(Int32(s.foldedInputs.count))
@@ -76,6 +78,39 @@ enum UserStateCodec {
         for e in s.syncIndex { w.i64(Int64(bitPattern: e.sync.rawValue)); w.i64(e.version); w.i64(Int64(bitPattern: e.id.rawValue)) }
         encodeTail(s, &w)
         return w.bytes
+    }
+
+    /// One open day's values: the data of its row in `user_days`.
+    static func encode(day d: OpenDay) -> [UInt8] {
+        var w = Writer()
+        w.bytes.reserveCapacity(4 + d.values.count * 26)
+        encodeValues(d, &w)
+        return w.bytes
+    }
+
+    static func encodeValues(_ d: OpenDay, _ w: inout Writer) {
+        w.i32(Int32(d.values.count))
+        for v in d.values {
+            w.i64(Int64(bitPattern: v.id.rawValue)); w.f64(v.value); w.i64(v.end.milliseconds); w.u8(v.metric.rawValue); w.u8(v.provenance.rawValue)
+        }
+    }
+
+    /// Reads a row written by ``encode(day:)``; the day is clean (it is what the store holds).
+    static func decode(day: DayNumber, _ bytes: [UInt8]) throws -> OpenDay {
+        var r = Reader(b: bytes)
+        var d = try decodeValues(day: day, &r)
+        d.dirty = false
+        return d
+    }
+
+    static func decodeValues(day: DayNumber, _ r: inout Reader) throws -> OpenDay {
+        var values: [StoredValue] = []
+        for _ in 0..<(try r.count()) {
+            let id = SampleID(rawValue: UInt64(bitPattern: try r.i64())), value = try r.f64(), end = try r.i64()
+            guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
+            values.append(StoredValue(id: id, metric: m, value: value, end: Timestamp(milliseconds: end), provenance: Provenance(rawValue: try r.u8()) ?? .device))
+        }
+        return OpenDay(day: day, values: values)
     }
 
     static func encode(_ d: DailyInput, _ w: inout Writer) {
@@ -156,16 +191,11 @@ enum UserStateCodec {
     static func decode(user: String, _ bytes: [UInt8]) throws -> UserState {
         var r = Reader(b: bytes)
         let first = try r.i32()
-        if first != v2Marker { return try decodeV1(user: user, bytes) }
+        if first != v2Marker && first != v3Marker { return try decodeV1(user: user, bytes) }
         var s = try decodeHead(user: user, &r)
-        for _ in 0..<(try r.count()) {
-            var day = OpenDay(day: try r.i32())
-            for _ in 0..<(try r.count()) {
-                let id = SampleID(rawValue: UInt64(bitPattern: try r.i64())), value = try r.f64(), end = try r.i64()
-                guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
-                day.values.append(StoredValue(id: id, metric: m, value: value, end: Timestamp(milliseconds: end), provenance: Provenance(rawValue: try r.u8()) ?? .device))
-            }
-            s.openDays.append(day)
+        if first == v2Marker {
+            // Open days inside the blob come back dirty: the next commit writes them as rows.
+            for _ in 0..<(try r.count()) { s.openDays.append(try decodeValues(day: try r.i32(), &r)) }
         }
         for _ in 0..<(try r.count()) { s.foldedInputs.append(try decodeInput(&r)) }
         var folded: [(FoldedDay, [Double])] = []

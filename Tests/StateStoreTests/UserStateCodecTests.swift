@@ -8,7 +8,7 @@ import Testing
 /// folded days as input values). A store written by the first release must still load.
 @Suite struct UserStateCodecTests {
     /// Writes a blob the way the first release did.
-    func v1Blob() -> [UInt8] {
+    static func v1Blob() -> [UInt8] {
         var w = UserStateCodec.Writer()
         w.str("Europe/Zurich"); w.u8(1); w.optI32(20_500); w.optI32(20_501)
         w.i32(2)                                                        // buckets
@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func readsFirstReleaseBlobs() throws {
-        let s = try UserStateCodec.decode(user: "u", v1Blob())
+        let s = try UserStateCodec.decode(user: "u", UserStateCodecTests.v1Blob())
         #expect(s.calendar.identifier == "Europe/Zurich" && s.hasProfile && s.firstDay == 20_500 && s.lastClosedDay == 20_501)
         #expect(s.openDays.map(\.day) == [20_500, 20_501])
         #expect(s.openDays[0].values.map(\.id) == [SampleID("a"), SampleID("b")])

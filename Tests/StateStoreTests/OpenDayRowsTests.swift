@@ -1,0 +1,95 @@
+import CSQLite
+import Foundation
+import MobilityModel
+import RuleEngine
+import RuleLanguage
+@testable import StateStore
+import Testing
+
+/// Schema 2 keeps each open day in a row of its own: a commit writes the days that changed and
+/// deletes the rows of days folded since, and a schema-1 store is migrated without loss.
+@Suite struct OpenDayRowsTests {
+    func tempPath() -> String {
+        let d = NSTemporaryDirectory() + "mw-rows-\(UUID().uuidString.prefix(8))"
+        try? FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        return d + "/s.sqlite"
+    }
+
+    func rows(_ path: String) throws -> [Int64] {
+        var db: OpaquePointer?, st: OpaquePointer?
+        try #require(sqlite3_open(path, &db) == SQLITE_OK)
+        defer { sqlite3_finalize(st); sqlite3_close(db) }
+        try #require(sqlite3_prepare_v2(db, "SELECT day FROM user_days WHERE user = 'u' ORDER BY day", -1, &st, nil) == SQLITE_OK)
+        var days: [Int64] = []
+        while sqlite3_step(st) == SQLITE_ROW { days.append(sqlite3_column_int64(st, 0)) }
+        return days
+    }
+
+    func commit(_ e: inout Engine, _ store: StateStore) throws {
+        let st = try #require(e.state(of: "u"))
+        _ = try store.commit(users: [.init(user: "u", appliedSeq: 1, eventNow: nil, state: st)], outbox: [])
+        e.markPersisted("u")
+    }
+
+    @Test func commitsChangedDaysAndDropsFoldedRows() throws {
+        let p = try #require(Checker.check(text: "series s = p95(walkingSpeed)\nalert slow { when mean(s, 3 d) < 1 m/s\n for 1 d }").program)
+        var e = Engine(program: p)
+        var out: [EngineOutput] = []
+        let path = tempPath()
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        let store = try StateStore(path: path)
+        func day(_ d: Int, samples: Int = 2, tag: String = "s") {
+            let t = LocalCalendar.utc.startOfDay(DayNumber(20_500 + d)).adding(seconds: 36_000)
+            for j in 0..<samples {
+                e.ingest(Sample(id: "\(tag)\(d)-\(j)", metric: .walkingSpeed, value: 0.9 + Double(j) / 10, start: t, end: t), user: "u", now: t, into: &out)
+            }
+            e.advance(user: "u", to: t, into: &out)
+        }
+        for d in 0..<12 { day(d) }
+        try commit(&e, store)
+        let st = try #require(e.state(of: "u"))
+        #expect(!st.foldedDays.isEmpty)
+        #expect(try rows(path) == st.openDays.map { Int64($0.day) })
+        // One more sample on the current day: one dirty day, the others untouched.
+        day(11, samples: 1, tag: "late")
+        #expect(e.state(of: "u")!.openDays.filter(\.dirty).map(\.day) == [20_511])
+        // Ten more days: the folded days' rows are deleted, the rest reload exactly.
+        for d in 12..<22 { day(d) }
+        try commit(&e, store)
+        let now = try #require(e.state(of: "u"))
+        #expect(try rows(path) == now.openDays.map { Int64($0.day) })
+        let loaded = try #require(try StateStore(path: path).load().users.first?.state)
+        #expect(loaded.openDays.map(\.day) == now.openDays.map(\.day))
+        #expect(loaded.openDays.map(\.values) == now.openDays.map(\.values))
+        #expect(loaded.openDays.allSatisfy { !$0.dirty })
+        #expect(loaded.foldedDays == now.foldedDays && loaded.foldedValues == now.foldedValues)
+    }
+
+    @Test func migratesASchemaOneStore() throws {
+        let path = tempPath()
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        // A store as the first release left it: schema 1, the whole state in one v1 blob.
+        var db: OpaquePointer?
+        try #require(sqlite3_open(path, &db) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "PRAGMA journal_mode=WAL; " + StateStore.migrations[0] + " PRAGMA user_version = 1;", nil, nil, nil) == SQLITE_OK)
+        var ins: OpaquePointer?
+        try #require(sqlite3_prepare_v2(db, "INSERT INTO users (user, applied_seq, event_now, state) VALUES ('u', 9, NULL, ?1)", -1, &ins, nil) == SQLITE_OK)
+        let blob = UserStateCodecTests.v1Blob()
+        _ = blob.withUnsafeBytes { sqlite3_bind_blob(ins, 1, $0.baseAddress, Int32($0.count), nil) }
+        #expect(sqlite3_step(ins) == SQLITE_DONE)
+        sqlite3_finalize(ins)
+        sqlite3_close(db)
+
+        let store = try StateStore(path: path)
+        let first = try #require(try store.load().users.first)
+        #expect(first.appliedSeq == 9)
+        let st = try #require(first.state)
+        #expect(st.openDays.map(\.day) == [20_500, 20_501] && st.openDays.allSatisfy(\.dirty))
+        // Written back in the current form: a v3 head and one row per open day.
+        _ = try store.commit(users: [.init(user: "u", appliedSeq: 9, eventNow: nil, state: st)], outbox: [])
+        #expect(try rows(path) == [20_500, 20_501])
+        let again = try #require(try StateStore(path: path).load().users.first?.state)
+        #expect(again.openDays.map(\.values) == st.openDays.map(\.values))
+        #expect(again.alerts == st.alerts && again.events.keys.sorted() == st.events.keys.sorted())
+    }
+}
