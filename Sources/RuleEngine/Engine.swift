@@ -393,6 +393,12 @@ final class DayCloser: Sendable {
         if start <= lastClosable {
             for d in start...lastClosable { closeDay(&ev, d, into: &out) }
             ev.user.lastClosedDay = lastClosable
+            // A closed day rarely grows again (late data): give back the slack of its growth.
+            for i in ev.user.openDays.indices where ev.user.openDays[i].day >= start && ev.user.openDays[i].day <= lastClosable {
+                if ev.user.openDays[i].values.capacity > ev.user.openDays[i].values.count {
+                    ev.user.openDays[i].values = ev.user.openDays[i].values.withUnsafeBufferPointer { Array($0) }
+                }
+            }
             if configuration.retention {
                 fold(&ev, now: now)
                 compact(&ev.user)

@@ -201,16 +201,17 @@ public struct UserState: Sendable {
     /// The number of sample values held raw (open days).
     public var openValueCount: Int { openDays.reduce(0) { $0 + $1.values.count } }
 
-    /// The index of an open day.
+    /// The index of an open day (the last few are checked first: most lookups are of recent days).
     func openIndex(_ d: DayNumber) -> Int? {
-        var i = openDays.count - 1
-        while i >= 0 {
-            let k = openDays[i].day
-            if k == d { return i }
-            if k < d { return nil }
-            i -= 1
+        let n = openDays.count
+        guard n > 0, d <= openDays[n - 1].day, d >= openDays[0].day else { return nil }
+        if openDays[n - 1].day == d { return n - 1 }
+        var lo = 0, hi = n - 1
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if openDays[mid].day < d { lo = mid + 1 } else { hi = mid }
         }
-        return nil
+        return openDays[lo].day == d ? lo : nil
     }
 
     /// The index of a folded day (binary search).

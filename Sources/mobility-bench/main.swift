@@ -72,6 +72,7 @@ func report(_ name: String, _ value: Double, _ unit: String, _ note: String = ""
 }
 
 print("mobility-bench: runs \(runs), users \(users), days \(days), \(ProcessInfo.processInfo.activeProcessorCount) cores\(smoke ? ", smoke" : "")")
+print("rules: \(program.alerts.count) alerts, \(program.series.count) series, \(program.inputs.count) daily inputs, look-back \(program.lookbackDays) d, anchored windows \(program.anchoredWindowDays) d")
 
 /// Realistic payloads from the simulator (one sample per message, and batches of 50).
 let cohort = Population(users: max(users / 10, 2), days: min(days, 10), seed: 1)
@@ -153,17 +154,18 @@ if wanted("dayclose") || wanted("memory") || wanted("restart") {
     var engine = Engine(program: program, configuration: { var c = EngineConfiguration(); c.publishSeries = false; return c }())
     var out: [EngineOutput] = []
     let day0 = CivilDate(year: 2026, month: 1, day: 1).dayNumber
-    for u in 0..<users {
-        let id = "u\(u)"
-        for d in 0..<days {
+    // Day by day, as the data arrives in production: each user's day is ingested, then closed.
+    let ids = (0..<users).map { "u\($0)" }
+    for d in 0..<days {
+        for (u, id) in ids.enumerated() {
             for j in 0..<10 {
                 let t = Timestamp(seconds: Int64(day0 + Int32(d)) * 86_400 + Int64(8 * 3600 + j * 3000))
                 engine.ingest(Sample(id: "\(id)-\(d)-\(j)", metric: .walkingSpeed, value: 1.0 + Double((u + d + j) % 7) * 0.05, start: t, end: t),
                               user: id, now: t, into: &out)
             }
+            engine.advance(user: id, to: Timestamp(seconds: Int64(day0 + Int32(d)) * 86_400 + 9 * 3600), into: &out)
+            out.removeAll(keepingCapacity: true)
         }
-        engine.advance(user: id, to: Timestamp(seconds: Int64(day0 + Int32(days) - 1) * 86_400), into: &out)
-        out.removeAll(keepingCapacity: true)
     }
     let used = residentBytes() - base
     if wanted("memory") { report("memory per user", Double(used) / Double(users), "bytes", "\(days) days × 10 samples, \(users) users, resident") }
