@@ -19,6 +19,8 @@ struct MetricsText {
     }
 
     static func escape(_ s: String) -> String {
-        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+        // Label values are rule names, reasons and the like: almost never anything to escape.
+        if !s.utf8.contains(where: { $0 == 92 || $0 == 34 || $0 == 10 }) { return s }
+        return s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
     }
 }

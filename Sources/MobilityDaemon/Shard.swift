@@ -122,9 +122,10 @@ final class Shard: @unchecked Sendable {
                 switch item {
                 case .message(let seq, let topic, let payload):
                     var user: String?
-                    if case .inbound(let u, _) = layout.parse(topic) { user = u }
+                    let parsed = layout.parse(topic)
+                    if case .inbound(let u, _) = parsed { user = u }
                     if seq > 0, let u = user, seq <= applied[u, default: 0] { replayedNow += 1; continue } // already applied before a restart
-                    ingestor.handle(topic: topic, payload: payload, now: wall, into: &out)
+                    ingestor.handle(topic: topic, parsed: parsed, payload: payload, now: wall, into: &out)
                     if seq > 0, let u = user { applied[u] = seq; pendingUsers.insert(u) }
                     if let u = user, let id = ingestor.lastSampleID[u] { pendingAcks[u] = id }
                 case .tick(let now): ingestor.tick(now: now, into: &out)

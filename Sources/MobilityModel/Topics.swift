@@ -2,9 +2,14 @@
 public struct TopicLayout: Hashable, Sendable {
     /// The root, default `mobility/v1`.
     public let root: String
+    /// `{root}/users/`, built once (parsing runs for every message).
+    private let usersPrefix: String
 
     /// Creates a layout under a root.
-    public init(root: String = "mobility/v1") { self.root = root }
+    public init(root: String = "mobility/v1") {
+        self.root = root
+        usersPrefix = root + "/users/"
+    }
 
     /// Inbound message kinds.
     public enum Inbound: String, Sendable, CaseIterable {
@@ -23,8 +28,8 @@ public struct TopicLayout: Hashable, Sendable {
 
     /// Parses a topic.
     public func parse(_ topic: String) -> Parsed {
-        guard topic.hasPrefix(root + "/users/") else { return .other }
-        let rest = topic.dropFirst(root.count + 7)
+        guard topic.hasPrefix(usersPrefix) else { return .other }
+        let rest = topic.dropFirst(usersPrefix.count)
         guard let slash = rest.lastIndex(of: "/") else { return .other }
         let user = String(rest[..<slash])
         guard let kind = Inbound(rawValue: String(rest[rest.index(after: slash)...])) else { return .other }

@@ -59,9 +59,14 @@ public struct Ingestor: Sendable {
 
     /// Handles one message. `now` is the wall time in wall mode and ignored in event mode.
     public mutating func handle(topic: String, payload: [UInt8], now wall: Timestamp, into out: inout [EngineOutput]) {
+        handle(topic: topic, parsed: layout.parse(topic), payload: payload, now: wall, into: &out)
+    }
+
+    /// Handles one message whose topic the caller has already parsed.
+    public mutating func handle(topic: String, parsed: TopicLayout.Parsed, payload: [UInt8], now wall: Timestamp, into out: inout [EngineOutput]) {
         counters.messages += 1
         let user: String, kind: TopicLayout.Inbound
-        switch layout.parse(topic) {
+        switch parsed {
         case .other: return
         case .invalidUser(let u):
             reject(nil, topic, Rejection(.invalidUser, "user id '\(u.prefix(80))' is not 1–64 characters of A–Z a–z 0–9 . _ -"), into: &out)
