@@ -2,10 +2,11 @@
 # End-to-end benchmark (not part of CI): a private mosquitto and mobilityd (wall clock, durable
 # state on) on loopback; measures the broker's own QoS 1 pass-through ceiling and mobilityd's
 # throughput in the same run (1 sample per message, and 50), and alert latency at ~1k samples/s.
-#   scripts/bench-e2e.sh [MESSAGES]
+#   scripts/bench-e2e.sh [MESSAGES] [RUNS]     (each figure: every round, then the median of RUNS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 messages=${1:-50000}
+runs=${2:-3}
 bash scripts/install-deps.sh
 swift build -c release >/dev/null
 bin=$PWD/.build/release
@@ -21,5 +22,5 @@ sleep 0.3
   --metrics-address 127.0.0.1:$mport --log-level warn >"$work/mobilityd.log" 2>&1 &
 sleep 1
 echo "== $(nproc) cores; mosquitto $(mosquitto -h 2>&1 | head -1 | awk '{print $3}'); $messages messages per measurement"
-"$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages "$messages" --batch 1
-"$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages $((messages / 5)) --batch 50 | grep -v latency
+"$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages "$messages" --batch 1 --runs "$runs"
+"$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages $((messages / 5)) --batch 50 --runs "$runs" --latency off

@@ -184,7 +184,7 @@ public struct Engine: Sendable {
         guard let (i, j) = st.locate(id) else { return }
         st.openDays[i].values.remove(at: j)
         st.openDays[i].cache.removeAll()
-        st.openDays[i].dirty = true  // an emptied day stays (and folds to nothing) so that its stored row is rewritten
+        st.openDays[i].touch(from: j)  // an emptied day stays (and folds to nothing) so that its stored rows are rewritten
         let day = st.openDays[i].day
         if let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
     }

@@ -78,8 +78,26 @@ public struct OpenDay: Sendable {
     public var values: [StoredValue]
     /// Input index → value; `UserState.notComputed` until computed, NaN when the day has none.
     var cache: [Double] = []
-    /// Changed since the state store last wrote it (the store keeps each open day in its own row).
-    public var dirty = true
+    /// The state store keeps an open day as chunks of ``chunkSize`` values, one row each, and
+    /// rewrites only the chunks from the first value changed since its last commit.
+    public static let chunkSize = 64
+    /// The first value index changed since the store last wrote the day; nil when unchanged.
+    public var dirtyFrom: Int? = 0
+    /// How many chunks the store holds for the day.
+    public var storedChunks = 0
+    /// Whether the store's copy is out of date.
+    public var dirty: Bool { dirtyFrom != nil }
+
+    /// Appends values read back from the store's rows (not a change: the store holds them).
+    public mutating func restore(_ stored: [StoredValue]) {
+        values += stored
+        for v in stored { note(v.id) }
+        dirtyFrom = nil
+        storedChunks += 1
+    }
+
+    /// Notes a change at value index `i` and after.
+    @inline(__always) mutating func touch(from i: Int) { dirtyFrom = Swift.min(dirtyFrom ?? i, i) }
     /// A 256-bit Bloom filter (two bits per id) of the day's ids: most new samples are told apart
     /// from re-deliveries without scanning the day (~8 % false positives at 40 samples a day; bits
     /// of removed ids stay set, which only costs a scan).
@@ -185,7 +203,10 @@ public struct UserState: Sendable {
 
     /// Forgets what the state store has written (called after a successful commit).
     public mutating func markPersisted() {
-        for i in openDays.indices where openDays[i].dirty { openDays[i].dirty = false }
+        for i in openDays.indices where openDays[i].dirty {
+            openDays[i].dirtyFrom = nil
+            openDays[i].storedChunks = (openDays[i].values.count + OpenDay.chunkSize - 1) / OpenDay.chunkSize
+        }
         foldedBefore = nil
     }
 
@@ -258,8 +279,8 @@ public struct UserState: Sendable {
     @discardableResult
     public mutating func append(_ v: StoredValue, day: DayNumber) -> Int {
         if let i = openIndex(day) {
+            openDays[i].touch(from: openDays[i].values.count)
             openDays[i].values.append(v)
-            openDays[i].dirty = true
             openDays[i].note(v.id)
             if !openDays[i].cache.isEmpty { openDays[i].cache.removeAll() }
             return i

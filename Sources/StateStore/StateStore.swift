@@ -17,10 +17,11 @@ public final class StateStore: @unchecked Sendable {
         CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, payload BLOB NOT NULL, retain INTEGER NOT NULL);
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         """,
-        // 1 → 2: each user's days still open to late data in rows of their own, so that a commit
-        // writes the days that changed instead of the user's whole raw history.
+        // 1 → 2: each user's days still open to late data in rows of their own (chunks of 64
+        // values), so that a commit writes what changed instead of the user's whole raw history.
         """
-        CREATE TABLE user_days (user TEXT NOT NULL, day INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (user, day)) WITHOUT ROWID;
+        CREATE TABLE user_days (user TEXT NOT NULL, day INTEGER NOT NULL, chunk INTEGER NOT NULL, data BLOB NOT NULL,
+                                PRIMARY KEY (user, day, chunk)) WITHOUT ROWID;
         """,
     ]
 
@@ -113,10 +114,13 @@ public final class StateStore: @unchecked Sendable {
                 index[u] = users.count
                 users.append(UserRecord(user: u, appliedSeq: UInt64(q.int(1)), eventNow: en, state: state))
             }
-            let d = try db.prepare("SELECT user, day, data FROM user_days ORDER BY user, day")
+            let d = try db.prepare("SELECT user, day, data FROM user_days ORDER BY user, day, chunk")
             while try d.step() {
                 guard let k = index[d.text(0)], users[k].state != nil else { continue }
-                users[k].state!.openDays.append(try UserStateCodec.decode(day: DayNumber(truncatingIfNeeded: d.int(1)), d.blob(2)))
+                let day = DayNumber(truncatingIfNeeded: d.int(1))
+                let values = try UserStateCodec.decodeChunk(d.blob(2))
+                if users[k].state!.openDays.last?.day != day { users[k].state!.openDays.append(OpenDay(day: day)) }
+                users[k].state!.openDays[users[k].state!.openDays.count - 1].restore(values)
             }
             var outbox: [OutboxItem] = []
             let o = try db.prepare("SELECT id, topic, payload, retain FROM outbox ORDER BY id")
@@ -145,12 +149,26 @@ public final class StateStore: @unchecked Sendable {
                         del.bind(2, Int64(before))
                         try del.run()
                     }
-                    for day in s.openDays where day.dirty {
-                        let row = try statement("INSERT INTO user_days (user, day, data) VALUES (?1, ?2, ?3) ON CONFLICT(user, day) DO UPDATE SET data = ?3")
-                        row.bind(1, u.user)
-                        row.bind(2, Int64(day.day))
-                        row.bind(3, UserStateCodec.encode(day: day))
-                        try row.run()
+                    for day in s.openDays {
+                        guard let from = day.dirtyFrom else { continue }
+                        let chunks = (day.values.count + OpenDay.chunkSize - 1) / OpenDay.chunkSize
+                        if from / OpenDay.chunkSize < chunks {
+                            for c in (from / OpenDay.chunkSize)..<chunks {
+                                let row = try statement("INSERT INTO user_days (user, day, chunk, data) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user, day, chunk) DO UPDATE SET data = ?4")
+                                row.bind(1, u.user)
+                                row.bind(2, Int64(day.day))
+                                row.bind(3, Int64(c))
+                                row.bind(4, UserStateCodec.encode(day: day, chunk: c))
+                                try row.run()
+                            }
+                        }
+                        if day.storedChunks > chunks {
+                            let del = try statement("DELETE FROM user_days WHERE user = ?1 AND day = ?2 AND chunk >= ?3")
+                            del.bind(1, u.user)
+                            del.bind(2, Int64(day.day))
+                            del.bind(3, Int64(chunks))
+                            try del.run()
+                        }
                     }
                 }
                 var ids: [Int64] = []

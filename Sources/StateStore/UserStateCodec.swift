@@ -80,27 +80,28 @@ enum UserStateCodec {
         return w.bytes
     }
 
-    /// One open day's values: the data of its row in `user_days`.
-    static func encode(day d: OpenDay) -> [UInt8] {
+    /// One chunk of an open day's values: the data of a row in `user_days`.
+    static func encode(day d: OpenDay, chunk: Int) -> [UInt8] {
+        let lo = chunk * OpenDay.chunkSize, hi = Swift.min(d.values.count, lo + OpenDay.chunkSize)
         var w = Writer()
-        w.bytes.reserveCapacity(4 + d.values.count * 26)
-        encodeValues(d, &w)
+        w.bytes.reserveCapacity(4 + (hi - lo) * 26)
+        encodeValues(d.values[lo..<hi], &w)
         return w.bytes
     }
 
-    static func encodeValues(_ d: OpenDay, _ w: inout Writer) {
-        w.i32(Int32(d.values.count))
-        for v in d.values {
+    static func encodeValues(_ d: OpenDay, _ w: inout Writer) { encodeValues(d.values[...], &w) }
+
+    static func encodeValues(_ values: ArraySlice<StoredValue>, _ w: inout Writer) {
+        w.i32(Int32(values.count))
+        for v in values {
             w.i64(Int64(bitPattern: v.id.rawValue)); w.f64(v.value); w.i64(v.end.milliseconds); w.u8(v.metric.rawValue); w.u8(v.provenance.rawValue)
         }
     }
 
-    /// Reads a row written by ``encode(day:)``; the day is clean (it is what the store holds).
-    static func decode(day: DayNumber, _ bytes: [UInt8]) throws -> OpenDay {
+    /// Reads the values of a row written by ``encode(day:chunk:)``.
+    static func decodeChunk(_ bytes: [UInt8]) throws -> [StoredValue] {
         var r = Reader(b: bytes)
-        var d = try decodeValues(day: day, &r)
-        d.dirty = false
-        return d
+        return try decodeValues(day: 0, &r).values
     }
 
     static func decodeValues(day: DayNumber, _ r: inout Reader) throws -> OpenDay {

@@ -53,67 +53,79 @@ enum EndToEnd {
         return cond()
     }
 
-    static func run(broker: String, metricsPort: Int, messages: Int, batch: Int) throws {
-        let wallMs = Int64(Date().timeIntervalSince1970 * 1000)
-        // 1. The broker's own ceiling: one publisher, one subscriber that only counts (QoS 1).
-        let counter = Counter()
-        let sub = try client(broker, "bench-ceiling-sub", subscriptions: ["bench/ceiling"]) { _, _ in counter.n.add(1, ordering: .relaxed) }
+    static func median(_ xs: [Double]) -> Double { let s = xs.sorted(); return s[s.count / 2] }
+
+    /// `runs` rounds of: the broker's ceiling, mobilityd's throughput in the same round, and (with
+    /// `latency`) alert latency; each round printed, then the medians.
+    static func run(broker: String, metricsPort: Int, messages: Int, batch: Int, runs: Int, latency: Bool) throws {
         let pub = try client(broker, "bench-pub")
-        let payload = Array(sample("x", ms: wallMs).utf8)
-        var t0 = now()
-        try flood(pub, Array(repeating: ("bench/ceiling", payload), count: messages))
-        guard wait(120, { counter.n.load(ordering: .relaxed) >= messages }) else { print("ceiling: only \(counter.n.load(ordering: .relaxed)) of \(messages) arrived"); return }
-        let ceiling = Double(messages) / (Double(now() - t0) / 1e9)
-        sub.stop()
-        print("broker ceiling, 1 publisher → 1 counting subscriber, QoS 1    \(Int(ceiling)) messages/s")
+        var ratios: [Double] = [], rates: [Double] = [], p50s: [Double] = [], p99s: [Double] = []
+        for round in 0..<runs {
+            let wallMs = Int64(Date().timeIntervalSince1970 * 1000)
+            // 1. The broker's own ceiling: one publisher, one subscriber that only counts (QoS 1).
+            let counter = Counter()
+            let sub = try client(broker, "bench-ceiling-sub", subscriptions: ["bench/ceiling"]) { _, _ in counter.n.add(1, ordering: .relaxed) }
+            let payload = Array(sample("x", ms: wallMs).utf8)
+            var t0 = now()
+            try flood(pub, Array(repeating: ("bench/ceiling", payload), count: messages))
+            guard wait(120, { counter.n.load(ordering: .relaxed) >= messages }) else { print("ceiling: only \(counter.n.load(ordering: .relaxed)) of \(messages) arrived"); return }
+            let ceiling = Double(messages) / (Double(now() - t0) / 1e9)
+            sub.stop()
+            print("round \(round + 1): broker ceiling, 1 publisher → 1 counting subscriber, QoS 1    \(Int(ceiling)) messages/s")
 
-        // 2. Through mobilityd: the same rate of sample messages, batch samples per message.
-        guard let before = metric(metricsPort, "mobilityd_samples_accepted_total") else { print("cannot read mobilityd metrics on port \(metricsPort)"); return }
-        var payloads: [(String, [UInt8])] = []
-        payloads.reserveCapacity(messages)
-        for i in 0..<messages {
-            let user = "b\(i % 1000)"
-            let items = (0..<batch).map { k in sample("e\(wallMs)-\(batch)-\(i)-\(k)", ms: wallMs - Int64(i % 3600) * 1000) }
-            payloads.append(("mobility/v1/users/\(user)/samples", Array((batch == 1 ? items[0] : "[" + items.joined(separator: ",") + "]").utf8)))
-        }
-        t0 = now()
-        try flood(pub, payloads)
-        let target = before + Double(messages * batch)
-        // Polled every 10 ms: each poll renders mobilityd's /metrics, which at 0.5 ms intervals
-        // (2 000 requests/s) took CPU from the daemon being measured. Resolution: 10 ms of a ~1 s run.
-        guard wait(300, every: 10_000, { (metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) >= target }) else {
-            print("mobilityd: only \(Int((metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) - before)) of \(messages * batch) samples accepted"); return
-        }
-        let secs = Double(now() - t0) / 1e9
-        let rate = Double(messages) / secs
-        print("mobilityd, \(batch) sample\(batch == 1 ? "" : "s") per message, durability on             \(Int(rate)) messages/s = \(Int(rate * Double(batch))) samples/s; ratio to ceiling \(String(format: "%.2f", rate / ceiling))")
+            // 2. Through mobilityd: the same rate of sample messages, batch samples per message.
+            guard let before = metric(metricsPort, "mobilityd_samples_accepted_total") else { print("cannot read mobilityd metrics on port \(metricsPort)"); return }
+            var payloads: [(String, [UInt8])] = []
+            payloads.reserveCapacity(messages)
+            for i in 0..<messages {
+                let user = "b\(i % 1000)"
+                let items = (0..<batch).map { k in sample("e\(wallMs)-\(batch)-\(i)-\(k)", ms: wallMs - Int64(i % 3600) * 1000) }
+                payloads.append(("mobility/v1/users/\(user)/samples", Array((batch == 1 ? items[0] : "[" + items.joined(separator: ",") + "]").utf8)))
+            }
+            t0 = now()
+            try flood(pub, payloads)
+            let target = before + Double(messages * batch)
+            // Polled every 10 ms: each poll renders mobilityd's /metrics, which at 0.5 ms intervals
+            // (2 000 requests/s) took CPU from the daemon being measured. Resolution: 10 ms of a ~1 s run.
+            guard wait(300, every: 10_000, { (metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) >= target }) else {
+                print("mobilityd: only \(Int((metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) - before)) of \(messages * batch) samples accepted"); return
+            }
+            let secs = Double(now() - t0) / 1e9
+            let rate = Double(messages) / secs
+            ratios.append(rate / ceiling)
+            rates.append(rate * Double(batch))
+            print("round \(round + 1): mobilityd, \(batch) sample\(batch == 1 ? "" : "s") per message, durability on   \(Int(rate)) messages/s = \(Int(rate * Double(batch))) samples/s; ratio to ceiling \(String(format: "%.2f", rate / ceiling))")
 
-        // 3. Alert latency at ~1000 samples/s: per-sample rule, fire/resolve alternating.
-        let alerts = Counter()
-        let asub = try client(broker, "bench-alert-sub", subscriptions: ["mobility/v1/users/lat/alerts/uncalibrated_6mwd"]) { _, p in
-            guard !p.isEmpty else { return }
-            alerts.stamps.withLock { $0.append(now()) }
+            // 3. Alert latency at ~1000 samples/s: per-sample rule, fire/resolve alternating.
+            guard latency else { continue }
+            let alerts = Counter()
+            let latUser = "lat\(wallMs)"  // a fresh user each round: its alert alternates from inactive
+            let asub = try client(broker, "bench-alert-sub", subscriptions: ["mobility/v1/users/\(latUser)/alerts/uncalibrated_6mwd"]) { _, p in
+                guard !p.isEmpty else { return }
+                alerts.stamps.withLock { $0.append(now()) }
+            }
+            var sent: [UInt64] = []
+            let n = 3000
+            for i in 0..<n {
+                let capped = i % 2 == 0
+                let s = sample("lat-\(i)-\(wallMs)", ms: wallMs - Int64(n - i) * 1000, metric: "sixMinuteWalkTestDistance", value: capped ? 500 : 420, unit: "m",
+                               extra: ",\"metadata\":{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}")
+                sent.append(now())
+                try pub.publish(topic: "mobility/v1/users/\(latUser)/samples", payload: Array(s.utf8), qos: 1)
+                usleep(1000)
+            }
+            let deadline = Date().addingTimeInterval(10)
+            while alerts.stamps.withLock({ $0.count }) < n && Date() < deadline { usleep(1000) }
+            let got = alerts.stamps.withLock { $0 }
+            asub.stop()
+            let lat = zip(sent, got).map { Double($1 - $0) / 1e6 }.sorted()
+            guard lat.count == n else { print("alert latency: only \(got.count) of \(n) alerts arrived"); continue }
+            p50s.append(lat[n / 2])
+            p99s.append(lat[n * 99 / 100])
+            print("round \(round + 1): alert latency, sample published → alert received, ~1k/s   p50 \(String(format: "%.3f", lat[n / 2])) ms, p99 \(String(format: "%.3f", lat[n * 99 / 100])) ms (\(n) alerts)")
         }
-        var sent: [UInt64] = []
-        let n = 3000
-        for i in 0..<n {
-            let capped = i % 2 == 0
-            let s = sample("lat-\(i)-\(wallMs)", ms: wallMs - Int64(n - i) * 1000, metric: "sixMinuteWalkTestDistance", value: capped ? 500 : 420, unit: "m",
-                           extra: ",\"metadata\":{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}")
-            sent.append(now())
-            try pub.publish(topic: "mobility/v1/users/lat/samples", payload: Array(s.utf8), qos: 1)
-            usleep(1000)
-        }
-        let deadline = Date().addingTimeInterval(10)
-        while alerts.stamps.withLock({ $0.count }) < n && Date() < deadline { usleep(1000) }
-        let got = alerts.stamps.withLock { $0 }
-        let lat = zip(sent, got).map { Double($1 - $0) / 1e6 }.sorted()
-        if lat.count == n {
-            print("alert latency, sample published → alert received, ~1k/s     p50 \(String(format: "%.3f", lat[lat.count / 2])) ms, p99 \(String(format: "%.3f", lat[lat.count * 99 / 100])) ms (\(n) alerts)")
-        } else {
-            print("alert latency: only \(got.count) of \(n) alerts arrived")
-        }
-        asub.stop()
+        print("median of \(runs): \(batch) sample\(batch == 1 ? "" : "s") per message: \(Int(median(rates))) samples/s, ratio to ceiling \(String(format: "%.2f", median(ratios)))"
+              + (p99s.isEmpty ? "" : "; alert latency p50 \(String(format: "%.3f", median(p50s))) ms, p99 \(String(format: "%.3f", median(p99s))) ms"))
         pub.stop()
     }
 }

@@ -9,12 +9,12 @@ import StateStore
 /// Each figure is the median of `--runs` runs. `--smoke` uses tiny sizes (CI checks it works).
 let usage = """
 usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart ...]
-       mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N]   (see scripts/bench-e2e.sh)
+       mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N] [--runs N] [--latency on|off]   (see scripts/bench-e2e.sh)
 """
 
 var args = Array(CommandLine.arguments.dropFirst())
 if args.first == "e2e" {
-    var broker = "mqtt://127.0.0.1:1883", port = 9464, messages = 50_000, batch = 1
+    var broker = "mqtt://127.0.0.1:1883", port = 9464, messages = 50_000, batch = 1, e2eRuns = 3, latency = true
     var j = 1
     while j + 1 < args.count {
         switch args[j] {
@@ -22,11 +22,13 @@ if args.first == "e2e" {
         case "--metrics-port": port = Int(args[j + 1]) ?? port
         case "--messages": messages = Int(args[j + 1]) ?? messages
         case "--batch": batch = Int(args[j + 1]) ?? batch
+        case "--runs": e2eRuns = max(1, Int(args[j + 1]) ?? e2eRuns)
+        case "--latency": latency = args[j + 1] != "off"
         default: FileHandle.standardError.write(Data(usage.utf8)); exit(2)
         }
         j += 2
     }
-    do { try EndToEnd.run(broker: broker, metricsPort: port, messages: messages, batch: batch) } catch { print("e2e failed: \(error)"); exit(1) }
+    do { try EndToEnd.run(broker: broker, metricsPort: port, messages: messages, batch: batch, runs: e2eRuns, latency: latency) } catch { print("e2e failed: \(error)"); exit(1) }
     exit(0)
 }
 var smoke = false, runs = 5, users = 10_000, days = 30, rules = "rules"

@@ -15,14 +15,17 @@ import Testing
         return d + "/s.sqlite"
     }
 
-    func rows(_ path: String) throws -> [Int64] {
+    /// The distinct days with rows, or with `chunksOf`, the chunk numbers of that day.
+    func rows(_ path: String, chunksOf day: Int64? = nil) throws -> [Int64] {
         var db: OpaquePointer?, st: OpaquePointer?
         try #require(sqlite3_open(path, &db) == SQLITE_OK)
         defer { sqlite3_finalize(st); sqlite3_close(db) }
-        try #require(sqlite3_prepare_v2(db, "SELECT day FROM user_days WHERE user = 'u' ORDER BY day", -1, &st, nil) == SQLITE_OK)
-        var days: [Int64] = []
-        while sqlite3_step(st) == SQLITE_ROW { days.append(sqlite3_column_int64(st, 0)) }
-        return days
+        let sql = day.map { "SELECT chunk FROM user_days WHERE user = 'u' AND day = \($0) ORDER BY chunk" }
+            ?? "SELECT DISTINCT day FROM user_days WHERE user = 'u' ORDER BY day"
+        try #require(sqlite3_prepare_v2(db, sql, -1, &st, nil) == SQLITE_OK)
+        var out: [Int64] = []
+        while sqlite3_step(st) == SQLITE_ROW { out.append(sqlite3_column_int64(st, 0)) }
+        return out
     }
 
     func commit(_ e: inout Engine, _ store: StateStore) throws {
@@ -63,6 +66,38 @@ import Testing
         #expect(loaded.openDays.map(\.values) == now.openDays.map(\.values))
         #expect(loaded.openDays.allSatisfy { !$0.dirty })
         #expect(loaded.foldedDays == now.foldedDays && loaded.foldedValues == now.foldedValues)
+    }
+
+    @Test func largeDaysAreWrittenInChunksFromTheFirstChange() throws {
+        let p = try #require(Checker.check(text: "series n = count(walkingSpeed)").program)
+        var e = Engine(program: p)
+        var out: [EngineOutput] = []
+        let path = tempPath()
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        let store = try StateStore(path: path)
+        let t0 = LocalCalendar.utc.startOfDay(20_500).adding(seconds: 3600)
+        func add(_ ids: Range<Int>) {
+            for i in ids {
+                let t = t0.adding(seconds: Int64(i))
+                e.ingest(Sample(id: "a\(i)", metric: .walkingSpeed, value: 1 + Double(i) / 1000, start: t, end: t), user: "u", now: t, into: &out)
+            }
+        }
+        func reloaded() throws -> [StoredValue] { try #require(try StateStore(path: path).load().users.first?.state?.openDays.first?.values) }
+        add(0..<150)
+        try commit(&e, store)
+        #expect(try rows(path, chunksOf: 20_500) == [0, 1, 2])
+        #expect(try reloaded() == e.state(of: "u")!.openDays[0].values)
+        // One more value dirties only the last chunk.
+        add(150..<151)
+        #expect(e.state(of: "u")!.openDays[0].dirtyFrom == 150)
+        try commit(&e, store)
+        #expect(try reloaded() == e.state(of: "u")!.openDays[0].values)
+        // Deleting the first 100 values rewrites from chunk 0 and drops the chunk no longer needed.
+        #expect(e.delete(ids: (0..<100).map { "a\($0)" }, user: "u") == 100)
+        #expect(e.state(of: "u")!.openDays[0].dirtyFrom == 0)
+        try commit(&e, store)
+        #expect(try rows(path, chunksOf: 20_500) == [0])
+        #expect(try reloaded() == e.state(of: "u")!.openDays[0].values && e.state(of: "u")!.openDays[0].values.count == 51)
     }
 
     @Test func migratesASchemaOneStore() throws {
