@@ -21,17 +21,15 @@ enum UserStateCodec {
         mutating func u8() throws -> UInt8 { guard i < b.count else { throw Truncated() }; defer { i += 1 }; return b[i] }
         mutating func i32() throws -> Int32 {
             guard i + 4 <= b.count else { throw Truncated() }
-            var v: UInt32 = 0
-            for k in 0..<4 { v |= UInt32(b[i + k]) << (8 * k) }
+            let v = b.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: i, as: UInt32.self) }
             i += 4
-            return Int32(bitPattern: v)
+            return Int32(bitPattern: UInt32(littleEndian: v))
         }
         mutating func i64() throws -> Int64 {
             guard i + 8 <= b.count else { throw Truncated() }
-            var v: UInt64 = 0
-            for k in 0..<8 { v |= UInt64(b[i + k]) << (8 * k) }
+            let v = b.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: i, as: UInt64.self) }
             i += 8
-            return Int64(bitPattern: v)
+            return Int64(bitPattern: UInt64(littleEndian: v))
         }
         mutating func f64() throws -> Double { Double(bitPattern: UInt64(bitPattern: try i64())) }
         mutating func str() throws -> String {
@@ -199,14 +197,13 @@ enum UserStateCodec {
             for _ in 0..<(try r.count()) { s.openDays.append(try decodeValues(day: try r.i32(), &r)) }
         }
         for _ in 0..<(try r.count()) { s.foldedInputs.append(try decodeInput(&r)) }
-        var folded: [(FoldedDay, [Double])] = []
-        for _ in 0..<(try r.count()) {
+        let foldedCount = Int(try r.count())
+        s.foldedDays.reserveCapacity(foldedCount)
+        for _ in 0..<foldedCount {
             let day = try r.i32(), mask = UInt64(bitPattern: try r.i64())
-            var vs: [Double] = []
-            for _ in 0..<mask.nonzeroBitCount { vs.append(try r.f64()) }
-            folded.append((FoldedDay(day: day, offset: 0, mask: mask), vs))
+            s.foldedDays.append(FoldedDay(day: day, offset: UInt32(s.foldedValues.count), mask: mask))
+            for _ in 0..<mask.nonzeroBitCount { s.foldedValues.append(try r.f64()) }
         }
-        s.rebuildFolded(folded)
         for _ in 0..<(try r.count()) {
             s.syncIndex.append(SyncEntry(sync: SampleID(rawValue: UInt64(bitPattern: try r.i64())), version: try r.i64(),
                                          id: SampleID(rawValue: UInt64(bitPattern: try r.i64()))))
