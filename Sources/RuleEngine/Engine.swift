@@ -96,7 +96,6 @@ public struct Engine: Sendable {
         return Set(list)
     }
 
-
     /// The rules and configuration, shared by reference: the hot path copies one pointer, not a `Program`.
     private var closer: DayCloser
 
@@ -127,8 +126,6 @@ public struct Engine: Sendable {
         }
         return r
     }
-
-    private static func apply<S, R>(_ st: inout S, _ body: (inout S) -> R) -> R { body(&st) }
 
     // MARK: Inputs
 
@@ -333,11 +330,9 @@ public struct Engine: Sendable {
         closer = DayCloser(program: newProgram, configuration: configuration)
         sampleMask = Engine.sampleMask(newProgram)
         for k in states.indices {
-            Engine.apply(&states[k]) { st in
-                st.clearCaches()
-                st.alerts = st.alerts.filter { names.contains($0.key) }
-                st.remapFolded(to: newProgram.inputs)
-            }
+            states[k].clearCaches()
+            states[k].alerts = states[k].alerts.filter { names.contains($0.key) }
+            states[k].remapFolded(to: newProgram.inputs)
         }
     }
 
