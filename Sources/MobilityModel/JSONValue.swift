@@ -291,6 +291,12 @@ public struct JSONWriter: Sendable {
     /// Appends a JSON string literal.
     public static func quote(_ s: String, into out: inout String) {
         out += "\""
+        // Most strings (ids, names, topics) need no escaping: append them whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            out += s
+            out += "\""
+            return
+        }
         for u in s.unicodeScalars {
             switch u {
             case "\"": out += "\\\""

@@ -132,7 +132,7 @@ public final class StateStore: @unchecked Sendable {
     /// Commits users and new outbox items in one transaction; returns the outbox ids in order.
     public func commit(users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64] = []) throws(SQLiteError) -> [Int64] {
         try lock.withLock { _ throws(SQLiteError) in
-            try db.exec("BEGIN IMMEDIATE")
+            try statement("BEGIN IMMEDIATE").run()
             do {
                 let up = try statement("INSERT INTO users (user, applied_seq, event_now, state) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user) DO UPDATE SET applied_seq = ?2, event_now = ?3, state = ?4")
                 for u in users {
@@ -184,7 +184,7 @@ public final class StateStore: @unchecked Sendable {
                     let del = try statement("DELETE FROM outbox WHERE id = ?1")
                     for id in acknowledged { del.bind(1, id); try del.run() }
                 }
-                try db.exec("COMMIT")
+                try statement("COMMIT").run()
                 return ids
             } catch let e as SQLiteError {
                 try? db.exec("ROLLBACK")
