@@ -9,7 +9,14 @@ swift build -c release >/dev/null
 bin=.build/release
 work=$(mktemp -d /tmp/mobilitywatch-demo.XXXXXX)
 pids=()
-cleanup() { for ((k=${#pids[@]}-1; k>=0; k--)); do kill "${pids[k]}" 2>/dev/null || true; sleep 0.2; done; wait 2>/dev/null || true; rm -rf "$work"; }
+# $! of the subscriber pipeline is its last stage (sed): the mosquitto_sub feeding it would
+# otherwise stay, reconnecting to the stopped broker, and `wait` with it.
+cleanup() {
+  [ -n "${port:-}" ] && pkill -f "mosquitto_sub -h 127.0.0.1 -p $port " 2>/dev/null || true
+  for ((k=${#pids[@]}-1; k>=0; k--)); do kill "${pids[k]}" 2>/dev/null || true; sleep 0.2; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
 trap cleanup EXIT INT TERM
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18883)
