@@ -477,8 +477,16 @@ final class DayCloser: Sendable {
         guard !st.foldedDays.isEmpty else { return }
         let ranges = retainedRanges(st)
         guard !ranges.isEmpty else { return }
-        let keep = st.foldedDays.filter { f in ranges.contains { $0.contains(f.day) } }
-        guard keep.count < st.foldedDays.count else { return }
-        st.rebuildFolded(keep.map { f in (f, Array(st.foldedValues[Int(f.offset)..<(Int(f.offset) + f.mask.nonzeroBitCount)])) })
+        // Most days nothing goes: check before building anything.
+        guard st.foldedDays.contains(where: { f in !ranges.contains { $0.contains(f.day) } }) else { return }
+        var days: [FoldedDay] = [], values: [Double] = []
+        days.reserveCapacity(st.foldedDays.count)
+        values.reserveCapacity(st.foldedValues.count)
+        for f in st.foldedDays where ranges.contains(where: { $0.contains(f.day) }) {
+            days.append(FoldedDay(day: f.day, offset: UInt32(values.count), mask: f.mask))
+            values += st.foldedValues[Int(f.offset)..<(Int(f.offset) + f.mask.nonzeroBitCount)]
+        }
+        st.foldedDays = days
+        st.foldedValues = values
     }
 }

@@ -254,6 +254,7 @@ public struct UserState: Sendable {
     public var openValueCount: Int { openDays.reduce(0) { $0 + $1.values.count } }
 
     /// The index of an open day (the last few are checked first: most lookups are of recent days).
+    @inline(__always)
     func openIndex(_ d: DayNumber) -> Int? {
         let n = openDays.count
         guard n > 0, d <= openDays[n - 1].day, d >= openDays[0].day else { return nil }
@@ -267,6 +268,7 @@ public struct UserState: Sendable {
     }
 
     /// The index of a folded day (binary search).
+    @inline(__always)
     func foldedIndex(_ d: DayNumber) -> Int? {
         var lo = 0, hi = foldedDays.count
         while lo < hi {
@@ -280,6 +282,7 @@ public struct UserState: Sendable {
     public var lastFoldedDay: DayNumber? { foldedDays.last?.day }
 
     /// The folded value of input `i` on day `d`: nil when the day is not folded, `.some(nil)` when folded without a value.
+    @inline(__always)
     func folded(_ i: Int, _ d: DayNumber) -> Double?? {
         guard let f = foldedIndex(d) else { return nil }
         let fd = foldedDays[f]
