@@ -102,10 +102,11 @@ public struct OpenDay: Sendable {
     /// from re-deliveries without scanning the day (~8 % false positives at 40 samples a day; bits
     /// of removed ids stay set, which only costs a scan).
     var seen: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-    /// Past 64 values the filter moves to `wide`, 16 bits per id (2 bits set per id: ~1.4 %
-    /// false positives), rebuilt each time the day doubles, so that a busy day is not scanned for
-    /// every new sample.
+    /// Past ``wideThreshold`` values the filter moves to `wide`, 16–32 bits per id (2 bits set
+    /// per id: ≤ 1.4 % false positives), rebuilt each time the day doubles, so that a busy day is
+    /// not scanned for every new sample (the 256 bits above give ~18 % at 40 ids a day).
     var wide: [UInt64] = []
+    static let wideThreshold = 24
 
     /// Creates an open day.
     public init(day: DayNumber, values: [StoredValue] = []) {
@@ -114,7 +115,7 @@ public struct OpenDay: Sendable {
         for v in values { note(v.id) }
     }
 
-    @inline(__always) private static func bits(_ id: SampleID) -> (UInt64, UInt64, UInt64, UInt64) {
+    @inline(__always) static func bits(_ id: SampleID) -> (UInt64, UInt64, UInt64, UInt64) {
         @inline(__always) func one(_ b: UInt64) -> (UInt64, UInt64, UInt64, UInt64) {
             let bit: UInt64 = 1 << (b & 63), w = b >> 6
             return (w == 0 ? bit : 0, w == 1 ? bit : 0, w == 2 ? bit : 0, w == 3 ? bit : 0)
@@ -132,7 +133,7 @@ public struct OpenDay: Sendable {
     @inline(__always) mutating func note(_ id: SampleID) {
         let m = OpenDay.bits(id)
         seen = (seen.0 | m.0, seen.1 | m.1, seen.2 | m.2, seen.3 | m.3)
-        if values.count > 64 {
+        if values.count > OpenDay.wideThreshold {
             if values.count * 16 > wide.count * 64 { rebuildWide() } else { setWide(id) }
         }
     }
@@ -293,10 +294,15 @@ public struct UserState: Sendable {
 
     /// Where a sample id is held: (open day index, value index).
     func locate(_ id: SampleID) -> (Int, Int)? {
-        openDays.withUnsafeBufferPointer { days in
+        let small = OpenDay.bits(id)
+        return openDays.withUnsafeBufferPointer { days in
             var i = days.count - 1
             while i >= 0 {
-                if days[i].mightHold(id) {
+                // Field by field through the buffer: no copy of the day (and of its arrays' references).
+                let seen = days[i].seen
+                var maybe = seen.0 & small.0 == small.0 && seen.1 & small.1 == small.1 && seen.2 & small.2 == small.2 && seen.3 & small.3 == small.3
+                if maybe, days[i].values.count > OpenDay.wideThreshold { maybe = days[i].mightHold(id) }
+                if maybe {
                     let hit: Int? = days[i].values.withUnsafeBufferPointer { vs in
                         for j in vs.indices where vs[j].id == id { return j }
                         return nil
