@@ -50,15 +50,21 @@ public struct SampleID: Hashable, Comparable, Sendable {
         return k
     }
 
+    /// Orders by hash (a tie-break only: the order means nothing else).
     public static func < (a: SampleID, b: SampleID) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// One sample value, kept while its day is open to late data.
 public struct StoredValue: Hashable, Sendable {
+    /// The sample's id, hashed.
     public var id: SampleID
+    /// The value in SI units.
     public var value: Double
+    /// The sample's end (orders `last`).
     public var end: Timestamp
+    /// What was measured.
     public var metric: MetricKind
+    /// Device-recorded or user-entered.
     public var provenance: Provenance
 
     /// Creates a stored value.
@@ -74,7 +80,9 @@ public struct StoredValue: Hashable, Sendable {
 /// A day that can still receive late samples: its raw values, all metrics together, and the
 /// daily inputs computed from them (cached until the day changes).
 public struct OpenDay: Sendable {
+    /// The local day.
     public var day: DayNumber
+    /// Its samples, all metrics, in arrival order.
     public var values: [StoredValue]
     /// Input index → value; `UserState.notComputed` until computed, NaN when the day has none.
     var cache: [Double] = []
@@ -165,6 +173,7 @@ public struct OpenDay: Sendable {
 /// A day past the allowed lateness, folded into the values of the daily inputs it has (its raw
 /// values can no longer change: a sample for it would be too late). 16 bytes plus 8 per value.
 public struct FoldedDay: Hashable, Sendable {
+    /// The local day.
     public var day: DayNumber
     /// Where the day's values start in `UserState.foldedValues`.
     public var offset: UInt32
@@ -183,7 +192,9 @@ public struct FoldedDay: Hashable, Sendable {
 public struct SyncEntry: Hashable, Sendable {
     /// `SampleID` hash of the sync identifier.
     public var sync: SampleID
+    /// `HKMetadataKeySyncVersion` of the sample held.
     public var version: Int64
+    /// The sample holding that version.
     public var id: SampleID
 
     /// Creates an entry.
