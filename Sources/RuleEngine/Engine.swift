@@ -477,16 +477,20 @@ final class DayCloser: Sendable {
         guard !st.foldedDays.isEmpty else { return }
         let ranges = retainedRanges(st)
         guard !ranges.isEmpty else { return }
-        // Most days nothing goes: check before building anything.
-        guard st.foldedDays.contains(where: { f in !ranges.contains { $0.contains(f.day) } }) else { return }
-        var days: [FoldedDay] = [], values: [Double] = []
-        days.reserveCapacity(st.foldedDays.count)
-        values.reserveCapacity(st.foldedValues.count)
-        for f in st.foldedDays where ranges.contains(where: { $0.contains(f.day) }) {
-            days.append(FoldedDay(day: f.day, offset: UInt32(values.count), mask: f.mask))
-            values += st.foldedValues[Int(f.offset)..<(Int(f.offset) + f.mask.nonzeroBitCount)]
+        // In place: the kept days and their values move down over the dropped ones (in the steady
+        // state the oldest day leaves every day), then both arrays are cut; nothing is allocated.
+        var keptDays = 0, keptValues = 0
+        for r in st.foldedDays.indices {
+            let f = st.foldedDays[r]
+            guard ranges.contains(where: { $0.contains(f.day) }) else { continue }
+            let n = f.mask.nonzeroBitCount, from = Int(f.offset)
+            if keptValues != from { for k in 0..<n { st.foldedValues[keptValues + k] = st.foldedValues[from + k] } }
+            st.foldedDays[keptDays] = FoldedDay(day: f.day, offset: UInt32(keptValues), mask: f.mask)
+            keptDays += 1
+            keptValues += n
         }
-        st.foldedDays = days
-        st.foldedValues = values
+        guard keptDays < st.foldedDays.count else { return }
+        st.foldedDays.removeLast(st.foldedDays.count - keptDays)
+        st.foldedValues.removeLast(st.foldedValues.count - keptValues)
     }
 }
