@@ -9,14 +9,7 @@ swift build -c release >/dev/null
 bin=.build/release
 work=$(mktemp -d /tmp/mobilitywatch-demo.XXXXXX)
 pids=()
-# $! of the subscriber pipeline is its last stage (sed): the mosquitto_sub feeding it would
-# otherwise stay, reconnecting to the stopped broker, and `wait` with it.
-cleanup() {
-  [ -n "${port:-}" ] && pkill -f "mosquitto_sub -h 127.0.0.1 -p $port " 2>/dev/null || true
-  for ((k=${#pids[@]}-1; k>=0; k--)); do kill "${pids[k]}" 2>/dev/null || true; sleep 0.2; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
+cleanup() { for ((k=${#pids[@]}-1; k>=0; k--)); do kill "${pids[k]}" 2>/dev/null || true; sleep 0.2; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT INT TERM
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18883)
@@ -36,9 +29,11 @@ echo "== mosquitto on $broker"
   --metrics-address off --log-level warn & pids+=($!)
 sleep 1
 echo "== mobilityd running (clock: event); subscribing to mobility/v1/users/+/alerts/#"
-mosquitto_sub -h 127.0.0.1 -p "$port" -q 1 -t 'mobility/v1/users/+/alerts/#' -F '%p' | \
+# mosquitto_sub itself is the background job (its output formatted by a process substitution
+# that ends with it), so that cleanup stops it rather than the last stage of a pipeline.
+mosquitto_sub -h 127.0.0.1 -p "$port" -q 1 -t 'mobility/v1/users/+/alerts/#' -F '%p' > >(
   sed -u 's/"status":"firing"\(.*"repeat":true\)/"status":"still firing (weekly reminder)"\1/' | \
-  sed -un 's/.*"rule":"\([^"]*\)".*"user":"\([^"]*\)".*"status":"\([^"]*\)","day":"\([^"]*\)".*"summary":"\([^"]*\)".*/  [\4] \2 \1 \3: \5/p' & pids+=($!)
+  sed -un 's/.*"rule":"\([^"]*\)".*"user":"\([^"]*\)".*"status":"\([^"]*\)","day":"\([^"]*\)".*"summary":"\([^"]*\)".*/  [\4] \2 \1 \3: \5/p') & pids+=($!)
 sleep 0.5
 
 for s in jamie-normal jamie-heat-wave jamie-plateau; do

@@ -125,9 +125,12 @@ public final class Daemon: Sendable {
                   })
         }
         let count = UInt64(shards.count)
-        @Sendable func shardOf(_ topic: String) -> Int {
-            if case .inbound(let user, _) = layout.parse(topic) { return Int(Daemon.hash(user) % count) }
-            return 0
+        /// Parses a topic once and routes it: its user's shard, with the parse for the shard to reuse.
+        @Sendable func route(_ topic: String, seq: UInt64, payload: [UInt8]) {
+            let parsed = layout.parse(topic)
+            var shard = 0
+            if case .inbound(let user, _) = parsed { shard = Int(Daemon.hash(user) % count) }
+            shards[shard].queue.push(.message(seq: seq, topic: topic, parsed: parsed, payload: payload))
         }
         for r in restored.users { shards[Int(Daemon.hash(r.user) % count)].restore(r) }
         for s in shards { s.reloadRestored(program) }
@@ -135,7 +138,7 @@ public final class Daemon: Sendable {
         // Replay what the journal holds beyond each user's committed position.
         var replayed = 0
         IngestJournal.replay(journal.directory) { e in
-            shards[shardOf(e.topic)].queue.push(.message(seq: e.seq, topic: e.topic, payload: e.payload))
+            route(e.topic, seq: e.seq, payload: e.payload)
             replayed += 1
         }
         journal.markQueued(journal.lastSeq)
@@ -166,7 +169,7 @@ public final class Daemon: Sendable {
                         usleep(200_000)
                     }
                 }
-                shards[shardOf(topic)].queue.push(.message(seq: seq, topic: topic, payload: payload))
+                route(topic, seq: seq, payload: payload)
                 journal.markQueued(seq)
             }, onEvent: { [self] e in connectionEvent(e, role: "subscriber") })
         } catch {

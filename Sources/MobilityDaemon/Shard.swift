@@ -7,8 +7,8 @@ import Synchronization
 
 /// What a shard's thread is asked to do.
 enum ShardItem: Sendable {
-    /// A journalled message (seq 0: not journalled).
-    case message(seq: UInt64, topic: String, payload: [UInt8])
+    /// A journalled message (seq 0: not journalled), its topic already parsed by the router.
+    case message(seq: UInt64, topic: String, parsed: TopicLayout.Parsed, payload: [UInt8])
     /// Wall clock: close the days that ended.
     case tick(Timestamp)
     case reload(Program)
@@ -120,9 +120,8 @@ final class Shard: @unchecked Sendable {
             var replayedNow = 0
             for item in batch {
                 switch item {
-                case .message(let seq, let topic, let payload):
+                case .message(let seq, let topic, let parsed, let payload):
                     var user: String?
-                    let parsed = layout.parse(topic)
                     if case .inbound(let u, _) = parsed { user = u }
                     if seq > 0, let u = user, seq <= applied[u, default: 0] { replayedNow += 1; continue } // already applied before a restart
                     ingestor.handle(topic: topic, parsed: parsed, payload: payload, now: wall, into: &out)

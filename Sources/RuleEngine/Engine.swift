@@ -40,7 +40,7 @@ public enum IngestOutcome: Hashable, Sendable {
     case rejected(Rejection)
 }
 
-/// The rule engine: per-user state, day buckets, windows, rules and alert state machines.
+/// The rule engine: per-user state (open days raw, older days folded), windows, rules and alert state machines.
 ///
 /// Pure: no I/O, no clock. Every call takes `now` (event or wall time) and appends what must be
 /// published to `out`. One engine is owned by one shard.
@@ -49,11 +49,6 @@ public struct Engine: Sendable {
     public var program: Program { closer.program }
     /// Tunables.
     public var configuration: EngineConfiguration { didSet { closer = DayCloser(program: closer.program, configuration: configuration) } }
-    /// Users by id.
-    ///
-    /// A snapshot built on each call (O(users)): for tests and tools. The hot path uses the
-    /// slot table below; see ``state(of:)`` and ``allStates``.
-    public var users: [String: UserState] { Dictionary(uniqueKeysWithValues: states.map { ($0.user, $0) }) }
     /// Every user's state, in no particular order.
     public var allStates: [UserState] { states }
     /// How many users the engine holds.
@@ -238,16 +233,22 @@ public struct Engine: Sendable {
         for (j, rule) in program.alerts.enumerated() where rule.trigger == .sample(s.metric) {
             ev.alert = j
             if let f = rule.filter, ev.boolean(f, day) != true { continue }
-            let inhibited = rule.inhibitedBy.contains { ev.user.alerts[program.alerts[$0].name]?.isFiring == true }
-            let cond = inhibited ? nil : ev.boolean(rule.condition, day)
-            var sm = ev.user.alerts[rule.name] ?? AlertStateMachine()
-            let at = s.end.milliseconds
-            let action = sm.evaluate(cond, at: at, activeSince: at, forMs: rule.forSeconds * 1000,
-                                     keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
-                                     cooldownMs: rule.cooldownSeconds * 1000)
-            ev.user.alerts[rule.name] = sm
-            if let t = transition(action, rule: rule, ev: &ev, day: day) { out.append(.alert(t)) }
+            step(rule, program: program, at: s.end.milliseconds, activeSince: s.end.milliseconds, ev: &ev, day: day, into: &out)
         }
+    }
+
+    /// One evaluation of an alert (`ev.alert` set): its condition unless inhibited, its state
+    /// machine, and the transition that produces, if any.
+    static func step(_ rule: AlertRule, program: Program, at: Int64, activeSince: Int64, ev: inout Evaluator, day: DayNumber,
+                     into out: inout [EngineOutput]) {
+        let inhibited = rule.inhibitedBy.contains { ev.user.alerts[program.alerts[$0].name]?.isFiring == true }
+        let cond = inhibited ? nil : ev.boolean(rule.condition, day)
+        var sm = ev.user.alerts[rule.name] ?? AlertStateMachine()
+        let action = sm.evaluate(cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
+                                 keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
+                                 cooldownMs: rule.cooldownSeconds * 1000)
+        ev.user.alerts[rule.name] = sm
+        if let t = transition(action, rule: rule, ev: &ev, day: day) { out.append(.alert(t)) }
     }
 
     static func transition(_ action: AlertStateMachine.Action, rule: AlertRule, ev: inout Evaluator, day: DayNumber) -> AlertTransition? {
@@ -317,7 +318,6 @@ public struct Engine: Sendable {
 
     /// The days still needed by some rule for a user (see ``DayCloser/retainedRanges(_:)``).
     public func retainedRanges(_ st: UserState) -> [ClosedRange<DayNumber>] { closer.retainedRanges(st) }
-
 
     // MARK: Reload
 
@@ -445,14 +445,7 @@ final class DayCloser: Sendable {
         let dayEnd = ev.user.calendar.startOfDay(d + 1).milliseconds
         for (j, rule) in program.alerts.enumerated() where rule.trigger == .day {
             ev.alert = j
-            let inhibited = rule.inhibitedBy.contains { ev.user.alerts[program.alerts[$0].name]?.isFiring == true }
-            let cond = inhibited ? nil : ev.boolean(rule.condition, d)
-            var sm = ev.user.alerts[rule.name] ?? AlertStateMachine()
-            let action = sm.evaluate(cond, at: dayEnd, activeSince: dayStart, forMs: rule.forSeconds * 1000,
-                                     keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
-                                     cooldownMs: rule.cooldownSeconds * 1000)
-            ev.user.alerts[rule.name] = sm
-            if let t = Engine.transition(action, rule: rule, ev: &ev, day: d) { out.append(.alert(t)) }
+            Engine.step(rule, program: program, at: dayEnd, activeSince: dayStart, ev: &ev, day: d, into: &out)
         }
     }
     /// The days still needed by some rule for a user: the rules' look-back plus the allowed

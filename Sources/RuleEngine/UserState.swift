@@ -86,13 +86,11 @@ public struct OpenDay: Sendable {
     public var values: [StoredValue]
     /// Input index → value; `UserState.notComputed` until computed, NaN when the day has none.
     var cache: [Double] = []
-    /// The state store keeps an open day as chunks of ``chunkSize`` values, one row each, and
-    /// rewrites only the chunks from the first value changed since its last commit.
-    public static let chunkSize = 64
-    /// The first value index changed since the store last wrote the day; nil when unchanged.
+    /// The first value index changed since the state store last wrote the day; nil when unchanged
+    /// (the store rewrites from there on).
     public var dirtyFrom: Int? = 0
-    /// How many chunks the store holds for the day.
-    public var storedChunks = 0
+    /// How many values the state store holds for the day.
+    public var storedCount = 0
     /// Whether the store's copy is out of date.
     public var dirty: Bool { dirtyFrom != nil }
 
@@ -101,7 +99,7 @@ public struct OpenDay: Sendable {
         values += stored
         for v in stored { note(v.id) }
         dirtyFrom = nil
-        storedChunks += 1
+        storedCount += stored.count
     }
 
     /// Notes a change at value index `i` and after.
@@ -248,7 +246,7 @@ public struct UserState: Sendable {
     public mutating func markPersisted() {
         for i in openDays.indices where openDays[i].dirty {
             openDays[i].dirtyFrom = nil
-            openDays[i].storedChunks = (openDays[i].values.count + OpenDay.chunkSize - 1) / OpenDay.chunkSize
+            openDays[i].storedCount = openDays[i].values.count
         }
         foldedBefore = nil
     }
@@ -343,7 +341,7 @@ public struct UserState: Sendable {
     }
 
     /// Replaces the folded days with a new list of (day, values in mask order).
-    public mutating func rebuildFolded(_ days: [(FoldedDay, [Double])]) {
+    mutating func rebuildFolded(_ days: [(FoldedDay, [Double])]) {
         var fd: [FoldedDay] = [], fv: [Double] = []
         fd.reserveCapacity(days.count)
         for (f, vs) in days {

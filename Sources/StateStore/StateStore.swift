@@ -27,6 +27,10 @@ public final class StateStore: @unchecked Sendable {
 
     private let db: SQLiteDatabase
     private let lock = Mutex<Void>(())
+    /// Open days are stored as chunks of this many values, one `user_days` row each, so that a
+    /// commit rewrites only the chunks from the first value that changed.
+    public static let chunkSize = 64
+    static func chunks(_ values: Int) -> Int { (values + chunkSize - 1) / chunkSize }
     /// Prepared statements of the commit path, by SQL (used only under `lock`).
     private var statements: [String: SQLiteDatabase.Statement] = [:]
     /// A second connection for checkpoints off the commit path (used only under `checkpointLock`).
@@ -151,9 +155,9 @@ public final class StateStore: @unchecked Sendable {
                     }
                     for day in s.openDays {
                         guard let from = day.dirtyFrom else { continue }
-                        let chunks = (day.values.count + OpenDay.chunkSize - 1) / OpenDay.chunkSize
-                        if from / OpenDay.chunkSize < chunks {
-                            for c in (from / OpenDay.chunkSize)..<chunks {
+                        let chunks = StateStore.chunks(day.values.count)
+                        if from / StateStore.chunkSize < chunks {
+                            for c in (from / StateStore.chunkSize)..<chunks {
                                 let row = try statement("INSERT INTO user_days (user, day, chunk, data) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user, day, chunk) DO UPDATE SET data = ?4")
                                 row.bind(1, u.user)
                                 row.bind(2, Int64(day.day))
@@ -162,7 +166,7 @@ public final class StateStore: @unchecked Sendable {
                                 try row.run()
                             }
                         }
-                        if day.storedChunks > chunks {
+                        if StateStore.chunks(day.storedCount) > chunks {
                             let del = try statement("DELETE FROM user_days WHERE user = ?1 AND day = ?2 AND chunk >= ?3")
                             del.bind(1, u.user)
                             del.bind(2, Int64(day.day))

@@ -80,7 +80,7 @@ enum UserStateCodec {
 
     /// One chunk of an open day's values: the data of a row in `user_days`.
     static func encode(day d: OpenDay, chunk: Int) -> [UInt8] {
-        let lo = chunk * OpenDay.chunkSize, hi = Swift.min(d.values.count, lo + OpenDay.chunkSize)
+        let lo = chunk * StateStore.chunkSize, hi = Swift.min(d.values.count, lo + StateStore.chunkSize)
         var w = Writer()
         w.bytes.reserveCapacity(4 + (hi - lo) * 26)
         encodeValues(d.values[lo..<hi], &w)

@@ -53,8 +53,6 @@ enum EndToEnd {
         return cond()
     }
 
-    static func median(_ xs: [Double]) -> Double { let s = xs.sorted(); return s[s.count / 2] }
-
     /// `runs` rounds of: the broker's ceiling, mobilityd's throughput in the same round, and (with
     /// `latency`) alert latency; each round printed, then the medians.
     static func run(broker: String, metricsPort: Int, messages: Int, batch: Int, runs: Int, latency: Bool) throws {

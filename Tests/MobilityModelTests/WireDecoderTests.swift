@@ -170,7 +170,7 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
             checked += 1
             if treeOK { valid += 1 }
         }
-        #expect(checked == 6000 && valid > 100) // both outcomes are exercised
+        #expect(valid > 100 && checked - valid > 100) // both outcomes are exercised
     }
 
     @Test func roundTripsStrings() throws {

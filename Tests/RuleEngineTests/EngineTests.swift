@@ -48,7 +48,7 @@ import TestSupport
             Issue.record("future sample accepted"); return
         }
         #expect(f.reason == .inFuture)
-        #expect(engine.users["u"]!.openValueCount == 2)
+        #expect(engine.state(of: "u")!.openValueCount == 2)
     }
 
     @Test func duplicatesDeletionsAndSyncVersions() {
@@ -125,8 +125,8 @@ import TestSupport
         engine.advance(to: close(6), into: &out)
         #expect(out.alerts.map(\.rule) == ["slow"])
         engine.reload(program(Self.rules.replacingOccurrences(of: "alert gap", with: "alert gap2").replacingOccurrences(of: "inhibited_by gap", with: "inhibited_by gap2")))
-        #expect(engine.users["u"]!.alerts["slow"]?.isFiring == true)
-        #expect(engine.users["u"]!.alerts["gap"] == nil)
+        #expect(engine.state(of: "u")!.alerts["slow"]?.isFiring == true)
+        #expect(engine.state(of: "u")!.alerts["gap"] == nil)
         out.removeAll()
         engine.ingest(sample("s7", 0.8, day: 7), user: "u", now: close(7), into: &out)
         engine.advance(to: close(7), into: &out)

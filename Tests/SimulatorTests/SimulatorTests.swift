@@ -229,9 +229,10 @@ import TestSupport
         let (all, full) = run(records, program: program, retention: false)
         #expect(kept == all) // every alert, series point and rejection identical
         #expect(kept.count > 1000)
-        for (u, st) in compacted.users {
+        for st in compacted.allStates {
+            let u = st.user
             let days = Set(st.foldedDays.map(\.day) + st.openDays.map(\.day))
-            let f = full.users[u]!
+            let f = full.state(of: u)!
             let fullDays = Set(f.foldedDays.map(\.day) + f.openDays.map(\.day))
             #expect(days.count < fullDays.count, "\(u): nothing was compacted")
             // recent: look-back + 7 d lateness + 2 d margin + the closed day + the open day;

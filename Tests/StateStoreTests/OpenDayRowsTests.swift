@@ -15,6 +15,15 @@ import Testing
         return d + "/s.sqlite"
     }
 
+    /// An engine for `rules` and a fresh store in a temporary directory.
+    func fixture(_ rules: String) throws -> (Engine, StateStore, String) {
+        let p = try #require(Checker.check(text: rules).program)
+        let path = tempPath()
+        return (Engine(program: p), try StateStore(path: path), path)
+    }
+
+    func remove(_ path: String) { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+
     /// The distinct days with rows, or with `chunksOf`, the chunk numbers of that day.
     func rows(_ path: String, chunksOf day: Int64? = nil) throws -> [Int64] {
         var db: OpaquePointer?, st: OpaquePointer?
@@ -35,12 +44,9 @@ import Testing
     }
 
     @Test func commitsChangedDaysAndDropsFoldedRows() throws {
-        let p = try #require(Checker.check(text: "series s = p95(walkingSpeed)\nalert slow { when mean(s, 3 d) < 1 m/s\n for 1 d }").program)
-        var e = Engine(program: p)
+        var (e, store, path) = try fixture("series s = p95(walkingSpeed)\nalert slow { when mean(s, 3 d) < 1 m/s\n for 1 d }")
+        defer { remove(path) }
         var out: [EngineOutput] = []
-        let path = tempPath()
-        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
-        let store = try StateStore(path: path)
         func day(_ d: Int, samples: Int = 2, tag: String = "s") {
             let t = LocalCalendar.utc.startOfDay(DayNumber(20_500 + d)).adding(seconds: 36_000)
             for j in 0..<samples {
@@ -69,12 +75,9 @@ import Testing
     }
 
     @Test func largeDaysAreWrittenInChunksFromTheFirstChange() throws {
-        let p = try #require(Checker.check(text: "series n = count(walkingSpeed)").program)
-        var e = Engine(program: p)
+        var (e, store, path) = try fixture("series n = count(walkingSpeed)")
+        defer { remove(path) }
         var out: [EngineOutput] = []
-        let path = tempPath()
-        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
-        let store = try StateStore(path: path)
         let t0 = LocalCalendar.utc.startOfDay(20_500).adding(seconds: 3600)
         func add(_ ids: Range<Int>) {
             for i in ids {
@@ -102,7 +105,7 @@ import Testing
 
     @Test func migratesASchemaOneStore() throws {
         let path = tempPath()
-        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        defer { remove(path) }
         // A store as the first release left it: schema 1, the whole state in one v1 blob.
         var db: OpaquePointer?
         try #require(sqlite3_open(path, &db) == SQLITE_OK)

@@ -33,7 +33,7 @@ private func tempDir() -> String {
                             metadata: [MetadataKey.syncIdentifier: .string("k\(d)"), MetadataKey.syncVersion: .number(1)]), user: "u", now: t, into: &out)
         }
         e.advance(to: tz.startOfDay(20_506).adding(seconds: 7200), into: &out)
-        #expect(e.users["u"]!.alerts["slow"]?.isFiring == true)
+        #expect(e.state(of: "u")!.alerts["slow"]?.isFiring == true)
         return e
     }
 
@@ -41,7 +41,7 @@ private func tempDir() -> String {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let engine = try populatedEngine()
-        let state = engine.users["u"]!
+        let state = engine.state(of: "u")!
         let store = try StateStore(path: dir + "/s.sqlite")
         let ids = try store.commit(users: [.init(user: "u", appliedSeq: 42, eventNow: Timestamp(seconds: 99), state: state),
                                            .init(user: "ghost", appliedSeq: 7, eventNow: nil, state: nil)],

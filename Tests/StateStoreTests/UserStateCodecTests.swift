@@ -55,7 +55,7 @@ import Testing
             }
             e.advance(user: "u", to: t, into: &out)
         }
-        let st = try #require(e.users["u"])
+        let st = try #require(e.state(of: "u"))
         #expect(!st.foldedDays.isEmpty && st.openDays.count <= 11 && st.foldedDays.last!.day < st.openDays.first!.day)
         #expect(st.foldedInputs == p.inputs)
         let r = try UserStateCodec.decode(user: "u", UserStateCodec.encode(st))
