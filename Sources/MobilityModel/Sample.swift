@@ -98,14 +98,23 @@ public struct Sample: Hashable, Sendable {
         self.metadata = metadata
     }
 
+    /// A metadata value by key. Samples carry a few keys at most, and comparing a few short keys
+    /// is several times cheaper than hashing one (SipHash) for a dictionary lookup.
+    @inlinable public func metadataValue(_ key: String) -> MetadataValue? {
+        if metadata.count > 8 { return metadata[key] }
+        let n = key.utf8.count
+        for (k, v) in metadata where k.utf8.count == n && k == key { return v }
+        return nil
+    }
+
     /// `HKMetadataKeySyncIdentifier`, if present.
     public var syncIdentifier: String? {
-        if case .string(let s)? = metadata[MetadataKey.syncIdentifier] { return s }
+        if case .string(let s)? = metadataValue(MetadataKey.syncIdentifier) { return s }
         return nil
     }
 
     /// `HKMetadataKeySyncVersion`, if present.
-    public var syncVersion: Int64? { metadata[MetadataKey.syncVersion]?.asNumber.map { Int64($0) } }
+    public var syncVersion: Int64? { metadataValue(MetadataKey.syncVersion)?.asNumber.map { Int64($0) } }
 
     /// The local day of the sample (the day of its end): its own IANA zone if it carries one, else
     /// the UTC offset it was written with (a phone writes its local offset), else — for timestamps

@@ -115,11 +115,15 @@ public struct Engine: Sendable {
     private mutating func withUser<R>(_ id: String, _ body: (inout UserState) -> R) -> R {
         let k = slot(id, create: true)!
         let r = body(&states[k])
+        markTouched(k)
+        return r
+    }
+
+    @inline(__always) private mutating func markTouched(_ k: Int) {
         if !states[k].touched {
             states[k].touched = true
-            touchedList.append(id)
+            touchedList.append(states[k].user)
         }
-        return r
     }
 
     // MARK: Inputs
@@ -142,34 +146,40 @@ public struct Engine: Sendable {
         if s.end.milliseconds < now.milliseconds - configuration.allowedLatenessSeconds * 1000 {
             return .rejected(Rejection(.tooLate, "sample ends at \(s.end), more than \(configuration.allowedLatenessSeconds / 86_400) d before now (\(now))", itemID: s.id))
         }
-        let publishSeries = configuration.publishSeries
         let rules: DayCloser? = sampleMask & (1 << UInt64(s.metric.rawValue)) != 0 ? closer : nil
-        return withUser(user) { st in
-            let day = s.localDay(default: st.calendar)
-            if let folded = st.lastFoldedDay, day <= folded {
-                // Only reachable when the clock went backwards: the day is final.
-                return .rejected(Rejection(.tooLate, "sample's day \(CivilDate(dayNumber: day)) is past the allowed lateness", itemID: s.id))
-            }
-            let id = SampleID(s.id)
-            if st.locate(id) != nil { return .duplicate }
-            var outcome = IngestOutcome.accepted
-            if !s.metadata.isEmpty, let syncID = s.syncIdentifier {
-                let sync = SampleID(syncID), version = s.syncVersion ?? 0
-                if let k = st.syncIndex.firstIndex(where: { $0.sync == sync }) {
-                    if version <= st.syncIndex[k].version { return .stale }
-                    Engine.remove(id: st.syncIndex[k].id, from: &st)
-                    st.syncIndex[k] = SyncEntry(sync: sync, version: version, id: id)
-                    outcome = .superseded
-                } else {
-                    st.syncIndex.append(SyncEntry(sync: sync, version: version, id: id))
-                }
-            }
-            st.append(StoredValue(id: id, metric: s.metric, value: s.value, end: s.end, provenance: s.provenance), day: day)
-            st.noteDay(day)
-            if publishSeries, let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
-            if let rules { Engine.runSampleRules(rules.program, s, day: day, state: &st, into: &out) }
-            return outcome
+        let k = slot(user, create: true)!
+        // A static function on the state in place: a closure here would copy the sample.
+        let outcome = Engine.ingest(s, into: &states[k], publishSeries: configuration.publishSeries, rules: rules, out: &out)
+        markTouched(k)
+        return outcome
+    }
+
+    private static func ingest(_ s: Sample, into st: inout UserState, publishSeries: Bool, rules: DayCloser?,
+                               out: inout [EngineOutput]) -> IngestOutcome {
+        let day = s.localDay(default: st.calendar)
+        if let folded = st.lastFoldedDay, day <= folded {
+            // Only reachable when the clock went backwards: the day is final.
+            return .rejected(Rejection(.tooLate, "sample's day \(CivilDate(dayNumber: day)) is past the allowed lateness", itemID: s.id))
         }
+        let id = SampleID(s.id)
+        if st.locate(id) != nil { return .duplicate }
+        var outcome = IngestOutcome.accepted
+        if !s.metadata.isEmpty, let syncID = s.syncIdentifier {
+            let sync = SampleID(syncID), version = s.syncVersion ?? 0
+            if let k = st.syncIndex.firstIndex(where: { $0.sync == sync }) {
+                if version <= st.syncIndex[k].version { return .stale }
+                Engine.remove(id: st.syncIndex[k].id, from: &st)
+                st.syncIndex[k] = SyncEntry(sync: sync, version: version, id: id)
+                outcome = .superseded
+            } else {
+                st.syncIndex.append(SyncEntry(sync: sync, version: version, id: id))
+            }
+        }
+        st.append(StoredValue(id: id, metric: s.metric, value: s.value, end: s.end, provenance: s.provenance), day: day)
+        st.noteDay(day)
+        if publishSeries, let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
+        if let rules { Engine.runSampleRules(rules, s, day: day, state: &st, into: &out) }
+        return outcome
     }
 
     static func remove(id: SampleID, from st: inout UserState) {
@@ -218,15 +228,13 @@ public struct Engine: Sendable {
     public mutating func advance(user id: String, to now: Timestamp, into out: inout [EngineOutput]) {
         let closer = self.closer
         guard let k = slot(id, create: false) else { return }
-        if closer.advance(&states[k], to: now, into: &out), !states[k].touched {
-            states[k].touched = true
-            touchedList.append(id)
-        }
+        if closer.advance(&states[k], to: now, into: &out) { markTouched(k) }
     }
 
 
-    static func runSampleRules(_ program: Program, _ s: Sample, day: DayNumber, state st: inout UserState, into out: inout [EngineOutput]) {
-        var ev = Evaluator(program: program, user: UserState(user: st.user, calendar: st.calendar))
+    static func runSampleRules(_ rules: DayCloser, _ s: Sample, day: DayNumber, state st: inout UserState, into out: inout [EngineOutput]) {
+        let program = rules.program
+        var ev = Evaluator(rules: rules, user: UserState(user: st.user, calendar: st.calendar))
         swap(&ev.user, &st)
         defer { swap(&ev.user, &st) }
         ev.sample = s
@@ -369,10 +377,19 @@ final class DayCloser: Sendable {
     /// Closes a user's finished days in place; returns whether the state changed.
     func advance(_ st: inout UserState, to now: Timestamp, into out: inout [EngineOutput]) -> Bool {
         guard let first = st.firstDay else { return false }
-        let lastClosable = st.calendar.day(of: now.adding(seconds: -configuration.graceSeconds)) - 1
+        // The common case, after every sample: nothing to close before a known instant.
+        if now.milliseconds < st.closeCheckUntil && st.revisedDays.isEmpty { return false }
+        let graced = now.adding(seconds: -configuration.graceSeconds)
+        let current = st.calendar.day(of: graced)
+        let lastClosable = current - 1
         let closed = st.lastClosedDay ?? (first - 1)
-        if lastClosable <= closed && st.revisedDays.isEmpty { return false } // the common case: nothing to do
-        var ev = Evaluator(program: program, user: UserState(user: st.user, calendar: st.calendar))
+        if lastClosable <= closed && st.revisedDays.isEmpty {
+            // Nothing closes until the graced clock reaches the next local midnight (while no day
+            // has closed, an earlier first day could change that: no shortcut then).
+            if st.lastClosedDay != nil { st.closeCheckUntil = st.calendar.startOfDay(current + 1).milliseconds + configuration.graceSeconds * 1000 }
+            return false
+        }
+        var ev = Evaluator(rules: self, user: UserState(user: st.user, calendar: st.calendar))
         swap(&ev.user, &st)
         defer { swap(&ev.user, &st) }
         // Revised days (late data): publish corrected series values.

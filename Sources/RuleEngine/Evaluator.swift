@@ -6,7 +6,9 @@ import RuleLanguage
 /// Numbers are SI; nil means unknown. Booleans follow Kleene's three-valued logic: `false and
 /// unknown` is false, `true or unknown` is true, everything else with an unknown is unknown.
 struct Evaluator {
-    let program: Program
+    /// The rules, by reference: making an evaluator copies no `Program` (one retain, not one per array).
+    let rules: DayCloser
+    @inline(__always) var program: Program { _read { yield rules.program } }
     var user: UserState
     /// The sample being evaluated, for `on sample` rules.
     var sample: Sample?
@@ -21,8 +23,8 @@ struct Evaluator {
     private var letBase: [Int] = []
     private static let span = 32
 
-    init(program: Program, user: UserState) {
-        self.program = program
+    init(rules: DayCloser, user: UserState) {
+        self.rules = rules
         self.user = user
     }
 
@@ -151,7 +153,7 @@ struct Evaluator {
             guard let e = user.latestEvent(kind, onOrBefore: d) else { return nil }
             return Double(d - e) * 86_400
         case .sample(.value): return sample?.value
-        case .metadata(let key): return sample?.metadata[key]?.asNumber
+        case .metadata(let key): return sample?.metadataValue(key)?.asNumber
         case .negate(let x): return number(x, d).map { -$0 }
         case .abs(let x): return number(x, d).map { Swift.abs($0) }
         case .binary(let op, let l, let r):

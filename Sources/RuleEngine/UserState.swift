@@ -239,6 +239,9 @@ public struct UserState: Sendable {
     public var revisedDays: Set<DayNumber> = []
     /// Whether the engine has the user in its touched list.
     var touched = false
+    /// Until this instant (ms) no further day of the user can close: the check that runs after
+    /// every sample is one comparison instead of a calendar lookup. Not stored; `.min` = unknown.
+    var closeCheckUntil: Int64 = .min
     /// Days before this were folded since the state store last wrote the user: their rows go.
     public var foldedBefore: DayNumber?
 
@@ -336,7 +339,12 @@ public struct UserState: Sendable {
         }
         var at = openDays.count
         while at > 0, openDays[at - 1].day > day { at -= 1 }
-        openDays.insert(OpenDay(day: day, values: [v]), at: at)
+        // Room for a typical day (10–30 samples) up front: growing 1, 2, 4, 8, 16 reallocates four
+        // times. The slack is given back when the day closes.
+        var values: [StoredValue] = []
+        values.reserveCapacity(16)
+        values.append(v)
+        openDays.insert(OpenDay(day: day, values: values), at: at)
         return at
     }
 
@@ -376,6 +384,7 @@ public struct UserState: Sendable {
 
     /// Forgets every cached daily input (rules or calendar changed).
     mutating func clearCaches() {
+        closeCheckUntil = .min
         for i in openDays.indices where !openDays[i].cache.isEmpty { openDays[i].cache.removeAll() }
     }
 

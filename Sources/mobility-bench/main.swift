@@ -114,17 +114,21 @@ if wanted("decode") {
 /// The timed engine loop, kept out of line so that a profiler can isolate it
 /// (`valgrind --tool=callgrind --toggle-collect='*engineRun*' … engine`).
 @inline(never)
-func engineRun(_ engine: inout Engine, _ decoded: [(String, Int, Sample)], users: Int) -> Int {
+func engineRun(_ engine: inout Engine, _ decoded: [DecodedSample], users: Int) -> Int {
     var out: [EngineOutput] = []
     var alerts = 0
     var clock = [Timestamp](repeating: Timestamp(milliseconds: .min), count: users) // each user's event clock
-    for (u, k, s) in decoded {
-        let now = max(clock[k], s.end)
-        clock[k] = now
-        engine.ingest(s, user: u, now: now, into: &out)
-        engine.advance(user: u, to: now, into: &out)
-        alerts += out.count
-        out.removeAll(keepingCapacity: true)
+    // Read in place through the buffer: copying each element (strings, a dictionary) would be harness cost.
+    decoded.withUnsafeBufferPointer { items in
+        for i in items.indices {
+            let k = items[i].slot
+            let now = max(clock[k], items[i].sample.end)
+            clock[k] = now
+            engine.ingest(items[i].sample, user: items[i].user, now: now, into: &out)
+            engine.advance(user: items[i].user, to: now, into: &out)
+            alerts += out.count
+            out.removeAll(keepingCapacity: true)
+        }
     }
     return alerts
 }
@@ -133,13 +137,13 @@ if wanted("engine") {
     // Decoded samples for `users` users over `days` days, fed per user in time order with the
     // user's event clock; the engine closes days as the clock passes them.
     let pop = Population(users: users, days: days, seed: 2)
-    var decoded: [(String, Int, Sample)] = []
+    var decoded: [DecodedSample] = []
     var userIndex: [String: Int] = [:]
     for r in pop.traffic() where r.topic.hasSuffix("/samples") {
         let u = String(r.topic.split(separator: "/")[3])
         let k = userIndex[u] ?? userIndex.count
         userIndex[u] = k
-        if case .success(let items) = decoder.samples(r.payload, user: u) { for case .success(let s) in items { decoded.append((u, k, s)) } }
+        if case .success(let items) = decoder.samples(r.payload, user: u) { for case .success(let s) in items { decoded.append(DecodedSample(user: u, slot: k, sample: s)) } }
     }
     var times: [Double] = []
     var alerts = 0
@@ -195,4 +199,11 @@ if wanted("dayclose") || wanted("memory") || wanted("restart") {
         })
         report("restart: open, load, restore", restart, "s", "\(users) users")
     }
+}
+
+/// A decoded sample of the engine benchmark, with its user and the user's index.
+struct DecodedSample {
+    var user: String
+    var slot: Int
+    var sample: Sample
 }

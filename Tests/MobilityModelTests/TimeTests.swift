@@ -1,3 +1,4 @@
+import Foundation
 import MobilityModel
 import Testing
 import TestSupport
@@ -58,6 +59,29 @@ import TestSupport
         // the hour after midnight belongs to the new day, the minute before to the old one
         #expect(la.day(of: la.startOfDay(fall)) == fall)
         #expect(la.day(of: la.startOfDay(fall).adding(seconds: -1)) == fall - 1)
+    }
+
+    @Test(arguments: ["Europe/Zurich", "America/Los_Angeles", "America/Santiago", "Europe/Moscow", "Australia/Lord_Howe",
+                      "Pacific/Apia", "Asia/Kolkata", "Africa/Casablanca", "UTC"])
+    func offsetTableAgreesWithTheZone(identifier: String) throws {
+        // The calendar reads offsets from a transition table; the zone itself is the reference,
+        // at random instants 1900–2100 and at each side of every transition in the table.
+        let cal = try #require(LocalCalendar(identifier: identifier))
+        func zone(_ s: Int64) -> Int64 { Int64(cal.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(s)))) }
+        var rng = SplitMix64(seed: 7)
+        for _ in 0..<3000 {
+            let s = Int64.random(in: -2_208_988_800..<4_102_444_800, using: &rng)
+            #expect(cal.offset(at: Timestamp(seconds: s)) == zone(s), "\(identifier) at \(s)")
+        }
+        var t = Date(timeIntervalSince1970: 0)
+        var transitions = 0
+        while let next = cal.timeZone.nextDaylightSavingTimeTransition(after: t), next.timeIntervalSince1970 < 2_000_000_000 {
+            let s = Int64(next.timeIntervalSince1970)
+            for probe in [s - 1, s, s + 1] { #expect(cal.offset(at: Timestamp(seconds: probe)) == zone(probe), "\(identifier) at \(probe)") }
+            transitions += 1
+            t = next
+        }
+        #expect(identifier == "UTC" || identifier == "Asia/Kolkata" || transitions > 0)
     }
 
     @Test func midnightSkippedByDST() throws {
