@@ -354,6 +354,7 @@ public struct Engine: Sendable {
     public mutating func restore(_ st: UserState) {
         var s = st
         s.clearCaches()
+        s.rebuildIDFilter()
         s.touched = false
         s.remapFolded(to: program.inputs)
         if let k = slots[st.user] { states[k] = s } else {

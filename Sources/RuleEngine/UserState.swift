@@ -97,74 +97,16 @@ public struct OpenDay: Sendable {
     /// Appends values read back from the store's rows (not a change: the store holds them).
     public mutating func restore(_ stored: [StoredValue]) {
         values += stored
-        for v in stored { note(v.id) }
         dirtyFrom = nil
         storedCount += stored.count
     }
 
     /// Notes a change at value index `i` and after.
     @inline(__always) mutating func touch(from i: Int) { dirtyFrom = Swift.min(dirtyFrom ?? i, i) }
-    /// A 256-bit Bloom filter (two bits per id) of the day's ids: most new samples are told apart
-    /// from re-deliveries without scanning the day (~8 % false positives at 40 samples a day; bits
-    /// of removed ids stay set, which only costs a scan).
-    var seen: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-    /// Past ``wideThreshold`` values the filter moves to `wide`, 16–32 bits per id (2 bits set
-    /// per id: ≤ 1.4 % false positives), rebuilt each time the day doubles, so that a busy day is
-    /// not scanned for every new sample (the 256 bits above give ~18 % at 40 ids a day).
-    var wide: [UInt64] = []
-    static let wideThreshold = 24
-
     /// Creates an open day.
     public init(day: DayNumber, values: [StoredValue] = []) {
         self.day = day
         self.values = values
-        for v in values { note(v.id) }
-    }
-
-    @inline(__always) static func bits(_ id: SampleID) -> (UInt64, UInt64, UInt64, UInt64) {
-        @inline(__always) func one(_ b: UInt64) -> (UInt64, UInt64, UInt64, UInt64) {
-            let bit: UInt64 = 1 << (b & 63), w = b >> 6
-            return (w == 0 ? bit : 0, w == 1 ? bit : 0, w == 2 ? bit : 0, w == 3 ? bit : 0)
-        }
-        let a = one((id.rawValue >> 32) & 255), b = one((id.rawValue >> 48) & 255)
-        return (a.0 | b.0, a.1 | b.1, a.2 | b.2, a.3 | b.3)
-    }
-
-    /// The two bit positions of an id in a wide filter of `words` words (a power of two).
-    @inline(__always) private static func wideBits(_ id: SampleID, _ words: Int) -> (Int, Int) {
-        let mask = UInt64(words * 64 - 1)
-        return (Int(id.rawValue & mask), Int((id.rawValue >> 24) & mask))
-    }
-
-    @inline(__always) mutating func note(_ id: SampleID) {
-        let m = OpenDay.bits(id)
-        seen = (seen.0 | m.0, seen.1 | m.1, seen.2 | m.2, seen.3 | m.3)
-        if values.count > OpenDay.wideThreshold {
-            if values.count * 16 > wide.count * 64 { rebuildWide() } else { setWide(id) }
-        }
-    }
-
-    private mutating func setWide(_ id: SampleID) {
-        let (a, b) = OpenDay.wideBits(id, wide.count)
-        wide[a >> 6] |= 1 << UInt64(a & 63)
-        wide[b >> 6] |= 1 << UInt64(b & 63)
-    }
-
-    /// Sizes the wide filter for twice the current values and refills it.
-    private mutating func rebuildWide() {
-        var words = 8
-        while words * 64 < values.count * 32 { words <<= 1 }
-        wide = Array(repeating: 0, count: words)
-        for v in values { setWide(v.id) }
-    }
-
-    @inline(__always) func mightHold(_ id: SampleID) -> Bool {
-        if !wide.isEmpty {
-            let (a, b) = OpenDay.wideBits(id, wide.count)
-            return wide[a >> 6] & (1 << UInt64(a & 63)) != 0 && wide[b >> 6] & (1 << UInt64(b & 63)) != 0
-        }
-        let m = OpenDay.bits(id)
-        return seen.0 & m.0 == m.0 && seen.1 & m.1 == m.1 && seen.2 & m.2 == m.2 && seen.3 & m.3 == m.3
     }
 }
 
@@ -242,6 +184,11 @@ public struct UserState: Sendable {
     /// Until this instant (ms) no further day of the user can close: the check that runs after
     /// every sample is one comparison instead of a calendar lookup. Not stored; `.min` = unknown.
     var closeCheckUntil: Int64 = .min
+    /// A Bloom filter of the open days' sample ids (two bits each), so that a new sample is told
+    /// from a re-delivery without scanning the days; `idFilterLoad` ids noted since it was sized.
+    /// Not stored: rebuilt on restore and when it fills.
+    var idFilter: [UInt64] = []
+    var idFilterLoad = 0
     /// Days before this were folded since the state store last wrote the user: their rows go.
     public var foldedBefore: DayNumber?
 
@@ -306,25 +253,60 @@ public struct UserState: Sendable {
 
     /// Where a sample id is held: (open day index, value index).
     func locate(_ id: SampleID) -> (Int, Int)? {
-        let small = OpenDay.bits(id)
+        guard mightHold(id) else { return nil }
         return openDays.withUnsafeBufferPointer { days in
             var i = days.count - 1
             while i >= 0 {
-                // Field by field through the buffer: no copy of the day (and of its arrays' references).
-                let seen = days[i].seen
-                var maybe = seen.0 & small.0 == small.0 && seen.1 & small.1 == small.1 && seen.2 & small.2 == small.2 && seen.3 & small.3 == small.3
-                if maybe, days[i].values.count > OpenDay.wideThreshold { maybe = days[i].mightHold(id) }
-                if maybe {
-                    let hit: Int? = days[i].values.withUnsafeBufferPointer { vs in
-                        for j in vs.indices where vs[j].id == id { return j }
-                        return nil
-                    }
-                    if let j = hit { return (i, j) }
+                let hit: Int? = days[i].values.withUnsafeBufferPointer { vs in
+                    for j in vs.indices where vs[j].id == id { return j }
+                    return nil
                 }
+                if let j = hit { return (i, j) }
                 i -= 1
             }
             return nil
         }
+    }
+
+    /// Whether an id may be held by an open day (false: certainly not). Two bits per id in
+    /// `idFilter`; an empty filter (a state just built or loaded) answers "maybe".
+    @inline(__always) func mightHold(_ id: SampleID) -> Bool {
+        let words = idFilter.count
+        guard words > 0 else { return !openDays.isEmpty }
+        let mask = UInt64(words * 64 - 1)
+        let a = Int(id.rawValue & mask), b = Int((id.rawValue >> 32) & mask)
+        return idFilter[a >> 6] & (1 << UInt64(a & 63)) != 0 && idFilter[b >> 6] & (1 << UInt64(b & 63)) != 0
+    }
+
+    /// Notes the id of a value just added to an open day.
+    @inline(__always) mutating func noteID(_ id: SampleID) {
+        idFilterLoad += 1
+        let words = idFilter.count
+        // Rebuilt at 16 bits per live id, so that it never holds fewer than 8 per id noted
+        // (≤ 5 % false positives); ids of folded or removed values leave with the rebuild.
+        if idFilterLoad * 8 > words * 64 { rebuildIDFilter(); return }
+        let mask = UInt64(words * 64 - 1)
+        let a = Int(id.rawValue & mask), b = Int((id.rawValue >> 32) & mask)
+        idFilter[a >> 6] |= 1 << UInt64(a & 63)
+        idFilter[b >> 6] |= 1 << UInt64(b & 63)
+    }
+
+    /// Sizes the id filter for the open days' values and fills it.
+    mutating func rebuildIDFilter() {
+        var n = 0
+        for d in openDays { n += d.values.count }
+        var words = 4
+        while words * 64 < n * 16 { words <<= 1 }
+        if idFilter.count == words { for k in idFilter.indices { idFilter[k] = 0 } } else { idFilter = Array(repeating: 0, count: words) }
+        let mask = UInt64(words * 64 - 1)
+        for d in openDays {
+            for v in d.values {
+                let a = Int(v.id.rawValue & mask), b = Int((v.id.rawValue >> 32) & mask)
+                idFilter[a >> 6] |= 1 << UInt64(a & 63)
+                idFilter[b >> 6] |= 1 << UInt64(b & 63)
+            }
+        }
+        idFilterLoad = n
     }
 
     /// Adds a value to its open day (creating it in day order); returns the day's index.
@@ -333,8 +315,8 @@ public struct UserState: Sendable {
         if let i = openIndex(day) {
             openDays[i].touch(from: openDays[i].values.count)
             openDays[i].values.append(v)
-            openDays[i].note(v.id)
             if !openDays[i].cache.isEmpty { openDays[i].cache.removeAll() }
+            noteID(v.id)
             return i
         }
         var at = openDays.count
@@ -345,6 +327,7 @@ public struct UserState: Sendable {
         values.reserveCapacity(16)
         values.append(v)
         openDays.insert(OpenDay(day: day, values: values), at: at)
+        noteID(v.id)
         return at
     }
 
