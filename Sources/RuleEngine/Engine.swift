@@ -59,6 +59,10 @@ public struct Engine: Sendable {
     /// User id → index in `states`. Users are never removed.
     private var slots: [String: Int] = [:]
     private var states: [UserState] = []
+    /// Slots in user-id order, the order in which ``advance(to:)`` closes days (deterministic
+    /// output); `unordered` holds the slots created since it was last merged.
+    private var order: [Int] = []
+    private var unordered: [Int] = []
     /// The last user looked up: consecutive calls for one user (ingest, then advance) skip the hash.
     private var lastUser = ""
     private var lastSlot = -1
@@ -75,6 +79,7 @@ public struct Engine: Sendable {
         let k = states.count
         states.append(UserState(user: id, calendar: configuration.defaultCalendar))
         slots[id] = k
+        unordered.append(k)
         lastUser = id
         lastSlot = k
         return k
@@ -221,7 +226,27 @@ public struct Engine: Sendable {
 
     /// Closes every user's days that ended before `now - grace`, evaluating daily rules in day order.
     public mutating func advance(to now: Timestamp, into out: inout [EngineOutput]) {
-        for id in slots.keys.sorted() { advance(user: id, to: now, into: &out) }
+        if !unordered.isEmpty { mergeUnordered() }
+        let closer = self.closer
+        for k in order where closer.advance(&states[k], to: now, into: &out) { markTouched(k) }
+    }
+
+    /// Merges the users added since the last ``advance(to:)`` into `order` (sorting only those,
+    /// then one linear merge: no sort of every user id per tick).
+    private mutating func mergeUnordered() {
+        unordered.sort { states[$0].user < states[$1].user }
+        var merged: [Int] = []
+        merged.reserveCapacity(order.count + unordered.count)
+        var i = 0, j = 0
+        while i < order.count || j < unordered.count {
+            if j == unordered.count || (i < order.count && states[order[i]].user < states[unordered[j]].user) {
+                merged.append(order[i]); i += 1
+            } else {
+                merged.append(unordered[j]); j += 1
+            }
+        }
+        order = merged
+        unordered.removeAll()
     }
 
     /// Closes one user's finished days.
@@ -359,6 +384,7 @@ public struct Engine: Sendable {
         s.remapFolded(to: program.inputs)
         if let k = slots[st.user] { states[k] = s } else {
             slots[st.user] = states.count
+            unordered.append(states.count)
             states.append(s)
         }
     }
