@@ -26,15 +26,34 @@ public struct TopicLayout: Hashable, Sendable {
     /// The subscription filters the daemon uses.
     public var subscriptions: [String] { Inbound.allCases.map { "\(root)/users/+/\($0.rawValue)" } }
 
-    /// Parses a topic.
+    /// Parses a topic. Runs for every message, so it works on the UTF-8 bytes: no `Character`
+    /// (grapheme) walking, one `String` made (the user id).
     public func parse(_ topic: String) -> Parsed {
-        guard topic.hasPrefix(usersPrefix) else { return .other }
-        let rest = topic.dropFirst(usersPrefix.count)
-        guard let slash = rest.lastIndex(of: "/") else { return .other }
-        let user = String(rest[..<slash])
-        guard let kind = Inbound(rawValue: String(rest[rest.index(after: slash)...])) else { return .other }
-        guard TopicLayout.isValidUser(user) else { return .invalidUser(user) }
-        return .inbound(user: user, kind: kind)
+        var t = topic
+        return t.withUTF8 { b in
+            let prefix = usersPrefix.utf8
+            guard b.count > prefix.count, prefix.elementsEqual(b[0..<prefix.count]) else { return .other }
+            var slash = b.count - 1
+            while slash >= prefix.count, b[slash] != UInt8(ascii: "/") { slash -= 1 }
+            guard slash >= prefix.count else { return .other }
+            let userBytes = UnsafeBufferPointer(rebasing: b[prefix.count..<slash])
+            guard let kind = TopicLayout.inbound(UnsafeBufferPointer(rebasing: b[(slash + 1)...])) else { return .other }
+            let user = String(decoding: userBytes, as: UTF8.self)
+            guard TopicLayout.isValidUser(userBytes) else { return .invalidUser(user) }
+            return .inbound(user: user, kind: kind)
+        }
+    }
+
+    private static func inbound(_ b: UnsafeBufferPointer<UInt8>) -> Inbound? {
+        for k in Inbound.allCases where k.rawValue.utf8.elementsEqual(b) { return k }
+        return nil
+    }
+
+    private static func isValidUser(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !b.isEmpty, b.count <= 64 else { return false }
+        return b.allSatisfy { c in
+            (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 45 || c == 46 || c == 95
+        }
     }
 
     /// User ids are 1–64 characters of `A–Z a–z 0–9 . _ -`, safe in any topic.
