@@ -96,7 +96,7 @@ public struct OpenDay: Sendable {
 
     /// Appends values read back from the store's rows (not a change: the store holds them).
     public mutating func restore(_ stored: [StoredValue]) {
-        values += stored
+        if values.isEmpty { values = stored } else { values += stored }  // the first chunk: no copy
         dirtyFrom = nil
         storedCount += stored.count
     }

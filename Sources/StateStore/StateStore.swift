@@ -104,33 +104,75 @@ public final class StateStore: @unchecked Sendable {
         }
     }
 
+    /// From this many users, ``load()`` reads in two halves in parallel.
+    public var parallelLoadThreshold = 2000
+
     /// Reads every user and the pending outbox.
+    ///
+    /// Decoding states is most of a restart, so from ``parallelLoadThreshold`` users the users
+    /// are read in two halves split at the median user id, the upper half on a second connection
+    /// and thread (WAL readers do not block each other). Called at start, before any commit.
     public func load() throws -> (users: [UserRecord], outbox: [OutboxItem]) {
         try lock.withLock { _ in
-            var users: [UserRecord] = []
-            var index: [String: Int] = [:]
-            let q = try db.prepare("SELECT user, applied_seq, event_now, state FROM users")
-            while try q.step() {
-                let u = q.text(0)
-                let blob = q.blob(3)
-                let state = blob.isEmpty ? nil : try UserStateCodec.decode(user: u, blob)
-                let en = sqlite3ColumnIsNull(q, 2) ? nil : Timestamp(milliseconds: q.int(2))
-                index[u] = users.count
-                users.append(UserRecord(user: u, appliedSeq: UInt64(q.int(1)), eventNow: en, state: state))
+            let count = try db.scalarInt("SELECT count(*) FROM users")
+            var split: String?
+            if count >= parallelLoadThreshold, count >= 2 {
+                let q = try db.prepare("SELECT user FROM users ORDER BY user LIMIT 1 OFFSET ?1")
+                q.bind(1, count / 2)
+                if try q.step() { split = q.text(0) }
             }
-            let d = try db.prepare("SELECT user, day, data FROM user_days ORDER BY user, day, chunk")
-            while try d.step() {
-                guard let k = index[d.text(0)], users[k].state != nil else { continue }
-                let day = DayNumber(truncatingIfNeeded: d.int(1))
-                let values = try UserStateCodec.decodeChunk(d.blob(2))
-                if users[k].state!.openDays.last?.day != day { users[k].state!.openDays.append(OpenDay(day: day)) }
-                users[k].state!.openDays[users[k].state!.openDays.count - 1].restore(values)
+            var users: [UserRecord]
+            if let split {
+                let upper = LoadJob(db: try SQLiteDatabase(path: path), from: split)
+                let thread = Thread { upper.run() }
+                thread.name = "state-load"
+                thread.start()
+                let lower = Result { try StateStore.loadUsers(db, from: nil, below: split) }
+                upper.done.wait()
+                users = try lower.get()
+                users += try upper.result.get()
+            } else {
+                users = try StateStore.loadUsers(db, from: nil, below: nil)
             }
             var outbox: [OutboxItem] = []
             let o = try db.prepare("SELECT id, topic, payload, retain FROM outbox ORDER BY id")
             while try o.step() { outbox.append(OutboxItem(id: o.int(0), topic: o.text(1), payload: o.blob(2), retain: o.int(3) != 0)) }
             return (users, outbox)
         }
+    }
+
+    /// Users with ids in [from, below) (nil: unbounded), their heads and open-day rows.
+    static func loadUsers(_ db: SQLiteDatabase, from lo: String?, below hi: String?) throws -> [UserRecord] {
+        var range: [String] = []
+        if lo != nil { range.append("user >= ?1") }
+        if hi != nil { range.append("user < ?2") }
+        let filter = range.isEmpty ? "" : " WHERE " + range.joined(separator: " AND ")
+        func bound(_ q: SQLiteDatabase.Statement) {
+            if let lo { q.bind(1, lo) }
+            if let hi { q.bind(2, hi) }
+        }
+        var users: [UserRecord] = []
+        var index: [String: Int] = [:]
+        let q = try db.prepare("SELECT user, applied_seq, event_now, state FROM users" + filter)
+        bound(q)
+        while try q.step() {
+            let u = q.text(0)
+            let blob = q.blob(3)
+            let state = blob.isEmpty ? nil : try UserStateCodec.decode(user: u, blob)
+            let en = sqlite3ColumnIsNull(q, 2) ? nil : Timestamp(milliseconds: q.int(2))
+            index[u] = users.count
+            users.append(UserRecord(user: u, appliedSeq: UInt64(q.int(1)), eventNow: en, state: state))
+        }
+        let d = try db.prepare("SELECT user, day, data FROM user_days" + filter + " ORDER BY user, day, chunk")
+        bound(d)
+        while try d.step() {
+            guard let k = index[d.text(0)], users[k].state != nil else { continue }
+            let day = DayNumber(truncatingIfNeeded: d.int(1))
+            let values = try UserStateCodec.decodeChunk(d.blob(2))
+            if users[k].state!.openDays.last?.day != day { users[k].state!.openDays.append(OpenDay(day: day)) }
+            users[k].state!.openDays[users[k].state!.openDays.count - 1].restore(values)
+        }
+        return users
     }
 
     /// Commits users and new outbox items in one transaction; returns the outbox ids in order.
@@ -246,3 +288,24 @@ extension SQLiteDatabase {
 }
 
 func sqlite3ColumnIsNull(_ s: SQLiteDatabase.Statement, _ c: Int32) -> Bool { sqlite3_column_type(s.s, c) == SQLITE_NULL }
+
+/// One half of a parallel load, run on its own thread and connection.
+///
+/// Sendability: `result` is written by the loading thread before it signals `done`, and read by
+/// the waiting thread only after `done`; the connection is used by the loading thread only.
+private final class LoadJob: @unchecked Sendable {
+    let db: SQLiteDatabase
+    let from: String
+    let done = DispatchSemaphore(value: 0)
+    var result: Result<[StateStore.UserRecord], any Error> = .success([])
+
+    init(db: SQLiteDatabase, from: String) {
+        self.db = db
+        self.from = from
+    }
+
+    func run() {
+        result = Result { try StateStore.loadUsers(db, from: from, below: nil) }
+        done.signal()
+    }
+}

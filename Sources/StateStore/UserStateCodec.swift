@@ -103,8 +103,10 @@ enum UserStateCodec {
     }
 
     static func decodeValues(day: DayNumber, _ r: inout Reader) throws -> OpenDay {
+        let n = try r.count()
         var values: [StoredValue] = []
-        for _ in 0..<(try r.count()) {
+        values.reserveCapacity(min(Int(n), (r.b.count - r.i) / 26))  // 26 bytes a value: a bad count cannot reserve more
+        for _ in 0..<n {
             let id = SampleID(rawValue: UInt64(bitPattern: try r.i64())), value = try r.f64(), end = try r.i64()
             guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
             values.append(StoredValue(id: id, metric: m, value: value, end: Timestamp(milliseconds: end), provenance: Provenance(rawValue: try r.u8()) ?? .device))

@@ -72,6 +72,35 @@ private func tempDir() -> String {
         #expect(outA == outB && !outA.isEmpty)
     }
 
+    @Test func parallelLoadReadsWhatASequentialLoadReads() throws {
+        // 41 users (odd, so the halves differ), some without state, each with open-day rows.
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var engine = Engine(program: try populatedEngine().program)
+        var out: [EngineOutput] = []
+        for i in 0..<41 where i % 5 != 0 {
+            for d in 0..<6 {
+                let t = Timestamp(seconds: Int64(20_500 + d) * 86_400 + 36_000)
+                engine.ingest(Sample(id: "s\(i)-\(d)", metric: .walkingSpeed, value: 0.8, start: t, end: t), user: "user-\(i)", now: t, into: &out)
+            }
+        }
+        let store = try StateStore(path: dir + "/s.sqlite")
+        let records = (0..<41).map { i in
+            StateStore.UserRecord(user: "user-\(i)", appliedSeq: UInt64(i), eventNow: nil, state: engine.state(of: "user-\(i)"))
+        }
+        _ = try store.commit(users: records, outbox: [])
+        let sequential = try StateStore(path: dir + "/s.sqlite")
+        sequential.parallelLoadThreshold = .max
+        let parallel = try StateStore(path: dir + "/s.sqlite")
+        parallel.parallelLoadThreshold = 2
+        let a = try sequential.load().users.sorted { $0.user < $1.user }
+        let b = try parallel.load().users.sorted { $0.user < $1.user }
+        #expect(a.count == 41 && b.count == 41)
+        #expect(a.map(\.user) == b.map(\.user) && a.map(\.appliedSeq) == b.map(\.appliedSeq))
+        #expect(a.map { $0.state?.openDays.map(\.values) } == b.map { $0.state?.openDays.map(\.values) })
+        #expect(b.filter { $0.state != nil }.allSatisfy { $0.state!.openValueCount == 6 && $0.state!.user == $0.user })
+    }
+
     @Test func schemaIsVersioned() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
