@@ -77,7 +77,9 @@ public struct Engine: Sendable {
         }
         guard create else { return nil }
         let k = states.count
-        states.append(UserState(user: id, calendar: configuration.defaultCalendar))
+        var st = UserState(user: id, calendar: configuration.defaultCalendar)
+        st.alignAlerts(to: closer.alertNames)
+        states.append(st)
         slots[id] = k
         unordered.append(k)
         lastUser = id
@@ -95,6 +97,9 @@ public struct Engine: Sendable {
         for u in list { if let k = slots[u] { states[k].touched = false } }
         return Set(list)
     }
+
+    /// The evaluator's memo buffer, lent to each day close (one allocation per engine).
+    private var memo: [Double] = []
 
     /// The rules and configuration, shared by reference: the hot path copies one pointer, not a `Program`.
     private var closer: DayCloser
@@ -228,7 +233,7 @@ public struct Engine: Sendable {
     public mutating func advance(to now: Timestamp, into out: inout [EngineOutput]) {
         if !unordered.isEmpty { mergeUnordered() }
         let closer = self.closer
-        for k in order where closer.advance(&states[k], to: now, into: &out) { markTouched(k) }
+        for k in order where closer.advance(&states[k], to: now, memo: &memo, into: &out) { markTouched(k) }
     }
 
     /// Merges the users added since the last ``advance(to:)`` into `order` (sorting only those,
@@ -253,7 +258,7 @@ public struct Engine: Sendable {
     public mutating func advance(user id: String, to now: Timestamp, into out: inout [EngineOutput]) {
         let closer = self.closer
         guard let k = slot(id, create: false) else { return }
-        if closer.advance(&states[k], to: now, into: &out) { markTouched(k) }
+        if closer.advance(&states[k], to: now, memo: &memo, into: &out) { markTouched(k) }
     }
 
 
@@ -274,13 +279,14 @@ public struct Engine: Sendable {
     /// machine, and the transition that produces, if any.
     static func step(_ rule: AlertRule, program: Program, at: Int64, activeSince: Int64, ev: inout Evaluator, day: DayNumber,
                      into out: inout [EngineOutput]) {
-        let inhibited = rule.inhibitedBy.contains { ev.user.alerts[program.alerts[$0].name]?.isFiring == true }
+        let j = ev.alert
+        let inhibited = rule.inhibitedBy.contains { ev.user.alertStates[$0].isFiring }
         let cond = inhibited ? nil : ev.boolean(rule.condition, day)
-        var sm = ev.user.alerts[rule.name] ?? AlertStateMachine()
+        var sm = ev.user.alertStates[j]
         let action = sm.evaluate(cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
                                  keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
                                  cooldownMs: rule.cooldownSeconds * 1000)
-        ev.user.alerts[rule.name] = sm
+        ev.user.alertStates[j] = sm
         if let t = transition(action, rule: rule, ev: &ev, day: day) { out.append(.alert(t)) }
     }
 
@@ -359,12 +365,11 @@ public struct Engine: Sendable {
     /// values, a new input has none for folded days (like a new Prometheus recording rule, it is
     /// not back-filled past the allowed lateness).
     public mutating func reload(_ newProgram: Program) {
-        let names = Set(newProgram.alerts.map(\.name))
         closer = DayCloser(program: newProgram, configuration: configuration)
         sampleMask = Engine.sampleMask(newProgram)
         for k in states.indices {
             states[k].clearCaches()
-            states[k].alerts = states[k].alerts.filter { names.contains($0.key) }
+            states[k].alignAlerts(to: closer.alertNames)
             states[k].remapFolded(to: newProgram.inputs)
         }
     }
@@ -380,6 +385,7 @@ public struct Engine: Sendable {
         var s = st
         s.clearCaches()
         s.rebuildIDFilter()
+        s.alignAlerts(to: closer.alertNames)
         s.touched = false
         s.remapFolded(to: program.inputs)
         if let k = slots[st.user] { states[k] = s } else {
@@ -395,14 +401,17 @@ public struct Engine: Sendable {
 final class DayCloser: Sendable {
     let program: Program
     let configuration: EngineConfiguration
+    /// The alert names in rule order, shared by every user's state.
+    let alertNames: [String]
 
     init(program: Program, configuration: EngineConfiguration) {
         self.program = program
         self.configuration = configuration
+        alertNames = program.alerts.map(\.name)
     }
 
     /// Closes a user's finished days in place; returns whether the state changed.
-    func advance(_ st: inout UserState, to now: Timestamp, into out: inout [EngineOutput]) -> Bool {
+    func advance(_ st: inout UserState, to now: Timestamp, memo: inout [Double], into out: inout [EngineOutput]) -> Bool {
         guard let first = st.firstDay else { return false }
         // The common case, after every sample: nothing to close before a known instant.
         if now.milliseconds < st.closeCheckUntil && st.revisedDays.isEmpty { return false }
@@ -418,7 +427,8 @@ final class DayCloser: Sendable {
         }
         var ev = Evaluator(rules: self, user: UserState(user: st.user, calendar: st.calendar))
         swap(&ev.user, &st)
-        defer { swap(&ev.user, &st) }
+        swap(&ev.near, &memo)  // the engine's memo buffer: no allocation per user and day close
+        defer { swap(&ev.user, &st); swap(&ev.near, &memo) }
         // Revised days (late data): publish corrected series values.
         let revised = !ev.user.revisedDays.isEmpty
         if revised {

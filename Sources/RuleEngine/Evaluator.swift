@@ -16,7 +16,7 @@ struct Evaluator {
     var alert: Int = -1
     /// Memo of series and lets for the `span` days ending on `memoTop`: a flat array indexed by
     /// (slot, days back), `notComputed` when empty, NaN for unknown. Other days use `far`.
-    private var near: [Double] = []
+    var near: [Double] = []
     private var far: [Int64: Double?] = [:]
     private var memoTop: DayNumber = .min
     /// Slot of the first let of each alert (after the series slots).

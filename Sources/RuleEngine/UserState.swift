@@ -175,8 +175,34 @@ public struct UserState: Sendable {
     public var events: [String: TimelineEvent] = [:]
     /// Days of clinical events (segment boundaries), sorted.
     public var boundaries: [DayNumber] = []
-    /// Alert state per alert rule name.
-    public var alerts: [String: AlertStateMachine] = [:]
+    /// Alert rule names, in the rules' order (the engine's array, shared: one reference a user).
+    public var alertNames: [String] = []
+    /// Alert state per rule, aligned with `alertNames`: read by index on every evaluation, no
+    /// hashing of rule names.
+    public var alertStates: [AlertStateMachine] = []
+
+    /// Alert state by rule name; rules never evaluated for the user are absent.
+    public var alerts: [String: AlertStateMachine] {
+        get {
+            var d: [String: AlertStateMachine] = [:]
+            for (n, sm) in zip(alertNames, alertStates) where sm != AlertStateMachine() { d[n] = sm }
+            return d
+        }
+        set {
+            alertNames = newValue.keys.sorted()
+            alertStates = alertNames.map { newValue[$0]! }
+        }
+    }
+
+    /// Re-aligns the alert states with a list of rule names: a rule keeps its state by name,
+    /// a new rule starts inactive, a removed rule's state goes (Prometheus's CopyState on reload).
+    public mutating func alignAlerts(to names: [String]) {
+        if alertNames == names { alertNames = names; return }  // same names: share the engine's array
+        var byName: [String: AlertStateMachine] = [:]
+        for (n, sm) in zip(alertNames, alertStates) { byName[n] = sm }
+        alertStates = names.map { byName[$0] ?? AlertStateMachine() }
+        alertNames = names
+    }
     /// Closed days that received late data since they were last published.
     public var revisedDays: Set<DayNumber> = []
     /// Whether the engine has the user in its touched list.

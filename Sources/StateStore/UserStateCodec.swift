@@ -153,8 +153,9 @@ enum UserStateCodec {
         for e in s.events.values.sorted(by: { $0.id < $1.id }) {
             w.str(e.id); w.u8(e.category.rawValue); w.str(e.kind); w.i32(e.firstDay); w.i32(e.lastDay); w.str(e.note ?? "")
         }
-        w.i32(Int32(s.alerts.count))
-        for (name, sm) in s.alerts.sorted(by: { $0.key < $1.key }) {
+        let alerts = zip(s.alertNames, s.alertStates).filter { $0.1 != AlertStateMachine() }.sorted { $0.0 < $1.0 }
+        w.i32(Int32(alerts.count))
+        for (name, sm) in alerts {
             w.str(name)
             switch sm.state {
             case .inactive: w.u8(0)
@@ -176,6 +177,7 @@ enum UserStateCodec {
             s.events[id] = TimelineEvent(id: id, category: cat, kind: kind, firstDay: first, lastDay: last, note: note.isEmpty ? nil : note)
         }
         s.rebuildBoundaries()
+        var alerts: [String: AlertStateMachine] = [:]
         for _ in 0..<(try r.count()) {
             let name = try r.str()
             let state: AlertStateMachine.State
@@ -184,8 +186,9 @@ enum UserStateCodec {
             case 1: state = .pending(activeSince: try r.i64())
             default: state = .firing(activeSince: try r.i64(), firedAt: try r.i64(), lastTrue: try r.i64(), lastSent: try r.i64())
             }
-            s.alerts[name] = AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
+            alerts[name] = AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
         }
+        s.alerts = alerts
         for _ in 0..<(try r.count()) { s.revisedDays.insert(try r.i32()) }
     }
 
