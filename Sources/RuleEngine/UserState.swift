@@ -198,9 +198,12 @@ public struct UserState: Sendable {
     /// a new rule starts inactive, a removed rule's state goes (Prometheus's CopyState on reload).
     public mutating func alignAlerts(to names: [String]) {
         if alertNames == names { alertNames = names; return }  // same names: share the engine's array
-        var byName: [String: AlertStateMachine] = [:]
-        for (n, sm) in zip(alertNames, alertStates) { byName[n] = sm }
-        alertStates = names.map { byName[$0] ?? AlertStateMachine() }
+        // A linear search per name: a few rules, and comparing names is cheaper than hashing them.
+        var states = [AlertStateMachine](repeating: AlertStateMachine(), count: names.count)
+        for (k, n) in names.enumerated() {
+            if let i = alertNames.firstIndex(of: n) { states[k] = alertStates[i] }
+        }
+        alertStates = states
         alertNames = names
     }
     /// Closed days that received late data since they were last published.

@@ -177,7 +177,7 @@ enum UserStateCodec {
             s.events[id] = TimelineEvent(id: id, category: cat, kind: kind, firstDay: first, lastDay: last, note: note.isEmpty ? nil : note)
         }
         s.rebuildBoundaries()
-        var alerts: [String: AlertStateMachine] = [:]
+        var names: [String] = [], states: [AlertStateMachine] = []
         for _ in 0..<(try r.count()) {
             let name = try r.str()
             let state: AlertStateMachine.State
@@ -186,9 +186,13 @@ enum UserStateCodec {
             case 1: state = .pending(activeSince: try r.i64())
             default: state = .firing(activeSince: try r.i64(), firedAt: try r.i64(), lastTrue: try r.i64(), lastSent: try r.i64())
             }
-            alerts[name] = AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
+            let sm = AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
+            if names.contains(name) { continue }  // written once per name; a repeat is ignored
+            names.append(name)
+            states.append(sm)
         }
-        s.alerts = alerts
+        s.alertNames = names
+        s.alertStates = states
         for _ in 0..<(try r.count()) { s.revisedDays.insert(try r.i32()) }
     }
 
