@@ -132,8 +132,10 @@ public final class Daemon: Sendable {
             if case .inbound(let user, _) = parsed { shard = Int(Daemon.hash(user) % count) }
             shards[shard].queue.push(.message(seq: seq, topic: topic, parsed: parsed, payload: payload))
         }
+        // Restoring aligns each state with the current rules (alert states by name, folded inputs
+        // by identity), as a reload would. (Restoring the shards in parallel was measured slower:
+        // 1.7–2.1 s instead of 1.2 s at 100 k users; the work is allocation, not arithmetic.)
         for r in restored.users { shards[Int(Daemon.hash(r.user) % count)].restore(r) }
-        for s in shards { s.reloadRestored(program) }
         shards.forEach { $0.start() }
         // Replay what the journal holds beyond each user's committed position.
         var replayed = 0

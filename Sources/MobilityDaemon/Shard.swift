@@ -93,9 +93,6 @@ final class Shard: @unchecked Sendable {
         applied[r.user] = r.appliedSeq
     }
 
-    /// Applies the (possibly changed) rules to restored state, as a reload would.
-    func reloadRestored(_ p: Program) { ingestor.engine.reload(p) }
-
     func start() {
         let t = Thread { [self] in run() }
         t.name = "shard-\(index)"
