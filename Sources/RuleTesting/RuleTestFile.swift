@@ -151,7 +151,7 @@ extension RuleTestFile {
     static func parseCaseLine(_ w: [String], line: String, n: Int, into c: inout RuleTestCase) throws {
         switch w[0] {
         case "time_zone":
-            guard w.count == 2, LocalCalendar(identifier: w[1]) != nil else { throw LineError(message: "expected an IANA time zone after 'time_zone'") }
+            guard w.count == 2, LocalCalendar.cached(w[1]) != nil else { throw LineError(message: "expected an IANA time zone after 'time_zone'") }
             c.timeZone = w[1]
         case "start":
             guard w.count == 2, let d = CivilDate(parsing: Substring(w[1])) else { throw LineError(message: "expected a date YYYY-MM-DD after 'start'") }

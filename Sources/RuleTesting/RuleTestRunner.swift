@@ -78,7 +78,7 @@ public enum RuleTestRunner {
 
     /// Replays a case day by day and returns what the engine published.
     public static func simulate(_ c: RuleTestCase, program: Program) -> Outcome {
-        guard let cal = LocalCalendar(identifier: c.timeZone) else { return Outcome() }
+        guard let cal = LocalCalendar.cached(c.timeZone) else { return Outcome() }
         var config = EngineConfiguration()
         config.defaultCalendar = cal
         var engine = Engine(program: program, configuration: config)

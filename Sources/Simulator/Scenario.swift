@@ -92,7 +92,7 @@ extension Scenario {
                 s.persona.user = w[1]
             case "seed": s.seed = UInt64(try int(1))
             case "time_zone":
-                guard w.count == 2, LocalCalendar(identifier: w[1]) != nil else { throw fail("expected an IANA time zone") }
+                guard w.count == 2, LocalCalendar.cached(w[1]) != nil else { throw fail("expected an IANA time zone") }
                 s.persona.timeZone = w[1]
             case "start":
                 guard w.count == 2, let d = CivilDate(parsing: Substring(w[1])) else { throw fail("expected a date YYYY-MM-DD") }
@@ -129,7 +129,7 @@ extension Scenario {
             case "offline": s.timeline.offline = try dayRange(1)
             case "travel":
                 let r = try dayRange(1)
-                guard let zone = w.last, LocalCalendar(identifier: zone) != nil else { throw fail("expected an IANA zone after the days") }
+                guard let zone = w.last, LocalCalendar.cached(zone) != nil else { throw fail("expected an IANA zone after the days") }
                 s.timeline.travel.append((r, zone))
             case "six_minute_walk_weekday":
                 if w.count == 2, w[1] == "none" { s.timeline.sixMinuteWalkWeekday = nil } else { s.timeline.sixMinuteWalkWeekday = try int(1) % 7 }
