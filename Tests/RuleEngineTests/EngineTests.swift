@@ -27,6 +27,19 @@ import TestSupport
     }
     """
 
+    @Test func daysCloseInUserIdOrderWhateverOrderUsersArrived() {
+        // advance(to:) keeps a sorted order and merges users added since the last call into it.
+        var engine = Engine(program: program(Self.rules))
+        var out: [EngineOutput] = []
+        for u in ["c", "a", "b"] { engine.ingest(sample("\(u)1", 1.2, day: 1), user: u, now: close(1), into: &out) }
+        engine.advance(to: close(1), into: &out)
+        for u in ["bb", "0", "d"] { engine.ingest(sample("\(u)2", 1.2, day: 2), user: u, now: close(2), into: &out) }
+        out.removeAll()
+        engine.advance(to: close(3), into: &out)
+        let users = out.series.filter { $0.name == "n" && $0.day == CivilDate(dayNumber: day0 + 3) }.map(\.user)
+        #expect(users == ["0", "a", "b", "bb", "c", "d"])
+    }
+
     @Test func lateSampleWithinLatenessRevisesSeriesButBeyondIsRejected() {
         var engine = Engine(program: program(Self.rules))
         var out: [EngineOutput] = []
