@@ -121,7 +121,7 @@ public final class Daemon: Sendable {
                       w.string("user", user)
                       w.string("lastId", lastID)
                       w.endObject()
-                      try? publisher.publish(topic: layout.acks(user), payload: Array(w.text.utf8), qos: 1, retain: true)
+                      _ = try? publisher.publish(topic: layout.acks(user), payload: Array(w.text.utf8), qos: 1, retain: true)
                   })
         }
         let count = UInt64(shards.count)
