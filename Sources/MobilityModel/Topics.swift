@@ -58,10 +58,8 @@ public struct TopicLayout: Hashable, Sendable {
 
     /// User ids are 1–64 characters of `A–Z a–z 0–9 . _ -`, safe in any topic.
     public static func isValidUser(_ s: String) -> Bool {
-        guard !s.isEmpty, s.utf8.count <= 64 else { return false }
-        return s.utf8.allSatisfy { c in
-            (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 45 || c == 46 || c == 95
-        }
+        var s = s
+        return s.withUTF8 { isValidUser($0) }
     }
 
     /// `users/{user}/samples` (in).

@@ -18,20 +18,5 @@ enum Aggregate {
         }
     }
 
-    static func mean(_ v: [Double]) -> Double? { v.isEmpty ? nil : v.reduce(0, +) / Double(v.count) }
-
     static func median(_ v: inout [Double]) -> Double? { percentile(&v, 50, .linear) }
-
-    /// Least-squares slope of values against day numbers, per day.
-    static func slope(_ xs: [Double], _ ys: [Double]) -> Double? {
-        guard xs.count >= 2 else { return nil }
-        let n = Double(xs.count)
-        let mx = xs.reduce(0, +) / n, my = ys.reduce(0, +) / n
-        var sxx = 0.0, sxy = 0.0
-        for i in xs.indices {
-            sxx += (xs[i] - mx) * (xs[i] - mx)
-            sxy += (xs[i] - mx) * (ys[i] - my)
-        }
-        return sxx == 0 ? nil : sxy / sxx
-    }
 }

@@ -76,26 +76,35 @@ public struct Engine: Sendable {
             return k
         }
         guard create else { return nil }
-        let k = states.count
         var st = UserState(user: id, calendar: configuration.defaultCalendar)
         st.alignAlerts(to: closer.alertNames)
-        states.append(st)
-        slots[id] = k
-        unordered.append(k)
+        let k = insert(st)
         lastUser = id
         lastSlot = k
         return k
     }
+
+    /// Adds a user not in the table yet; returns its slot.
+    private mutating func insert(_ st: UserState) -> Int {
+        let k = states.count
+        states.append(st)
+        slots[st.user] = k
+        unordered.append(k)
+        return k
+    }
     /// Users whose state changed since the last ``takeTouched()`` (each flagged in its state, so
     /// marking costs no hashing on the hot path).
-    private var touchedList: [String] = []
+    private var touchedList: [Int] = []
 
     /// Returns and clears the set of users whose state changed.
     public mutating func takeTouched() -> Set<String> {
-        let list = touchedList
+        var users = Set<String>(minimumCapacity: touchedList.count)
+        for k in touchedList {
+            states[k].touched = false
+            users.insert(states[k].user)
+        }
         touchedList.removeAll(keepingCapacity: true)
-        for u in list { if let k = slots[u] { states[k].touched = false } }
-        return Set(list)
+        return users
     }
 
     /// The evaluator's memo buffer, lent to each day close (one allocation per engine).
@@ -132,7 +141,7 @@ public struct Engine: Sendable {
     @inline(__always) private mutating func markTouched(_ k: Int) {
         if !states[k].touched {
             states[k].touched = true
-            touchedList.append(states[k].user)
+            touchedList.append(k)
         }
     }
 
@@ -388,11 +397,7 @@ public struct Engine: Sendable {
         s.alignAlerts(to: closer.alertNames)
         s.touched = false
         s.remapFolded(to: program.inputs)
-        if let k = slots[st.user] { states[k] = s } else {
-            slots[st.user] = states.count
-            unordered.append(states.count)
-            states.append(s)
-        }
+        if let k = slots[st.user] { states[k] = s } else { _ = insert(s) }
     }
 }
 

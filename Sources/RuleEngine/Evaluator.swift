@@ -196,8 +196,8 @@ struct Evaluator {
             guard ys.count >= minDays, !ys.isEmpty else { return nil }
             return Aggregate.median(&ys)
         }
-        // One pass, no arrays. The slope is computed about the window's first day so that the
-        // sums stay small (the same least-squares fit as `Aggregate.slope`).
+        // One pass, no arrays. The slope is the least-squares fit against the day, computed about
+        // the window's first day so that the sums stay small.
         var n = 0, sum = 0.0, lo = Double.infinity, hi = -Double.infinity, last = 0.0
         var sx = 0.0, sxx = 0.0, sxy = 0.0
         let x0 = range.lowerBound

@@ -194,18 +194,6 @@ public struct UserState: Sendable {
         }
     }
 
-    /// Re-aligns the alert states with a list of rule names: a rule keeps its state by name,
-    /// a new rule starts inactive, a removed rule's state goes (Prometheus's CopyState on reload).
-    public mutating func alignAlerts(to names: [String]) {
-        if alertNames == names { alertNames = names; return }  // same names: share the engine's array
-        // A linear search per name: a few rules, and comparing names is cheaper than hashing them.
-        var states = [AlertStateMachine](repeating: AlertStateMachine(), count: names.count)
-        for (k, n) in names.enumerated() {
-            if let i = alertNames.firstIndex(of: n) { states[k] = alertStates[i] }
-        }
-        alertStates = states
-        alertNames = names
-    }
     /// Closed days that received late data since they were last published.
     public var revisedDays: Set<DayNumber> = []
     /// Whether the engine has the user in its touched list.
@@ -220,6 +208,19 @@ public struct UserState: Sendable {
     var idFilterLoad = 0
     /// Days before this were folded since the state store last wrote the user: their rows go.
     public var foldedBefore: DayNumber?
+
+    /// Re-aligns the alert states with a list of rule names: a rule keeps its state by name,
+    /// a new rule starts inactive, a removed rule's state goes (Prometheus's CopyState on reload).
+    public mutating func alignAlerts(to names: [String]) {
+        if alertNames == names { alertNames = names; return }  // same names: share the engine's array
+        // A linear search per name: a few rules, and comparing names is cheaper than hashing them.
+        var states = [AlertStateMachine](repeating: AlertStateMachine(), count: names.count)
+        for (k, n) in names.enumerated() {
+            if let i = alertNames.firstIndex(of: n) { states[k] = alertStates[i] }
+        }
+        alertStates = states
+        alertNames = names
+    }
 
     /// Forgets what the state store has written (called after a successful commit).
     public mutating func markPersisted() {
@@ -300,24 +301,30 @@ public struct UserState: Sendable {
     /// Whether an id may be held by an open day (false: certainly not). Two bits per id in
     /// `idFilter`; an empty filter (a state just built or loaded) answers "maybe".
     @inline(__always) func mightHold(_ id: SampleID) -> Bool {
-        let words = idFilter.count
-        guard words > 0 else { return !openDays.isEmpty }
-        let mask = UInt64(words * 64 - 1)
-        let a = Int(id.rawValue & mask), b = Int((id.rawValue >> 32) & mask)
+        guard !idFilter.isEmpty else { return !openDays.isEmpty }
+        let (a, b) = UserState.filterBits(id, words: idFilter.count)
         return idFilter[a >> 6] & (1 << UInt64(a & 63)) != 0 && idFilter[b >> 6] & (1 << UInt64(b & 63)) != 0
+    }
+
+    /// The two bit positions of an id in a filter of `words` words (a power of two).
+    @inline(__always) private static func filterBits(_ id: SampleID, words: Int) -> (Int, Int) {
+        let mask = UInt64(words * 64 - 1)
+        return (Int(id.rawValue & mask), Int((id.rawValue >> 32) & mask))
+    }
+
+    @inline(__always) private mutating func setFilterBits(_ id: SampleID) {
+        let (a, b) = UserState.filterBits(id, words: idFilter.count)
+        idFilter[a >> 6] |= 1 << UInt64(a & 63)
+        idFilter[b >> 6] |= 1 << UInt64(b & 63)
     }
 
     /// Notes the id of a value just added to an open day.
     @inline(__always) mutating func noteID(_ id: SampleID) {
         idFilterLoad += 1
-        let words = idFilter.count
         // Rebuilt at 16 bits per live id, so that it never holds fewer than 8 per id noted
         // (≤ 5 % false positives); ids of folded or removed values leave with the rebuild.
-        if idFilterLoad * 8 > words * 64 { rebuildIDFilter(); return }
-        let mask = UInt64(words * 64 - 1)
-        let a = Int(id.rawValue & mask), b = Int((id.rawValue >> 32) & mask)
-        idFilter[a >> 6] |= 1 << UInt64(a & 63)
-        idFilter[b >> 6] |= 1 << UInt64(b & 63)
+        if idFilterLoad * 8 > idFilter.count * 64 { rebuildIDFilter(); return }
+        setFilterBits(id)
     }
 
     /// Sizes the id filter for the open days' values and fills it.
@@ -327,14 +334,7 @@ public struct UserState: Sendable {
         var words = 4
         while words * 64 < n * 16 { words <<= 1 }
         if idFilter.count == words { for k in idFilter.indices { idFilter[k] = 0 } } else { idFilter = Array(repeating: 0, count: words) }
-        let mask = UInt64(words * 64 - 1)
-        for d in openDays {
-            for v in d.values {
-                let a = Int(v.id.rawValue & mask), b = Int((v.id.rawValue >> 32) & mask)
-                idFilter[a >> 6] |= 1 << UInt64(a & 63)
-                idFilter[b >> 6] |= 1 << UInt64(b & 63)
-            }
-        }
+        for d in openDays { for v in d.values { setFilterBits(v.id) } }
         idFilterLoad = n
     }
 

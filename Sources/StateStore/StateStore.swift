@@ -31,8 +31,8 @@ public final class StateStore: @unchecked Sendable {
     /// commit rewrites only the chunks from the first value that changed.
     public static let chunkSize = 64
     static func chunks(_ values: Int) -> Int { (values + chunkSize - 1) / chunkSize }
-    /// Prepared statements of the commit path, by SQL (used only under `lock`).
-    private var statements: [String: SQLiteDatabase.Statement] = [:]
+    /// The commit path's statements, prepared on first use (used only under `lock`).
+    private var statements = [SQLiteDatabase.Statement?](repeating: nil, count: CommitSQL.allCases.count)
     /// A second connection for checkpoints off the commit path (used only under `checkpointLock`).
     private var checkpointer: SQLiteDatabase?
     private let checkpointLock = Mutex<Void>(())
@@ -178,9 +178,9 @@ public final class StateStore: @unchecked Sendable {
     /// Commits users and new outbox items in one transaction; returns the outbox ids in order.
     public func commit(users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64] = []) throws(SQLiteError) -> [Int64] {
         try lock.withLock { _ throws(SQLiteError) in
-            try statement("BEGIN IMMEDIATE").run()
+            try statement(.begin).run()
             do {
-                let up = try statement("INSERT INTO users (user, applied_seq, event_now, state) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user) DO UPDATE SET applied_seq = ?2, event_now = ?3, state = ?4")
+                let up = try statement(.upsertUser)
                 for u in users {
                     up.bind(1, u.user)
                     up.bind(2, Int64(u.appliedSeq))
@@ -190,7 +190,7 @@ public final class StateStore: @unchecked Sendable {
                     guard let s = u.state else { continue }
                     // Only the open days that changed; rows of days folded since the last commit go.
                     if let before = s.foldedBefore {
-                        let del = try statement("DELETE FROM user_days WHERE user = ?1 AND day < ?2")
+                        let del = try statement(.deleteFoldedDays)
                         del.bind(1, u.user)
                         del.bind(2, Int64(before))
                         try del.run()
@@ -200,7 +200,7 @@ public final class StateStore: @unchecked Sendable {
                         let chunks = StateStore.chunks(day.values.count)
                         if from / StateStore.chunkSize < chunks {
                             for c in (from / StateStore.chunkSize)..<chunks {
-                                let row = try statement("INSERT INTO user_days (user, day, chunk, data) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user, day, chunk) DO UPDATE SET data = ?4")
+                                let row = try statement(.upsertChunk)
                                 row.bind(1, u.user)
                                 row.bind(2, Int64(day.day))
                                 row.bind(3, Int64(c))
@@ -209,7 +209,7 @@ public final class StateStore: @unchecked Sendable {
                             }
                         }
                         if StateStore.chunks(day.storedCount) > chunks {
-                            let del = try statement("DELETE FROM user_days WHERE user = ?1 AND day = ?2 AND chunk >= ?3")
+                            let del = try statement(.deleteChunksFrom)
                             del.bind(1, u.user)
                             del.bind(2, Int64(day.day))
                             del.bind(3, Int64(chunks))
@@ -218,7 +218,7 @@ public final class StateStore: @unchecked Sendable {
                     }
                 }
                 var ids: [Int64] = []
-                let ins = try statement("INSERT INTO outbox (topic, payload, retain) VALUES (?1, ?2, ?3)")
+                let ins = try statement(.insertOutbox)
                 for o in outbox {
                     ins.bind(1, o.topic)
                     ins.bind(2, o.payload)
@@ -227,28 +227,28 @@ public final class StateStore: @unchecked Sendable {
                     ids.append(db.lastInsertRowID)
                 }
                 if !acknowledged.isEmpty {
-                    let del = try statement("DELETE FROM outbox WHERE id = ?1")
+                    let del = try statement(.deleteOutbox)
                     for id in acknowledged { del.bind(1, id); try del.run() }
                 }
-                try statement("COMMIT").run()
+                try statement(.commit).run()
                 return ids
             } catch let e as SQLiteError {
                 try? db.exec("ROLLBACK")
-                for s in statements.values { s.reset() }
+                for s in statements { s?.reset() }
                 throw e
             } catch {
                 try? db.exec("ROLLBACK")
-                for s in statements.values { s.reset() }
+                for s in statements { s?.reset() }
                 throw SQLiteError(code: -1, message: "\(error)")
             }
         }
     }
 
-    /// A cached prepared statement (call only while holding `lock`).
-    private func statement(_ sql: String) throws(SQLiteError) -> SQLiteDatabase.Statement {
-        if let s = statements[sql] { return s }
-        let s = try db.prepare(sql)
-        statements[sql] = s
+    /// A commit-path statement, prepared once (call only while holding `lock`).
+    private func statement(_ sql: CommitSQL) throws(SQLiteError) -> SQLiteDatabase.Statement {
+        if let s = statements[sql.rawValue] { return s }
+        let s = try db.prepare(sql.text)
+        statements[sql.rawValue] = s
         return s
     }
 
@@ -288,6 +288,24 @@ extension SQLiteDatabase {
 }
 
 func sqlite3ColumnIsNull(_ s: SQLiteDatabase.Statement, _ c: Int32) -> Bool { sqlite3_column_type(s.s, c) == SQLITE_NULL }
+
+/// The statements of a commit, named so that finding one costs an array index, not hashing its SQL.
+private enum CommitSQL: Int, CaseIterable {
+    case begin, upsertUser, deleteFoldedDays, upsertChunk, deleteChunksFrom, insertOutbox, deleteOutbox, commit
+
+    var text: String {
+        switch self {
+        case .begin: "BEGIN IMMEDIATE"
+        case .upsertUser: "INSERT INTO users (user, applied_seq, event_now, state) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user) DO UPDATE SET applied_seq = ?2, event_now = ?3, state = ?4"
+        case .deleteFoldedDays: "DELETE FROM user_days WHERE user = ?1 AND day < ?2"
+        case .upsertChunk: "INSERT INTO user_days (user, day, chunk, data) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user, day, chunk) DO UPDATE SET data = ?4"
+        case .deleteChunksFrom: "DELETE FROM user_days WHERE user = ?1 AND day = ?2 AND chunk >= ?3"
+        case .insertOutbox: "INSERT INTO outbox (topic, payload, retain) VALUES (?1, ?2, ?3)"
+        case .deleteOutbox: "DELETE FROM outbox WHERE id = ?1"
+        case .commit: "COMMIT"
+        }
+    }
+}
 
 /// One half of a parallel load, run on its own thread and connection.
 ///

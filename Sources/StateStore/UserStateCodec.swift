@@ -99,10 +99,12 @@ enum UserStateCodec {
     /// Reads the values of a row written by ``encode(day:chunk:)``.
     static func decodeChunk(_ bytes: [UInt8]) throws -> [StoredValue] {
         var r = Reader(b: bytes)
-        return try decodeValues(day: 0, &r).values
+        return try decodeValues(&r)
     }
 
-    static func decodeValues(day: DayNumber, _ r: inout Reader) throws -> OpenDay {
+    static func decodeValues(day: DayNumber, _ r: inout Reader) throws -> OpenDay { OpenDay(day: day, values: try decodeValues(&r)) }
+
+    static func decodeValues(_ r: inout Reader) throws -> [StoredValue] {
         let n = try r.count()
         var values: [StoredValue] = []
         values.reserveCapacity(min(Int(n), (r.b.count - r.i) / 26))  // 26 bytes a value: a bad count cannot reserve more
@@ -111,7 +113,7 @@ enum UserStateCodec {
             guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
             values.append(StoredValue(id: id, metric: m, value: value, end: Timestamp(milliseconds: end), provenance: Provenance(rawValue: try r.u8()) ?? .device))
         }
-        return OpenDay(day: day, values: values)
+        return values
     }
 
     static func encode(_ d: DailyInput, _ w: inout Writer) {

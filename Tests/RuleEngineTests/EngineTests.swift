@@ -40,6 +40,22 @@ import TestSupport
         #expect(users == ["0", "a", "b", "bb", "c", "d"])
     }
 
+    @Test func reDeliveriesAreDuplicatesAcrossFilterRebuildsAndRestore() {
+        // 600 samples over 6 open days: the user's id filter is resized several times on the way.
+        var engine = Engine(program: program(Self.rules))
+        var out: [EngineOutput] = []
+        let samples = (0..<600).map { i in sample("id-\(i)", 1.0 + Double(i % 7) / 10, day: 1 + i / 100, hour: i % 20) }
+        for s in samples { #expect(engine.ingest(s, user: "u", now: close(6), into: &out) == .accepted) }
+        for s in samples { #expect(engine.ingest(s, user: "u", now: close(6), into: &out) == .duplicate) }
+        // A restored state (its filter rebuilt from the stored values) recognises them too, and
+        // still accepts new ids.
+        var restored = Engine(program: program(Self.rules))
+        restored.restore(engine.state(of: "u")!)
+        for s in samples.shuffled() { #expect(restored.ingest(s, user: "u", now: close(6), into: &out) == .duplicate) }
+        for i in 0..<200 { #expect(restored.ingest(sample("new-\(i)", 1.1, day: 6), user: "u", now: close(6), into: &out) == .accepted) }
+        #expect(restored.state(of: "u")!.openValueCount == 800)
+    }
+
     @Test func lateSampleWithinLatenessRevisesSeriesButBeyondIsRejected() {
         var engine = Engine(program: program(Self.rules))
         var out: [EngineOutput] = []
