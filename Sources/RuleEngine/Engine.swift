@@ -474,9 +474,9 @@ final class DayCloser: Sendable {
             var mask: UInt64 = 0
             let offset = UInt32(ev.user.foldedValues.count)
             for i in program.inputs.indices {
-                if let v = ev.daily(i, d) { mask |= 1 << UInt64(i); ev.user.foldedValues.append(v) }
+                if let v = ev.daily(i, d) { mask |= 1 << UInt64(i); ev.user.foldedValues.appendGrowingSlowly(v) }
             }
-            if mask != 0 { ev.user.foldedDays.append(FoldedDay(day: d, offset: offset, mask: mask)) }
+            if mask != 0 { ev.user.foldedDays.appendGrowingSlowly(FoldedDay(day: d, offset: offset, mask: mask)) }
             n += 1
         }
         if !ev.user.syncIndex.isEmpty {

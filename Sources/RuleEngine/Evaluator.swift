@@ -93,14 +93,14 @@ struct Evaluator {
         switch input.aggregation {
         case .percentile, .median:
             var values: [Double] = []
-            for v in all where v.metric == input.metric && (input.provenance == nil || v.provenance == input.provenance) { values.append(v.value) }
+            for v in all where v.matches(input.metric, input.provenance) { values.append(v.value) }
             if case .percentile(let q, let m) = input.aggregation { return Aggregate.percentile(&values, q, m) }
             return Aggregate.median(&values)
         default:
             // One pass, no array: n, sum, min, max, and the latest by (end, id).
             var n = 0, sum = 0.0, lo = Double.infinity, hi = -Double.infinity
             var latest: StoredValue?
-            for v in all where v.metric == input.metric && (input.provenance == nil || v.provenance == input.provenance) {
+            for v in all where v.matches(input.metric, input.provenance) {
                 n += 1
                 sum += v.value
                 lo = Swift.min(lo, v.value)

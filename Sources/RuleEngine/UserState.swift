@@ -54,26 +54,37 @@ public struct SampleID: Hashable, Comparable, Sendable {
     public static func < (a: SampleID, b: SampleID) -> Bool { a.rawValue < b.rawValue }
 }
 
-/// One sample value, kept while its day is open to late data.
+/// One sample value, kept while its day is open to late data: 24 bytes (the sample's end, its
+/// metric and its provenance share one word), because every user holds about a week of these.
 public struct StoredValue: Hashable, Sendable {
     /// The sample's id, hashed.
     public var id: SampleID
     /// The value in SI units.
     public var value: Double
+    /// The end (ms) shifted left by 8; below it the metric (7 bits) and the provenance (1 bit).
+    /// Milliseconds up to ±2^55 fit: any four-digit year.
+    private var tagged: Int64
+
     /// The sample's end (orders `last`).
-    public var end: Timestamp
+    public var end: Timestamp { Timestamp(milliseconds: tagged >> 8) }
     /// What was measured.
-    public var metric: MetricKind
+    public var metric: MetricKind { MetricKind(rawValue: UInt8(truncatingIfNeeded: tagged) >> 1)! }
     /// Device-recorded or user-entered.
-    public var provenance: Provenance
+    public var provenance: Provenance { Provenance(rawValue: UInt8(truncatingIfNeeded: tagged) & 1)! }
 
     /// Creates a stored value.
     public init(id: SampleID, metric: MetricKind, value: Double, end: Timestamp, provenance: Provenance) {
         self.id = id
-        self.metric = metric
         self.value = value
-        self.end = end
-        self.provenance = provenance
+        tagged = end.milliseconds << 8 | Int64(metric.rawValue) << 1 | Int64(provenance.rawValue)
+    }
+
+    /// Whether the value is of a metric, and of a provenance when one is given (one comparison of
+    /// the tag byte, no enum decoding).
+    @inline(__always) func matches(_ m: MetricKind, _ p: Provenance?) -> Bool {
+        let tag = UInt8(truncatingIfNeeded: tagged)
+        guard let p else { return tag >> 1 == m.rawValue }
+        return tag == m.rawValue << 1 | p.rawValue
     }
 }
 
@@ -432,5 +443,15 @@ public struct UserState: Sendable {
     func annotations(from lo: DayNumber, to hi: DayNumber) -> [TimelineEvent] {
         events.values.filter { $0.category == .annotation && $0.firstDay <= hi && $0.lastDay >= lo }
             .sorted { ($0.firstDay, $0.kind, $0.id) < ($1.firstDay, $1.kind, $1.id) }
+    }
+}
+
+extension Array {
+    /// Appends, growing by an eighth (at least 8 elements) when full instead of doubling: for
+    /// per-user arrays that grow a little every day, doubling leaves up to half of each one unused
+    /// for good (a user's history stops growing at the rules' look-back). Growth stays amortised.
+    @inline(__always) mutating func appendGrowingSlowly(_ x: Element) {
+        if count == capacity { reserveCapacity(count + Swift.max(8, count >> 3)) }
+        append(x)
     }
 }
