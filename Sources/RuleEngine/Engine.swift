@@ -203,9 +203,7 @@ public struct Engine: Sendable {
 
     static func remove(id: SampleID, from st: inout UserState) {
         guard let (i, j) = st.locate(id) else { return }
-        st.openDays[i].values.remove(at: j)
-        st.openDays[i].cache.removeAll()
-        st.openDays[i].touch(from: j)  // an emptied day stays (and folds to nothing) so that its stored rows are rewritten
+        st.removeValue(day: i, at: j)
         let day = st.openDays[i].day
         if let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
     }
@@ -447,12 +445,6 @@ final class DayCloser: Sendable {
         if start <= lastClosable {
             for d in start...lastClosable { closeDay(&ev, d, into: &out) }
             ev.user.lastClosedDay = lastClosable
-            // A closed day rarely grows again (late data): give back the slack of its growth.
-            for i in ev.user.openDays.indices where ev.user.openDays[i].day >= start && ev.user.openDays[i].day <= lastClosable {
-                if ev.user.openDays[i].values.capacity > ev.user.openDays[i].values.count {
-                    ev.user.openDays[i].values = ev.user.openDays[i].values.withUnsafeBufferPointer { Array($0) }
-                }
-            }
             if configuration.retention {
                 fold(&ev, now: now)
                 compact(&ev.user)
@@ -481,10 +473,10 @@ final class DayCloser: Sendable {
         }
         if !ev.user.syncIndex.isEmpty {
             var dropped = Set<SampleID>()
-            for day in ev.user.openDays[..<n] { for v in day.values { dropped.insert(v.id) } }
+            for v in ev.user.openValues[..<Int(ev.user.openDays[n - 1].range.upperBound)] { dropped.insert(v.id) }
             ev.user.syncIndex.removeAll { dropped.contains($0.id) }
         }
-        ev.user.openDays.removeFirst(n)
+        ev.user.removeFirstOpenDays(n)
         ev.user.foldedBefore = limit + 1
     }
 

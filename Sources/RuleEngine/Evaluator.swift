@@ -75,21 +75,21 @@ struct Evaluator {
 
     mutating func daily(_ i: Int, _ d: DayNumber) -> Double? {
         if let o = user.openIndex(d) {
-            if !user.openDays[o].cache.isEmpty {
-                let c = user.openDays[o].cache[i]
-                if c.bitPattern != UserState.notComputed.bitPattern { return c.isNaN ? nil : c }
-            } else {
-                user.openDays[o].cache = Array(repeating: UserState.notComputed, count: program.inputs.count)
+            if user.inputCache.isEmpty {
+                user.cacheWidth = program.inputs.count
+                user.inputCache = Array(repeating: UserState.notComputed, count: user.openDays.count * user.cacheWidth)
             }
-            let r = Evaluator.reduce(program.inputs[i], user.openDays[o].values)
-            user.openDays[o].cache[i] = r ?? .nan
+            let c = user.inputCache[o * user.cacheWidth + i]
+            if c.bitPattern != UserState.notComputed.bitPattern { return c.isNaN ? nil : c }
+            let r = Evaluator.reduce(program.inputs[i], user.openValues[user.openDays[o].range])
+            user.inputCache[o * user.cacheWidth + i] = r ?? .nan
             return r
         }
         return user.folded(i, d) ?? nil
     }
 
     /// A daily input of one day's raw values (all metrics of the day).
-    static func reduce(_ input: DailyInput, _ all: [StoredValue]) -> Double? {
+    static func reduce(_ input: DailyInput, _ all: ArraySlice<StoredValue>) -> Double? {
         switch input.aggregation {
         case .percentile, .median:
             var values: [Double] = []

@@ -88,36 +88,32 @@ public struct StoredValue: Hashable, Sendable {
     }
 }
 
-/// A day that can still receive late samples: its raw values, all metrics together, and the
-/// daily inputs computed from them (cached until the day changes).
-public struct OpenDay: Sendable {
+/// A day that can still receive late samples: where its values are in the user's
+/// `openValues` (all open days' values in one array, day after day) and what the state store
+/// holds of it. 20 bytes.
+public struct OpenDay: Hashable, Sendable {
     /// The local day.
     public var day: DayNumber
-    /// Its samples, all metrics, in arrival order.
-    public var values: [StoredValue]
-    /// Input index → value; `UserState.notComputed` until computed, NaN when the day has none.
-    var cache: [Double] = []
-    /// The first value index changed since the state store last wrote the day; nil when unchanged
-    /// (the store rewrites from there on).
-    public var dirtyFrom: Int? = 0
+    /// Where the day's values start in `UserState.openValues`.
+    public internal(set) var start: Int32
+    /// How many values the day has (all metrics, in arrival order).
+    public internal(set) var count: Int32
+    /// The first value (day-relative index) changed since the state store last wrote the day;
+    /// -1 when unchanged (the store rewrites from there on).
+    var changedFrom: Int32 = 0
     /// How many values the state store holds for the day.
-    public var storedCount = 0
-    /// Whether the store's copy is out of date.
-    public var dirty: Bool { dirtyFrom != nil }
+    public internal(set) var storedCount: Int32 = 0
 
-    /// Appends values read back from the store's rows (not a change: the store holds them).
-    public mutating func restore(_ stored: [StoredValue]) {
-        if values.isEmpty { values = stored } else { values += stored }  // the first chunk: no copy
-        dirtyFrom = nil
-        storedCount += stored.count
-    }
+    /// The first value index changed since the state store last wrote the day; nil when unchanged.
+    public var dirtyFrom: Int? { changedFrom < 0 ? nil : Int(changedFrom) }
+    /// Whether the store's copy is out of date.
+    public var dirty: Bool { changedFrom >= 0 }
+    /// The day's values' indices in `UserState.openValues`.
+    public var range: Range<Int> { Int(start)..<Int(start + count) }
 
     /// Notes a change at value index `i` and after.
-    @inline(__always) mutating func touch(from i: Int) { dirtyFrom = Swift.min(dirtyFrom ?? i, i) }
-    /// Creates an open day.
-    public init(day: DayNumber, values: [StoredValue] = []) {
-        self.day = day
-        self.values = values
+    @inline(__always) mutating func touch(from i: Int) {
+        changedFrom = changedFrom < 0 ? Int32(i) : Swift.min(changedFrom, Int32(i))
     }
 }
 
@@ -173,7 +169,14 @@ public struct UserState: Sendable {
     /// The last day whose rules have been evaluated.
     public var lastClosedDay: DayNumber?
     /// Days open to late data, sorted by day.
-    public var openDays: [OpenDay] = []
+    public internal(set) var openDays: [OpenDay] = []
+    /// The open days' values, day after day (one allocation for the week of raw values a user
+    /// holds, grown by an eighth at a time).
+    public internal(set) var openValues: [StoredValue] = []
+    /// The open days' daily inputs, `cacheWidth` a day (input index within the day's row):
+    /// `notComputed` until computed, NaN when the day has none. Empty until a day close needs it.
+    var inputCache: [Double] = []
+    var cacheWidth = 0
     /// Folded days, sorted by day, all before the first open day.
     public var foldedDays: [FoldedDay] = []
     /// The folded values, day after day.
@@ -236,8 +239,8 @@ public struct UserState: Sendable {
     /// Forgets what the state store has written (called after a successful commit).
     public mutating func markPersisted() {
         for i in openDays.indices where openDays[i].dirty {
-            openDays[i].dirtyFrom = nil
-            openDays[i].storedCount = openDays[i].values.count
+            openDays[i].changedFrom = -1
+            openDays[i].storedCount = openDays[i].count
         }
         foldedBefore = nil
     }
@@ -252,7 +255,29 @@ public struct UserState: Sendable {
     }
 
     /// The number of sample values held raw (open days).
-    public var openValueCount: Int { openDays.reduce(0) { $0 + $1.values.count } }
+    public var openValueCount: Int { openValues.count }
+
+    /// The values of open day `i`.
+    public func values(ofOpenDay i: Int) -> ArraySlice<StoredValue> { openValues[openDays[i].range] }
+
+    /// Every open day's values, an array each (for tests and tools; the engine reads slices).
+    public var openDayValues: [[StoredValue]] { openDays.map { Array(openValues[$0.range]) } }
+
+    /// Makes room for `n` more open values in one allocation (before restoring a user's days).
+    public mutating func reserveOpenValues(_ n: Int) { openValues.reserveCapacity(openValues.count + n) }
+
+    /// Appends a day's values read back from the state store (days in order; chunks of one day
+    /// in order). Not a change, since the store holds them, unless `stored` is false (read from
+    /// a format the store no longer writes: the next commit writes them).
+    public mutating func restoreOpenDay(_ day: DayNumber, values: ArraySlice<StoredValue>, stored: Bool = true) {
+        if openDays.last?.day != day {
+            openDays.append(OpenDay(day: day, start: Int32(openValues.count), count: 0, changedFrom: stored ? -1 : 0, storedCount: 0))
+            if !inputCache.isEmpty { inputCache.append(contentsOf: repeatElement(UserState.notComputed, count: cacheWidth)) }
+        }
+        openValues.append(contentsOf: values)
+        openDays[openDays.count - 1].count += Int32(values.count)
+        if stored { openDays[openDays.count - 1].storedCount += Int32(values.count) }
+    }
 
     /// The index of an open day (the last few are checked first: most lookups are of recent days).
     @inline(__always)
@@ -292,21 +317,18 @@ public struct UserState: Sendable {
         return .some(foldedValues[Int(fd.offset) + rank])
     }
 
-    /// Where a sample id is held: (open day index, value index).
+    /// Where a sample id is held: (open day index, value index within the day).
     func locate(_ id: SampleID) -> (Int, Int)? {
         guard mightHold(id) else { return nil }
-        return openDays.withUnsafeBufferPointer { days in
-            var i = days.count - 1
-            while i >= 0 {
-                let hit: Int? = days[i].values.withUnsafeBufferPointer { vs in
-                    for j in vs.indices where vs[j].id == id { return j }
-                    return nil
-                }
-                if let j = hit { return (i, j) }
-                i -= 1
-            }
+        let at: Int? = openValues.withUnsafeBufferPointer { vs in
+            var j = vs.count - 1
+            while j >= 0 { if vs[j].id == id { return j }; j -= 1 }
             return nil
         }
+        guard let at else { return nil }
+        var i = openDays.count - 1
+        while Int(openDays[i].start) > at { i -= 1 }
+        return (i, at - Int(openDays[i].start))
     }
 
     /// Whether an id may be held by an open day (false: certainly not). Two bits per id in
@@ -340,35 +362,71 @@ public struct UserState: Sendable {
 
     /// Sizes the id filter for the open days' values and fills it.
     mutating func rebuildIDFilter() {
-        var n = 0
-        for d in openDays { n += d.values.count }
+        let n = openValues.count
         var words = 4
         while words * 64 < n * 16 { words <<= 1 }
         if idFilter.count == words { for k in idFilter.indices { idFilter[k] = 0 } } else { idFilter = Array(repeating: 0, count: words) }
-        for d in openDays { for v in d.values { setFilterBits(v.id) } }
+        for v in openValues { setFilterBits(v.id) }
         idFilterLoad = n
     }
 
     /// Adds a value to its open day (creating it in day order); returns the day's index.
     @discardableResult
     public mutating func append(_ v: StoredValue, day: DayNumber) -> Int {
-        if let i = openIndex(day) {
-            openDays[i].touch(from: openDays[i].values.count)
-            openDays[i].values.append(v)
-            if !openDays[i].cache.isEmpty { openDays[i].cache.removeAll() }
-            noteID(v.id)
-            return i
+        let i: Int
+        if let o = openIndex(day) {
+            i = o
+        } else {
+            var at = openDays.count
+            while at > 0, openDays[at - 1].day > day { at -= 1 }
+            let start = at < openDays.count ? openDays[at].start : Int32(openValues.count)
+            openDays.insert(OpenDay(day: day, start: start, count: 0), at: at)
+            if !inputCache.isEmpty {
+                inputCache.growSlowly(for: cacheWidth)
+                inputCache.insert(contentsOf: repeatElement(UserState.notComputed, count: cacheWidth), at: at * cacheWidth)
+            }
+            i = at
         }
-        var at = openDays.count
-        while at > 0, openDays[at - 1].day > day { at -= 1 }
-        // Room for a typical day (10–30 samples) up front: growing 1, 2, 4, 8, 16 reallocates four
-        // times. The slack is given back when the day closes.
-        var values: [StoredValue] = []
-        values.reserveCapacity(16)
-        values.append(v)
-        openDays.insert(OpenDay(day: day, values: values), at: at)
+        let end = Int(openDays[i].start + openDays[i].count)
+        if end == openValues.count {
+            openValues.appendGrowingSlowly(v)
+        } else {
+            // Late data for an earlier day: the later days' values move up by one.
+            openValues.growSlowly(for: 1)
+            openValues.insert(v, at: end)
+            for k in (i + 1)..<openDays.count { openDays[k].start += 1 }
+        }
+        openDays[i].touch(from: Int(openDays[i].count))
+        openDays[i].count += 1
+        invalidateCache(day: i)
         noteID(v.id)
-        return at
+        return i
+    }
+
+    /// Removes value `j` of open day `i` (an emptied day stays, and folds to nothing, so that its
+    /// stored rows are rewritten).
+    mutating func removeValue(day i: Int, at j: Int) {
+        openValues.remove(at: Int(openDays[i].start) + j)
+        openDays[i].count -= 1
+        for k in (i + 1)..<openDays.count { openDays[k].start -= 1 }
+        openDays[i].touch(from: j)
+        invalidateCache(day: i)
+    }
+
+    /// Removes the first `n` open days (folded), their values and cached inputs.
+    mutating func removeFirstOpenDays(_ n: Int) {
+        guard n > 0 else { return }
+        let values = Int(openDays[n - 1].start + openDays[n - 1].count)
+        openValues.removeFirst(values)
+        if !inputCache.isEmpty { inputCache.removeFirst(n * cacheWidth) }
+        openDays.removeFirst(n)
+        for k in openDays.indices { openDays[k].start -= Int32(values) }
+    }
+
+    /// Forgets the cached inputs of open day `i` (its values changed).
+    @inline(__always) mutating func invalidateCache(day i: Int) {
+        guard !inputCache.isEmpty else { return }
+        for k in (i * cacheWidth)..<((i + 1) * cacheWidth) { inputCache[k] = UserState.notComputed }
     }
 
     /// Replaces the folded days with a new list of (day, values in mask order).
@@ -408,7 +466,8 @@ public struct UserState: Sendable {
     /// Forgets every cached daily input (rules or calendar changed).
     mutating func clearCaches() {
         closeCheckUntil = .min
-        for i in openDays.indices where !openDays[i].cache.isEmpty { openDays[i].cache.removeAll() }
+        inputCache = []
+        cacheWidth = 0
     }
 
     mutating func noteDay(_ d: DayNumber) {
@@ -451,7 +510,12 @@ extension Array {
     /// per-user arrays that grow a little every day, doubling leaves up to half of each one unused
     /// for good (a user's history stops growing at the rules' look-back). Growth stays amortised.
     @inline(__always) mutating func appendGrowingSlowly(_ x: Element) {
-        if count == capacity { reserveCapacity(count + Swift.max(8, count >> 3)) }
+        growSlowly(for: 1)
         append(x)
+    }
+
+    /// Makes room for `n` more elements the same way (before an insertion).
+    @inline(__always) mutating func growSlowly(for n: Int) {
+        if count + n > capacity { reserveCapacity(count + Swift.max(n, 8, count >> 3)) }
     }
 }

@@ -165,13 +165,29 @@ public final class StateStore: @unchecked Sendable {
         }
         let d = try db.prepare("SELECT user, day, data FROM user_days" + filter + " ORDER BY user, day, chunk")
         bound(d)
+        // A user's rows (ordered by day and chunk) are decoded into one scratch array, then
+        // handed to the state in one exact-size allocation.
+        var scratch: [StoredValue] = [], days: [(day: DayNumber, end: Int)] = []
+        var current = -1
+        func flush() {
+            guard current >= 0 else { return }
+            users[current].state!.reserveOpenValues(scratch.count)
+            var lo = 0
+            for (day, end) in days {
+                users[current].state!.restoreOpenDay(day, values: scratch[lo..<end])
+                lo = end
+            }
+            scratch.removeAll(keepingCapacity: true)
+            days.removeAll(keepingCapacity: true)
+        }
         while try d.step() {
             guard let k = index[d.text(0)], users[k].state != nil else { continue }
+            if k != current { flush(); current = k }
             let day = DayNumber(truncatingIfNeeded: d.int(1))
-            let values = try UserStateCodec.decodeChunk(d.blob(2))
-            if users[k].state!.openDays.last?.day != day { users[k].state!.openDays.append(OpenDay(day: day)) }
-            users[k].state!.openDays[users[k].state!.openDays.count - 1].restore(values)
+            try UserStateCodec.decodeChunk(d.blob(2), into: &scratch)
+            if days.last?.day == day { days[days.count - 1].end = scratch.count } else { days.append((day, scratch.count)) }
         }
+        flush()
         return users
     }
 
@@ -195,20 +211,21 @@ public final class StateStore: @unchecked Sendable {
                         del.bind(2, Int64(before))
                         try del.run()
                     }
-                    for day in s.openDays {
+                    for (i, day) in s.openDays.enumerated() {
                         guard let from = day.dirtyFrom else { continue }
-                        let chunks = StateStore.chunks(day.values.count)
+                        let values = s.values(ofOpenDay: i)
+                        let chunks = StateStore.chunks(values.count)
                         if from / StateStore.chunkSize < chunks {
                             for c in (from / StateStore.chunkSize)..<chunks {
                                 let row = try statement(.upsertChunk)
                                 row.bind(1, u.user)
                                 row.bind(2, Int64(day.day))
                                 row.bind(3, Int64(c))
-                                row.bind(4, UserStateCodec.encode(day: day, chunk: c))
+                                row.bind(4, UserStateCodec.encode(day: values, chunk: c))
                                 try row.run()
                             }
                         }
-                        if StateStore.chunks(day.storedCount) > chunks {
+                        if StateStore.chunks(Int(day.storedCount)) > chunks {
                             let del = try statement(.deleteChunksFrom)
                             del.bind(1, u.user)
                             del.bind(2, Int64(day.day))

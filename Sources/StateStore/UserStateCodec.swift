@@ -59,9 +59,9 @@ enum UserStateCodec {
         w.optI32(s.lastClosedDay)
         if withOpenDays {
             w.i32(Int32(s.openDays.count))
-            for d in s.openDays {
+            for (i, d) in s.openDays.enumerated() {
                 w.i32(d.day)
-                encodeValues(d, &w)
+                encodeValues(s.values(ofOpenDay: i), &w)
             }
         }
         w.i32(Int32(s.foldedInputs.count))
@@ -78,16 +78,14 @@ enum UserStateCodec {
         return w.bytes
     }
 
-    /// One chunk of an open day's values: the data of a row in `user_days`.
-    static func encode(day d: OpenDay, chunk: Int) -> [UInt8] {
-        let lo = chunk * StateStore.chunkSize, hi = Swift.min(d.values.count, lo + StateStore.chunkSize)
+    /// One chunk of an open day's values (`values`: the day's): the data of a row in `user_days`.
+    static func encode(day values: ArraySlice<StoredValue>, chunk: Int) -> [UInt8] {
+        let lo = values.startIndex + chunk * StateStore.chunkSize, hi = Swift.min(values.endIndex, lo + StateStore.chunkSize)
         var w = Writer()
         w.bytes.reserveCapacity(4 + (hi - lo) * 26)
-        encodeValues(d.values[lo..<hi], &w)
+        encodeValues(values[lo..<hi], &w)
         return w.bytes
     }
-
-    static func encodeValues(_ d: OpenDay, _ w: inout Writer) { encodeValues(d.values[...], &w) }
 
     static func encodeValues(_ values: ArraySlice<StoredValue>, _ w: inout Writer) {
         w.i32(Int32(values.count))
@@ -96,24 +94,20 @@ enum UserStateCodec {
         }
     }
 
-    /// Reads the values of a row written by ``encode(day:chunk:)``.
-    static func decodeChunk(_ bytes: [UInt8]) throws -> [StoredValue] {
+    /// Appends the values of a row written by ``encode(day:chunk:)`` to `values`.
+    static func decodeChunk(_ bytes: [UInt8], into values: inout [StoredValue]) throws {
         var r = Reader(b: bytes)
-        return try decodeValues(&r)
+        try decodeValues(&r, into: &values)
     }
 
-    static func decodeValues(day: DayNumber, _ r: inout Reader) throws -> OpenDay { OpenDay(day: day, values: try decodeValues(&r)) }
-
-    static func decodeValues(_ r: inout Reader) throws -> [StoredValue] {
+    static func decodeValues(_ r: inout Reader, into values: inout [StoredValue]) throws {
         let n = try r.count()
-        var values: [StoredValue] = []
-        values.reserveCapacity(min(Int(n), (r.b.count - r.i) / 26))  // 26 bytes a value: a bad count cannot reserve more
+        values.reserveCapacity(values.count + min(Int(n), (r.b.count - r.i) / 26))  // 26 bytes a value: a bad count cannot reserve more
         for _ in 0..<n {
             let id = SampleID(rawValue: UInt64(bitPattern: try r.i64())), value = try r.f64(), end = try r.i64()
             guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
             values.append(StoredValue(id: id, metric: m, value: value, end: Timestamp(milliseconds: end), provenance: Provenance(rawValue: try r.u8()) ?? .device))
         }
-        return values
     }
 
     static func encode(_ d: DailyInput, _ w: inout Writer) {
@@ -205,7 +199,13 @@ enum UserStateCodec {
         var s = try decodeHead(user: user, &r)
         if first == v2Marker {
             // Open days inside the blob come back dirty: the next commit writes them as rows.
-            for _ in 0..<(try r.count()) { s.openDays.append(try decodeValues(day: try r.i32(), &r)) }
+            var values: [StoredValue] = []
+            for _ in 0..<(try r.count()) {
+                let day = try r.i32()
+                values.removeAll(keepingCapacity: true)
+                try decodeValues(&r, into: &values)
+                s.restoreOpenDay(day, values: values[...], stored: false)
+            }
         }
         for _ in 0..<(try r.count()) { s.foldedInputs.append(try decodeInput(&r)) }
         let foldedCount = Int(try r.count())

@@ -72,6 +72,49 @@ import TestSupport
         }
     }
 
+    @Test(arguments: [21, 22, 23] as [UInt64])
+    func openDaysStayGroupedUnderLateDataAndDeletions(seed: UInt64) {
+        // All open days share one values array: a late sample for an earlier day is inserted
+        // inside it, a deletion closes the gap. Random arrivals over 7 open days, deletions and
+        // day closes in between; then the grouping, and every day's series (cached inputs
+        // invalidated on change), must match a fresh engine fed only the surviving samples.
+        var rng = SplitMix64(seed: seed)
+        var engine = Engine(program: program(Self.rules))
+        var out: [EngineOutput] = []
+        var live: [(id: String, day: Int)] = [], all: [String: Sample] = [:]
+        for k in 0..<400 {
+            if !live.isEmpty, Int.random(in: 0..<5, using: &rng) == 0 {
+                let gone = live.remove(at: Int.random(in: 0..<live.count, using: &rng))
+                #expect(engine.delete(ids: [gone.id], user: "u") == 1)
+            } else {
+                let d = Int.random(in: 4...10, using: &rng), id = "s\(k)"
+                let s = sample(id, 0.8 + Double(Int.random(in: 0..<20, using: &rng)) / 20, day: d, hour: Int.random(in: 2..<24, using: &rng))
+                #expect(engine.ingest(s, user: "u", now: close(10), into: &out) == .accepted)
+                live.append((id, d))
+                all[id] = s
+            }
+            if k % 37 == 0 { engine.advance(to: close(10), into: &out) }
+        }
+        engine.advance(to: close(10), into: &out)
+        let st = engine.state(of: "u")!
+        var expected: [Int: [SampleID]] = [:]
+        for (id, d) in live { expected[d, default: []].append(SampleID(id)) }
+        for (i, day) in st.openDays.enumerated() {
+            #expect(st.values(ofOpenDay: i).map(\.id) == expected[Int(day.day - day0)] ?? [], "day \(day.day - day0)")
+            #expect(i == 0 ? day.start == 0 : day.start == st.openDays[i - 1].range.upperBound)
+        }
+        #expect(st.openValueCount == live.count)
+        var fresh = Engine(program: program(Self.rules))
+        var freshOut: [EngineOutput] = []
+        for (id, _) in live.sorted(by: { $0.id < $1.id }) { fresh.ingest(all[id]!, user: "u", now: close(10), into: &freshOut) }
+        fresh.advance(to: close(10), into: &freshOut)
+        for name in ["n", "speed", "weekly"] {
+            let got = out.series(name), want = freshOut.series(name)
+            #expect(!want.isEmpty)
+            for (d, v) in want { #expect(got[d] == v, "\(name) day \(d) (seed \(seed))") }
+        }
+    }
+
     @Test func lateSampleWithinLatenessRevisesSeriesButBeyondIsRejected() {
         var engine = Engine(program: program(Self.rules))
         var out: [EngineOutput] = []

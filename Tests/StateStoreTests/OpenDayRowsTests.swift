@@ -69,7 +69,7 @@ import Testing
         #expect(try rows(path) == now.openDays.map { Int64($0.day) })
         let loaded = try #require(try StateStore(path: path).load().users.first?.state)
         #expect(loaded.openDays.map(\.day) == now.openDays.map(\.day))
-        #expect(loaded.openDays.map(\.values) == now.openDays.map(\.values))
+        #expect(loaded.openDayValues == now.openDayValues)
         #expect(loaded.openDays.allSatisfy { !$0.dirty })
         #expect(loaded.foldedDays == now.foldedDays && loaded.foldedValues == now.foldedValues)
     }
@@ -85,22 +85,22 @@ import Testing
                 e.ingest(Sample(id: "a\(i)", metric: .walkingSpeed, value: 1 + Double(i) / 1000, start: t, end: t), user: "u", now: t, into: &out)
             }
         }
-        func reloaded() throws -> [StoredValue] { try #require(try StateStore(path: path).load().users.first?.state?.openDays.first?.values) }
+        func reloaded() throws -> [StoredValue] { try #require(try StateStore(path: path).load().users.first?.state?.openDayValues.first) }
         add(0..<150)
         try commit(&e, store)
         #expect(try rows(path, chunksOf: 20_500) == [0, 1, 2])
-        #expect(try reloaded() == e.state(of: "u")!.openDays[0].values)
+        #expect(try reloaded() == e.state(of: "u")!.openDayValues[0])
         // One more value dirties only the last chunk.
         add(150..<151)
         #expect(e.state(of: "u")!.openDays[0].dirtyFrom == 150)
         try commit(&e, store)
-        #expect(try reloaded() == e.state(of: "u")!.openDays[0].values)
+        #expect(try reloaded() == e.state(of: "u")!.openDayValues[0])
         // Deleting the first 100 values rewrites from chunk 0 and drops the chunk no longer needed.
         #expect(e.delete(ids: (0..<100).map { "a\($0)" }, user: "u") == 100)
         #expect(e.state(of: "u")!.openDays[0].dirtyFrom == 0)
         try commit(&e, store)
         #expect(try rows(path, chunksOf: 20_500) == [0])
-        #expect(try reloaded() == e.state(of: "u")!.openDays[0].values && e.state(of: "u")!.openDays[0].values.count == 51)
+        #expect(try reloaded() == e.state(of: "u")!.openDayValues[0] && e.state(of: "u")!.openDayValues[0].count == 51)
     }
 
     @Test func migratesASchemaOneStore() throws {
@@ -127,7 +127,7 @@ import Testing
         _ = try store.commit(users: [.init(user: "u", appliedSeq: 9, eventNow: nil, state: st)], outbox: [])
         #expect(try rows(path) == [20_500, 20_501])
         let again = try #require(try StateStore(path: path).load().users.first?.state)
-        #expect(again.openDays.map(\.values) == st.openDays.map(\.values))
+        #expect(again.openDayValues == st.openDayValues)
         #expect(again.alerts == st.alerts && again.events.keys.sorted() == st.events.keys.sorted())
     }
 }

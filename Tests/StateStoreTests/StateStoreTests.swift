@@ -57,7 +57,7 @@ private func tempDir() -> String {
         #expect(r.calendar.identifier == "Europe/Zurich" && r.hasProfile)
         #expect(r.firstDay == state.firstDay && r.lastClosedDay == state.lastClosedDay)
         #expect(r.openDays.map(\.day) == state.openDays.map(\.day) && r.openValueCount == 6)
-        #expect(r.openDays.map(\.values) == state.openDays.map(\.values))
+        #expect(r.openDayValues == state.openDayValues)
         #expect(r.foldedDays == state.foldedDays && r.foldedValues == state.foldedValues && r.foldedInputs == state.foldedInputs)
         #expect(r.syncIndex == state.syncIndex && r.syncIndex.count == 6 && r.events.count == 2 && r.boundaries == [20_500])
         #expect(r.alerts == state.alerts)
@@ -97,7 +97,7 @@ private func tempDir() -> String {
         let b = try parallel.load().users.sorted { $0.user < $1.user }
         #expect(a.count == 41 && b.count == 41)
         #expect(a.map(\.user) == b.map(\.user) && a.map(\.appliedSeq) == b.map(\.appliedSeq))
-        #expect(a.map { $0.state?.openDays.map(\.values) } == b.map { $0.state?.openDays.map(\.values) })
+        #expect(a.map { $0.state?.openDayValues } == b.map { $0.state?.openDayValues })
         #expect(b.filter { $0.state != nil }.allSatisfy { $0.state!.openValueCount == 6 && $0.state!.user == $0.user })
     }
 

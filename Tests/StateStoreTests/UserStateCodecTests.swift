@@ -28,15 +28,15 @@ import Testing
         let s = try UserStateCodec.decode(user: "u", UserStateCodecTests.v1Blob())
         #expect(s.calendar.identifier == "Europe/Zurich" && s.hasProfile && s.firstDay == 20_500 && s.lastClosedDay == 20_501)
         #expect(s.openDays.map(\.day) == [20_500, 20_501])
-        #expect(s.openDays[0].values.map(\.id) == [SampleID("a"), SampleID("b")])
-        #expect(s.openDays[0].values.map(\.value) == [1.1, 1.3] && s.openDays[0].values[1].provenance == .userEntered)
+        #expect(s.openDayValues[0].map(\.id) == [SampleID("a"), SampleID("b")])
+        #expect(s.openDayValues[0].map(\.value) == [1.1, 1.3] && s.openDayValues[0][1].provenance == .userEntered)
         #expect(s.syncIndex == [SyncEntry(sync: SampleID("sync-1"), version: 3, id: SampleID("c"))])
         #expect(s.events["i"]?.kind == "injury" && s.boundaries == [20_500])
         #expect(s.alerts["slow"]?.state == .pending(activeSince: 77))
         #expect(s.revisedDays == [20_500])
         // and it is written back in the current format, unchanged
         let again = try UserStateCodec.decode(user: "u", UserStateCodec.encode(s))
-        #expect(again.openDays.map(\.values) == s.openDays.map(\.values) && again.syncIndex == s.syncIndex && again.alerts == s.alerts)
+        #expect(again.openDayValues == s.openDayValues && again.syncIndex == s.syncIndex && again.alerts == s.alerts)
     }
 
     @Test func foldedHistoryRoundTrips() throws {
@@ -60,6 +60,6 @@ import Testing
         #expect(st.foldedInputs == p.inputs)
         let r = try UserStateCodec.decode(user: "u", UserStateCodec.encode(st))
         #expect(r.foldedDays == st.foldedDays && r.foldedValues == st.foldedValues && r.foldedInputs == st.foldedInputs)
-        #expect(r.openDays.map(\.values) == st.openDays.map(\.values))
+        #expect(r.openDayValues == st.openDayValues)
     }
 }
