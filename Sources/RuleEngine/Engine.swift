@@ -48,7 +48,12 @@ public struct Engine: Sendable {
     /// The checked rules.
     public var program: Program { closer.program }
     /// Tunables.
-    public var configuration: EngineConfiguration { didSet { closer = DayCloser(program: closer.program, configuration: configuration) } }
+    public var configuration: EngineConfiguration {
+        didSet {
+            closer = DayCloser(program: closer.program, configuration: configuration)
+            evaluator = Evaluator(rules: closer)
+        }
+    }
     /// Every user's state, in no particular order.
     public var allStates: [UserState] { states }
     /// How many users the engine holds.
@@ -107,8 +112,8 @@ public struct Engine: Sendable {
         return users
     }
 
-    /// The evaluator's memo buffer, lent to each day close (one allocation per engine).
-    private var memo: [Double] = []
+    /// The evaluator, lent to each day close and per-sample rule (one per set of rules, not one a user).
+    private var evaluator: Evaluator
 
     /// The rules and configuration, shared by reference: the hot path copies one pointer, not a `Program`.
     private var closer: DayCloser
@@ -120,6 +125,7 @@ public struct Engine: Sendable {
     public init(program: Program, configuration: EngineConfiguration = EngineConfiguration()) {
         self.configuration = configuration
         closer = DayCloser(program: program, configuration: configuration)
+        evaluator = Evaluator(rules: closer)
         sampleMask = Engine.sampleMask(program)
     }
 
@@ -168,13 +174,13 @@ public struct Engine: Sendable {
         let rules: DayCloser? = sampleMask & (1 << UInt64(s.metric.rawValue)) != 0 ? closer : nil
         let k = slot(user, create: true)!
         // A static function on the state in place: a closure here would copy the sample.
-        let outcome = Engine.ingest(s, into: &states[k], publishSeries: configuration.publishSeries, rules: rules, out: &out)
+        let outcome = Engine.ingest(s, into: &states[k], publishSeries: configuration.publishSeries, rules: rules, ev: &evaluator, out: &out)
         markTouched(k)
         return outcome
     }
 
     private static func ingest(_ s: Sample, into st: inout UserState, publishSeries: Bool, rules: DayCloser?,
-                               out: inout [EngineOutput]) -> IngestOutcome {
+                               ev: inout Evaluator, out: inout [EngineOutput]) -> IngestOutcome {
         let day = s.localDay(default: st.calendar)
         if let folded = st.lastFoldedDay, day <= folded {
             // Only reachable when the clock went backwards: the day is final.
@@ -197,7 +203,7 @@ public struct Engine: Sendable {
         st.append(StoredValue(id: id, metric: s.metric, value: s.value, end: s.end, provenance: s.provenance), day: day)
         st.noteDay(day)
         if publishSeries, let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
-        if let rules { Engine.runSampleRules(rules, s, day: day, state: &st, into: &out) }
+        if let rules { Engine.runSampleRules(rules, s, day: day, state: &st, ev: &ev, into: &out) }
         return outcome
     }
 
@@ -240,7 +246,7 @@ public struct Engine: Sendable {
     public mutating func advance(to now: Timestamp, into out: inout [EngineOutput]) {
         if !unordered.isEmpty { mergeUnordered() }
         let closer = self.closer
-        for k in order where closer.advance(&states[k], to: now, memo: &memo, into: &out) { markTouched(k) }
+        for k in order where closer.advance(&states[k], to: now, ev: &evaluator, into: &out) { markTouched(k) }
     }
 
     /// Merges the users added since the last ``advance(to:)`` into `order` (sorting only those,
@@ -265,19 +271,20 @@ public struct Engine: Sendable {
     public mutating func advance(user id: String, to now: Timestamp, into out: inout [EngineOutput]) {
         let closer = self.closer
         guard let k = slot(id, create: false) else { return }
-        if closer.advance(&states[k], to: now, memo: &memo, into: &out) { markTouched(k) }
+        if closer.advance(&states[k], to: now, ev: &evaluator, into: &out) { markTouched(k) }
     }
 
 
-    static func runSampleRules(_ rules: DayCloser, _ s: Sample, day: DayNumber, state st: inout UserState, into out: inout [EngineOutput]) {
+    static func runSampleRules(_ rules: DayCloser, _ s: Sample, day: DayNumber, state st: inout UserState, ev: inout Evaluator,
+                               into out: inout [EngineOutput]) {
         let program = rules.program
-        var ev = Evaluator(rules: rules, user: UserState(user: st.user, calendar: st.calendar))
+        ev.begin()
         swap(&ev.user, &st)
-        defer { swap(&ev.user, &st) }
+        defer { swap(&ev.user, &st); ev.sample = nil }
         ev.sample = s
         for (j, rule) in program.alerts.enumerated() where rule.trigger == .sample(s.metric) {
             ev.alert = j
-            if let f = rule.filter, ev.boolean(f, day) != true { continue }
+            if !ev.passesFilter(j, day) { continue }
             step(rule, program: program, at: s.end.milliseconds, activeSince: s.end.milliseconds, ev: &ev, day: day, into: &out)
         }
     }
@@ -288,7 +295,7 @@ public struct Engine: Sendable {
                      into out: inout [EngineOutput]) {
         let j = ev.alert
         let inhibited = rule.inhibitedBy.contains { ev.user.alertStates[$0].isFiring }
-        let cond = inhibited ? nil : ev.boolean(rule.condition, day)
+        let cond = inhibited ? nil : ev.condition(j, day)
         var sm = ev.user.alertStates[j]
         let action = sm.evaluate(cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
                                  keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
@@ -308,9 +315,9 @@ public struct Engine: Sendable {
         var evidence: [Evidence] = []
         for (i, b) in rule.lets.enumerated() {
             if b.type == .bool {
-                evidence.append(Evidence(name: b.name, value: ev.boolean(.local(i), day).map { $0 ? 1 : 0 }, unit: "bool"))
+                evidence.append(Evidence(name: b.name, value: ev.localBoolean(ev.letSlot(i), day).map { $0 ? 1 : 0 }, unit: "bool"))
             } else {
-                evidence.append(Evidence(name: b.name, value: ev.number(.local(i), day).map { b.displayUnit.fromSI($0) }, unit: b.displayUnit.symbol))
+                evidence.append(Evidence(name: b.name, value: ev.local(ev.letSlot(i), day).map { b.displayUnit.fromSI($0) }, unit: b.displayUnit.symbol))
             }
         }
         let user = ev.user.user
@@ -320,13 +327,14 @@ public struct Engine: Sendable {
         }
         let date = CivilDate(dayNumber: day)
         var summary = ""
-        for p in rule.summary {
+        for (k, p) in rule.summary.enumerated() {
             switch p {
             case .text(let t): summary += t
             case .user: summary += user
             case .day: summary += date.description
             case .rule: summary += rule.name
-            case .value(let e, let unit, let decimals, let isBool):
+            case .value(_, let unit, let decimals, let isBool):
+                let e = ev.summaryNode(ev.alert, k)
                 if isBool {
                     summary += ev.boolean(e, day).map { $0 ? "yes" : "no" } ?? "unknown"
                 } else if let v = ev.number(e, day) {
@@ -373,6 +381,7 @@ public struct Engine: Sendable {
     /// not back-filled past the allowed lateness).
     public mutating func reload(_ newProgram: Program) {
         closer = DayCloser(program: newProgram, configuration: configuration)
+        evaluator = Evaluator(rules: closer)
         sampleMask = Engine.sampleMask(newProgram)
         for k in states.indices {
             states[k].clearCaches()
@@ -403,18 +412,21 @@ public struct Engine: Sendable {
 /// the configuration, so that it can work on a user's state in place inside the users table.
 final class DayCloser: Sendable {
     let program: Program
+    /// The program's expressions as nodes, for the evaluator.
+    let code: CompiledRules
     let configuration: EngineConfiguration
     /// The alert names in rule order, shared by every user's state.
     let alertNames: [String]
 
     init(program: Program, configuration: EngineConfiguration) {
         self.program = program
+        self.code = CompiledRules(program)
         self.configuration = configuration
         alertNames = program.alerts.map(\.name)
     }
 
     /// Closes a user's finished days in place; returns whether the state changed.
-    func advance(_ st: inout UserState, to now: Timestamp, memo: inout [Double], into out: inout [EngineOutput]) -> Bool {
+    func advance(_ st: inout UserState, to now: Timestamp, ev: inout Evaluator, into out: inout [EngineOutput]) -> Bool {
         guard let first = st.firstDay else { return false }
         // The common case, after every sample: nothing to close before a known instant.
         if now.milliseconds < st.closeCheckUntil && st.revisedDays.isEmpty { return false }
@@ -428,10 +440,9 @@ final class DayCloser: Sendable {
             if st.lastClosedDay != nil { st.closeCheckUntil = st.calendar.startOfDay(current + 1).milliseconds + configuration.graceSeconds * 1000 }
             return false
         }
-        var ev = Evaluator(rules: self, user: UserState(user: st.user, calendar: st.calendar))
+        ev.begin()
         swap(&ev.user, &st)
-        swap(&ev.near, &memo)  // the engine's memo buffer: no allocation per user and day close
-        defer { swap(&ev.user, &st); swap(&ev.near, &memo) }
+        defer { swap(&ev.user, &st) }
         // Revised days (late data): publish corrected series values.
         let revised = !ev.user.revisedDays.isEmpty
         if revised {
@@ -483,7 +494,7 @@ final class DayCloser: Sendable {
     func emitSeries(_ ev: inout Evaluator, _ d: DayNumber, revised: Bool, into out: inout [EngineOutput]) {
         let date = CivilDate(dayNumber: d)
         for (i, s) in program.series.enumerated() {
-            let v = ev.number(.series(i), d)
+            let v = ev.series(i, d)
             out.append(.series(SeriesPoint(user: ev.user.user, name: s.name, day: date, value: v.map { s.displayUnit.fromSI($0) },
                                            unit: s.displayUnit.symbol, revised: revised)))
         }

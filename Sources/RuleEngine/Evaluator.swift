@@ -9,6 +9,9 @@ struct Evaluator {
     /// The rules, by reference: making an evaluator copies no `Program` (one retain, not one per array).
     let rules: DayCloser
     @inline(__always) var program: Program { _read { yield rules.program } }
+    /// The rules' expressions as nodes (`rules.code`, held here so that reading a node is one
+    /// array access).
+    private let code: CompiledRules
     var user: UserState
     /// The sample being evaluated, for `on sample` rules.
     var sample: Sample?
@@ -19,13 +22,24 @@ struct Evaluator {
     var near: [Double] = []
     private var far: [Int64: Double?] = [:]
     private var memoTop: DayNumber = .min
-    /// Slot of the first let of each alert (after the series slots).
-    private var letBase: [Int] = []
     private static let span = 32
 
-    init(rules: DayCloser, user: UserState) {
+    /// An evaluator for a set of rules, holding an empty placeholder state: a user's state is
+    /// swapped in for a day close or a sample (``DayCloser/advance``), and out again. One lives
+    /// as long as the engine's rules, so that no evaluator (its memo, its let table) is built and
+    /// destroyed per user.
+    init(rules: DayCloser) {
         self.rules = rules
-        self.user = user
+        self.code = rules.code
+        self.user = UserState(user: "", calendar: .utc)
+    }
+
+    /// Forgets what belonged to the previous user: the memo, the sample, the alert in scope.
+    mutating func begin() {
+        memoTop = .min
+        if !far.isEmpty { far.removeAll(keepingCapacity: true) }
+        sample = nil
+        alert = -1
     }
 
     private static func key(_ kind: Int64, _ index: Int, _ day: DayNumber) -> Int64 {
@@ -42,12 +56,7 @@ struct Evaluator {
     /// The near-memo index of (slot, day), or nil when the day is outside the span.
     @inline(__always) private mutating func nearIndex(_ slot: Int, _ d: DayNumber) -> Int? {
         if memoTop == .min {
-            if letBase.isEmpty {
-                var b = program.series.count
-                for a in program.alerts { letBase.append(b); b += a.lets.count }
-                letBase.append(b)
-            }
-            let size = letBase.last! * Evaluator.span
+            let size = code.letBase.last! * Evaluator.span
             if near.count != size { near = Array(repeating: UserState.notComputed, count: size) }
             else { for k in near.indices { near[k] = UserState.notComputed } }
             memoTop = d
@@ -121,24 +130,55 @@ struct Evaluator {
 
     // MARK: Numbers
 
-    mutating func number(_ e: Expr, _ d: DayNumber) -> Double? {
-        switch e {
+    /// The value of series `i` on day `d` (memoised).
+    mutating func series(_ i: Int, _ d: DayNumber) -> Double? {
+        if let hit = recall(1, i, d) { return hit }
+        let v = number(code.series[i], d)
+        remember(1, i, d, v)
+        return v
+    }
+
+    /// The value of a numeric let (by slot: its alert's `letBase` plus its index) on day `d` (memoised).
+    mutating func local(_ slot: Int, _ d: DayNumber) -> Double? {
+        _ = nearIndex(0, d)
+        if let hit = recall(2, slot, d) { return hit }
+        let v = number(code.lets[slot - code.series.count], d)
+        remember(2, slot, d, v)
+        return v
+    }
+
+    /// The value of a boolean let (by slot) on day `d` (memoised).
+    mutating func localBoolean(_ slot: Int, _ d: DayNumber) -> Bool? {
+        _ = nearIndex(0, d)
+        if let hit = recall(3, slot, d) { return hit.map { $0 != 0 } }
+        let v = boolean(code.lets[slot - code.series.count], d)
+        remember(3, slot, d, v.map { $0 ? 1 : 0 })
+        return v
+    }
+
+    /// The slot of let `i` of the alert in scope.
+    func letSlot(_ i: Int) -> Int { code.letBase[alert] + i }
+
+    /// An alert's condition (`alert` set) on day `d`.
+    mutating func condition(_ j: Int, _ d: DayNumber) -> Bool? { boolean(code.conditions[j], d) }
+
+    /// Whether the sample passes an alert's filter (true when it has none).
+    mutating func passesFilter(_ j: Int, _ d: DayNumber) -> Bool {
+        let f = code.filters[j]
+        return f < 0 || boolean(f, d) == true
+    }
+
+    /// The root of an alert's summary part `k` (a `.value` part).
+    func summaryNode(_ j: Int, _ k: Int) -> Int32 { code.summaries[j][k] }
+
+    mutating func number(_ n: Int32, _ d: DayNumber) -> Double? {
+        switch code.nodes[Int(n)] {
         case .number(let v): return v
-        case .daily(let i): return daily(i, d)
-        case .series(let i):
-            if let hit = recall(1, i, d) { return hit }
-            let v = number(program.series[i].expr, d)
-            remember(1, i, d, v)
-            return v
-        case .local(let i):
-            _ = nearIndex(0, d)
-            let slot = letBase[alert] + i
-            if let hit = recall(2, slot, d) { return hit }
-            let v = number(program.alerts[alert].lets[i].expr, d)
-            remember(2, slot, d, v)
-            return v
+        case .daily(let i): return daily(Int(i), d)
+        case .series(let i): return series(Int(i), d)
+        case .local(let slot): return local(Int(slot), d)
         case .window(let f, let x, let days, let minDays, let anchor):
-            return window(f, x, days, minDays, anchor, d)
+            return window(f, x, Int(days), Int(minDays), anchor, d)
         case .missingDays(let x):
             guard let first = user.firstDay else { return 0 }
             var n = 0
@@ -150,10 +190,10 @@ struct Evaluator {
             guard past >= user.segmentStart(d), let a = number(x, d), let b = number(x, past) else { return nil }
             return a - b
         case .daysSince(let kind):
-            guard let e = user.latestEvent(kind, onOrBefore: d) else { return nil }
+            guard let e = user.latestEvent(code.strings[Int(kind)], onOrBefore: d) else { return nil }
             return Double(d - e) * 86_400
         case .sample(.value): return sample?.value
-        case .metadata(let key): return sample?.metadataValue(key)?.asNumber
+        case .metadata(let key): return sample?.metadataValue(code.strings[Int(key)])?.asNumber
         case .negate(let x): return number(x, d).map { -$0 }
         case .abs(let x): return number(x, d).map { Swift.abs($0) }
         case .binary(let op, let l, let r):
@@ -170,25 +210,25 @@ struct Evaluator {
     }
 
     /// The days a window covers at day `d`, or nil when its anchor event is absent.
-    func windowRange(_ days: Int, _ anchor: WindowAnchor, _ d: DayNumber) -> ClosedRange<DayNumber>? {
+    func windowRange(_ days: Int, _ anchor: CompiledRules.Anchor, _ d: DayNumber) -> ClosedRange<DayNumber>? {
         let n = DayNumber(days)
         switch anchor {
         case .current:
             return max(d - n + 1, user.segmentStart(d))...d
         case .before(let kind):
-            guard let e = user.latestEvent(kind, onOrBefore: d) else { return nil }
+            guard let e = user.latestEvent(code.strings[Int(kind)], onOrBefore: d) else { return nil }
             let hi = e - 1
             let lo = max(e - n, user.segmentStart(hi))
             return lo <= hi ? lo...hi : nil
         case .after(let kind):
-            guard let e = user.latestEvent(kind, onOrBefore: d) else { return nil }
+            guard let e = user.latestEvent(code.strings[Int(kind)], onOrBefore: d) else { return nil }
             var hi = min(e + n - 1, d)
             if let next = user.nextBoundary(after: e) { hi = min(hi, next - 1) }
             return e <= hi ? e...hi : nil
         }
     }
 
-    mutating func window(_ f: WindowFunction, _ x: Expr, _ days: Int, _ minDays: Int, _ anchor: WindowAnchor, _ d: DayNumber) -> Double? {
+    mutating func window(_ f: WindowFunction, _ x: Int32, _ days: Int, _ minDays: Int, _ anchor: CompiledRules.Anchor, _ d: DayNumber) -> Double? {
         guard let range = windowRange(days, anchor, d) else { return f == .daysWithData ? 0 : nil }
         if f == .median {
             var ys: [Double] = []
@@ -232,37 +272,25 @@ struct Evaluator {
 
     // MARK: Booleans and strings
 
-    mutating func boolean(_ e: Expr, _ d: DayNumber) -> Bool? {
-        switch e {
+    mutating func boolean(_ n: Int32, _ d: DayNumber) -> Bool? {
+        switch code.nodes[Int(n)] {
         case .bool(let b): return b
         case .not(let x): return boolean(x, d).map { !$0 }
         case .isKnown(let x):
-            switch x {
-            case .bool, .not, .binary(.and, _, _), .binary(.or, _, _), .binary(.lt, _, _), .binary(.le, _, _), .binary(.gt, _, _),
-                 .binary(.ge, _, _), .annotated, .isKnown, .startsWith, .sample(.userEntered), .sample(.deviceRecorded), .sample(.calibrated):
-                return boolean(x, d) != nil
-            case .binary(.eq, let l, _), .binary(.ne, let l, _):
-                if isBoolean(l) || isString(l) { return boolean(x, d) != nil }
-                return number(x, d) != nil
-            case .string, .sample(.bundleID): return string(x, d) != nil
-            default: return number(x, d) != nil
-            }
+            if code.isBoolean(x) { return boolean(x, d) != nil }
+            if code.isString(x) { return string(x, d) != nil }
+            return number(x, d) != nil
         case .annotated(let kind, let days):
             let lo = d - DayNumber(days) + 1
-            return user.events.values.contains { $0.category == .annotation && $0.kind == kind && $0.firstDay <= d && $0.lastDay >= lo }
+            let k = code.strings[Int(kind)]
+            return user.events.values.contains { $0.category == .annotation && $0.kind == k && $0.firstDay <= d && $0.lastDay >= lo }
         case .sample(.userEntered): return sample.map { $0.provenance == .userEntered }
         case .sample(.deviceRecorded): return sample.map { $0.provenance == .device }
         case .sample(.calibrated): return sample?.calibrated
         case .startsWith(let a, let b):
             guard let x = string(a, d), let y = string(b, d) else { return nil }
             return x.hasPrefix(y)
-        case .local(let i):
-            _ = nearIndex(0, d)
-            let slot = letBase[alert] + i
-            if let hit = recall(3, slot, d) { return hit.map { $0 != 0 } }
-            let v = boolean(program.alerts[alert].lets[i].expr, d)
-            remember(3, slot, d, v.map { $0 ? 1 : 0 })
-            return v
+        case .local(let slot): return localBoolean(Int(slot), d)
         case .binary(.and, let l, let r):
             let a = boolean(l, d)
             if a == false { return false }
@@ -276,11 +304,11 @@ struct Evaluator {
             if b == true { return true }
             return a == false && b == false ? false : nil
         case .binary(let op, let l, let r):
-            if isBoolean(l) {
+            if code.isBoolean(l) {
                 guard let a = boolean(l, d), let b = boolean(r, d) else { return nil }
                 return op == .eq ? a == b : a != b
             }
-            if isString(l) {
+            if code.isString(l) {
                 guard let a = string(l, d), let b = string(r, d) else { return nil }
                 return op == .eq ? a == b : a != b
             }
@@ -298,27 +326,11 @@ struct Evaluator {
         }
     }
 
-    mutating func string(_ e: Expr, _ d: DayNumber) -> String? {
-        switch e {
-        case .string(let s): return s
+    mutating func string(_ n: Int32, _ d: DayNumber) -> String? {
+        switch code.nodes[Int(n)] {
+        case .string(let s): return code.strings[Int(s)]
         case .sample(.bundleID): return sample?.bundleId
         default: return nil
-        }
-    }
-
-    func isBoolean(_ e: Expr) -> Bool {
-        switch e {
-        case .bool, .not, .isKnown, .annotated, .startsWith, .sample(.userEntered), .sample(.deviceRecorded), .sample(.calibrated): return true
-        case .binary(let op, _, _): return [.and, .or, .lt, .le, .gt, .ge, .eq, .ne].contains(op)
-        case .local(let i): return program.alerts[alert].lets[i].type == .bool
-        default: return false
-        }
-    }
-
-    func isString(_ e: Expr) -> Bool {
-        switch e {
-        case .string, .sample(.bundleID): return true
-        default: return false
         }
     }
 }

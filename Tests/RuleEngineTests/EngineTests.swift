@@ -115,6 +115,28 @@ import TestSupport
         }
     }
 
+    @Test func isKnownOfBooleanLetsAndComparisons() {
+        // A boolean let, and an equality of numbers, are known when their operands are.
+        let p = program("""
+        series speed = p95(walkingSpeed, source: device)
+        series ds = median(walkingDoubleSupportPercentage)
+        alert known {
+          let fast = speed > 1.0 m/s
+          when is_known(fast) and is_known(speed == 1.2 m/s) and not is_known(ds == 30 %)
+        }
+        alert unknown {
+          let fast = speed > 1.0 m/s
+          when not is_known(fast)
+        }
+        """)
+        var engine = Engine(program: p)
+        var out: [EngineOutput] = []
+        engine.ingest(sample("a", 1.3, day: 1), user: "u", now: close(1), into: &out)
+        engine.advance(to: close(2), into: &out)  // day 1 has data, day 2 has none
+        let fired = out.alerts.filter { $0.status == .firing }.map { "\($0.rule) \($0.day.dayNumber - day0)" }
+        #expect(fired == ["known 1", "unknown 2"])
+    }
+
     @Test func lateSampleWithinLatenessRevisesSeriesButBeyondIsRejected() {
         var engine = Engine(program: program(Self.rules))
         var out: [EngineOutput] = []
