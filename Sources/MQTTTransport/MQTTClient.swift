@@ -193,7 +193,10 @@ public final class MQTTClient: @unchecked Sendable {
         if rc != MOSQ_ERR_SUCCESS.rawValue, rc != MOSQ_ERR_ERRNO.rawValue, rc != MOSQ_ERR_NO_CONN.rawValue, rc != MOSQ_ERR_CONN_REFUSED.rawValue {
             throw MQTTError.library(rc, "connect to \(c.broker)")
         }
-        if rc != MOSQ_ERR_SUCCESS.rawValue { onEvent(.disconnected(reason: "broker \(c.broker) not reachable yet; retrying")) }
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+            let why = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
+            onEvent(.disconnected(reason: "broker \(c.broker) not reachable yet (\(why)); retrying"))
+        }
         try check(mosquitto_loop_start(handle), "start network thread")
         started.store(true, ordering: .relaxed)
     }

@@ -282,10 +282,11 @@ public struct Engine: Sendable {
         swap(&ev.user, &st)
         defer { swap(&ev.user, &st); ev.sample = nil }
         ev.sample = s
-        for (j, rule) in program.alerts.enumerated() where rule.trigger == .sample(s.metric) {
+        // By index: `for rule in program.alerts` would copy each rule (a retain per field).
+        for j in program.alerts.indices where program.alerts[j].trigger == .sample(s.metric) {
             ev.alert = j
             if !ev.passesFilter(j, day) { continue }
-            step(rule, program: program, at: s.end.milliseconds, activeSince: s.end.milliseconds, ev: &ev, day: day, into: &out)
+            step(program.alerts[j], program: program, at: s.end.milliseconds, activeSince: s.end.milliseconds, ev: &ev, day: day, into: &out)
         }
     }
 
@@ -505,9 +506,9 @@ final class DayCloser: Sendable {
         if configuration.publishSeries { emitSeries(&ev, d, revised: false, into: &out) }
         let dayStart = ev.user.calendar.startOfDay(d).milliseconds
         let dayEnd = ev.user.calendar.startOfDay(d + 1).milliseconds
-        for (j, rule) in program.alerts.enumerated() where rule.trigger == .day {
+        for j in program.alerts.indices where program.alerts[j].trigger == .day {
             ev.alert = j
-            Engine.step(rule, program: program, at: dayEnd, activeSince: dayStart, ev: &ev, day: d, into: &out)
+            Engine.step(program.alerts[j], program: program, at: dayEnd, activeSince: dayStart, ev: &ev, day: d, into: &out)
         }
     }
     /// The days still needed by some rule for a user: the rules' look-back plus the allowed

@@ -293,10 +293,14 @@ public struct UserState: Sendable {
         return openDays[lo].day == d ? lo : nil
     }
 
-    /// The index of a folded day (binary search).
+    /// The index of a folded day. Days are unique and sorted, so day `d` can only be between
+    /// `last - d` entries from the end and `d - first` entries from the start; with a day of data
+    /// every day (the common case) that range is one entry, otherwise a binary search within it.
     @inline(__always)
     func foldedIndex(_ d: DayNumber) -> Int? {
-        var lo = 0, hi = foldedDays.count
+        let n = foldedDays.count
+        guard n > 0, d >= foldedDays[0].day, d <= foldedDays[n - 1].day else { return nil }
+        var lo = Swift.max(0, n - 1 - Int(foldedDays[n - 1].day - d)), hi = Swift.min(n - 1, Int(d - foldedDays[0].day)) + 1
         while lo < hi {
             let mid = (lo + hi) >> 1
             if foldedDays[mid].day < d { lo = mid + 1 } else { hi = mid }

@@ -55,6 +55,22 @@ import TestSupport
         client!.stop()
     }
 
+    @Test func connectsWhenTheBrokerStartsAfterTheClient() throws {
+        // libmosquitto's network thread waits forever for a first connection that failed
+        // (eclipse-mosquitto/mosquitto#1903): the client must keep trying itself.
+        let broker = try MosquittoBroker()
+        broker.stop()
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "late-broker")
+        c.reconnectMaxSeconds = 1
+        let client = try MQTTClient(c, onMessage: { _, _ in })
+        try client.start()
+        usleep(300_000)
+        #expect(!client.isConnected)
+        try broker.start()
+        #expect(eventually { client.isConnected })
+        client.stop()
+    }
+
     @Test func reconnectsAfterBrokerRestart() throws {
         let broker = try MosquittoBroker()
         let received = ReceivedCounter()

@@ -137,6 +137,21 @@ import TestSupport
         #expect(fired == ["known 1", "unknown 2"])
     }
 
+    @Test func foldedDayLookupWithGapsMatchesALinearSearch() {
+        // The lookup narrows its search by the days' distance from both ends; days without data
+        // are absent, so the narrowing must hold with gaps of every size.
+        var rng = SplitMix64(seed: 5)
+        for _ in 0..<50 {
+            var days: [DayNumber] = [], d = DayNumber(Int.random(in: -5...5, using: &rng))
+            for _ in 0..<Int.random(in: 0...40, using: &rng) { days.append(d); d += DayNumber(Int.random(in: 1...4, using: &rng)) }
+            var st = UserState(user: "u", calendar: utc)
+            st.rebuildFolded(days.map { (FoldedDay(day: $0, offset: 0, mask: 1), [Double($0)]) })
+            for q in DayNumber(-10)...(d + 3) {
+                #expect(st.foldedIndex(q) == days.firstIndex(of: q), "day \(q) in \(days)")
+            }
+        }
+    }
+
     @Test func lateSampleWithinLatenessRevisesSeriesButBeyondIsRejected() {
         var engine = Engine(program: program(Self.rules))
         var out: [EngineOutput] = []
