@@ -48,7 +48,7 @@ let package = Package(
         .testTarget(name: "RuleLanguageTests", dependencies: ["RuleLanguage", "TestSupport"],
                     exclude: ["Golden"], swiftSettings: strict),
         .testTarget(name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "MQTTTransportTests", dependencies: ["MQTTTransport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "MQTTTransportTests", dependencies: ["CMosquitto", "MQTTTransport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MobilityDaemonTests", dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],

@@ -1,4 +1,5 @@
 import CMosquitto
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -64,6 +65,11 @@ public final class MQTTClient: @unchecked Sendable {
     private let connectedFlag = Atomic<Bool>(false)
     private let connections = Atomic<Int>(0)
     private let started = Atomic<Bool>(false)
+    /// libmosquitto's network thread runs (from the first successful connect until ``stop()``).
+    private let loopRunning = Atomic<Bool>(false)
+    /// The first connection is being retried on our thread, which signals `retryDone` as it ends.
+    private let retrying = Atomic<Bool>(false)
+    private let retryDone = DispatchSemaphore(value: 0)
     private let published = Atomic<Int>(0)
     private let acknowledged = Atomic<Int>(0)
 
@@ -99,7 +105,7 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     deinit {
-        if started.load(ordering: .relaxed) { mosquitto_loop_stop(handle, true) }
+        stop()
         mosquitto_destroy(handle)
     }
 
@@ -177,28 +183,88 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Connects (retrying in the background if the broker is not there yet) and starts the network thread.
+    ///
+    /// Once a first connection has succeeded, libmosquitto's network thread reconnects by itself.
+    /// Before that it cannot be relied on: a first connect that fails after the TCP connection is
+    /// made (reset while CONNECT is sent, `MOSQ_ERR_CONN_LOST`) leaves the client in a state in
+    /// which the thread gives up for good (seen when a killed daemon restarted). So the first
+    /// connection is retried here, with the same backoff, on a thread of our own that starts the
+    /// network thread once connected.
     public func start() throws(MQTTError) {
         let c = configuration
-        var rc: Int32
-        if c.protocolVersion == .v5 {
-            var props: OpaquePointer? = nil
-            rc = mosquitto_property_add_int32(&props, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), UInt32(bitPattern: c.sessionExpirySeconds))
-            try check(rc, "session expiry property")
-            rc = mosquitto_connect_bind_v5(handle, c.broker.host, c.broker.port, c.keepAliveSeconds, nil, props)
-            mosquitto_property_free_all(&props)
-        } else {
-            rc = mosquitto_connect(handle, c.broker.host, c.broker.port, c.keepAliveSeconds)
+        guard !started.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        let rc = connectOnce(first: true)
+        if rc == MOSQ_ERR_SUCCESS.rawValue {
+            try check(mosquitto_loop_start(handle), "start network thread")
+            loopRunning.store(true, ordering: .sequentiallyConsistent)
+            return
         }
-        // A broker that is down is not fatal: the loop keeps reconnecting with backoff.
-        if rc != MOSQ_ERR_SUCCESS.rawValue, rc != MOSQ_ERR_ERRNO.rawValue, rc != MOSQ_ERR_NO_CONN.rawValue, rc != MOSQ_ERR_CONN_REFUSED.rawValue {
+        guard MQTTClient.connectFailureIsRetryable(rc) else {
+            started.store(false, ordering: .sequentiallyConsistent)
             throw MQTTError.library(rc, "connect to \(c.broker)")
         }
-        if rc != MOSQ_ERR_SUCCESS.rawValue {
-            let why = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
-            onEvent(.disconnected(reason: "broker \(c.broker) not reachable yet (\(why)); retrying"))
+        onEvent(.disconnected(reason: "broker \(c.broker) not reachable yet (\(MQTTClient.describe(rc))); retrying"))
+        retrying.store(true, ordering: .sequentiallyConsistent)
+        DispatchQueue(label: "mqtt-first-connect").async { [self] in retryFirstConnect() }
+    }
+
+    /// One connect attempt: the first sets the broker and options, later ones reuse them.
+    private func connectOnce(first: Bool) -> Int32 {
+        let c = configuration
+        guard first else { return mosquitto_reconnect(handle) }
+        if c.protocolVersion == .v5 {
+            var props: OpaquePointer? = nil
+            let rc = mosquitto_property_add_int32(&props, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), UInt32(bitPattern: c.sessionExpirySeconds))
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { return rc }
+            defer { mosquitto_property_free_all(&props) }
+            return mosquitto_connect_bind_v5(handle, c.broker.host, c.broker.port, c.keepAliveSeconds, nil, props)
         }
-        try check(mosquitto_loop_start(handle), "start network thread")
-        started.store(true, ordering: .relaxed)
+        return mosquitto_connect(handle, c.broker.host, c.broker.port, c.keepAliveSeconds)
+    }
+
+    /// Retries the first connection with backoff until it succeeds (then starts the network
+    /// thread) or ``stop()`` is called.
+    private func retryFirstConnect() {
+        let c = configuration
+        var delay = max(c.reconnectMinSeconds, 1)
+        var lastReason = ""
+        defer { retryDone.signal() }
+        while true {
+            // Sleep in 50 ms steps so that stop() is not held up by a long backoff.
+            for _ in 0..<(Int(delay) * 20) {
+                guard started.load(ordering: .sequentiallyConsistent) else { return }
+                usleep(50_000)
+            }
+            guard started.load(ordering: .sequentiallyConsistent) else { return }
+            let rc = connectOnce(first: false)
+            if rc == MOSQ_ERR_SUCCESS.rawValue {
+                guard mosquitto_loop_start(handle) == MOSQ_ERR_SUCCESS.rawValue else {
+                    onEvent(.disconnected(reason: "cannot start the MQTT network thread"))
+                    return
+                }
+                loopRunning.store(true, ordering: .sequentiallyConsistent)
+                retrying.store(false, ordering: .sequentiallyConsistent)
+                return
+            }
+            let reason = MQTTClient.describe(rc)
+            if reason != lastReason { onEvent(.disconnected(reason: "broker \(c.broker) not reachable (\(reason)); retrying")) }
+            lastReason = reason
+            delay = min(delay * 2, max(c.reconnectMaxSeconds, 1))
+        }
+    }
+
+    /// A libmosquitto result as text (`errno`'s for `MOSQ_ERR_ERRNO`).
+    private static func describe(_ rc: Int32) -> String {
+        rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
+    }
+
+    /// Whether a failed first connect (a libmosquitto error code) is worth retrying. Everything is
+    /// (a refused, reset or timed-out connection, a failed lookup or TLS handshake: the broker or
+    /// the network may come back) except the errors that say the client's own settings are wrong.
+    /// A reset during the first connect (`MOSQ_ERR_CONN_LOST`) once stopped a restarted daemon.
+    public static func connectFailureIsRetryable(_ rc: Int32) -> Bool {
+        let fatal: [mosq_err_t] = [MOSQ_ERR_NOMEM, MOSQ_ERR_INVAL, MOSQ_ERR_NOT_SUPPORTED, MOSQ_ERR_MALFORMED_UTF8, MOSQ_ERR_DUPLICATE_PROPERTY]
+        return !fatal.contains { $0.rawValue == rc }
     }
 
     /// Publishes a message (QoS 0 or 1) and returns its message id. Thread-safe; does not wait for
@@ -219,9 +285,12 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Disconnects cleanly (the will is not sent) and stops the network thread.
     public func stop() {
-        guard started.exchange(false, ordering: .relaxed) else { return }
-        mosquitto_disconnect(handle)
-        mosquitto_loop_stop(handle, false)
+        guard started.exchange(false, ordering: .sequentiallyConsistent) else { return }
+        if retrying.load(ordering: .sequentiallyConsistent) { retryDone.wait() } // the retry thread sees `started` within 50 ms
+        if loopRunning.exchange(false, ordering: .sequentiallyConsistent) {
+            mosquitto_disconnect(handle)
+            mosquitto_loop_stop(handle, false)
+        }
         connectedFlag.store(false, ordering: .relaxed)
     }
 }

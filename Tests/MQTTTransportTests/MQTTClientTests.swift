@@ -1,3 +1,4 @@
+import CMosquitto
 import Foundation
 import MQTTTransport
 import Testing
@@ -69,6 +70,19 @@ import TestSupport
         try broker.start()
         #expect(eventually { client.isConnected })
         client.stop()
+    }
+
+    /// A first connect that fails for a reason outside the client (here: the connection reset
+    /// while sending CONNECT, seen once when a killed daemon restarted) is retried by the network
+    /// thread; only the client's own misconfiguration stops `start()`.
+    @Test func firstConnectFailuresAreRetriedUnlessTheSettingsAreWrong() {
+        for rc in [MOSQ_ERR_CONN_LOST, MOSQ_ERR_ERRNO, MOSQ_ERR_NO_CONN, MOSQ_ERR_CONN_REFUSED, MOSQ_ERR_EAI,
+                   MOSQ_ERR_TLS, MOSQ_ERR_TLS_HANDSHAKE, MOSQ_ERR_PROTOCOL, MOSQ_ERR_TIMEOUT, MOSQ_ERR_UNKNOWN] {
+            #expect(MQTTClient.connectFailureIsRetryable(rc.rawValue), "\(rc)")
+        }
+        for rc in [MOSQ_ERR_INVAL, MOSQ_ERR_NOMEM, MOSQ_ERR_NOT_SUPPORTED, MOSQ_ERR_MALFORMED_UTF8] {
+            #expect(!MQTTClient.connectFailureIsRetryable(rc.rawValue), "\(rc)")
+        }
     }
 
     @Test func reconnectsAfterBrokerRestart() throws {
