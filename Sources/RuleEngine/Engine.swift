@@ -473,15 +473,16 @@ final class DayCloser: Sendable {
         guard let firstOpen = ev.user.openDays.first, firstOpen.day <= limit else { return }
         if ev.user.foldedInputs.isEmpty { ev.user.foldedInputs = program.inputs }
         var n = 0
-        while n < ev.user.openDays.count, ev.user.openDays[n].day <= limit {
-            let d = ev.user.openDays[n].day
-            var mask: UInt64 = 0
-            let offset = UInt32(ev.user.foldedValues.count)
-            for i in program.inputs.indices {
-                if let v = ev.daily(i, d) { mask |= 1 << UInt64(i); ev.user.foldedValues.appendGrowingSlowly(v) }
+        withUnsafeTemporaryAllocation(of: Double.self, capacity: program.inputs.count) { values in
+            while n < ev.user.openDays.count, ev.user.openDays[n].day <= limit {
+                let d = ev.user.openDays[n].day
+                var mask: UInt64 = 0, k = 0
+                for i in program.inputs.indices {
+                    if let v = ev.daily(i, d) { mask |= 1 << UInt64(i); values[k] = v; k += 1 }
+                }
+                ev.user.appendFoldedDay(d, mask: mask, values: UnsafeBufferPointer(rebasing: values[0..<k]))
+                n += 1
             }
-            if mask != 0 { ev.user.foldedDays.appendGrowingSlowly(FoldedDay(day: d, offset: offset, mask: mask)) }
-            n += 1
         }
         if !ev.user.syncIndex.isEmpty {
             var dropped = Set<SampleID>()
@@ -530,23 +531,9 @@ final class DayCloser: Sendable {
     /// Drops folded days that no retained range covers: no window reaches them. (Open days are
     /// never dropped here; they fold first.)
     func compact(_ st: inout UserState) {
-        guard !st.foldedDays.isEmpty else { return }
+        guard !st.foldedRuns.isEmpty else { return }
         let ranges = retainedRanges(st)
         guard !ranges.isEmpty else { return }
-        // In place: the kept days and their values move down over the dropped ones (in the steady
-        // state the oldest day leaves every day), then both arrays are cut; nothing is allocated.
-        var keptDays = 0, keptValues = 0
-        for r in st.foldedDays.indices {
-            let f = st.foldedDays[r]
-            guard ranges.contains(where: { $0.contains(f.day) }) else { continue }
-            let n = f.mask.nonzeroBitCount, from = Int(f.offset)
-            if keptValues != from { for k in 0..<n { st.foldedValues[keptValues + k] = st.foldedValues[from + k] } }
-            st.foldedDays[keptDays] = FoldedDay(day: f.day, offset: UInt32(keptValues), mask: f.mask)
-            keptDays += 1
-            keptValues += n
-        }
-        guard keptDays < st.foldedDays.count else { return }
-        st.foldedDays.removeLast(st.foldedDays.count - keptDays)
-        st.foldedValues.removeLast(st.foldedValues.count - keptValues)
+        st.keepFoldedDays { d in ranges.contains { $0.contains(d) } }
     }
 }

@@ -118,21 +118,33 @@ public struct OpenDay: Hashable, Sendable {
 }
 
 /// A day past the allowed lateness, folded into the values of the daily inputs it has (its raw
-/// values can no longer change: a sample for it would be too late). 16 bytes plus 8 per value.
+/// values can no longer change: a sample for it would be too late), as ``UserState/foldedDayList``
+/// lists it and the state store writes it.
 public struct FoldedDay: Hashable, Sendable {
     /// The local day.
     public var day: DayNumber
-    /// Where the day's values start in `UserState.foldedValues`.
-    public var offset: UInt32
-    /// Bit i: input i has a value (stored in input order).
+    /// Bit i: input i has a value.
     public var mask: UInt64
+    /// The values, in input order.
+    public var values: [Double]
 
     /// Creates a folded day.
-    public init(day: DayNumber, offset: UInt32, mask: UInt64) {
+    public init(day: DayNumber, mask: UInt64, values: [Double]) {
         self.day = day
-        self.offset = offset
         self.mask = mask
+        self.values = values
     }
+}
+
+/// A run of consecutive folded days: rows `row..<row + count` of the folded table hold days
+/// `day..<day + count`.
+public struct FoldedRun: Hashable, Sendable {
+    /// The run's first day.
+    public var day: DayNumber
+    /// The row of its first day.
+    public var row: Int32
+    /// How many days (rows) it has.
+    public var count: Int32
 }
 
 /// HealthKit supersession: the newest version of a sync identifier and the sample holding it.
@@ -177,10 +189,17 @@ public struct UserState: Sendable {
     /// `notComputed` until computed, NaN when the day has none. Empty until a day close needs it.
     var inputCache: [Double] = []
     var cacheWidth = 0
-    /// Folded days, sorted by day, all before the first open day.
-    public var foldedDays: [FoldedDay] = []
-    /// The folded values, day after day.
-    public var foldedValues: [Double] = []
+    /// Folded days, all before the first open day, as a table: a row per day, a column per daily
+    /// input that has a value on some folded day (bit i of `foldedColumns`: input i of
+    /// `foldedInputs`, columns in input order), NaN where the day has none. Consecutive days are
+    /// consecutive rows; `foldedRuns` says which day each run of rows starts at (a gap of a day
+    /// or two between days with data is filled with empty rows, a longer one starts a run).
+    /// With data every day that is 8 bytes per input per day, and one run.
+    public internal(set) var foldedRuns: [FoldedRun] = []
+    /// The inputs that have a column in the folded table.
+    public internal(set) var foldedColumns: UInt64 = 0
+    /// The folded table, row after row.
+    public internal(set) var foldedValues: [Double] = []
     /// The daily inputs the folded values belong to (the program's when they were folded).
     public var foldedInputs: [DailyInput] = []
     /// HealthKit sync identifiers of open-day samples.
@@ -293,32 +312,146 @@ public struct UserState: Sendable {
         return openDays[lo].day == d ? lo : nil
     }
 
-    /// The index of a folded day. Days are unique and sorted, so day `d` can only be between
-    /// `last - d` entries from the end and `d - first` entries from the start; with a day of data
-    /// every day (the common case) that range is one entry, otherwise a binary search within it.
+    /// The folded table's width (columns per row).
+    @inline(__always) var foldedWidth: Int { foldedColumns.nonzeroBitCount }
+    /// The folded table's rows.
+    var foldedRowCount: Int { foldedRuns.last.map { Int($0.row + $0.count) } ?? 0 }
+
+    /// The folded-table row of day `d`, if the day is folded (the last run is checked first: it
+    /// holds all days but those of old anchored windows).
     @inline(__always)
-    func foldedIndex(_ d: DayNumber) -> Int? {
-        let n = foldedDays.count
-        guard n > 0, d >= foldedDays[0].day, d <= foldedDays[n - 1].day else { return nil }
-        var lo = Swift.max(0, n - 1 - Int(foldedDays[n - 1].day - d)), hi = Swift.min(n - 1, Int(d - foldedDays[0].day)) + 1
-        while lo < hi {
-            let mid = (lo + hi) >> 1
-            if foldedDays[mid].day < d { lo = mid + 1 } else { hi = mid }
+    func foldedRow(_ d: DayNumber) -> Int? {
+        let n = foldedRuns.count
+        guard n > 0 else { return nil }
+        var k = n - 1
+        if d < foldedRuns[k].day {
+            var lo = 0, hi = k - 1  // the last run starting on or before d
+            while lo < hi {
+                let mid = (lo + hi + 1) >> 1
+                if foldedRuns[mid].day <= d { lo = mid } else { hi = mid - 1 }
+            }
+            k = lo
+            guard k >= 0, foldedRuns[k].day <= d else { return nil }
         }
-        return lo < foldedDays.count && foldedDays[lo].day == d ? lo : nil
+        let r = foldedRuns[k], off = Int(d - r.day)
+        return off < Int(r.count) ? Int(r.row) + off : nil
     }
 
     /// The last folded day, if any.
-    public var lastFoldedDay: DayNumber? { foldedDays.last?.day }
+    public var lastFoldedDay: DayNumber? { foldedRuns.last.map { $0.day + DayNumber($0.count) - 1 } }
 
     /// The folded value of input `i` on day `d`: nil when the day is not folded, `.some(nil)` when folded without a value.
     @inline(__always)
     func folded(_ i: Int, _ d: DayNumber) -> Double?? {
-        guard let f = foldedIndex(d) else { return nil }
-        let fd = foldedDays[f]
-        guard i < 64, fd.mask & (1 << UInt64(i)) != 0 else { return .some(nil) }
-        let rank = (fd.mask & ((1 << UInt64(i)) - 1)).nonzeroBitCount
-        return .some(foldedValues[Int(fd.offset) + rank])
+        guard let row = foldedRow(d) else { return nil }
+        guard i < 64, foldedColumns & (1 << UInt64(i)) != 0 else { return .some(nil) }
+        let v = foldedValues[row * foldedWidth + (foldedColumns & ((1 << UInt64(i)) - 1)).nonzeroBitCount]
+        return .some(v.isNaN ? nil : v)
+    }
+
+    /// Appends a folded day after the last one: `values` are the values of the inputs in `mask`,
+    /// in input order. A day without values is not stored.
+    public mutating func appendFoldedDay(_ d: DayNumber, mask: UInt64, values: UnsafeBufferPointer<Double>) {
+        precondition(lastFoldedDay.map { d > $0 } ?? true, "folded days are appended in order")
+        guard mask != 0 else { return }
+        if mask & ~foldedColumns != 0 { widenFolded(to: foldedColumns | mask) }
+        let w = foldedWidth
+        let rows = foldedRowCount
+        if let last = foldedRuns.last, case let gap = Int(d - last.day) - Int(last.count), gap * w <= 2 {
+            // A gap as short as a run's header (16 bytes) is filled with empty rows.
+            foldedValues.growSlowly(for: (gap + 1) * w)
+            for _ in 0..<(gap * w) { foldedValues.append(.nan) }
+            foldedRuns[foldedRuns.count - 1].count += Int32(gap + 1)
+        } else {
+            if foldedRuns.isEmpty { foldedRuns.reserveCapacity(1) }
+            foldedRuns.append(FoldedRun(day: d, row: Int32(rows), count: 1))
+            foldedValues.growSlowly(for: w)
+        }
+        var cols = foldedColumns, k = 0
+        while cols != 0 {
+            let bit = cols & (~cols &+ 1)
+            cols &= cols - 1
+            if mask & bit != 0 { foldedValues.append(values[k]); k += 1 } else { foldedValues.append(.nan) }
+        }
+    }
+
+    /// Adds columns to the folded table (an input has its first folded value).
+    private mutating func widenFolded(to columns: UInt64) {
+        let old = foldedColumns, oldWidth = foldedWidth, rows = foldedRowCount
+        var table: [Double] = []
+        table.reserveCapacity(rows * columns.nonzeroBitCount)
+        for r in 0..<rows {
+            var cols = columns
+            while cols != 0 {
+                let bit = cols & (~cols &+ 1)
+                cols &= cols - 1
+                table.append(old & bit != 0 ? foldedValues[r * oldWidth + (old & (bit - 1)).nonzeroBitCount] : .nan)
+            }
+        }
+        foldedValues = table
+        foldedColumns = columns
+    }
+
+    /// Calls `body` with each folded day that has values: its day, mask and values in input order.
+    public func forEachFoldedDay(_ body: (DayNumber, UInt64, UnsafeBufferPointer<Double>) throws -> Void) rethrows {
+        let w = foldedWidth
+        guard w > 0 else { return }
+        try withUnsafeTemporaryAllocation(of: Double.self, capacity: w) { buf in
+            for run in foldedRuns {
+                for j in 0..<Int(run.count) {
+                    let row = (Int(run.row) + j) * w
+                    var cols = foldedColumns, mask: UInt64 = 0, k = 0, c = 0
+                    while cols != 0 {
+                        let bit = cols & (~cols &+ 1)
+                        cols &= cols - 1
+                        let v = foldedValues[row + c]
+                        c += 1
+                        if !v.isNaN { mask |= bit; buf[k] = v; k += 1 }
+                    }
+                    if mask != 0 { try body(run.day + DayNumber(j), mask, UnsafeBufferPointer(rebasing: buf[0..<k])) }
+                }
+            }
+        }
+    }
+
+    /// The folded days that have values, in order (for the state store's tests and tools).
+    public var foldedDayList: [FoldedDay] {
+        var list: [FoldedDay] = []
+        forEachFoldedDay { d, m, vs in list.append(FoldedDay(day: d, mask: m, values: Array(vs))) }
+        return list
+    }
+
+    /// Drops the folded days `keep` rejects. The steady state (the oldest days leave, every later
+    /// one stays) moves the rows down in place; anything else rebuilds the table.
+    mutating func keepFoldedDays(where keep: (DayNumber) -> Bool) {
+        guard !foldedRuns.isEmpty else { return }
+        // The first row kept, and whether every row after it is kept too.
+        var first: (run: Int, offset: Int)?
+        var tailKept = true
+        outer: for (k, run) in foldedRuns.enumerated() {
+            for j in 0..<Int(run.count) where keep(run.day + DayNumber(j)) != (first != nil) {
+                if first == nil { first = (k, j) } else { tailKept = false; break outer }
+            }
+        }
+        guard let first else { foldedRuns = []; foldedValues = []; foldedColumns = 0; return }
+        guard tailKept else { rebuildFolded(foldedDayList.filter { keep($0.day) }); return }
+        guard first.run > 0 || first.offset > 0 else { return }
+        let w = foldedWidth
+        let dropped = Int(foldedRuns[first.run].row) + first.offset
+        foldedRuns.removeFirst(first.run)
+        foldedRuns[0].day += DayNumber(first.offset)
+        foldedRuns[0].row += Int32(first.offset)
+        foldedRuns[0].count -= Int32(first.offset)
+        for k in foldedRuns.indices { foldedRuns[k].row -= Int32(dropped) }
+        foldedValues.removeFirst(dropped * w)
+    }
+
+    /// Replaces the folded days.
+    mutating func rebuildFolded(_ days: [FoldedDay]) {
+        foldedRuns = []
+        foldedValues = []
+        foldedColumns = 0
+        for f in days { f.values.withUnsafeBufferPointer { appendFoldedDay(f.day, mask: f.mask, values: $0) } }
     }
 
     /// Where a sample id is held: (open day index, value index within the day).
@@ -358,17 +491,18 @@ public struct UserState: Sendable {
     /// Notes the id of a value just added to an open day.
     @inline(__always) mutating func noteID(_ id: SampleID) {
         idFilterLoad += 1
-        // Rebuilt at 16 bits per live id, so that it never holds fewer than 8 per id noted
-        // (≤ 5 % false positives); ids of folded or removed values leave with the rebuild.
-        if idFilterLoad * 8 > idFilter.count * 64 { rebuildIDFilter(); return }
+        // Rebuilt at 8 bits per live id, so that it never holds fewer than 4 per id noted (5 to
+        // 15 % false positives, each costing a scan of the open values: a few ns a sample on
+        // average); ids of folded or removed values leave with the rebuild.
+        if idFilterLoad * 4 > idFilter.count * 64 { rebuildIDFilter(); return }
         setFilterBits(id)
     }
 
     /// Sizes the id filter for the open days' values and fills it.
     mutating func rebuildIDFilter() {
         let n = openValues.count
-        var words = 4
-        while words * 64 < n * 16 { words <<= 1 }
+        var words = 2
+        while words * 64 < n * 8 { words <<= 1 }
         if idFilter.count == words { for k in idFilter.indices { idFilter[k] = 0 } } else { idFilter = Array(repeating: 0, count: words) }
         for v in openValues { setFilterBits(v.id) }
         idFilterLoad = n
@@ -433,35 +567,23 @@ public struct UserState: Sendable {
         for k in (i * cacheWidth)..<((i + 1) * cacheWidth) { inputCache[k] = UserState.notComputed }
     }
 
-    /// Replaces the folded days with a new list of (day, values in mask order).
-    mutating func rebuildFolded(_ days: [(FoldedDay, [Double])]) {
-        var fd: [FoldedDay] = [], fv: [Double] = []
-        fd.reserveCapacity(days.count)
-        for (f, vs) in days {
-            fd.append(FoldedDay(day: f.day, offset: UInt32(fv.count), mask: f.mask))
-            fv += vs
-        }
-        foldedDays = fd
-        foldedValues = fv
-    }
-
     /// Re-expresses the folded values for another list of inputs: shared inputs keep their values,
     /// new ones have none, dropped ones are forgotten.
     mutating func remapFolded(to inputs: [DailyInput]) {
-        if foldedDays.isEmpty { foldedInputs = inputs; foldedValues = []; return }
-        if foldedInputs == inputs { return }
-        guard inputs.count <= 64 else { foldedDays = []; foldedValues = []; foldedInputs = inputs; return }
+        if foldedRuns.isEmpty { foldedInputs = inputs; foldedValues = []; foldedColumns = 0; return }
+        if foldedInputs == inputs { foldedInputs = inputs; return } // share the rules' array (one per user after a restore)
+        guard inputs.count <= 64 else { rebuildFolded([]); foldedInputs = inputs; return }
         let old = foldedInputs
         let map: [Int?] = inputs.map { n in old.firstIndex(of: n) }
-        var rebuilt: [(FoldedDay, [Double])] = []
-        for f in foldedDays {
-            var mask: UInt64 = 0, vs: [Double] = []
+        var rebuilt: [FoldedDay] = []
+        forEachFoldedDay { d, m, vs in
+            var mask: UInt64 = 0, values: [Double] = []
             for (j, o) in map.enumerated() {
-                guard let o, o < 64, f.mask & (1 << UInt64(o)) != 0 else { continue }
+                guard let o, o < 64, m & (1 << UInt64(o)) != 0 else { continue }
                 mask |= 1 << UInt64(j)
-                vs.append(foldedValues[Int(f.offset) + (f.mask & ((1 << UInt64(o)) - 1)).nonzeroBitCount])
+                values.append(vs[(m & ((1 << UInt64(o)) - 1)).nonzeroBitCount])
             }
-            if mask != 0 { rebuilt.append((FoldedDay(day: f.day, offset: 0, mask: mask), vs)) }
+            if mask != 0 { rebuilt.append(FoldedDay(day: d, mask: mask, values: values)) }
         }
         rebuildFolded(rebuilt)
         foldedInputs = inputs
@@ -521,5 +643,29 @@ extension Array {
     /// Makes room for `n` more elements the same way (before an insertion).
     @inline(__always) mutating func growSlowly(for n: Int) {
         if count + n > capacity { reserveCapacity(count + Swift.max(n, 8, count >> 3)) }
+    }
+}
+
+extension UserState {
+    /// The heap bytes this state holds, by part (element capacity × stride, plus an estimated
+    /// 48 bytes of array header and allocator overhead for each allocation), for sizing. Arrays
+    /// shared with the rules (alert names, folded inputs) are not counted.
+    /// `mobility-bench memory` prints it beside the process's resident growth.
+    public var heapFootprint: KeyValuePairs<String, Int> {
+        func bytes<T>(_ a: [T]) -> Int { a.capacity == 0 ? 0 : a.capacity * MemoryLayout<T>.stride + 48 }
+        return [
+            "state struct": MemoryLayout<UserState>.stride,
+            "open days": bytes(openDays),
+            "open values": bytes(openValues),
+            "input cache": bytes(inputCache),
+            "folded runs": bytes(foldedRuns),
+            "folded values": bytes(foldedValues),
+            "sync index": bytes(syncIndex),
+            "id filter": bytes(idFilter),
+            "alert states": bytes(alertStates),
+            "boundaries": bytes(boundaries),
+            "events, revised days": (events.isEmpty ? 0 : events.capacity * 64) + (revisedDays.isEmpty ? 0 : revisedDays.capacity * 4 + 48),
+            "user id": user.utf8.count > 15 ? user.utf8.count + 48 : 0,
+        ]
     }
 }

@@ -12,12 +12,18 @@ enum UserStateCodec {
         mutating func f64(_ v: Double) { i64(Int64(bitPattern: v.bitPattern)) }
         mutating func str(_ s: String) { let b = Array(s.utf8); i32(Int32(b.count)); bytes.append(contentsOf: b) }
         mutating func optI32(_ v: Int32?) { u8(v == nil ? 0 : 1); i32(v ?? 0) }
+        /// Overwrites the i32 written at `offset` (a count known only after its items).
+        mutating func patch(i32 v: Int32, at offset: Int) {
+            withUnsafeBytes(of: v.littleEndian) { for (k, b) in $0.enumerated() { bytes[offset + k] = b } }
+        }
     }
 
     struct Reader {
         let b: [UInt8]
         var i = 0
         struct Truncated: Error {}
+        /// Well-formed bytes that break an invariant (folded days out of order).
+        struct Inconsistent: Error {}
         mutating func u8() throws -> UInt8 { guard i < b.count else { throw Truncated() }; defer { i += 1 }; return b[i] }
         mutating func i32() throws -> Int32 {
             guard i + 4 <= b.count else { throw Truncated() }
@@ -66,12 +72,17 @@ enum UserStateCodec {
         }
         w.i32(Int32(s.foldedInputs.count))
         for input in s.foldedInputs { encode(input, &w) }
-        w.i32(Int32(s.foldedDays.count))
-        for f in s.foldedDays {
-            w.i32(f.day)
-            w.i64(Int64(bitPattern: f.mask))
-            for k in 0..<f.mask.nonzeroBitCount { w.f64(s.foldedValues[Int(f.offset) + k]) }
+        // Folded days as (day, mask, values in input order), whatever the table's layout.
+        let countAt = w.bytes.count
+        w.i32(0)
+        var folded: Int32 = 0
+        s.forEachFoldedDay { day, mask, values in
+            w.i32(day)
+            w.i64(Int64(bitPattern: mask))
+            for v in values { w.f64(v) }
+            folded += 1
         }
+        w.patch(i32: folded, at: countAt)
         w.i32(Int32(s.syncIndex.count))
         for e in s.syncIndex { w.i64(Int64(bitPattern: e.sync.rawValue)); w.i64(e.version); w.i64(Int64(bitPattern: e.id.rawValue)) }
         encodeTail(s, &w)
@@ -209,11 +220,15 @@ enum UserStateCodec {
         }
         for _ in 0..<(try r.count()) { s.foldedInputs.append(try decodeInput(&r)) }
         let foldedCount = Int(try r.count())
-        s.foldedDays.reserveCapacity(foldedCount)
+        var values: [Double] = []
+        var previous: DayNumber?
         for _ in 0..<foldedCount {
             let day = try r.i32(), mask = UInt64(bitPattern: try r.i64())
-            s.foldedDays.append(FoldedDay(day: day, offset: UInt32(s.foldedValues.count), mask: mask))
-            for _ in 0..<mask.nonzeroBitCount { s.foldedValues.append(try r.f64()) }
+            guard previous.map({ day > $0 }) ?? true else { throw Reader.Inconsistent() }
+            previous = day
+            values.removeAll(keepingCapacity: true)
+            for _ in 0..<mask.nonzeroBitCount { values.append(try r.f64()) }
+            values.withUnsafeBufferPointer { s.appendFoldedDay(day, mask: mask, values: $0) }
         }
         for _ in 0..<(try r.count()) {
             s.syncIndex.append(SyncEntry(sync: SampleID(rawValue: UInt64(bitPattern: try r.i64())), version: try r.i64(),

@@ -121,7 +121,14 @@ if wanted("dayclose") || wanted("memory") || wanted("restart") {
         }
     }
     let used = residentBytes() - base
-    if wanted("memory") { report("memory per user", Double(used) / Double(users), "bytes", "\(days) days × 10 samples, \(users) users, resident") }
+    if wanted("memory") {
+        report("memory per user", Double(used) / Double(users), "bytes", "\(days) days × 10 samples, \(users) users, resident")
+        // Where it goes: the states' own accounting, averaged over the users.
+        var parts: [String: Int] = [:], names: [String] = []
+        for st in engine.allStates { for (k, v) in st.heapFootprint { if parts[k] == nil { names.append(k) }; parts[k, default: 0] += v } }
+        for k in names { report("  of which \(k)", Double(parts[k]!) / Double(users), "bytes", "estimated") }
+        let st = engine.allStates[users / 2]
+    }
     if wanted("dayclose") {
         let close = Timestamp(seconds: Int64(day0 + Int32(days)) * 86_400 + 3600)
         // The history was built user by user; mobilityd also ticks `advance(to:)` on every user,

@@ -137,18 +137,40 @@ import TestSupport
         #expect(fired == ["known 1", "unknown 2"])
     }
 
-    @Test func foldedDayLookupWithGapsMatchesALinearSearch() {
-        // The lookup narrows its search by the days' distance from both ends; days without data
-        // are absent, so the narrowing must hold with gaps of every size.
+    @Test func foldedTableAnswersEveryDayAndListsItsDaysBack() {
+        // Days with gaps of every size and inputs that appear late (the table widens): each
+        // input's value on each day is what was folded, nothing on other days, and the days list
+        // back exactly (the state store writes that list).
         var rng = SplitMix64(seed: 5)
-        for _ in 0..<50 {
-            var days: [DayNumber] = [], d = DayNumber(Int.random(in: -5...5, using: &rng))
-            for _ in 0..<Int.random(in: 0...40, using: &rng) { days.append(d); d += DayNumber(Int.random(in: 1...4, using: &rng)) }
-            var st = UserState(user: "u", calendar: utc)
-            st.rebuildFolded(days.map { (FoldedDay(day: $0, offset: 0, mask: 1), [Double($0)]) })
-            for q in DayNumber(-10)...(d + 3) {
-                #expect(st.foldedIndex(q) == days.firstIndex(of: q), "day \(q) in \(days)")
+        for _ in 0..<60 {
+            var days: [FoldedDay] = [], d = DayNumber(Int.random(in: -5...5, using: &rng))
+            for _ in 0..<Int.random(in: 0...40, using: &rng) {
+                let mask = max(1, UInt64.random(in: 1...7, using: &rng) & (days.count < 5 ? 1 : 7)) // inputs 1 and 2 from the 6th day on
+                days.append(FoldedDay(day: d, mask: mask, values: (0..<mask.nonzeroBitCount).map { Double(d) * 10 + Double($0) }))
+                d += DayNumber(Int.random(in: 1...5, using: &rng))
             }
+            var st = UserState(user: "u", calendar: utc)
+            st.rebuildFolded(days)
+            #expect(st.foldedDayList == days)
+            for q in DayNumber(-10)...(d + 3) {
+                let f = days.first { $0.day == q }
+                for i in 0..<3 {
+                    let expected: Double? = f.flatMap { f in
+                        f.mask & (1 << UInt64(i)) == 0 ? nil : f.values[(f.mask & ((1 << UInt64(i)) - 1)).nonzeroBitCount]
+                    }
+                    #expect((st.folded(i, q) ?? nil) == expected, "input \(i) day \(q) in \(days.map(\.day))")
+                }
+                // A day outside every run is not folded at all (the engine then looks at open days).
+                if st.folded(0, q) != nil { #expect(q >= days.first!.day && q <= days.last!.day) }
+            }
+            // Dropping the oldest days in place and dropping a middle day (a rebuild) keep the rest.
+            guard days.count > 3 else { continue }
+            let cut = days[days.count / 2].day
+            st.keepFoldedDays { $0 >= cut }
+            #expect(st.foldedDayList == days.filter { $0.day >= cut })
+            let hole = days[days.count - 2].day
+            st.keepFoldedDays { $0 != hole }
+            #expect(st.foldedDayList == days.filter { $0.day >= cut && $0.day != hole })
         }
     }
 

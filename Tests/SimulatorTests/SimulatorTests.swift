@@ -231,16 +231,18 @@ import TestSupport
         #expect(kept.count > 1000)
         for st in compacted.allStates {
             let u = st.user
-            let days = Set(st.foldedDays.map(\.day) + st.openDays.map(\.day))
+            let days = Set(st.foldedDayList.map(\.day) + st.openDays.map(\.day))
             let f = full.state(of: u)!
-            let fullDays = Set(f.foldedDays.map(\.day) + f.openDays.map(\.day))
+            let fullDays = Set(f.foldedDayList.map(\.day) + f.openDays.map(\.day))
             #expect(days.count < fullDays.count, "\(u): nothing was compacted")
             // recent: look-back + 7 d lateness + 2 d margin + the closed day + the open day;
             // anchored: the 2a + 2 days around the latest injury
             #expect(days.count <= (program.lookbackDays + 7 + 2 + 1 + 1) + (2 * program.anchoredWindowDays + 2), "\(u) keeps \(days.count) days")
             // raw values only for days still open to late data (7 d lateness + 2 d margin + today)
             #expect(st.openDays.count <= 7 + 2 + 2, "\(u) keeps \(st.openDays.count) open days")
-            #expect(st.foldedValues.count == st.foldedDays.reduce(0) { $0 + $1.mask.nonzeroBitCount })
+            // The folded table: a row per day of its runs, a column per input with a folded value.
+            #expect(st.foldedValues.count == st.foldedRuns.reduce(0) { $0 + Int($1.count) } * st.foldedColumns.nonzeroBitCount)
+            #expect(st.foldedColumns == st.foldedDayList.reduce(0) { $0 | $1.mask }, "\(u): a column without values")
         }
     }
 }

@@ -57,7 +57,7 @@ import Testing
         for d in 0..<12 { day(d) }
         try commit(&e, store)
         let st = try #require(e.state(of: "u"))
-        #expect(!st.foldedDays.isEmpty)
+        #expect(!st.foldedRuns.isEmpty)
         #expect(try rows(path) == st.openDays.map { Int64($0.day) })
         // One more sample on the current day: one dirty day, the others untouched.
         day(11, samples: 1, tag: "late")
@@ -71,7 +71,7 @@ import Testing
         #expect(loaded.openDays.map(\.day) == now.openDays.map(\.day))
         #expect(loaded.openDayValues == now.openDayValues)
         #expect(loaded.openDays.allSatisfy { !$0.dirty })
-        #expect(loaded.foldedDays == now.foldedDays && loaded.foldedValues == now.foldedValues)
+        #expect(loaded.foldedDayList == now.foldedDayList)
     }
 
     @Test func largeDaysAreWrittenInChunksFromTheFirstChange() throws {

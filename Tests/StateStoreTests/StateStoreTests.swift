@@ -58,7 +58,7 @@ private func tempDir() -> String {
         #expect(r.firstDay == state.firstDay && r.lastClosedDay == state.lastClosedDay)
         #expect(r.openDays.map(\.day) == state.openDays.map(\.day) && r.openValueCount == 6)
         #expect(r.openDayValues == state.openDayValues)
-        #expect(r.foldedDays == state.foldedDays && r.foldedValues == state.foldedValues && r.foldedInputs == state.foldedInputs)
+        #expect(r.foldedDayList == state.foldedDayList && r.foldedInputs == state.foldedInputs)
         #expect(r.syncIndex == state.syncIndex && r.syncIndex.count == 6 && r.events.count == 2 && r.boundaries == [20_500])
         #expect(r.alerts == state.alerts)
         #expect(users.first { $0.user == "ghost" }?.state == nil)

@@ -56,10 +56,10 @@ import Testing
             e.advance(user: "u", to: t, into: &out)
         }
         let st = try #require(e.state(of: "u"))
-        #expect(!st.foldedDays.isEmpty && st.openDays.count <= 11 && st.foldedDays.last!.day < st.openDays.first!.day)
+        #expect(!st.foldedRuns.isEmpty && st.openDays.count <= 11 && st.lastFoldedDay! < st.openDays.first!.day)
         #expect(st.foldedInputs == p.inputs)
         let r = try UserStateCodec.decode(user: "u", UserStateCodec.encode(st))
-        #expect(r.foldedDays == st.foldedDays && r.foldedValues == st.foldedValues && r.foldedInputs == st.foldedInputs)
+        #expect(r.foldedDayList == st.foldedDayList && r.foldedInputs == st.foldedInputs)
         #expect(r.openDayValues == st.openDayValues)
     }
 }
