@@ -88,8 +88,11 @@ final class Shard: @unchecked Sendable {
     }
 
     /// Restores a user before the thread starts.
-    func restore(_ r: StateStore.UserRecord) {
-        ingestor.restore(user: r.user, state: r.state, eventNow: r.eventNow)
+    /// Makes room for `n` users (before restoring).
+    func reserveUsers(_ n: Int) { ingestor.reserveUsers(n) }
+
+    func restore(_ r: inout StateStore.UserRecord) {
+        ingestor.restore(user: r.user, state: r.state.take(), eventNow: r.eventNow)
         applied[r.user] = r.appliedSeq
     }
 

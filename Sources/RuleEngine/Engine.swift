@@ -54,6 +54,9 @@ public struct Engine: Sendable {
             evaluator = Evaluator(rules: closer)
         }
     }
+    /// The alert names in rule order: the array every user's state shares (pass it to the state
+    /// store's `load` so that restored states share it too).
+    public var alertNames: [String] { closer.alertNames }
     /// Every user's state, in no particular order.
     public var allStates: [UserState] { states }
     /// How many users the engine holds.
@@ -90,11 +93,11 @@ public struct Engine: Sendable {
     }
 
     /// Adds a user not in the table yet; returns its slot.
-    private mutating func insert(_ st: UserState) -> Int {
+    private mutating func insert(_ st: consuming UserState) -> Int {
         let k = states.count
-        states.append(st)
         slots[st.user] = k
         unordered.append(k)
+        states.append(st)
         return k
     }
     /// Users whose state changed since the last ``takeTouched()`` (each flagged in its state, so
@@ -397,15 +400,26 @@ public struct Engine: Sendable {
         states[k].markPersisted()
     }
 
+    /// Makes room for `n` more users (before restoring them), so that the users table and its
+    /// index grow once instead of doubling their way there.
+    public mutating func reserveUsers(_ n: Int) {
+        states.reserveCapacity(states.count + n)
+        slots.reserveCapacity(slots.count + n)
+        unordered.reserveCapacity(unordered.count + n)
+    }
+
     /// Restores a user's state (from the state store).
-    public mutating func restore(_ st: UserState) {
+    /// The id filter is built by the user's first new sample (`noteID` finds it empty), so a
+    /// restart does not hash the open values of users who send nothing.
+    public mutating func restore(_ st: consuming UserState) {
         var s = st
         s.clearCaches()
-        s.rebuildIDFilter()
+        s.idFilter = []
+        s.idFilterLoad = 0
         s.alignAlerts(to: closer.alertNames)
         s.touched = false
         s.remapFolded(to: program.inputs)
-        if let k = slots[st.user] { states[k] = s } else { _ = insert(s) }
+        if let k = slots[s.user] { states[k] = s } else { _ = insert(s) }
     }
 }
 

@@ -129,9 +129,12 @@ public struct Ingestor: Sendable {
         }
     }
 
+    /// Makes room for `n` more users (before restoring them).
+    public mutating func reserveUsers(_ n: Int) { engine.reserveUsers(n) }
+
     /// Restores a user from the state store: engine state and event clock.
-    public mutating func restore(user: String, state: UserState?, eventNow: Timestamp?) {
-        if let state { engine.restore(state) }
+    public mutating func restore(user: String, state: consuming UserState?, eventNow: Timestamp?) {
+        if let state = state.take() { engine.restore(state) }
         if let eventNow { self.eventNow[user] = eventNow }
     }
 

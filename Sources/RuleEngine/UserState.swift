@@ -357,8 +357,7 @@ public struct UserState: Sendable {
         if mask & ~foldedColumns != 0 { widenFolded(to: foldedColumns | mask) }
         let w = foldedWidth
         let rows = foldedRowCount
-        if let last = foldedRuns.last, case let gap = Int(d - last.day) - Int(last.count), gap * w <= 2 {
-            // A gap as short as a run's header (16 bytes) is filled with empty rows.
+        if let last = foldedRuns.last, case let gap = Int(d - last.day) - Int(last.count), UserState.fillsFoldedGap(gap, width: w) {
             foldedValues.growSlowly(for: (gap + 1) * w)
             for _ in 0..<(gap * w) { foldedValues.append(.nan) }
             foldedRuns[foldedRuns.count - 1].count += Int32(gap + 1)
@@ -373,6 +372,19 @@ public struct UserState: Sendable {
             cols &= cols - 1
             if mask & bit != 0 { foldedValues.append(values[k]); k += 1 } else { foldedValues.append(.nan) }
         }
+    }
+
+    /// Whether a gap of `days` between folded days is filled with empty rows (else a run starts):
+    /// when the rows cost no more than a run's header (16 bytes).
+    @inline(__always) public static func fillsFoldedGap(_ days: Int, width: Int) -> Bool { days * width <= 2 }
+
+    /// Makes room for a folded table of `rows` rows and `runs` runs with the given columns, so
+    /// that appending its days allocates nothing more (restoring a state). The table must be empty.
+    public mutating func reserveFolded(columns: UInt64, rows: Int, runs: Int) {
+        precondition(foldedRuns.isEmpty, "reserveFolded on a table with days")
+        foldedColumns = columns
+        foldedValues.reserveCapacity(rows * columns.nonzeroBitCount)
+        foldedRuns.reserveCapacity(runs)
     }
 
     /// Adds columns to the folded table (an input has its first folded value).

@@ -112,7 +112,11 @@ public final class StateStore: @unchecked Sendable {
     /// Decoding states is most of a restart, so from ``parallelLoadThreshold`` users the users
     /// are read in two halves split at the median user id, the upper half on a second connection
     /// and thread (WAL readers do not block each other). Called at start, before any commit.
-    public func load() throws -> (users: [UserRecord], outbox: [OutboxItem]) {
+    /// - Parameter alertNames: the current rules' alert names. When given, each state's alert
+    ///   states come back aligned with them, as the engine's restore would align them (a rule
+    ///   that kept its name keeps its state, a removed rule's state goes), sharing this array
+    ///   instead of holding copies of the names.
+    public func load(alertNames: [String] = []) throws -> (users: [UserRecord], outbox: [OutboxItem]) {
         try lock.withLock { _ in
             let count = try db.scalarInt("SELECT count(*) FROM users")
             var split: String?
@@ -123,16 +127,16 @@ public final class StateStore: @unchecked Sendable {
             }
             var users: [UserRecord]
             if let split {
-                let upper = LoadJob(db: try SQLiteDatabase(path: path), from: split)
+                let upper = LoadJob(db: try SQLiteDatabase(path: path), from: split, alertNames: alertNames)
                 let thread = Thread { upper.run() }
                 thread.name = "state-load"
                 thread.start()
-                let lower = Result { try StateStore.loadUsers(db, from: nil, below: split) }
+                let lower = Result { try StateStore.loadUsers(db, from: nil, below: split, alertNames: alertNames) }
                 upper.done.wait()
-                users = try lower.get()
-                users += try upper.result.get()
+                var halves = [try lower.get(), try upper.result.get()]
+                users = UserRecord.concatenating(moving: &halves)
             } else {
-                users = try StateStore.loadUsers(db, from: nil, below: nil)
+                users = try StateStore.loadUsers(db, from: nil, below: nil, alertNames: alertNames)
             }
             var outbox: [OutboxItem] = []
             let o = try db.prepare("SELECT id, topic, payload, retain FROM outbox ORDER BY id")
@@ -142,7 +146,7 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// Users with ids in [from, below) (nil: unbounded), their heads and open-day rows.
-    static func loadUsers(_ db: SQLiteDatabase, from lo: String?, below hi: String?) throws -> [UserRecord] {
+    static func loadUsers(_ db: SQLiteDatabase, from lo: String?, below hi: String?, alertNames: [String]) throws -> [UserRecord] {
         var range: [String] = []
         if lo != nil { range.append("user >= ?1") }
         if hi != nil { range.append("user < ?2") }
@@ -151,43 +155,45 @@ public final class StateStore: @unchecked Sendable {
             if let lo { q.bind(1, lo) }
             if let hi { q.bind(2, hi) }
         }
+        // Both queries in user order (SQLite's BINARY collation: bytes), merged as they are read:
+        // each user's state is decoded, its open-day rows appended to it in one exact-size array,
+        // and only then moved into the result (no lookup by user id, no copy of a state).
         var users: [UserRecord] = []
-        var index: [String: Int] = [:]
-        let q = try db.prepare("SELECT user, applied_seq, event_now, state FROM users" + filter)
+        let q = try db.prepare("SELECT user, applied_seq, event_now, state FROM users" + filter + " ORDER BY user")
         bound(q)
-        while try q.step() {
-            let u = q.text(0)
-            let blob = q.blob(3)
-            let state = blob.isEmpty ? nil : try UserStateCodec.decode(user: u, blob)
-            let en = sqlite3ColumnIsNull(q, 2) ? nil : Timestamp(milliseconds: q.int(2))
-            index[u] = users.count
-            users.append(UserRecord(user: u, appliedSeq: UInt64(q.int(1)), eventNow: en, state: state))
-        }
         let d = try db.prepare("SELECT user, day, data FROM user_days" + filter + " ORDER BY user, day, chunk")
         bound(d)
-        // A user's rows (ordered by day and chunk) are decoded into one scratch array, then
-        // handed to the state in one exact-size allocation.
         var scratch: [StoredValue] = [], days: [(day: DayNumber, end: Int)] = []
-        var current = -1
-        func flush() {
-            guard current >= 0 else { return }
-            users[current].state!.reserveOpenValues(scratch.count)
-            var lo = 0
-            for (day, end) in days {
-                users[current].state!.restoreOpenDay(day, values: scratch[lo..<end])
-                lo = end
+        var row = try d.step() ? d.text(0) : nil
+        while try q.step() {
+            let u = q.text(0)
+            // Rows of a user without a head row (none are written) are skipped.
+            while let r = row, r.utf8.lexicographicallyPrecedes(u.utf8) { row = try d.step() ? d.text(0) : nil }
+            let blob = q.blob(3)
+            let en = sqlite3ColumnIsNull(q, 2) ? nil : Timestamp(milliseconds: q.int(2))
+            let seq = UInt64(q.int(1))
+            guard !blob.isEmpty else {
+                while let r = row, r == u { row = try d.step() ? d.text(0) : nil }
+                users.append(UserRecord(user: u, appliedSeq: seq, eventNow: en, state: nil))
+                continue
             }
+            var state = try UserStateCodec.decode(user: u, blob, alertNames: alertNames)
             scratch.removeAll(keepingCapacity: true)
             days.removeAll(keepingCapacity: true)
+            while let r = row, r == u {
+                let day = DayNumber(truncatingIfNeeded: d.int(1))
+                try UserStateCodec.decodeChunk(d.blob(2), into: &scratch)
+                if days.last?.day == day { days[days.count - 1].end = scratch.count } else { days.append((day, scratch.count)) }
+                row = try d.step() ? d.text(0) : nil
+            }
+            state.reserveOpenValues(scratch.count)
+            var lo = 0
+            for (day, end) in days {
+                state.restoreOpenDay(day, values: scratch[lo..<end])
+                lo = end
+            }
+            users.append(UserRecord(user: u, appliedSeq: seq, eventNow: en, state: state))
         }
-        while try d.step() {
-            guard let k = index[d.text(0)], users[k].state != nil else { continue }
-            if k != current { flush(); current = k }
-            let day = DayNumber(truncatingIfNeeded: d.int(1))
-            try UserStateCodec.decodeChunk(d.blob(2), into: &scratch)
-            if days.last?.day == day { days[days.count - 1].end = scratch.count } else { days.append((day, scratch.count)) }
-        }
-        flush()
         return users
     }
 
@@ -331,16 +337,39 @@ private enum CommitSQL: Int, CaseIterable {
 private final class LoadJob: @unchecked Sendable {
     let db: SQLiteDatabase
     let from: String
+    let alertNames: [String]
     let done = DispatchSemaphore(value: 0)
     var result: Result<[StateStore.UserRecord], any Error> = .success([])
 
-    init(db: SQLiteDatabase, from: String) {
+    init(db: SQLiteDatabase, from: String, alertNames: [String]) {
         self.db = db
         self.from = from
+        self.alertNames = alertNames
     }
 
     func run() {
-        result = Result { try StateStore.loadUsers(db, from: from, below: nil) }
+        result = Result { try StateStore.loadUsers(db, from: from, below: nil, alertNames: alertNames) }
         done.signal()
+    }
+}
+
+extension StateStore.UserRecord {
+    /// Moves the records of `parts` into one array, leaving each part holding empty records:
+    /// `+=` would retain every reference a state holds and release it again with the part
+    /// (a fifth of a 100 k-user restart).
+    static func concatenating(moving parts: inout [[StateStore.UserRecord]]) -> [StateStore.UserRecord] {
+        let total = parts.reduce(0) { $0 + $1.count }
+        let empty = StateStore.UserRecord(user: "", appliedSeq: 0, eventNow: nil, state: nil)
+        return Array(unsafeUninitializedCapacity: total) { buffer, initialized in
+            initialized = 0
+            for p in parts.indices {
+                parts[p].withUnsafeMutableBufferPointer { part in
+                    guard let from = part.baseAddress, part.count > 0 else { return }
+                    (buffer.baseAddress! + initialized).moveInitialize(from: from, count: part.count)
+                    from.initialize(repeating: empty, count: part.count)
+                    initialized += part.count
+                }
+            }
+        }
     }
 }

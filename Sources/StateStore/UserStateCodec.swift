@@ -44,8 +44,19 @@ enum UserStateCodec {
             defer { i += n }
             return String(decoding: b[i..<(i + n)], as: UTF8.self)
         }
+        /// A string equal to one of `known` is that instance (no allocation, and an array of
+        /// them can be the caller's own); any other is read as usual.
+        mutating func str(oneOf known: [String]) throws -> String {
+            let n = Int(try i32())
+            guard n >= 0, i + n <= b.count else { throw Truncated() }
+            defer { i += n }
+            for k in known where k.utf8.count == n && k.utf8.elementsEqual(b[i..<(i + n)]) { return k }
+            return String(decoding: b[i..<(i + n)], as: UTF8.self)
+        }
         mutating func optI32() throws -> Int32? { let has = try u8(); let v = try i32(); return has == 1 ? v : nil }
         /// A non-negative element count.
+        /// Skips `n` bytes.
+        mutating func skip(_ n: Int) throws { guard n >= 0, i + n <= b.count else { throw Truncated() }; i += n }
         mutating func count() throws -> Int32 { let n = try i32(); guard n >= 0 else { throw Truncated() }; return n }
     }
 
@@ -177,16 +188,21 @@ enum UserStateCodec {
         for d in revised { w.i32(d) }
     }
 
-    static func decodeTail(_ s: inout UserState, _ r: inout Reader) throws {
+    static func decodeTail(_ s: inout UserState, _ r: inout Reader, alertNames known: [String]) throws {
         for _ in 0..<(try r.count()) {
             let id = try r.str(), cat = EventCategory(rawValue: try r.u8()) ?? .annotation, kind = try r.str()
             let first = try r.i32(), last = try r.i32(), note = try r.str()
             s.events[id] = TimelineEvent(id: id, category: cat, kind: kind, firstDay: first, lastDay: last, note: note.isEmpty ? nil : note)
         }
         s.rebuildBoundaries()
+        // Aligned with the rules' names when given (the engine would align them on restore: a
+        // rule that kept its name keeps its state, a removed rule's state goes), sharing their
+        // array, so that restoring compares no string and copies no name.
+        var aligned = known.isEmpty ? [] : [AlertStateMachine](repeating: AlertStateMachine(), count: known.count)
+        var seen = [Bool](repeating: false, count: known.count)
         var names: [String] = [], states: [AlertStateMachine] = []
         for _ in 0..<(try r.count()) {
-            let name = try r.str()
+            let name = try r.str(oneOf: known)
             let state: AlertStateMachine.State
             switch try r.u8() {
             case 0: state = .inactive
@@ -194,19 +210,29 @@ enum UserStateCodec {
             default: state = .firing(activeSince: try r.i64(), firedAt: try r.i64(), lastTrue: try r.i64(), lastSent: try r.i64())
             }
             let sm = AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
-            if names.contains(name) { continue }  // written once per name; a repeat is ignored
+            // Written once per name; a repeat is ignored.
+            if !known.isEmpty {
+                if let k = known.firstIndex(of: name), !seen[k] { aligned[k] = sm; seen[k] = true }
+                continue
+            }
+            if names.contains(name) { continue }
             names.append(name)
             states.append(sm)
         }
-        s.alertNames = names
-        s.alertStates = states
+        if known.isEmpty {
+            s.alertNames = names
+            s.alertStates = states
+        } else {
+            s.alertNames = known
+            s.alertStates = aligned
+        }
         for _ in 0..<(try r.count()) { s.revisedDays.insert(try r.i32()) }
     }
 
-    static func decode(user: String, _ bytes: [UInt8]) throws -> UserState {
+    static func decode(user: String, _ bytes: [UInt8], alertNames: [String] = []) throws -> UserState {
         var r = Reader(b: bytes)
         let first = try r.i32()
-        if first != v2Marker && first != v3Marker { return try decodeV1(user: user, bytes) }
+        if first != v2Marker && first != v3Marker { return try decodeV1(user: user, bytes, alertNames: alertNames) }
         var s = try decodeHead(user: user, &r)
         if first == v2Marker {
             // Open days inside the blob come back dirty: the next commit writes them as rows.
@@ -220,6 +246,25 @@ enum UserStateCodec {
         }
         for _ in 0..<(try r.count()) { s.foldedInputs.append(try decodeInput(&r)) }
         let foldedCount = Int(try r.count())
+        do {
+            // A first pass sizes the table (columns, rows with their filled gaps, runs), so that
+            // the second allocates it once.
+            var ahead = r, columns: UInt64 = 0, days: [(DayNumber, Int)] = []
+            days.reserveCapacity(foldedCount)
+            for _ in 0..<foldedCount {
+                let day = try ahead.i32(), mask = UInt64(bitPattern: try ahead.i64())
+                try ahead.skip(8 * mask.nonzeroBitCount)
+                columns |= mask
+                days.append((day, mask.nonzeroBitCount))
+            }
+            let width = columns.nonzeroBitCount
+            var rows = 0, runs = 0, previous: DayNumber?
+            for (day, n) in days where n > 0 {
+                if let p = previous, day > p, UserState.fillsFoldedGap(Int(day - p) - 1, width: width) { rows += Int(day - p) } else { rows += 1; runs += 1 }
+                previous = day
+            }
+            s.reserveFolded(columns: columns, rows: rows, runs: runs)
+        }
         var values: [Double] = []
         var previous: DayNumber?
         for _ in 0..<foldedCount {
@@ -234,7 +279,7 @@ enum UserStateCodec {
             s.syncIndex.append(SyncEntry(sync: SampleID(rawValue: UInt64(bitPattern: try r.i64())), version: try r.i64(),
                                          id: SampleID(rawValue: UInt64(bitPattern: try r.i64()))))
         }
-        try decodeTail(&s, &r)
+        try decodeTail(&s, &r, alertNames: alertNames)
         return s
     }
 
@@ -249,7 +294,7 @@ enum UserStateCodec {
 
     /// The first format (schema v1 blobs): every day raw, string ids. Read into open days; the
     /// next `advance` folds those past the allowed lateness.
-    static func decodeV1(user: String, _ bytes: [UInt8]) throws -> UserState {
+    static func decodeV1(user: String, _ bytes: [UInt8], alertNames: [String]) throws -> UserState {
         var r = Reader(b: bytes)
         var s = try decodeHead(user: user, &r)
         for _ in 0..<(try r.count()) {
@@ -265,7 +310,7 @@ enum UserStateCodec {
             let k = try r.str(), v = try r.i64(), id = try r.str()
             s.syncIndex.append(SyncEntry(sync: SampleID(k), version: v, id: SampleID(id)))
         }
-        try decodeTail(&s, &r)
+        try decodeTail(&s, &r, alertNames: alertNames)
         return s
     }
 }

@@ -73,32 +73,43 @@ private func tempDir() -> String {
     }
 
     @Test func parallelLoadReadsWhatASequentialLoadReads() throws {
-        // 41 users (odd, so the halves differ), some without state, each with open-day rows.
+        // 41 users (odd, so the halves differ), some without state, each with open-day rows and
+        // a value of its own. Ids whose byte order (SQLite's) differs from Swift's string order
+        // (a decomposed "é" sorts before "f" in Swift, after it in bytes) test the merge of heads
+        // and rows, which relies on byte order.
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
+        let ids = (0..<41).map { i in ["user-\(i)", "e\u{301}-\(i)", "f-\(i)", "Z\(i)", "ü\(i)"][i % 5] }
         var engine = Engine(program: try populatedEngine().program)
         var out: [EngineOutput] = []
-        for i in 0..<41 where i % 5 != 0 {
+        for (i, id) in ids.enumerated() where i % 7 != 0 {
             for d in 0..<6 {
                 let t = Timestamp(seconds: Int64(20_500 + d) * 86_400 + 36_000)
-                engine.ingest(Sample(id: "s\(i)-\(d)", metric: .walkingSpeed, value: 0.8, start: t, end: t), user: "user-\(i)", now: t, into: &out)
+                engine.ingest(Sample(id: "s\(i)-\(d)", metric: .walkingSpeed, value: 0.5 + Double(i) / 100, start: t, end: t), user: id, now: t, into: &out)
             }
         }
         let store = try StateStore(path: dir + "/s.sqlite")
-        let records = (0..<41).map { i in
-            StateStore.UserRecord(user: "user-\(i)", appliedSeq: UInt64(i), eventNow: nil, state: engine.state(of: "user-\(i)"))
+        let records = ids.enumerated().map { i, id in
+            StateStore.UserRecord(user: id, appliedSeq: UInt64(i), eventNow: nil, state: engine.state(of: id))
         }
         _ = try store.commit(users: records, outbox: [])
         let sequential = try StateStore(path: dir + "/s.sqlite")
         sequential.parallelLoadThreshold = .max
         let parallel = try StateStore(path: dir + "/s.sqlite")
         parallel.parallelLoadThreshold = 2
-        let a = try sequential.load().users.sorted { $0.user < $1.user }
-        let b = try parallel.load().users.sorted { $0.user < $1.user }
+        let a = try sequential.load().users.sorted { $0.appliedSeq < $1.appliedSeq }
+        let b = try parallel.load(alertNames: engine.alertNames).users.sorted { $0.appliedSeq < $1.appliedSeq }
         #expect(a.count == 41 && b.count == 41)
-        #expect(a.map(\.user) == b.map(\.user) && a.map(\.appliedSeq) == b.map(\.appliedSeq))
+        #expect(a.map(\.user) == ids && b.map(\.user) == ids)
         #expect(a.map { $0.state?.openDayValues } == b.map { $0.state?.openDayValues })
-        #expect(b.filter { $0.state != nil }.allSatisfy { $0.state!.openValueCount == 6 && $0.state!.user == $0.user })
+        for (i, r) in b.enumerated() {
+            guard i % 7 != 0 else { #expect(r.state == nil, "\(r.user) had no state"); continue }
+            let st = try #require(r.state, "\(r.user) lost its state")
+            #expect(st.user == r.user && st.openValueCount == 6)
+            #expect(st.openDayValues.joined().allSatisfy { $0.value == 0.5 + Double(i) / 100 }, "\(r.user) holds another user's rows")
+            // Restored states share the rules' alert-name array instead of holding copies.
+            #expect(st.alertNames.withUnsafeBufferPointer { $0.baseAddress } == engine.alertNames.withUnsafeBufferPointer { $0.baseAddress })
+        }
     }
 
     @Test func schemaIsVersioned() throws {

@@ -62,4 +62,20 @@ import Testing
         #expect(r.foldedDayList == st.foldedDayList && r.foldedInputs == st.foldedInputs)
         #expect(r.openDayValues == st.openDayValues)
     }
+
+    @Test func alertStatesComeBackAlignedWithTheRulesNames() throws {
+        var st = UserState(user: "u", calendar: .utc)
+        let firing = AlertStateMachine(state: .firing(activeSince: 1, firedAt: 2, lastTrue: 3, lastSent: 4), quietUntil: 5, lastEvaluated: 6)
+        let pending = AlertStateMachine(state: .pending(activeSince: 7), quietUntil: .min, lastEvaluated: 8)
+        st.alerts = ["stalled_recovery_long_name": firing, "gone": pending, "quiet": AlertStateMachine()]
+        let bytes = UserStateCodec.encode(st)
+        // Rules now: a new rule first, the firing one kept, the pending one removed.
+        let rules = ["new_rule", "stalled_recovery_long_name", "quiet"]
+        let r = try UserStateCodec.decode(user: "u", bytes, alertNames: rules)
+        #expect(r.alertStates == [AlertStateMachine(), firing, AlertStateMachine()])
+        #expect(r.alertNames.withUnsafeBufferPointer { $0.baseAddress } == rules.withUnsafeBufferPointer { $0.baseAddress })
+        // Without the rules' names every stored state comes back under its own name.
+        let plain = try UserStateCodec.decode(user: "u", bytes)
+        #expect(plain.alerts == ["stalled_recovery_long_name": firing, "gone": pending])
+    }
 }
