@@ -42,7 +42,7 @@ void read(dom::element v, mw_json_field &f) {
     }
 }
 
-inline bool is(std::string_view k, const char *lit, size_t n) { return k.size() == n && std::memcmp(k.data(), lit, n) == 0; }
+__attribute__((always_inline)) inline bool is(std::string_view k, const char *lit, size_t n) { return k.size() == n && __builtin_memcmp(k.data(), lit, n) == 0; }
 #define KEY(k, lit) is(k, lit, sizeof(lit) - 1)
 
 void readItem(mw_json_parser &p, dom::element v) {

@@ -24,7 +24,7 @@ public struct ByteTable<Value: Sendable>: Sendable {
         slots = Array(repeating: nil, count: size)
         for (k, v) in entries {
             let bytes = Array(k.utf8)
-            let h = ByteTable.hash(bytes)
+            let h = bytes.withUnsafeBufferPointer { ByteTable.hash($0) }
             var i = Int(truncatingIfNeeded: h) & mask
             while slots[i] != nil { i = (i + 1) & mask }
             slots[i] = Slot(hash: h, key: bytes, value: v)
@@ -33,7 +33,7 @@ public struct ByteTable<Value: Sendable>: Sendable {
 
     /// The value of the empty key.
     private subscript(empty _: Void) -> Value? {
-        let h = ByteTable.hash([UInt8]())
+        let h = ByteTable.hash(UnsafeBufferPointer(start: nil, count: 0))
         var i = Int(truncatingIfNeeded: h) & mask
         while let s = slots[i] {
             if s.hash == h, s.key.isEmpty { return s.value }
@@ -42,11 +42,23 @@ public struct ByteTable<Value: Sendable>: Sendable {
         return nil
     }
 
+    /// The length and the first and last 8 bytes, mixed (keys of 8 bytes or more: HealthKit's
+    /// identifiers share long prefixes but differ at the end); FNV-1a for shorter keys. A byte at
+    /// a time, FNV-1a over a 36-byte type identifier was 7 % of decoding a sample.
     @inline(__always)
-    static func hash<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        return h
+    static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        let n = bytes.count
+        guard n >= 8, let base = bytes.baseAddress else {
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+            return h
+        }
+        let raw = UnsafeRawPointer(base)
+        let head = raw.loadUnaligned(as: UInt64.self), tail = raw.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+        var h = head &* 0x9E37_79B9_7F4A_7C15 ^ (tail &+ UInt64(n)) &* 0xC2B2_AE3D_27D4_EB4F
+        h ^= h >> 29
+        h = h &* 0xBF58_476D_1CE4_E5B9
+        return h ^ (h >> 32)
     }
 
     /// The value for a key given as UTF-8 bytes.

@@ -54,6 +54,36 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
         #expect(s.provenance == .userEntered)
     }
 
+    @Test func metadataKeysInEitherSpellingFirstOneWins() throws {
+        // The zone in the short export spelling, then repeated in the long one (ignored); the
+        // user-entered flag twice with opposite values (the first wins, for the flag as for the
+        // stored metadata); an unknown key kept as written.
+        let s = try one(sampleJSON(["metadata": #"{"HKTimeZone":"Asia/Tokyo","HKMetadataKeyTimeZone":"Europe/Paris","HKWasUserEntered":"1","HKMetadataKeyWasUserEntered":"0","clinicNote":"x"}"#])).get()
+        #expect(s.timeZone == "Asia/Tokyo")
+        #expect(s.provenance == .userEntered)
+        #expect(s.metadata == ["HKMetadataKeyTimeZone": .string("Asia/Tokyo"), "HKMetadataKeyWasUserEntered": .string("1"), "clinicNote": .string("x")])
+        let t = try one(sampleJSON(["metadata": #"{"HKMetadataKeyTimeZone":"America/Denver","HKMetadataKeyAppleDeviceCalibrated":true}"#])).get()
+        #expect(t.timeZone == "America/Denver" && t.calibrated == true && t.provenance == .device)
+    }
+
+    @Test func byteTableFindsLongKeysThatShareTheirEnds() {
+        // Keys of 8+ bytes hash by length and their first and last 8 bytes: keys equal there
+        // collide, and must still be told apart by their bytes.
+        var entries: [String: Int] = [:]
+        for i in 0..<200 { entries["HKQuantityTypeIdentifier\(i)WalkingSpeed"] = i }
+        for i in 0..<10 { entries["HKQuantityTypeIdentifierXX\(i)XWalkingSpeed"] = 1000 + i } // same length and ends
+        for k in ["", "a", "m/s", "1234567", "12345678"] { entries[k] = k.count }
+        let table = ByteTable(entries)
+        for (k, v) in entries {
+            var key = k
+            #expect(key.withUTF8 { table[utf8: $0] } == v, "\(k)")
+        }
+        for k in ["HKQuantityTypeIdentifierXX9YWalkingSpeed", "HKQuantityTypeIdentifier200WalkingSpeed", "m/t", "123456789"] {
+            var key = k
+            #expect(key.withUTF8 { table[utf8: $0] } == nil, "\(k)")
+        }
+    }
+
     @Test func nonAppleSourceIsUserEntered() throws {
         let s = try one(sampleJSON(["source": "{\"bundleId\":\"org.example.clinic\"}"])).get()
         #expect(s.provenance == .userEntered)
