@@ -46,14 +46,16 @@ final class BoundedQueue<Element>: @unchecked Sendable {
         return !items.isEmpty
     }
 
-    /// Takes everything queued now, without waiting.
-    func takeAll() -> [Element] {
+    /// Takes everything queued now, without waiting, by swapping buffers: `batch` (emptied,
+    /// its capacity kept) becomes the queue's storage and the queued items become `batch`.
+    /// Returning a copy instead left the queue's buffer shared, so that emptying it allocated a
+    /// new one of full capacity (4096 items, ~256 KB) on every hand-off.
+    func takeAll(into batch: inout [Element]) {
+        batch.removeAll(keepingCapacity: true)
         condition.lock()
         defer { condition.unlock() }
-        let out = items
-        items.removeAll(keepingCapacity: true)
+        swap(&items, &batch)
         if waitingProducers > 0 { condition.broadcast() }
-        return out
     }
 
     /// Elements waiting now.

@@ -115,7 +115,7 @@ public final class Daemon: Sendable {
             Shard(index: i, ingestor: Ingestor(engine: Engine(program: program, configuration: config.engine), layout: layout,
                                                decoder: decoder, clock: config.clock),
                   capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
-                  ackIntervalMs: config.ackIntervalMs, acknowledge: { user, lastID in
+                  ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs, acknowledge: { user, lastID in
                       var w = JSONWriter()
                       w.beginObject()
                       w.string("user", user)

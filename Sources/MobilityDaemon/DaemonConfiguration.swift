@@ -23,6 +23,9 @@ public struct DaemonConfiguration: Sendable {
     public var queueCapacity = 10_000
     /// Commit acknowledgements are published at most this often per shard (milliseconds; 0: after every commit).
     public var ackIntervalMs = 250
+    /// Users' state is committed at most this often while nothing is to be published
+    /// (milliseconds; 0: after every batch). The ingest journal holds the messages meanwhile.
+    public var commitIntervalMs = 100
     public var metricsAddress: String? = "127.0.0.1:9464"
     public var logFormat = LogFormat.logfmt
     public var logLevel = LogLevel.info
@@ -63,6 +66,7 @@ public struct DaemonConfiguration: Sendable {
         Option(name: "shards", value: "N", help: "worker shards; users are hashed to shards (default 2)"),
         Option(name: "queue-capacity", value: "N", help: "messages queued per shard before reading pauses (default 10000)"),
         Option(name: "ack-interval", value: "MS", help: "publish commit acknowledgements at most this often, coalesced per user (default 250; 0: every commit)"),
+        Option(name: "commit-interval", value: "MS", help: "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch)"),
         Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)"),
         Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
         Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
@@ -189,6 +193,7 @@ public struct DaemonConfiguration: Sendable {
         if let n = try int("shards", 1...256) { shards = n }
         if let n = try int("queue-capacity", 1...10_000_000) { queueCapacity = n }
         if let n = try int("ack-interval", 0...60_000) { ackIntervalMs = n }
+        if let n = try int("commit-interval", 0...60_000) { commitIntervalMs = n }
         if let v = m["metrics-address"] { metricsAddress = v == "off" ? nil : v }
         if let v = m["log-format"] {
             guard let f = LogFormat(rawValue: v) else { throw Problem(description: "--log-format must be logfmt or json") }

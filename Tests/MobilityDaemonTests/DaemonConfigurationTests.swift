@@ -18,6 +18,7 @@ import Testing
     @Test(arguments: [
         ["--clock", "sundial"], ["--broker", "http://x"], ["--shards", "0"], ["--nope"], ["--broker"], ["stray"],
         ["--time-zone", "Mars/Base"], ["--cert-file", "c.pem"], ["--mqtt-version", "4"], ["--topic-root", "a/#"],
+        ["--commit-interval", "-1"], ["--commit-interval", "soon"],
     ])
     func rejectsBadOptions(args: [String]) {
         #expect(throws: DaemonConfiguration.Problem.self) { try DaemonConfiguration.load(arguments: args, environment: [:]) }
@@ -25,5 +26,31 @@ import Testing
 
     @Test func helpListsEveryOption() {
         for o in DaemonConfiguration.options { #expect(DaemonConfiguration.usage.contains("--\(o.name)")) }
+    }
+
+    @Test func commitIntervalDefaultsAndParses() throws {
+        #expect(try DaemonConfiguration.load(arguments: [], environment: [:]).commitIntervalMs == 100)
+        #expect(try DaemonConfiguration.load(arguments: ["--commit-interval", "0"], environment: [:]).commitIntervalMs == 0)
+        #expect(try DaemonConfiguration.load(arguments: [], environment: ["MOBILITYD_COMMIT_INTERVAL": "250"]).commitIntervalMs == 250)
+    }
+}
+
+/// Group commit: what may wait for a later batch's commit, and what may not.
+@Suite struct CommitPolicyTests {
+    @Test func onlyJournalledChangesWithoutOutputsWait() {
+        let ms: UInt64 = 1_000_000
+        func scope(outputs: Bool = false, earlier: Bool = false, barrier: Bool = false, journaled: Bool = true, users: Int = 10,
+                   since: UInt64 = 5 * ms, interval: UInt64 = 100 * ms) -> Shard.CommitScope {
+            Shard.commitScope(outputs: outputs, earlierOutputs: earlier, barrier: barrier, journaled: journaled, pendingUsers: users,
+                              sinceLastCommitNs: since, intervalNs: interval)
+        }
+        #expect(scope() == .none)                           // state changes only, within the interval: they wait
+        #expect(scope(outputs: true) == .batch)             // outputs go out at once, with the users that made them
+        #expect(scope(outputs: true, earlier: true) == .all) // outputs of a failed commit: everything, in order
+        #expect(scope(barrier: true) == .all)               // a caller waits for durability
+        #expect(scope(journaled: false) == .all)            // nothing else holds the messages
+        #expect(scope(since: 100 * ms) == .all)             // the interval has passed
+        #expect(scope(users: Shard.maxPendingUsers) == .all) // a commit stays bounded
+        #expect(scope(interval: 0) == .all)                 // --commit-interval 0: every batch
     }
 }

@@ -84,6 +84,54 @@ import TestSupport
     }
 }
 
+/// Group commit: with a commit interval longer than the test, samples that publish nothing are
+/// never committed before the kill; the journal alone brings them back.
+@Suite(.serialized) struct GroupCommitTests {
+    @Test func uncommittedStateComesBackFromTheJournalAfterKillNine() throws {
+        let scenario = try Scenario.load(RepoPaths.root + "/simulator/scenarios/jamie-plateau.scenario")
+        let records = ScenarioVerifier.traffic([scenario])
+        let expected = try DurabilityTests.expectedAlerts(records)
+        let broker = try MosquittoBroker()
+        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        let extra = ["--publish-series", "false", "--commit-interval", "60000"]
+        var daemon = try DaemonUnderTest(broker: broker, state: state, extra: extra)
+        let cut = records.count * 70 / 90
+        // First a few samples that publish nothing: their state waits for a commit that never
+        // comes, while the alerts that follow commit only the user who made them. The journal
+        // must keep the quiet samples through those commits and the housekeeping that releases
+        // what is committed.
+        let quiet = (0..<5).map { sampleJSON(id: "q\($0)", value: 1.2, end: "2026-04-01T12:0\($0):00Z") }
+        for q in quiet { try pub.publish(samplesTopic("quiet"), q) }
+        for r in records[..<cut] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        #expect(daemon.waitProcessed(cut + quiet.count, timeout: 60))
+        #expect(eventually { !rec.messages().filter { !$0.payload.isEmpty }.isEmpty }) // alerts went out
+        usleep(1_200_000) // two housekeeping rounds
+        // Batches that published nothing were not committed: fewer commits than batches.
+        let m = daemon.metrics()
+        let commits = m["mobilityd_state_commits_total"] ?? -1, batches = m["mobilityd_evaluation_seconds_count"] ?? -1
+        #expect(commits >= 0 && commits < batches, "commits \(commits), batches \(batches)")
+        daemon.process.signal(SIGKILL)
+        _ = daemon.process.wait()
+        daemon = try DaemonUnderTest(broker: broker, state: state, extra: extra)
+        // The journal held the messages whose state was not committed: the restart applied them
+        // (replayed records not skipped as already committed).
+        let replayed = daemon.process.log.range(of: "journal_records=").map { Int(daemon.process.log[$0.upperBound...].prefix { $0.isNumber }) ?? 0 } ?? 0
+        #expect(eventually { daemon.metrics().filter { $0.key.hasPrefix("mobilityd_queue_depth") }.values.allSatisfy { $0 == 0 } })
+        let skipped = Int(daemon.metric("mobilityd_journal_skipped_total") ?? -1)
+        #expect(skipped >= 0 && replayed > skipped, "replayed \(replayed), skipped \(skipped)")
+        // The quiet samples are known again: re-sent, they are duplicates.
+        for q in quiet { try pub.publish(samplesTopic("quiet"), q) }
+        #expect(eventually { daemon.metric("mobilityd_samples_duplicate_total") == Double(quiet.count) })
+        for r in records[cut...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        #expect(eventually(timeout: 60) { rec.messages().filter { !$0.payload.isEmpty }.count >= expected.count })
+        usleep(300_000)
+        #expect(Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)) == Set(expected))
+    }
+}
+
 /// The state directory's disk fills up: the daemon stops acknowledging (the broker keeps the
 /// messages), reports unhealthy, and recovers without loss when space is back.
 @Suite(.serialized) struct DiskFullTests {
