@@ -5,6 +5,7 @@
 # transitions and recorded series received must equal `mobilityctl replay --series` of the same
 # traffic: nothing lost, nothing invented.
 #   scripts/fault-injection.sh [USERS] [DAYS] [KILLS] [BROKER_RESTARTS]
+#   MOBILITYD_ARGS="--commit-interval 0" scripts/fault-injection.sh …   (extra mobilityd options)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 users=${1:-500}; days=${2:-90}; kills=${3:-10}; restarts=${4:-3}
@@ -27,7 +28,7 @@ $( [ "$(id -u)" = 0 ] && echo "user root" )
 CONF
 start_broker() { mosquitto -c "$work/mosquitto.conf" >>"$work/mosquitto.log" 2>&1 & echo $! > "$work/broker.pid"; sleep 0.3; }
 start_daemon() { "$bin/mobilityd" --broker mqtt://127.0.0.1:$port --rules rules --state "$work/state" --clock event \
-    --metrics-address off --log-level warn --client-id mw-fault >>"$work/mobilityd.log" 2>&1 & echo $! > "$work/daemon.pid"; }
+    --metrics-address off --log-level warn --client-id mw-fault ${MOBILITYD_ARGS:-} >>"$work/mobilityd.log" 2>&1 & echo $! > "$work/daemon.pid"; }
 start_broker
 echo "== generating $users users x $days days"
 "$bin/mobility-sim" population --users "$users" --days "$days" --seed 7 -o "$work/traffic.jsonl"
