@@ -28,6 +28,12 @@ import Testing
         for o in DaemonConfiguration.options { #expect(DaemonConfiguration.usage.contains("--\(o.name)")) }
     }
 
+    @Test func shardsDefaultToAllCoresButOne() throws {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        #expect(try DaemonConfiguration.load(arguments: [], environment: [:]).shards == max(1, cores - 1))
+        #expect(try DaemonConfiguration.load(arguments: ["--shards", "4"], environment: [:]).shards == 4)
+    }
+
     @Test func commitIntervalDefaultsAndParses() throws {
         #expect(try DaemonConfiguration.load(arguments: [], environment: [:]).commitIntervalMs == 100)
         #expect(try DaemonConfiguration.load(arguments: ["--commit-interval", "0"], environment: [:]).commitIntervalMs == 0)
