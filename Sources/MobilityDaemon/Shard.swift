@@ -153,35 +153,28 @@ final class Shard: @unchecked Sendable {
             let scope = Shard.commitScope(outputs: !out.isEmpty, earlierOutputs: earlierOutputs, barrier: !barriers.isEmpty,
                                           journaled: journal != nil, pendingUsers: pendingUsers.count,
                                           sinceLastCommitNs: started &- lastCommitNs, intervalNs: commitIntervalNs)
-            guard scope != .none else {
-                // Group commit: these changes go with a later batch's; the journal holds their messages.
-                stats.withLock { s in
-                    s.batches += 1
-                    s.evaluationSeconds += evaluated
-                    s.ingest = ingestor.counters
-                    s.users = ingestor.engine.userCount
-                    s.replayed += replayedNow
-                }
-                out.removeAll(keepingCapacity: true)
-                continue
-            }
-            if scope == .all { lastCommitNs = started }
-            let committed = commit(all: scope == .all)
+            // Group commit: with scope .none these changes go with a later batch's; the journal
+            // holds their messages meanwhile.
+            var committed: [StateStore.OutboxItem]?
             var failures = 0
-            if let items = committed {
-                // The journal may drop what is routed here up to q only once no user's changes wait.
-                if pendingUsers.isEmpty { committedThrough.store(q, ordering: .relaxed) }
-                if !items.isEmpty { failures = sink.publish(items) }
-                // Durable now: tell gateways how far each user's samples are committed — coalesced:
-                // at most one retained ack per user per interval (an ack per message would double
-                // the broker's load at one sample per message).
-                if scope == .all {
-                    if acknowledge != nil { for (u, id) in pendingAcks { committedAcks[u] = id } }
-                    pendingAcks.removeAll(keepingCapacity: true)
-                } else {
-                    for u in batchUsers { if let id = pendingAcks.removeValue(forKey: u), acknowledge != nil { committedAcks[u] = id } }
+            if scope != .none {
+                if scope == .all { lastCommitNs = started }
+                committed = commit(all: scope == .all)
+                if let items = committed {
+                    // The journal may drop what is routed here up to q only once no user's changes wait.
+                    if pendingUsers.isEmpty { committedThrough.store(q, ordering: .relaxed) }
+                    if !items.isEmpty { failures = sink.publish(items) }
+                    // Durable now: tell gateways how far each user's samples are committed — coalesced:
+                    // at most one retained ack per user per interval (an ack per message would double
+                    // the broker's load at one sample per message).
+                    if scope == .all {
+                        if acknowledge != nil { for (u, id) in pendingAcks { committedAcks[u] = id } }
+                        pendingAcks.removeAll(keepingCapacity: true)
+                    } else {
+                        for u in batchUsers { if let id = pendingAcks.removeValue(forKey: u), acknowledge != nil { committedAcks[u] = id } }
+                    }
+                    if acknowledge != nil { publishAcks(now: started, force: barriers.count > 0) }
                 }
-                if acknowledge != nil { publishAcks(now: started, force: barriers.count > 0) }
             }
             stats.withLock { s in
                 s.batches += 1
@@ -190,8 +183,10 @@ final class Shard: @unchecked Sendable {
                 s.users = ingestor.engine.userCount
                 s.publishErrors += failures
                 s.replayed += replayedNow
-                s.storeHealthy = committed != nil
-                if committed != nil { s.commits += 1 } else { s.commitFailures += 1 }
+                if scope != .none {
+                    s.storeHealthy = committed != nil
+                    if committed != nil { s.commits += 1 } else { s.commitFailures += 1 }
+                }
                 if let keep = reloaded { s.firing = s.firing.filter { keep.contains($0.key) } }
                 for o in out {
                     switch o {

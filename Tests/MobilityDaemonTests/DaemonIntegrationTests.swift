@@ -143,6 +143,23 @@ import TestSupport
         #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
     }
 
+    @Test func reloadThatRemovesARuleDropsItsFiringGauge() throws {
+        // A long commit interval: the reload's batch publishes nothing and is not committed, and
+        // its bookkeeping (the firing gauge of a removed rule) must happen all the same.
+        let dir = NSTemporaryDirectory() + "mw-rules-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.copyItem(atPath: RepoPaths.rules, toPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker, rules: dir, extra: ["--commit-interval", "60000"])
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        try pub.publish(samplesTopic("lee"), sampleJSON(id: "l1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
+        #expect(eventually { daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == 1 })
+        try FileManager.default.removeItem(atPath: dir + "/six_minute_walk.rules")
+        daemon.process.signal(SIGHUP)
+        #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
+        #expect(eventually { daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == nil })
+    }
+
     @Test func sigtermDrainsPublishesOfflineAndExitsZero() throws {
         let broker = try MosquittoBroker()
         let daemon = try DaemonUnderTest(broker: broker)
