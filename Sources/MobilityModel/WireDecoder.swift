@@ -93,19 +93,17 @@ public struct WireDecoder: Sendable {
 
     /// Validates one sample item's fields.
     private func sample(_ fp: UnsafePointer<mw_sample_fields>, members: UnsafePointer<mw_json_member>?, user: String, index: Int?) -> Item<Sample> {
-        guard fp.pointee.is_object != 0 else { var r = Rejection(.invalidField, "a sample must be a JSON object"); r.index = index; return .failure(r) }
+        // Every rejection names the item's position in a batch, and its id once known.
+        func reject(_ r: Rejection, id: String? = nil) -> Item<Sample> { var r = r; r.itemID = id; r.index = index; return .failure(r) }
+        guard fp.pointee.is_object != 0 else { return reject(Rejection(.invalidField, "a sample must be a JSON object")) }
         let id: String
         switch fp.pointee.id.string("id") {
         case .success(let s):
-            guard fp.pointee.id.len > 0, fp.pointee.id.len <= 128 else {
-                var r = Rejection(.invalidField, "field 'id' must be 1–128 characters")
-                r.index = index
-                return .failure(r)
-            }
+            guard fp.pointee.id.len > 0, fp.pointee.id.len <= 128 else { return reject(Rejection(.invalidField, "field 'id' must be 1–128 characters")) }
             id = s
-        case .failure(var r): r.index = index; return .failure(r)
+        case .failure(let r): return reject(r)
         }
-        func fail(_ r: Rejection) -> Item<Sample> { var r = r; r.itemID = id; r.index = index; return .failure(r) }
+        func fail(_ r: Rejection) -> Item<Sample> { reject(r, id: id) }
         if fp.pointee.user.type != UInt8(MW_ABSENT.rawValue) {
             guard fp.pointee.user.type == UInt8(MW_STRING.rawValue) else { return fail(Rejection(.invalidField, "field 'user' must be a string")) }
             guard fp.pointee.user.bytes.elementsEqual(user.utf8) else {

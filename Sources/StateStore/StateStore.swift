@@ -155,7 +155,8 @@ public final class StateStore: @unchecked Sendable {
             if let lo { q.bind(1, lo) }
             if let hi { q.bind(2, hi) }
         }
-        // Both queries in user order (SQLite's BINARY collation: bytes), merged as they are read:
+        // Both queries in user order (SQLite's BINARY collation: bytes, so ids are compared as
+        // bytes here too, not as Swift strings, which equate canonically equivalent text), merged as they are read:
         // each user's state is decoded, its open-day rows appended to it in one exact-size array,
         // and only then moved into the result (no lookup by user id, no copy of a state).
         var users: [UserRecord] = []
@@ -173,14 +174,14 @@ public final class StateStore: @unchecked Sendable {
             let en = sqlite3ColumnIsNull(q, 2) ? nil : Timestamp(milliseconds: q.int(2))
             let seq = UInt64(q.int(1))
             guard !blob.isEmpty else {
-                while let r = row, r == u { row = try d.step() ? d.text(0) : nil }
+                while let r = row, r.utf8.elementsEqual(u.utf8) { row = try d.step() ? d.text(0) : nil }
                 users.append(UserRecord(user: u, appliedSeq: seq, eventNow: en, state: nil))
                 continue
             }
             var state = try UserStateCodec.decode(user: u, blob, alertNames: alertNames)
             scratch.removeAll(keepingCapacity: true)
             days.removeAll(keepingCapacity: true)
-            while let r = row, r == u {
+            while let r = row, r.utf8.elementsEqual(u.utf8) {
                 let day = DayNumber(truncatingIfNeeded: d.int(1))
                 try UserStateCodec.decodeChunk(d.blob(2), into: &scratch)
                 if days.last?.day == day { days[days.count - 1].end = scratch.count } else { days.append((day, scratch.count)) }

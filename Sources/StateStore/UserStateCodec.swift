@@ -195,11 +195,9 @@ enum UserStateCodec {
             s.events[id] = TimelineEvent(id: id, category: cat, kind: kind, firstDay: first, lastDay: last, note: note.isEmpty ? nil : note)
         }
         s.rebuildBoundaries()
-        // Aligned with the rules' names when given (the engine would align them on restore: a
-        // rule that kept its name keeps its state, a removed rule's state goes), sharing their
-        // array, so that restoring compares no string and copies no name.
-        var aligned = known.isEmpty ? [] : [AlertStateMachine](repeating: AlertStateMachine(), count: known.count)
-        var seen = [Bool](repeating: false, count: known.count)
+        // Names equal to the rules' are their string instances, so that aligning with the rules
+        // (the engine's own `alignAlerts`: a rule that kept its name keeps its state, a removed
+        // rule's state goes) compares no string bytes and the state shares the rules' array.
         var names: [String] = [], states: [AlertStateMachine] = []
         for _ in 0..<(try r.count()) {
             let name = try r.str(oneOf: known)
@@ -210,22 +208,13 @@ enum UserStateCodec {
             default: state = .firing(activeSince: try r.i64(), firedAt: try r.i64(), lastTrue: try r.i64(), lastSent: try r.i64())
             }
             let sm = AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
-            // Written once per name; a repeat is ignored.
-            if !known.isEmpty {
-                if let k = known.firstIndex(of: name), !seen[k] { aligned[k] = sm; seen[k] = true }
-                continue
-            }
-            if names.contains(name) { continue }
+            if names.contains(name) { continue }  // written once per name; a repeat is ignored
             names.append(name)
             states.append(sm)
         }
-        if known.isEmpty {
-            s.alertNames = names
-            s.alertStates = states
-        } else {
-            s.alertNames = known
-            s.alertStates = aligned
-        }
+        s.alertNames = names
+        s.alertStates = states
+        if !known.isEmpty { s.alignAlerts(to: known) }
         for _ in 0..<(try r.count()) { s.revisedDays.insert(try r.i32()) }
     }
 
