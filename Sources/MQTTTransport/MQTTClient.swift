@@ -32,6 +32,9 @@ public struct MQTTClientConfiguration: Sendable {
     public var reconnectMaxSeconds: UInt32 = 30
     /// Outgoing QoS 1 messages in flight at once.
     public var maxInflight: Int32 = 1000
+    /// Incoming payloads larger than this are not copied: `onOversized` gets their topic and size
+    /// instead of `onMessage` (nil: every payload is delivered).
+    public var maxIncomingPayloadBytes: Int?
 
     /// Creates a configuration.
     public init(broker: BrokerURL, clientID: String) {
@@ -61,7 +64,8 @@ public final class MQTTClient: @unchecked Sendable {
     private let configuration: MQTTClientConfiguration
     private let onMessage: @Sendable (String, [UInt8]) -> Void
     private let onEvent: @Sendable (MQTTConnectionEvent) -> Void
-    private let onPublished: @Sendable (Int32) -> Void
+    private let onPublished: @Sendable (_ mid: Int32, _ reasonCode: Int32) -> Void
+    private let onOversized: @Sendable (_ topic: String, _ size: Int) -> Void
     private let connectedFlag = Atomic<Bool>(false)
     private let connections = Atomic<Int>(0)
     private let started = Atomic<Bool>(false)
@@ -72,6 +76,7 @@ public final class MQTTClient: @unchecked Sendable {
     private let retryDone = DispatchSemaphore(value: 0)
     private let published = Atomic<Int>(0)
     private let acknowledged = Atomic<Int>(0)
+    private let refusedByBroker = Atomic<Int>(0)
 
     private static let libraryInit: Void = { mosquitto_lib_init(); return () }()
 
@@ -82,20 +87,31 @@ public final class MQTTClient: @unchecked Sendable {
     /// Messages the broker acknowledged (QoS 1) or that were written (QoS 0).
     public var acknowledgedCount: Int { acknowledged.load(ordering: .relaxed) }
 
+    /// Messages the broker answered with an MQTT 5 reason code of 0x80 or more.
+    public var refusedCount: Int { refusedByBroker.load(ordering: .relaxed) }
+
     /// Successful connections so far (reconnects are this minus one).
     public var connectionCount: Int { connections.load(ordering: .relaxed) }
 
     /// Creates a client; nothing happens on the network until ``start()``.
-    /// - Parameter onPublished: called on the network thread with the message id of each publish
-    ///   the broker acknowledged (QoS 1) or that was written (QoS 0).
+    /// - Parameters:
+    ///   - onPublished: called on the network thread with the message id of each publish the
+    ///     broker answered (QoS 1) or that was written (QoS 0), and the broker's MQTT 5 reason code:
+    ///     0 for success, 0x80 or more when the broker refused the message (e.g. 135, not
+    ///     authorised, for a publish its ACL denies). Under MQTT 3.1.1 it is always 0: a 3.1.1
+    ///     PUBACK cannot say no, and mosquitto acknowledges a denied publish like any other.
+    ///   - onOversized: called instead of `onMessage` for a payload over
+    ///     ``MQTTClientConfiguration/maxIncomingPayloadBytes``, which is not copied.
     public init(_ configuration: MQTTClientConfiguration, onMessage: @escaping @Sendable (String, [UInt8]) -> Void,
                 onEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void = { _ in },
-                onPublished: @escaping @Sendable (Int32) -> Void = { _ in }) throws(MQTTError) {
+                onPublished: @escaping @Sendable (_ mid: Int32, _ reasonCode: Int32) -> Void = { _, _ in },
+                onOversized: @escaping @Sendable (_ topic: String, _ size: Int) -> Void = { _, _ in }) throws(MQTTError) {
         _ = MQTTClient.libraryInit
         self.configuration = configuration
         self.onMessage = onMessage
         self.onEvent = onEvent
         self.onPublished = onPublished
+        self.onOversized = onOversized
         guard let h = mosquitto_new(configuration.clientID, configuration.cleanSession, nil) else {
             throw .configuration("cannot create an MQTT client (client id '\(configuration.clientID)')")
         }
@@ -141,17 +157,21 @@ public final class MQTTClient: @unchecked Sendable {
             me.connectedFlag.store(false, ordering: .relaxed)
             me.onEvent(.disconnected(reason: rc == 0 ? "requested" : String(cString: mosquitto_strerror(rc))))
         }
-        mosquitto_publish_callback_set(handle) { _, obj, mid in
+        mosquitto_publish_v5_callback_set(handle) { _, obj, mid, reasonCode, _ in
             guard let obj else { return }
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
-            me.acknowledged.add(1, ordering: .relaxed)
-            me.onPublished(mid)
+            if reasonCode < 0x80 { me.acknowledged.add(1, ordering: .relaxed) } else { me.refusedByBroker.add(1, ordering: .relaxed) }
+            me.onPublished(mid, reasonCode)
         }
         mosquitto_message_callback_set(handle) { _, obj, msg in
             guard let obj, let msg else { return }
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
             let m = msg.pointee
             let topic = String(cString: m.topic)
+            if let limit = me.configuration.maxIncomingPayloadBytes, Int(m.payloadlen) > limit {
+                me.onOversized(topic, Int(m.payloadlen))
+                return
+            }
             let payload: [UInt8] = m.payloadlen > 0 && m.payload != nil
                 ? Array(UnsafeRawBufferPointer(start: m.payload, count: Int(m.payloadlen))) : []
             me.onMessage(topic, payload)
@@ -265,6 +285,17 @@ public final class MQTTClient: @unchecked Sendable {
     public static func connectFailureIsRetryable(_ rc: Int32) -> Bool {
         let fatal: [mosq_err_t] = [MOSQ_ERR_NOMEM, MOSQ_ERR_INVAL, MOSQ_ERR_NOT_SUPPORTED, MOSQ_ERR_MALFORMED_UTF8, MOSQ_ERR_DUPLICATE_PROPERTY]
         return !fatal.contains { $0.rawValue == rc }
+    }
+
+    /// Whether a failed ``publish(topic:payload:qos:retain:)`` (its libmosquitto code) would fail
+    /// again however often it is retried: the message itself is unacceptable (too large for the
+    /// broker's maximum packet size, an invalid topic or UTF-8, a QoS or retain the broker does
+    /// not support). Anything else (not connected, out of memory, a lost connection) may pass later.
+    public static func publishFailureIsPermanent(_ rc: Int32) -> Bool {
+        let permanent: [mosq_err_t] = [MOSQ_ERR_INVAL, MOSQ_ERR_PAYLOAD_SIZE, MOSQ_ERR_MALFORMED_UTF8, MOSQ_ERR_OVERSIZE_PACKET,
+                                       MOSQ_ERR_QOS_NOT_SUPPORTED, MOSQ_ERR_RETAIN_NOT_SUPPORTED, MOSQ_ERR_TOPIC_ALIAS_INVALID,
+                                       MOSQ_ERR_NOT_SUPPORTED]
+        return permanent.contains { $0.rawValue == rc }
     }
 
     /// Publishes a message (QoS 0 or 1) and returns its message id. Thread-safe; does not wait for

@@ -93,14 +93,17 @@ public final class Daemon: Sendable {
         let acks = AckTracker()
         var pubConfig = MQTTClientConfiguration(broker: broker, clientID: clientID + "-pub")
         applyCommon(&pubConfig)
+        if let u = config.publisherUsername { pubConfig.username = u }
         pubConfig.cleanSession = true
         pubConfig.will = (statusTopic, Array("offline".utf8), true)
         let publisher: MQTTClient
         do {
             publisher = try MQTTClient(pubConfig, onMessage: { _, _ in }, onEvent: { [self] e in
                 connectionEvent(e, role: "publisher")
-                if case .connected = e { try? publisherRef.value?.publish(topic: statusTopic, "online", retain: true) }
-            }, onPublished: { mid in acks.acknowledged(mid: mid) })
+                if case .connected = e, let p = publisherRef.value, let mid = try? p.publish(topic: statusTopic, payload: Array("online".utf8), retain: true) {
+                    acks.published(mid: mid, id: nil, topic: statusTopic)
+                }
+            }, onPublished: { mid, reason in acks.answered(mid: mid, reasonCode: reason) })
         } catch {
             log.error("cannot create MQTT publisher", ["error": error.description])
             return 1
@@ -121,7 +124,7 @@ public final class Daemon: Sendable {
                       w.string("user", user)
                       w.string("lastId", lastID)
                       w.endObject()
-                      _ = try? publisher.publish(topic: layout.acks(user), payload: Array(w.text.utf8), qos: 1, retain: true)
+                      sink.publishUntracked(topic: layout.acks(user), payload: Array(w.text.utf8), retain: true)
                   })
         }
         let count = UInt64(shards.count)
@@ -159,6 +162,8 @@ public final class Daemon: Sendable {
         applyCommon(&subConfig)
         subConfig.cleanSession = false
         subConfig.subscriptions = layout.subscriptions
+        // A payload the decoder would reject for its size is neither copied nor journalled.
+        subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
         let subscriber: MQTTClient
         do {
             subscriber = try MQTTClient(subConfig, onMessage: { [self] topic, payload in
@@ -180,7 +185,12 @@ public final class Daemon: Sendable {
                 }
                 route(topic, seq: seq, payload: payload)
                 journal.markQueued(seq)
-            }, onEvent: { [self] e in connectionEvent(e, role: "subscriber") })
+            }, onEvent: { [self] e in connectionEvent(e, role: "subscriber") }, onOversized: { topic, size in
+                let parsed = layout.parse(topic)
+                var shard = 0
+                if case .inbound(let user, _) = parsed { shard = Int(Daemon.hash(user) % count) }
+                shards[shard].queue.push(.oversized(topic: topic, parsed: parsed, size: size))
+            })
         } catch {
             log.error("cannot create MQTT subscriber", ["error": error.description])
             return 1
@@ -238,9 +248,11 @@ public final class Daemon: Sendable {
         // the broker already has is the time between its acknowledgement and this deletion.
         let ackFlush = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.acks"))
         ackFlush.schedule(deadline: .now() + .milliseconds(20), repeating: .milliseconds(20))
-        ackFlush.setEventHandler {
+        ackFlush.setEventHandler { [self] in
             let ids = acks.drain()
             if !ids.isEmpty { do { try store.acknowledge(ids) } catch { acks.restore(ids) } }
+            let refused = acks.drainRefused()
+            if !refused.isEmpty { park(refused, store: store, acks: acks) }
         }
         ackFlush.resume()
         healthSources.set(HealthSources(shards: shards, sink: sink))
@@ -282,6 +294,43 @@ public final class Daemon: Sendable {
         sources.forEach { $0.cancel() }
         log.info("stopped", ["exit_code": String(exitCode.load(ordering: .relaxed))])
         return exitCode.load(ordering: .relaxed)
+    }
+
+    /// Refused publishes by kind and reason, and the dead letters parked in the store.
+    private let refusals = Mutex<(counts: [RefusalKey: Int], deadLetters: Int)>(([:], 0))
+    private struct RefusalKey: Hashable, Comparable {
+        var kind: String, reason: String
+        static func < (a: Self, b: Self) -> Bool { (a.kind, a.reason) < (b.kind, b.reason) }
+    }
+
+    /// Counts refused publishes, logs the first of each kind and reason, and parks the outbox
+    /// items among them as dead letters, so that one output the broker will never take (an ACL
+    /// that denies its topic) neither blocks the others nor is retried forever.
+    private func park(_ refused: [Refusal], store: StateStore, acks: AckTracker) {
+        let items = refused.compactMap { r in r.outboxID.map { (id: $0, reason: r.reason) } }
+        var parked: Int?
+        if !items.isEmpty {
+            do { parked = try store.park(items, at: Int64(Date().timeIntervalSince1970 * 1000)) } catch {
+                log.error("cannot park refused outputs; retrying", ["error": "\(error)"])
+                acks.restoreRefused(refused)
+                return
+            }
+        }
+        let firsts = refusals.withLock { state -> [Refusal] in
+            if let parked { state.deadLetters = parked }
+            var firsts: [Refusal] = []
+            for r in refused {
+                let key = RefusalKey(kind: r.kind.rawValue, reason: r.reason)
+                if state.counts[key] == nil { firsts.append(r) }
+                state.counts[key, default: 0] += 1
+            }
+            return firsts
+        }
+        for r in firsts {
+            log.error(r.outboxID == nil ? "broker refused an output" : "broker refused an output; parked as a dead letter",
+                      ["kind": r.kind.rawValue, "reason": r.reason,
+                       "note": "logged once per kind and reason; see mobilityd_publish_refused_total and mobilityd_dead_letters"])
+        }
     }
 
     private let publisherRef = WeakBox<MQTTClient>()
@@ -407,6 +456,11 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_series_published_total", total.seriesPublished.d)
         m.family("mobilityd_publish_errors_total", "counter", "Publishes that libmosquitto refused.")
         m.sample("mobilityd_publish_errors_total", total.publishErrors.d)
+        m.family("mobilityd_publish_refused_total", "counter", "Outputs refused for good, by kind and reason: by the broker (MQTT 5 reason code) or by libmosquitto (a message it can never send).")
+        let (refusedCounts, deadLetters) = refusals.withLock { ($0.counts, $0.deadLetters) }
+        for (k, n) in refusedCounts.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_publish_refused_total", ["kind": k.kind, "reason": k.reason], n.d) }
+        m.family("mobilityd_dead_letters", "gauge", "Refused outputs parked in the state store (dead_letters), not retried.")
+        m.sample("mobilityd_dead_letters", deadLetters.d)
         m.family("mobilityd_state_commits_total", "counter", "State store commits (users, journal positions and outputs together).")
         m.sample("mobilityd_state_commits_total", total.commits.d)
         m.family("mobilityd_state_commit_failures_total", "counter", "State store commits that failed (outputs held until one succeeds).")

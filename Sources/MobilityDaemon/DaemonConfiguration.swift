@@ -13,6 +13,10 @@ public struct DaemonConfiguration: Sendable {
     public var instance = "mobilityd"
     public var clientID: String?
     public var username: String?
+    /// The publisher connection's username (default: ``username``). A broker that binds client
+    /// ids to usernames (`use_username_as_clientid`, as `deploy/mosquitto.conf` does) needs an
+    /// account of its own for each connection.
+    public var publisherUsername: String?
     public var password: String?
     public var caFile: String?
     public var certFile: String?
@@ -61,6 +65,7 @@ public struct DaemonConfiguration: Sendable {
         Option(name: "instance", value: "NAME", help: "instance name in the status topic (default mobilityd)"),
         Option(name: "client-id", value: "ID", help: "MQTT client id of the persistent session (default mobilityd-INSTANCE)"),
         Option(name: "username", value: "NAME", help: "MQTT username"),
+        Option(name: "publisher-username", value: "NAME", help: "MQTT username of the publisher connection, same password (default: --username)"),
         Option(name: "password", value: "SECRET", help: "MQTT password (prefer MOBILITYD_PASSWORD or the config file)"),
         Option(name: "ca-file", value: "PATH", help: "CA certificate for mqtts:// (default: system store)"),
         Option(name: "cert-file", value: "PATH", help: "client certificate for mqtts://"),
@@ -182,6 +187,7 @@ public struct DaemonConfiguration: Sendable {
         }
         if let v = m["client-id"] { clientID = v }
         if let v = m["username"] { username = v }
+        if let v = m["publisher-username"] { publisherUsername = v }
         if let v = m["password"] { password = v }
         if let v = m["ca-file"] { caFile = v }
         if let v = m["cert-file"] { certFile = v }

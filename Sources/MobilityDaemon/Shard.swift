@@ -9,6 +9,8 @@ import Synchronization
 enum ShardItem: Sendable {
     /// A journalled message (seq 0: not journalled), its topic already parsed by the router.
     case message(seq: UInt64, topic: String, parsed: TopicLayout.Parsed, payload: [UInt8])
+    /// A message whose payload was over the size limit: not copied, not journalled, rejected.
+    case oversized(topic: String, parsed: TopicLayout.Parsed, size: Int)
     /// Wall clock: close the days that ended.
     case tick(Timestamp)
     case reload(Program)
@@ -37,7 +39,8 @@ struct ShardStats: Sendable {
 
 /// Where a shard sends what the engine wants published.
 protocol OutputSink: Sendable {
-    /// Publishes committed outbox items in order; returns how many failed.
+    /// Publishes committed outbox items in order; returns how many publish attempts failed (the
+    /// items stay queued for a retry unless they can never be sent).
     func publish(_ items: [StateStore.OutboxItem]) -> Int
 }
 
@@ -137,6 +140,8 @@ final class Shard: @unchecked Sendable {
                     ingestor.handle(topic: topic, parsed: parsed, payload: payload, now: wall, into: &out)
                     if seq > 0, let u = user { applied[u] = seq; batchUsers.insert(u) }
                     if let u = user, let id = ingestor.lastSampleID[u] { pendingAcks[u] = id }
+                case .oversized(let topic, let parsed, let size):
+                    ingestor.rejectOversized(topic: topic, parsed: parsed, size: size, into: &out)
                 case .tick(let now): ingestor.tick(now: now, into: &out)
                 case .reload(let p):
                     ingestor.engine.reload(p)
@@ -289,35 +294,4 @@ extension Shard {
             return [.init(topic: user.map { layout.rejected($0) } ?? layout.rejectedUnknown, payload: Array(r.json(user: user, topic: topic).utf8), retain: false)]
         }
     }
-}
-
-/// Maps in-flight publish message ids to outbox ids and collects the acknowledged ones.
-final class AckTracker: Sendable {
-    private struct State {
-        var inFlight: [Int32: Int64] = [:]
-        var early: Set<Int32> = []
-        var acked: [Int64] = []
-    }
-    private let state = Mutex(State())
-
-    /// Records that outbox item `id` was published as message `mid`.
-    func published(mid: Int32, id: Int64) {
-        state.withLock { s in
-            if s.early.remove(mid) != nil { s.acked.append(id) } else { s.inFlight[mid] = id }
-        }
-    }
-
-    /// The broker acknowledged message `mid` (called on the network thread).
-    func acknowledged(mid: Int32) {
-        state.withLock { s in
-            if let id = s.inFlight.removeValue(forKey: mid) { s.acked.append(id) } else { s.early.insert(mid) }
-        }
-    }
-
-    /// Takes the acknowledged outbox ids.
-    func drain() -> [Int64] { state.withLock { s in defer { s.acked.removeAll() }; return s.acked } }
-    /// Puts ids back after a failed commit.
-    func restore(_ ids: [Int64]) { state.withLock { $0.acked += ids } }
-    /// Publishes not yet acknowledged.
-    var inFlight: Int { state.withLock { $0.inFlight.count } }
 }

@@ -129,6 +129,16 @@ public struct Ingestor: Sendable {
         }
     }
 
+    /// Handles a message whose payload of `size` bytes the transport did not even copy because it
+    /// is over ``WireDecoder/maxPayloadBytes``: counted and rejected like one the decoder refused.
+    public mutating func rejectOversized(topic: String, parsed: TopicLayout.Parsed, size: Int, into out: inout [EngineOutput]) {
+        counters.messages += 1
+        var user: String?
+        if case .inbound(let u, _) = parsed { user = u }
+        if case .other = parsed { return }
+        reject(user, topic, Rejection(.payloadTooLarge, "payload of \(size) bytes exceeds the limit of \(decoder.maxPayloadBytes)"), into: &out)
+    }
+
     /// Makes room for `n` more users (before restoring them).
     public mutating func reserveUsers(_ n: Int) { engine.reserveUsers(n) }
 

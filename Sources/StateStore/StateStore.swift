@@ -9,7 +9,7 @@ import Synchronization
 /// Sendability: the connection is only used while holding `lock`.
 public final class StateStore: @unchecked Sendable {
     /// The schema version this build writes; older stores are migrated on open.
-    public static let schemaVersion = 2
+    public static let schemaVersion = 3
     static let migrations: [String] = [
         // 0 → 1
         """
@@ -22,6 +22,12 @@ public final class StateStore: @unchecked Sendable {
         """
         CREATE TABLE user_days (user TEXT NOT NULL, day INTEGER NOT NULL, chunk INTEGER NOT NULL, data BLOB NOT NULL,
                                 PRIMARY KEY (user, day, chunk)) WITHOUT ROWID;
+        """,
+        // 2 → 3: outputs the broker refused for good (an ACL denial, a packet too large), parked
+        // here instead of being retried forever ahead of every later output.
+        """
+        CREATE TABLE dead_letters (id INTEGER PRIMARY KEY, topic TEXT NOT NULL, payload BLOB NOT NULL, retain INTEGER NOT NULL,
+                                   reason TEXT NOT NULL, at INTEGER NOT NULL);
         """,
     ]
 
@@ -298,6 +304,55 @@ public final class StateStore: @unchecked Sendable {
             q.bind(1, key)
             q.bind(2, value)
             try q.run()
+        }
+    }
+
+    /// At most this many dead letters are kept; parking more drops the oldest.
+    public static let maxDeadLetters = 10_000
+
+    /// Moves outbox items the broker refused for good into `dead_letters` (with the reason and
+    /// `at`, milliseconds since the epoch), so they are neither retried nor re-published after a
+    /// restart; keeps the newest ``maxDeadLetters``. Returns how many dead letters there are now.
+    @discardableResult
+    public func park(_ items: [(id: Int64, reason: String)], at: Int64) throws(SQLiteError) -> Int {
+        try lock.withLock { (_) throws(SQLiteError) -> Int in
+            try db.exec("BEGIN IMMEDIATE")
+            do throws(SQLiteError) {
+                let move = try db.prepare("INSERT OR IGNORE INTO dead_letters (id, topic, payload, retain, reason, at) SELECT id, topic, payload, retain, ?2, ?3 FROM outbox WHERE id = ?1")
+                let del = try db.prepare("DELETE FROM outbox WHERE id = ?1")
+                for item in items {
+                    move.bind(1, item.id); move.bind(2, item.reason); move.bind(3, at)
+                    try move.run()
+                    del.bind(1, item.id)
+                    try del.run()
+                }
+                try db.exec("DELETE FROM dead_letters WHERE id NOT IN (SELECT id FROM dead_letters ORDER BY id DESC LIMIT \(StateStore.maxDeadLetters))")
+                let n = Int(try db.scalarInt("SELECT count(*) FROM dead_letters"))
+                try db.exec("COMMIT")
+                return n
+            } catch {
+                try? db.exec("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// One parked output.
+    public struct DeadLetter: Sendable, Equatable {
+        public var id: Int64
+        public var topic: String
+        public var reason: String
+        /// When it was parked, milliseconds since the epoch.
+        public var at: Int64
+    }
+
+    /// The parked outputs, oldest first (topics and reasons only: payloads hold health data).
+    public func deadLetters() throws -> [DeadLetter] {
+        try lock.withLock { _ in
+            let q = try db.prepare("SELECT id, topic, reason, at FROM dead_letters ORDER BY id")
+            var out: [DeadLetter] = []
+            while try q.step() { out.append(DeadLetter(id: q.int(0), topic: q.text(1), reason: q.text(2), at: q.int(3))) }
+            return out
         }
     }
 

@@ -14,19 +14,42 @@ public final class MQTTRecorder: Sendable {
     private let received = MessageStore()
     private let box = Mutex<MQTTClient?>(nil)
 
+    private let answers = AnswerStore()
+
     /// Connects to `url`, subscribes to `filters` and waits for the connection.
+    /// - Parameters:
+    ///   - username, password, caFile, version: as a gateway or dashboard would log in.
     public init(url: String, filters: [String], clientID: String = "test-\(UUID().uuidString.prefix(8))",
-                cleanSession: Bool = true) throws {
+                cleanSession: Bool = true, username: String? = nil, password: String? = nil, caFile: String? = nil,
+                version: MQTTClientConfiguration.ProtocolVersion = .v311) throws {
         var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: url), clientID: clientID)
         c.cleanSession = cleanSession
         c.subscriptions = filters
         c.reconnectMaxSeconds = 1
-        let client = try MQTTClient(c, onMessage: { [received] t, p in received.append(Message(topic: t, payload: p)) })
+        c.username = username
+        c.password = password
+        c.caFile = caFile
+        c.protocolVersion = version
+        let client = try MQTTClient(c, onMessage: { [received] t, p in received.append(Message(topic: t, payload: p)) },
+                                    onPublished: { [answers] mid, reason in answers.codes.withLock { $0[mid] = reason } })
         box.withLock { $0 = client }
         try client.start()
         guard eventually(timeout: 5, { client.isConnected }) else { throw HarnessError("test client could not connect to \(url)") }
         usleep(100_000) // let the SUBACK arrive
     }
+
+    /// Publishes at QoS 1 and waits for the broker's answer: its MQTT 5 reason code (0 accepted,
+    /// 135 not authorised, …; always 0 under 3.1.1), or nil when none came within `timeout`.
+    public func publishAwaitingAnswer(_ topic: String, _ payload: String, retain: Bool = false, timeout: TimeInterval = 5) throws -> Int32? {
+        let mid = try client.publish(topic: topic, payload: Array(payload.utf8), qos: 1, retain: retain)
+        var answer: Int32?
+        _ = eventually(timeout: timeout) { answer = answers.codes.withLock { $0[mid] }; return answer != nil }
+        answers.codes.withLock { _ = $0.removeValue(forKey: mid) }
+        return answer
+    }
+
+    /// Whether the connection is up.
+    public var isConnected: Bool { client.isConnected }
 
     var client: MQTTClient { box.withLock { $0! } }
 
@@ -55,4 +78,8 @@ final class MessageStore: Sendable {
     private let items = Mutex<[MQTTRecorder.Message]>([])
     func append(_ m: MQTTRecorder.Message) { items.withLock { $0.append(m) } }
     var all: [MQTTRecorder.Message] { items.withLock { $0 } }
+}
+
+final class AnswerStore: Sendable {
+    let codes = Mutex<[Int32: Int32]>([:])
 }

@@ -89,6 +89,20 @@ public func canConnect(port: Int) -> Bool {
     return true
 }
 
+/// Whether something accepts TCP connections on `host` (an IPv4 literal), port.
+public func canConnect(host: String, port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr(host)
+    addr.sin_port = UInt16(port).bigEndian
+    return withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    } == 0
+}
+
 /// Polls a condition until it holds or the timeout passes.
 public func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)

@@ -1,0 +1,123 @@
+import CMosquitto
+import Synchronization
+
+/// What an output topic carries, for the refusal counters and the log.
+enum OutputKind: String, Sendable, CaseIterable {
+    case alert, series, rejected, ack, status, other
+
+    /// The kind of a topic of the MQTT contract (`…/alerts/{rule}`, `…/series/{name}`, `…/rejected`,
+    /// `…/acks`, `…/daemon/{instance}/status`).
+    init(topic: String) {
+        let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
+        let last = parts.last ?? "", previous = parts.count >= 2 ? parts[parts.count - 2] : ""
+        switch (previous, last) {
+        case ("alerts", _): self = .alert
+        case ("series", _): self = .series
+        case (_, "rejected"): self = .rejected
+        case (_, "acks"): self = .ack
+        case (_, "status"): self = .status
+        default: self = .other
+        }
+    }
+}
+
+/// A publish the broker (MQTT 5 reason code ≥ 0x80) or libmosquitto (a message it can never
+/// send) refused. Outbox items among them are parked as dead letters; the rest are counted.
+struct Refusal: Sendable, Equatable {
+    /// The outbox item, or nil for an untracked publish (commit acknowledgements, status).
+    var outboxID: Int64?
+    var kind: OutputKind
+    /// A stable lower-case label: the MQTT 5 reason (`not_authorized`, `packet_too_large`, …) or
+    /// libmosquitto's error (`oversize_packet`, `malformed_utf8`, …).
+    var reason: String
+
+    /// The label of an MQTT 5 PUBACK reason code of 0x80 or more.
+    static func brokerReason(_ code: Int32) -> String {
+        switch code {
+        case 0x80: "unspecified_error"
+        case 0x83: "implementation_specific_error"
+        case 0x87: "not_authorized"
+        case 0x90: "topic_name_invalid"
+        case 0x91: "packet_identifier_in_use"
+        case 0x95: "packet_too_large"
+        case 0x97: "quota_exceeded"
+        case 0x99: "payload_format_invalid"
+        default: "reason_\(code)"
+        }
+    }
+
+    /// The label of a libmosquitto error that ``MQTTClient/publishFailureIsPermanent(_:)`` calls permanent.
+    static func libraryReason(_ rc: Int32) -> String {
+        switch rc {
+        case MOSQ_ERR_INVAL.rawValue: "invalid"
+        case MOSQ_ERR_PAYLOAD_SIZE.rawValue: "payload_size"
+        case MOSQ_ERR_MALFORMED_UTF8.rawValue: "malformed_utf8"
+        case MOSQ_ERR_OVERSIZE_PACKET.rawValue: "oversize_packet"
+        case MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue: "qos_not_supported"
+        case MOSQ_ERR_RETAIN_NOT_SUPPORTED.rawValue: "retain_not_supported"
+        default: "library_error_\(rc)"
+        }
+    }
+}
+
+/// Maps in-flight publish message ids to outbox ids and collects the acknowledged and the refused.
+///
+/// Every publish on the publisher connection is registered here, outbox items with their id and
+/// the rest (acknowledgements, status) untracked, so that a broker answer that arrives before its
+/// registration (`early`) is always claimed by it: an unclaimed answer left behind would later
+/// acknowledge a different message that reuses its id.
+final class AckTracker: Sendable {
+    fileprivate struct Entry {
+        var outboxID: Int64?
+        var kind: OutputKind
+    }
+    fileprivate struct State {
+        var inFlight: [Int32: Entry] = [:]
+        /// Answers (reason codes) that arrived before their publish was registered.
+        var early: [Int32: Int32] = [:]
+        var acked: [Int64] = []
+        var refused: [Refusal] = []
+    }
+    private let state = Mutex(State())
+
+    /// Records that message `mid` was published: outbox item `id`, or an untracked output.
+    func published(mid: Int32, id: Int64?, topic: String) {
+        let entry = Entry(outboxID: id, kind: OutputKind(topic: topic))
+        state.withLock { s in
+            if let code = s.early.removeValue(forKey: mid) { s.settle(entry, code) } else { s.inFlight[mid] = entry }
+        }
+    }
+
+    /// The broker answered message `mid` with `reasonCode` (called on the network thread).
+    func answered(mid: Int32, reasonCode: Int32) {
+        state.withLock { s in
+            if let e = s.inFlight.removeValue(forKey: mid) { s.settle(e, reasonCode) } else { s.early[mid] = reasonCode }
+        }
+    }
+
+    /// libmosquitto refused to send outbox item `id` for good (its error code).
+    func failedPermanently(id: Int64, topic: String, rc: Int32) {
+        state.withLock { $0.refused.append(Refusal(outboxID: id, kind: OutputKind(topic: topic), reason: Refusal.libraryReason(rc))) }
+    }
+
+    /// Takes the acknowledged outbox ids.
+    func drain() -> [Int64] { state.withLock { s in defer { s.acked.removeAll() }; return s.acked } }
+    /// Puts ids back after a failed commit.
+    func restore(_ ids: [Int64]) { state.withLock { $0.acked += ids } }
+    /// Takes the refusals collected since the last call.
+    func drainRefused() -> [Refusal] { state.withLock { s in defer { s.refused.removeAll() }; return s.refused } }
+    /// Puts refusals back after the store failed to park them.
+    func restoreRefused(_ r: [Refusal]) { state.withLock { $0.refused = r + $0.refused } }
+    /// Publishes not yet answered.
+    var inFlight: Int { state.withLock { $0.inFlight.count } }
+}
+
+extension AckTracker.State {
+    fileprivate mutating func settle(_ e: AckTracker.Entry, _ code: Int32) {
+        if code < 0x80 {
+            if let id = e.outboxID { acked.append(id) }
+        } else {
+            refused.append(Refusal(outboxID: e.outboxID, kind: e.kind, reason: Refusal.brokerReason(code)))
+        }
+    }
+}

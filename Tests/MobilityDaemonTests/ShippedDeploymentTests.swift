@@ -1,0 +1,260 @@
+import Foundation
+import Glibc
+import MobilityModel
+import StateStore
+import Testing
+import TestSupport
+
+/// The broker and daemon configuration of `deploy/`, as shipped: mosquitto runs the shipped
+/// `mosquitto.conf` and `mosquitto.acl`, mobilityd the shipped `mobilityd.conf.example`, with only
+/// ports, paths and secrets substituted (and the TLS listener bound to 127.0.0.2, a loopback
+/// address standing in for the machine's network address: tests serve on loopback only).
+final class ShippedDeployment: @unchecked Sendable {
+    let dir: String
+    let tlsPort: Int, plainPort: Int, metricsPort: Int
+    let broker: ChildProcess
+    var daemon: ChildProcess?
+    /// Each account's password (a fresh one per run).
+    let passwords: [String: String]
+    var tlsURL: String { "mqtts://127.0.0.2:\(tlsPort)" }
+    var ca: String { dir + "/ca.crt" }
+
+    /// - Parameter editACL: changes to the shipped ACL, for tests of a broker that refuses outputs
+    ///   (the shipped-files tests pass none).
+    init(editACL: [(String, String)] = []) throws {
+        dir = NSTemporaryDirectory() + "mw-deploy-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir + "/persist", withIntermediateDirectories: true)
+        try ShippedDeployment.mintCertificates(dir)
+        var pw: [String: String] = [:]
+        for account in ["mobilityd", "mobilityd-pub", "care-dashboard", "jamie", "alex"] {
+            // The daemon's two accounts share its one password (mobilityd.conf.example).
+            pw[account] = account == "mobilityd-pub" ? pw["mobilityd"]! : UUID().uuidString
+            let args = (pw.count == 1 ? ["-c"] : []) + ["-b", dir + "/passwd", account, pw[account]!]
+            try run("/usr/bin/mosquitto_passwd", args)
+        }
+        passwords = pw
+        tlsPort = try freePort()
+        plainPort = try freePort()
+        metricsPort = try freePort()
+        let shipped = try String(contentsOfFile: RepoPaths.root + "/deploy/mosquitto.conf", encoding: .utf8)
+        let conf = try ShippedDeployment.substitute(shipped, [
+            ("listener 8883", "listener \(tlsPort) 127.0.0.2"),
+            ("listener 1883 127.0.0.1", "listener \(plainPort) 127.0.0.1"),
+            ("/etc/mosquitto/certs/", dir + "/"),
+            ("/etc/mosquitto/mobilitywatch.passwd", dir + "/passwd"),
+            ("/etc/mosquitto/mobilitywatch.acl", dir + "/mobilitywatch.acl"),
+            ("/var/lib/mosquitto/", dir + "/persist/"),
+        ])
+        try conf.write(toFile: dir + "/mosquitto.conf", atomically: true, encoding: .utf8)
+        let acl = try String(contentsOfFile: RepoPaths.root + "/deploy/mosquitto.acl", encoding: .utf8)
+        try ShippedDeployment.substitute(acl, editACL).write(toFile: dir + "/mobilitywatch.acl", atomically: true, encoding: .utf8)
+        if getuid() == 0 { try run("/bin/chown", ["-R", "mosquitto", dir]) } // mosquitto drops root for its own user
+        broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", dir + "/mosquitto.conf"], logPath: dir + "/broker.log")
+        guard eventually(timeout: 10, { canConnect(port: plainPort) && canConnect(host: "127.0.0.2", port: tlsPort) }) else {
+            throw HarnessError("the shipped mosquitto.conf did not start:\n\(broker.log)")
+        }
+        // It listens where the file says and nowhere else (a listener option placed before the
+        // first `listener` line once opened a plain listener on 1883 of every address).
+        let opened = broker.log.split(separator: "\n").filter { $0.contains("listen socket on port") }
+        guard opened.count == 2, opened.allSatisfy({ $0.hasSuffix("port \(tlsPort).") || $0.hasSuffix("port \(plainPort).") }) else {
+            throw HarnessError("the shipped mosquitto.conf opens other listeners: \(opened)")
+        }
+    }
+
+    /// Starts mobilityd with the shipped example configuration.
+    func startDaemon(edit: [(String, String)] = []) throws {
+        let example = try String(contentsOfFile: RepoPaths.root + "/deploy/mobilityd.conf.example", encoding: .utf8)
+        let conf = try ShippedDeployment.substitute(example, [
+            ("mqtts://mqtt.example.org:8883", tlsURL),
+            ("/etc/mobilitywatch/ca.crt", ca),
+            ("change-me", passwords["mobilityd"]!),
+            ("/etc/mobilitywatch/rules", RepoPaths.rules),
+            ("/var/lib/mobilitywatch", dir + "/state"),
+            ("127.0.0.1:9464", "127.0.0.1:\(metricsPort)"),
+        ] + edit)
+        try conf.write(toFile: dir + "/mobilityd.conf", atomically: true, encoding: .utf8)
+        chmod(dir + "/mobilityd.conf", 0o600)
+        let d = try ChildProcess(ChildProcess.product("mobilityd"), ["--config", dir + "/mobilityd.conf"], logPath: dir + "/mobilityd.log")
+        daemon = d
+        guard eventually(timeout: 15, { httpGet(port: self.metricsPort, path: "/healthz")?.status == 200 }) else {
+            throw HarnessError("mobilityd did not become healthy:\n\(d.log)")
+        }
+        usleep(150_000) // SUBACK
+    }
+
+    /// A client logged in as `account` over TLS (MQTT 5, so refusals come back as reason codes).
+    func client(_ account: String, filters: [String], clientID: String? = nil, cleanSession: Bool = true) throws -> MQTTRecorder {
+        try MQTTRecorder(url: tlsURL, filters: filters, clientID: clientID ?? "\(account)-\(UUID().uuidString.prefix(6))",
+                         cleanSession: cleanSession, username: account, password: passwords[account], caFile: ca, version: .v5)
+    }
+
+    func metrics() -> [String: Double] {
+        guard let r = httpGet(port: metricsPort, path: "/metrics"), r.status == 200 else { return [:] }
+        return (try? parsePrometheus(r.body)) ?? [:]
+    }
+
+    deinit {
+        _ = daemon?.stop()
+        broker.stop()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// Replaces each `from` (which must occur in the shipped text) and nothing else.
+    static func substitute(_ text: String, _ pairs: [(String, String)]) throws -> String {
+        var out = text
+        for (from, to) in pairs {
+            guard out.contains(from) else { throw HarnessError("the shipped file no longer contains '\(from)'") }
+            out = out.replacingOccurrences(of: from, with: to)
+        }
+        return out
+    }
+
+    /// A throwaway CA and a server certificate for 127.0.0.1 and 127.0.0.2.
+    static func mintCertificates(_ dir: String) throws {
+        let ssl = "/usr/bin/openssl"
+        try run(ssl, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=MobilityWatch test CA",
+                      "-keyout", dir + "/ca.key", "-out", dir + "/ca.crt"])
+        try run(ssl, ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.2", "-keyout", dir + "/server.key", "-out", dir + "/server.csr"])
+        try "subjectAltName=IP:127.0.0.1,IP:127.0.0.2\n".write(toFile: dir + "/san.ext", atomically: true, encoding: .utf8)
+        try run(ssl, ["x509", "-req", "-in", dir + "/server.csr", "-CA", dir + "/ca.crt", "-CAkey", dir + "/ca.key", "-CAcreateserial",
+                      "-days", "2", "-extfile", dir + "/san.ext", "-out", dir + "/server.crt"])
+    }
+}
+
+private func run(_ tool: String, _ args: [String]) throws {
+    let p = try ChildProcess(tool, args)
+    guard p.wait() == 0 else { throw HarnessError("\(tool) \(args.joined(separator: " ")) failed: \(p.log)") }
+}
+
+/// MQTT 5 reason code 135: not authorised.
+private let notAuthorized: Int32 = 135
+
+@Suite(.serialized) struct ShippedDeploymentTests {
+    /// A gateway's samples become alerts at the dashboard; acknowledgements and rejections reach
+    /// the gateway itself only; every forged or foreign publish is refused and reaches nobody.
+    @Test func shippedFilesDeliverTheWholeFlowAndNothingElse() throws {
+        let d = try ShippedDeployment()
+        try d.startDaemon()
+        let dashboard = try d.client("care-dashboard", filters: ["mobility/v1/#"])
+        let jamie = try d.client("jamie", filters: ["mobility/v1/#"])
+        let alex = try d.client("alex", filters: ["mobility/v1/#"])
+
+        // Jamie's capped six-minute-walk estimate fires uncalibrated_6mwd at once.
+        let now = isoNow()
+        let estimate = sampleJSON(id: "jamie-6mwd-1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: now)
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), estimate) == 0)
+        let alert = alertTopic("jamie", "uncalibrated_6mwd")
+        #expect(eventually { dashboard.messages(prefix: alert).count == 1 }, "no alert at the dashboard:\n\(d.daemon!.log)")
+        #expect(dashboard.messages(prefix: alert).first.map { $0.text.contains("\"status\":\"firing\"") } == true)
+        // The commit acknowledgement reaches Jamie's gateway, naming the sample.
+        let acks = "mobility/v1/users/jamie/acks"
+        #expect(eventually { jamie.messages(prefix: acks).contains { $0.text.contains("jamie-6mwd-1") } })
+        // A rejection too.
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), sampleJSON(id: "bad", value: 40, end: now)) == 0)
+        #expect(eventually { jamie.messages(prefix: "mobility/v1/users/jamie/rejected").count == 1 })
+
+        // Refused at the broker (reason 135), for every forgery the ACL must stop. mosquitto
+        // 2.0.11 also closes the connection after each denied publish (MQTT-3.3.5-2 allows it), and
+        // client ids are usernames: so each forgery gets a connection of its own, and the forging
+        // account's observer steps aside meanwhile (a second connection would take its place).
+        let received = d.metrics()["mobilityd_messages_received_total"]
+        func forge(_ account: String, _ cases: [(String, String)]) throws {
+            for (topic, payload) in cases {
+                let forger = try d.client(account, filters: [])
+                let answer = try forger.publishAwaitingAnswer(topic, payload)
+                #expect(answer == notAuthorized, "\(account) → \(topic) was not refused: \(String(describing: answer))")
+                forger.stop()
+            }
+        }
+        jamie.stop()
+        try forge("jamie", [
+            (samplesTopic("alex"), sampleJSON(id: "forged-1", value: 1.1, end: now)),      // another user's samples
+            ("mobility/v1/users/alex/events", "{\"id\":\"forged-2\",\"kind\":\"injury\",\"date\":\"2026-01-01\"}"),
+            ("mobility/v1/users/jamie/alerts/stalled_recovery", "{\"forged\":3}"),          // a forged alert
+            ("mobility/v1/users/jamie/series/speed_7d", "{\"forged\":4}"),
+            (acks, "{\"forged\":5}"),                                                          // a forged ack
+            ("mobility/v1/users/jamie/rejected", "{\"forged\":6}"),
+            ("mobility/v1/daemon/mobilityd-1/status", "forged-7"),
+        ])
+        let jamie2 = try d.client("jamie", filters: ["mobility/v1/#"])
+        dashboard.stop()
+        try forge("care-dashboard", [
+            (samplesTopic("jamie"), sampleJSON(id: "forged-8", value: 1.1, end: now)),
+            (samplesTopic("care-dashboard"), sampleJSON(id: "forged-9", value: 1.1, end: now)), // a service account is no gateway
+            (alert, "{\"forged\":10}"),
+            ("mobility/v1/daemon/mobilityd-1/status", "forged-11"),
+        ])
+        let dashboard2 = try d.client("care-dashboard", filters: ["mobility/v1/#"])
+        // A payload over the shipped size limit is dropped by the broker (149: packet too large).
+        let huge = "[" + String(repeating: estimate + ",", count: 300_000 / estimate.utf8.count) + estimate + "]"
+        let big = try d.client("alex", filters: [])
+        #expect(try big.publishAwaitingAnswer(samplesTopic("alex"), huge) == 149)
+        big.stop()
+        let alex2 = try d.client("alex", filters: ["mobility/v1/#"])
+
+        // A barrier: a last real sample, processed after everything above.
+        #expect(try alex2.publishAwaitingAnswer(samplesTopic("alex"), sampleJSON(id: "alex-1", value: 1.2, end: now)) == 0)
+        #expect(eventually { alex2.messages(prefix: "mobility/v1/users/alex/acks").contains { $0.text.contains("alex-1") } })
+        #expect(d.metrics()["mobilityd_messages_received_total"] == (received ?? -1) + 1) // none of the forgeries reached the daemon
+        let observers = [("dashboard", dashboard), ("dashboard", dashboard2), ("jamie", jamie), ("jamie", jamie2), ("alex", alex), ("alex", alex2)]
+        for (name, client) in observers {
+            #expect(!client.messages().contains { $0.text.contains("forged") }, "\(name) received a forged message")
+        }
+        // Each sees exactly what it may: Alex nothing of Jamie's, Jamie nothing of Alex's, the
+        // dashboard no acks, rejections or inputs.
+        for alex in [alex, alex2] {
+            #expect(alex.messages().allSatisfy { $0.topic.hasPrefix("mobility/v1/users/alex/") }, "\(alex.messages().map(\.topic))")
+        }
+        for jamie in [jamie, jamie2] {
+            #expect(jamie.messages().allSatisfy { $0.topic.hasPrefix("mobility/v1/users/jamie/") }, "\(jamie.messages().map(\.topic))")
+        }
+        #expect(Set(jamie.messages().map { $0.topic.split(separator: "/")[4] }) == ["acks", "rejected"])
+        for dashboard in [dashboard, dashboard2] {
+            #expect(dashboard.messages().allSatisfy { $0.topic.contains("/alerts/") || $0.topic.contains("/series/") || $0.topic.hasSuffix("/status") })
+            #expect(dashboard.messages().contains { $0.topic == "mobility/v1/daemon/mobilityd-1/status" && $0.text == "online" })
+        }
+        #expect(dashboard2.messages(prefix: alert).count == 1) // the retained firing alert, for a dashboard that connects later
+
+        // Nothing was refused on the daemon's side, and its connections never dropped.
+        let m = d.metrics()
+        #expect(m.keys.filter { $0.hasPrefix("mobilityd_publish_refused_total") }.isEmpty, "\(m)")
+        #expect(m["mobilityd_dead_letters"] == 0)
+        #expect(m["mobilityd_broker_reconnects_total{role=\"publisher\"}"] == 0)
+        #expect(m["mobilityd_broker_reconnects_total{role=\"subscriber\"}"] == 0)
+
+        // Plain MQTT answers on loopback only; without credentials nobody gets in.
+        #expect(canConnect(port: d.plainPort))
+        #expect(!canConnect(host: "127.0.0.2", port: d.plainPort))
+        #expect(throws: (any Error).self) { _ = try MQTTRecorder(url: d.tlsURL, filters: [], caFile: d.ca, version: .v5) }
+    }
+
+    /// A gateway that connects with the daemon's client id (and a clean session) neither kicks
+    /// the daemon nor wipes its persistent session: samples queued while the daemon was down
+    /// still arrive.
+    @Test func noAccountCanTakeOverTheDaemonsSession() throws {
+        let d = try ShippedDeployment()
+        try d.startDaemon()
+        let jamie = try d.client("jamie", filters: ["mobility/v1/users/jamie/acks"])
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), sampleJSON(id: "s1", value: 1.2, end: isoNow())) == 0)
+        #expect(eventually { jamie.messages().contains { $0.text.contains("\"s1\"") } })
+        #expect(d.daemon!.stop() == 0)
+
+        // While it is down the broker queues Jamie's samples in the daemon's session…
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), sampleJSON(id: "s2", value: 1.3, end: isoNow())) == 0)
+        // …and a gateway tries to take that session over with the daemon's (documented) client id.
+        for id in ["mobilityd-mobilityd-1", "mobilityd", "mobilityd-mobilityd-1-pub"] {
+            let thief = try d.client("alex", filters: [], clientID: id, cleanSession: true)
+            thief.stop()
+        }
+        // Service accounts are no gateways either, whatever their password.
+        let sub = try d.client("mobilityd-pub", filters: [])
+        #expect(try sub.publishAwaitingAnswer(samplesTopic("mobilityd-pub"), sampleJSON(id: "x", value: 1, end: isoNow())) == notAuthorized)
+        sub.stop()
+
+        try d.startDaemon()
+        #expect(eventually(timeout: 15) { jamie.messages().contains { $0.text.contains("\"s2\"") } }, "the queued sample was lost:\n\(d.daemon!.log)")
+        let m = d.metrics()
+        #expect(m["mobilityd_samples_accepted_total"] == 1)
+        #expect(m["mobilityd_broker_reconnects_total{role=\"subscriber\"}"] == 0)
+    }
+}
