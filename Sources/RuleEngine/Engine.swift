@@ -289,21 +289,23 @@ public struct Engine: Sendable {
         for j in program.alerts.indices where program.alerts[j].trigger == .sample(s.metric) {
             ev.alert = j
             if !ev.passesFilter(j, day) { continue }
-            step(program.alerts[j], program: program, at: s.end.milliseconds, activeSince: s.end.milliseconds, ev: &ev, day: day, into: &out)
+            step(program.alerts[j], program: program, at: s.end.milliseconds, activeSince: s.end.milliseconds, clock: .wall, ev: &ev,
+                 day: day, into: &out)
         }
     }
 
     /// One evaluation of an alert (`ev.alert` set): its condition unless inhibited, its state
     /// machine, and the transition that produces, if any.
-    static func step(_ rule: AlertRule, program: Program, at: Int64, activeSince: Int64, ev: inout Evaluator, day: DayNumber,
-                     into out: inout [EngineOutput]) {
+    /// `clock`: `.days` (the user's calendar) for daily rules, so that their durations count local days.
+    static func step(_ rule: AlertRule, program: Program, at: Int64, activeSince: Int64, clock: AlertStateMachine.Clock,
+                     ev: inout Evaluator, day: DayNumber, into out: inout [EngineOutput]) {
         let j = ev.alert
         let inhibited = rule.inhibitedBy.contains { ev.user.alertStates[$0].isFiring }
         let cond = inhibited ? nil : ev.condition(j, day)
         var sm = ev.user.alertStates[j]
         let action = sm.evaluate(cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
                                  keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
-                                 cooldownMs: rule.cooldownSeconds * 1000)
+                                 cooldownMs: rule.cooldownSeconds * 1000, clock: clock)
         ev.user.alertStates[j] = sm
         if let t = transition(action, rule: rule, ev: &ev, day: day) { out.append(.alert(t)) }
     }
@@ -523,7 +525,8 @@ final class DayCloser: Sendable {
         let dayEnd = ev.user.calendar.startOfDay(d + 1).milliseconds
         for j in program.alerts.indices where program.alerts[j].trigger == .day {
             ev.alert = j
-            Engine.step(program.alerts[j], program: program, at: dayEnd, activeSince: dayStart, ev: &ev, day: d, into: &out)
+            Engine.step(program.alerts[j], program: program, at: dayEnd, activeSince: dayStart, clock: .days(ev.user.calendar), ev: &ev,
+                        day: d, into: &out)
         }
     }
     /// The days still needed by some rule for a user: the rules' look-back plus the allowed
