@@ -14,14 +14,24 @@ public struct Evidence: Hashable, Sendable {
     public var name: String
     /// The value in `unit`, or nil when unknown (insufficient data).
     public var value: Double?
-    /// The display unit's symbol (empty for plain numbers, booleans as 0/1 have "bool").
+    /// The display unit's symbol (empty for plain numbers and text, booleans as 0/1 have "bool").
     public var unit: String
+    /// The value of a text `let` (`let src = bundle_id`), nil when unknown; `value` is then nil.
+    public var text: String?
 
     /// Creates evidence.
     public init(name: String, value: Double?, unit: String) {
         self.name = name
         self.value = value
         self.unit = unit
+    }
+
+    /// Creates evidence of a text value (published as a JSON string `value`).
+    public init(name: String, text: String?) {
+        self.name = name
+        self.value = nil
+        self.unit = ""
+        self.text = text
     }
 }
 
@@ -108,7 +118,7 @@ public struct AlertTransition: Hashable, Sendable {
         w.beginObject("evidence")
         for e in evidence {
             w.beginObject(e.name)
-            if let v = e.value { w.number("value", (v * 1e6).rounded() / 1e6) } else { w.null("value") }
+            if let t = e.text { w.string("value", t) } else if let v = e.value { w.number("value", (v * 1e6).rounded() / 1e6) } else { w.null("value") }
             w.string("unit", e.unit)
             w.endObject()
         }
@@ -175,6 +185,7 @@ extension AlertTransition {
                 if case .number(let n)? = x["value"] { value = n }
                 var unit = ""
                 if case .string(let u)? = x["unit"] { unit = u }
+                if case .string(let t)? = x["value"] { evidence.append(Evidence(name: k, text: t)); continue }
                 evidence.append(Evidence(name: k, value: value, unit: unit))
             }
         }

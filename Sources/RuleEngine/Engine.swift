@@ -320,7 +320,9 @@ public struct Engine: Sendable {
         }
         var evidence: [Evidence] = []
         for (i, b) in rule.lets.enumerated() {
-            if b.type == .bool {
+            if b.type == .string {
+                evidence.append(Evidence(name: b.name, text: ev.localString(ev.letSlot(i), day)))
+            } else if b.type == .bool {
                 evidence.append(Evidence(name: b.name, value: ev.localBoolean(ev.letSlot(i), day).map { $0 ? 1 : 0 }, unit: "bool"))
             } else {
                 evidence.append(Evidence(name: b.name, value: ev.local(ev.letSlot(i), day).map { b.displayUnit.fromSI($0) }, unit: b.displayUnit.symbol))
@@ -341,7 +343,9 @@ public struct Engine: Sendable {
             case .rule: summary += rule.name
             case .value(_, let unit, let decimals, let isBool):
                 let e = ev.summaryNode(ev.alert, k)
-                if isBool {
+                if ev.isText(e) {
+                    summary += ev.string(e, day) ?? "unknown"
+                } else if isBool {
                     summary += ev.boolean(e, day).map { $0 ? "yes" : "no" } ?? "unknown"
                 } else if let v = ev.number(e, day) {
                     summary += Engine.format(unit.fromSI(v), decimals: decimals) + (unit.symbol.isEmpty ? "" : " " + unit.symbol)

@@ -156,6 +156,13 @@ struct Evaluator {
         return v
     }
 
+    /// The value of a text let (by slot) on day `d`. Not memoised: a text value is a sample field
+    /// or a literal, cheaper to read again than to store.
+    mutating func localString(_ slot: Int, _ d: DayNumber) -> String? { string(code.lets[slot - code.series.count], d) }
+
+    /// Whether a node is text-valued.
+    func isText(_ n: Int32) -> Bool { code.isString(n) }
+
     /// The slot of let `i` of the alert in scope.
     func letSlot(_ i: Int) -> Int { code.letBase[alert] + i }
 
@@ -330,6 +337,7 @@ struct Evaluator {
         switch code.nodes[Int(n)] {
         case .string(let s): return code.strings[Int(s)]
         case .sample(.bundleID): return sample?.bundleId
+        case .local(let slot): return localString(Int(slot), d)
         default: return nil
         }
     }
