@@ -61,11 +61,14 @@ public struct AlertTransition: Hashable, Sendable {
     public var annotations: [String]
     /// True for a reminder of an alert that is still firing (`repeat`).
     public var isRepeat: Bool
+    /// Why a transition happened when it was not the rule's condition (`rule_removed`: a reload
+    /// removed the rule, which resolves its firing instances); nil otherwise.
+    public var reason: String?
 
     /// Creates a transition.
     public init(id: String, rule: String, user: String, severity: Severity, status: AlertStatus, activeSince: Timestamp,
                 firedAt: Timestamp, resolvedAt: Timestamp?, day: CivilDate, summary: String,
-                labels: [(String, String)], evidence: [Evidence], annotations: [String], isRepeat: Bool = false) {
+                labels: [(String, String)], evidence: [Evidence], annotations: [String], isRepeat: Bool = false, reason: String? = nil) {
         self.id = id
         self.rule = rule
         self.user = user
@@ -80,6 +83,7 @@ public struct AlertTransition: Hashable, Sendable {
         self.evidence = evidence
         self.annotations = annotations
         self.isRepeat = isRepeat
+        self.reason = reason
     }
 
     public static func == (a: AlertTransition, b: AlertTransition) -> Bool { a.json == b.json }
@@ -111,6 +115,7 @@ public struct AlertTransition: Hashable, Sendable {
         w.string("firedAt", firedAt.description)
         if let resolvedAt { w.string("resolvedAt", resolvedAt.description) }
         if isRepeat { w.bool("repeat", true) }
+        if let reason { w.string("reason", reason) }
         w.string("summary", summary)
         w.beginObject("labels")
         for (k, v) in labels { w.string(k, v) }
@@ -193,6 +198,6 @@ extension AlertTransition {
         if case .array(let a)? = v["annotations"] { for x in a { if case .string(let s) = x { notes.append(s) } } }
         return AlertTransition(id: id, rule: rule, user: user, severity: sev, status: status, activeSince: since, firedAt: fired,
                                resolvedAt: time("resolvedAt"), day: day, summary: str("summary") ?? "", labels: labels,
-                               evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true))
+                               evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true), reason: str("reason"))
     }
 }

@@ -51,7 +51,9 @@ public struct Engine: Sendable {
     public var configuration: EngineConfiguration {
         didSet {
             closer = DayCloser(program: closer.program, configuration: configuration)
+            let firing = evaluator.firing
             evaluator = Evaluator(rules: closer)
+            evaluator.firing = firing
         }
     }
     /// The alert names in rule order: the array every user's state shares (pass it to the state
@@ -63,6 +65,16 @@ public struct Engine: Sendable {
     public var userCount: Int { states.count }
     /// One user's state.
     public func state(of user: String) -> UserState? { slots[user].map { states[$0] } }
+    /// How many users have each alert firing (same order as ``alertNames``): a function of the
+    /// users' alert states, kept as they change, counted again on reload and restore.
+    public var firingCounts: [Int] { evaluator.firing }
+
+    /// ``firingCounts`` computed by visiting every user's alert states.
+    public func countFiring() -> [Int] {
+        var n = Array(repeating: 0, count: closer.alertNames.count)
+        for st in states { for j in st.alertStates.indices where st.alertStates[j].isFiring { n[j] += 1 } }
+        return n
+    }
 
     /// User id → index in `states`. Users are never removed.
     private var slots: [String: Int] = [:]
@@ -303,10 +315,12 @@ public struct Engine: Sendable {
         let inhibited = rule.inhibitedBy.contains { ev.user.alertStates[$0].isFiring }
         let cond = inhibited ? nil : ev.condition(j, day)
         var sm = ev.user.alertStates[j]
+        let wasFiring = sm.isFiring
         let action = sm.evaluate(cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
                                  keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
                                  cooldownMs: rule.cooldownSeconds * 1000, clock: clock)
         ev.user.alertStates[j] = sm
+        if sm.isFiring != wasFiring { ev.firing[j] += sm.isFiring ? 1 : -1 }
         if let t = transition(action, rule: rule, ev: &ev, day: day) { out.append(.alert(t)) }
     }
 
@@ -389,14 +403,34 @@ public struct Engine: Sendable {
     /// Folded history follows its inputs by identity: an input the new rules share keeps its
     /// values, a new input has none for folded days (like a new Prometheus recording rule, it is
     /// not back-filled past the allowed lateness).
-    public mutating func reload(_ newProgram: Program) {
+    ///
+    /// A firing instance of a rule the new rules no longer have is resolved (`resolvedAt` = `now`,
+    /// `"reason": "rule_removed"`), so that its retained alert is cleared rather than left firing.
+    public mutating func reload(_ newProgram: Program, now: Timestamp, into out: inout [EngineOutput]) {
+        let removed = program.alerts.filter { a in !newProgram.alerts.contains { $0.name == a.name } }
         closer = DayCloser(program: newProgram, configuration: configuration)
         evaluator = Evaluator(rules: closer)
         sampleMask = Engine.sampleMask(newProgram)
         for k in states.indices {
+            if !removed.isEmpty { Engine.resolveRemoved(removed, in: states[k], now: now, into: &out) }
             states[k].clearCaches()
             states[k].alignAlerts(to: closer.alertNames)
             states[k].remapFolded(to: newProgram.inputs)
+        }
+        evaluator.firing = countFiring()
+    }
+
+    /// The resolved transitions of a user's firing instances of removed rules.
+    private static func resolveRemoved(_ removed: [AlertRule], in st: UserState, now: Timestamp, into out: inout [EngineOutput]) {
+        for rule in removed {
+            guard let i = st.alertNames.firstIndex(of: rule.name),
+                  case .firing(let since, let fired, _, _) = st.alertStates[i].state else { continue }
+            let sinceTs = Timestamp(milliseconds: since), at = Timestamp(milliseconds: max(now.milliseconds, fired))
+            out.append(.alert(AlertTransition(
+                id: AlertTransition.stableID(rule: rule.name, user: st.user, activeSince: sinceTs), rule: rule.name, user: st.user,
+                severity: rule.severity, status: .resolved, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired), resolvedAt: at,
+                day: CivilDate(dayNumber: st.calendar.day(of: at)), summary: "\(rule.name) for \(st.user) resolved: the rule was removed",
+                labels: rule.labels, evidence: [], annotations: [], reason: "rule_removed")))
         }
     }
 
@@ -425,7 +459,11 @@ public struct Engine: Sendable {
         s.alignAlerts(to: closer.alertNames)
         s.touched = false
         s.remapFolded(to: program.inputs)
-        if let k = slots[s.user] { states[k] = s } else { _ = insert(s) }
+        for j in s.alertStates.indices where s.alertStates[j].isFiring { evaluator.firing[j] += 1 }
+        if let k = slots[s.user] {
+            for j in states[k].alertStates.indices where states[k].alertStates[j].isFiring { evaluator.firing[j] -= 1 }
+            states[k] = s
+        } else { _ = insert(s) }
     }
 }
 

@@ -17,6 +17,9 @@ struct Evaluator {
     var sample: Sample?
     /// The alert whose lets are in scope.
     var alert: Int = -1
+    /// How many users' state machines are firing, per alert (kept by ``Engine/step``, which is
+    /// where state machines change; the engine recounts it from the states on reload).
+    var firing: [Int]
     /// Memo of series and lets for the `span` days ending on `memoTop`: a flat array indexed by
     /// (slot, days back), `notComputed` when empty, NaN for unknown. Other days use `far`.
     var near: [Double] = []
@@ -32,6 +35,7 @@ struct Evaluator {
         self.rules = rules
         self.code = rules.code
         self.user = UserState(user: "", calendar: .utc)
+        self.firing = Array(repeating: 0, count: rules.program.alerts.count)
     }
 
     /// Forgets what belonged to the previous user: the memo, the sample, the alert in scope.
