@@ -84,7 +84,7 @@ public struct Ingestor: Sendable {
                     for case .success(let s) in items where s.end > now { now = s.end }
                     eventNow[user] = now
                 }
-                for item in items {
+                for (index, item) in items.enumerated() {
                     switch item {
                     case .failure(let r):
                         if let id = r.itemID { lastSampleID[user] = id }
@@ -96,7 +96,9 @@ public struct Ingestor: Sendable {
                         case .duplicate: counters.duplicates += 1
                         case .superseded: counters.samplesAccepted += 1; counters.superseded += 1
                         case .stale: counters.stale += 1
-                        case .rejected(let r): reject(user, topic, r, into: &out)
+                        case .rejected(var r):
+                            if items.count > 1 { r.index = index }  // as the decoder's rejections of a batch
+                            reject(user, topic, r, into: &out)
                         }
                     }
                 }
