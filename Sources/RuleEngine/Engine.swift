@@ -65,6 +65,8 @@ public struct Engine: Sendable {
     public var userCount: Int { states.count }
     /// One user's state.
     public func state(of user: String) -> UserState? { slots[user].map { states[$0] } }
+    /// One user's calendar (without copying the state).
+    public func calendar(of user: String) -> LocalCalendar? { slots[user].map { states[$0].calendar } }
     /// How many users have each alert firing (same order as ``alertNames``): a function of the
     /// users' alert states, kept as they change, counted again on reload and restore.
     public var firingCounts: [Int] { evaluator.firing }

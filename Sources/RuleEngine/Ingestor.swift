@@ -140,6 +140,16 @@ public struct Ingestor: Sendable {
         if let eventNow { self.eventNow[user] = eventNow }
     }
 
+    /// Closes each user's days through the day of their event clock (the end of a bounded input
+    /// in event mode: see ``Replay/finish()``).
+    public mutating func closeOpenDays(into out: inout [EngineOutput]) {
+        let grace = engine.configuration.graceSeconds
+        for (user, now) in eventNow.sorted(by: { $0.key < $1.key }) {
+            guard let cal = engine.calendar(of: user) else { continue }
+            engine.advance(user: user, to: cal.startOfDay(cal.day(of: now) + 1).adding(seconds: grace), into: &out)
+        }
+    }
+
     /// Advances every user to the wall clock (wall mode).
     public mutating func tick(now: Timestamp, into out: inout [EngineOutput]) {
         engine.advance(to: now, into: &out)
