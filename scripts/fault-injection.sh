@@ -32,7 +32,7 @@ start_daemon() { "$bin/mobilityd" --broker mqtt://127.0.0.1:$port --rules rules 
 start_broker
 echo "== generating $users users x $days days"
 "$bin/mobility-sim" population --users "$users" --days "$days" --seed 7 -o "$work/traffic.jsonl"
-"$bin/mobilityctl" replay --rules rules --series "$work/traffic.jsonl" | sort > "$work/expected.jsonl"
+"$bin/mobilityctl" replay --rules rules --series --no-final-close "$work/traffic.jsonl" | sort > "$work/expected.jsonl"
 echo "== expected alert transitions and series points: $(wc -l < "$work/expected.jsonl")"
 mosquitto_sub -h 127.0.0.1 -p $port -q 1 -c -i mw-fault-observer -t 'mobility/v1/users/+/alerts/#' -t 'mobility/v1/users/+/series/#' -F '%p' > "$work/received.raw" &
 echo $! > "$work/sub.pid"

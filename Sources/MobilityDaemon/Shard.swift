@@ -106,9 +106,19 @@ final class Shard: @unchecked Sendable {
     }
 
     func start() {
+        updateFiring()  // the restored users' firing alerts
         let t = Thread { [self] in run() }
         t.name = "shard-\(index)"
         t.start()
+    }
+
+    /// Sets the firing gauges from the engine's alert states (they are not counted from transitions).
+    private func updateFiring() {
+        let names = ingestor.engine.alertNames, counts = ingestor.engine.firingCounts
+        stats.withLock { s in
+            s.firing.removeAll(keepingCapacity: true)
+            for (j, n) in counts.enumerated() { s.firing[names[j]] = n }
+        }
     }
 
     /// Waits until the thread has drained a closed queue.
@@ -128,7 +138,6 @@ final class Shard: @unchecked Sendable {
             queue.takeAll(into: &batch)
             let wall = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
             var barriers: [DispatchSemaphore] = []
-            var reloaded: Set<String>?
             var replayedNow = 0
             batchUsers.removeAll(keepingCapacity: true)
             for item in batch {
@@ -144,8 +153,7 @@ final class Shard: @unchecked Sendable {
                     ingestor.rejectOversized(topic: topic, parsed: parsed, size: size, into: &out)
                 case .tick(let now): ingestor.tick(now: now, into: &out)
                 case .reload(let p):
-                    ingestor.engine.reload(p)
-                    reloaded = Set(p.alerts.map(\.name))
+                    ingestor.engine.reload(p, now: wall, into: &out)  // resolves the removed rules' firing alerts
                 case .housekeeping: break
                 case .barrier(let s): barriers.append(s)
                 }
@@ -192,18 +200,17 @@ final class Shard: @unchecked Sendable {
                     s.storeHealthy = committed != nil
                     if committed != nil { s.commits += 1 } else { s.commitFailures += 1 }
                 }
-                if let keep = reloaded { s.firing = s.firing.filter { keep.contains($0.key) } }
                 for o in out {
                     switch o {
                     case .alert(let a):
                         if a.isRepeat { s.repeats[a.rule, default: 0] += 1; continue }
                         s.alerts[a.rule, default: [:]][a.status, default: 0] += 1
-                        s.firing[a.rule, default: 0] += a.status == .firing ? 1 : -1
                     case .series: s.seriesPublished += 1
                     case .rejected: break
                     }
                 }
             }
+            updateFiring()
             out.removeAll(keepingCapacity: true)
             for b in barriers { b.signal() }
         }

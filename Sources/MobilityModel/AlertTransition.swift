@@ -14,14 +14,24 @@ public struct Evidence: Hashable, Sendable {
     public var name: String
     /// The value in `unit`, or nil when unknown (insufficient data).
     public var value: Double?
-    /// The display unit's symbol (empty for plain numbers, booleans as 0/1 have "bool").
+    /// The display unit's symbol (empty for plain numbers and text, booleans as 0/1 have "bool").
     public var unit: String
+    /// The value of a text `let` (`let src = bundle_id`), nil when unknown; `value` is then nil.
+    public var text: String?
 
     /// Creates evidence.
     public init(name: String, value: Double?, unit: String) {
         self.name = name
         self.value = value
         self.unit = unit
+    }
+
+    /// Creates evidence of a text value (published as a JSON string `value`).
+    public init(name: String, text: String?) {
+        self.name = name
+        self.value = nil
+        self.unit = ""
+        self.text = text
     }
 }
 
@@ -51,11 +61,14 @@ public struct AlertTransition: Hashable, Sendable {
     public var annotations: [String]
     /// True for a reminder of an alert that is still firing (`repeat`).
     public var isRepeat: Bool
+    /// Why a transition happened when it was not the rule's condition (`rule_removed`: a reload
+    /// removed the rule, which resolves its firing instances); nil otherwise.
+    public var reason: String?
 
     /// Creates a transition.
     public init(id: String, rule: String, user: String, severity: Severity, status: AlertStatus, activeSince: Timestamp,
                 firedAt: Timestamp, resolvedAt: Timestamp?, day: CivilDate, summary: String,
-                labels: [(String, String)], evidence: [Evidence], annotations: [String], isRepeat: Bool = false) {
+                labels: [(String, String)], evidence: [Evidence], annotations: [String], isRepeat: Bool = false, reason: String? = nil) {
         self.id = id
         self.rule = rule
         self.user = user
@@ -70,6 +83,7 @@ public struct AlertTransition: Hashable, Sendable {
         self.evidence = evidence
         self.annotations = annotations
         self.isRepeat = isRepeat
+        self.reason = reason
     }
 
     public static func == (a: AlertTransition, b: AlertTransition) -> Bool { a.json == b.json }
@@ -101,6 +115,7 @@ public struct AlertTransition: Hashable, Sendable {
         w.string("firedAt", firedAt.description)
         if let resolvedAt { w.string("resolvedAt", resolvedAt.description) }
         if isRepeat { w.bool("repeat", true) }
+        if let reason { w.string("reason", reason) }
         w.string("summary", summary)
         w.beginObject("labels")
         for (k, v) in labels { w.string(k, v) }
@@ -108,7 +123,7 @@ public struct AlertTransition: Hashable, Sendable {
         w.beginObject("evidence")
         for e in evidence {
             w.beginObject(e.name)
-            if let v = e.value { w.number("value", (v * 1e6).rounded() / 1e6) } else { w.null("value") }
+            if let t = e.text { w.string("value", t) } else if let v = e.value { w.number("value", (v * 1e6).rounded() / 1e6) } else { w.null("value") }
             w.string("unit", e.unit)
             w.endObject()
         }
@@ -175,6 +190,7 @@ extension AlertTransition {
                 if case .number(let n)? = x["value"] { value = n }
                 var unit = ""
                 if case .string(let u)? = x["unit"] { unit = u }
+                if case .string(let t)? = x["value"] { evidence.append(Evidence(name: k, text: t)); continue }
                 evidence.append(Evidence(name: k, value: value, unit: unit))
             }
         }
@@ -182,6 +198,6 @@ extension AlertTransition {
         if case .array(let a)? = v["annotations"] { for x in a { if case .string(let s) = x { notes.append(s) } } }
         return AlertTransition(id: id, rule: rule, user: user, severity: sev, status: status, activeSince: since, firedAt: fired,
                                resolvedAt: time("resolvedAt"), day: day, summary: str("summary") ?? "", labels: labels,
-                               evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true))
+                               evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true), reason: str("reason"))
     }
 }

@@ -13,8 +13,15 @@ public struct WireDecoder: Sendable {
     /// Batches longer than this are refused.
     public var maxBatch: Int
 
+    /// The default payload limit: 256 KiB.
+    public static let defaultMaxPayloadBytes = 256 * 1024
+    /// The default batch limit: 1000 items of a typical ~260-byte sample (a source with a device
+    /// name, no metadata) fit the default payload limit, so both limits are reachable with real
+    /// items; samples with metadata (~450 B) reach the payload limit first (~580 a payload).
+    public static let defaultMaxBatch = 1000
+
     /// Creates a decoder with limits.
-    public init(maxPayloadBytes: Int = 256 * 1024, maxBatch: Int = 5000) {
+    public init(maxPayloadBytes: Int = WireDecoder.defaultMaxPayloadBytes, maxBatch: Int = WireDecoder.defaultMaxBatch) {
         self.maxPayloadBytes = maxPayloadBytes
         self.maxBatch = maxBatch
     }

@@ -1,8 +1,45 @@
+import MobilityModel
+
 /// The lifecycle of one alert for one user: inactive → pending → firing → (resolved) inactive.
 ///
 /// A struct that returns an action; the caller publishes. Time is event time, passed in.
 /// An unknown condition (insufficient data) resets a pending alert and holds a firing one.
+/// Instants are always milliseconds; how durations are counted between them is the ``Clock``.
 public struct AlertStateMachine: Hashable, Sendable {
+    /// How a rule's durations (`for`, `keep_firing_for`, `repeat`, `cooldown`) are counted.
+    public enum Clock: Sendable {
+        /// Milliseconds of event time (per-sample rules).
+        case wall
+        /// Local calendar days of a zone (daily rules): `3 d` is three local days, whatever their
+        /// hours (23 or 25 at DST changes). A duration that is not whole days is rounded up.
+        case days(LocalCalendar)
+
+        /// A rule duration in this clock's unit.
+        @inline(__always) func span(_ ms: Int64) -> Int64 {
+            switch self {
+            case .wall: ms
+            case .days: ms <= 0 ? 0 : (ms + 86_399_999) / 86_400_000
+            }
+        }
+
+        /// The time from one instant to another in this clock's unit (local days: the difference
+        /// of their day numbers; a daily rule evaluates at local midnights).
+        @inline(__always) func elapsed(_ from: Int64, _ to: Int64) -> Int64 {
+            switch self {
+            case .wall: to - from
+            case .days(let c): Int64(c.day(of: Timestamp(milliseconds: to))) - Int64(c.day(of: Timestamp(milliseconds: from)))
+            }
+        }
+
+        /// The instant a duration (in ms) after `at`: for local days, the local midnight that many days on.
+        func instant(_ ms: Int64, after at: Int64) -> Int64 {
+            switch self {
+            case .wall: at + ms
+            case .days(let c): c.startOfDay(c.day(of: Timestamp(milliseconds: at)) + DayNumber(span(ms))).milliseconds
+            }
+        }
+    }
+
     /// The states, in Prometheus's vocabulary.
     public enum State: Hashable, Sendable {
         case inactive
@@ -49,8 +86,9 @@ public struct AlertStateMachine: Hashable, Sendable {
     ///   - at: the event time of the evaluation (ms): the close of the day, or the sample's end.
     ///   - activeSince: when the condition would count as having started (the day's start, or the sample's end).
     ///   - rule: the durations of the rule (ms).
+    ///   - clock: how the durations are counted: `.days` for daily rules, `.wall` for per-sample rules.
     public mutating func evaluate(_ condition: Bool?, at: Int64, activeSince: Int64, forMs: Int64, keepFiringForMs: Int64,
-                                  repeatMs: Int64, cooldownMs: Int64) -> Action {
+                                  repeatMs: Int64, cooldownMs: Int64, clock: Clock = .wall) -> Action {
         guard at > lastEvaluated else { return .none }
         lastEvaluated = at
         switch state {
@@ -64,7 +102,7 @@ public struct AlertStateMachine: Hashable, Sendable {
             return .none
         case .pending(let since):
             guard condition == true else { state = .inactive; return .none }
-            if at - since >= forMs {
+            if clock.elapsed(since, at) >= clock.span(forMs) {
                 state = .firing(activeSince: since, firedAt: at, lastTrue: at, lastSent: at)
                 return .fire(activeSince: since, firedAt: at)
             }
@@ -72,7 +110,7 @@ public struct AlertStateMachine: Hashable, Sendable {
         case .firing(let since, let fired, let lastTrue, let lastSent):
             switch condition {
             case true?:
-                if repeatMs > 0, at - lastSent >= repeatMs {
+                if repeatMs > 0, clock.elapsed(lastSent, at) >= clock.span(repeatMs) {
                     state = .firing(activeSince: since, firedAt: fired, lastTrue: at, lastSent: at)
                     return .repeatFiring(activeSince: since, firedAt: fired)
                 }
@@ -81,9 +119,9 @@ public struct AlertStateMachine: Hashable, Sendable {
             case nil:
                 return .none // unknown holds a firing alert: missing data never resolves it
             case false?:
-                guard at - lastTrue >= keepFiringForMs else { return .none }
+                guard clock.elapsed(lastTrue, at) >= clock.span(keepFiringForMs) else { return .none }
                 state = .inactive
-                quietUntil = cooldownMs > 0 ? at + cooldownMs : .min
+                quietUntil = cooldownMs > 0 ? clock.instant(cooldownMs, after: at) : .min
                 return .resolve(activeSince: since, firedAt: fired, resolvedAt: at)
             }
         }

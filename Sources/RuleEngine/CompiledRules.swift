@@ -50,6 +50,8 @@ struct CompiledRules: Sendable {
     private(set) var lets: [Int32] = []
     /// Whether each let (same index as `lets`) is boolean.
     private(set) var letIsBool: [Bool] = []
+    /// Whether each let (same index as `lets`) is text (`let src = bundle_id`).
+    private(set) var letIsString: [Bool] = []
     /// Each alert's condition, and its sample filter (-1: none).
     private(set) var conditions: [Int32] = []
     private(set) var filters: [Int32] = []
@@ -68,6 +70,7 @@ struct CompiledRules: Sendable {
             for b in a.lets {
                 lets.append(add(b.expr, alert: j))
                 letIsBool.append(b.type == .bool)
+                letIsString.append(b.type == .string)
             }
             conditions.append(add(a.condition, alert: j))
             filters.append(a.filter.map { add($0, alert: j) } ?? -1)
@@ -137,6 +140,7 @@ struct CompiledRules: Sendable {
     func isString(_ n: Int32) -> Bool {
         switch nodes[Int(n)] {
         case .string, .sample(.bundleID): return true
+        case .local(let slot): return letIsString[Int(slot) - series.count]
         default: return false
         }
     }

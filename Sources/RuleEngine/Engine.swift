@@ -51,7 +51,9 @@ public struct Engine: Sendable {
     public var configuration: EngineConfiguration {
         didSet {
             closer = DayCloser(program: closer.program, configuration: configuration)
+            let firing = evaluator.firing
             evaluator = Evaluator(rules: closer)
+            evaluator.firing = firing
         }
     }
     /// The alert names in rule order: the array every user's state shares (pass it to the state
@@ -63,6 +65,18 @@ public struct Engine: Sendable {
     public var userCount: Int { states.count }
     /// One user's state.
     public func state(of user: String) -> UserState? { slots[user].map { states[$0] } }
+    /// One user's calendar (without copying the state).
+    public func calendar(of user: String) -> LocalCalendar? { slots[user].map { states[$0].calendar } }
+    /// How many users have each alert firing (same order as ``alertNames``): a function of the
+    /// users' alert states, kept as they change, counted again on reload and restore.
+    public var firingCounts: [Int] { evaluator.firing }
+
+    /// ``firingCounts`` computed by visiting every user's alert states.
+    public func countFiring() -> [Int] {
+        var n = Array(repeating: 0, count: closer.alertNames.count)
+        for st in states { for j in st.alertStates.indices where st.alertStates[j].isFiring { n[j] += 1 } }
+        return n
+    }
 
     /// User id → index in `states`. Users are never removed.
     private var slots: [String: Int] = [:]
@@ -289,22 +303,26 @@ public struct Engine: Sendable {
         for j in program.alerts.indices where program.alerts[j].trigger == .sample(s.metric) {
             ev.alert = j
             if !ev.passesFilter(j, day) { continue }
-            step(program.alerts[j], program: program, at: s.end.milliseconds, activeSince: s.end.milliseconds, ev: &ev, day: day, into: &out)
+            step(program.alerts[j], program: program, at: s.end.milliseconds, activeSince: s.end.milliseconds, clock: .wall, ev: &ev,
+                 day: day, into: &out)
         }
     }
 
     /// One evaluation of an alert (`ev.alert` set): its condition unless inhibited, its state
     /// machine, and the transition that produces, if any.
-    static func step(_ rule: AlertRule, program: Program, at: Int64, activeSince: Int64, ev: inout Evaluator, day: DayNumber,
-                     into out: inout [EngineOutput]) {
+    /// `clock`: `.days` (the user's calendar) for daily rules, so that their durations count local days.
+    static func step(_ rule: AlertRule, program: Program, at: Int64, activeSince: Int64, clock: AlertStateMachine.Clock,
+                     ev: inout Evaluator, day: DayNumber, into out: inout [EngineOutput]) {
         let j = ev.alert
         let inhibited = rule.inhibitedBy.contains { ev.user.alertStates[$0].isFiring }
         let cond = inhibited ? nil : ev.condition(j, day)
         var sm = ev.user.alertStates[j]
+        let wasFiring = sm.isFiring
         let action = sm.evaluate(cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
                                  keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
-                                 cooldownMs: rule.cooldownSeconds * 1000)
+                                 cooldownMs: rule.cooldownSeconds * 1000, clock: clock)
         ev.user.alertStates[j] = sm
+        if sm.isFiring != wasFiring { ev.firing[j] += sm.isFiring ? 1 : -1 }
         if let t = transition(action, rule: rule, ev: &ev, day: day) { out.append(.alert(t)) }
     }
 
@@ -318,7 +336,9 @@ public struct Engine: Sendable {
         }
         var evidence: [Evidence] = []
         for (i, b) in rule.lets.enumerated() {
-            if b.type == .bool {
+            if b.type == .string {
+                evidence.append(Evidence(name: b.name, text: ev.localString(ev.letSlot(i), day)))
+            } else if b.type == .bool {
                 evidence.append(Evidence(name: b.name, value: ev.localBoolean(ev.letSlot(i), day).map { $0 ? 1 : 0 }, unit: "bool"))
             } else {
                 evidence.append(Evidence(name: b.name, value: ev.local(ev.letSlot(i), day).map { b.displayUnit.fromSI($0) }, unit: b.displayUnit.symbol))
@@ -339,7 +359,9 @@ public struct Engine: Sendable {
             case .rule: summary += rule.name
             case .value(_, let unit, let decimals, let isBool):
                 let e = ev.summaryNode(ev.alert, k)
-                if isBool {
+                if ev.isText(e) {
+                    summary += ev.string(e, day) ?? "unknown"
+                } else if isBool {
                     summary += ev.boolean(e, day).map { $0 ? "yes" : "no" } ?? "unknown"
                 } else if let v = ev.number(e, day) {
                     summary += Engine.format(unit.fromSI(v), decimals: decimals) + (unit.symbol.isEmpty ? "" : " " + unit.symbol)
@@ -383,14 +405,34 @@ public struct Engine: Sendable {
     /// Folded history follows its inputs by identity: an input the new rules share keeps its
     /// values, a new input has none for folded days (like a new Prometheus recording rule, it is
     /// not back-filled past the allowed lateness).
-    public mutating func reload(_ newProgram: Program) {
+    ///
+    /// A firing instance of a rule the new rules no longer have is resolved (`resolvedAt` = `now`,
+    /// `"reason": "rule_removed"`), so that its retained alert is cleared rather than left firing.
+    public mutating func reload(_ newProgram: Program, now: Timestamp, into out: inout [EngineOutput]) {
+        let removed = program.alerts.filter { a in !newProgram.alerts.contains { $0.name == a.name } }
         closer = DayCloser(program: newProgram, configuration: configuration)
         evaluator = Evaluator(rules: closer)
         sampleMask = Engine.sampleMask(newProgram)
         for k in states.indices {
+            if !removed.isEmpty { Engine.resolveRemoved(removed, in: states[k], now: now, into: &out) }
             states[k].clearCaches()
             states[k].alignAlerts(to: closer.alertNames)
             states[k].remapFolded(to: newProgram.inputs)
+        }
+        evaluator.firing = countFiring()
+    }
+
+    /// The resolved transitions of a user's firing instances of removed rules.
+    private static func resolveRemoved(_ removed: [AlertRule], in st: UserState, now: Timestamp, into out: inout [EngineOutput]) {
+        for rule in removed {
+            guard let i = st.alertNames.firstIndex(of: rule.name),
+                  case .firing(let since, let fired, _, _) = st.alertStates[i].state else { continue }
+            let sinceTs = Timestamp(milliseconds: since), at = Timestamp(milliseconds: max(now.milliseconds, fired))
+            out.append(.alert(AlertTransition(
+                id: AlertTransition.stableID(rule: rule.name, user: st.user, activeSince: sinceTs), rule: rule.name, user: st.user,
+                severity: rule.severity, status: .resolved, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired), resolvedAt: at,
+                day: CivilDate(dayNumber: st.calendar.day(of: at)), summary: "\(rule.name) for \(st.user) resolved: the rule was removed",
+                labels: rule.labels, evidence: [], annotations: [], reason: "rule_removed")))
         }
     }
 
@@ -419,7 +461,11 @@ public struct Engine: Sendable {
         s.alignAlerts(to: closer.alertNames)
         s.touched = false
         s.remapFolded(to: program.inputs)
-        if let k = slots[s.user] { states[k] = s } else { _ = insert(s) }
+        for j in s.alertStates.indices where s.alertStates[j].isFiring { evaluator.firing[j] += 1 }
+        if let k = slots[s.user] {
+            for j in states[k].alertStates.indices where states[k].alertStates[j].isFiring { evaluator.firing[j] -= 1 }
+            states[k] = s
+        } else { _ = insert(s) }
     }
 }
 
@@ -523,7 +569,8 @@ final class DayCloser: Sendable {
         let dayEnd = ev.user.calendar.startOfDay(d + 1).milliseconds
         for j in program.alerts.indices where program.alerts[j].trigger == .day {
             ev.alert = j
-            Engine.step(program.alerts[j], program: program, at: dayEnd, activeSince: dayStart, ev: &ev, day: d, into: &out)
+            Engine.step(program.alerts[j], program: program, at: dayEnd, activeSince: dayStart, clock: .days(ev.user.calendar), ev: &ev,
+                        day: d, into: &out)
         }
     }
     /// The days still needed by some rule for a user: the rules' look-back plus the allowed

@@ -17,6 +17,9 @@ struct Evaluator {
     var sample: Sample?
     /// The alert whose lets are in scope.
     var alert: Int = -1
+    /// How many users' state machines are firing, per alert (kept by ``Engine/step``, which is
+    /// where state machines change; the engine recounts it from the states on reload).
+    var firing: [Int]
     /// Memo of series and lets for the `span` days ending on `memoTop`: a flat array indexed by
     /// (slot, days back), `notComputed` when empty, NaN for unknown. Other days use `far`.
     var near: [Double] = []
@@ -32,6 +35,7 @@ struct Evaluator {
         self.rules = rules
         self.code = rules.code
         self.user = UserState(user: "", calendar: .utc)
+        self.firing = Array(repeating: 0, count: rules.program.alerts.count)
     }
 
     /// Forgets what belonged to the previous user: the memo, the sample, the alert in scope.
@@ -155,6 +159,13 @@ struct Evaluator {
         remember(3, slot, d, v.map { $0 ? 1 : 0 })
         return v
     }
+
+    /// The value of a text let (by slot) on day `d`. Not memoised: a text value is a sample field
+    /// or a literal, cheaper to read again than to store.
+    mutating func localString(_ slot: Int, _ d: DayNumber) -> String? { string(code.lets[slot - code.series.count], d) }
+
+    /// Whether a node is text-valued.
+    func isText(_ n: Int32) -> Bool { code.isString(n) }
 
     /// The slot of let `i` of the alert in scope.
     func letSlot(_ i: Int) -> Int { code.letBase[alert] + i }
@@ -330,6 +341,7 @@ struct Evaluator {
         switch code.nodes[Int(n)] {
         case .string(let s): return code.strings[Int(s)]
         case .sample(.bundleID): return sample?.bundleId
+        case .local(let slot): return localString(Int(slot), d)
         default: return nil
         }
     }

@@ -84,7 +84,7 @@ public struct Ingestor: Sendable {
                     for case .success(let s) in items where s.end > now { now = s.end }
                     eventNow[user] = now
                 }
-                for item in items {
+                for (index, item) in items.enumerated() {
                     switch item {
                     case .failure(let r):
                         if let id = r.itemID { lastSampleID[user] = id }
@@ -96,7 +96,9 @@ public struct Ingestor: Sendable {
                         case .duplicate: counters.duplicates += 1
                         case .superseded: counters.samplesAccepted += 1; counters.superseded += 1
                         case .stale: counters.stale += 1
-                        case .rejected(let r): reject(user, topic, r, into: &out)
+                        case .rejected(var r):
+                            if items.count > 1 { r.index = index }  // as the decoder's rejections of a batch
+                            reject(user, topic, r, into: &out)
                         }
                     }
                 }
@@ -146,6 +148,16 @@ public struct Ingestor: Sendable {
     public mutating func restore(user: String, state: consuming UserState?, eventNow: Timestamp?) {
         if let state = state.take() { engine.restore(state) }
         if let eventNow { self.eventNow[user] = eventNow }
+    }
+
+    /// Closes each user's days through the day of their event clock (the end of a bounded input
+    /// in event mode: see ``Replay/finish()``).
+    public mutating func closeOpenDays(into out: inout [EngineOutput]) {
+        let grace = engine.configuration.graceSeconds
+        for (user, now) in eventNow.sorted(by: { $0.key < $1.key }) {
+            guard let cal = engine.calendar(of: user) else { continue }
+            engine.advance(user: user, to: cal.startOfDay(cal.day(of: now) + 1).adding(seconds: grace), into: &out)
+        }
     }
 
     /// Advances every user to the wall clock (wall mode).

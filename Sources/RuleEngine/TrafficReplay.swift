@@ -49,21 +49,47 @@ public struct Replay: Sendable {
         ingestor = Ingestor(engine: Engine(program: program, configuration: configuration), layout: layout, clock: .event)
     }
 
-    /// Feeds one traffic line; returns the output lines (alert and series payloads as JSON).
-    public mutating func feed(line: [UInt8]) -> Result<[String], TrafficError> {
+    /// What one traffic line produced.
+    public struct Fed: Sendable {
+        /// Alert and series payloads as JSON.
+        public var outputs: [String] = []
+        /// The rejections, as published on the `rejected` topics.
+        public var rejections: [String] = []
+    }
+
+    /// Feeds one traffic line; returns its outputs and rejections.
+    public mutating func feed(line: [UInt8]) -> Result<Fed, TrafficError> {
         switch TrafficRecord.parse(line) {
         case .failure(let m): return .failure(m)
         case .success(let r):
             var out: [EngineOutput] = []
             ingestor.handle(topic: r.topic, payload: r.payload, now: Timestamp(milliseconds: 0), into: &out)
-            return .success(out.compactMap { o in
-                switch o {
-                case .alert(let a): a.json
-                case .series(let s): s.json
-                case .rejected: nil
-                }
-            })
+            return .success(Replay.split(out))
         }
+    }
+
+    /// The final watermark of a bounded input: closes each user's days up to and including the
+    /// day of the latest sample seen from that user (in user-id order), as a batch engine's last
+    /// watermark does, so that the last day of data is evaluated. Later, empty days stay open.
+    public mutating func finish() -> Fed {
+        var out: [EngineOutput] = []
+        ingestor.closeOpenDays(into: &out)
+        return Replay.split(out)
+    }
+
+    /// How many inputs were rejected so far, by reason.
+    public var rejected: [RejectionReason: Int] { ingestor.counters.rejected }
+
+    private static func split(_ out: [EngineOutput]) -> Fed {
+        var fed = Fed()
+        for o in out {
+            switch o {
+            case .alert(let a): fed.outputs.append(a.json)
+            case .series(let s): fed.outputs.append(s.json)
+            case .rejected(let user, let topic, let r): fed.rejections.append(r.json(user: user, topic: topic))
+            }
+        }
+        return fed
     }
 }
 

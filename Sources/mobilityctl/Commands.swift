@@ -31,10 +31,15 @@ enum TestCommand {
 }
 
 enum ReplayCommand {
+    /// Exit code when the traffic had malformed lines (the rest was replayed).
+    static let malformedExit: Int32 = 3
+    /// Malformed lines printed one by one; beyond that, only counted.
+    static let maxMalformedShown = 20
+
     static func run(_ args: [String]) -> Int32 {
         var rules: [String] = []
         var file: String?
-        var series = false
+        var series = false, verbose = false, finalClose = true
         var config = EngineConfiguration()
         var i = 0
         func value() -> String {
@@ -46,6 +51,8 @@ enum ReplayCommand {
             switch args[i] {
             case "--rules": rules.append(value())
             case "--series": series = true
+            case "--verbose", "-v": verbose = true
+            case "--no-final-close": finalClose = false
             case "--grace": config.graceSeconds = Int64(value()) ?? { fail("--grace takes seconds") }()
             case "--lateness": config.allowedLatenessSeconds = (Int64(value()) ?? { fail("--lateness takes days") }()) * 86_400
             case "--time-zone": config.defaultCalendar = LocalCalendar(identifier: value()) ?? { fail("unknown time zone") }()
@@ -56,7 +63,7 @@ enum ReplayCommand {
             }
             i += 1
         }
-        guard let file, !rules.isEmpty else { fail("usage: mobilityctl replay --rules DIR [--series] FILE") }
+        guard let file, !rules.isEmpty else { fail("usage: mobilityctl replay --rules DIR [--series] [--verbose] [--no-final-close] FILE") }
         let (sources, errors) = RuleSet.load(rules)
         guard errors.isEmpty else { errors.forEach { writeErr("mobilityctl: \($0)\n") }; return 1 }
         let (program, diagnostics) = Checker.check(sources)
@@ -68,19 +75,39 @@ enum ReplayCommand {
         guard let input = FileHandle(forReadingAtPath: file) else { writeErr("mobilityctl: cannot read \(file)\n"); return 1 }
         var replay = Replay(program: program, configuration: config)
         var out = ""
-        var lineNo = 0
+        var lineNo = 0, lines = 0, malformed = 0
+        func emit(_ fed: Replay.Fed, line: Int?) {
+            for l in fed.outputs { out += l + "\n" }
+            if out.utf8.count > 1 << 16 { FileHandle.standardOutput.write(Data(out.utf8)); out = "" }
+            if verbose { for r in fed.rejections { writeErr("\(file):\(line.map(String.init) ?? "end"): rejected: \(r)\n") } }
+        }
         for line in LineReader(input) {
             lineNo += 1
             if line.isEmpty { continue }
+            lines += 1
             switch replay.feed(line: line) {
-            case .failure(let msg): writeErr("\(file):\(lineNo): \(msg)\n"); return 1
-            case .success(let lines):
-                for l in lines { out += l + "\n" }
-                if out.utf8.count > 1 << 16 { FileHandle.standardOutput.write(Data(out.utf8)); out = "" }
+            case .failure(let msg):
+                malformed += 1
+                if malformed <= maxMalformedShown { writeErr("\(file):\(lineNo): malformed line: \(msg)\n") }
+            case .success(let fed): emit(fed, line: lineNo)
             }
         }
+        if finalClose { emit(replay.finish(), line: nil) }
         FileHandle.standardOutput.write(Data(out.utf8))
-        return 0
+        writeErr(summary(lines: lines, malformed: malformed, rejected: replay.rejected))
+        return malformed > 0 ? malformedExit : 0
+    }
+
+    /// One line on stderr: what was read, what was malformed, what was rejected by reason.
+    static func summary(lines: Int, malformed: Int, rejected: [RejectionReason: Int]) -> String {
+        let total = rejected.values.reduce(0, +)
+        var s = "mobilityctl replay: \(lines) line\(lines == 1 ? "" : "s"), \(malformed) malformed, \(total) rejected"
+        if total > 0 {
+            s += " (" + rejected.sorted { ($1.value, $0.key.rawValue) < ($0.value, $1.key.rawValue) }
+                .map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ") + ")"
+        }
+        if malformed > maxMalformedShown { s += "; first \(maxMalformedShown) malformed lines shown" }
+        return s + "\n"
     }
 }
 

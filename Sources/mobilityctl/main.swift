@@ -4,16 +4,21 @@ import RuleLanguage
 import RuleTesting
 
 /// `mobilityctl`: check rules, run rule tests, replay recorded traffic. Exit codes like promtool:
-/// 0 ok, 1 failures, 2 usage error.
+/// 0 ok, 1 failures, 2 usage error; `replay`: 3 when traffic lines were malformed.
 let usage = """
 usage: mobilityctl <command> [options]
 
 commands:
   check FILE|DIR...                 parse and check rule files; print all diagnostics
   test FILE|DIR...                  run rule unit tests (*.test files)
-  replay --rules DIR [--series] [--grace SECONDS] [--lateness DAYS] FILE
+  replay --rules DIR [--series] [--grace SECONDS] [--lateness DAYS] [--verbose] [--no-final-close] FILE
                                     feed recorded traffic (JSON lines of {"topic","payload"})
-                                    through the engine; print alert transitions as JSON lines
+                                    through the engine; print alert transitions as JSON lines;
+                                    on stderr a summary (lines, malformed, rejections by reason),
+                                    with --verbose each rejection. At the end of the file each
+                                    user's days are closed through their last day of data
+                                    (--no-final-close: leave them open). Exit 3 when lines
+                                    were malformed (the rest was replayed)
   help                              show this help
 """
 

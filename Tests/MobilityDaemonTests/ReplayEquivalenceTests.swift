@@ -17,7 +17,7 @@ import TestSupport
         try (records.map(\.line).joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
 
-        let replay = try ChildProcess(ChildProcess.product("mobilityctl"), ["replay", "--rules", RepoPaths.rules, file])
+        let replay = try ChildProcess(ChildProcess.product("mobilityctl"), ["replay", "--rules", RepoPaths.rules, "--no-final-close", file])
         #expect(replay.wait(timeout: 60) == 0)
         let expected = replay.log.split(separator: "\n").map(String.init).filter { $0.hasPrefix("{") }.sorted()
         #expect(expected.count >= 2, "the plateau story should alert:\n\(replay.log)")
@@ -51,7 +51,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: file) }
         let record = try ChildProcess(ChildProcess.product("mobility-sim"), ["record", scenarios, "-o", file])
         #expect(record.wait() == 0)
-        let replay = try ChildProcess(ChildProcess.product("mobilityctl"), ["replay", "--rules", RepoPaths.rules, file])
+        let replay = try ChildProcess(ChildProcess.product("mobilityctl"), ["replay", "--rules", RepoPaths.rules, "--no-final-close", file])
         #expect(replay.wait(timeout: 60) == 0)
         let expected = replay.log.split(separator: "\n").map(String.init).filter { $0.hasPrefix("{") }.sorted()
         let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted()

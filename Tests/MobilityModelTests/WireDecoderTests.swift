@@ -222,3 +222,42 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
         #expect(try JSONValue.parse(v.text).get() == v)
     }
 }
+
+/// The default limits are consistent: a full batch of typical samples fits the payload limit, so
+/// each limit is reachable with real items and reported with its own reason (issue 14, item 7).
+@Suite struct BatchLimitTests {
+    /// A sample as a gateway sends it: long type name, offsets, a source with a device name (~250 B).
+    static func typical(_ i: Int) -> String {
+        "{\"id\":\"jamie-plateau-\(100_000 + i)-ws\",\"type\":\"HKQuantityTypeIdentifierWalkingSpeed\",\"value\":0.87447,\"unit\":\"m/s\","
+            + "\"start\":\"2026-03-31T19:04:25-07:00\",\"end\":\"2026-03-31T19:04:58-07:00\","
+            + "\"source\":{\"bundleId\":\"com.apple.health.9C2F5E1A\",\"name\":\"jamie-plateau's iPhone\"}}"
+    }
+    static func batch(_ n: Int, _ item: (Int) -> String = typical) -> [UInt8] {
+        Array(("[" + (0..<n).map(item).joined(separator: ",") + "]").utf8)
+    }
+
+    @Test func aFullBatchOfTypicalSamplesFitsAndEachLimitHasItsReason() throws {
+        let d = WireDecoder()
+        #expect(WireDecoder.defaultMaxBatch * 262 <= WireDecoder.defaultMaxPayloadBytes)
+        let full = Self.batch(d.maxBatch)
+        #expect(full.count < d.maxPayloadBytes)
+        let items = try d.samples(full, user: "jamie").get()
+        #expect(items.count == d.maxBatch && items.allSatisfy { if case .success = $0 { true } else { false } })
+        // One more typical item: still under the payload limit, refused for its count.
+        let over = Self.batch(d.maxBatch + 1)
+        #expect(over.count < d.maxPayloadBytes)
+        #expect(d.samples(over, user: "jamie").failureReason == .tooManyItems)
+        // Samples with metadata (~450 B) reach the payload limit before the item limit.
+        let rich = Self.batch(d.maxBatch) { i in
+            String(Self.typical(i).dropLast()) + ",\"metadata\":{\"HKMetadataKeyDevicePlacementSide\":2,\"HKWasUserEntered\":\"0\","
+                + "\"HKMetadataKeyTimeZone\":\"America/Los_Angeles\",\"HKMetadataKeySyncIdentifier\":\"9C2F5E1A-\(i)\",\"HKMetadataKeySyncVersion\":1}}"
+        }
+        #expect(rich.count > d.maxPayloadBytes)
+        #expect(d.samples(rich, user: "jamie").failureReason == .payloadTooLarge)
+    }
+}
+
+extension Result where Failure == Rejection {
+    /// The rejection's reason, nil on success.
+    var failureReason: RejectionReason? { if case .failure(let r) = self { r.reason } else { nil } }
+}

@@ -1,4 +1,5 @@
 @testable import RuleEngine
+import MobilityModel
 import Testing
 
 @Suite struct AlertStateMachineTests {
@@ -32,6 +33,29 @@ import Testing
         #expect(run(c("TFTF"), keep: 2).joined() == "F...")                 // true again within keep: still firing
         #expect(run(c("TTTTTTTT"), repeatDays: 3).joined() == "F..R..R.")   // reminders every 3 days
         #expect(run(c("TFTTTT"), cooldown: 3).joined() == "FX..F.")         // no new firing within the cooldown
+    }
+
+    @Test func localDayClockCountsA23HourDayAsADay() throws {
+        // Local midnights in Los Angeles around the spring-forward day (2026-03-08, 23 h).
+        let la = try #require(LocalCalendar(identifier: "America/Los_Angeles"))
+        let d0 = CivilDate(year: 2026, month: 3, day: 6).dayNumber
+        func midnight(_ k: Int32) -> Int64 { la.startOfDay(d0 + k).milliseconds }
+        func fires(_ clock: AlertStateMachine.Clock) -> Int? {
+            var sm = AlertStateMachine()
+            for k: Int32 in 0..<4 {
+                // Day d0+k evaluated at its end; active since the start of day d0.
+                if case .fire = sm.evaluate(true, at: midnight(k + 1), activeSince: midnight(0), forMs: 3 * day, keepFiringForMs: 0,
+                                            repeatMs: 0, cooldownMs: 0, clock: clock) { return Int(k) }
+            }
+            return nil
+        }
+        #expect(fires(.days(la)) == 2)  // the third local day (03-08)
+        #expect(fires(.wall) == 3)      // 71 h is not 72 h: the wall clock slips a day (per-sample rules keep it)
+        // Cooldown on the local-day clock ends at a local midnight.
+        var sm = AlertStateMachine()
+        _ = sm.evaluate(true, at: midnight(0), activeSince: midnight(0), forMs: 0, keepFiringForMs: 0, repeatMs: 0, cooldownMs: 0, clock: .days(la))
+        _ = sm.evaluate(false, at: midnight(1), activeSince: midnight(1), forMs: 0, keepFiringForMs: 0, repeatMs: 0, cooldownMs: day, clock: .days(la))
+        #expect(sm.quietUntil == midnight(2))
     }
 
     @Test func staleEvaluationsAreIgnored() {

@@ -271,13 +271,50 @@ import TestSupport
         for d in 1...6 { engine.ingest(sample("s\(d)", 0.8, day: d), user: "u", now: close(d), into: &out) }
         engine.advance(to: close(6), into: &out)
         #expect(out.alerts.map(\.rule) == ["slow"])
-        engine.reload(program(Self.rules.replacingOccurrences(of: "alert gap", with: "alert gap2").replacingOccurrences(of: "inhibited_by gap", with: "inhibited_by gap2")))
+        engine.reload(program(Self.rules.replacingOccurrences(of: "alert gap", with: "alert gap2").replacingOccurrences(of: "inhibited_by gap", with: "inhibited_by gap2")),
+                      now: close(30), into: &out)
         #expect(engine.state(of: "u")!.alerts["slow"]?.isFiring == true)
         #expect(engine.state(of: "u")!.alerts["gap"] == nil)
         out.removeAll()
         engine.ingest(sample("s7", 0.8, day: 7), user: "u", now: close(7), into: &out)
         engine.advance(to: close(7), into: &out)
         #expect(out.alerts.isEmpty) // still firing: no second firing transition
+    }
+}
+
+/// Removing a rule resolves its firing instances; the firing counts follow the alert states.
+@Suite struct ReloadAndFiringCountTests {
+    @Test func removingAFiringRuleResolvesItWithAReason() throws {
+        var engine = Engine(program: program(EngineTests.rules))
+        var out: [EngineOutput] = []
+        for u in ["u", "v"] {
+            for d in 1...6 { engine.ingest(sample("\(u)\(d)", 0.8, day: d), user: u, now: close(d), into: &out) }
+        }
+        engine.advance(to: close(6), into: &out)
+        let fired = try #require(out.alerts.first { $0.rule == "slow" && $0.user == "u" })
+        let slow = try #require(engine.alertNames.firstIndex(of: "slow"))
+        #expect(engine.firingCounts[slow] == 2)
+        #expect(engine.firingCounts == engine.countFiring())
+        out.removeAll()
+        let without = EngineTests.rules.replacingOccurrences(of: "inhibited_by gap", with: "")
+            .replacingOccurrences(of: "alert slow", with: "alert slower")
+        engine.reload(program(without), now: close(7), into: &out)
+        #expect(out.alerts.count == 2)
+        let resolved = try #require(out.alerts.first { $0.user == "u" })
+        #expect(resolved.rule == "slow" && resolved.status == .resolved && resolved.reason == "rule_removed")
+        #expect(resolved.id == fired.id && resolved.resolvedAt == close(7))
+        #expect(resolved.json.contains("\"reason\":\"rule_removed\""))
+        #expect(engine.firingCounts == engine.countFiring())
+        #expect(engine.firingCounts.allSatisfy { $0 == 0 })
+        // A restored firing state is counted; replacing a user's state does not count it twice.
+        var restarted = Engine(program: program(EngineTests.rules))
+        var old = Engine(program: program(EngineTests.rules))
+        for d in 1...6 { old.ingest(sample("w\(d)", 0.8, day: d), user: "w", now: close(d), into: &out) }
+        old.advance(to: close(6), into: &out)
+        restarted.restore(old.state(of: "w")!)
+        restarted.restore(old.state(of: "w")!)
+        #expect(restarted.firingCounts[slow] == 1)
+        #expect(restarted.firingCounts == restarted.countFiring())
     }
 }
 

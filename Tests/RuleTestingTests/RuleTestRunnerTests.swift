@@ -49,3 +49,39 @@ import TestSupport
         #expect(report.text.contains("bad.test:4: error: unknown statement 'bogus'"))
     }
 }
+
+/// Daily rules count local calendar days: a 23- or 25-hour DST day is one day (issue 14, item 1).
+@Suite struct DaylightSavingDurationTests {
+    static let rules = "series m = mean(walkingSpeed)\nalert slow {\n  when m < 1 m/s\n  for 3 d\n  repeat 2 d\n}\n"
+        + "alert dip {\n  when m < 1 m/s\n  keep_firing_for 2 d\n  cooldown 3 d\n}\n"
+
+    func run(start: String, _ body: String) throws -> RuleTestReport {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mw-dst-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Self.rules.write(to: dir.appendingPathComponent("slow.rules"), atomically: true, encoding: .utf8)
+        let test = "rules slow.rules\ntest \"dst\" {\n  time_zone America/Los_Angeles\n  start \(start)\n\(body)\n}\n"
+        return RuleTestRunner.run(path: dir.appendingPathComponent("x.test").path, text: test)
+    }
+
+    @Test(arguments: ["2026-03-01", "2026-03-11", "2026-10-25"])
+    func forAndRepeatCountLocalDays(start: String) throws {
+        // Day 8 is 2026-03-08 (23 h, spring forward) from 03-01, and 2026-11-01 (25 h) from 10-25.
+        let report = try run(start: start, """
+          input walkingSpeed m/s: 1.2x5 0.8x10
+          expect slow firing day 8, repeat day 10, repeat day 12, repeat day 14
+        """)
+        #expect(report.ok, "\(report.text)")
+    }
+
+    @Test(arguments: ["2026-03-01", "2026-10-25"])
+    func keepFiringForAndCooldownCountLocalDays(start: String) throws {
+        // true on day 6, false from day 7: keep_firing_for 2 d resolves on day 8 (the DST day);
+        // true again on days 9-11: the cooldown of 3 d after day 8 allows a new firing on day 11.
+        let report = try run(start: start, """
+          input walkingSpeed m/s: 1.2x5 0.8 1.2x2 0.8x3 1.2x2
+          expect dip firing day 6, resolved day 8, firing day 11, resolved day 13
+        """)
+        #expect(report.ok, "\(report.text)")
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Glibc
+import MobilityModel
+import Testing
+import TestSupport
+
+/// Alert instances across a reload and a restart of the real daemon (issue 14, items 4 and 5).
+@Suite(.serialized) struct AlertLifecycleDaemonTests {
+    func copyOfShippedRules() throws -> String {
+        let dir = NSTemporaryDirectory() + "mw-rules-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.copyItem(atPath: RepoPaths.rules, toPath: dir)
+        return dir
+    }
+
+    @Test func reloadThatRemovesAFiringRuleResolvesItAndClearsTheRetainedTopic() throws {
+        let dir = try copyOfShippedRules()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker, rules: dir)
+        let topic = alertTopic("lee", "uncalibrated_6mwd")
+        let rec = try MQTTRecorder(url: broker.url, filters: [topic])
+        try rec.publish(samplesTopic("lee"), sampleJSON(id: "l1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
+        #expect(eventually { rec.messages().count == 1 })
+        let firing = try JSONValue.parse(rec.messages()[0].payload).get()
+        try FileManager.default.removeItem(atPath: dir + "/six_minute_walk.rules")
+        daemon.process.signal(SIGHUP)
+        #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
+        // The removed rule's instance is resolved, saying why, and its retained state is cleared.
+        #expect(eventually { rec.messages().count == 3 })
+        let msgs = rec.messages()
+        try #require(msgs.count == 3)
+        let resolved = try JSONValue.parse(msgs[1].payload).get()
+        #expect(resolved["status"] == .string("resolved"))
+        #expect(resolved["reason"] == .string("rule_removed"))
+        #expect(resolved["id"] == firing["id"])
+        #expect(msgs[2].payload.isEmpty)
+        let later = try MQTTRecorder(url: broker.url, filters: [topic])
+        #expect(!eventually(timeout: 0.5) { !later.messages().isEmpty })  // nothing retained any more
+        #expect(daemon.metric("mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"resolved\"}") == 1)
+        #expect(daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == nil)
+        #expect(daemon.process.stop() == 0)
+    }
+
+    @Test func firingGaugeCountsRestoredAlertsAndNeverGoesNegative() throws {
+        let broker = try MosquittoBroker()
+        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let gauge = "mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}"
+        let rec = try MQTTRecorder(url: broker.url, filters: [alertTopic("+", "uncalibrated_6mwd")])
+        var daemon = try DaemonUnderTest(broker: broker, state: state)
+        for u in ["ann", "bob"] {
+            try rec.publish(samplesTopic(u), sampleJSON(id: "\(u)1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-03-01T10:00:00Z"))
+        }
+        #expect(eventually { daemon.metric(gauge) == 2 })
+        #expect(daemon.process.stop() == 0)
+        // Restarted on the same state: the two firing alerts are counted.
+        daemon = try DaemonUnderTest(broker: broker, state: state)
+        #expect(daemon.metric(gauge) == 2)
+        try rec.publish(samplesTopic("ann"), sampleJSON(id: "ann2", type: "sixMinuteWalkTestDistance", value: 420, unit: "m",
+                                                         end: "2026-03-08T10:00:00Z", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}"))
+        #expect(eventually { rec.messages().contains { $0.text.contains("\"status\":\"resolved\"") } })
+        #expect(eventually { daemon.metric(gauge) == 1 })
+        #expect(daemon.process.stop() == 0)
+    }
+}
