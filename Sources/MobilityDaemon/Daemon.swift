@@ -56,8 +56,13 @@ public final class Daemon: Sendable {
             print("configuration ok: \(program.alerts.count) alerts, \(program.series.count) series, broker \(broker), clock \(config.clock.rawValue)")
             return 0
         }
-        do { try FileManager.default.createDirectory(atPath: config.state, withIntermediateDirectories: true) } catch {
-            log.error("cannot create state directory", ["state": config.state, "error": "\(error)"])
+        // 0700 whatever the umask; a looser directory (an older version's) is tightened, and said so.
+        do {
+            if try PrivateFiles.prepareDirectory(config.state) {
+                log.warn("state directory was accessible to group or others; tightened to 0700", ["state": config.state])
+            }
+        } catch {
+            log.error("cannot create state directory", ["state": config.state, "error": error.description])
             return 1
         }
         rulesIdentity.withLock { $0 = program.identity }
