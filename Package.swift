@@ -56,6 +56,7 @@ let package = Package(
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
     ],
     cxxLanguageStandard: .cxx17
 )

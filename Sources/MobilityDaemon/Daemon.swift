@@ -194,7 +194,8 @@ public final class Daemon: Sendable {
         var http: HTTPServer?
         if let addr = config.metricsAddress {
             do {
-                http = try HTTPServer(address: addr) { [self] _, path in
+                let limit = DescriptorLimit.httpConnections(limit: DescriptorLimit.raise(), wanted: HTTPServer.defaultConnectionLimit)
+                http = try HTTPServer(address: addr, connectionLimit: limit) { [self] _, path in
                     self.http(path: path, shards: shards, subscriber: subscriber, publisher: publisher)
                 }
             } catch {
@@ -213,7 +214,7 @@ public final class Daemon: Sendable {
         }
         log.info("started", ["broker": broker.description, "client_id": clientID, "clock": config.clock.rawValue, "shards": String(shards.count),
                              "rules": config.rules, "alerts": String(program.alerts.count), "rules_identity": program.identity,
-                             "metrics": http.map { "127.0.0.1:\($0.port)" } ?? "off"])
+                             "metrics": http?.boundAddress ?? "off"])
 
         var ticker: DispatchSourceTimer?
         if config.clock == .wall {
