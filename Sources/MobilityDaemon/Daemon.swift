@@ -17,7 +17,9 @@ public final class Daemon: Sendable {
     private let reloads = Mutex<[String: Int]>([:])
     private let started = Date()
     private let rulesIdentity = Mutex<String>("")
-    private let journalHealthy = Atomic<Bool>(true)
+    let journalHealthy = Atomic<Bool>(true)
+    let notifier = ServiceNotifier()
+    private let readySent = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
 
     /// Creates a daemon from its configuration.
@@ -66,6 +68,7 @@ public final class Daemon: Sendable {
             return 1
         }
         rulesIdentity.withLock { $0 = program.identity }
+        notifier.status("restoring state")
         let clientID = config.clientID ?? "mobilityd-\(config.instance)"
         let statusTopic = layout.status(config.instance)
 
@@ -250,11 +253,13 @@ public final class Daemon: Sendable {
         }
         ackFlush.resume()
         healthSources.set(HealthSources(shards: shards, sink: sink))
+        let serviceTimer = startServiceTimer(notifier, shards: shards, subscriber: subscriber, publisher: publisher)
 
         for s in [SIGTERM, SIGINT] {
             let src = DispatchSource.makeSignalSource(signal: s, queue: signalQueue)
             src.setEventHandler { [self] in
                 log.info("shutting down", ["signal": s == SIGTERM ? "SIGTERM" : "SIGINT"])
+                notifier.stopping(status: "stopping: draining the shard queues")
                 stopping.store(true, ordering: .relaxed)
                 shutdown.signal()
             }
@@ -270,6 +275,7 @@ public final class Daemon: Sendable {
 
         // Drain: stop reading (messages already taken are queued), finish the queues, publish, say offline.
         ticker?.cancel()
+        serviceTimer.cancel()
         housekeeping.cancel()
         ackFlush.cancel()
         subscriber.stop()
@@ -304,11 +310,18 @@ public final class Daemon: Sendable {
 
     private func connectionEvent(_ e: MQTTConnectionEvent, role: String) {
         switch e {
-        case .connected: log.info("broker connected", ["role": role])
+        case .connected:
+            log.info("broker connected", ["role": role])
+            // Ready once the subscriber's connect callback has subscribed (state is restored and
+            // metrics listen by then): units ordered after mobilityd start when it consumes.
+            if role == "subscriber", !readySent.exchange(true, ordering: .relaxed) {
+                notifier.ready(status: "running: subscribed, \(config.shards) shards")
+            }
         case .disconnected(let reason):
             log.log(reason == "requested" ? .info : .warn, "broker disconnected", ["role": role, "reason": reason])
         case .refused(let err):
             log.error("broker refused the connection; giving up", ["role": role, "error": err.description])
+            notifier.stopping(status: "stopping: the broker refused the connection")
             exitCode.store(1, ordering: .relaxed)
             shutdown.signal()
         }
@@ -316,11 +329,15 @@ public final class Daemon: Sendable {
 
     /// SIGHUP: check the new rules first; an invalid set is refused and the old rules keep running.
     func reload(_ shards: [Shard]) {
+        let ready = readySent.load(ordering: .relaxed)
+        if ready { notifier.reloading(status: "reloading the rules") }
         guard let program = loadRules() else {
             log.error("reload refused: the new rules are invalid; keeping the old rules")
             reloads.withLock { $0["failure", default: 0] += 1 }
+            if ready { notifier.ready(status: "running: reload refused (invalid rules), the old rules keep running") }
             return
         }
+        defer { if ready { notifier.ready(status: "running: rules reloaded (\(program.identity))") } }
         for s in shards { s.queue.push(.reload(program)) }
         rulesIdentity.withLock { $0 = program.identity }
         reloads.withLock { $0["success", default: 0] += 1 }
@@ -337,10 +354,7 @@ public final class Daemon: Sendable {
     private func http(path: String, shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> HTTPResponse {
         switch path {
         case "/healthz":
-            var problems: [String] = []
-            if !subscriber.isConnected || !publisher.isConnected { problems.append("broker not connected") }
-            if !journalHealthy.load(ordering: .relaxed) { problems.append("ingest journal not writable") }
-            if shards.contains(where: { !$0.stats.withLock { $0.storeHealthy } }) { problems.append("state store not accepting commits") }
+            let problems = healthProblems(shards: shards, subscriber: subscriber, publisher: publisher).problems
             if problems.isEmpty { return HTTPResponse(body: "ok\n") }
             return HTTPResponse(status: 503, body: problems.joined(separator: "; ") + "\n")
         case "/metrics":
@@ -396,6 +410,9 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_users", total.users.d)
         m.family("mobilityd_queue_depth", "gauge", "Messages waiting per shard.")
         for (i, d) in depths.enumerated() { m.sample("mobilityd_queue_depth", ["shard": String(i)], d.d) }
+        m.family("mobilityd_shard_busy_seconds", "gauge", "How long each shard's batch at hand has run (0 while idle); past --stall-timeout the shard is stalled.")
+        let now = DispatchTime.now().uptimeNanoseconds
+        for s in shards { m.sample("mobilityd_shard_busy_seconds", ["shard": String(s.index)], Double(s.busyNanoseconds(now: now)) / 1e9) }
         m.family("mobilityd_evaluation_seconds", "summary", "Time spent ingesting and evaluating rules, per batch.")
         m.sample("mobilityd_evaluation_seconds_sum", total.evaluationSeconds)
         m.sample("mobilityd_evaluation_seconds_count", total.batches.d)

@@ -40,6 +40,8 @@ public struct DaemonConfiguration: Sendable {
     public var maxFutureSeconds: Int64 = 600
     public var maxPayloadBytes = 256 * 1024
     public var tickSeconds = 60
+    /// A shard busy with one batch longer than this is stalled: `/healthz` 503, no watchdog pings.
+    public var stallTimeoutSeconds = 30
     public var publishSeries = true
     public var checkConfig = false
     public var help = false
@@ -82,6 +84,7 @@ public struct DaemonConfiguration: Sendable {
         Option(name: "max-future", value: "SECONDS", help: "clock-skew guard for future samples (default 600)"),
         Option(name: "max-payload", value: "BYTES", help: "largest accepted payload (default 262144)"),
         Option(name: "tick", value: "SECONDS", help: "wall clock: how often days are closed (default 60)"),
+        Option(name: "stall-timeout", value: "SECONDS", help: "a shard busy with one batch longer than this is stalled: /healthz 503, systemd watchdog pings stop (default 30)"),
         Option(name: "publish-series", value: "true|false", help: "publish recorded series (default true)"),
         Option(name: "config", value: "FILE", help: "read KEY = VALUE lines (same keys as the flags)"),
         Option(name: "check-config", value: nil, help: "check the configuration and rules, then exit 0 or 1"),
@@ -255,6 +258,7 @@ public struct DaemonConfiguration: Sendable {
         if let n = try int("max-future", 0...86_400 * 365) { maxFutureSeconds = Int64(n) }
         if let n = try int("max-payload", 64...64 * 1024 * 1024) { maxPayloadBytes = n }
         if let n = try int("tick", 1...86_400) { tickSeconds = n }
+        if let n = try int("stall-timeout", 1...3600) { stallTimeoutSeconds = n }
         if let v = m["publish-series"] {
             guard v == "true" || v == "false" else { throw Problem(description: "--publish-series must be true or false") }
             publishSeries = v == "true"
