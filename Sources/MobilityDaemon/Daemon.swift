@@ -69,6 +69,8 @@ public final class Daemon: Sendable {
         }
         rulesIdentity.withLock { $0 = program.identity }
         notifier.status("restoring state")
+        let startupPings = notifier.pingDuringStartup()
+        defer { startupPings?.cancel() }
         let clientID = config.clientID ?? "mobilityd-\(config.instance)"
         let statusTopic = layout.status(config.instance)
 
@@ -253,6 +255,7 @@ public final class Daemon: Sendable {
         }
         ackFlush.resume()
         healthSources.set(HealthSources(shards: shards, sink: sink))
+        startupPings?.cancel()
         let serviceTimer = startServiceTimer(notifier, shards: shards, subscriber: subscriber, publisher: publisher)
 
         for s in [SIGTERM, SIGINT] {

@@ -1,4 +1,5 @@
 import CSystemd
+import Dispatch
 import Glibc
 
 /// Tells the service manager (systemd, `Type=notify`) what the daemon is doing, through
@@ -34,6 +35,17 @@ final class ServiceNotifier: Sendable {
 
     /// Tells the watchdog the daemon is making progress.
     func watchdog() { send("WATCHDOG=1") }
+
+    /// Pings the watchdog while the daemon starts (restoring a large state takes seconds), until
+    /// cancelled; start-up itself is bounded by the unit's `TimeoutStartSec=`. Nil without a watchdog.
+    func pingDuringStartup() -> DispatchSourceTimer? {
+        guard let usec = watchdogMicroseconds else { return nil }
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.startup-watchdog"))
+        timer.schedule(deadline: .now(), repeating: .microseconds(Int(max(usec / 2, 1000))))
+        timer.setEventHandler { [self] in watchdog() }
+        timer.resume()
+        return timer
+    }
 
     private func send(_ message: String) { _ = sd_notify(0, message) }
 }
