@@ -18,6 +18,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // A C API over Debian's simdjson (C++) for the samples payload: the one hot JSON path.
         .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
@@ -30,7 +31,7 @@ let package = Package(
         .target(name: "StateStore", dependencies: ["CSQLite", "CZlib", "MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
         .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "MobilityDaemon",
-                dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore"],
+                dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CSystemd"],
                 swiftSettings: strict),
         .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "CLibXML2", "CZlib"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
@@ -49,13 +50,14 @@ let package = Package(
                     exclude: ["Golden"], swiftSettings: strict),
         .testTarget(name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MQTTTransportTests", dependencies: ["CMosquitto", "MQTTTransport", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "MobilityDaemonTests", dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "TestSupport"],
+        .testTarget(name: "MobilityDaemonTests", dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "TestSupport", "CSQLite"],
                     swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
     ],
     cxxLanguageStandard: .cxx17
 )

@@ -21,7 +21,11 @@ public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertibl
     public var description: String { message }
 }
 
-/// A tiny GET-only HTTP server on libmicrohttpd's own thread, for `/metrics` and `/healthz`.
+/// A tiny GET-only HTTP server on libmicrohttpd's own thread (epoll), for `/metrics` and `/healthz`.
+///
+/// Bounded: at most `connectionLimit` connections at once (more wait in the listen backlog),
+/// each closed after `idleTimeoutSeconds` without activity, with a small per-connection pool, so
+/// idle or slow clients can neither exhaust the process's descriptors nor starve a health check.
 ///
 /// Sendability: `daemon` is only passed to libmicrohttpd (stopped once, in `stop`); the handler is
 /// `@Sendable` and called from libmicrohttpd's thread.
@@ -30,9 +34,15 @@ public final class HTTPServer: @unchecked Sendable {
     private let handler: @Sendable (_ method: String, _ path: String) -> HTTPResponse
     /// The bound port (useful when asked for port 0).
     public private(set) var port: UInt16 = 0
+    /// The bound address as `HOST:PORT`, read back from the listening socket.
+    public private(set) var boundAddress = ""
+
+    /// The default bound on simultaneous connections.
+    public static let defaultConnectionLimit = 2048
 
     /// Starts listening on `host:port` (IPv4 literal; use 127.0.0.1 for loopback only).
-    public init(address: String, handler: @escaping @Sendable (String, String) -> HTTPResponse) throws(HTTPServerError) {
+    public init(address: String, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
+                handler: @escaping @Sendable (String, String) -> HTTPResponse) throws(HTTPServerError) {
         self.handler = handler
         guard let colon = address.lastIndex(of: ":"), let p = UInt16(address[address.index(after: colon)...]) else {
             throw HTTPServerError(message: "metrics address '\(address)' must be HOST:PORT")
@@ -64,12 +74,30 @@ public final class HTTPServer: @unchecked Sendable {
                     let ok = MHD_queue_response(conn, r.status, resp)
                     MHD_destroy_response(resp)
                     return ok
-                }, me)
+                }, me, UInt32(clamping: max(1, connectionLimit)), UInt32(clamping: max(1, idleTimeoutSeconds)), 16 * 1024)
             }
         }
         guard let d else { throw HTTPServerError(message: "cannot listen on \(address): \(String(cString: strerror(errno)))") }
         daemon = d
         port = mw_mhd_port(d)
+        boundAddress = HTTPServer.localAddress(fd: mw_mhd_listen_fd(d)) ?? "\(address[..<colon]):\(port)"
+    }
+
+    /// Open connections now.
+    public var connections: Int { daemon.map { Int(mw_mhd_connections($0)) } ?? 0 }
+
+    /// `HOST:PORT` of a bound IPv4 socket.
+    static func localAddress(fd: Int32) -> String? {
+        guard fd >= 0 else { return nil }
+        var sin = sockaddr_in()
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &sin) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) == 0 }
+        }
+        guard ok else { return nil }
+        var buf = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        guard inet_ntop(AF_INET, &sin.sin_addr, &buf, socklen_t(buf.count)) != nil else { return nil }
+        return String(cString: buf) + ":" + String(UInt16(bigEndian: sin.sin_port))
     }
 
     /// Stops listening.

@@ -1,15 +1,15 @@
 import Glibc
 
-/// A minimal HTTP/1.0 client for 127.0.0.1: reads `/metrics` and `/healthz` of a local daemon
+/// A minimal HTTP/1.0 client for loopback: reads `/metrics` and `/healthz` of a local daemon
 /// (benchmarks, test harnesses). Not a general HTTP client.
 public enum LoopbackHTTP {
-    /// A TCP socket connected to 127.0.0.1:port, or nil.
-    public static func connect(port: Int) -> Int32? {
+    /// A TCP socket connected to host:port (an IPv4 literal, 127.0.0.1 by default), or nil.
+    public static func connect(host: String = "127.0.0.1", port: Int) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_addr.s_addr = inet_addr(host)
         addr.sin_port = UInt16(port).bigEndian
         let ok = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -21,6 +21,11 @@ public enum LoopbackHTTP {
     /// `GET path` on 127.0.0.1:port: the status and body, or nil when nothing answers.
     public static func get(port: Int, path: String) -> (status: Int, body: String)? {
         guard let fd = connect(port: port) else { return nil }
+        return exchange(fd: fd, path: path)
+    }
+
+    /// `GET path` on a connected socket, which it closes: the status and body, or nil.
+    public static func exchange(fd: Int32, path: String) -> (status: Int, body: String)? {
         defer { close(fd) }
         let req = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
         _ = req.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }

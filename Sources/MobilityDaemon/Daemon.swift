@@ -17,7 +17,9 @@ public final class Daemon: Sendable {
     private let reloads = Mutex<[String: Int]>([:])
     private let started = Date()
     private let rulesIdentity = Mutex<String>("")
-    private let journalHealthy = Atomic<Bool>(true)
+    let journalHealthy = Atomic<Bool>(true)
+    let notifier = ServiceNotifier()
+    private let readySent = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
 
     /// Creates a daemon from its configuration.
@@ -56,11 +58,19 @@ public final class Daemon: Sendable {
             print("configuration ok: \(program.alerts.count) alerts, \(program.series.count) series, broker \(broker), clock \(config.clock.rawValue)")
             return 0
         }
-        do { try FileManager.default.createDirectory(atPath: config.state, withIntermediateDirectories: true) } catch {
-            log.error("cannot create state directory", ["state": config.state, "error": "\(error)"])
+        // 0700 whatever the umask; a looser directory (an older version's) is tightened, and said so.
+        do {
+            if try PrivateFiles.prepareDirectory(config.state) {
+                log.warn("state directory was accessible to group or others; tightened to 0700", ["state": config.state])
+            }
+        } catch {
+            log.error("cannot create state directory", ["state": config.state, "error": error.description])
             return 1
         }
         rulesIdentity.withLock { $0 = program.identity }
+        notifier.status("restoring state")
+        let startupPings = notifier.pingDuringStartup()
+        defer { startupPings?.cancel() }
         let clientID = config.clientID ?? "mobilityd-\(config.instance)"
         let statusTopic = layout.status(config.instance)
 
@@ -199,7 +209,8 @@ public final class Daemon: Sendable {
         var http: HTTPServer?
         if let addr = config.metricsAddress {
             do {
-                http = try HTTPServer(address: addr) { [self] _, path in
+                let limit = DescriptorLimit.httpConnections(limit: DescriptorLimit.raise(), wanted: HTTPServer.defaultConnectionLimit)
+                http = try HTTPServer(address: addr, connectionLimit: limit) { [self] _, path in
                     self.http(path: path, shards: shards, subscriber: subscriber, publisher: publisher)
                 }
             } catch {
@@ -218,7 +229,7 @@ public final class Daemon: Sendable {
         }
         log.info("started", ["broker": broker.description, "client_id": clientID, "clock": config.clock.rawValue, "shards": String(shards.count),
                              "rules": config.rules, "alerts": String(program.alerts.count), "rules_identity": program.identity,
-                             "metrics": http.map { "127.0.0.1:\($0.port)" } ?? "off"])
+                             "metrics": http?.boundAddress ?? "off"])
 
         var ticker: DispatchSourceTimer?
         if config.clock == .wall {
@@ -256,11 +267,14 @@ public final class Daemon: Sendable {
         }
         ackFlush.resume()
         healthSources.set(HealthSources(shards: shards, sink: sink))
+        startupPings?.cancel()
+        let serviceTimer = startServiceTimer(notifier, shards: shards, subscriber: subscriber, publisher: publisher)
 
         for s in [SIGTERM, SIGINT] {
             let src = DispatchSource.makeSignalSource(signal: s, queue: signalQueue)
             src.setEventHandler { [self] in
                 log.info("shutting down", ["signal": s == SIGTERM ? "SIGTERM" : "SIGINT"])
+                notifier.stopping(status: "stopping: draining the shard queues")
                 stopping.store(true, ordering: .relaxed)
                 shutdown.signal()
             }
@@ -276,6 +290,7 @@ public final class Daemon: Sendable {
 
         // Drain: stop reading (messages already taken are queued), finish the queues, publish, say offline.
         ticker?.cancel()
+        serviceTimer.cancel()
         housekeeping.cancel()
         ackFlush.cancel()
         subscriber.stop()
@@ -347,11 +362,18 @@ public final class Daemon: Sendable {
 
     private func connectionEvent(_ e: MQTTConnectionEvent, role: String) {
         switch e {
-        case .connected: log.info("broker connected", ["role": role])
+        case .connected:
+            log.info("broker connected", ["role": role])
+            // Ready once the subscriber's connect callback has subscribed (state is restored and
+            // metrics listen by then): units ordered after mobilityd start when it consumes.
+            if role == "subscriber", !readySent.exchange(true, ordering: .relaxed) {
+                notifier.ready(status: "running: subscribed, \(config.shards) shards")
+            }
         case .disconnected(let reason):
             log.log(reason == "requested" ? .info : .warn, "broker disconnected", ["role": role, "reason": reason])
         case .refused(let err):
             log.error("broker refused the connection; giving up", ["role": role, "error": err.description])
+            notifier.stopping(status: "stopping: the broker refused the connection")
             exitCode.store(1, ordering: .relaxed)
             shutdown.signal()
         }
@@ -359,11 +381,15 @@ public final class Daemon: Sendable {
 
     /// SIGHUP: check the new rules first; an invalid set is refused and the old rules keep running.
     func reload(_ shards: [Shard]) {
+        let ready = readySent.load(ordering: .relaxed)
+        if ready { notifier.reloading(status: "reloading the rules") }
         guard let program = loadRules() else {
             log.error("reload refused: the new rules are invalid; keeping the old rules")
             reloads.withLock { $0["failure", default: 0] += 1 }
+            if ready { notifier.ready(status: "running: reload refused (invalid rules), the old rules keep running") }
             return
         }
+        defer { if ready { notifier.ready(status: "running: rules reloaded (\(program.identity))") } }
         for s in shards { s.queue.push(.reload(program)) }
         rulesIdentity.withLock { $0 = program.identity }
         reloads.withLock { $0["success", default: 0] += 1 }
@@ -380,10 +406,7 @@ public final class Daemon: Sendable {
     private func http(path: String, shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> HTTPResponse {
         switch path {
         case "/healthz":
-            var problems: [String] = []
-            if !subscriber.isConnected || !publisher.isConnected { problems.append("broker not connected") }
-            if !journalHealthy.load(ordering: .relaxed) { problems.append("ingest journal not writable") }
-            if shards.contains(where: { !$0.stats.withLock { $0.storeHealthy } }) { problems.append("state store not accepting commits") }
+            let problems = healthProblems(shards: shards, subscriber: subscriber, publisher: publisher).problems
             if problems.isEmpty { return HTTPResponse(body: "ok\n") }
             return HTTPResponse(status: 503, body: problems.joined(separator: "; ") + "\n")
         case "/metrics":
@@ -439,6 +462,9 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_users", total.users.d)
         m.family("mobilityd_queue_depth", "gauge", "Messages waiting per shard.")
         for (i, d) in depths.enumerated() { m.sample("mobilityd_queue_depth", ["shard": String(i)], d.d) }
+        m.family("mobilityd_shard_busy_seconds", "gauge", "How long each shard's batch at hand has run (0 while idle); past --stall-timeout the shard is stalled.")
+        let now = DispatchTime.now().uptimeNanoseconds
+        for s in shards { m.sample("mobilityd_shard_busy_seconds", ["shard": String(s.index)], Double(s.busyNanoseconds(now: now)) / 1e9) }
         m.family("mobilityd_evaluation_seconds", "summary", "Time spent ingesting and evaluating rules, per batch.")
         m.sample("mobilityd_evaluation_seconds_sum", total.evaluationSeconds)
         m.sample("mobilityd_evaluation_seconds_count", total.batches.d)

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import MobilityModel
 import MQTTTransport
 import RuleEngine
@@ -43,6 +44,8 @@ public struct DaemonConfiguration: Sendable {
     public var maxFutureSeconds: Int64 = 600
     public var maxPayloadBytes = 256 * 1024
     public var tickSeconds = 60
+    /// A shard busy with one batch longer than this is stalled: `/healthz` 503, no watchdog pings.
+    public var stallTimeoutSeconds = 30
     public var publishSeries = true
     public var checkConfig = false
     public var help = false
@@ -66,7 +69,8 @@ public struct DaemonConfiguration: Sendable {
         Option(name: "client-id", value: "ID", help: "MQTT client id of the persistent session (default mobilityd-INSTANCE)"),
         Option(name: "username", value: "NAME", help: "MQTT username"),
         Option(name: "publisher-username", value: "NAME", help: "MQTT username of the publisher connection, same password (default: --username)"),
-        Option(name: "password", value: "SECRET", help: "MQTT password (prefer MOBILITYD_PASSWORD or the config file)"),
+        Option(name: "password", value: "SECRET", help: "MQTT password: config file (mode 0600) or MOBILITYD_PASSWORD only, refused on the command line"),
+        Option(name: "password-file", value: "FILE", help: "read the MQTT password from FILE (mode 0600 or 0400; e.g. a systemd credential)"),
         Option(name: "ca-file", value: "PATH", help: "CA certificate for mqtts:// (default: system store)"),
         Option(name: "cert-file", value: "PATH", help: "client certificate for mqtts://"),
         Option(name: "key-file", value: "PATH", help: "client key for mqtts://"),
@@ -85,6 +89,7 @@ public struct DaemonConfiguration: Sendable {
         Option(name: "max-future", value: "SECONDS", help: "clock-skew guard for future samples (default 600)"),
         Option(name: "max-payload", value: "BYTES", help: "largest accepted payload (default 262144)"),
         Option(name: "tick", value: "SECONDS", help: "wall clock: how often days are closed (default 60)"),
+        Option(name: "stall-timeout", value: "SECONDS", help: "a shard busy with one batch longer than this is stalled: /healthz 503, systemd watchdog pings stop (default 30)"),
         Option(name: "publish-series", value: "true|false", help: "publish recorded series (default true)"),
         Option(name: "config", value: "FILE", help: "read KEY = VALUE lines (same keys as the flags)"),
         Option(name: "check-config", value: nil, help: "check the configuration and rules, then exit 0 or 1"),
@@ -129,6 +134,7 @@ public struct DaemonConfiguration: Sendable {
                 name = String(name[..<eq])
             }
             guard let opt = options.first(where: { $0.name == name }) else { throw Problem(description: "unknown option --\(name)") }
+            if name == "password" { throw Problem(description: passwordOnCommandLine) }
             if opt.value != nil, value == nil {
                 i += 1
                 guard i < arguments.count else { throw Problem(description: "--\(name) needs a value") }
@@ -141,7 +147,7 @@ public struct DaemonConfiguration: Sendable {
         // The config file, named by flag or environment.
         let configPath = flags.last { $0.0 == "config" }?.1 ?? environment["MOBILITYD_CONFIG"]
         if let configPath {
-            guard let text = try? String(contentsOfFile: configPath, encoding: .utf8) else { throw Problem(description: "cannot read config file \(configPath)") }
+            let (text, mode) = try readPrivate(configPath, what: "config file")
             for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
                 if line.isEmpty { continue }
@@ -152,6 +158,7 @@ public struct DaemonConfiguration: Sendable {
                 }
                 merged[key] = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
             }
+            if merged["password"] != nil, mode & 0o077 != 0 { throw Problem(description: looseSecret(configPath, mode: mode, what: "config file")) }
         }
         for o in options where o.value != nil {
             let env = "MOBILITYD_" + o.name.uppercased().replacingOccurrences(of: "-", with: "_")
@@ -161,8 +168,43 @@ public struct DaemonConfiguration: Sendable {
         for (name, value) in flags {
             if let value { merged[name] = value } else if name == "help" { c.help = true } else if name == "check-config" { c.checkConfig = true }
         }
+        if let path = merged["password-file"] {
+            let (text, mode) = try readPrivate(path, what: "password file")
+            if mode & 0o077 != 0 { throw Problem(description: looseSecret(path, mode: mode, what: "password file")) }
+            let secret = text.trimmingCharacters(in: .newlines)
+            guard !secret.isEmpty else { throw Problem(description: "password file \(path) is empty") }
+            guard !secret.contains(where: \.isNewline) else { throw Problem(description: "password file \(path) must hold one line, the password") }
+            merged["password"] = secret
+        }
         try c.apply(merged)
         return c
+    }
+
+    static let passwordOnCommandLine = """
+        --password is refused on the command line: every local user can read a process's arguments \
+        (ps, /proc/PID/cmdline). Put the password in a file only mobilityd can read and pass \
+        --password-file FILE (the shipped systemd unit passes a LoadCredential= credential), or set \
+        'password = …' in the --config file (mode 0600), or MOBILITYD_PASSWORD
+        """
+
+    /// A file's text and permission bits.
+    static func readPrivate(_ path: String, what: String) throws(Problem) -> (String, mode_t) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Problem(description: "cannot read \(what) \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw Problem(description: "\(what) \(path) is not a regular file") }
+        guard st.st_size <= 1 << 20, let data = try? FileHandle(fileDescriptor: fd, closeOnDealloc: false).readToEnd() ?? Data(),
+              let text = String(data: data, encoding: .utf8) else {
+            throw Problem(description: "cannot read \(what) \(path): not UTF-8 text of at most 1 MiB")
+        }
+        return (text, st.st_mode & 0o7777)
+    }
+
+    static func looseSecret(_ path: String, mode: mode_t, what: String) -> String {
+        let m = "0" + String(mode, radix: 8)
+        return "\(what) \(path) holds the MQTT password but is accessible to group or others (mode \(m)); "
+            + "run 'chmod 600 \(path)' (owned by the user mobilityd runs as), or keep the password in a --password-file of its own"
     }
 
     mutating func apply(_ m: [String: String]) throws(Problem) {
@@ -222,6 +264,7 @@ public struct DaemonConfiguration: Sendable {
         if let n = try int("max-future", 0...86_400 * 365) { maxFutureSeconds = Int64(n) }
         if let n = try int("max-payload", 64...64 * 1024 * 1024) { maxPayloadBytes = n }
         if let n = try int("tick", 1...86_400) { tickSeconds = n }
+        if let n = try int("stall-timeout", 1...3600) { stallTimeoutSeconds = n }
         if let v = m["publish-series"] {
             guard v == "true" || v == "false" else { throw Problem(description: "--publish-series must be true or false") }
             publishSeries = v == "true"

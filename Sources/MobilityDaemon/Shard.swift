@@ -56,6 +56,9 @@ final class Shard: @unchecked Sendable {
     let stats = Mutex(ShardStats())
     /// Every journalled message up to this sequence number routed here is committed.
     let committedThrough = Atomic<UInt64>(0)
+    /// When the batch at hand started (uptime ns), 0 while waiting for work: a batch that runs
+    /// past the stall bound (a blocked commit, a pathological rule) is a stalled shard.
+    let busySince = Atomic<UInt64>(0)
     private var ingestor: Ingestor
     private let sink: any OutputSink
     private let store: StateStore
@@ -133,6 +136,7 @@ final class Shard: @unchecked Sendable {
         while queue.waitForItems() {
             // One clock read per batch, not per message.
             let started = DispatchTime.now().uptimeNanoseconds
+            busySince.store(started, ordering: .relaxed)
             // Read before taking: every message up to q routed here is in the queue now.
             let q = journal?.queuedThrough ?? 0
             queue.takeAll(into: &batch)
@@ -213,8 +217,10 @@ final class Shard: @unchecked Sendable {
             updateFiring()
             out.removeAll(keepingCapacity: true)
             for b in barriers { b.signal() }
+            busySince.store(0, ordering: .relaxed)
         }
         // Closed: one last attempt to commit what is pending.
+        busySince.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         if let items = commit() {
             if !items.isEmpty { _ = sink.publish(items) }
             for (u, id) in pendingAcks { committedAcks[u] = id }
@@ -259,6 +265,12 @@ final class Shard: @unchecked Sendable {
 }
 
 extension Shard {
+
+    /// How long the batch at hand has run at `now` (uptime ns), 0 while idle.
+    func busyNanoseconds(now: UInt64) -> UInt64 {
+        let since = busySince.load(ordering: .relaxed)
+        return since == 0 || now < since ? 0 : now - since
+    }
 
     /// A commit is at most this many users, whatever the interval.
     static let maxPendingUsers = 50_000

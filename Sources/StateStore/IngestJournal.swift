@@ -39,10 +39,11 @@ public final class IngestJournal: Sendable {
         self.directory = directory
         self.segmentBytes = segmentBytes
         self.syncEvery = syncEvery
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try PrivateFiles.prepareDirectory(directory)  // 0700: the records are health data
         var last: UInt64 = 0
         var segments: [(UInt64, UInt64, String)] = []
         for (first, path) in IngestJournal.segmentPaths(directory) {
+            try PrivateFiles.tightenIfPresent(path)
             var lastInSegment = first - 1
             var goodBytes = 0
             IngestJournal.scan(path) { e, endOffset in lastInSegment = e.seq; goodBytes = endOffset }
@@ -81,6 +82,8 @@ public final class IngestJournal: Sendable {
                 let path = directory + "/journal-" + String(format: "%016llx", st.nextSeq) + ".log"
                 let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
                 guard fd >= 0 else { throw JournalError("cannot open \(path): \(String(cString: strerror(errno)))") }
+                // 0600 whatever the umask (open's mode is reduced by it, never widened).
+                do { try PrivateFiles.makePrivate(fd: fd, path: path) } catch { close(fd); throw JournalError("\(error)") }
                 st.fd = fd
                 st.size = 0
                 st.segments.append((first: st.nextSeq, last: st.nextSeq - 1, path: path))

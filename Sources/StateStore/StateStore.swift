@@ -85,8 +85,16 @@ public final class StateStore: @unchecked Sendable {
     /// With `autoCheckpoint` off, committing never copies the WAL into the database file (SQLite
     /// does that, with an fsync, inside whichever commit crosses 1000 WAL pages: measured as the
     /// ~4 ms p99 of alert latency); the owner calls ``checkpoint()`` from another thread instead.
+    ///
+    /// The database file is created 0600 before SQLite opens it (SQLite gives its `-wal` and
+    /// `-shm` files the database file's mode), and looser modes left by an older version are
+    /// tightened: the store holds health data.
     public init(path: String, autoCheckpoint: Bool = true) throws(SQLiteError) {
         self.path = path
+        do {
+            try PrivateFiles.prepareFile(path)
+            for suffix in ["-wal", "-shm", "-journal"] { try PrivateFiles.tightenIfPresent(path + suffix) }
+        } catch { throw SQLiteError(code: -1, message: error.description) }
         db = try SQLiteDatabase(path: path)
         try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
         if !autoCheckpoint { try db.exec("PRAGMA wal_autocheckpoint=0;") }

@@ -9,15 +9,25 @@ final class DaemonUnderTest: @unchecked Sendable {
     let metricsPort: Int
     let broker: MosquittoBroker
 
+    /// - Parameters:
+    ///   - umask: started through `/bin/sh`, which sets this umask and `exec`s mobilityd (same pid).
+    ///   - watchdogPID: with `umask`'s shell, sets `WATCHDOG_PID` to the daemon's own pid, as systemd does.
     init(broker: MosquittoBroker, rules: String = RepoPaths.rules, clock: String = "event", clientID: String = "mobilityd-test",
-         state: String? = nil, extra: [String] = []) throws {
+         state: String? = nil, extra: [String] = [], environment: [String: String] = [:], umask: String? = nil,
+         watchdogPID: Bool = false) throws {
         self.broker = broker
         metricsPort = try freePort()
         let state = state ?? NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
-        process = try ChildProcess(ChildProcess.product("mobilityd"), [
+        let arguments = [
             "--broker", broker.url, "--rules", rules, "--state", state, "--clock", clock, "--client-id", clientID,
             "--metrics-address", "127.0.0.1:\(metricsPort)", "--log-level", "debug",
-        ] + extra)
+        ] + extra
+        if umask != nil || watchdogPID {
+            let script = "umask \(umask ?? "022") && " + (watchdogPID ? "WATCHDOG_PID=$$ " : "") + "exec \"$0\" \"$@\""
+            process = try ChildProcess("/bin/sh", ["-c", script, ChildProcess.product("mobilityd")] + arguments, environment: environment)
+        } else {
+            process = try ChildProcess(ChildProcess.product("mobilityd"), arguments, environment: environment)
+        }
         guard eventually(timeout: 15, { self.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 1
                 && self.metric("mobilityd_broker_connected{role=\"publisher\"}") == 1 }) else {
             throw HarnessError("mobilityd did not connect:\n\(process.log)")

@@ -297,9 +297,9 @@ extension MQTTRecorder {
         #expect(daemon.stop() == 0)
         // Wrong password: the broker refuses; retrying cannot help, so mobilityd exits 1.
         let wrong = try ChildProcess(ChildProcess.product("mobilityd"), [
-            "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", dir + "/ca.crt", "--username", "mobilityd", "--password", "nope",
+            "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", dir + "/ca.crt", "--username", "mobilityd",
             "--rules", RepoPaths.rules, "--state", dir + "/state2", "--metrics-address", "off",
-        ])
+        ], environment: ["MOBILITYD_PASSWORD": "nope"]) // never on the command line (refused there)
         #expect(wrong.wait(timeout: 20) == 1, "\(wrong.log)")
         #expect(wrong.log.contains("refused"))
     }

@@ -67,13 +67,14 @@ final class ShippedDeployment: @unchecked Sendable {
         let conf = try ShippedDeployment.substitute(example, [
             ("mqtts://mqtt.example.org:8883", tlsURL),
             ("/etc/mobilitywatch/ca.crt", ca),
-            ("change-me", passwords["mobilityd"]!),
+            ("# password-file = /etc/mobilitywatch/mqtt-password", "password-file = \(dir)/mqtt-password"),
             ("/etc/mobilitywatch/rules", RepoPaths.rules),
             ("/var/lib/mobilitywatch", dir + "/state"),
             ("127.0.0.1:9464", "127.0.0.1:\(metricsPort)"),
         ] + edit)
         try conf.write(toFile: dir + "/mobilityd.conf", atomically: true, encoding: .utf8)
-        chmod(dir + "/mobilityd.conf", 0o600)
+        try (passwords["mobilityd"]! + "\n").write(toFile: dir + "/mqtt-password", atomically: true, encoding: .utf8)
+        chmod(dir + "/mqtt-password", 0o600)
         let d = try ChildProcess(ChildProcess.product("mobilityd"), ["--config", dir + "/mobilityd.conf"], logPath: dir + "/mobilityd.log")
         daemon = d
         guard eventually(timeout: 15, { httpGet(port: self.metricsPort, path: "/healthz")?.status == 200 }) else {

@@ -1,0 +1,59 @@
+import Foundation
+import MQTTTransport
+
+extension Daemon {
+    /// What is wrong now, for `/healthz`, `STATUS=` and the watchdog: empty when healthy.
+    func healthProblems(shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> (problems: [String], stalled: Bool) {
+        var problems: [String] = []
+        if !subscriber.isConnected || !publisher.isConnected { problems.append("broker not connected") }
+        if !journalHealthy.load(ordering: .relaxed) { problems.append("ingest journal not writable") }
+        if shards.contains(where: { !$0.stats.withLock { $0.storeHealthy } }) { problems.append("state store not accepting commits") }
+        let stalled = stalledShards(shards)
+        for (i, ns) in stalled {
+            problems.append("shard \(i) stalled: one batch has run \(String(format: "%.1f", Double(ns) / 1e9)) s (bound \(config.stallTimeoutSeconds) s)")
+        }
+        return (problems, !stalled.isEmpty)
+    }
+
+    /// Shards whose batch at hand has run past `--stall-timeout`, with how long (ns).
+    func stalledShards(_ shards: [Shard]) -> [(Int, UInt64)] {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let bound = UInt64(config.stallTimeoutSeconds) * 1_000_000_000
+        return shards.compactMap { s in
+            let busy = s.busyNanoseconds(now: now)
+            return busy > bound ? (s.index, busy) : nil
+        }
+    }
+
+    /// Every `interval`: `WATCHDOG=1` while no shard is stalled (systemd restarts a daemon whose
+    /// pings stop), and a `STATUS=` line when health changes. Runs on its own queue, so neither
+    /// a stalled shard nor a busy signal handler can hold it up.
+    func startServiceTimer(_ notifier: ServiceNotifier, shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> DispatchSourceTimer {
+        // systemd's advice: ping at half the interval. Health is reported at least every second.
+        let intervalUs = min(notifier.watchdogMicroseconds.map { $0 / 2 } ?? 1_000_000, 1_000_000)
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.service"))
+        timer.schedule(deadline: .now(), repeating: .microseconds(Int(max(intervalUs, 1000))))
+        let last = LastStatus()
+        timer.setEventHandler { [self] in
+            let (problems, stalled) = healthProblems(shards: shards, subscriber: subscriber, publisher: publisher)
+            if notifier.watchdogMicroseconds != nil, !stalled { notifier.watchdog() }
+            let status = problems.isEmpty ? "running: \(shards.count) shards" : "degraded: " + problems.joined(separator: "; ")
+            if last.swap(status) != status { notifier.status(status) }
+            if last.swapStalled(stalled) != stalled {
+                if stalled { log.error("shard stalled; /healthz fails and the watchdog is not pinged", ["status": status]) }
+                else { log.info("no shard stalled any more") }
+            }
+        }
+        timer.resume()
+        return timer
+    }
+}
+
+/// The last `STATUS=` line sent (the service timer's only state).
+final class LastStatus: @unchecked Sendable {
+    // Only touched on the service timer's serial queue.
+    private var value = ""
+    private var stalled = false
+    func swap(_ v: String) -> String { defer { value = v }; return value }
+    func swapStalled(_ v: Bool) -> Bool { defer { stalled = v }; return stalled }
+}
