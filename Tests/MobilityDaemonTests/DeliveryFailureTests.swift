@@ -44,7 +44,7 @@ import TestSupport
         #expect(log.contains("\"kind\":\"series\"") && log.contains("\"reason\":\"not_authorized\""))
         #expect(!log.contains("1.2"), "a health value reached the log") // the refusal logs kinds and reasons only
         let parked = m["mobilityd_dead_letters"] ?? -1
-        #expect(d.daemon!.stop() == 0)
+        #expect(d.daemon!.stop() == 0, "\(d.daemon!.log)")
         // The dead letters are in the store, with their topic and reason; the outbox is empty.
         let store = try StateStore(path: d.dir + "/state/state.sqlite")
         let letters = try store.deadLetters()
@@ -71,6 +71,6 @@ import TestSupport
             total + ((try? FileManager.default.attributesOfItem(atPath: state + "/journal/" + f)[.size] as? Int) ?? 0)
         }
         #expect(journal < 4096, "the journal holds \(journal) bytes")
-        #expect(daemon.process.stop() == 0)
+        #expect(daemon.process.stop() == 0, "\(daemon.process.log)")
     }
 }
