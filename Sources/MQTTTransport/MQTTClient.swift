@@ -182,8 +182,7 @@ public final class MQTTClient: @unchecked Sendable {
         let v5 = configuration.protocolVersion == .v5
         guard rc == 0 else {
             let e = MQTTError.refused(rc, v5: v5)
-            // 4/5 (3.1.1) and 134/135 (5): bad credentials or not authorised. Retrying cannot help.
-            if [4, 5, 134, 135].contains(rc) { onEvent(.refused(e)) } else { onEvent(.disconnected(reason: e.message)) }
+            if MQTTClient.refusalIsFinal(rc, v5: v5) { onEvent(.refused(e)) } else { onEvent(.disconnected(reason: e.message)) }
             return
         }
         connectedFlag.store(true, ordering: .relaxed)
@@ -276,6 +275,15 @@ public final class MQTTClient: @unchecked Sendable {
     /// A libmosquitto result as text (`errno`'s for `MOSQ_ERR_ERRNO`).
     private static func describe(_ rc: Int32) -> String {
         rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
+    }
+
+    /// Whether a refused connection (a 3.1.1 CONNACK return code or an MQTT 5 reason code) will
+    /// be refused again however often it is retried: bad credentials or no authorisation (4, 5;
+    /// 134, 135), or a protocol version the broker does not speak (1; 132 — NATS 2.9 refuses
+    /// MQTT 5 so). Retrying those once left a client connected to nothing for good, while its
+    /// network thread gave up after two attempts.
+    public static func refusalIsFinal(_ rc: Int32, v5: Bool) -> Bool {
+        v5 ? [132, 134, 135].contains(rc) : [1, 4, 5].contains(rc)
     }
 
     /// Whether a failed first connect (a libmosquitto error code) is worth retrying. Everything is

@@ -31,7 +31,11 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// A refused connection, described by `mosquitto_connack_string` or `mosquitto_reason_string`.
     static func refused(_ rc: Int32, v5: Bool) -> MQTTError {
-        MQTTError(.refused(rc), "connection refused: " + String(cString: v5 ? mosquitto_reason_string(rc) : mosquitto_connack_string(rc)))
+        var m = "connection refused: " + String(cString: v5 ? mosquitto_reason_string(rc) : mosquitto_connack_string(rc))
+        if (v5 && rc == 132) || (!v5 && rc == 1) {
+            m += v5 ? " (the broker does not speak MQTT 5; use MQTT 3.1.1)" : " (the broker does not speak MQTT 3.1.1; use MQTT 5)"
+        }
+        return MQTTError(.refused(rc), m)
     }
 
     static func configuration(_ m: String, file: String = #fileID, line: UInt = #line) -> MQTTError {

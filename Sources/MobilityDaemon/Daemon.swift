@@ -171,12 +171,14 @@ public final class Daemon: Sendable {
         var subConfig = MQTTClientConfiguration(broker: broker, clientID: clientID)
         applyCommon(&subConfig)
         subConfig.cleanSession = false
-        subConfig.subscriptions = layout.subscriptions
+        // mosquitto's count of messages it dropped for its queue limits (it says nothing else).
+        subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic]
         // A payload the decoder would reject for its size is neither copied nor journalled.
         subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
         let subscriber: MQTTClient
         do {
             subscriber = try MQTTClient(subConfig, onMessage: { [self] topic, payload in
+                if topic.utf8.first == UInt8(ascii: "$") { brokerReported(topic, payload); return }
                 // Journal it before returning (libmosquitto acknowledges after we return), then hand
                 // it to its user's shard. A refused write blocks here: no acknowledgement, no loss.
                 var seq: UInt64 = 0
@@ -348,6 +350,23 @@ public final class Daemon: Sendable {
         }
     }
 
+    /// mosquitto's `$SYS` counter of publishes it dropped because of `max_queued_messages` /
+    /// `max_inflight_messages` (messages its clients were told were delivered).
+    static let brokerDroppedTopic = "$SYS/broker/publish/messages/dropped"
+    /// The broker's drop count as last reported (-1: never reported).
+    private let brokerDropped = Atomic<Int64>(-1)
+
+    /// A `$SYS` message: records the broker's drop counter and warns when it grows.
+    private func brokerReported(_ topic: String, _ payload: [UInt8]) {
+        guard topic == Daemon.brokerDroppedTopic, let n = Int64(String(decoding: payload, as: UTF8.self)) else { return }
+        let before = brokerDropped.exchange(n, ordering: .relaxed)
+        if n > max(before, 0) {
+            log.warn("the broker dropped messages: they were acknowledged to their publishers but never delivered",
+                     ["dropped_total": String(n), "since_last_report": String(before < 0 ? n : n - before),
+                      "remedy": "lift the broker's max_queued_messages (deploy/mosquitto.conf); gateways re-send what users/{u}/acks does not cover (docs/mqtt-api.md)"])
+        }
+    }
+
     private let publisherRef = WeakBox<MQTTClient>()
     private let healthSources = WeakBox<HealthSources>()
 
@@ -498,6 +517,11 @@ public final class Daemon: Sendable {
         let hs = healthSources.value
         m.family("mobilityd_outputs_unacknowledged", "gauge", "Outputs published but not yet acknowledged by the broker, or waiting for a retry.")
         m.sample("mobilityd_outputs_unacknowledged", Double((hs?.sink.acks.inFlight ?? 0) + (hs?.sink.backlog ?? 0)))
+        let dropped = brokerDropped.load(ordering: .relaxed)
+        if dropped >= 0 {
+            m.family("mobilityd_broker_messages_dropped", "gauge", "Messages the broker reports it dropped for its queue limits ($SYS/broker/publish/messages/dropped; mosquitto only).")
+            m.sample("mobilityd_broker_messages_dropped", Double(dropped))
+        }
         m.family("mobilityd_broker_connected", "gauge", "1 when the connection is up, by role.")
         m.sample("mobilityd_broker_connected", ["role": "subscriber"], subscriber.isConnected ? 1 : 0)
         m.sample("mobilityd_broker_connected", ["role": "publisher"], publisher.isConnected ? 1 : 0)

@@ -85,6 +85,14 @@ import TestSupport
         }
     }
 
+    /// Refusals that retrying cannot change: credentials, authorisation, the protocol version.
+    @Test func finalRefusals() {
+        for rc: Int32 in [1, 4, 5] { #expect(MQTTClient.refusalIsFinal(rc, v5: false), "3.1.1 \(rc)") }
+        for rc: Int32 in [2, 3] { #expect(!MQTTClient.refusalIsFinal(rc, v5: false), "3.1.1 \(rc)") } // id rejected, server unavailable
+        for rc: Int32 in [132, 134, 135] { #expect(MQTTClient.refusalIsFinal(rc, v5: true), "5 \(rc)") }
+        for rc: Int32 in [136, 137, 159] { #expect(!MQTTClient.refusalIsFinal(rc, v5: true), "5 \(rc)") } // unavailable, busy, rate
+    }
+
     @Test func reconnectsAfterBrokerRestart() throws {
         let broker = try MosquittoBroker()
         let received = ReceivedCounter()

@@ -220,6 +220,8 @@ private let notAuthorized: Int32 = 135
         let m = d.metrics()
         #expect(m.keys.filter { $0.hasPrefix("mobilityd_publish_refused_total") }.isEmpty, "\(m)")
         #expect(m["mobilityd_dead_letters"] == 0)
+        // The ACL lets the daemon read the broker's drop counter.
+        #expect(eventually(timeout: 15) { d.metrics()["mobilityd_broker_messages_dropped"] == 0 })
         #expect(m["mobilityd_broker_reconnects_total{role=\"publisher\"}"] == 0)
         #expect(m["mobilityd_broker_reconnects_total{role=\"subscriber\"}"] == 0)
 

@@ -15,17 +15,21 @@ public final class MosquittoBroker: @unchecked Sendable {
     public var url: String { "mqtt://127.0.0.1:\(port)" }
 
     /// Writes a config and starts the broker.
-    public init(persistence: Bool = false, autosaveSeconds: Int = 1) throws {
+    /// - Parameters:
+    ///   - stockQueueLimits: keep mosquitto's own queue limits (1000 messages per offline
+    ///     session), which drop messages silently, instead of lifting them.
+    ///   - sysInterval: how often `$SYS` topics are published (mosquitto's default: 10 s).
+    public init(persistence: Bool = false, autosaveSeconds: Int = 1, stockQueueLimits: Bool = false, sysInterval: Int? = nil) throws {
         port = try freePort()
         directory = NSTemporaryDirectory() + "mw-broker-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var conf = """
         listener \(port) 127.0.0.1
         allow_anonymous true
-        max_queued_messages 0
-        max_inflight_messages 0
         log_dest file \(directory)/mosquitto.log
         """
+        if !stockQueueLimits { conf += "\nmax_queued_messages 0\nmax_inflight_messages 0" }
+        if let sysInterval { conf += "\nsys_interval \(sysInterval)" }
         if getuid() == 0 { conf += "\nuser root" }
         if persistence { conf += "\npersistence true\npersistence_location \(directory)/\nautosave_interval \(autosaveSeconds)" }
         try (conf + "\n").write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
