@@ -28,6 +28,17 @@ extension Checker {
 
     /// Checks an expression; nil when it has an error (already reported).
     mutating func check(_ e: SyntaxExpr) -> Typed? {
+        // Series are resolved where first used, so a chain of definitions recurses through here.
+        checkDepth += 1
+        defer { checkDepth -= 1 }
+        guard checkDepth <= RuleLimits.maxEvaluationDepth else {
+            if !depthReported {
+                error(.nestingTooDeep, "expression nests more than \(RuleLimits.maxEvaluationDepth) levels deep once the series and lets it uses are expanded",
+                      e.range, notes: ["each series or let used adds its own definition's depth"])
+                depthReported = true
+            }
+            return nil
+        }
         switch e {
         case .error:
             return nil

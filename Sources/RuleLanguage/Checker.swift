@@ -8,7 +8,31 @@ public struct Checker {
         var c = Checker(sources: sources)
         let p = c.run()
         let hasError = c.diagnostics.contains { $0.severity == .error }
-        return (hasError ? nil : p, c.diagnostics)
+        return (hasError ? nil : p, c.capped())
+    }
+
+    /// The diagnostics, at most ``RuleLimits/maxDiagnosticsPerFile`` a file (the first by
+    /// position), and for a file with more a `too-many-diagnostics` note at its end.
+    func capped() -> [Diagnostic] {
+        var byFile: [Int: [Diagnostic]] = [:]
+        for d in diagnostics { byFile[d.range.file, default: []].append(d) }
+        var out: [Diagnostic] = []
+        for f in byFile.keys.sorted() {
+            var list = byFile[f]!
+            var more = dropped[f] ?? 0
+            if list.count > RuleLimits.maxDiagnosticsPerFile {
+                list.sort { $0.range.range.lowerBound < $1.range.range.lowerBound }
+                more += list.count - RuleLimits.maxDiagnosticsPerFile
+                list.removeLast(list.count - RuleLimits.maxDiagnosticsPerFile)
+            }
+            out += list
+            if more > 0 {
+                let end = sources[f].bytes.count
+                out.append(Diagnostic(.tooManyDiagnostics, "too many diagnostics in this file; \(more) more not shown",
+                                      at: SourceRange(file: f, end..<end), severity: .note))
+            }
+        }
+        return out
     }
 
     /// Checks a single source text (tests, tools).
@@ -18,6 +42,12 @@ public struct Checker {
 
     let sources: [SourceFile]
     var diagnostics: [Diagnostic] = []
+    /// Per file, the lexer's and parser's diagnostics past the cap.
+    var dropped: [Int: Int] = [:]
+    /// The recursion depth of ``check(_:)`` (bounded by ``RuleLimits/maxEvaluationDepth``), and
+    /// whether that was reported (once: a long chain of definitions hits it again and again).
+    var checkDepth = 0
+    var depthReported = false
     var program = Program()
     var inputIndex: [DailyInput: Int] = [:]
 
@@ -26,6 +56,7 @@ public struct Checker {
     var seriesIndex: [String: Int] = [:]
     var seriesTyped: [Int: Typed] = [:]
     var resolving: Set<String> = []
+    var failedSeries: Set<String> = []
 
     // Alert-local scope.
     var locals: [String: (Int, Typed)] = [:]
@@ -53,9 +84,15 @@ public struct Checker {
         program.files = sources
         var files: [SyntaxFile] = []
         for (i, s) in sources.enumerated() {
-            let (f, d) = Parser.parse(s, file: i)
+            guard s.bytes.count <= RuleLimits.maxFileBytes else {
+                error(.fileTooLarge, "rule file is larger than \(Checker.grouped(Double(RuleLimits.maxFileBytes))) bytes (1 MiB)", SourceRange(file: i, 0..<0))
+                files.append(SyntaxFile(file: i, decls: []))
+                continue
+            }
+            let (f, d, n) = Parser.parseCounting(s, file: i)
             files.append(f)
             diagnostics += d
+            if n > 0 { dropped[i] = n }
         }
         var alertDecls: [(String, SourceRange, [SyntaxClause], SourceRange)] = []
         var seenNames: [String: SourceRange] = [:]
@@ -95,12 +132,14 @@ public struct Checker {
             }
         }
         orderByInhibition(inhibitors)
+        checkCost()
         return program
     }
 
     mutating func resolveSeries(_ name: String) -> (Int, Typed)? {
         if let i = seriesIndex[name], let t = seriesTyped[i] { return (i, t) }
-        guard let (syntax, nr) = seriesSyntax[name] else { return nil }
+        // A series that failed is reported once, where it is defined, not again at each use.
+        guard !failedSeries.contains(name), let (syntax, nr) = seriesSyntax[name] else { return nil }
         if resolving.contains(name) {
             error(.recursiveDefinition, "series '\(name)' depends on itself", nr)
             return nil
@@ -111,9 +150,10 @@ public struct Checker {
         locals = [:]
         trigger = .day
         defer { locals = savedLocals; trigger = savedTrigger }
-        guard let t = check(syntax) else { return nil }
+        guard let t = check(syntax) else { failedSeries.insert(name); return nil }
         guard case .number = t.type else {
             error(.typeMismatch, "a series must be a number, but '\(name)' is a \(t.type)", syntax.range)
+            failedSeries.insert(name)
             return nil
         }
         let i = program.series.count

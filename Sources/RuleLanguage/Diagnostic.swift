@@ -33,13 +33,18 @@ public enum DiagnosticID: String, CaseIterable, Hashable, Sendable {
     case duplicateName = "duplicate-name"
     case expectedExpression = "expected-expression"
     case expectedToken = "expected-token"
+    case expressionTooLong = "expression-too-long"
+    case fileTooLarge = "file-too-large"
     case inhibitionCycle = "inhibition-cycle"
     case invalidDuration = "invalid-duration"
     case invalidNumber = "invalid-number"
     case invalidTemplate = "invalid-template"
     case missingWhen = "missing-when"
+    case nestingTooDeep = "nesting-too-deep"
     case recursiveDefinition = "recursive-definition"
+    case ruleTooCostly = "rule-too-costly"
     case sampleContext = "sample-context"
+    case tooManyDiagnostics = "too-many-diagnostics"
     case typeMismatch = "type-mismatch"
     case undefinedName = "undefined-name"
     case unexpectedCharacter = "unexpected-character"
@@ -60,6 +65,9 @@ public struct DiagnosticRenderer: Sendable {
     public let files: [SourceFile]
     /// Whether to colour the output (only on a terminal).
     public var colour: Bool
+
+    /// Longer source lines are shown as an excerpt of this many characters around the column.
+    public static let maxLineWidth = 160
 
     /// Creates a renderer.
     public init(files: [SourceFile], colour: Bool = false) {
@@ -88,10 +96,21 @@ public struct DiagnosticRenderer: Sendable {
             head = "\u{1B}[1m" + where_ + " " + sevColour + sev + ":\u{1B}[0m\u{1B}[1m " + tail + "\u{1B}[0m"
         }
         var out = head + "\n"
-        let text = f.line(line)
+        var text = f.line(line)
+        var width = endLine == line ? max(1, endCol - col + 1) : max(1, text.count - col + 1)
+        var caretCol = col
+        // A long line is shown as an excerpt around the column, so that no diagnostic prints
+        // kilobytes of source.
+        if text.count > DiagnosticRenderer.maxLineWidth {
+            let chars = Array(text)
+            let from = max(0, col - 1 - DiagnosticRenderer.maxLineWidth / 4)
+            let to = min(chars.count, from + DiagnosticRenderer.maxLineWidth)
+            text = (from > 0 ? "…" : "") + String(chars[from..<to]) + (to < chars.count ? "…" : "")
+            caretCol = col - from + (from > 0 ? 1 : 0)
+            width = min(width, to - (col - 1))
+        }
         out += "    " + text + "\n"
-        let width = endLine == line ? max(1, endCol - col + 1) : max(1, text.count - col + 1)
-        let caretPad = String(text.prefix(col - 1).map { $0 == "\t" ? "\t" : " " })
+        let caretPad = String(text.prefix(caretCol - 1).map { $0 == "\t" ? "\t" : " " })
         out += "    " + caretPad + (colour ? "\u{1B}[32m" : "") + "^" + String(repeating: "~", count: width - 1) + (colour ? "\u{1B}[0m" : "") + "\n"
         for n in d.notes { out += "    note: \(n)\n" }
         return out

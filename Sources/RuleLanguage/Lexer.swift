@@ -28,8 +28,10 @@ public struct Lexer {
     let bytes: [UInt8]
     let file: Int
     var i = 0
-    /// Diagnostics found while lexing.
+    /// Diagnostics found while lexing (at most ``RuleLimits/maxDiagnosticsPerFile``).
     public private(set) var diagnostics: [Diagnostic] = []
+    /// Diagnostics found past the cap, not kept.
+    public private(set) var dropped = 0
 
     /// Words that may never be read as a unit after a number.
     static let keywords: Set<String> = ["and", "or", "not", "true", "false"]
@@ -65,7 +67,30 @@ public struct Lexer {
 
     private func text(_ r: Range<Int>) -> String { String(decoding: bytes[r], as: UTF8.self) }
 
+    private mutating func report(_ d: Diagnostic) {
+        if diagnostics.count < RuleLimits.maxDiagnosticsPerFile { diagnostics.append(d) } else { dropped += 1 }
+    }
+
+    /// Whether the byte at `j` starts a token or trivia: anything else is an unexpected character.
+    private func startsToken(at j: Int) -> Bool {
+        let c = bytes[j]
+        switch c {
+        case 32, 9, 10, 13, 35, 34, 40, 41, 123, 125, 44, 58, 61, 60, 62, 43, 45, 42, 47, 37: return true
+        case 33: return j + 1 < bytes.count && bytes[j + 1] == 61  // '!' only in '!='
+        case 46: return j + 1 < bytes.count && isDigit(bytes[j + 1])  // '.' only in '.5'
+        default: return isIdentStart(c) || isDigit(c)
+        }
+    }
+
     mutating func next() -> Token {
+        while true {
+            if let t = token() { return t }
+        }
+    }
+
+    /// One token, or nil after skipping a run of unexpected characters (one diagnostic for the
+    /// run: a loop, not a recursion, however long it is).
+    private mutating func token() -> Token? {
         skipTrivia()
         guard i < bytes.count else { return Token(kind: .eof, text: "", number: 0, range: i..<i) }
         let start = i
@@ -83,7 +108,7 @@ public struct Lexer {
             }
             let t = text(start..<i).replacingOccurrences(of: "_", with: "")
             guard let v = Double(t), v.isFinite else {
-                diagnostics.append(Diagnostic(.invalidNumber, "invalid number '\(text(start..<i))'", at: SourceRange(file: file, start..<i)))
+                report(Diagnostic(.invalidNumber, "invalid number '\(text(start..<i))'", at: SourceRange(file: file, start..<i)))
                 return Token(kind: .number, text: t, number: 0, range: start..<i)
             }
             return Token(kind: .number, text: t, number: v, range: start..<i)
@@ -101,10 +126,19 @@ public struct Lexer {
         case 40, 41, 123, 125, 44, 58, 61, 60, 62, 43, 45, 42, 47, 37:
             return Token(kind: .punct, text: text(start..<i), number: 0, range: start..<i)
         default:
-            // Skip a whole UTF-8 scalar so the message names the character.
+            // Skip a whole UTF-8 scalar so the message names the character, then the rest of
+            // the run of unexpected characters ('!' alone is one too), reported once.
             while i < bytes.count, bytes[i] & 0xC0 == 0x80 { i += 1 }
-            diagnostics.append(Diagnostic(.unexpectedCharacter, "unexpected character '\(text(start..<i))'", at: SourceRange(file: file, start..<i)))
-            return next()
+            let first = text(start..<i)
+            var count = 1
+            while i < bytes.count, !startsToken(at: i) {
+                i += 1
+                while i < bytes.count, bytes[i] & 0xC0 == 0x80 { i += 1 }
+                count += 1
+            }
+            let message = count == 1 ? "unexpected character '\(first)'" : "\(count) unexpected characters, starting with '\(first)'"
+            report(Diagnostic(.unexpectedCharacter, message, at: SourceRange(file: file, start..<i)))
+            return nil
         }
     }
 
@@ -149,7 +183,7 @@ public struct Lexer {
             out.append(b)
             i += 1
         }
-        diagnostics.append(Diagnostic(.unterminatedString, "unterminated string", at: SourceRange(file: file, start..<i)))
+        report(Diagnostic(.unterminatedString, "unterminated string", at: SourceRange(file: file, start..<i)))
         return Token(kind: .string, text: String(decoding: out, as: UTF8.self), number: 0, range: start..<i)
     }
 }

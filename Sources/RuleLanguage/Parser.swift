@@ -6,8 +6,14 @@ public struct Parser {
     var tokens: [Token]
     var p = 0
     let file: Int
-    /// Diagnostics from lexing and parsing.
+    /// Diagnostics from lexing and parsing (at most ``RuleLimits/maxDiagnosticsPerFile``).
     public private(set) var diagnostics: [Diagnostic]
+    /// Diagnostics found past the cap (lexer's included), not kept.
+    public private(set) var dropped = 0
+    /// Current nesting of parentheses, calls and unary operators (bounded by ``RuleLimits/maxNesting``).
+    var nesting = 0
+    /// Operators and calls in the expression being parsed (bounded by ``RuleLimits/maxOperators``).
+    var operators = 0
 
     static let topKeywords: Set<String> = ["series", "alert", "event", "annotation"]
     /// Keywords that start a clause inside an alert block.
@@ -16,11 +22,18 @@ public struct Parser {
 
     /// Lexes and parses a source file.
     public static func parse(_ source: SourceFile, file: Int) -> (SyntaxFile, [Diagnostic]) {
+        let (f, d, _) = parseCounting(source, file: file)
+        return (f, d)
+    }
+
+    /// Lexes and parses a source file; also returns how many diagnostics were past the cap.
+    public static func parseCounting(_ source: SourceFile, file: Int) -> (SyntaxFile, [Diagnostic], dropped: Int) {
         var lexer = Lexer(source, file: file)
         let tokens = lexer.tokenize()
         var parser = Parser(tokens: tokens, file: file, diagnostics: lexer.diagnostics)
+        parser.dropped = lexer.dropped
         let f = parser.parseFile()
-        return (f, parser.diagnostics)
+        return (f, parser.diagnostics, parser.dropped)
     }
 
     init(tokens: [Token], file: Int, diagnostics: [Diagnostic]) {
@@ -47,6 +60,7 @@ public struct Parser {
     mutating func error(_ id: DiagnosticID, _ msg: String, _ range: SourceRange, notes: [String] = []) {
         // One diagnostic per position: cascades after recovery add noise, not information.
         if let last = diagnostics.last, last.range == range { return }
+        guard diagnostics.count < RuleLimits.maxDiagnosticsPerFile else { dropped += 1; return }
         diagnostics.append(Diagnostic(id, msg, at: range, notes: notes))
     }
 
@@ -215,13 +229,73 @@ public struct Parser {
 
     // MARK: Expressions
 
-    /// Parses an expression.
-    mutating func parseExpr() -> SyntaxExpr { parseOr() }
+    /// Parses an expression. At the outermost level it starts the operator count of a new expression.
+    mutating func parseExpr() -> SyntaxExpr {
+        if nesting == 0 { operators = 0 }
+        return parseOr()
+    }
+
+    /// Enters one more level of nesting at `t`; false (reported, rest of the expression skipped)
+    /// past ``RuleLimits/maxNesting``. The caller returns `.error` then, and calls ``leave()`` either way.
+    /// `closing`: after an opening parenthesis, whose `)` is skipped too.
+    mutating func enter(_ t: Token, closing: Bool = false) -> Bool {
+        nesting += 1
+        guard nesting <= RuleLimits.maxNesting else {
+            error(.nestingTooDeep, "expression nests more than \(RuleLimits.maxNesting) levels deep", r(t),
+                  notes: ["parentheses, function calls, 'not' and '-' each add a level"])
+            skipExpression(closing: closing)
+            return false
+        }
+        return true
+    }
+
+    mutating func leave() { nesting -= 1 }
+
+    /// Counts one operator or call at `t`; false (reported once, rest of the expression skipped)
+    /// past ``RuleLimits/maxOperators``.
+    mutating func countOperator(_ t: Token, closing: Bool = false) -> Bool {
+        operators += 1
+        guard operators <= RuleLimits.maxOperators else {
+            if operators == RuleLimits.maxOperators + 1 {
+                error(.expressionTooLong, "expression has more than \(RuleLimits.maxOperators) operators", r(t),
+                      notes: ["split it into series or lets"])
+            }
+            skipExpression(closing: closing)
+            return false
+        }
+        return true
+    }
+
+    /// Skips the rest of the current expression, without recursion: up to a `)`, `,` or `}` that
+    /// closes an enclosing level, a clause or top-level keyword, or the end of the file.
+    mutating func skipExpression(closing: Bool = false) {
+        var balance = closing ? 1 : 0
+        while tok.kind != .eof {
+            if tok.kind == .punct {
+                switch tok.text {
+                case "(": balance += 1
+                case ")", ",":
+                    if tok.text == ")" {
+                        if closing && balance == 1 { _ = advance(); return }
+                        if balance == 0 { return }
+                        balance -= 1
+                    } else if balance == 0 { return }
+                case "{", "}": return
+                default: break
+                }
+            } else if tok.kind == .identifier, balance <= (closing ? 1 : 0),
+                      Parser.topKeywords.contains(tok.text) || (Parser.clauseKeywords.contains(tok.text) && tok.text != "on" && tok.text != "repeat") {
+                return
+            }
+            _ = advance()
+        }
+    }
 
     mutating func parseOr() -> SyntaxExpr {
         var l = parseAnd()
         while isWord("or") {
             let op = advance()
+            guard countOperator(op) else { return .error(range: r(op)) }
             let rhs = parseAnd()
             l = .binary("or", l, rhs, opRange: r(op), range: l.range.union(rhs.range))
         }
@@ -232,6 +306,7 @@ public struct Parser {
         var l = parseNot()
         while isWord("and") {
             let op = advance()
+            guard countOperator(op) else { return .error(range: r(op)) }
             let rhs = parseNot()
             l = .binary("and", l, rhs, opRange: r(op), range: l.range.union(rhs.range))
         }
@@ -241,6 +316,8 @@ public struct Parser {
     mutating func parseNot() -> SyntaxExpr {
         if isWord("not") {
             let op = advance()
+            defer { leave() }
+            guard enter(op), countOperator(op) else { return .error(range: r(op)) }
             let e = parseNot()
             return .unary("not", e, range: r(op).union(e.range))
         }
@@ -253,6 +330,7 @@ public struct Parser {
         let l = parseAdditive()
         guard tok.kind == .punct, Parser.comparisons.contains(tok.text) else { return l }
         let op = advance()
+        guard countOperator(op) else { return .error(range: r(op)) }
         let rhs = parseAdditive()
         let e = SyntaxExpr.binary(op.text, l, rhs, opRange: r(op), range: l.range.union(rhs.range))
         if tok.kind == .punct, Parser.comparisons.contains(tok.text) {
@@ -267,6 +345,7 @@ public struct Parser {
         var l = parseMultiplicative()
         while isPunct("+") || isPunct("-") {
             let op = advance()
+            guard countOperator(op) else { return .error(range: r(op)) }
             let rhs = parseMultiplicative()
             l = .binary(op.text, l, rhs, opRange: r(op), range: l.range.union(rhs.range))
         }
@@ -277,6 +356,7 @@ public struct Parser {
         var l = parseUnary()
         while isPunct("*") || isPunct("/") {
             let op = advance()
+            guard countOperator(op) else { return .error(range: r(op)) }
             let rhs = parseUnary()
             l = .binary(op.text, l, rhs, opRange: r(op), range: l.range.union(rhs.range))
         }
@@ -286,6 +366,8 @@ public struct Parser {
     mutating func parseUnary() -> SyntaxExpr {
         if isPunct("-") {
             let op = advance()
+            defer { leave() }
+            guard enter(op), countOperator(op) else { return .error(range: r(op)) }
             let e = parseUnary()
             return .unary("-", e, range: r(op).union(e.range))
         }
@@ -315,6 +397,8 @@ public struct Parser {
             _ = advance()
             guard isPunct("(") else { return .name(t.text, range: r(t)) }
             _ = advance()
+            defer { leave() }
+            guard enter(t, closing: true), countOperator(t, closing: true) else { return .error(range: r(t)) }
             var args: [SyntaxArgument] = []
             if !isPunct(")") {
                 while true {
@@ -336,6 +420,8 @@ public struct Parser {
             return .call(t.text, args: args, nameRange: r(t), range: r(t).union(r(close)))
         case .punct where t.text == "(":
             _ = advance()
+            defer { leave() }
+            guard enter(t, closing: true) else { return .error(range: r(t)) }
             let e = parseExpr()
             _ = expectPunct(")", after: "the parenthesised expression")
             return e

@@ -23,7 +23,17 @@ public enum RuleSet {
                 files = [path]
             }
             for f in files {
-                guard let data = fm.contents(atPath: f) else { errors.append("\(f): cannot read"); continue }
+                // Never more than the size limit and a byte: a larger file is refused by the
+                // checker (`file-too-large`) without being read whole.
+                guard let h = FileHandle(forReadingAtPath: f), let data = try? h.read(upToCount: RuleLimits.maxFileBytes + 1) ?? Data() else {
+                    errors.append("\(f): cannot read")
+                    continue
+                }
+                try? h.close()
+                if data.count > RuleLimits.maxFileBytes {
+                    sources.append(SourceFile(path: f, text: String(decoding: data, as: UTF8.self)))
+                    continue
+                }
                 guard let text = String(data: data, encoding: .utf8) else { errors.append("\(f): not UTF-8"); continue }
                 sources.append(SourceFile(path: f, text: text))
             }

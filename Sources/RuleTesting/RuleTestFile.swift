@@ -8,6 +8,8 @@ public struct RuleTestFile: Sendable {
     public var path: String
     /// Rule files or directories to load, resolved against the test file's directory.
     public var rulePaths: [String]
+    /// The line that named each rule path (0 for the default).
+    public var rulePathLines: [Int] = []
     /// The test cases.
     public var cases: [RuleTestCase]
 }
@@ -85,7 +87,9 @@ extension RuleTestFile {
             if current == nil {
                 switch words[0] {
                 case "rules":
-                    file.rulePaths += words.dropFirst().map { ($0.hasPrefix("/") ? String($0) : (dir as NSString).appendingPathComponent(String($0))) }
+                    let named = words.dropFirst().map { ($0.hasPrefix("/") ? String($0) : (dir as NSString).appendingPathComponent(String($0))) }
+                    file.rulePaths += named
+                    file.rulePathLines += named.map { _ in n }
                 case "test":
                     guard let q1 = line.firstIndex(of: "\""), let q2 = line[line.index(after: q1)...].firstIndex(of: "\""),
                           line.hasSuffix("{") else { err("expected 'test \"name\" {'"); continue }
@@ -102,7 +106,10 @@ extension RuleTestFile {
             } catch {}
         }
         if let c = current { errors.append(RuleTestError(path: path, line: c.line, message: "test \"\(c.name)\" is not closed with '}'")) }
-        if file.rulePaths.isEmpty { file.rulePaths = [(dir as NSString).deletingLastPathComponent.isEmpty ? "." : (dir as NSString).deletingLastPathComponent] }
+        if file.rulePaths.isEmpty {
+            file.rulePaths = [(dir as NSString).deletingLastPathComponent.isEmpty ? "." : (dir as NSString).deletingLastPathComponent]
+            file.rulePathLines = [0]
+        }
         return (file, errors)
     }
 

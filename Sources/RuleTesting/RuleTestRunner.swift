@@ -16,7 +16,9 @@ public struct RuleTestReport: Sendable {
 /// Runs rule tests: each case is replayed day by day through a real engine in event time.
 public enum RuleTestRunner {
     /// Finds `*.test` files under the paths (directories are searched recursively) and runs them.
-    public static func run(paths: [String]) -> RuleTestReport {
+    /// - Parameter rulesRoots: directories whose rule files any test may load, besides its own
+    ///   tree (``allowedRoot(forTestAt:)``).
+    public static func run(paths: [String], rulesRoots: [String] = []) -> RuleTestReport {
         var files: [String] = []
         var text = ""
         var failed = 0, passed = 0, broken = false
@@ -34,7 +36,7 @@ public enum RuleTestRunner {
             guard let data = fm.contents(atPath: f), let src = String(data: data, encoding: .utf8) else {
                 text += "\(f): cannot read\n"; broken = true; continue
             }
-            let r = run(path: f, text: src)
+            let r = run(path: f, text: src, rulesRoots: rulesRoots)
             text += r.text
             passed += r.passed
             failed += r.failed
@@ -44,9 +46,42 @@ public enum RuleTestRunner {
         return RuleTestReport(text: text, passed: passed, failed: failed, ok: failed == 0 && !broken)
     }
 
+    /// The tree a test file's rule paths must stay in: the directory above the test file's
+    /// directory (`rules/` for `rules/tests/x.test`, where the default `rules ..` points).
+    public static func allowedRoot(forTestAt path: String) -> String {
+        let dir = ((path as NSString).deletingLastPathComponent as NSString)
+        let own = dir.length == 0 ? "." : dir as String
+        let parent = realPath(own + "/..") ?? own + "/.."
+        // Never the whole file system: a test directly under `/` keeps to its own directory.
+        return parent == "/" ? (realPath(own) ?? own) : parent
+    }
+
+    /// A path with symbolic links, `.` and `..` resolved; nil when it does not exist.
+    static func realPath(_ p: String) -> String? {
+        guard let r = realpath(p, nil) else { return nil }
+        defer { free(r) }
+        return String(cString: r)
+    }
+
+    /// Whether a path, resolved, lies in one of the roots (resolved).
+    static func isInside(_ path: String, _ roots: [String]) -> Bool {
+        guard let p = realPath(path) else { return true }  // a missing path is reported by the loader
+        return roots.contains { root in
+            guard let r = realPath(root) else { return false }
+            return p == r || p.hasPrefix(r == "/" ? "/" : r + "/")
+        }
+    }
+
     /// Runs one test file's text.
-    public static func run(path: String, text src: String) -> RuleTestReport {
-        let (file, errors) = RuleTestFile.parse(path: path, text: src)
+    public static func run(path: String, text src: String, rulesRoots: [String] = []) -> RuleTestReport {
+        var (file, errors) = RuleTestFile.parse(path: path, text: src)
+        // A test names rule files to load; one outside its tree (`rules /etc/passwd`, or a link
+        // pointing out) is refused unread, so no diagnostic can show another file's lines.
+        let roots = [allowedRoot(forTestAt: path)] + rulesRoots
+        for (p, line) in zip(file.rulePaths, file.rulePathLines) where !isInside(p, roots) {
+            errors.append(RuleTestError(path: path, line: line,
+                                        message: "rule path '\(p)' is outside the test's tree \(roots[0]); allow it with --rules-root DIR"))
+        }
         guard errors.isEmpty else {
             return RuleTestReport(text: errors.map { "\($0)\n" }.joined(), passed: 0, failed: 0, ok: false)
         }

@@ -23,8 +23,22 @@ enum CheckCommand {
 }
 
 enum TestCommand {
-    static func run(paths: [String], colour: Bool) -> Int32 {
-        let report = RuleTestRunner.run(paths: paths)
+    static func run(_ args: [String], colour: Bool) -> Int32 {
+        var paths: [String] = [], roots: [String] = []
+        var i = 0
+        while i < args.count {
+            if args[i] == "--rules-root" {
+                guard i + 1 < args.count else { fail("mobilityctl test: --rules-root needs a directory") }
+                roots.append(args[i + 1])
+                i += 2
+                continue
+            }
+            if args[i].hasPrefix("-") { fail("mobilityctl test: unknown option \(args[i])") }
+            paths.append(args[i])
+            i += 1
+        }
+        guard !paths.isEmpty else { fail("mobilityctl test: name at least one test file or directory\n\n" + usage) }
+        let report = RuleTestRunner.run(paths: paths, rulesRoots: roots)
         print(report.text, terminator: "")
         return report.ok ? 0 : 1
     }

@@ -10,7 +10,9 @@ usage: mobilityctl <command> [options]
 
 commands:
   check FILE|DIR...                 parse and check rule files; print all diagnostics
-  test FILE|DIR...                  run rule unit tests (*.test files)
+  test [--rules-root DIR]... FILE|DIR...
+                                    run rule unit tests (*.test files); a test's rule paths must
+                                    lie under the directory above it, or under a --rules-root
   replay --rules DIR [--series] [--grace SECONDS] [--lateness DAYS] [--verbose] [--no-final-close] FILE
                                     feed recorded traffic (JSON lines of {"topic","payload"})
                                     through the engine; print alert transitions as JSON lines;
@@ -38,7 +40,7 @@ case "check":
     exit(CheckCommand.run(paths: args, colour: colour))
 case "test":
     guard !args.isEmpty else { fail("mobilityctl test: name at least one test file or directory\n\n" + usage) }
-    exit(TestCommand.run(paths: args, colour: colour))
+    exit(TestCommand.run(args, colour: colour))
 case "replay":
     exit(ReplayCommand.run(args))
 case "help", "-h", "--help":

@@ -143,6 +143,42 @@ import TestSupport
         #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
     }
 
+    /// Issue 13, item 7: a rule file that overflowed the checker's stack killed the daemon on
+    /// SIGHUP (no log line) and made it crash-loop at start.
+    @Test func hostileRuleFilesAreRefusedOnSighupAndAtStart() throws {
+        let dir = NSTemporaryDirectory() + "mw-rules-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.copyItem(atPath: RepoPaths.rules, toPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker, rules: dir)
+        let nots = "alert hostile {\n  when " + String(repeating: "not ", count: 100_000) + "true\n}\n"
+        try nots.write(toFile: dir + "/hostile.rules", atomically: true, encoding: .utf8)
+        daemon.process.signal(SIGHUP)
+        #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"failure\"}") == 1 })
+        #expect(daemon.process.isRunning)
+        #expect(daemon.process.log.contains("hostile.rules:2:"))
+        #expect(daemon.process.log.contains("nesting-too-deep"))
+        var chain = "series c0 = mean(walkingSpeed)\n"
+        for i in 1...20 { chain += "series c\(i) = mean(c\(i - 1), 365 d)\n" }
+        try chain.write(toFile: dir + "/hostile.rules", atomically: true, encoding: .utf8)
+        daemon.process.signal(SIGHUP)
+        #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"failure\"}") == 2 })
+        #expect(daemon.process.log.contains("rule-too-costly"))
+        // The old rules still run.
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
+        try rec.publish(samplesTopic("lee"), sampleJSON(id: "l1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
+        #expect(eventually { rec.messages(prefix: alertTopic("lee", "uncalibrated_6mwd")).count == 1 })
+        // At start: exit 1 with the diagnostics logged, no crash.
+        try nots.write(toFile: dir + "/hostile.rules", atomically: true, encoding: .utf8)
+        let start = try ChildProcess(ChildProcess.product("mobilityd"), [
+            "--broker", broker.url, "--rules", dir, "--state", NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))",
+            "--metrics-address", "127.0.0.1:\(try freePort())",
+        ])
+        #expect(start.wait() == 1)
+        #expect(start.log.contains("nesting-too-deep"))
+        #expect(start.log.contains("rules are invalid; not starting"))
+    }
+
     @Test func reloadThatRemovesARuleDropsItsFiringGauge() throws {
         // A long commit interval: the reload's batch publishes nothing and is not committed, and
         // its bookkeeping (the firing gauge of a removed rule) must happen all the same.

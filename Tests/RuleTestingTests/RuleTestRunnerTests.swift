@@ -85,3 +85,49 @@ import TestSupport
         #expect(report.ok, "\(report.text)")
     }
 }
+
+/// Issue 13, item 8: `rules /etc/passwd` in a test printed that file's lines as diagnostics.
+@Suite struct RuleTestPathTests {
+    static func tree() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mw-paths-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("tests"), withIntermediateDirectories: true)
+        try "alert slow { when mean(walkingSpeed) < 1 m/s }\n".write(to: dir.appendingPathComponent("a.rules"), atomically: true, encoding: .utf8)
+        return dir
+    }
+
+    static let body = "test \"t\" {\n  input walkingSpeed m/s: 0.5x2\n  expect slow firing day 1\n}\n"
+
+    @Test func aRulePathOutsideTheTreeIsRefusedUnread() throws {
+        let dir = try Self.tree()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let test = dir.appendingPathComponent("tests/x.test").path
+        let report = RuleTestRunner.run(path: test, text: "rules /etc/passwd\n" + Self.body)
+        #expect(!report.ok)
+        #expect(report.text.contains("x.test:1: error: rule path '/etc/passwd' is outside the test's tree"))
+        #expect(!report.text.contains("root:"))  // no line of the target is shown
+    }
+
+    @Test func dotDotAndSymbolicLinksOutOfTheTreeAreRefused() throws {
+        let dir = try Self.tree()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("passwd.rules").path, withDestinationPath: "/etc/passwd")
+        let test = dir.appendingPathComponent("tests/x.test").path
+        for line in ["rules ../passwd.rules", "rules ../../../../../../../../etc/passwd"] {
+            let report = RuleTestRunner.run(path: test, text: line + "\n" + Self.body)
+            #expect(!report.ok && report.text.contains("is outside the test's tree"), "\(report.text)")
+            #expect(!report.text.contains("root:"))
+        }
+    }
+
+    @Test func rulesInTheTreePassAndARootOptionAllowsMore() throws {
+        let dir = try Self.tree()
+        let other = try Self.tree()
+        defer { try? FileManager.default.removeItem(at: dir); try? FileManager.default.removeItem(at: other) }
+        let test = dir.appendingPathComponent("tests/x.test").path
+        #expect(RuleTestRunner.run(path: test, text: "rules ../a.rules\n" + Self.body).ok)
+        #expect(RuleTestRunner.run(path: test, text: Self.body).ok)  // the default, `rules ..`
+        let outside = "rules \(other.appendingPathComponent("a.rules").path)\n" + Self.body
+        #expect(!RuleTestRunner.run(path: test, text: outside).ok)
+        #expect(RuleTestRunner.run(path: test, text: outside, rulesRoots: [other.path]).ok)
+    }
+}
