@@ -126,7 +126,7 @@ public final class Daemon: Sendable {
         decoder.maxPayloadBytes = config.maxPayloadBytes
         let shards = (0..<config.shards).map { i in
             Shard(index: i, ingestor: Ingestor(engine: Engine(program: program, configuration: config.engine), layout: layout,
-                                               decoder: decoder, clock: config.clock),
+                                               decoder: decoder, clock: config.clock, boundedByWallClock: true),
                   capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
                   ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs, acknowledge: { user, lastID in
                       var w = JSONWriter()

@@ -42,6 +42,8 @@ public struct DaemonConfiguration: Sendable {
     public var graceSeconds: Int64 = 3600
     public var latenessDays: Int64 = 7
     public var maxFutureSeconds: Int64 = 600
+    /// Timeline entries may start at most this many days before the user's today.
+    public var maxEventAgeDays = 730
     public var maxPayloadBytes = 256 * 1024
     public var tickSeconds = 60
     /// A shard busy with one batch longer than this is stalled: `/healthz` 503, no watchdog pings.
@@ -87,6 +89,7 @@ public struct DaemonConfiguration: Sendable {
         Option(name: "grace", value: "SECONDS", help: "a day closes this long after local midnight (default 3600)"),
         Option(name: "lateness", value: "DAYS", help: "samples older than this are rejected as too late (default 7)"),
         Option(name: "max-future", value: "SECONDS", help: "clock-skew guard for future samples (default 600)"),
+        Option(name: "max-event-age", value: "DAYS", help: "timeline entries may start at most this long before the user's today (default 730)"),
         Option(name: "max-payload", value: "BYTES", help: "largest accepted payload (default 262144)"),
         Option(name: "tick", value: "SECONDS", help: "wall clock: how often days are closed (default 60)"),
         Option(name: "stall-timeout", value: "SECONDS", help: "a shard busy with one batch longer than this is stalled: /healthz 503, systemd watchdog pings stop (default 30)"),
@@ -262,6 +265,7 @@ public struct DaemonConfiguration: Sendable {
         if let n = try int("grace", 0...86_400) { graceSeconds = Int64(n) }
         if let n = try int("lateness", 0...365) { latenessDays = Int64(n) }
         if let n = try int("max-future", 0...86_400 * 365) { maxFutureSeconds = Int64(n) }
+        if let n = try int("max-event-age", 1...36_500) { maxEventAgeDays = n }
         if let n = try int("max-payload", 64...64 * 1024 * 1024) { maxPayloadBytes = n }
         if let n = try int("tick", 1...86_400) { tickSeconds = n }
         if let n = try int("stall-timeout", 1...3600) { stallTimeoutSeconds = n }
@@ -277,7 +281,8 @@ public struct DaemonConfiguration: Sendable {
         var e = EngineConfiguration()
         e.graceSeconds = graceSeconds
         e.allowedLatenessSeconds = latenessDays * 86_400
-        e.maxFutureSeconds = clock == .event ? Int64.max / 4000 : maxFutureSeconds
+        e.maxFutureSeconds = maxFutureSeconds  // in event mode against the wall clock (Ingestor.boundedByWallClock)
+        e.maxEventAgeDays = maxEventAgeDays
         e.defaultCalendar = LocalCalendar(identifier: timeZone) ?? .utc
         e.publishSeries = publishSeries
         return e

@@ -104,7 +104,7 @@ final class Shard: @unchecked Sendable {
     func reserveUsers(_ n: Int) { ingestor.reserveUsers(n) }
 
     func restore(_ r: inout StateStore.UserRecord) {
-        ingestor.restore(user: r.user, state: r.state.take(), eventNow: r.eventNow)
+        ingestor.restore(user: r.user, state: r.state.take(), eventNow: r.eventNow, claims: r.eventClaims)
         applied[r.user] = r.appliedSeq
     }
 
@@ -246,7 +246,8 @@ final class Shard: @unchecked Sendable {
         let users = all ? pendingUsers : batchUsers
         if users.isEmpty && pendingOutbox.isEmpty && acked.isEmpty { return [] }
         let records = users.map { u in
-            StateStore.UserRecord(user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.eventNow[u], state: ingestor.engine.state(of: u))
+            StateStore.UserRecord(user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.clocks[u]?.now,
+                                  eventClaims: ingestor.clocks[u]?.claims ?? [], state: ingestor.engine.state(of: u))
         }
         do {
             let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked)

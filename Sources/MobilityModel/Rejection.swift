@@ -17,6 +17,10 @@ public enum RejectionReason: String, CaseIterable, Hashable, Sendable {
     case invalidUser = "invalid_user"
     case invalidTimeZone = "invalid_time_zone"
     case tooManyItems = "too_many_items"
+    /// A timeline entry dated outside the user's history horizon or after the user's today.
+    case dateOutOfRange = "date_out_of_range"
+    /// A new timeline entry for a user who already holds the maximum number of entries.
+    case tooManyEntries = "too_many_entries"
 }
 
 /// A refusal: the reason, a human detail, and the id of the refused item if it had one.

@@ -13,6 +13,13 @@ public struct EngineConfiguration: Sendable {
     public var defaultCalendar: LocalCalendar = .utc
     /// Whether recording rules produce series outputs.
     public var publishSeries = true
+    /// Timeline entries from the wire may start at most this many days before the user's today
+    /// (`date_out_of_range`); the days an entry makes the engine republish are bounded by the
+    /// history it still holds, whatever its date.
+    public var maxEventAgeDays: Int = 730
+    /// The most timeline entries (clinical events and annotations) one user may hold; a new one
+    /// beyond is refused (`too_many_entries`), replacing one by id still works.
+    public var maxTimelineEntries: Int = 500
     /// Fold days past the allowed lateness into daily-input values and drop history no rule can
     /// reach any more. Off only to test that folding and compaction change nothing.
     public var retention = true
@@ -182,8 +189,16 @@ public struct Engine: Sendable {
     /// Ingests one validated sample. Per-sample rules run at once; daily rules wait for the day to close.
     @discardableResult
     public mutating func ingest(_ s: Sample, user: String, now: Timestamp, into out: inout [EngineOutput]) -> IngestOutcome {
-        if s.end.milliseconds > now.milliseconds + configuration.maxFutureSeconds * 1000 {
-            return .rejected(Rejection(.inFuture, "sample ends at \(s.end), more than \(configuration.maxFutureSeconds) s after now (\(now))", itemID: s.id))
+        ingest(s, user: user, now: now, future: now, into: &out)
+    }
+
+    /// Ingests one sample judged against two clocks: `now` for lateness, `future` (nil: none) for
+    /// the clock-skew guard. In event mode the user's clock may stay behind a sample it holds
+    /// (``EventClock``) while the daemon's wall clock bounds the future.
+    @discardableResult
+    public mutating func ingest(_ s: Sample, user: String, now: Timestamp, future: Timestamp?, into out: inout [EngineOutput]) -> IngestOutcome {
+        if let future, s.end.milliseconds > future.milliseconds + configuration.maxFutureSeconds * 1000 {
+            return .rejected(Rejection(.inFuture, "sample ends at \(s.end), more than \(configuration.maxFutureSeconds) s after now (\(future))", itemID: s.id))
         }
         if s.end.milliseconds < now.milliseconds - configuration.allowedLatenessSeconds * 1000 {
             return .rejected(Rejection(.tooLate, "sample ends at \(s.end), more than \(configuration.allowedLatenessSeconds / 86_400) d before now (\(now))", itemID: s.id))
@@ -245,14 +260,60 @@ public struct Engine: Sendable {
         }
     }
 
-    /// Records a clinical event or annotation (replacing one with the same id).
+    /// Records a clinical event or annotation (replacing one with the same id) from trusted input
+    /// (rule tests): no bounds on its date or on the user's number of entries.
     public mutating func record(event e: TimelineEvent, user: String) {
+        store(e, user: user, history: e.firstDay)
+    }
+
+    /// Records a timeline entry from the wire, or refuses it (nothing changes then): it must lie
+    /// between the user's today (of `now` plus the clock-skew guard) and `maxEventAgeDays` before
+    /// it, and a new id must fit under `maxTimelineEntries`. `now` is the user's clock; nil (event
+    /// mode before the user's first sample) checks only the calendar's range (1900–2099), and the
+    /// entry then moves no day.
+    ///
+    /// An accepted entry can cost only bounded work: it moves the user's first day back at most
+    /// to the first day a sample could still reach, and a clinical event republishes the series
+    /// only of days the engine still holds (the rules' look-back plus the allowed lateness).
+    public mutating func record(event e: TimelineEvent, user: String, now: Timestamp?) -> Rejection? {
+        let st = slots[user].map { states[$0] }
+        let cal = st?.calendar ?? configuration.defaultCalendar
+        func refuse(_ why: String) -> Rejection {
+            let range = e.firstDay == e.lastDay ? "\(CivilDate(dayNumber: e.firstDay))"
+                : "\(CivilDate(dayNumber: e.firstDay))..\(CivilDate(dayNumber: e.lastDay))"
+            return Rejection(.dateOutOfRange, "entry dated \(range) " + why, itemID: e.id)
+        }
+        let calendarRange = CivilDate(year: 1900, month: 1, day: 1).dayNumber...CivilDate(year: 2099, month: 12, day: 31).dayNumber
+        guard calendarRange.contains(e.firstDay), calendarRange.contains(e.lastDay) else { return refuse("is outside the years 1900–2099") }
+        var history: DayNumber?
+        if let now {
+            let today = cal.day(of: now.adding(seconds: configuration.maxFutureSeconds))
+            let earliest = cal.day(of: now) - DayNumber(configuration.maxEventAgeDays)
+            if e.lastDay > today { return refuse("ends after the user's today (\(CivilDate(dayNumber: today)))") }
+            if e.firstDay < earliest {
+                return refuse("starts more than \(configuration.maxEventAgeDays) d before the user's today (before \(CivilDate(dayNumber: earliest)))")
+            }
+            history = max(e.firstDay, cal.day(of: now.adding(seconds: -configuration.allowedLatenessSeconds)) - 1)
+        }
+        if let st, st.events[e.id] == nil, st.events.count >= configuration.maxTimelineEntries {
+            return Rejection(.tooManyEntries, "the user holds \(st.events.count) timeline entries, the limit; replace one by its id", itemID: e.id)
+        }
+        store(e, user: user, history: history)
+        return nil
+    }
+
+    /// Stores an entry. `history`: the first day it makes the user's history reach (nil: none).
+    private mutating func store(_ e: TimelineEvent, user: String, history: DayNumber?) {
+        let held = configuration.allowedLatenessSeconds / 86_400 + Int64(program.lookbackDays) + 2
         withUser(user) { st in
             st.events[e.id] = e
-            st.noteDay(e.firstDay)
+            if let history { st.noteDay(history) }
             st.rebuildBoundaries()
-            if let closed = st.lastClosedDay, e.firstDay <= closed, e.category == .clinical {
-                for d in e.firstDay...closed { st.revisedDays.insert(d) }
+            // Days before the held history have no data to recompute (retention may have dropped
+            // it): their series stay as published, with or without retention.
+            if let closed = st.lastClosedDay, e.category == .clinical {
+                let from = max(e.firstDay, closed - DayNumber(held))
+                if from <= closed { for d in from...closed { st.revisedDays.insert(d) } }
             }
         }
     }

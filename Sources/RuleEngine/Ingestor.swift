@@ -5,8 +5,9 @@ import RuleLanguage
 public enum ClockMode: String, Sendable {
     /// From the wall clock: the caller passes the current time and calls ``Ingestor/tick(now:into:)``.
     case wall
-    /// From the data: each user's clock is the latest sample end seen from that user, so a replay
-    /// runs as fast as it is fed and gives the same alerts however users are sharded.
+    /// From the data: each user's clock is the latest sample end that user's traffic confirms
+    /// (``EventClock``), so a replay runs as fast as it is fed and gives the same alerts however
+    /// users are sharded.
     case event
 }
 
@@ -40,16 +41,25 @@ public struct Ingestor: Sendable {
     /// What happened so far.
     public private(set) var counters = IngestCounters()
     /// Per-user event clocks (event mode).
-    public private(set) var eventNow: [String: Timestamp] = [:]
+    public private(set) var clocks: [String: EventClock] = [:]
+    /// What confirms a jump of a user's event clock.
+    public var clockPolicy = EventClockPolicy()
+    /// Event mode: also refuse samples and entries after the wall clock passed to ``handle``
+    /// (plus the engine's clock-skew guard), as the daemon does; a replay has no wall clock.
+    public var boundedByWallClock = false
+    /// A user's event clock (event mode): the confirmed time; see ``clocks`` for the pending claims.
+    public func eventNow(_ user: String) -> Timestamp? { clocks[user]?.now }
     /// The id of the last sample of the last `samples` message handled per user (for commit acknowledgements).
     public private(set) var lastSampleID: [String: String] = [:]
 
     /// Creates an ingestor.
-    public init(engine: Engine, layout: TopicLayout = TopicLayout(), decoder: WireDecoder = WireDecoder(), clock: ClockMode = .event) {
+    public init(engine: Engine, layout: TopicLayout = TopicLayout(), decoder: WireDecoder = WireDecoder(), clock: ClockMode = .event,
+                boundedByWallClock: Bool = false) {
         self.engine = engine
         self.layout = layout
         self.decoder = decoder
         self.clock = clock
+        self.boundedByWallClock = boundedByWallClock
     }
 
     mutating func reject(_ user: String?, _ topic: String, _ r: Rejection, into out: inout [EngineOutput]) {
@@ -79,10 +89,20 @@ public struct Ingestor: Sendable {
             case .failure(let r): reject(user, topic, r, into: &out)
             case .success(let items):
                 var now = wall
+                var future: Timestamp? = wall
                 if clock == .event {
-                    now = eventNow[user] ?? Timestamp(milliseconds: .min / 2)
-                    for case .success(let s) in items where s.end > now { now = s.end }
-                    eventNow[user] = now
+                    // The user's clock moves only as far as the traffic confirms (EventClock);
+                    // samples past it are judged by the wall clock in the daemon, else by none.
+                    future = boundedByWallClock ? wall : nil
+                    let latest = future.map { $0.milliseconds + engine.configuration.maxFutureSeconds * 1000 } ?? .max
+                    let reach = clocks[user]?.reach(clockPolicy) ?? .max
+                    var inStep = Int64.min, beyond = Int64.min
+                    for case .success(let s) in items where s.end.milliseconds <= latest {
+                        let e = s.end.milliseconds
+                        if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
+                    }
+                    now = clocks[user, default: EventClock()].observe(inStep: inStep, beyond: beyond, policy: clockPolicy)
+                        ?? Timestamp(milliseconds: .min / 2)
                 }
                 for (index, item) in items.enumerated() {
                     switch item {
@@ -91,7 +111,7 @@ public struct Ingestor: Sendable {
                         reject(user, topic, r, into: &out)
                     case .success(let s):
                         lastSampleID[user] = s.id
-                        switch engine.ingest(s, user: user, now: now, into: &out) {
+                        switch engine.ingest(s, user: user, now: now, future: future, into: &out) {
                         case .accepted: counters.samplesAccepted += 1
                         case .duplicate: counters.duplicates += 1
                         case .superseded: counters.samplesAccepted += 1; counters.superseded += 1
@@ -108,12 +128,19 @@ public struct Ingestor: Sendable {
             switch decoder.events(payload, user: user) {
             case .failure(let r): reject(user, topic, r, into: &out)
             case .success(let items):
-                for item in items {
+                for (k, item) in items.enumerated() {
                     switch item {
                     case .failure(let r): reject(user, topic, r, into: &out)
                     case .success(let e):
-                        engine.record(event: e, user: user)
-                        counters.events += 1
+                        // The user's clock; in event mode before the user's first sample, the
+                        // daemon's wall clock (a replay has none: only the calendar's range).
+                        let now = clock == .wall ? wall : (clocks[user]?.now ?? (boundedByWallClock ? wall : nil))
+                        if var r = engine.record(event: e, user: user, now: now) {
+                            if items.count > 1 { r.index = k }
+                            reject(user, topic, r, into: &out)
+                        } else {
+                            counters.events += 1
+                        }
                     }
                 }
             }
@@ -144,18 +171,19 @@ public struct Ingestor: Sendable {
     /// Makes room for `n` more users (before restoring them).
     public mutating func reserveUsers(_ n: Int) { engine.reserveUsers(n) }
 
-    /// Restores a user from the state store: engine state and event clock.
-    public mutating func restore(user: String, state: consuming UserState?, eventNow: Timestamp?) {
+    /// Restores a user from the state store: engine state and event clock (with its pending claims).
+    public mutating func restore(user: String, state: consuming UserState?, eventNow: Timestamp?, claims: [Int64] = []) {
         if let state = state.take() { engine.restore(state) }
-        if let eventNow { self.eventNow[user] = eventNow }
+        if eventNow != nil || !claims.isEmpty { clocks[user] = EventClock(now: eventNow, claims: claims) }
     }
 
     /// Closes each user's days through the day of their event clock (the end of a bounded input
     /// in event mode: see ``Replay/finish()``).
     public mutating func closeOpenDays(into out: inout [EngineOutput]) {
         let grace = engine.configuration.graceSeconds
-        for (user, now) in eventNow.sorted(by: { $0.key < $1.key }) {
-            guard let cal = engine.calendar(of: user) else { continue }
+        // The confirmed clocks only: pending claims (a possible outlier) close no day here either.
+        for (user, clock) in clocks.sorted(by: { $0.key < $1.key }) {
+            guard let now = clock.now, let cal = engine.calendar(of: user) else { continue }
             engine.advance(user: user, to: cal.startOfDay(cal.day(of: now) + 1).adding(seconds: grace), into: &out)
         }
     }

@@ -9,7 +9,7 @@ import Synchronization
 /// Sendability: the connection is only used while holding `lock`.
 public final class StateStore: @unchecked Sendable {
     /// The schema version this build writes; older stores are migrated on open.
-    public static let schemaVersion = 3
+    public static let schemaVersion = 4
     static let migrations: [String] = [
         // 0 → 1
         """
@@ -28,6 +28,10 @@ public final class StateStore: @unchecked Sendable {
         """
         CREATE TABLE dead_letters (id INTEGER PRIMARY KEY, topic TEXT NOT NULL, payload BLOB NOT NULL, retain INTEGER NOT NULL,
                                    reason TEXT NOT NULL, at INTEGER NOT NULL);
+        """,
+        // 3 → 4: the event clock's pending claims (EventClock), little-endian 64-bit ms each.
+        """
+        ALTER TABLE users ADD COLUMN event_claims BLOB;
         """,
     ]
 
@@ -52,14 +56,17 @@ public final class StateStore: @unchecked Sendable {
         public var appliedSeq: UInt64
         /// The user's event clock (event mode).
         public var eventNow: Timestamp?
+        /// The event clock's pending claims (ms), not yet confirmed.
+        public var eventClaims: [Int64]
         /// The engine state; nil for users that only ever sent rejected messages.
         public var state: UserState?
 
         /// Creates a record.
-        public init(user: String, appliedSeq: UInt64, eventNow: Timestamp?, state: UserState?) {
+        public init(user: String, appliedSeq: UInt64, eventNow: Timestamp?, eventClaims: [Int64] = [], state: UserState?) {
             self.user = user
             self.appliedSeq = appliedSeq
             self.eventNow = eventNow
+            self.eventClaims = eventClaims
             self.state = state
         }
     }
@@ -174,7 +181,7 @@ public final class StateStore: @unchecked Sendable {
         // each user's state is decoded, its open-day rows appended to it in one exact-size array,
         // and only then moved into the result (no lookup by user id, no copy of a state).
         var users: [UserRecord] = []
-        let q = try db.prepare("SELECT user, applied_seq, event_now, state FROM users" + filter + " ORDER BY user")
+        let q = try db.prepare("SELECT user, applied_seq, event_now, state, event_claims FROM users" + filter + " ORDER BY user")
         bound(q)
         let d = try db.prepare("SELECT user, day, data FROM user_days" + filter + " ORDER BY user, day, chunk")
         bound(d)
@@ -187,9 +194,10 @@ public final class StateStore: @unchecked Sendable {
             let blob = q.blob(3)
             let en = sqlite3ColumnIsNull(q, 2) ? nil : Timestamp(milliseconds: q.int(2))
             let seq = UInt64(q.int(1))
+            let claims = StateStore.decodeClaims(q.blob(4))
             guard !blob.isEmpty else {
                 while let r = row, r.utf8.elementsEqual(u.utf8) { row = try d.step() ? d.text(0) : nil }
-                users.append(UserRecord(user: u, appliedSeq: seq, eventNow: en, state: nil))
+                users.append(UserRecord(user: u, appliedSeq: seq, eventNow: en, eventClaims: claims, state: nil))
                 continue
             }
             var state = try UserStateCodec.decode(user: u, blob, alertNames: alertNames)
@@ -207,7 +215,7 @@ public final class StateStore: @unchecked Sendable {
                 state.restoreOpenDay(day, values: scratch[lo..<end])
                 lo = end
             }
-            users.append(UserRecord(user: u, appliedSeq: seq, eventNow: en, state: state))
+            users.append(UserRecord(user: u, appliedSeq: seq, eventNow: en, eventClaims: claims, state: state))
         }
         return users
     }
@@ -223,6 +231,7 @@ public final class StateStore: @unchecked Sendable {
                     up.bind(2, Int64(u.appliedSeq))
                     if let e = u.eventNow { up.bind(3, e.milliseconds) }
                     if let s = u.state { up.bind(4, UserStateCodec.encode(s, withOpenDays: false)) }
+                    if !u.eventClaims.isEmpty { up.bind(5, StateStore.encodeClaims(u.eventClaims)) }
                     try up.run()
                     guard let s = u.state else { continue }
                     // Only the open days that changed; rows of days folded since the last commit go.
@@ -383,7 +392,7 @@ private enum CommitSQL: Int, CaseIterable {
     var text: String {
         switch self {
         case .begin: "BEGIN IMMEDIATE"
-        case .upsertUser: "INSERT INTO users (user, applied_seq, event_now, state) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user) DO UPDATE SET applied_seq = ?2, event_now = ?3, state = ?4"
+        case .upsertUser: "INSERT INTO users (user, applied_seq, event_now, state, event_claims) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(user) DO UPDATE SET applied_seq = ?2, event_now = ?3, state = ?4, event_claims = ?5"
         case .deleteFoldedDays: "DELETE FROM user_days WHERE user = ?1 AND day < ?2"
         case .upsertChunk: "INSERT INTO user_days (user, day, chunk, data) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user, day, chunk) DO UPDATE SET data = ?4"
         case .deleteChunksFrom: "DELETE FROM user_days WHERE user = ?1 AND day = ?2 AND chunk >= ?3"
@@ -414,6 +423,22 @@ private final class LoadJob: @unchecked Sendable {
     func run() {
         result = Result { try StateStore.loadUsers(db, from: from, below: nil, alertNames: alertNames) }
         done.signal()
+    }
+}
+
+extension StateStore {
+    static func encodeClaims(_ claims: [Int64]) -> [UInt8] {
+        var b: [UInt8] = []
+        b.reserveCapacity(claims.count * 8)
+        for c in claims { withUnsafeBytes(of: c.littleEndian) { b.append(contentsOf: $0) } }
+        return b
+    }
+
+    static func decodeClaims(_ b: [UInt8]) -> [Int64] {
+        guard b.count >= 8 else { return [] }
+        return stride(from: 0, to: b.count - 7, by: 8).map { i in
+            Int64(littleEndian: b.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: i, as: Int64.self) })
+        }
     }
 }
 

@@ -43,7 +43,7 @@ private func tempDir() -> String {
         let engine = try populatedEngine()
         let state = engine.state(of: "u")!
         let store = try StateStore(path: dir + "/s.sqlite")
-        let ids = try store.commit(users: [.init(user: "u", appliedSeq: 42, eventNow: Timestamp(seconds: 99), state: state),
+        let ids = try store.commit(users: [.init(user: "u", appliedSeq: 42, eventNow: Timestamp(seconds: 99), eventClaims: [200_000, -5], state: state),
                                            .init(user: "ghost", appliedSeq: 7, eventNow: nil, state: nil)],
                                    outbox: [.init(topic: "a", payload: [1, 2], retain: true), .init(topic: "b", payload: [], retain: false)])
         #expect(ids.count == 2)
@@ -52,7 +52,8 @@ private func tempDir() -> String {
         let (users, outbox) = try reopened.load()
         #expect(outbox.map(\.topic) == ["b"])
         let u = try #require(users.first { $0.user == "u" })
-        #expect(u.appliedSeq == 42 && u.eventNow == Timestamp(seconds: 99))
+        #expect(u.appliedSeq == 42 && u.eventNow == Timestamp(seconds: 99) && u.eventClaims == [200_000, -5])
+        #expect(try #require(users.first { $0.user == "ghost" }).eventClaims.isEmpty)
         let r = try #require(u.state)
         #expect(r.calendar.identifier == "Europe/Zurich" && r.hasProfile)
         #expect(r.firstDay == state.firstDay && r.lastClosedDay == state.lastClosedDay)
