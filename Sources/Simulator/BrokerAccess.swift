@@ -57,7 +57,9 @@ public struct BrokerAccess: Sendable {
         c.certFile = certFile
         c.keyFile = keyFile
         if let account {
-            guard let password = credentials?.password(for: account) else { preconditionFailure("no password for \(account): check missing() first") }
+            guard let password = credentials?.password(for: account) else {
+                throw SimulatorConnectionError("\(credentials.map { "credentials file \($0.path)" } ?? "no --credentials file") has no line for \(account)", exitCode: 2)
+            }
             c.username = account
             c.password = password
         }
