@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "MobilityDaemon",
                 dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CSystemd"],
                 swiftSettings: strict),
-        .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "CLibXML2", "CZlib"], swiftSettings: strict),
+        .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "MQTTTransport", "CLibXML2", "CZlib"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
 
         // Thin executables.

@@ -38,6 +38,9 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
         return MQTTError(.refused(rc), m)
     }
 
+    /// An MQTT 5 reason code as text (`mosquitto_reason_string`), e.g. 135: "Not authorized".
+    public static func reasonDescription(_ code: Int32) -> String { String(cString: mosquitto_reason_string(code)) }
+
     static func configuration(_ m: String, file: String = #fileID, line: UInt = #line) -> MQTTError {
         MQTTError(.configuration, m, file: file, line: line)
     }

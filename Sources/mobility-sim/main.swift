@@ -11,20 +11,29 @@ let usage = """
 usage: mobility-sim <command> [options]
 
 commands:
-  play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max] [--resend]
+  play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max] [--resend] [BROKER OPTIONS]
         publish the traffic at QoS 1 in order, as gateways would (Nx: N times event time);
         --resend keeps what mobilityd has not acknowledged on users/{user}/acks and re-sends it
   record SCENARIO... -o TRAFFIC.jsonl
         write the same traffic as {"topic","payload"} JSON lines (for mobilityctl replay)
-  verify SCENARIO... (--broker URL | --rules DIR)
+  verify SCENARIO... (--broker URL [BROKER OPTIONS] [--reader ACCOUNT] | --rules DIR)
         play and compare the alerts with each scenario's expectations; with --rules, run the
-        engine in-process instead of a live mobilityd --clock event; exit 0 if all pass
+        engine in-process instead of a live mobilityd --clock event; exit 0 if all pass;
+        with --credentials the alerts are read as ACCOUNT (default care-dashboard)
   export EXPORT.xml|export.zip --user ID (--broker URL | -o TRAFFIC.jsonl) [--time-zone ZONE]
         replay a real Apple Health export (streaming parse, mobility records only)
   population --users N --days D --seed S -o TRAFFIC.jsonl
         a cohort with a mix of recovery patterns; ground-truth labels go to TRAFFIC.labels.jsonl
   quality --users N --days D --seed S --rules DIR
         run such a cohort through the engine in-process; print each rule's precision and recall
+
+broker options (for a secured broker such as deploy/mosquitto.conf):
+  --credentials FILE   log in from FILE (mode 0600 or 0400): 'account password' lines; each user's
+                       traffic is published on a connection of its own, as its user id
+  --ca-file PATH       CA certificate for mqtts:// (default: system store)
+  --cert-file PATH, --key-file PATH   client certificate and key for mqtts://
+  --mqtt-version 3.1.1|5   default 5 with --credentials (a refused publish fails the run), else 3.1.1
+  Passwords are never taken from the command line (every local user can read it).
 
 SCENARIO is a .scenario file (see simulator/scenarios/README.md), a directory of them, or a
 built-in story: \(BuiltinScenario.allCases.map(\.rawValue).joined(separator: ", ")).
@@ -47,6 +56,12 @@ struct Options {
     var days = 90
     var seed: UInt64 = 1
     var resend = false
+    var credentials: String?
+    var reader = "care-dashboard"
+    var caFile: String?
+    var certFile: String?
+    var keyFile: String?
+    var mqttVersion: String?
 }
 
 var args = Array(CommandLine.arguments.dropFirst())
@@ -69,6 +84,15 @@ while i < args.count {
     case "--seed": o.seed = UInt64(value()) ?? { die("--seed takes a number") }()
     case "--builtin": o.inputs.append(value())
     case "--resend": o.resend = true
+    case "--credentials": o.credentials = value()
+    case "--reader": o.reader = value()
+    case "--ca-file": o.caFile = value()
+    case "--cert-file": o.certFile = value()
+    case "--key-file": o.keyFile = value()
+    case "--mqtt-version": o.mqttVersion = value()
+    case "--password", "--password-file", "--username":
+        die("\(a == "--password" ? "--password is refused on the command line (every local user can read a process's arguments)" : "\(a) is not an option"); "
+            + "put one 'account password' line per user (the account is the user id) in a file of mode 0600 and pass --credentials FILE")
     case "-h", "--help": print(usage); exit(0)
     default:
         if a.hasPrefix("-") { die("unknown option \(a)") }
@@ -112,23 +136,29 @@ func records(scenarios: [Scenario], files: [String]) -> [TrafficRecord] {
     return out
 }
 
-func connect(_ url: String, subscriptions: [String] = [], onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }) -> MQTTClient {
-    do {
-        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: url), clientID: "mobility-sim-\(getpid())-\(subscriptions.isEmpty ? "pub" : "sub")")
-        c.cleanSession = true
-        c.subscriptions = subscriptions
-        let client = try MQTTClient(c, onMessage: onMessage)
-        try client.start()
-        let deadline = Date().addingTimeInterval(10)
-        while !client.isConnected && Date() < deadline { usleep(10_000) }
-        guard client.isConnected else { die("cannot connect to \(url)", 1) }
-        usleep(100_000)
-        return client
-    } catch { die("\(error)", 1) }
+/// The broker access of the options: the URL, TLS files, version and the credentials file.
+func brokerAccess(_ url: String, _ o: Options) -> BrokerAccess {
+    let broker: BrokerURL
+    do { broker = try BrokerURL(parsing: url) } catch { die(error.description) }
+    var credentials: BrokerCredentials?
+    if let path = o.credentials {
+        do { credentials = try BrokerCredentials.load(path) } catch { die(error.description) }
+    }
+    var version: MQTTClientConfiguration.ProtocolVersion = credentials == nil ? .v311 : .v5
+    if let v = o.mqttVersion {
+        guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else { die("--mqtt-version must be 3.1.1 or 5") }
+        version = p
+    }
+    if (o.certFile == nil) != (o.keyFile == nil) { die("--cert-file and --key-file go together") }
+    if !broker.tls, o.caFile != nil || o.certFile != nil { die("--ca-file and --cert-file need an mqtts:// broker") }
+    if credentials != nil, version == .v311 {
+        FileHandle.standardError.write(Data("mobility-sim: note: under MQTT 3.1.1 a publish the broker refuses is acknowledged like any other; --mqtt-version 5 reports it\n".utf8))
+    }
+    return BrokerAccess(broker: broker, credentials: credentials, caFile: o.caFile, certFile: o.certFile, keyFile: o.keyFile, protocolVersion: version)
 }
 
-/// Publishes in order; `speed`: max (flow-controlled by acknowledgements), real or Nx (scaled event time).
-func play(_ records: [TrafficRecord], times: [Timestamp]?, broker: String, speed: String) -> Bool {
+/// `--speed`: nil for max (flow-controlled by acknowledgements), else the factor on event time.
+func speedFactor(_ speed: String, timed: Bool) -> Double? {
     let factor: Double?
     switch speed {
     case "max": factor = nil
@@ -139,31 +169,25 @@ func play(_ records: [TrafficRecord], times: [Timestamp]?, broker: String, speed
         }
         factor = f
     }
-    if factor != nil, times == nil { die("--speed real|Nx needs scenarios (traffic files carry no publish times); use max") }
-    let client = connect(broker)
-    let began = Date()
-    for (n, r) in records.enumerated() {
-        if let factor, let times {
-            let due = Double(times[n].milliseconds - times[0].milliseconds) / 1000 / factor
-            let wait = due - Date().timeIntervalSince(began)
-            if wait > 0 { usleep(UInt32(min(wait, 3600) * 1e6)) }
-        }
-        while client.publishedCount - client.acknowledgedCount > 500 { usleep(200) }
-        // A broker restart refuses publishes until the client reconnects: retry for up to a minute.
-        var attempt = 0
-        while true {
-            do { try client.publish(topic: r.topic, payload: r.payload, qos: 1); break } catch {
-                attempt += 1
-                if attempt > 600 { die("\(error)", 1) }
-                usleep(100_000)
-            }
-        }
-    }
-    let deadline = Date().addingTimeInterval(120)
-    while client.acknowledgedCount < records.count && Date() < deadline { usleep(1000) }
-    FileHandle.standardError.write(Data("mobility-sim: published \(records.count) messages (\(client.acknowledgedCount) acknowledged) in \(String(format: "%.2f", Date().timeIntervalSince(began))) s\n".utf8))
-    client.stop()
-    return client.acknowledgedCount >= records.count
+    if factor != nil, !timed { die("--speed real|Nx needs scenarios (traffic files carry no publish times); use max") }
+    return factor
+}
+
+/// Connects the gateways for `records` (one login per user with --credentials) before anything is published.
+func gateways(_ access: BrokerAccess, for records: [TrafficRecord], onAck: (@Sendable ([UInt8]) -> Void)? = nil) -> Gateways {
+    do {
+        let users = try Gateways.users(of: records, needUser: access.credentials != nil)
+        return try Gateways(access: access, users: users, onAck: onAck)
+    } catch { die(error.description, error.exitCode) }
+}
+
+/// Publishes in order and reports on stderr; true if the broker accepted every message.
+func play(_ g: Gateways, _ records: [TrafficRecord], times: [Timestamp]? = nil, factor: Double? = nil) -> Bool {
+    do {
+        let report = try g.play(records, times: times, factor: factor)
+        FileHandle.standardError.write(Data("mobility-sim: \(report)\n".utf8))
+        return report.complete
+    } catch { die(error.description, error.exitCode) }
 }
 
 func write(_ lines: some Sequence<String>, to path: String) {
@@ -191,10 +215,14 @@ case "play":
     for sc in s { timed += sc.generator.generate() }
     timed = timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
     let recs = f.isEmpty ? timed.map(\.record) : records(scenarios: s, files: f)
-    guard o.resend else { exit(play(recs, times: f.isEmpty ? timed.map(\.at) : nil, broker: broker, speed: o.speed) ? 0 : 1) }
+    let times = f.isEmpty ? timed.map(\.at) : nil
+    let factor = speedFactor(o.speed, timed: times != nil)
+    let access = brokerAccess(broker, o)
+    guard o.resend else { exit(play(gateways(access, for: recs), recs, times: times, factor: factor) ? 0 : 1) }
     let tracker = ResendTracker(recs)
-    let sub = connect(broker, subscriptions: ["mobility/v1/users/+/acks"]) { _, payload in tracker.acknowledged(payload) }
-    guard play(recs, times: f.isEmpty ? timed.map(\.at) : nil, broker: broker, speed: o.speed) else { exit(1) }
+    // Each gateway reads its own user's retained acks (the anonymous connection every user's).
+    let g = gateways(access, for: recs) { payload in tracker.acknowledged(payload) }
+    guard play(g, recs, times: times, factor: factor) else { exit(1) }
     for round in 1...8 {
         // Wait for the acknowledgements to settle (2 s without progress), then re-send the rest.
         var last = -1, quietSince = Date()
@@ -207,9 +235,9 @@ case "play":
         if tracker.complete { break }
         let pending = tracker.unacknowledged()
         FileHandle.standardError.write(Data("mobility-sim: round \(round): re-sending \(pending.count) unacknowledged messages\n".utf8))
-        guard play(pending, times: nil, broker: broker, speed: "max") else { exit(1) }
+        guard play(g, pending) else { exit(1) }
     }
-    sub.stop()
+    g.stop()
     FileHandle.standardError.write(Data("mobility-sim: \(tracker.complete ? "every" : "NOT every") user's samples acknowledged\n".utf8))
     exit(tracker.complete ? 0 : 1)
 case "verify":
@@ -225,12 +253,23 @@ case "verify":
         let store = Mutex<[AlertTransition]>([])
         let count = Atomic<Int>(0)
         let users = Set(s.map(\.persona.user))
-        let sub = connect(broker, subscriptions: ["mobility/v1/users/+/alerts/#"]) { _, payload in
-            guard !payload.isEmpty, let t = AlertTransition.parse(payload), users.contains(t.user) else { return }
-            store.withLock { $0.append(t) }
-            count.add(1, ordering: .relaxed)
+        let access = brokerAccess(broker, o)
+        // Every login is checked before the first connection: the gateways' and the reader's.
+        if let c = access.credentials, !c.missing([o.reader]).isEmpty {
+            die("credentials file \(c.path) has no line for \(o.reader) (the --reader account verify reads alerts with)")
         }
-        guard play(recs, times: nil, broker: broker, speed: "max") else { die("not every message was acknowledged", 1) }
+        if let c = access.credentials, case let missing = c.missing(users), !missing.isEmpty {
+            die("credentials file \(c.path) has no line for \(missing.joined(separator: ", ")) (each gateway logs in as its user id)")
+        }
+        let sub: SimulatorConnection
+        do {
+            sub = try access.reader(account: access.credentials == nil ? nil : o.reader, filters: ["mobility/v1/users/+/alerts/#"]) { _, payload in
+                guard !payload.isEmpty, let t = AlertTransition.parse(payload), users.contains(t.user) else { return }
+                store.withLock { $0.append(t) }
+                count.add(1, ordering: .relaxed)
+            }
+        } catch { die(error.description, error.exitCode) }
+        guard play(gateways(access, for: recs), recs) else { die("not every message was acknowledged", 1) }
         // Wait until alerts stop arriving (2 s of quiet, at most 60 s).
         var last = -1, quietSince = Date()
         let deadline = Date().addingTimeInterval(60)
@@ -257,7 +296,7 @@ case "export":
         let (recs, report) = try export.traffic()
         FileHandle.standardError.write(Data(report.description.utf8))
         if let out = o.output { write(recs.map(\.line), to: out) }
-        if let broker = o.broker { exit(play(recs, times: nil, broker: broker, speed: "max") ? 0 : 1) }
+        if let broker = o.broker { exit(play(gateways(brokerAccess(broker, o), for: recs), recs) ? 0 : 1) }
     } catch { die("\(error)", 1) }
 case "population":
     guard let out = o.output else { die("population needs -o TRAFFIC.jsonl") }

@@ -19,14 +19,16 @@ final class ShippedDeployment: @unchecked Sendable {
     var tlsURL: String { "mqtts://127.0.0.2:\(tlsPort)" }
     var ca: String { dir + "/ca.crt" }
 
-    /// - Parameter editACL: changes to the shipped ACL, for tests of a broker that refuses outputs
-    ///   (the shipped-files tests pass none).
-    init(editACL: [(String, String)] = []) throws {
+    /// - Parameters:
+    ///   - editACL: changes to the shipped ACL, for tests of a broker that refuses outputs
+    ///     (the shipped-files tests pass none).
+    ///   - gateways: more gateway accounts (user ids) than `jamie` and `alex`.
+    init(editACL: [(String, String)] = [], gateways: [String] = []) throws {
         dir = NSTemporaryDirectory() + "mw-deploy-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: dir + "/persist", withIntermediateDirectories: true)
         try ShippedDeployment.mintCertificates(dir)
         var pw: [String: String] = [:]
-        for account in ["mobilityd", "mobilityd-pub", "care-dashboard", "jamie", "alex"] {
+        for account in ["mobilityd", "mobilityd-pub", "care-dashboard", "jamie", "alex"] + gateways {
             // The daemon's two accounts share its one password (mobilityd.conf.example).
             pw[account] = account == "mobilityd-pub" ? pw["mobilityd"]! : UUID().uuidString
             let args = (pw.count == 1 ? ["-c"] : []) + ["-b", dir + "/passwd", account, pw[account]!]
@@ -87,6 +89,16 @@ final class ShippedDeployment: @unchecked Sendable {
     func client(_ account: String, filters: [String], clientID: String? = nil, cleanSession: Bool = true) throws -> MQTTRecorder {
         try MQTTRecorder(url: tlsURL, filters: filters, clientID: clientID ?? "\(account)-\(UUID().uuidString.prefix(6))",
                          cleanSession: cleanSession, username: account, password: passwords[account], caFile: ca, version: .v5)
+    }
+
+    /// Writes a `mobility-sim --credentials` file (`account password` lines) for `accounts`, with
+    /// `mode`; a password of `wrong` replaces an account's real one.
+    func credentialsFile(_ accounts: [String], mode: mode_t = 0o600, wrong: Set<String> = []) throws -> String {
+        let path = dir + "/sim-credentials-\(UUID().uuidString.prefix(6))"
+        let lines = accounts.map { "\($0) \(wrong.contains($0) ? "not-the-password" : passwords[$0]!)" }
+        try ("# account password\n" + lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, mode)
+        return path
     }
 
     func metrics() -> [String: Double] {
