@@ -17,7 +17,7 @@ import TestSupport
         // Ten days of walking speed (each day close publishes series), then a capped 6MWD estimate.
         var batch: [String] = []
         for day in 1...10 {
-            for k in 0..<3 { batch.append(sampleJSON(id: "ws-\(day)-\(k)", value: 1.2, end: String(format: "2026-03-%02dT1%d:00:00Z", day, k))) }
+            for k in 0..<3 { batch.append(sampleJSON(id: "ws-\(day)-\(k)", value: 1.2345, end: String(format: "2026-03-%02dT1%d:00:00Z", day, k))) }
         }
         #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), "[" + batch.joined(separator: ",") + "]") == 0)
         let estimate = sampleJSON(id: "w1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-03-11T10:00:00Z")
@@ -42,7 +42,7 @@ import TestSupport
         #expect(log.components(separatedBy: "parked as a dead letter").count - 1 == 1, "\(log)") // once, however many series
         #expect(log.components(separatedBy: "broker refused an output\"").count - 1 == 1, "\(log)") // the ack, once
         #expect(log.contains("\"kind\":\"series\"") && log.contains("\"reason\":\"not_authorized\""))
-        #expect(!log.contains("1.2"), "a health value reached the log") // the refusal logs kinds and reasons only
+        #expect(!log.contains("1.2345"), "a health value reached the log") // the refusal logs kinds and reasons only
         let parked = m["mobilityd_dead_letters"] ?? -1
         #expect(d.daemon!.stop() == 0, "\(d.daemon!.log)")
         // The dead letters are in the store, with their topic and reason; the outbox is empty.
