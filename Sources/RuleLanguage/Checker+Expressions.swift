@@ -81,6 +81,7 @@ extension Checker {
             usedLocals.insert(n)
             return Typed(expr: .local(i), type: t.type, unit: t.unit, usesSample: t.usesSample, constant: t.constant, lookback: t.lookback)
         }
+        if failedLocals.contains(n) { return nil } // its own error was reported
         if seriesSyntax[n] != nil {
             guard let (i, t) = resolveSeries(n) else { return nil }
             return Typed(expr: .series(i), type: t.type, unit: t.unit, lookback: t.lookback)
@@ -250,7 +251,12 @@ extension Checker {
             let all = Array(Checker.windowNames.keys) + Array(Checker.aggregationNames.keys) + Checker.otherFunctions + ["p95", "p50"]
             let s = suggestion(for: fname, among: all)
             error(.unknownFunction, "unknown function '\(fname)'", nr, notes: s.map { ["did you mean '\($0)'?"] } ?? [])
-            for a in args { _ = check(a.value) }
+            // Errors inside the arguments are their own causes; a bare metric is not one (the
+            // unknown function may well have been an aggregation of it, as p101(walkingSpeed)).
+            for a in args {
+                if case .name(let n, _) = a.value, MetricKind(identifier: n) != nil { continue }
+                _ = check(a.value)
+            }
             return nil
         }
     }

@@ -61,6 +61,9 @@ public struct Checker {
     // Alert-local scope.
     var locals: [String: (Int, Typed)] = [:]
     var usedLocals: Set<String> = []
+    /// `let`s of the rule at hand whose expression had errors: a use of one is not reported
+    /// again as an undefined name (one diagnostic per cause).
+    var failedLocals: Set<String> = []
     var trigger: Trigger = .day
 
     init(sources: [SourceFile]) { self.sources = sources }
@@ -171,6 +174,7 @@ public struct Checker {
     mutating func checkAlert(_ name: String, _ nr: SourceRange, _ clauses: [SyntaxClause], _ r: SourceRange) -> (AlertRule, [(String, SourceRange)])? {
         locals = [:]
         usedLocals = []
+        failedLocals = []
         trigger = .day
         var seen: [String: SourceRange] = [:]
         var ok = true
@@ -219,7 +223,7 @@ public struct Checker {
                     ok = false
                     continue
                 }
-                guard let t = check(e) else { ok = false; continue }
+                guard let t = check(e) else { failedLocals.insert(n); ok = false; continue }
                 locals[n] = (rule.lets.count, t)
                 rule.lets.append(Binding(name: n, expr: t.expr, type: t.type, displayUnit: t.unit, range: nrange))
                 program.lookbackDays = max(program.lookbackDays, t.lookback)

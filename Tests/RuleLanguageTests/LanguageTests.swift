@@ -123,3 +123,17 @@ private func ids(_ text: String) -> [String] {
         #expect(r.diagnostics.filter { $0.severity == .error }.isEmpty)
     }
 }
+
+/// One diagnostic per cause (issue 14, item 10): no cascade from an error already reported.
+@Suite struct DiagnosticCascadeTests {
+    @Test(arguments: [
+        ("series a = mean(a, 7 d)\nalert x {\n  when a > 1 m/s\n}\n", ["recursive-definition"]),
+        ("alert y {\n  let b = mean(nosuch, 7 d)\n  when b > 1 m/s\n}\n", ["undefined-name"]),
+        ("alert y {\n  let b = p95(walkingSpeed) + 2 %\n  let c = b + 1 m/s\n  when c > 1 m/s\n}\n", ["unit-mismatch"]),
+        ("series p = p101(walkingSpeed)\nalert z {\n  when p > 1 m/s\n}\n", ["unknown-function"]),
+        ("series p = p101(walkingSpeed, nosuch)\nalert z {\n  when p > 1 m/s\n}\n", ["unknown-function", "undefined-name"]), // two causes
+    ])
+    func oneDiagnosticPerCause(text: String, expected: [String]) {
+        #expect(ids(text) == expected, "\(Checker.check(text: text).diagnostics.map(\.message))")
+    }
+}
