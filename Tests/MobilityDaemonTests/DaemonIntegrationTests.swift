@@ -300,13 +300,7 @@ extension MQTTRecorder {
         let dir = NSTemporaryDirectory() + "mw-tls-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let ssl = "/usr/bin/openssl"
-        try run(ssl, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=MobilityWatch test CA",
-                      "-keyout", dir + "/ca.key", "-out", dir + "/ca.crt"])
-        try run(ssl, ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", dir + "/server.key", "-out", dir + "/server.csr"])
-        try "subjectAltName=IP:127.0.0.1\n".write(toFile: dir + "/san.ext", atomically: true, encoding: .utf8)
-        try run(ssl, ["x509", "-req", "-in", dir + "/server.csr", "-CA", dir + "/ca.crt", "-CAkey", dir + "/ca.key", "-CAcreateserial",
-                      "-days", "2", "-extfile", dir + "/san.ext", "-out", dir + "/server.crt"])
+        try ShippedDeployment.mintCertificates(dir)
         try run("/usr/bin/mosquitto_passwd", ["-c", "-b", dir + "/passwd", "mobilityd", "s3cret"])
         let port = try freePort()
         let conf = """
