@@ -69,7 +69,8 @@ struct Refusal: Sendable, Equatable {
 final class AckTracker: Sendable {
     fileprivate struct Entry {
         var outboxID: Int64?
-        var kind: OutputKind
+        /// Kept to name the kind of a refusal (classified only then, off the publish path).
+        var topic: String
     }
     fileprivate struct State {
         var inFlight: [Int32: Entry] = [:]
@@ -82,7 +83,7 @@ final class AckTracker: Sendable {
 
     /// Records that message `mid` was published: outbox item `id`, or an untracked output.
     func published(mid: Int32, id: Int64?, topic: String) {
-        let entry = Entry(outboxID: id, kind: OutputKind(topic: topic))
+        let entry = Entry(outboxID: id, topic: topic)
         state.withLock { s in
             if let code = s.early.removeValue(forKey: mid) { s.settle(entry, code) } else { s.inFlight[mid] = entry }
         }
@@ -117,7 +118,7 @@ extension AckTracker.State {
         if code < 0x80 {
             if let id = e.outboxID { acked.append(id) }
         } else {
-            refused.append(Refusal(outboxID: e.outboxID, kind: e.kind, reason: Refusal.brokerReason(code)))
+            refused.append(Refusal(outboxID: e.outboxID, kind: OutputKind(topic: e.topic), reason: Refusal.brokerReason(code)))
         }
     }
 }
