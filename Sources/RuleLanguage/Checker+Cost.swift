@@ -79,17 +79,15 @@ extension Checker {
     }
 
     private mutating func reportDepth(_ what: String, _ d: Int, _ r: SourceRange) {
-        error(.nestingTooDeep, "\(what) nests \(d) levels deep once the series and lets it uses are expanded, more than \(RuleLimits.maxEvaluationDepth)", r,
-              notes: ["each series or let used adds its own definition's depth"])
+        error(.nestingTooDeepExpanded(what: what, depth: d, limit: RuleLimits.maxEvaluationDepth), r, notes: [Note(message: .eachDefinitionAddsDepth)])
     }
 
     private mutating func reportCost(_ what: String, _ walk: CostWalk, _ r: SourceRange) {
-        var notes = ["a window evaluates its operand once per day it covers, so windows over windowed series multiply"]
+        var notes = [Note(message: .windowsMultiply)]
         if let (name, days) = walk.widest, days > 1 {
-            notes.append("series '\(name)' is needed on \(Checker.grouped(Double(days))) days for each evaluated day")
+            notes.append(Note(message: .seriesNeededOnDays(name: name, days: days)))
         }
-        error(.ruleTooCostly, "\(what) computes about \(Checker.grouped(walk.cost)) values for one user's day, more than \(Checker.grouped(Double(RuleLimits.maxCostPerDay)))",
-              r, notes: notes)
+        error(.ruleTooCostly(what: what, cost: walk.cost, limit: RuleLimits.maxCostPerDay), r, notes: notes)
     }
 
     /// `1234567` as `1 234 567`, the way the docs write numbers.

@@ -33,8 +33,7 @@ extension Checker {
         defer { checkDepth -= 1 }
         guard checkDepth <= RuleLimits.maxEvaluationDepth else {
             if !depthReported {
-                error(.nestingTooDeep, "expression nests more than \(RuleLimits.maxEvaluationDepth) levels deep once the series and lets it uses are expanded",
-                      e.range, notes: ["each series or let used adds its own definition's depth"])
+                error(.nestingTooDeepInExpansion(limit: RuleLimits.maxEvaluationDepth), e.range, notes: [Note(message: .eachDefinitionAddsDepth)])
                 depthReported = true
             }
             return nil
@@ -46,7 +45,7 @@ extension Checker {
             guard let unitName else { return Typed(expr: .number(v), type: .number(.dimensionless), unit: .one, constant: v) }
             guard let u = MeasureUnit.rule(unitName) else {
                 let s = suggestion(for: unitName, among: MeasureUnit.ruleUnits.keys.sorted())
-                error(.unknownUnit, "unknown unit '\(unitName)'", ur ?? e.range, notes: s.map { ["did you mean '\($0)'?"] } ?? [])
+                error(.unknownUnit(unitName), ur ?? e.range, fixIts: ur.map { didYouMean(s, at: $0) } ?? [])
                 return nil
             }
             return Typed(expr: .number(u.si(v)), type: .number(u.dimension), unit: u, constant: u.si(v))
@@ -59,10 +58,10 @@ extension Checker {
         case .unary(let op, let x, _):
             guard let t = check(x) else { return nil }
             if op == "not" {
-                guard t.type == .bool else { error(.typeMismatch, "'not' needs a boolean, found \(describe(t.type))", x.range); return nil }
+                guard t.type == .bool else { error(.needsOperand(op: "not", needs: "a boolean", found: describe(t.type)), x.range); return nil }
                 return Typed(expr: .not(t.expr), type: .bool, unit: .one, usesSample: t.usesSample, lookback: t.lookback)
             }
-            guard case .number = t.type else { error(.typeMismatch, "'-' needs a number, found \(describe(t.type))", x.range); return nil }
+            guard case .number = t.type else { error(.needsOperand(op: "-", needs: "a number", found: describe(t.type)), x.range); return nil }
             var out = t
             out.expr = .negate(t.expr)
             out.constant = t.constant.map { -$0 }
@@ -88,7 +87,7 @@ extension Checker {
         }
         if let f = SampleField(rawValue: n) {
             guard case .sample(let metric) = trigger else {
-                error(.sampleContext, "'\(n)' is a sample field, only available in alerts with 'on sample'", r)
+                error(.sampleFieldOutsideSample(n), r)
                 return nil
             }
             switch f {
@@ -98,13 +97,13 @@ extension Checker {
             }
         }
         if let m = MetricKind(identifier: n) {
-            error(.typeMismatch, "metric '\(m.name)' needs a daily aggregation, such as p95(\(m.name)) or mean(\(m.name))", r)
+            error(.metricNeedsAggregation(m.name), r)
             return nil
         }
         var candidates = Array(locals.keys) + Array(seriesSyntax.keys) + MetricKind.allCases.map(\.name)
         if case .sample = trigger { candidates += SampleField.allCases.map(\.rawValue) }
         let s = suggestion(for: n, among: candidates)
-        error(.undefinedName, "undefined name '\(n)'", r, notes: s.map { ["did you mean '\($0)'?"] } ?? [])
+        error(.undefinedName(n), r, fixIts: didYouMean(s, at: r))
         return nil
     }
 
@@ -114,7 +113,7 @@ extension Checker {
         switch op {
         case "and", "or":
             for (t, s) in [(lt, l), (rt, r)] where t.type != .bool {
-                error(.typeMismatch, "'\(op)' needs booleans, found \(describe(t.type))", s.range)
+                error(.needsOperand(op: op, needs: "booleans", found: describe(t.type)), s.range)
                 return nil
             }
             return Typed(expr: .binary(op == "and" ? .and : .or, lt.expr, rt.expr), type: .bool, unit: .one, usesSample: sample, lookback: lookback)
@@ -123,24 +122,23 @@ extension Checker {
             switch (lt.type, rt.type) {
             case (.number(let a), .number(let b)):
                 guard a == b else {
-                    error(.unitMismatch, "cannot compare \(describe(lt.type)) with \(describe(rt.type))", opRange,
-                          notes: hint(a, b))
+                    error(.notComparableUnits(left: describe(lt.type), right: describe(rt.type)), opRange, notes: hint(a, b))
                     return nil
                 }
             case (.bool, .bool), (.string, .string):
                 guard op == "==" || op == "!=" else {
-                    error(.typeMismatch, "'\(op)' needs numbers; \(describe(lt.type)) can only be compared with == or !=", opRange)
+                    error(.orderingNeedsNumbers(op: op, type: describe(lt.type)), opRange)
                     return nil
                 }
             default:
-                error(.typeMismatch, "cannot compare \(describe(lt.type)) with \(describe(rt.type))", opRange)
+                error(.notComparable(left: describe(lt.type), right: describe(rt.type)), opRange)
                 return nil
             }
             return Typed(expr: .binary(bop, lt.expr, rt.expr), type: .bool, unit: .one, usesSample: sample, lookback: lookback)
         default:
             guard case .number(let a) = lt.type, case .number(let b) = rt.type else {
                 let bad = lt.type == .bool || lt.type == .string ? (lt, l) : (rt, r)
-                error(.typeMismatch, "'\(op)' needs numbers, found \(describe(bad.0.type))", bad.1.range)
+                error(.needsOperand(op: op, needs: "numbers", found: describe(bad.0.type)), bad.1.range)
                 return nil
             }
             let bop = BinaryOp(rawValue: op)!
@@ -150,7 +148,7 @@ extension Checker {
             switch bop {
             case .add, .sub:
                 guard a == b else {
-                    error(.unitMismatch, "cannot \(op == "+" ? "add" : "subtract") \(describe(rt.type)) \(op == "+" ? "to" : "from") \(describe(lt.type))", opRange, notes: hint(a, b))
+                    error(.differentDimensions(op: op, left: describe(lt.type), right: describe(rt.type)), opRange, notes: hint(a, b))
                     return nil
                 }
                 dim = a
@@ -171,9 +169,9 @@ extension Checker {
         }
     }
 
-    func hint(_ a: PhysicalDimension, _ b: PhysicalDimension) -> [String] {
+    func hint(_ a: PhysicalDimension, _ b: PhysicalDimension) -> [Note] {
         if (a == .dimensionless) != (b == .dimensionless) {
-            return ["give the number a unit, e.g. '0.1 m/s', '30 m', '25 %' or '7 d'"]
+            return [Note(message: .giveNumberUnit)]
         }
         return []
     }
@@ -185,7 +183,7 @@ extension Checker {
         var named: [String: SyntaxArgument] = [:]
         for a in args {
             guard let l = a.label else { continue }
-            if named[l] != nil { error(.duplicateName, "argument '\(l)' is given twice", a.labelRange ?? range); return nil }
+            if named[l] != nil { error(.duplicateArgument(l), a.labelRange ?? range); return nil }
             named[l] = a
         }
         let ctx = CallContext(fname: fname, args: args, positional: positional, range: range)
@@ -199,7 +197,7 @@ extension Checker {
             return dailyAggregate(ctx, metric: MetricKind(identifier: mname)!, metricRange: mr, pct: pct, named)
         }
         if pct != nil || fname == "percentile" {
-            if let first = positional.first { error(.typeMismatch, "'\(fname)' needs a metric such as walkingSpeed as its first argument", first.value.range) } else {
+            if let first = positional.first { error(.needsMetricArgument(function: fname), first.value.range) } else {
                 _ = arity(1...1, "\(fname)(walkingSpeed)")
             }
             return nil
@@ -210,7 +208,7 @@ extension Checker {
         switch fname {
         case "abs":
             guard allow([]), arity(1...1, "abs(x)"), let t = check(positional[0].value) else { return nil }
-            guard case .number = t.type else { error(.typeMismatch, "'abs' needs a number, found \(describe(t.type))", positional[0].value.range); return nil }
+            guard case .number = t.type else { error(.needsOperand(op: "abs", needs: "a number", found: describe(t.type)), positional[0].value.range); return nil }
             var o = t
             o.expr = .abs(t.expr)
             o.constant = t.constant.map { Swift.abs($0) }
@@ -221,12 +219,12 @@ extension Checker {
         case "starts_with":
             guard allow([]), arity(2...2, "starts_with(bundle_id, \"com.apple.health\")"),
                   let a = check(positional[0].value), let b = check(positional[1].value) else { return nil }
-            guard a.type == .string, b.type == .string else { error(.typeMismatch, "'starts_with' needs two strings", range); return nil }
+            guard a.type == .string, b.type == .string else { error(.startsWithNeedsStrings, range); return nil }
             return Typed(expr: .startsWith(a.expr, b.expr), type: .bool, unit: .one, usesSample: a.usesSample || b.usesSample)
         case "metadata":
             guard allow([]), arity(1...1, "metadata(\"HKMetadataKeyAppleDeviceCalibrated\")") else { return nil }
-            guard case .string(let key, _) = positional[0].value else { error(.typeMismatch, "'metadata' needs a string key", positional[0].value.range); return nil }
-            guard case .sample = trigger else { error(.sampleContext, "'metadata' is only available in alerts with 'on sample'", nr); return nil }
+            guard case .string(let key, _) = positional[0].value else { error(.metadataKeyNotString, positional[0].value.range); return nil }
+            guard case .sample = trigger else { error(.metadataOutsideSample, nr); return nil }
             return Typed(expr: .metadata(MetadataKey.canonical(key)), type: .number(.dimensionless), unit: .one, usesSample: true)
         case "days_since":
             guard allow([]), arity(1...1, "days_since(injury)"), let k = kind(positional[0].value, clinical: true) else { return nil }
@@ -250,7 +248,7 @@ extension Checker {
         default:
             let all = Array(Checker.windowNames.keys) + Array(Checker.aggregationNames.keys) + Checker.otherFunctions + ["p95", "p50"]
             let s = suggestion(for: fname, among: all)
-            error(.unknownFunction, "unknown function '\(fname)'", nr, notes: s.map { ["did you mean '\($0)'?"] } ?? [])
+            error(.unknownFunction(fname), nr, fixIts: didYouMean(s, at: nr))
             // Errors inside the arguments are their own causes; a bare metric is not one (the
             // unknown function may well have been an aggregation of it, as p101(walkingSpeed)).
             for a in args {
@@ -268,14 +266,13 @@ extension Checker {
 
     mutating func kind(_ e: SyntaxExpr, clinical: Bool) -> String? {
         guard case .name(let k, let r) = e else {
-            error(.typeMismatch, "expected \(clinical ? "a clinical event kind such as injury" : "an annotation kind such as heat_wave")", e.range)
+            error(.expectedKind(clinical: clinical), e.range)
             return nil
         }
         let known = clinical ? program.clinicalKinds : program.annotationKinds.union(program.clinicalKinds)
         guard known.contains(k) else {
             let s = suggestion(for: k, among: known)
-            error(.undefinedName, "unknown \(clinical ? "clinical event" : "annotation") kind '\(k)'", r,
-                  notes: (s.map { ["did you mean '\($0)'?"] } ?? []) + ["declare new kinds with '\(clinical ? "event" : "annotation") kinds \(k)'"])
+            error(.unknownKind(clinical: clinical, name: k), r, notes: [Note(message: .declareKinds(clinical: clinical, name: k))], fixIts: didYouMean(s, at: r))
             return nil
         }
         return k
@@ -283,8 +280,8 @@ extension Checker {
 
     mutating func dailyOperand(_ e: SyntaxExpr, _ fname: String) -> Typed? {
         guard let t = check(e) else { return nil }
-        guard case .number = t.type else { error(.typeMismatch, "'\(fname)' needs a daily number series, found \(describe(t.type))", e.range); return nil }
-        guard !t.usesSample else { error(.sampleContext, "'\(fname)' looks at past days and cannot use fields of the current sample", e.range); return nil }
+        guard case .number = t.type else { error(.needsOperand(op: fname, needs: "a daily number series", found: describe(t.type)), e.range); return nil }
+        guard !t.usesSample else { error(.pastDaysUseSample(function: fname), e.range); return nil }
         return t
     }
 
@@ -299,10 +296,10 @@ extension Checker {
         if fname == "percentile" {
             guard arity(2...2, "percentile(walkingSpeed, 95)") else { return nil }
             guard case .number(let v, nil, let r, _) = positional[1].value else {
-                error(.typeMismatch, "the percentile must be a plain number between 0 and 100", positional[1].value.range)
+                error(.percentileNotNumber, positional[1].value.range)
                 return nil
             }
-            guard v >= 0, v <= 100 else { error(.argumentMismatch, "the percentile must be between 0 and 100", r); return nil }
+            guard v >= 0, v <= 100 else { error(.percentileOutOfRange, r); return nil }
             q = v
         } else if !arity(1...1, "\(fname)(\(metric.name), source: device)") {
             return nil
@@ -314,7 +311,7 @@ extension Checker {
             case .name("user_entered", _): provenance = .userEntered
             case .name("any", _): provenance = nil
             default:
-                error(.argumentMismatch, "'source' must be device, user_entered or any", s.value.range)
+                error(.invalidSource, s.value.range)
                 return nil
             }
         }
@@ -324,7 +321,7 @@ extension Checker {
             case .name("linear", _): method = .linear
             case .name("nearest", _), .name("nearest_rank", _): method = .nearestRank
             default:
-                error(.argumentMismatch, "'method' must be linear or nearest", m.value.range)
+                error(.invalidMethod, m.value.range)
                 return nil
             }
         }
@@ -353,18 +350,18 @@ extension Checker {
         var minDays = wf == .slope ? 2 : 1
         if let m = named["min"] {
             guard case .number(let v, let u, let r, _) = m.value, u == nil || u == "d", v == v.rounded(), v >= 1 else {
-                error(.argumentMismatch, "'min' must be a whole number of days with data, e.g. 'min: 4'", m.value.range)
+                error(.invalidMinDays, m.value.range)
                 return nil
             }
             guard Int(v) <= days else {
-                error(.argumentMismatch, "'min: \(Int(v))' asks for more days than the \(days)-day window holds", r)
+                error(.minDaysExceedWindow(min: Int(v), days: days), r)
                 return nil
             }
             minDays = max(Int(v), wf == .slope ? 2 : 1)
         }
         var anchor = WindowAnchor.current
         if named["before"] != nil && named["after"] != nil {
-            error(.argumentMismatch, "a window is either 'before:' or 'after:' an event, not both", range)
+            error(.beforeAndAfter, range)
             return nil
         }
         if let b = named["before"] { guard let k = kind(b.value, clinical: true) else { return nil }; anchor = .before(k) }
@@ -398,8 +395,9 @@ struct CallContext {
         for a in args {
             guard let l = a.label, !labels.contains(l) else { continue }
             let s = suggestion(for: l, among: labels)
-            c.error(.unknownArgument, "'\(fname)' has no argument '\(l)'", a.labelRange ?? range,
-                    notes: (s.map { ["did you mean '\($0)'?"] } ?? []) + (labels.isEmpty ? [] : ["it takes: \(labels.sorted().joined(separator: ", "))"]))
+            let at = a.labelRange ?? range
+            c.error(.unknownArgument(function: fname, label: l), at,
+                    notes: labels.isEmpty ? [] : [Note(message: .takesArguments(labels.sorted()))], fixIts: c.didYouMean(s, at: at))
             return false
         }
         return true
@@ -408,8 +406,8 @@ struct CallContext {
     func arity(_ n: ClosedRange<Int>, _ usage: String, _ c: inout Checker) -> Bool {
         guard !n.contains(positional.count) else { return true }
         let count = n.lowerBound == n.upperBound ? "\(n.lowerBound)" : "\(n.lowerBound) to \(n.upperBound)"
-        c.error(.argumentMismatch, "'\(fname)' takes \(count) positional argument\(n.upperBound == 1 ? "" : "s"), found \(positional.count)",
-                range, notes: ["usage: \(usage)"])
+        c.error(.arityMismatch(function: fname, expected: count, plural: n.upperBound != 1, found: positional.count), range,
+                notes: [Note(message: .usage(usage))])
         return false
     }
 }

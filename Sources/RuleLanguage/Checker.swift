@@ -28,8 +28,7 @@ public struct Checker {
             out += list
             if more > 0 {
                 let end = sources[f].bytes.count
-                out.append(Diagnostic(.tooManyDiagnostics, "too many diagnostics in this file; \(more) more not shown",
-                                      at: SourceRange(file: f, end..<end), severity: .note))
+                out.append(Diagnostic(.tooManyDiagnostics(more: more), at: SourceRange(file: f, end..<end)))
             }
         }
         return out
@@ -77,8 +76,13 @@ public struct Checker {
         var lookback: Int = 0
     }
 
-    mutating func error(_ id: DiagnosticID, _ msg: String, _ r: SourceRange, notes: [String] = []) {
-        diagnostics.append(Diagnostic(id, msg, at: r, notes: notes))
+    mutating func error(_ message: RuleMessage, _ r: SourceRange, notes: [Note] = [], fixIts: [FixIt] = []) {
+        diagnostics.append(Diagnostic(message, at: r, notes: notes, fixIts: fixIts))
+    }
+
+    /// A "did you mean" fix-it replacing `range` with the suggestion, if there is one.
+    func didYouMean(_ suggestion: String?, at range: SourceRange) -> [FixIt] {
+        suggestion.map { [FixIt(replacement: $0, range: range)] } ?? []
     }
 
     // MARK: Driver
@@ -88,7 +92,7 @@ public struct Checker {
         var files: [SyntaxFile] = []
         for (i, s) in sources.enumerated() {
             guard s.bytes.count <= RuleLimits.maxFileBytes else {
-                error(.fileTooLarge, "rule file is larger than \(Checker.grouped(Double(RuleLimits.maxFileBytes))) bytes (1 MiB)", SourceRange(file: i, 0..<0))
+                error(.fileTooLarge(bytes: RuleLimits.maxFileBytes), SourceRange(file: i, 0..<0))
                 files.append(SyntaxFile(file: i, decls: []))
                 continue
             }
@@ -101,8 +105,7 @@ public struct Checker {
         var seenNames: [String: SourceRange] = [:]
         func declare(_ n: String, _ r: SourceRange, what: String) -> Bool {
             if let prev = seenNames[n] {
-                let (l, c) = sources[prev.file].location(of: prev.range.lowerBound)
-                error(.duplicateName, "\(what) '\(n)' is already defined", r, notes: ["first defined at \(sources[prev.file].path):\(l):\(c)"])
+                error(.duplicateDefinition(what: what, name: n), r, notes: [Note(message: .firstDefinedHere, range: prev)])
                 return false
             }
             seenNames[n] = r
@@ -116,7 +119,7 @@ public struct Checker {
                         if cat == "event" { program.clinicalKinds.insert(n) } else { program.annotationKinds.insert(n) }
                     }
                 case .series(let n, let nr, let e, _):
-                    if MetricKind(identifier: n) != nil { error(.duplicateName, "series '\(n)' has the name of a metric", nr); continue }
+                    if MetricKind(identifier: n) != nil { error(.seriesNamedLikeMetric(n), nr); continue }
                     if declare(n, nr, what: "series") { seriesSyntax[n] = (e, nr) }
                 case .alert(let n, let nr, let clauses, let r):
                     if declare(n, nr, what: "alert") { alertDecls.append((n, nr, clauses, r)) }
@@ -144,7 +147,7 @@ public struct Checker {
         // A series that failed is reported once, where it is defined, not again at each use.
         guard !failedSeries.contains(name), let (syntax, nr) = seriesSyntax[name] else { return nil }
         if resolving.contains(name) {
-            error(.recursiveDefinition, "series '\(name)' depends on itself", nr)
+            error(.recursiveSeries(name), nr)
             return nil
         }
         resolving.insert(name)
@@ -155,7 +158,7 @@ public struct Checker {
         defer { locals = savedLocals; trigger = savedTrigger }
         guard let t = check(syntax) else { failedSeries.insert(name); return nil }
         guard case .number = t.type else {
-            error(.typeMismatch, "a series must be a number, but '\(name)' is a \(t.type)", syntax.range)
+            error(.seriesNotNumber(name: name, type: "\(t.type)"), syntax.range)
             failedSeries.insert(name)
             return nil
         }
@@ -180,7 +183,7 @@ public struct Checker {
         var ok = true
         for c in clauses where Checker.singleClauses.contains(c.keyword) {
             if seen[c.keyword] != nil {
-                error(.duplicateClause, "alert '\(name)' has more than one '\(c.keyword)' clause", c.keywordRange)
+                error(.duplicateClause(alert: name, keyword: c.keyword), c.keywordRange)
                 ok = false
             }
             seen[c.keyword] = c.keywordRange
@@ -193,11 +196,11 @@ public struct Checker {
                     trigger = .sample(metric)
                 } else if let m = on.name, let nrange = on.nameRange {
                     let s = suggestion(for: m, among: MetricKind.allCases.map(\.name))
-                    error(.undefinedName, "unknown sample type '\(m)'", nrange, notes: s.map { ["did you mean '\($0)'?"] } ?? [])
+                    error(.unknownSampleType(m), nrange, fixIts: didYouMean(s, at: nrange))
                     ok = false
                 }
             default:
-                error(.expectedToken, "expected 'day' or 'sample' after 'on', found '\(w.0)'", w.1)
+                error(.expectedTrigger(found: w.0), w.1)
                 ok = false
             }
         }
@@ -205,7 +208,7 @@ public struct Checker {
         if let on = clauses.first(where: { $0.keyword == "on" }), let fe = on.expr, case .sample = trigger {
             if let t = check(fe) {
                 if t.type == .bool { filter = t.expr } else {
-                    error(.typeMismatch, "the filter after 'where' must be a boolean, not a \(t.type)", fe.range)
+                    error(.filterNotBoolean(type: "\(t.type)"), fe.range)
                     ok = false
                 }
             } else { ok = false }
@@ -219,7 +222,7 @@ public struct Checker {
             case "let":
                 guard let n = c.name, let nrange = c.nameRange, let e = c.expr else { continue }
                 if locals[n] != nil || seriesSyntax[n] != nil {
-                    error(.duplicateName, "'\(n)' is already defined", nrange)
+                    error(.duplicateLet(n), nrange)
                     ok = false
                     continue
                 }
@@ -231,7 +234,7 @@ public struct Checker {
                 guard let e = c.expr else { continue }
                 guard let t = check(e) else { ok = false; continue }
                 guard t.type == .bool else {
-                    error(.typeMismatch, "the condition of 'when' must be a boolean, not a \(t.type)", e.range)
+                    error(.whenNotBoolean(type: "\(t.type)"), e.range)
                     ok = false
                     continue
                 }
@@ -248,14 +251,14 @@ public struct Checker {
             case "severity":
                 guard let w = c.words.first else { continue }
                 if let s = Severity(rawValue: w.0) { rule.severity = s } else {
-                    error(.unexpectedToken, "unknown severity '\(w.0)'; expected info, warning or critical", w.1)
+                    error(.unknownSeverity(w.0), w.1)
                     ok = false
                 }
             case "labels":
                 var keys = Set<String>()
                 for p in c.pairs {
-                    if !keys.insert(p.key).inserted { error(.duplicateName, "label '\(p.key)' is given twice", p.range); ok = false }
-                    if ["rule", "user", "severity"].contains(p.key) { error(.duplicateName, "label '\(p.key)' is reserved", p.range); ok = false }
+                    if !keys.insert(p.key).inserted { error(.duplicateLabel(p.key), p.range); ok = false }
+                    if ["rule", "user", "severity"].contains(p.key) { error(.reservedLabel(p.key), p.range); ok = false }
                 }
                 rule.labels = c.pairs.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 }
             case "summary":
@@ -267,7 +270,7 @@ public struct Checker {
             }
         }
         guard let cond = condition else {
-            if ok, seen["when"] == nil { error(.missingWhen, "alert '\(name)' has no 'when' condition", nr) }
+            if ok, seen["when"] == nil { error(.missingWhen(alert: name), nr) }
             return nil
         }
         rule.condition = cond.expr
@@ -275,7 +278,7 @@ public struct Checker {
         for (n, (_, t)) in locals where !usedLocals.contains(n) {
             _ = t
             if let b = rule.lets.first(where: { $0.name == n }) {
-                diagnostics.append(Diagnostic(.unusedDefinition, "'\(n)' is defined but not used (it is still shown as evidence)", at: b.range, severity: .warning))
+                diagnostics.append(Diagnostic(.unusedLet(n), at: b.range))
             }
         }
         return ok ? (rule, inhibit) : nil
@@ -287,10 +290,10 @@ public struct Checker {
         for (i, list) in inhibitors.enumerated() {
             for (n, r) in list {
                 if let j = names.firstIndex(of: n) {
-                    if j == i { error(.inhibitionCycle, "alert '\(n)' cannot inhibit itself", r) } else { edges[i].append(j) }
+                    if j == i { error(.selfInhibition(n), r) } else { edges[i].append(j) }
                 } else {
                     let s = suggestion(for: n, among: names)
-                    error(.undefinedName, "no alert named '\(n)'", r, notes: s.map { ["did you mean '\($0)'?"] } ?? [])
+                    error(.unknownAlert(n), r, fixIts: didYouMean(s, at: r))
                 }
             }
         }
@@ -299,7 +302,7 @@ public struct Checker {
         func visit(_ i: Int, _ checker: inout Checker) {
             if state[i] == 2 { return }
             if state[i] == 1 {
-                checker.error(.inhibitionCycle, "alerts inhibit each other in a cycle through '\(names[i])'", checker.program.alerts[i].range)
+                checker.error(.inhibitionCycle(through: names[i]), checker.program.alerts[i].range)
                 return
             }
             state[i] = 1
@@ -322,20 +325,37 @@ public struct Checker {
     mutating func duration(_ e: SyntaxExpr, after what: String, wholeDays: Bool) -> Int64? {
         guard let t = check(e) else { return nil }
         guard t.type == .number(.time), let v = t.constant else {
-            error(.invalidDuration, "expected a duration such as '7 d' after \(what), found a \(t.type)\(t.constant == nil && t.type == .number(.time) ? " that is not constant" : "")", e.range)
+            error(.expectedDuration(after: what, found: "\(t.type)", notConstant: t.constant == nil && t.type == .number(.time)), e.range)
             return nil
         }
         guard v >= 0, v <= 3650 * 86_400 else {
-            error(.invalidDuration, "duration after \(what) must be between 0 and 3650 d", e.range)
+            error(.durationOutOfRange(after: what), e.range)
             return nil
         }
         if wholeDays {
             guard v >= 86_400, v.truncatingRemainder(dividingBy: 86_400) == 0 else {
-                error(.invalidDuration, "a window after \(what) must be a whole number of days, at least 1 d", e.range)
+                error(.windowNotWholeDays(after: what), e.range)
                 return nil
             }
         }
         return Int64(v.rounded())
+    }
+
+    /// The source range of a `{name…}` placeholder's name inside the summary literal at `r`,
+    /// for a fix-it that replaces just the name; nil if it cannot be found verbatim.
+    func placeholder(_ name: String, in r: SourceRange) -> SourceRange? {
+        let bytes = sources[r.file].bytes, n = Array(name.utf8)
+        guard !n.isEmpty, r.range.upperBound <= bytes.count else { return nil }
+        var i = r.range.lowerBound
+        while i + n.count <= r.range.upperBound {
+            if Array(bytes[i..<(i + n.count)]) == n {
+                var j = i - 1
+                while j >= r.range.lowerBound, bytes[j] == 32 { j -= 1 }
+                if j >= r.range.lowerBound, bytes[j] == 123 { return SourceRange(file: r.file, i..<(i + n.count)) }
+            }
+            i += 1
+        }
+        return nil
     }
 
     mutating func template(_ s: String, _ r: SourceRange) -> [TemplatePart]? {
@@ -351,7 +371,7 @@ public struct Checker {
             if c == "}" && it[i + 1] == "}" { text.append("}"); i += 2; continue }
             if c != "{" { text.append(c); i += 1; continue }
             guard let close = it[(i + 1)...].firstIndex(of: "}") else {
-                error(.invalidTemplate, "unclosed '{' in summary", r)
+                error(.unclosedTemplateBrace, r)
                 return nil
             }
             let body = String(it[(i + 1)..<close]).trimmingCharacters(in: .whitespaces)
@@ -363,7 +383,7 @@ public struct Checker {
                 let fmt = spec[spec.index(after: colon)...]
                 spec = String(spec[..<colon]).trimmingCharacters(in: .whitespaces)
                 if fmt.hasPrefix("."), fmt.hasSuffix("f"), let d = Int(fmt.dropFirst().dropLast()), (0...6).contains(d) { decimals = d } else {
-                    error(.invalidTemplate, "invalid format '\(fmt)' in summary; use ':.Nf'", r)
+                    error(.invalidTemplateFormat(String(fmt)), r)
                     ok = false
                     continue
                 }
@@ -387,19 +407,23 @@ public struct Checker {
                 t = Typed(expr: .series(idx), type: st.type, unit: st.unit)
             } else {
                 let s = suggestion(for: spec, among: Array(locals.keys) + Array(seriesSyntax.keys) + ["user", "day", "rule"])
-                error(.invalidTemplate, "unknown name '\(spec)' in summary", r, notes: s.map { ["did you mean '\($0)'?"] } ?? [])
+                if let s, let at = placeholder(spec, in: r) {
+                    error(.unknownTemplateName(spec), r, fixIts: didYouMean(s, at: at))
+                } else {
+                    error(.unknownTemplateName(spec), r, notes: s.map { [Note(message: .didYouMean($0))] } ?? [])
+                }
                 ok = false
                 continue
             }
             var unit = t.unit
             if let un = unitName {
                 guard let u = MeasureUnit.rule(un) else {
-                    error(.unknownUnit, "unknown unit '\(un)' in summary", r)
+                    error(.unknownTemplateUnit(un), r)
                     ok = false
                     continue
                 }
                 guard case .number(let dim) = t.type, dim == u.dimension else {
-                    error(.unitMismatch, "cannot show '\(spec)' (\(t.type)) in \(un)", r)
+                    error(.templateUnitMismatch(name: spec, type: "\(t.type)", unit: un), r)
                     ok = false
                     continue
                 }

@@ -3,58 +3,74 @@ public enum DiagnosticSeverity: String, Hashable, Sendable {
     case error, warning, note
 }
 
-/// A problem found in rule source: stable id, one-line message, where, and notes.
-public struct Diagnostic: Hashable, Sendable {
-    /// Error or warning.
-    public var severity: DiagnosticSeverity
-    /// The stable identifier (documented in `docs/rule-language.md`).
-    public var id: DiagnosticID
+/// What a diagnostic says: its text, stable id and severity (swift-syntax's `DiagnosticMessage`).
+public protocol DiagnosticMessage: Sendable {
     /// A lower-case, one-line message without a trailing period.
-    public var message: String
-    /// Where.
-    public var range: SourceRange
-    /// Further explanations (`did you mean 'walkingSpeed'?`).
-    public var notes: [String]
+    var message: String { get }
+    /// The stable identifier (documented in `docs/rule-language.md`).
+    var diagnosticID: DiagnosticID { get }
+    /// Error, warning or note.
+    var severity: DiagnosticSeverity { get }
+}
 
-    /// Creates a diagnostic.
-    public init(_ id: DiagnosticID, _ message: String, at range: SourceRange, severity: DiagnosticSeverity = .error, notes: [String] = []) {
-        self.severity = severity
-        self.id = id
+/// A further explanation of a diagnostic, optionally pointing at a place of its own
+/// (`first defined here` under the first definition).
+public struct Note: Hashable, Sendable {
+    /// What the note says.
+    public var message: RuleNote
+    /// Where it points, if anywhere; rendered as its own `file:line:col: note:` with a caret.
+    public var range: SourceRange?
+
+    /// Creates a note.
+    public init(message: RuleNote, range: SourceRange? = nil) {
         self.message = message
         self.range = range
-        self.notes = notes
     }
 }
 
-/// The catalogue of diagnostic ids, alphabetical. Each is stable and documented.
-public enum DiagnosticID: String, CaseIterable, Hashable, Sendable {
-    case argumentMismatch = "argument-mismatch"
-    case duplicateClause = "duplicate-clause"
-    case duplicateName = "duplicate-name"
-    case expectedExpression = "expected-expression"
-    case expectedToken = "expected-token"
-    case expressionTooLong = "expression-too-long"
-    case fileTooLarge = "file-too-large"
-    case inhibitionCycle = "inhibition-cycle"
-    case invalidDuration = "invalid-duration"
-    case invalidNumber = "invalid-number"
-    case invalidTemplate = "invalid-template"
-    case missingWhen = "missing-when"
-    case nestingTooDeep = "nesting-too-deep"
-    case recursiveDefinition = "recursive-definition"
-    case ruleTooCostly = "rule-too-costly"
-    case sampleContext = "sample-context"
-    case tooManyDiagnostics = "too-many-diagnostics"
-    case typeMismatch = "type-mismatch"
-    case undefinedName = "undefined-name"
-    case unexpectedCharacter = "unexpected-character"
-    case unexpectedToken = "unexpected-token"
-    case unitMismatch = "unit-mismatch"
-    case unknownArgument = "unknown-argument"
-    case unknownFunction = "unknown-function"
-    case unknownUnit = "unknown-unit"
-    case unterminatedString = "unterminated-string"
-    case unusedDefinition = "unused-definition"
+/// A suggested edit: replace the text at `range` with `replacement` ("did you mean").
+public struct FixIt: Hashable, Sendable {
+    /// The text to put in place of the range.
+    public var replacement: String
+    /// The source text to replace.
+    public var range: SourceRange
+
+    /// Creates a fix-it.
+    public init(replacement: String, range: SourceRange) {
+        self.replacement = replacement
+        self.range = range
+    }
+
+    /// How the fix-it is shown: `did you mean 'walkingSpeed'?`.
+    public var message: String { "did you mean '\(replacement)'?" }
+}
+
+/// A problem found in rule source: a catalogued message (which fixes id and severity), where,
+/// notes and fix-its.
+public struct Diagnostic: Hashable, Sendable {
+    /// What is wrong, from the catalogue.
+    public var diagMessage: RuleMessage
+    /// Where.
+    public var range: SourceRange
+    /// Further explanations, some with a location of their own.
+    public var notes: [Note]
+    /// Suggested edits (`did you mean 'walkingSpeed'?`).
+    public var fixIts: [FixIt]
+
+    /// Creates a diagnostic.
+    public init(_ message: RuleMessage, at range: SourceRange, notes: [Note] = [], fixIts: [FixIt] = []) {
+        self.diagMessage = message
+        self.range = range
+        self.notes = notes
+        self.fixIts = fixIts
+    }
+
+    /// Error, warning or note (fixed by the message).
+    public var severity: DiagnosticSeverity { diagMessage.severity }
+    /// The stable identifier (fixed by the message).
+    public var id: DiagnosticID { diagMessage.diagnosticID }
+    /// A lower-case, one-line message without a trailing period.
+    public var message: String { diagMessage.message }
 }
 
 /// Renders diagnostics the way compilers do:
@@ -82,14 +98,24 @@ public struct DiagnosticRenderer: Sendable {
         return "\(f.path):\(l):\(c)"
     }
 
-    /// Renders one diagnostic with its source line and caret.
+    /// Renders one diagnostic with its source line and caret, then its fix-its and notes (a
+    /// located note as its own `file:line:col: note:` with its source line and caret).
     public func render(_ d: Diagnostic) -> String {
-        let f = files[d.range.file]
-        let (line, col) = f.location(of: d.range.range.lowerBound)
-        let (endLine, endCol) = f.location(of: max(d.range.range.upperBound, d.range.range.lowerBound + 1) - 1)
-        let sev = d.severity.rawValue
+        var out = located(d.range, severity: d.severity, tail: "\(d.message) [\(d.id.rawValue)]")
+        for f in d.fixIts { out += "    note: \(f.message)\n" }
+        for n in d.notes {
+            if let r = n.range { out += located(r, severity: .note, tail: n.message.message) } else { out += "    note: \(n.message.message)\n" }
+        }
+        return out
+    }
+
+    /// `file:line:col: severity: tail`, the source line and a caret under the range.
+    private func located(_ range: SourceRange, severity: DiagnosticSeverity, tail: String) -> String {
+        let f = files[range.file]
+        let (line, col) = f.location(of: range.range.lowerBound)
+        let (endLine, endCol) = f.location(of: max(range.range.upperBound, range.range.lowerBound + 1) - 1)
+        let sev = severity.rawValue
         let where_ = "\(f.path):\(line):\(col):"
-        let tail = "\(d.message) [\(d.id.rawValue)]"
         var head = where_ + " " + sev + ": " + tail
         if colour {
             let sevColour = sev == "error" ? "\u{1B}[31m" : "\u{1B}[35m"
@@ -112,7 +138,6 @@ public struct DiagnosticRenderer: Sendable {
         out += "    " + text + "\n"
         let caretPad = String(text.prefix(caretCol - 1).map { $0 == "\t" ? "\t" : " " })
         out += "    " + caretPad + (colour ? "\u{1B}[32m" : "") + "^" + String(repeating: "~", count: width - 1) + (colour ? "\u{1B}[0m" : "") + "\n"
-        for n in d.notes { out += "    note: \(n)\n" }
         return out
     }
 

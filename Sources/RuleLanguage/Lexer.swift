@@ -108,7 +108,7 @@ public struct Lexer {
             }
             let t = text(start..<i).replacingOccurrences(of: "_", with: "")
             guard let v = Double(t), v.isFinite else {
-                report(Diagnostic(.invalidNumber, "invalid number '\(text(start..<i))'", at: SourceRange(file: file, start..<i)))
+                report(Diagnostic(.invalidNumber(text(start..<i)), at: SourceRange(file: file, start..<i)))
                 return Token(kind: .number, text: t, number: 0, range: start..<i)
             }
             return Token(kind: .number, text: t, number: v, range: start..<i)
@@ -136,8 +136,7 @@ public struct Lexer {
                 while i < bytes.count, bytes[i] & 0xC0 == 0x80 { i += 1 }
                 count += 1
             }
-            let message = count == 1 ? "unexpected character '\(first)'" : "\(count) unexpected characters, starting with '\(first)'"
-            report(Diagnostic(.unexpectedCharacter, message, at: SourceRange(file: file, start..<i)))
+            report(Diagnostic(.unexpectedCharacters(first: first, count: count), at: SourceRange(file: file, start..<i)))
             return nil
         }
     }
@@ -183,7 +182,7 @@ public struct Lexer {
             out.append(b)
             i += 1
         }
-        report(Diagnostic(.unterminatedString, "unterminated string", at: SourceRange(file: file, start..<i)))
+        report(Diagnostic(.unterminatedString, at: SourceRange(file: file, start..<i)))
         return Token(kind: .string, text: String(decoding: out, as: UTF8.self), number: 0, range: start..<i)
     }
 }

@@ -57,22 +57,28 @@ public struct Parser {
         }
     }
 
-    mutating func error(_ id: DiagnosticID, _ msg: String, _ range: SourceRange, notes: [String] = []) {
+    mutating func error(_ message: RuleMessage, _ range: SourceRange, notes: [Note] = [], fixIts: [FixIt] = []) {
         // One diagnostic per position: cascades after recovery add noise, not information.
         if let last = diagnostics.last, last.range == range { return }
         guard diagnostics.count < RuleLimits.maxDiagnosticsPerFile else { dropped += 1; return }
-        diagnostics.append(Diagnostic(id, msg, at: range, notes: notes))
+        diagnostics.append(Diagnostic(message, at: range, notes: notes, fixIts: fixIts))
+    }
+
+    /// A "did you mean" fix-it for the current token, if it is a name close to one of `candidates`.
+    func didYouMean(among candidates: some Sequence<String>) -> [FixIt] {
+        guard tok.kind == .identifier, let s = suggestion(for: tok.text, among: candidates) else { return [] }
+        return [FixIt(replacement: s, range: r(tok))]
     }
 
     mutating func expectPunct(_ s: String, after what: String) -> Bool {
         if isPunct(s) { _ = advance(); return true }
-        error(.expectedToken, "expected '\(s)' after \(what), found \(describe(tok))", r(tok))
+        error(.expectedToken(what: "'\(s)' after \(what)", found: describe(tok)), r(tok))
         return false
     }
 
     mutating func expectIdent(_ what: String) -> Token? {
         if tok.kind == .identifier { return advance() }
-        error(.expectedToken, "expected \(what), found \(describe(tok))", r(tok))
+        error(.expectedToken(what: what, found: describe(tok)), r(tok))
         return nil
     }
 
@@ -88,9 +94,7 @@ public struct Parser {
             } else if isWord("event") || isWord("annotation") {
                 parsed = parseKinds()
             } else {
-                var notes: [String] = []
-                if tok.kind == .identifier, let s = suggestion(for: tok.text, among: Parser.topKeywords) { notes.append("did you mean '\(s)'?") }
-                error(.unexpectedToken, "expected 'series', 'alert', 'event kinds' or 'annotation kinds', found \(describe(tok))", r(tok), notes: notes)
+                error(.expectedTopLevel(found: describe(tok)), r(tok), fixIts: didYouMean(among: Parser.topKeywords))
                 _ = advance()
             }
             if let parsed { decls.append(parsed) } else {
@@ -116,7 +120,7 @@ public struct Parser {
     mutating func parseKinds() -> SyntaxDecl? {
         let kw = advance()
         guard isWord("kinds") else {
-            error(.expectedToken, "expected 'kinds' after '\(kw.text)', found \(describe(tok))", r(tok))
+            error(.expectedToken(what: "'kinds' after '\(kw.text)'", found: describe(tok)), r(tok))
             return nil
         }
         _ = advance()
@@ -138,7 +142,7 @@ public struct Parser {
         var clauses: [SyntaxClause] = []
         while !isPunct("}") && tok.kind != .eof {
             if tok.kind == .identifier, Parser.topKeywords.contains(tok.text), tok.text != "event" {
-                error(.expectedToken, "expected '}' to close alert '\(name.text)', found \(describe(tok))", r(tok))
+                error(.expectedToken(what: "'}' to close alert '\(name.text)'", found: describe(tok)), r(tok))
                 return .alert(name: name.text, nameRange: r(name), clauses: clauses, range: r(kw).union(r(tok)))
             }
             let before = p
@@ -148,9 +152,7 @@ public struct Parser {
             var reported = false
             while !isPunct("}"), tok.kind != .eof, !(tok.kind == .identifier && (Parser.clauseKeywords.contains(tok.text) || Parser.topKeywords.contains(tok.text))) {
                 if !reported {
-                    var notes: [String] = []
-                    if tok.kind == .identifier, let s = suggestion(for: tok.text, among: Parser.clauseKeywords) { notes.append("did you mean '\(s)'?") }
-                    error(.unexpectedToken, "unexpected \(describe(tok)) in alert '\(name.text)'", r(tok), notes: notes)
+                    error(.unexpectedInAlert(found: describe(tok), alert: name.text), r(tok), fixIts: didYouMean(among: Parser.clauseKeywords))
                     reported = true
                 }
                 _ = advance()
@@ -163,9 +165,7 @@ public struct Parser {
 
     mutating func parseClause() -> SyntaxClause? {
         guard tok.kind == .identifier, Parser.clauseKeywords.contains(tok.text) else {
-            var notes: [String] = []
-            if tok.kind == .identifier, let s = suggestion(for: tok.text, among: Parser.clauseKeywords) { notes.append("did you mean '\(s)'?") }
-            error(.unexpectedToken, "expected a clause (when, for, let, severity, summary, …), found \(describe(tok))", r(tok), notes: notes)
+            error(.expectedClause(found: describe(tok)), r(tok), fixIts: didYouMean(among: Parser.clauseKeywords))
             _ = advance()
             return nil
         }
@@ -197,7 +197,7 @@ public struct Parser {
             c.words.append((w.text, r(w)))
         case "summary":
             guard tok.kind == .string else {
-                error(.expectedToken, "expected a string after 'summary', found \(describe(tok))", r(tok))
+                error(.expectedToken(what: "a string after 'summary'", found: describe(tok)), r(tok))
                 return nil
             }
             let s = advance()
@@ -214,7 +214,7 @@ public struct Parser {
                 guard let k = expectIdent("a label name") else { break }
                 guard expectPunct("=", after: "label '\(k.text)'") else { break }
                 guard tok.kind == .string else {
-                    error(.expectedToken, "expected a string value for label '\(k.text)', found \(describe(tok))", r(tok))
+                    error(.expectedToken(what: "a string value for label '\(k.text)'", found: describe(tok)), r(tok))
                     break
                 }
                 let v = advance()
@@ -241,8 +241,7 @@ public struct Parser {
     mutating func enter(_ t: Token, closing: Bool = false) -> Bool {
         nesting += 1
         guard nesting <= RuleLimits.maxNesting else {
-            error(.nestingTooDeep, "expression nests more than \(RuleLimits.maxNesting) levels deep", r(t),
-                  notes: ["parentheses, function calls, 'not' and '-' each add a level"])
+            error(.nestingTooDeepInSource(limit: RuleLimits.maxNesting), r(t), notes: [Note(message: .eachLevelCounts)])
             skipExpression(closing: closing)
             return false
         }
@@ -257,8 +256,7 @@ public struct Parser {
         operators += 1
         guard operators <= RuleLimits.maxOperators else {
             if operators == RuleLimits.maxOperators + 1 {
-                error(.expressionTooLong, "expression has more than \(RuleLimits.maxOperators) operators", r(t),
-                      notes: ["split it into series or lets"])
+                error(.expressionTooLong(limit: RuleLimits.maxOperators), r(t), notes: [Note(message: .splitExpression)])
             }
             skipExpression(closing: closing)
             return false
@@ -334,7 +332,7 @@ public struct Parser {
         let rhs = parseAdditive()
         let e = SyntaxExpr.binary(op.text, l, rhs, opRange: r(op), range: l.range.union(rhs.range))
         if tok.kind == .punct, Parser.comparisons.contains(tok.text) {
-            error(.unexpectedToken, "comparisons cannot be chained; combine them with 'and'", r(tok))
+            error(.chainedComparison, r(tok))
             _ = advance()
             _ = parseAdditive()
         }
@@ -391,7 +389,7 @@ public struct Parser {
             _ = advance()
             return .bool(t.text == "true", range: r(t))
         case .identifier where Parser.clauseKeywords.contains(t.text) && t.text != "on" && t.text != "repeat" || Parser.topKeywords.contains(t.text) || ["and", "or", "not"].contains(t.text):
-            error(.expectedExpression, "expected an expression, found \(describe(t))", r(t))
+            error(.expectedExpression(found: describe(t)), r(t))
             return .error(range: SourceRange(file: file, t.range.lowerBound..<t.range.lowerBound))
         case .identifier:
             _ = advance()
@@ -427,10 +425,10 @@ public struct Parser {
             return e
         case .unit:
             _ = advance()
-            error(.unexpectedToken, "unexpected unit '\(t.text)'", r(t))
+            error(.unexpectedUnit(t.text), r(t))
             return .error(range: r(t))
         default:
-            error(.expectedExpression, "expected an expression, found \(describe(t))", r(t))
+            error(.expectedExpression(found: describe(t)), r(t))
             return .error(range: SourceRange(file: file, t.range.lowerBound..<max(t.range.lowerBound, t.range.upperBound)))
         }
     }

@@ -46,7 +46,7 @@ private func ids(_ text: String) -> [String] {
         let r = Checker.check(text: text)
         let errors = r.diagnostics.filter { $0.severity == .error }
         #expect(errors.count >= 3, "\(errors.map(\.message))")
-        #expect(errors.contains { $0.message.contains("did you mean 'series'") || $0.notes.contains("did you mean 'series'?") })
+        #expect(errors.contains { $0.fixIts.contains { $0.replacement == "series" } })
         #expect(r.program == nil)
     }
 
