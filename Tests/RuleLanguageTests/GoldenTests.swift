@@ -24,4 +24,9 @@ import TestSupport
         #expect(rendered == expected)
         #expect((program == nil) == file.hasSuffix(".bad.rules"))
     }
+
+    /// A missing or emptied folder would make the table above pass with zero cases.
+    @Test func theGoldenFolderHoldsGoodAndBadCases() {
+        #expect(Self.cases.contains { $0.hasSuffix(".good.rules") } && Self.cases.contains { $0.hasSuffix(".bad.rules") }, "\(Self.dir): \(Self.cases)")
+    }
 }

@@ -80,6 +80,9 @@ public final class MQTTRecorder: Sendable {
         return answer
     }
 
+    /// This recorder's publishes the broker has acknowledged (QoS 1).
+    public var acknowledgedCount: Int { client.acknowledgedCount }
+
     /// Whether the connection is up.
     public var isConnected: Bool { client.isConnected }
 
