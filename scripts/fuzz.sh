@@ -17,6 +17,13 @@ objects=("$build"/debug/CSimdJSON.build/*.o)   # MobilityModel's C++ shim over l
 for m in $modules; do objects+=("$build"/debug/"$m".build/*.o); done
 swiftc -sanitize=fuzzer,address -parse-as-library -I "$build/debug/Modules" -Xcc -fmodule-map-file="$build/debug/CSimdJSON.build/module.modulemap" \
   -Xcc -I -Xcc Sources/CSimdJSON/include "$file" "${objects[@]}" -lsimdjson -lstdc++ -o "$build/fuzz-$target" 2>&1 | grep -v "warning: Cannot export local symbol" || true
-mkdir -p fuzz/crashes "$build/corpus-$target"
-"$build/fuzz-$target" "$build/corpus-$target" "fuzz/corpus/$target" -max_total_time="$seconds" -max_len=4096 \
+# Seeds: the decoder's hand-written payloads in fuzz/corpus/decoder; for the rules, the shipped
+# rule pack and the diagnostic golden cases themselves (gathered here, so there are no copies to drift).
+seeds="$build/seeds-$target"
+rm -rf "$seeds" && mkdir -p fuzz/crashes "$build/corpus-$target" "$seeds"
+case "$target" in
+  decoder) cp fuzz/corpus/decoder/* "$seeds"/ ;;
+  rules) cp rules/*.rules Tests/RuleLanguageTests/Golden/*.rules "$seeds"/ ;;
+esac
+"$build/fuzz-$target" "$build/corpus-$target" "$seeds" -max_total_time="$seconds" -max_len=4096 \
   -artifact_prefix=fuzz/crashes/ -print_final_stats=1 2>&1 | grep -E "^(#|Done|stat::number_of_executed_units|stat::peak_rss|==|SUMMARY|.*ERROR)" | tail -15

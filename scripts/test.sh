@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite, the one command CI runs: installs what is missing, builds, checks and
 # unit-tests the shipped rules, checks the scenarios and the benchmark suite in-process, then runs
-# `swift test` (which starts its own mosquitto brokers).
+# `swift test` (which starts its own mosquitto brokers), and a short run of each fuzz target.
+# Warnings are errors; `swift test` gets the same flag, so it reuses the build instead of redoing it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-swift build
+swift build -Xswiftc -warnings-as-errors
 .build/debug/mobilityctl check rules/
 .build/debug/mobilityctl test rules/tests
 .build/debug/mobility-sim verify simulator/scenarios --rules rules >/dev/null
 .build/debug/mobility-bench --smoke >/dev/null   # the benchmark suite works (timing is not checked here)
-swift test --no-parallel   # suites one at a time: the daemon suites start brokers and daemons, and in parallel on 2 cores their timeouts flaked (3 of 3 runs) for no gain (88 s serial vs 75-87 s)
+swift test --no-parallel -Xswiftc -warnings-as-errors   # suites one at a time: the daemon suites start brokers and daemons, and in parallel on 2 cores their timeouts flaked (3 of 3 runs) for no gain (88 s serial vs 75-87 s)
+bash scripts/fuzz.sh decoder 25   # libFuzzer, 25 s a target (a crash fails the run; the build adds ~1 min)
+bash scripts/fuzz.sh rules 25

@@ -97,7 +97,8 @@ public final class HTTPServer: @unchecked Sendable {
         guard ok else { return nil }
         var buf = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
         guard inet_ntop(AF_INET, &sin.sin_addr, &buf, socklen_t(buf.count)) != nil else { return nil }
-        return String(cString: buf) + ":" + String(UInt16(bigEndian: sin.sin_port))
+        let address = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return address + ":" + String(UInt16(bigEndian: sin.sin_port))
     }
 
     /// Stops listening.

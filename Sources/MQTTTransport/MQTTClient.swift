@@ -77,11 +77,18 @@ public final class MQTTClient: @unchecked Sendable {
     private let published = Atomic<Int>(0)
     private let acknowledged = Atomic<Int>(0)
     private let refusedByBroker = Atomic<Int>(0)
+    /// The message id of the SUBSCRIBE sent in the connect callback of the current connection (0: none yet).
+    private let subscribeMid = Atomic<Int32>(0)
+    private let subscribedFlag = Atomic<Bool>(false)
 
     private static let libraryInit: Void = { mosquitto_lib_init(); return () }()
 
     /// Whether the client is connected now.
     public var isConnected: Bool { connectedFlag.load(ordering: .relaxed) }
+    /// Whether the broker has answered (SUBACK) the subscriptions made on the current connection,
+    /// whatever it granted: from then on, messages published on the filters reach this client.
+    /// False while disconnected, and until a reconnect's subscriptions are answered.
+    public var isSubscribed: Bool { subscribedFlag.load(ordering: .acquiring) }
     /// Messages handed to libmosquitto by ``publish(topic:payload:qos:retain:)``.
     public var publishedCount: Int { published.load(ordering: .relaxed) }
     /// Messages the broker acknowledged (QoS 1) or that were written (QoS 0).
@@ -155,6 +162,7 @@ public final class MQTTClient: @unchecked Sendable {
             guard let obj else { return }
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
             me.connectedFlag.store(false, ordering: .relaxed)
+            me.subscribedFlag.store(false, ordering: .releasing)
             me.onEvent(.disconnected(reason: rc == 0 ? "requested" : String(cString: mosquitto_strerror(rc))))
         }
         mosquitto_publish_v5_callback_set(handle) { _, obj, mid, reasonCode, _ in
@@ -162,6 +170,11 @@ public final class MQTTClient: @unchecked Sendable {
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
             if reasonCode < 0x80 { me.acknowledged.add(1, ordering: .relaxed) } else { me.refusedByBroker.add(1, ordering: .relaxed) }
             me.onPublished(mid, reasonCode)
+        }
+        mosquitto_subscribe_callback_set(handle) { _, obj, mid, _, _ in
+            guard let obj else { return }
+            let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
+            if mid == me.subscribeMid.load(ordering: .acquiring) { me.subscribedFlag.store(true, ordering: .releasing) }
         }
         mosquitto_message_callback_set(handle) { _, obj, msg in
             guard let obj, let msg else { return }
@@ -188,14 +201,19 @@ public final class MQTTClient: @unchecked Sendable {
         connectedFlag.store(true, ordering: .relaxed)
         connections.add(1, ordering: .relaxed)
         let subs = configuration.subscriptions
+        subscribedFlag.store(subs.isEmpty, ordering: .releasing)
         if !subs.isEmpty {
             var cStrings = subs.map { strdup($0) }
             defer { cStrings.forEach { free($0) } }
+            var mid: Int32 = 0
+            // The SUBACK is handled on this (the network) thread after this callback returns, so
+            // the id is stored before the subscribe callback can compare it.
             let rc = cStrings.withUnsafeMutableBufferPointer { buf in
                 buf.baseAddress!.withMemoryRebound(to: UnsafeMutablePointer<CChar>?.self, capacity: buf.count) {
-                    mosquitto_subscribe_multiple(handle, nil, Int32(subs.count), $0, 1, 0, nil)
+                    mosquitto_subscribe_multiple(handle, &mid, Int32(subs.count), $0, 1, 0, nil)
                 }
             }
+            subscribeMid.store(mid, ordering: .releasing)
             if rc != 0 { onEvent(.disconnected(reason: "subscribe failed: \(String(cString: mosquitto_strerror(rc)))")) }
         }
         onEvent(.connected(sessionPresent: false))
@@ -331,5 +349,6 @@ public final class MQTTClient: @unchecked Sendable {
             mosquitto_loop_stop(handle, false)
         }
         connectedFlag.store(false, ordering: .relaxed)
+        subscribedFlag.store(false, ordering: .releasing)
     }
 }

@@ -525,6 +525,8 @@ public final class Daemon: Sendable {
         m.family("mobilityd_broker_connected", "gauge", "1 when the connection is up, by role.")
         m.sample("mobilityd_broker_connected", ["role": "subscriber"], subscriber.isConnected ? 1 : 0)
         m.sample("mobilityd_broker_connected", ["role": "publisher"], publisher.isConnected ? 1 : 0)
+        m.family("mobilityd_broker_subscribed", "gauge", "1 once the broker answered the input subscriptions of the current connection.")
+        m.sample("mobilityd_broker_subscribed", subscriber.isSubscribed ? 1 : 0)
         m.family("mobilityd_broker_reconnects_total", "counter", "Reconnections after the first connection, by role.")
         m.sample("mobilityd_broker_reconnects_total", ["role": "subscriber"], max(0, subscriber.connectionCount - 1).d)
         m.sample("mobilityd_broker_reconnects_total", ["role": "publisher"], max(0, publisher.connectionCount - 1).d)

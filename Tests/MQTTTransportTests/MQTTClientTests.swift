@@ -1,6 +1,7 @@
 import CMosquitto
 import Foundation
 import MQTTTransport
+import Synchronization
 import Testing
 import TestSupport
 
@@ -42,13 +43,11 @@ import TestSupport
         c.subscriptions = ["q/#"]
         var client: MQTTClient? = try MQTTClient(c, onMessage: { _, _ in received.add() })
         try client!.start()
-        #expect(eventually { client!.isConnected })
-        usleep(100_000)
+        #expect(eventually { client!.isSubscribed })
         client!.stop()
         client = nil
         let pub = try MQTTRecorder(url: broker.url, filters: [])
-        for i in 0..<50 { try pub.publish("q/x", "m\(i)") }
-        usleep(200_000)
+        for i in 0..<50 { #expect(try pub.publishAwaitingAnswer("q/x", "m\(i)") == 0) } // the broker has queued it for the session
         client = try MQTTClient(c, onMessage: { _, _ in received.add() })
         try client!.start()
         // Subscriptions survive in the session; queued QoS 1 messages are delivered on reconnect.
@@ -63,9 +62,11 @@ import TestSupport
         broker.stop()
         var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "late-broker")
         c.reconnectMaxSeconds = 1
-        let client = try MQTTClient(c, onMessage: { _, _ in })
+        let events = EventLog()
+        let client = try MQTTClient(c, onMessage: { _, _ in }, onEvent: { events.append($0) })
         try client.start()
-        usleep(300_000)
+        // A retry was made (one backoff later) and failed: the client is not connected and keeps trying.
+        #expect(eventually { events.all.contains { if case .disconnected(let r) = $0 { r.contains("not reachable (") } else { false } } })
         #expect(!client.isConnected)
         try broker.start()
         #expect(eventually { client.isConnected })
@@ -93,6 +94,34 @@ import TestSupport
         for rc: Int32 in [136, 137, 159] { #expect(!MQTTClient.refusalIsFinal(rc, v5: true), "5 \(rc)") } // unavailable, busy, rate
     }
 
+    /// `isSubscribed` follows the SUBACK of the subscriptions made on each connection: false
+    /// before, false while disconnected, true again once a reconnect's subscriptions are answered.
+    @Test func isSubscribedFollowsTheSubackOfEachConnection() throws {
+        let broker = try MosquittoBroker()
+        let received = ReceivedCounter()
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "suback")
+        c.subscriptions = ["s/#", "other/+"]
+        c.reconnectMaxSeconds = 1
+        let client = try MQTTClient(c, onMessage: { _, _ in received.add() })
+        #expect(!client.isSubscribed)
+        try client.start()
+        #expect(eventually { client.isSubscribed })
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        try pub.publish("s/1", "first") // no wait between the flag and the publish: the subscription is live
+        #expect(eventually { received.value == 1 })
+        broker.stop()
+        #expect(eventually { !client.isConnected })
+        #expect(!client.isSubscribed)
+        try broker.start()
+        #expect(eventually { client.isSubscribed })
+        #expect(client.connectionCount == 2)
+        let pub2 = try MQTTRecorder(url: broker.url, filters: [])
+        try pub2.publish("other/x", "second")
+        #expect(eventually { received.value == 2 })
+        client.stop()
+        #expect(!client.isSubscribed)
+    }
+
     @Test func reconnectsAfterBrokerRestart() throws {
         let broker = try MosquittoBroker()
         let received = ReceivedCounter()
@@ -105,13 +134,19 @@ import TestSupport
         broker.stop()
         #expect(eventually { !client.isConnected })
         try broker.start()
-        #expect(eventually { client.isConnected && client.connectionCount == 2 })
-        usleep(100_000)
+        #expect(eventually { client.isConnected && client.connectionCount == 2 && client.isSubscribed })
         let pub = try MQTTRecorder(url: broker.url, filters: [])
         try pub.publish("r/1", "after restart")
         #expect(eventually { received.value == 1 }) // resubscribed in the connect callback
         client.stop()
     }
+}
+
+/// A thread-safe log of connection events.
+final class EventLog: Sendable {
+    private let items = Mutex<[MQTTConnectionEvent]>([])
+    func append(_ e: MQTTConnectionEvent) { items.withLock { $0.append(e) } }
+    var all: [MQTTConnectionEvent] { items.withLock { $0 } }
 }
 
 /// A thread-safe counter for callbacks.

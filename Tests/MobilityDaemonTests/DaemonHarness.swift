@@ -29,10 +29,10 @@ final class DaemonUnderTest: @unchecked Sendable {
             process = try ChildProcess(ChildProcess.product("mobilityd"), arguments, environment: environment)
         }
         guard eventually(timeout: 15, { self.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 1
-                && self.metric("mobilityd_broker_connected{role=\"publisher\"}") == 1 }) else {
-            throw HarnessError("mobilityd did not connect:\n\(process.log)")
+                && self.metric("mobilityd_broker_connected{role=\"publisher\"}") == 1
+                && self.metric("mobilityd_broker_subscribed") == 1 }) else {
+            throw HarnessError("mobilityd did not connect and subscribe:\n\(process.log)")
         }
-        usleep(150_000) // SUBACK
     }
 
     /// All metrics (syntax checked).
@@ -42,6 +42,17 @@ final class DaemonUnderTest: @unchecked Sendable {
     }
 
     func metric(_ key: String) -> Double? { metrics()[key] }
+
+    /// Waits until the daemon is idle: no message queued or in a shard's hands, every output
+    /// acknowledged by the broker. Followed by a recorder's ``MQTTRecorder/barrier(timeout:)``,
+    /// everything the daemon published has then arrived.
+    func waitIdle(timeout: TimeInterval = 20) -> Bool {
+        eventually(timeout: timeout) {
+            let m = metrics()
+            return m["mobilityd_outputs_unacknowledged"] == 0
+                && m.filter { $0.key.hasPrefix("mobilityd_queue_depth") || $0.key.hasPrefix("mobilityd_shard_busy_seconds") }.values.allSatisfy { $0 == 0 }
+        }
+    }
 
     /// Waits until the daemon has taken `n` messages and its queues are empty.
     func waitProcessed(_ n: Int, timeout: TimeInterval = 20) -> Bool {

@@ -29,7 +29,7 @@ import TestSupport
         #expect(resolved["id"] == firing["id"]) // same alert, same id
         #expect(msgs[2].payload.isEmpty)      // the retained message cleared
         let later = try MQTTRecorder(url: broker.url, filters: [topic])
-        usleep(300_000)
+        #expect(try later.barrier()) // a retained message would have come before it
         #expect(later.messages().isEmpty)
         let m = daemon.metrics()
         #expect(m["mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"firing\"}"] == 1)
@@ -84,9 +84,9 @@ import TestSupport
     @Test func stockClientsDriveAndObserve() throws {
         let broker = try MosquittoBroker()
         let daemon = try DaemonUnderTest(broker: broker)
-        let sub = try ChildProcess("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-C", "1", "-W", "10",
-                                                              "-t", alertTopic("pat", "uncalibrated_6mwd")])
-        usleep(300_000)
+        let sub = try ChildProcess("/usr/bin/stdbuf", ["-oL", "/usr/bin/mosquitto_sub", "-d", "-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-C", "1", "-W", "10",
+                                                       "-t", alertTopic("pat", "uncalibrated_6mwd")])
+        #expect(eventually { sub.log.contains("received SUBACK") }, "\(sub.log)") // -d, line-buffered: the subscription is live
         let pub = try ChildProcess("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-t", samplesTopic("pat"),
                                                               "-m", sampleJSON(id: "p1", type: "sixMinuteWalkTestDistance", value: 380, unit: "m",
                                                                                end: "2026-05-01T09:00:00+02:00", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":0}")])
@@ -103,7 +103,7 @@ import TestSupport
         daemon = nil
         let pub = try MQTTRecorder(url: broker.url, filters: [])
         for i in 0..<300 { try pub.publish(samplesTopic("u\(i % 7)"), sampleJSON(id: "s\(i)", value: 1.1, end: "2026-04-01T12:00:00Z")) }
-        usleep(200_000)
+        #expect(eventually { pub.acknowledgedCount == 300 }) // the broker has queued them for the session
         daemon = try DaemonUnderTest(broker: broker, clientID: "mobilityd-restart")
         #expect(daemon!.waitProcessed(300))
         #expect(daemon!.metric("mobilityd_samples_accepted_total") == 300)

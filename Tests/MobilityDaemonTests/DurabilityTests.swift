@@ -38,7 +38,8 @@ import TestSupport
         for r in records[cut...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         #expect(daemon.waitProcessed(records.count - cut, timeout: 60))
         #expect(eventually { rec.messages().filter { !$0.payload.isEmpty }.count >= expected.count })
-        usleep(300_000)
+        #expect(daemon.waitIdle())
+        #expect(try rec.barrier()) // nothing more arrives
         #expect(rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted() == expected)
     }
 
@@ -74,7 +75,8 @@ import TestSupport
         #expect(kills >= 3)
         #expect(replayedRecords > 0) // restarts really recovered from the journal
         #expect(eventually(timeout: 60) { rec.messages().filter { !$0.payload.isEmpty }.count >= expected.count })
-        usleep(1_000_000)
+        #expect(daemon.waitIdle())
+        #expect(try rec.barrier()) // nothing more arrives
         let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted()
         #expect(Set(live) == Set(expected), "lost: \(Set(expected).subtracting(live).count), spurious: \(Set(live).subtracting(expected).count)")
         // Outputs are at least once: a kill between the broker's acknowledgement of an output and
@@ -127,7 +129,8 @@ import TestSupport
         #expect(eventually { daemon.metric("mobilityd_samples_duplicate_total") == Double(quiet.count) })
         for r in records[cut...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         #expect(eventually(timeout: 60) { rec.messages().filter { !$0.payload.isEmpty }.count >= expected.count })
-        usleep(300_000)
+        #expect(daemon.waitIdle())
+        #expect(try rec.barrier()) // nothing more arrives
         #expect(Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)) == Set(expected))
     }
 }

@@ -31,7 +31,8 @@ import TestSupport
         #expect(daemon.waitProcessed(records.count, timeout: 60))
         let got = { rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted() }
         #expect(eventually { got().count >= expected.count })
-        usleep(300_000) // nothing more should arrive
+        #expect(daemon.waitIdle())
+        #expect(try rec.barrier()) // nothing more arrives
         #expect(got() == expected)
     }
 }
@@ -62,7 +63,8 @@ import TestSupport
         #expect(daemon.waitProcessed(records.count, timeout: 60))
         let got = { rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted() }
         #expect(eventually { got().count >= expected.count })
-        usleep(300_000) // nothing more should arrive
+        #expect(daemon.waitIdle())
+        #expect(try rec.barrier()) // nothing more arrives
         #expect(got() == expected)
         let m = daemon.metrics()
         #expect(m["mobilityd_rejected_total{reason=\"too_late\"}"] == 0)

@@ -82,7 +82,9 @@ final class ShippedDeployment: @unchecked Sendable {
         guard eventually(timeout: 15, { httpGet(port: self.metricsPort, path: "/healthz")?.status == 200 }) else {
             throw HarnessError("mobilityd did not become healthy:\n\(d.log)")
         }
-        usleep(150_000) // SUBACK
+        guard eventually(timeout: 5, { (try? parsePrometheus(httpGet(port: self.metricsPort, path: "/metrics")?.body ?? ""))?["mobilityd_broker_subscribed"] == 1 }) else {
+            throw HarnessError("mobilityd did not subscribe:\n\(d.log)")
+        }
     }
 
     /// A client logged in as `account` over TLS (MQTT 5, so refusals come back as reason codes).

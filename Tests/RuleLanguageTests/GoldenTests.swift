@@ -49,4 +49,9 @@ import TestSupport
             #expect(FileManager.default.fileExists(atPath: expected), "\(c) has no .expected")
         }
     }
+
+    /// A missing or emptied folder would make the table above pass with zero cases.
+    @Test func theGoldenFolderHoldsGoodAndBadCases() {
+        #expect(Self.cases.contains { $0.hasSuffix(".good.rules") } && Self.cases.contains { $0.hasSuffix(".bad.rules") }, "\(Self.dir): \(Self.cases)")
+    }
 }

@@ -63,12 +63,13 @@ import Testing
         #expect(try PrivateFiles.prepareDirectory(dir) == false)
         open = try Self.withUmask(0o022) { try Self.populate(dir) }
         try Self.expectPrivate(dir)
+        _ = open // kept open until here
         open = nil
     }
 
     @Test func aPathThatIsNotADirectoryIsRefused() throws {
         let file = NSTemporaryDirectory() + "mw-private-\(UUID().uuidString.prefix(8))"
-        FileManager.default.createFile(atPath: file, contents: Data())
+        #expect(FileManager.default.createFile(atPath: file, contents: Data()))
         defer { try? FileManager.default.removeItem(atPath: file) }
         #expect(throws: PrivateFiles.Failure.self) { try PrivateFiles.prepareDirectory(file) }
     }

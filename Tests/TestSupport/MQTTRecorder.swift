@@ -16,7 +16,8 @@ public final class MQTTRecorder: Sendable {
 
     private let answers = AnswerStore()
 
-    /// Connects to `url`, subscribes to `filters` and waits for the connection.
+    /// Connects to `url`, subscribes to `filters` and waits until the broker has answered the
+    /// subscription (its SUBACK), so that every message published from then on is recorded.
     /// - Parameters:
     ///   - username, password, caFile, version: as a gateway or dashboard would log in.
     public init(url: String, filters: [String], clientID: String = "test-\(UUID().uuidString.prefix(8))",
@@ -30,12 +31,43 @@ public final class MQTTRecorder: Sendable {
         c.password = password
         c.caFile = caFile
         c.protocolVersion = version
-        let client = try MQTTClient(c, onMessage: { [received] t, p in received.append(Message(topic: t, payload: p)) },
+        barrierTopic = filters.first.map(MQTTRecorder.barrierTopic(matching:))
+        let client = try MQTTClient(c, onMessage: { [received, barriers] t, p in
+                                        if let token = MQTTRecorder.barrierToken(p) { barriers.tokens.withLock { _ = $0.insert(token) } } else {
+                                            received.append(Message(topic: t, payload: p))
+                                        }
+                                    },
                                     onPublished: { [answers] mid, reason in answers.codes.withLock { $0[mid] = reason } })
         box.withLock { $0 = client }
         try client.start()
         guard eventually(timeout: 5, { client.isConnected }) else { throw HarnessError("test client could not connect to \(url)") }
-        usleep(100_000) // let the SUBACK arrive
+        guard eventually(timeout: 5, { client.isSubscribed }) else { throw HarnessError("the broker at \(url) did not answer the subscription to \(filters)") }
+    }
+
+    private let barriers = BarrierStore()
+    private let barrierTopic: String?
+    private static let barrierPrefix = Array("mw-test-barrier ".utf8)
+
+    /// Publishes a barrier message on a topic of the first filter and waits until it comes back.
+    /// Every message the broker accepted before the barrier was published has then been delivered
+    /// (the broker keeps one subscriber's messages in order), so "nothing more arrives" is a
+    /// fact, not a guess. Barrier messages are not recorded. False when it did not come back in time.
+    public func barrier(timeout: TimeInterval = 10) throws -> Bool {
+        guard let barrierTopic else { throw HarnessError("a recorder without filters cannot receive a barrier") }
+        let token = UUID().uuidString
+        try client.publish(topic: barrierTopic, payload: MQTTRecorder.barrierPrefix + Array(token.utf8), qos: 1)
+        return eventually(timeout: timeout) { barriers.tokens.withLock { $0.contains(token) } }
+    }
+
+    /// A topic that `filter` matches: each `+` and a trailing `#` stand for one level `mw-barrier`.
+    static func barrierTopic(matching filter: String) -> String {
+        filter.split(separator: "/", omittingEmptySubsequences: false).map { $0 == "+" || $0 == "#" ? "mw-barrier" : String($0) }
+            .joined(separator: "/")
+    }
+
+    static func barrierToken(_ payload: [UInt8]) -> String? {
+        guard payload.starts(with: barrierPrefix) else { return nil }
+        return String(decoding: payload.dropFirst(barrierPrefix.count), as: UTF8.self)
     }
 
     /// Publishes at QoS 1 and waits for the broker's answer: its MQTT 5 reason code (0 accepted,
@@ -47,6 +79,9 @@ public final class MQTTRecorder: Sendable {
         answers.codes.withLock { _ = $0.removeValue(forKey: mid) }
         return answer
     }
+
+    /// This recorder's publishes the broker has acknowledged (QoS 1).
+    public var acknowledgedCount: Int { client.acknowledgedCount }
 
     /// Whether the connection is up.
     public var isConnected: Bool { client.isConnected }
@@ -82,4 +117,8 @@ final class MessageStore: Sendable {
 
 final class AnswerStore: Sendable {
     let codes = Mutex<[Int32: Int32]>([:])
+}
+
+final class BarrierStore: Sendable {
+    let tokens = Mutex<Set<String>>([])
 }
