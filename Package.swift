@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MobilityModelTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "RuleLanguageTests", dependencies: ["RuleLanguage", "TestSupport"],
-                    exclude: ["Golden"], swiftSettings: strict),
+                    exclude: ["Golden", "FuzzCrashes"], swiftSettings: strict),
         .testTarget(name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MQTTTransportTests", dependencies: ["CMosquitto", "MQTTTransport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MobilityDaemonTests", dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "TestSupport", "CSQLite"],

@@ -26,4 +26,4 @@ case "$target" in
   rules) cp rules/*.rules Tests/RuleLanguageTests/Golden/*.rules "$seeds"/ ;;
 esac
 "$build/fuzz-$target" "$build/corpus-$target" "$seeds" -max_total_time="$seconds" -max_len=4096 \
-  -artifact_prefix=fuzz/crashes/ -print_final_stats=1 2>&1 | grep -E "^(#|Done|stat::number_of_executed_units|stat::peak_rss|==|SUMMARY|.*ERROR)" | tail -15
+  -artifact_prefix=fuzz/crashes/ -print_final_stats=1 ${FUZZ_SEED:+-seed=$FUZZ_SEED} 2>&1 | grep -E "^(#|Done|stat::number_of_executed_units|stat::peak_rss|==|SUMMARY|.*ERROR)" | tail -15

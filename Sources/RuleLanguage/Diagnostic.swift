@@ -136,6 +136,11 @@ public struct DiagnosticRenderer: Sendable {
             width = min(width, to - (col - 1))
         }
         out += "    " + text + "\n"
+        // Columns count the characters of the line's prefix decoded on its own; a prefix that cuts
+        // a multi-byte character (invalid UTF-8) counts more than the line shows. Keep the caret
+        // on the line shown, at least one character wide.
+        caretCol = min(max(1, caretCol), text.count + 1)
+        width = max(1, width)
         let caretPad = String(text.prefix(caretCol - 1).map { $0 == "\t" ? "\t" : " " })
         out += "    " + caretPad + (colour ? "\u{1B}[32m" : "") + "^" + String(repeating: "~", count: width - 1) + (colour ? "\u{1B}[0m" : "") + "\n"
         return out

@@ -1,3 +1,4 @@
+import Foundation
 import MobilityModel
 import RuleLanguage
 import Testing
@@ -135,5 +136,23 @@ private func ids(_ text: String) -> [String] {
     ])
     func oneDiagnosticPerCause(text: String, expected: [String]) {
         #expect(ids(text) == expected, "\(Checker.check(text: text).diagnostics.map(\.message))")
+    }
+}
+
+/// Inputs the rules fuzzer (scripts/fuzz.sh rules) once crashed on, kept as regressions: each
+/// must check and render without trapping.
+@Suite struct FuzzRegressionTests {
+    static let directory = RepoPaths.root + "/Tests/RuleLanguageTests/FuzzCrashes"
+
+    @Test func everyRecordedCrashChecksAndRenders() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.directory).filter { $0.hasSuffix(".rules") }
+        #expect(!files.isEmpty)
+        for name in files {
+            let bytes = try #require(FileManager.default.contents(atPath: Self.directory + "/" + name))
+            // The fuzzer's view: raw bytes, invalid UTF-8 replaced.
+            let src = SourceFile(path: name, text: String(decoding: bytes, as: UTF8.self))
+            let (_, diagnostics) = Checker.check([src])
+            #expect(!DiagnosticRenderer(files: [src]).render(diagnostics).isEmpty, "\(name)")
+        }
     }
 }
