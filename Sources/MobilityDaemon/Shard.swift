@@ -5,45 +5,6 @@ import RuleLanguage
 import StateStore
 import Synchronization
 
-/// What a shard's thread is asked to do.
-enum ShardItem: Sendable {
-    /// A journalled message (seq 0: not journalled), its topic already parsed by the router.
-    case message(seq: UInt64, topic: String, parsed: TopicLayout.Parsed, payload: [UInt8])
-    /// A message whose payload was over the size limit: not copied, not journalled, rejected.
-    case oversized(topic: String, parsed: TopicLayout.Parsed, size: Int)
-    /// Wall clock: close the days that ended.
-    case tick(Timestamp)
-    case reload(Program)
-    /// Commit pending work (retries after a store failure, flushes acknowledgements).
-    case housekeeping
-    /// Signalled once everything queued before it has been processed, committed and handed to the broker.
-    case barrier(DispatchSemaphore)
-}
-
-/// Counters a shard keeps for `/metrics`, updated once per batch.
-struct ShardStats: Sendable {
-    var ingest = IngestCounters()
-    var users = 0
-    var batches = 0
-    var evaluationSeconds = 0.0
-    var alerts: [String: [AlertStatus: Int]] = [:]
-    var repeats: [String: Int] = [:]
-    var firing: [String: Int] = [:]
-    var seriesPublished = 0
-    var publishErrors = 0
-    var commits = 0
-    var commitFailures = 0
-    var replayed = 0
-    var storeHealthy = true
-}
-
-/// Where a shard sends what the engine wants published.
-protocol OutputSink: Sendable {
-    /// Publishes committed outbox items in order; returns how many publish attempts failed (the
-    /// items stay queued for a retry unless they can never be sent).
-    func publish(_ items: [StateStore.OutboxItem]) -> Int
-}
-
 /// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
 /// queue. After each batch it commits the changed users, the journal position they applied and
 /// the outputs they produced in one SQLite transaction, then publishes those outputs.
