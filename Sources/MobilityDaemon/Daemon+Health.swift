@@ -57,3 +57,13 @@ final class LastStatus: @unchecked Sendable {
     func swap(_ v: String) -> String { defer { value = v }; return value }
     func swapStalled(_ v: Bool) -> Bool { defer { stalled = v }; return stalled }
 }
+
+/// What the health and metrics endpoints read.
+final class HealthSources: Sendable {
+    let shards: [Shard]
+    let sink: MQTTOutputSink
+    init(shards: [Shard], sink: MQTTOutputSink) {
+        self.shards = shards
+        self.sink = sink
+    }
+}

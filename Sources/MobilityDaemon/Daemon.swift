@@ -367,8 +367,8 @@ public final class Daemon: Sendable {
         }
     }
 
-    private let publisherRef = WeakBox<MQTTClient>()
-    private let healthSources = WeakBox<HealthSources>()
+    private let publisherRef = LateReference<MQTTClient>()
+    private let healthSources = LateReference<HealthSources>()
 
     private func applyCommon(_ c: inout MQTTClientConfiguration) {
         c.protocolVersion = config.mqttVersion
@@ -441,77 +441,58 @@ public final class Daemon: Sendable {
         var depths: [Int] = []
         for s in shards {
             depths.append(s.queue.count)
-            let st = s.stats.withLock { $0 }
-            total.ingest.messages += st.ingest.messages
-            total.ingest.samplesAccepted += st.ingest.samplesAccepted
-            total.ingest.duplicates += st.ingest.duplicates
-            total.ingest.superseded += st.ingest.superseded
-            total.ingest.stale += st.ingest.stale
-            total.ingest.deletions += st.ingest.deletions
-            total.ingest.events += st.ingest.events
-            for (r, n) in st.ingest.rejected { total.ingest.rejected[r, default: 0] += n }
-            total.users += st.users
-            total.batches += st.batches
-            total.evaluationSeconds += st.evaluationSeconds
-            for (rule, m) in st.alerts { for (k, n) in m { total.alerts[rule, default: [:]][k, default: 0] += n } }
-            for (rule, n) in st.repeats { total.repeats[rule, default: 0] += n }
-            for (rule, n) in st.firing { total.firing[rule, default: 0] += n }
-            total.seriesPublished += st.seriesPublished
-            total.publishErrors += st.publishErrors
-            total.commits += st.commits
-            total.commitFailures += st.commitFailures
-            total.replayed += st.replayed
+            total += s.stats.withLock { $0 }
         }
         var m = MetricsText()
         m.family("mobilityd_messages_received_total", "counter", "MQTT messages received on the input topics.")
-        m.sample("mobilityd_messages_received_total", total.ingest.messages.d)
+        m.sample("mobilityd_messages_received_total", Double(total.ingest.messages))
         m.family("mobilityd_samples_accepted_total", "counter", "Samples accepted into the engine.")
-        m.sample("mobilityd_samples_accepted_total", total.ingest.samplesAccepted.d)
+        m.sample("mobilityd_samples_accepted_total", Double(total.ingest.samplesAccepted))
         m.family("mobilityd_samples_duplicate_total", "counter", "Samples ignored as re-deliveries of a known id.")
-        m.sample("mobilityd_samples_duplicate_total", total.ingest.duplicates.d)
+        m.sample("mobilityd_samples_duplicate_total", Double(total.ingest.duplicates))
         m.family("mobilityd_samples_superseded_total", "counter", "Samples that replaced an older sync version.")
-        m.sample("mobilityd_samples_superseded_total", total.ingest.superseded.d)
+        m.sample("mobilityd_samples_superseded_total", Double(total.ingest.superseded))
         m.family("mobilityd_rejected_total", "counter", "Inputs rejected, by reason.")
-        for r in RejectionReason.allCases { m.sample("mobilityd_rejected_total", ["reason": r.rawValue], (total.ingest.rejected[r] ?? 0).d) }
+        for r in RejectionReason.allCases { m.sample("mobilityd_rejected_total", ["reason": r.rawValue], Double(total.ingest.rejected[r] ?? 0)) }
         m.family("mobilityd_deletions_total", "counter", "Samples retracted by deletions.")
-        m.sample("mobilityd_deletions_total", total.ingest.deletions.d)
+        m.sample("mobilityd_deletions_total", Double(total.ingest.deletions))
         m.family("mobilityd_timeline_events_total", "counter", "Clinical events and annotations recorded.")
-        m.sample("mobilityd_timeline_events_total", total.ingest.events.d)
+        m.sample("mobilityd_timeline_events_total", Double(total.ingest.events))
         m.family("mobilityd_users", "gauge", "Users with state.")
-        m.sample("mobilityd_users", total.users.d)
+        m.sample("mobilityd_users", Double(total.users))
         m.family("mobilityd_queue_depth", "gauge", "Messages waiting per shard.")
-        for (i, d) in depths.enumerated() { m.sample("mobilityd_queue_depth", ["shard": String(i)], d.d) }
+        for (i, d) in depths.enumerated() { m.sample("mobilityd_queue_depth", ["shard": String(i)], Double(d)) }
         m.family("mobilityd_shard_busy_seconds", "gauge", "How long each shard's batch at hand has run (0 while idle); past --stall-timeout the shard is stalled.")
         let now = DispatchTime.now().uptimeNanoseconds
         for s in shards { m.sample("mobilityd_shard_busy_seconds", ["shard": String(s.index)], Double(s.busyNanoseconds(now: now)) / 1e9) }
         m.family("mobilityd_evaluation_seconds", "summary", "Time spent ingesting and evaluating rules, per batch.")
         m.sample("mobilityd_evaluation_seconds_sum", total.evaluationSeconds)
-        m.sample("mobilityd_evaluation_seconds_count", total.batches.d)
+        m.sample("mobilityd_evaluation_seconds_count", Double(total.batches))
         m.family("mobilityd_alert_transitions_total", "counter", "Alert transitions published, by rule and status.")
         for (rule, byStatus) in total.alerts.sorted(by: { $0.key < $1.key }) {
             for (st, n) in byStatus.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-                m.sample("mobilityd_alert_transitions_total", ["rule": rule, "status": st.rawValue], n.d)
+                m.sample("mobilityd_alert_transitions_total", ["rule": rule, "status": st.rawValue], Double(n))
             }
         }
         m.family("mobilityd_alert_reminders_total", "counter", "Repeat reminders of firing alerts, by rule.")
-        for (rule, n) in total.repeats.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alert_reminders_total", ["rule": rule], n.d) }
+        for (rule, n) in total.repeats.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alert_reminders_total", ["rule": rule], Double(n)) }
         m.family("mobilityd_alerts_firing", "gauge", "Alerts firing now, by rule.")
-        for (rule, n) in total.firing.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alerts_firing", ["rule": rule], n.d) }
+        for (rule, n) in total.firing.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alerts_firing", ["rule": rule], Double(n)) }
         m.family("mobilityd_series_published_total", "counter", "Recorded series points published.")
-        m.sample("mobilityd_series_published_total", total.seriesPublished.d)
+        m.sample("mobilityd_series_published_total", Double(total.seriesPublished))
         m.family("mobilityd_publish_errors_total", "counter", "Publishes that libmosquitto refused.")
-        m.sample("mobilityd_publish_errors_total", total.publishErrors.d)
+        m.sample("mobilityd_publish_errors_total", Double(total.publishErrors))
         m.family("mobilityd_publish_refused_total", "counter", "Outputs refused for good, by kind and reason: by the broker (MQTT 5 reason code) or by libmosquitto (a message it can never send).")
         let (refusedCounts, deadLetters) = refusals.withLock { ($0.counts, $0.deadLetters) }
-        for (k, n) in refusedCounts.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_publish_refused_total", ["kind": k.kind, "reason": k.reason], n.d) }
+        for (k, n) in refusedCounts.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_publish_refused_total", ["kind": k.kind, "reason": k.reason], Double(n)) }
         m.family("mobilityd_dead_letters", "gauge", "Refused outputs parked in the state store (dead_letters), not retried.")
-        m.sample("mobilityd_dead_letters", deadLetters.d)
+        m.sample("mobilityd_dead_letters", Double(deadLetters))
         m.family("mobilityd_state_commits_total", "counter", "State store commits (users, journal positions and outputs together).")
-        m.sample("mobilityd_state_commits_total", total.commits.d)
+        m.sample("mobilityd_state_commits_total", Double(total.commits))
         m.family("mobilityd_state_commit_failures_total", "counter", "State store commits that failed (outputs held until one succeeds).")
-        m.sample("mobilityd_state_commit_failures_total", total.commitFailures.d)
+        m.sample("mobilityd_state_commit_failures_total", Double(total.commitFailures))
         m.family("mobilityd_journal_skipped_total", "counter", "Journal records skipped on replay because they were already committed.")
-        m.sample("mobilityd_journal_skipped_total", total.replayed.d)
+        m.sample("mobilityd_journal_skipped_total", Double(total.replayed))
         m.family("mobilityd_journal_writable", "gauge", "0 while the ingest journal refuses writes (messages are not acknowledged).")
         m.sample("mobilityd_journal_writable", journalHealthy.load(ordering: .relaxed) ? 1 : 0)
         let hs = healthSources.value
@@ -528,37 +509,16 @@ public final class Daemon: Sendable {
         m.family("mobilityd_broker_subscribed", "gauge", "1 once the broker answered the input subscriptions of the current connection.")
         m.sample("mobilityd_broker_subscribed", subscriber.isSubscribed ? 1 : 0)
         m.family("mobilityd_broker_reconnects_total", "counter", "Reconnections after the first connection, by role.")
-        m.sample("mobilityd_broker_reconnects_total", ["role": "subscriber"], max(0, subscriber.connectionCount - 1).d)
-        m.sample("mobilityd_broker_reconnects_total", ["role": "publisher"], max(0, publisher.connectionCount - 1).d)
+        m.sample("mobilityd_broker_reconnects_total", ["role": "subscriber"], Double(max(0, subscriber.connectionCount - 1)))
+        m.sample("mobilityd_broker_reconnects_total", ["role": "publisher"], Double(max(0, publisher.connectionCount - 1)))
         m.family("mobilityd_rule_reloads_total", "counter", "SIGHUP rule reloads, by result.")
         let r = reloads.withLock { $0 }
-        m.sample("mobilityd_rule_reloads_total", ["result": "success"], (r["success"] ?? 0).d)
-        m.sample("mobilityd_rule_reloads_total", ["result": "failure"], (r["failure"] ?? 0).d)
+        m.sample("mobilityd_rule_reloads_total", ["result": "success"], Double(r["success"] ?? 0))
+        m.sample("mobilityd_rule_reloads_total", ["result": "failure"], Double(r["failure"] ?? 0))
         m.family("mobilityd_rules_info", "gauge", "The loaded rule set.")
         m.sample("mobilityd_rules_info", ["identity": rulesIdentity.withLock { $0 }], 1)
         m.family("mobilityd_start_time_seconds", "gauge", "Start time of the process since the epoch.")
         m.sample("mobilityd_start_time_seconds", started.timeIntervalSince1970.rounded())
         return m.text
     }
-}
-
-extension Int {
-    var d: Double { Double(self) }
-}
-
-/// What the health and metrics endpoints read.
-final class HealthSources: Sendable {
-    let shards: [Shard]
-    let sink: MQTTOutputSink
-    init(shards: [Shard], sink: MQTTOutputSink) {
-        self.shards = shards
-        self.sink = sink
-    }
-}
-
-/// A reference set once, read from callbacks.
-final class WeakBox<T: AnyObject & Sendable>: Sendable {
-    private let ref = Mutex<T?>(nil)
-    func set(_ v: T) { ref.withLock { $0 = v } }
-    var value: T? { ref.withLock { $0 } }
 }

@@ -5,45 +5,6 @@ import RuleLanguage
 import StateStore
 import Synchronization
 
-/// What a shard's thread is asked to do.
-enum ShardItem: Sendable {
-    /// A journalled message (seq 0: not journalled), its topic already parsed by the router.
-    case message(seq: UInt64, topic: String, parsed: TopicLayout.Parsed, payload: [UInt8])
-    /// A message whose payload was over the size limit: not copied, not journalled, rejected.
-    case oversized(topic: String, parsed: TopicLayout.Parsed, size: Int)
-    /// Wall clock: close the days that ended.
-    case tick(Timestamp)
-    case reload(Program)
-    /// Commit pending work (retries after a store failure, flushes acknowledgements).
-    case housekeeping
-    /// Signalled once everything queued before it has been processed, committed and handed to the broker.
-    case barrier(DispatchSemaphore)
-}
-
-/// Counters a shard keeps for `/metrics`, updated once per batch.
-struct ShardStats: Sendable {
-    var ingest = IngestCounters()
-    var users = 0
-    var batches = 0
-    var evaluationSeconds = 0.0
-    var alerts: [String: [AlertStatus: Int]] = [:]
-    var repeats: [String: Int] = [:]
-    var firing: [String: Int] = [:]
-    var seriesPublished = 0
-    var publishErrors = 0
-    var commits = 0
-    var commitFailures = 0
-    var replayed = 0
-    var storeHealthy = true
-}
-
-/// Where a shard sends what the engine wants published.
-protocol OutputSink: Sendable {
-    /// Publishes committed outbox items in order; returns how many publish attempts failed (the
-    /// items stay queued for a retry unless they can never be sent).
-    func publish(_ items: [StateStore.OutboxItem]) -> Int
-}
-
 /// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
 /// queue. After each batch it commits the changed users, the journal position they applied and
 /// the outputs they produced in one SQLite transaction, then publishes those outputs.
@@ -76,18 +37,16 @@ final class Shard: @unchecked Sendable {
     private var pendingAcks: [String: String] = [:]
     /// Committed but not yet published acknowledgements, coalesced per user.
     private var committedAcks: [String: String] = [:]
-    private var lastAckPublish: UInt64 = 0
-    private var lastCommitNs: UInt64 = 0
-    private let commitIntervalNs: UInt64
-    private let ackIntervalNs: UInt64
+    /// When to commit, release the journal and acknowledge (set when the thread starts).
+    private var policy: ShardCommitPolicy
     private let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
 
     init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: StateStore, journal: IngestJournal?,
          acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
          acknowledge: (@Sendable (String, String) -> Void)? = nil) {
         self.acknowledge = acknowledge
-        self.commitIntervalNs = UInt64(commitIntervalMs) * 1_000_000
-        self.ackIntervalNs = UInt64(ackIntervalMs) * 1_000_000
+        self.policy = ShardCommitPolicy(intervalNs: UInt64(commitIntervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
+                                        journaled: journal != nil, now: 0)
         self.index = index
         self.ingestor = ingestor
         self.queue = BoundedQueue(capacity: capacity)
@@ -132,7 +91,7 @@ final class Shard: @unchecked Sendable {
         out.reserveCapacity(256)
         var batch: [ShardItem] = []
         batch.reserveCapacity(4096)
-        lastCommitNs = DispatchTime.now().uptimeNanoseconds  // the first interval runs from the start
+        policy.started(now: DispatchTime.now().uptimeNanoseconds)  // the first interval runs from the start
         while queue.waitForItems() {
             // One clock read per batch, not per message.
             let started = DispatchTime.now().uptimeNanoseconds
@@ -165,32 +124,25 @@ final class Shard: @unchecked Sendable {
             let evaluated = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             batchUsers.formUnion(ingestor.engine.takeTouched())
             pendingUsers.formUnion(batchUsers)
-            let earlierOutputs = !pendingOutbox.isEmpty  // held by a commit that failed
             for o in out { pendingOutbox += Shard.outboxItems(o, layout: layout) }
-            let scope = Shard.commitScope(outputs: !out.isEmpty, earlierOutputs: earlierOutputs, barrier: !barriers.isEmpty,
-                                          journaled: journal != nil, pendingUsers: pendingUsers.count,
-                                          sinceLastCommitNs: started &- lastCommitNs, intervalNs: commitIntervalNs)
+            let scope = policy.batchProcessed(outputs: !out.isEmpty, barrier: !barriers.isEmpty, pendingUsers: pendingUsers.count, now: started)
             // Group commit: with scope .none these changes go with a later batch's; the journal
             // holds their messages meanwhile.
             var committed: [StateStore.OutboxItem]?
             var failures = 0
             if scope != .none {
-                if scope == .all { lastCommitNs = started }
                 committed = commit(all: scope == .all)
                 if let items = committed {
-                    // The journal may drop what is routed here up to q only once no user's changes wait.
-                    if pendingUsers.isEmpty { committedThrough.store(q, ordering: .relaxed) }
+                    let done = policy.commitSucceeded(pendingUsersLeft: pendingUsers.count)
+                    if done.releaseJournal { committedThrough.store(q, ordering: .relaxed) }
                     if !items.isEmpty { failures = sink.publish(items) }
                     // Durable now: tell gateways how far each user's samples are committed — coalesced:
                     // at most one retained ack per user per interval (an ack per message would double
                     // the broker's load at one sample per message).
-                    if scope == .all {
-                        if acknowledge != nil { for (u, id) in pendingAcks { committedAcks[u] = id } }
-                        pendingAcks.removeAll(keepingCapacity: true)
-                    } else {
-                        for u in batchUsers { if let id = pendingAcks.removeValue(forKey: u), acknowledge != nil { committedAcks[u] = id } }
-                    }
-                    if acknowledge != nil { publishAcks(now: started, force: barriers.count > 0) }
+                    acksDurable(done.durableAcks)
+                    if policy.acknowledgementsDurable(waiting: acknowledge != nil && !committedAcks.isEmpty, now: started) { publishAcks() }
+                } else {
+                    policy.commitFailed()
                 }
             }
             stats.withLock { s in
@@ -221,20 +173,35 @@ final class Shard: @unchecked Sendable {
         }
         // Closed: one last attempt to commit what is pending.
         busySince.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+        policy.closed()  // commit everything
         if let items = commit() {
+            _ = policy.commitSucceeded(pendingUsersLeft: pendingUsers.count)
             if !items.isEmpty { _ = sink.publish(items) }
             for (u, id) in pendingAcks { committedAcks[u] = id }
+        } else {
+            policy.commitFailed()
         }
-        publishAcks(now: DispatchTime.now().uptimeNanoseconds, force: true)
+        if policy.acknowledgementsDurable(waiting: acknowledge != nil && !committedAcks.isEmpty, now: DispatchTime.now().uptimeNanoseconds) {
+            publishAcks()
+        }
         finished.signal()
     }
 
-    /// Publishes the coalesced acknowledgements once the interval has passed (or when forced).
-    private func publishAcks(now: UInt64, force: Bool) {
-        guard let acknowledge, !committedAcks.isEmpty, force || now &- lastAckPublish >= ackIntervalNs else { return }
+    /// Moves the pending acknowledgements of the users just committed (everyone's, or this batch's) to the durable ones.
+    private func acksDurable(_ scope: ShardCommitPolicy.Scope) {
+        if scope == .all {
+            if acknowledge != nil { for (u, id) in pendingAcks { committedAcks[u] = id } }
+            pendingAcks.removeAll(keepingCapacity: true)
+        } else {
+            for u in batchUsers { if let id = pendingAcks.removeValue(forKey: u), acknowledge != nil { committedAcks[u] = id } }
+        }
+    }
+
+    /// Publishes the coalesced durable acknowledgements (the policy said when).
+    private func publishAcks() {
+        guard let acknowledge else { return }
         for (u, id) in committedAcks { acknowledge(u, id) }
         committedAcks.removeAll(keepingCapacity: true)
-        lastAckPublish = now
     }
 
     /// Commits pending users and outputs with the acknowledged outbox ids; returns the committed
@@ -274,32 +241,17 @@ extension Shard {
     }
 
     /// A commit is at most this many users, whatever the interval.
-    static let maxPendingUsers = 50_000
+    static let maxPendingUsers = ShardCommitPolicy.maxPendingUsers
 
-    /// What a batch commits (group commit: at 35 k single-sample messages a second, a commit per
-    /// batch wrote ~6 KB of pages per message). Outputs (alerts, series and rejections are
-    /// published only once committed) are committed at once with the users whose changes made
-    /// them; everyone's changes are committed once the interval has passed, for a barrier (a
-    /// caller waits for durability), after a failed commit, and always when there is no ingest
-    /// journal to hold the messages until their commit.
+    /// What a batch commits (``ShardCommitPolicy/scope(outputs:earlierOutputs:barrier:journaled:pendingUsers:sinceLastCommitNs:intervalNs:)``).
     static func commitScope(outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int,
                             sinceLastCommitNs: UInt64, intervalNs: UInt64) -> CommitScope {
-        if intervalNs == 0 || !journaled || barrier || earlierOutputs || sinceLastCommitNs >= intervalNs || pendingUsers >= maxPendingUsers {
-            return .all
-        }
-        return outputs ? .batch : .none
+        ShardCommitPolicy.scope(outputs: outputs, earlierOutputs: earlierOutputs, barrier: barrier, journaled: journaled,
+                                pendingUsers: pendingUsers, sinceLastCommitNs: sinceLastCommitNs, intervalNs: intervalNs)
     }
 
     /// What a batch commits.
-    enum CommitScope: Equatable {
-        /// Nothing: a later batch commits these changes with its own.
-        case none
-        /// The users this batch changed, with its outputs (the journal keeps everything older
-        /// than the other pending users' changes until they are committed).
-        case batch
-        /// Every pending user.
-        case all
-    }
+    typealias CommitScope = ShardCommitPolicy.Scope
 
     /// The outbox form of an output: alerts retained while firing, cleared after resolving.
     static func outboxItems(_ o: EngineOutput, layout: TopicLayout) -> [StateStore.OutboxItem] {

@@ -1,0 +1,19 @@
+import Dispatch
+import MobilityModel
+import RuleEngine
+import RuleLanguage
+
+/// What a shard's thread is asked to do.
+enum ShardItem: Sendable {
+    /// A journalled message (seq 0: not journalled), its topic already parsed by the router.
+    case message(seq: UInt64, topic: String, parsed: TopicLayout.Parsed, payload: [UInt8])
+    /// A message whose payload was over the size limit: not copied, not journalled, rejected.
+    case oversized(topic: String, parsed: TopicLayout.Parsed, size: Int)
+    /// Wall clock: close the days that ended.
+    case tick(Timestamp)
+    case reload(Program)
+    /// Commit pending work (retries after a store failure, flushes acknowledgements).
+    case housekeeping
+    /// Signalled once everything queued before it has been processed, committed and handed to the broker.
+    case barrier(DispatchSemaphore)
+}

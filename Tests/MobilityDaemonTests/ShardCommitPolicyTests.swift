@@ -1,0 +1,105 @@
+import Testing
+@testable import MobilityDaemon
+
+/// The shard's commit policy as events in, actions out: no threads, no SQLite, no clock.
+@Suite struct ShardCommitPolicyTests {
+    static let ms: UInt64 = 1_000_000
+
+    /// One event for the policy, and what it must answer.
+    enum Step: CustomStringConvertible, Sendable {
+        /// A batch at `at` ms; expects this commit scope.
+        case batch(at: UInt64, outputs: Bool = false, barrier: Bool = false, users: Int = 1, expect: ShardCommitPolicy.Scope)
+        /// The commit succeeded with `left` users still pending; expects journal release and the durable acks' scope.
+        case succeeded(left: Int = 0, release: Bool, acks: ShardCommitPolicy.Scope)
+        case failed
+        /// Acknowledgements at `at` ms (`waiting`: some are durable); expects whether to publish.
+        case acks(at: UInt64, waiting: Bool = true, publish: Bool)
+        case close
+
+        var description: String {
+            switch self {
+            case .batch(let at, let o, let b, let u, let e): "batch(at: \(at), outputs: \(o), barrier: \(b), users: \(u)) → \(e)"
+            case .succeeded(let l, let r, let a): "succeeded(left: \(l)) → release \(r), acks \(a)"
+            case .failed: "failed"
+            case .acks(let at, let w, let p): "acks(at: \(at), waiting: \(w)) → \(p)"
+            case .close: "close"
+            }
+        }
+    }
+
+    /// Runs the steps against a policy (100 ms commit interval, 250 ms ack interval, journalled,
+    /// started at 0 ms, which is 1 s of uptime as in a real shard) and checks every answer.
+    static func run(_ steps: [Step], interval: UInt64 = 100, journaled: Bool = true) {
+        let base: UInt64 = 1000
+        var p = ShardCommitPolicy(intervalNs: interval * ms, ackIntervalNs: 250 * ms, journaled: journaled, now: 0)
+        p.started(now: base * ms)
+        for (i, step) in steps.enumerated() {
+            switch step {
+            case .batch(let at, let outputs, let barrier, let users, let expect):
+                #expect(p.batchProcessed(outputs: outputs, barrier: barrier, pendingUsers: users, now: (base + at) * ms) == expect, "step \(i): \(step)")
+            case .succeeded(let left, let release, let acks):
+                #expect(p.commitSucceeded(pendingUsersLeft: left) == .init(releaseJournal: release, durableAcks: acks), "step \(i): \(step)")
+            case .failed: p.commitFailed()
+            case .acks(let at, let waiting, let publish):
+                #expect(p.acknowledgementsDurable(waiting: waiting, now: (base + at) * ms) == publish, "step \(i): \(step)")
+            case .close: p.closed()
+            }
+        }
+    }
+
+    static let scenarios: [(String, [Step])] = [
+        ("state changes wait within the interval, then everything is committed", [
+            .batch(at: 5, expect: .none),
+            .batch(at: 50, users: 3, expect: .none),
+            .batch(at: 100, users: 3, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 100, publish: true),
+            .batch(at: 150, expect: .none),      // the interval restarts at the commit of everything
+        ]),
+        ("outputs are committed at once with their users; the journal waits for the others", [
+            .batch(at: 5, users: 2, expect: .none),
+            .batch(at: 10, outputs: true, users: 3, expect: .batch), .succeeded(left: 2, release: false, acks: .batch),
+            .acks(at: 10, publish: true),
+            .batch(at: 20, outputs: true, users: 3, expect: .batch), .succeeded(left: 2, release: false, acks: .batch),
+            .acks(at: 20, publish: false),       // coalesced: one round per ack interval
+            .batch(at: 100, users: 2, expect: .all), .succeeded(release: true, acks: .all),
+            .acks(at: 100, publish: false),
+            .batch(at: 200, expect: .all), .succeeded(release: true, acks: .all),
+            .acks(at: 260, publish: true),       // 250 ms after the last round
+        ]),
+        ("a failed commit holding outputs makes the next batches commit everything, in order", [
+            .batch(at: 5, outputs: true, expect: .batch), .failed,
+            .batch(at: 10, expect: .all), .failed,                // still held
+            .batch(at: 20, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 20, publish: true),
+            .batch(at: 30, expect: .none),                        // nothing held any more
+        ]),
+        ("a failed commit without outputs changes nothing", [
+            .batch(at: 100, expect: .all), .failed,
+            .batch(at: 110, expect: .none),
+        ]),
+        ("a barrier commits everything and publishes acknowledgements whatever the interval", [
+            .batch(at: 1, outputs: true, expect: .batch), .succeeded(release: true, acks: .batch), .acks(at: 1, publish: true),
+            .batch(at: 2, barrier: true, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 2, publish: true),
+            .batch(at: 3, barrier: true, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 3, waiting: false, publish: false),
+        ]),
+        ("a commit stays bounded in users", [
+            .batch(at: 1, users: ShardCommitPolicy.maxPendingUsers - 1, expect: .none),
+            .batch(at: 2, users: ShardCommitPolicy.maxPendingUsers, expect: .all), .succeeded(release: true, acks: .all),
+        ]),
+        ("closing commits everything and publishes acknowledgements, even after a failure; the journal is not released", [
+            .batch(at: 1, expect: .none),
+            .close, .succeeded(release: false, acks: .all), .acks(at: 2, publish: true),
+        ]),
+        ("closing after a failed last commit still publishes what was durable before", [
+            .close, .failed, .acks(at: 1, publish: true),
+        ]),
+    ]
+
+    @Test(arguments: scenarios) func scenario(_ name: String, _ steps: [Step]) {
+        Self.run(steps)
+    }
+
+    @Test func withoutJournalOrIntervalEveryBatchCommitsEverything() {
+        Self.run([.batch(at: 1, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 1, publish: true)], journaled: false)
+        Self.run([.batch(at: 1, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 1, publish: true),
+                  .batch(at: 2, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 2, publish: false)], interval: 0)
+    }
+}
