@@ -266,9 +266,13 @@ public struct Engine: Sendable {
         store(e, user: user, history: e.firstDay)
     }
 
-    /// Records a timeline entry from the wire, or refuses it (nothing changes then): it must lie
-    /// between the user's today (of `now` plus the clock-skew guard) and `maxEventAgeDays` before
-    /// it, and a new id must fit under `maxTimelineEntries`. `now` is the user's clock; nil (event
+    /// How far past the user's today an annotation reported ahead may end (days).
+    public static let maxAnnotationReachDays: DayNumber = 366
+
+    /// Records a timeline entry from the wire, or refuses it (nothing changes then): it must start
+    /// between `maxEventAgeDays` before the user's today (of `now` plus the clock-skew guard) and
+    /// that today, end at most ``maxAnnotationReachDays`` after it, and a new id must fit under
+    /// `maxTimelineEntries`. `now` is the user's clock; nil (event
     /// mode before the user's first sample) checks only the calendar's range (1900–2099), and the
     /// entry then moves no day.
     ///
@@ -289,7 +293,12 @@ public struct Engine: Sendable {
         if let now {
             let today = cal.day(of: now.adding(seconds: configuration.maxFutureSeconds))
             let earliest = cal.day(of: now) - DayNumber(configuration.maxEventAgeDays)
-            if e.lastDay > today { return refuse("ends after the user's today (\(CivilDate(dayNumber: today)))") }
+            if e.firstDay > today { return refuse("starts after the user's today (\(CivilDate(dayNumber: today)))") }
+            // An annotation may be reported at its start with its planned end (a heat-wave
+            // warning, a trip), up to a year ahead.
+            if e.lastDay > today + Engine.maxAnnotationReachDays {
+                return refuse("ends more than \(Engine.maxAnnotationReachDays) d after the user's today (\(CivilDate(dayNumber: today)))")
+            }
             if e.firstDay < earliest {
                 return refuse("starts more than \(configuration.maxEventAgeDays) d before the user's today (before \(CivilDate(dayNumber: earliest)))")
             }

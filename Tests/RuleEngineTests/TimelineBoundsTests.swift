@@ -53,6 +53,21 @@ import Testing
         #expect(ing.engine.state(of: "u")!.events.keys.sorted() == ["ok"])
     }
 
+    /// An annotation reported at its start with its planned end (the simulator's heat waves: "from
+    /// today for ten days") is accepted; one reaching more than a year ahead is not.
+    @Test func anAnnotationMayEndAheadOfTheUsersToday() {
+        var (ing, out) = Self.tenDays()
+        out.removeAll()
+        let payload = WireTraffic.events([
+            "{\"id\":\"hw\",\"kind\":\"heat_wave\",\"start\":\"2026-01-09\",\"end\":\"2026-01-19\"}",
+            "{\"id\":\"far\",\"kind\":\"heat_wave\",\"start\":\"2026-01-09\",\"end\":\"2027-02-01\"}",
+        ])
+        ing.handle(topic: WireTraffic.eventsTopic("u"), payload: payload, now: close(9), into: &out)
+        #expect(out.rejectionReasons == ["date_out_of_range"])
+        #expect(out.rejections.map { $0.index } == [1])
+        #expect(ing.engine.state(of: "u")!.events.keys.sorted() == ["hw"])
+    }
+
     @Test func anOldInjuryIsKeptButRevisesOnlyTheDaysStillHeld() {
         var (ing, out) = Self.tenDays()
         out.removeAll()
