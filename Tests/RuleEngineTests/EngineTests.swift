@@ -158,10 +158,10 @@ import TestSupport
                     let expected: Double? = f.flatMap { f in
                         f.mask & (1 << UInt64(i)) == 0 ? nil : f.values[(f.mask & ((1 << UInt64(i)) - 1)).nonzeroBitCount]
                     }
-                    #expect((st.folded(i, q) ?? nil) == expected, "input \(i) day \(q) in \(days.map(\.day))")
+                    #expect(st.foldedValue(i, q) == expected, "input \(i) day \(q) in \(days.map(\.day))")
                 }
                 // A day outside every run is not folded at all (the engine then looks at open days).
-                if st.folded(0, q) != nil { #expect(q >= days.first!.day && q <= days.last!.day) }
+                if st.foldedRow(q) != nil { #expect(q >= days.first!.day && q <= days.last!.day) }
             }
             // Dropping the oldest days in place and dropping a middle day (a rebuild) keep the rest.
             guard days.count > 3 else { continue }
