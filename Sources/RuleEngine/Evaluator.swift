@@ -98,7 +98,7 @@ struct Evaluator {
             user.inputCache[o * user.cacheWidth + i] = r ?? .nan
             return r
         }
-        return user.folded(i, d) ?? nil
+        return user.foldedValue(i, d)
     }
 
     /// A daily input of one day's raw values (all metrics of the day).

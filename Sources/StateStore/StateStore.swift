@@ -125,7 +125,7 @@ public final class StateStore: @unchecked Sendable {
         }
     }
 
-    /// From this many users, ``load()`` reads in two halves in parallel.
+    /// From this many users, ``load(alertNames:)`` reads in two halves in parallel.
     public var parallelLoadThreshold = 2000
 
     /// Reads every user and the pending outbox.
@@ -205,7 +205,7 @@ public final class StateStore: @unchecked Sendable {
             days.removeAll(keepingCapacity: true)
             while let r = row, r.utf8.elementsEqual(u.utf8) {
                 let day = DayNumber(truncatingIfNeeded: d.int(1))
-                try UserStateCodec.decodeChunk(d.blob(2), into: &scratch)
+                try UserStateCodec.decodeChunk(d.blob(2), user: u, into: &scratch)
                 if days.last?.day == day { days[days.count - 1].end = scratch.count } else { days.append((day, scratch.count)) }
                 row = try d.step() ? d.text(0) : nil
             }

@@ -24,6 +24,8 @@ enum UserStateCodec {
         struct Truncated: Error {}
         /// Well-formed bytes that break an invariant (folded days out of order).
         struct Inconsistent: Error {}
+        /// A tag byte that names no known case.
+        struct UnknownTag: Error { var field: String; var tag: UInt8 }
         mutating func u8() throws -> UInt8 { guard i < b.count else { throw Truncated() }; defer { i += 1 }; return b[i] }
         mutating func i32() throws -> Int32 {
             guard i + 4 <= b.count else { throw Truncated() }
@@ -53,10 +55,22 @@ enum UserStateCodec {
             for k in known where k.utf8.count == n && k.utf8.elementsEqual(b[i..<(i + n)]) { return k }
             return String(decoding: b[i..<(i + n)], as: UTF8.self)
         }
-        mutating func optI32() throws -> Int32? { let has = try u8(); let v = try i32(); return has == 1 ? v : nil }
-        /// A non-negative element count.
+        mutating func optI32(_ field: String) throws -> Int32? { let has = try bool(field); let v = try i32(); return has ? v : nil }
+        /// A flag written as 0 or 1.
+        mutating func bool(_ field: String) throws -> Bool {
+            let v = try u8()
+            guard v <= 1 else { throw UnknownTag(field: field, tag: v) }
+            return v == 1
+        }
+        /// A tag byte of an enum with `UInt8` raw values.
+        @inline(__always) mutating func tag<T: RawRepresentable<UInt8>>(_ field: String, as _: T.Type = T.self) throws -> T {
+            let v = try u8()
+            guard let t = T(rawValue: v) else { throw UnknownTag(field: field, tag: v) }
+            return t
+        }
         /// Skips `n` bytes.
         mutating func skip(_ n: Int) throws { guard n >= 0, i + n <= b.count else { throw Truncated() }; i += n }
+        /// A non-negative element count.
         mutating func count() throws -> Int32 { let n = try i32(); guard n >= 0 else { throw Truncated() }; return n }
     }
 
@@ -117,9 +131,20 @@ enum UserStateCodec {
     }
 
     /// Appends the values of a row written by ``encode(day:chunk:)`` to `values`.
-    static func decodeChunk(_ bytes: [UInt8], into values: inout [StoredValue]) throws {
-        var r = Reader(b: bytes)
-        try decodeValues(&r, into: &values)
+    static func decodeChunk(_ bytes: [UInt8], user: String, into values: inout [StoredValue]) throws(UserStateDecodingError) {
+        do {
+            var r = Reader(b: bytes)
+            try decodeValues(&r, into: &values)
+        } catch { throw decodingError(error, user: user) }
+    }
+
+    /// The error of a reader's failure, naming the user.
+    static func decodingError(_ e: any Error, user: String) -> UserStateDecodingError {
+        switch e {
+        case let t as Reader.UnknownTag: UserStateDecodingError(user: user, code: .unknownTag(field: t.field, tag: t.tag))
+        case is Reader.Inconsistent: UserStateDecodingError(user: user, code: .inconsistent)
+        default: UserStateDecodingError(user: user, code: .truncated)
+        }
     }
 
     static func decodeValues(_ r: inout Reader, into values: inout [StoredValue]) throws {
@@ -127,8 +152,8 @@ enum UserStateCodec {
         values.reserveCapacity(values.count + min(Int(n), (r.b.count - r.i) / 26))  // 26 bytes a value: a bad count cannot reserve more
         for _ in 0..<n {
             let id = SampleID(rawValue: UInt64(bitPattern: try r.i64())), value = try r.f64(), end = try r.i64()
-            guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
-            values.append(StoredValue(id: id, metric: m, value: value, end: Timestamp(milliseconds: end), provenance: Provenance(rawValue: try r.u8()) ?? .device))
+            let m: MetricKind = try r.tag("metric"), p: Provenance = try r.tag("provenance")
+            values.append(StoredValue(id: id, metric: m, value: value, end: Timestamp(milliseconds: end), provenance: p))
         }
     }
 
@@ -148,11 +173,15 @@ enum UserStateCodec {
     }
 
     static func decodeInput(_ r: inout Reader) throws -> DailyInput {
-        guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
+        let m: MetricKind = try r.tag("daily input metric")
         let p = try r.u8()
+        guard p == 255 || Provenance(rawValue: p) != nil else { throw Reader.UnknownTag(field: "daily input provenance", tag: p) }
         let agg: Aggregation
         switch try r.u8() {
-        case 0: let q = try r.f64(); agg = .percentile(q, try r.u8() == 0 ? .linear : .nearestRank)
+        case 0:
+            let q = try r.f64(), method = try r.u8()
+            guard method <= 1 else { throw Reader.UnknownTag(field: "percentile method", tag: method) }
+            agg = .percentile(q, method == 0 ? .linear : .nearestRank)
         case 1: agg = .mean
         case 2: agg = .median
         case 3: agg = .min
@@ -160,7 +189,7 @@ enum UserStateCodec {
         case 5: agg = .sum
         case 6: agg = .count
         case 7: agg = .last
-        default: throw Reader.Truncated()
+        case let t: throw Reader.UnknownTag(field: "aggregation", tag: t)
         }
         return DailyInput(metric: m, provenance: p == 255 ? nil : Provenance(rawValue: p), aggregation: agg)
     }
@@ -190,7 +219,7 @@ enum UserStateCodec {
 
     static func decodeTail(_ s: inout UserState, _ r: inout Reader, alertNames known: [String]) throws {
         for _ in 0..<(try r.count()) {
-            let id = try r.str(), cat = EventCategory(rawValue: try r.u8()) ?? .annotation, kind = try r.str()
+            let id = try r.str(), cat: EventCategory = try r.tag("event category"), kind = try r.str()
             let first = try r.i32(), last = try r.i32(), note = try r.str()
             s.events[id] = TimelineEvent(id: id, category: cat, kind: kind, firstDay: first, lastDay: last, note: note.isEmpty ? nil : note)
         }
@@ -205,7 +234,8 @@ enum UserStateCodec {
             switch try r.u8() {
             case 0: state = .inactive
             case 1: state = .pending(activeSince: try r.i64())
-            default: state = .firing(activeSince: try r.i64(), firedAt: try r.i64(), lastTrue: try r.i64(), lastSent: try r.i64())
+            case 2: state = .firing(activeSince: try r.i64(), firedAt: try r.i64(), lastTrue: try r.i64(), lastSent: try r.i64())
+            case let t: throw Reader.UnknownTag(field: "alert state of rule \(name)", tag: t)
             }
             let sm = AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
             if names.contains(name) { continue }  // written once per name; a repeat is ignored
@@ -218,7 +248,12 @@ enum UserStateCodec {
         for _ in 0..<(try r.count()) { s.revisedDays.insert(try r.i32()) }
     }
 
-    static func decode(user: String, _ bytes: [UInt8], alertNames: [String] = []) throws -> UserState {
+    /// Decodes a state written by ``encode(_:withOpenDays:)`` (or by an older format).
+    static func decode(user: String, _ bytes: [UInt8], alertNames: [String] = []) throws(UserStateDecodingError) -> UserState {
+        do { return try decodeBlob(user: user, bytes, alertNames: alertNames) } catch { throw decodingError(error, user: user) }
+    }
+
+    static func decodeBlob(user: String, _ bytes: [UInt8], alertNames: [String]) throws -> UserState {
         var r = Reader(b: bytes)
         let first = try r.i32()
         if first != v2Marker && first != v3Marker { return try decodeV1(user: user, bytes, alertNames: alertNames) }
@@ -275,9 +310,9 @@ enum UserStateCodec {
     /// Calendar, profile flag, first and last closed day: the same in both formats.
     static func decodeHead(user: String, _ r: inout Reader) throws -> UserState {
         var s = UserState(user: user, calendar: LocalCalendar.cached(try r.str()) ?? .utc)
-        s.hasProfile = try r.u8() == 1
-        s.firstDay = try r.optI32()
-        s.lastClosedDay = try r.optI32()
+        s.hasProfile = try r.bool("profile flag")
+        s.firstDay = try r.optI32("first day flag")
+        s.lastClosedDay = try r.optI32("last closed day flag")
         return s
     }
 
@@ -287,12 +322,11 @@ enum UserStateCodec {
         var r = Reader(b: bytes)
         var s = try decodeHead(user: user, &r)
         for _ in 0..<(try r.count()) {
-            guard let m = MetricKind(rawValue: try r.u8()) else { throw Reader.Truncated() }
+            let m: MetricKind = try r.tag("metric")
             let day = try r.i32()
             for _ in 0..<(try r.count()) {
-                let id = try r.str(), value = try r.f64(), end = try r.i64()
-                s.append(StoredValue(id: SampleID(id), metric: m, value: value, end: Timestamp(milliseconds: end),
-                                     provenance: Provenance(rawValue: try r.u8()) ?? .device), day: day)
+                let id = try r.str(), value = try r.f64(), end = try r.i64(), p: Provenance = try r.tag("provenance")
+                s.append(StoredValue(id: SampleID(id), metric: m, value: value, end: Timestamp(milliseconds: end), provenance: p), day: day)
             }
         }
         for _ in 0..<(try r.count()) {

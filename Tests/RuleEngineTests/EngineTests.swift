@@ -56,22 +56,6 @@ import TestSupport
         #expect(restored.state(of: "u")!.openValueCount == 800)
     }
 
-    @Test func storedValuePacksEndMetricAndProvenanceIntoOneWord() {
-        #expect(MemoryLayout<StoredValue>.stride == 24)
-        // Every metric and provenance, with ends before 1970, at 0, now, and in year 9999.
-        let ends: [Int64] = [-62_135_596_800_000, -1, 0, 1, 1_764_547_200_123, 253_402_300_799_999]
-        for m in MetricKind.allCases {
-            for p in [Provenance.device, .userEntered] {
-                for e in ends {
-                    let v = StoredValue(id: SampleID("x"), metric: m, value: -2.5, end: Timestamp(milliseconds: e), provenance: p)
-                    #expect(v.metric == m && v.provenance == p && v.end.milliseconds == e && v.value == -2.5)
-                    #expect(v.matches(m, nil) && v.matches(m, p) && !v.matches(m, p == .device ? .userEntered : .device))
-                    #expect(!v.matches(m == .walkingSpeed ? .walkingStepLength : .walkingSpeed, nil))
-                }
-            }
-        }
-    }
-
     @Test(arguments: [21, 22, 23] as [UInt64])
     func openDaysStayGroupedUnderLateDataAndDeletions(seed: UInt64) {
         // All open days share one values array: a late sample for an earlier day is inserted
@@ -135,43 +119,6 @@ import TestSupport
         engine.advance(to: close(2), into: &out)  // day 1 has data, day 2 has none
         let fired = out.alerts.filter { $0.status == .firing }.map { "\($0.rule) \($0.day.dayNumber - day0)" }
         #expect(fired == ["known 1", "unknown 2"])
-    }
-
-    @Test func foldedTableAnswersEveryDayAndListsItsDaysBack() {
-        // Days with gaps of every size and inputs that appear late (the table widens): each
-        // input's value on each day is what was folded, nothing on other days, and the days list
-        // back exactly (the state store writes that list).
-        var rng = SplitMix64(seed: 5)
-        for _ in 0..<60 {
-            var days: [FoldedDay] = [], d = DayNumber(Int.random(in: -5...5, using: &rng))
-            for _ in 0..<Int.random(in: 0...40, using: &rng) {
-                let mask = max(1, UInt64.random(in: 1...7, using: &rng) & (days.count < 5 ? 1 : 7)) // inputs 1 and 2 from the 6th day on
-                days.append(FoldedDay(day: d, mask: mask, values: (0..<mask.nonzeroBitCount).map { Double(d) * 10 + Double($0) }))
-                d += DayNumber(Int.random(in: 1...5, using: &rng))
-            }
-            var st = UserState(user: "u", calendar: utc)
-            st.rebuildFolded(days)
-            #expect(st.foldedDayList == days)
-            for q in DayNumber(-10)...(d + 3) {
-                let f = days.first { $0.day == q }
-                for i in 0..<3 {
-                    let expected: Double? = f.flatMap { f in
-                        f.mask & (1 << UInt64(i)) == 0 ? nil : f.values[(f.mask & ((1 << UInt64(i)) - 1)).nonzeroBitCount]
-                    }
-                    #expect((st.folded(i, q) ?? nil) == expected, "input \(i) day \(q) in \(days.map(\.day))")
-                }
-                // A day outside every run is not folded at all (the engine then looks at open days).
-                if st.folded(0, q) != nil { #expect(q >= days.first!.day && q <= days.last!.day) }
-            }
-            // Dropping the oldest days in place and dropping a middle day (a rebuild) keep the rest.
-            guard days.count > 3 else { continue }
-            let cut = days[days.count / 2].day
-            st.keepFoldedDays { $0 >= cut }
-            #expect(st.foldedDayList == days.filter { $0.day >= cut })
-            let hole = days[days.count - 2].day
-            st.keepFoldedDays { $0 != hole }
-            #expect(st.foldedDayList == days.filter { $0.day >= cut && $0.day != hole })
-        }
     }
 
     @Test func lateSampleWithinLatenessRevisesSeriesButBeyondIsRejected() {

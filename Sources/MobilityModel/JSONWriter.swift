@@ -1,0 +1,106 @@
+/// Builds compact JSON text with deterministic member order.
+public struct JSONWriter: Sendable {
+    /// The text so far.
+    public private(set) var text = ""
+    private var needsComma = [false]
+
+    /// Creates an empty writer.
+    public init() { text.reserveCapacity(256) }
+
+    private mutating func comma() {
+        if needsComma[needsComma.count - 1] { text += "," }
+        needsComma[needsComma.count - 1] = true
+    }
+
+    /// Opens an object, as a member value if `key` is given.
+    public mutating func beginObject(_ key: String? = nil) { if let key { self.key(key) } else { comma() }; text += "{"; needsComma.append(false) }
+    /// Closes an object.
+    public mutating func endObject() { text += "}"; needsComma.removeLast() }
+    /// Opens an array.
+    public mutating func beginArray(_ key: String? = nil) { if let key { self.key(key) } else { comma() }; text += "["; needsComma.append(false) }
+    /// Closes an array.
+    public mutating func endArray() { text += "]"; needsComma.removeLast() }
+
+    private mutating func key(_ k: String) { comma(); JSONWriter.quote(k, into: &text); text += ":" }
+
+    /// A string member (or element when `key` is nil).
+    public mutating func string(_ key: String?, _ v: String) { if let key { self.key(key) } else { comma() }; JSONWriter.quote(v, into: &text) }
+    /// A number member; non-finite numbers are written as null.
+    public mutating func number(_ key: String?, _ v: Double) {
+        if let key { self.key(key) } else { comma() }
+        text += JSONWriter.format(v)
+    }
+    /// An integer member.
+    public mutating func int(_ key: String?, _ v: Int64) { if let key { self.key(key) } else { comma() }; text += String(v) }
+    /// A boolean member.
+    public mutating func bool(_ key: String?, _ v: Bool) { if let key { self.key(key) } else { comma() }; text += v ? "true" : "false" }
+    /// A null member.
+    public mutating func null(_ key: String?) { if let key { self.key(key) } else { comma() }; text += "null" }
+
+    /// Shortest round-tripping text of a finite double; integers without a fraction.
+    public static func format(_ v: Double) -> String {
+        guard v.isFinite else { return "null" }
+        if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
+        return String(v)
+    }
+
+    /// Appends a JSON string literal.
+    public static func quote(_ s: String, into out: inout String) {
+        out += "\""
+        // Most strings (ids, names, topics) need no escaping: append them whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            out += s
+            out += "\""
+            return
+        }
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 {
+                    let h = String(u.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
+                } else { out.unicodeScalars.append(u) }
+            }
+        }
+        out += "\""
+    }
+}
+
+extension JSONValue {
+    /// Compact JSON text of the value.
+    public var text: String {
+        var out = ""
+        write(into: &out)
+        return out
+    }
+
+    private func write(into out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .number(let n):
+            // A literal that overflowed to infinity is written back as an overflowing literal, so
+            // parse(text) gives the same value (a recorded payload keeps its meaning on replay).
+            out += n.isFinite ? JSONWriter.format(n) : (n > 0 ? "1e999" : "-1e999")
+        case .string(let s): JSONWriter.quote(s, into: &out)
+        case .array(let a):
+            out += "["
+            for (i, v) in a.enumerated() { if i > 0 { out += "," }; v.write(into: &out) }
+            out += "]"
+        case .object(let o):
+            out += "{"
+            for (i, (k, v)) in o.enumerated() {
+                if i > 0 { out += "," }
+                JSONWriter.quote(k, into: &out)
+                out += ":"
+                v.write(into: &out)
+            }
+            out += "}"
+        }
+    }
+}

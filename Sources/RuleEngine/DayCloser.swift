@@ -1,0 +1,80 @@
+import MobilityModel
+import RuleLanguage
+
+/// Closing days, folding and compaction: the part of the engine that reads only the rules and
+/// the configuration, so that it can work on a user's state in place inside the users table.
+final class DayCloser: Sendable {
+    let program: Program
+    /// The program's expressions as nodes, for the evaluator.
+    let code: CompiledRules
+    let configuration: EngineConfiguration
+    /// The alert names in rule order, shared by every user's state.
+    let alertNames: [String]
+
+    init(program: Program, configuration: EngineConfiguration) {
+        self.program = program
+        self.code = CompiledRules(program)
+        self.configuration = configuration
+        alertNames = program.alerts.map(\.name)
+    }
+
+    /// Closes a user's finished days in place; returns whether the state changed.
+    func advance(_ st: inout UserState, to now: Timestamp, ev: inout Evaluator, into out: inout [EngineOutput]) -> Bool {
+        guard let first = st.firstDay else { return false }
+        // The common case, after every sample: nothing to close before a known instant.
+        if now.milliseconds < st.closeCheckUntil && st.revisedDays.isEmpty { return false }
+        let graced = now.adding(seconds: -configuration.graceSeconds)
+        let current = st.calendar.day(of: graced)
+        let lastClosable = current - 1
+        let closed = st.lastClosedDay ?? (first - 1)
+        if lastClosable <= closed && st.revisedDays.isEmpty {
+            // Nothing closes until the graced clock reaches the next local midnight (while no day
+            // has closed, an earlier first day could change that: no shortcut then).
+            if st.lastClosedDay != nil { st.closeCheckUntil = st.calendar.startOfDay(current + 1).milliseconds + configuration.graceSeconds * 1000 }
+            return false
+        }
+        ev.begin()
+        swap(&ev.user, &st)
+        defer { swap(&ev.user, &st) }
+        // Revised days (late data): publish corrected series values.
+        let revised = !ev.user.revisedDays.isEmpty
+        if revised {
+            if configuration.publishSeries, let closed = ev.user.lastClosedDay {
+                let from = ev.user.revisedDays.min()!
+                if max(from, first) <= closed { for d in max(from, first)...closed { emitSeries(&ev, d, revised: true, into: &out) } }
+            }
+            ev.user.revisedDays.removeAll()
+        }
+        let start = max(closed + 1, lastClosable - 3650)
+        if start <= lastClosable {
+            for d in start...lastClosable { closeDay(&ev, d, into: &out) }
+            ev.user.lastClosedDay = lastClosable
+            if configuration.retention {
+                fold(&ev, now: now)
+                compact(&ev.user)
+            }
+        }
+        return true
+    }
+
+    func emitSeries(_ ev: inout Evaluator, _ d: DayNumber, revised: Bool, into out: inout [EngineOutput]) {
+        let date = CivilDate(dayNumber: d)
+        for (i, s) in program.series.enumerated() {
+            let v = ev.series(i, d)
+            out.append(.series(SeriesPoint(user: ev.user.user, name: s.name, day: date, value: v.map { s.displayUnit.fromSI($0) },
+                                           unit: s.displayUnit.symbol, revised: revised)))
+        }
+    }
+
+    func closeDay(_ ev: inout Evaluator, _ d: DayNumber, into out: inout [EngineOutput]) {
+        ev.resetMemo(day: d)
+        if configuration.publishSeries { emitSeries(&ev, d, revised: false, into: &out) }
+        let dayStart = ev.user.calendar.startOfDay(d).milliseconds
+        let dayEnd = ev.user.calendar.startOfDay(d + 1).milliseconds
+        for j in program.alerts.indices where program.alerts[j].trigger == .day {
+            ev.alert = j
+            Engine.step(program.alerts[j], program: program, at: dayEnd, activeSince: dayStart, clock: .days(ev.user.calendar), ev: &ev,
+                        day: d, into: &out)
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import MobilityModel
+
+/// The open days: raw values of days still open to late data, in one array, day after day, and
+/// their cached daily inputs.
+extension UserState {
+    /// The number of sample values held raw (open days).
+    public var openValueCount: Int { openValues.count }
+
+    /// The values of open day `i`.
+    public func values(ofOpenDay i: Int) -> ArraySlice<StoredValue> { openValues[openDays[i].range] }
+
+    /// Every open day's values, an array each (for tests and tools; the engine reads slices).
+    public var openDayValues: [[StoredValue]] { openDays.map { Array(openValues[$0.range]) } }
+
+    /// Makes room for `n` more open values in one allocation (before restoring a user's days).
+    public mutating func reserveOpenValues(_ n: Int) { openValues.reserveCapacity(openValues.count + n) }
+
+    /// Appends a day's values read back from the state store (days in order; chunks of one day
+    /// in order). Not a change, since the store holds them, unless `stored` is false (read from
+    /// a format the store no longer writes: the next commit writes them).
+    public mutating func restoreOpenDay(_ day: DayNumber, values: ArraySlice<StoredValue>, stored: Bool = true) {
+        if openDays.last?.day != day {
+            openDays.append(OpenDay(day: day, start: Int32(openValues.count), count: 0, changedFrom: stored ? -1 : 0, storedCount: 0))
+            if !inputCache.isEmpty { inputCache.append(contentsOf: repeatElement(UserState.notComputed, count: cacheWidth)) }
+        }
+        openValues.append(contentsOf: values)
+        openDays[openDays.count - 1].count += Int32(values.count)
+        if stored { openDays[openDays.count - 1].storedCount += Int32(values.count) }
+    }
+
+    /// The index of an open day (the last few are checked first: most lookups are of recent days).
+    @inline(__always)
+    func openIndex(_ d: DayNumber) -> Int? {
+        let n = openDays.count
+        guard n > 0, d <= openDays[n - 1].day, d >= openDays[0].day else { return nil }
+        if openDays[n - 1].day == d { return n - 1 }
+        var lo = 0, hi = n - 1
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if openDays[mid].day < d { lo = mid + 1 } else { hi = mid }
+        }
+        return openDays[lo].day == d ? lo : nil
+    }
+
+    /// Where a sample id is held: (open day index, value index within the day).
+    func locate(_ id: SampleID) -> (Int, Int)? {
+        guard mightHold(id) else { return nil }
+        let at: Int? = openValues.withUnsafeBufferPointer { vs in
+            var j = vs.count - 1
+            while j >= 0 { if vs[j].id == id { return j }; j -= 1 }
+            return nil
+        }
+        guard let at else { return nil }
+        var i = openDays.count - 1
+        while Int(openDays[i].start) > at { i -= 1 }
+        return (i, at - Int(openDays[i].start))
+    }
+
+    /// Adds a value to its open day (creating it in day order); returns the day's index.
+    @discardableResult
+    public mutating func append(_ v: StoredValue, day: DayNumber) -> Int {
+        let i: Int
+        if let o = openIndex(day) {
+            i = o
+        } else {
+            var at = openDays.count
+            while at > 0, openDays[at - 1].day > day { at -= 1 }
+            let start = at < openDays.count ? openDays[at].start : Int32(openValues.count)
+            openDays.insert(OpenDay(day: day, start: start, count: 0), at: at)
+            if !inputCache.isEmpty {
+                inputCache.growSlowly(for: cacheWidth)
+                inputCache.insert(contentsOf: repeatElement(UserState.notComputed, count: cacheWidth), at: at * cacheWidth)
+            }
+            i = at
+        }
+        let end = Int(openDays[i].start + openDays[i].count)
+        if end == openValues.count {
+            openValues.appendGrowingSlowly(v)
+        } else {
+            // Late data for an earlier day: the later days' values move up by one.
+            openValues.growSlowly(for: 1)
+            openValues.insert(v, at: end)
+            for k in (i + 1)..<openDays.count { openDays[k].start += 1 }
+        }
+        openDays[i].touch(from: Int(openDays[i].count))
+        openDays[i].count += 1
+        invalidateCache(day: i)
+        noteID(v.id)
+        return i
+    }
+
+    /// Removes value `j` of open day `i` (an emptied day stays, and folds to nothing, so that its
+    /// stored rows are rewritten).
+    mutating func removeValue(day i: Int, at j: Int) {
+        openValues.remove(at: Int(openDays[i].start) + j)
+        openDays[i].count -= 1
+        for k in (i + 1)..<openDays.count { openDays[k].start -= 1 }
+        openDays[i].touch(from: j)
+        invalidateCache(day: i)
+    }
+
+    /// Removes the first `n` open days (folded), their values and cached inputs.
+    mutating func removeFirstOpenDays(_ n: Int) {
+        guard n > 0 else { return }
+        let values = Int(openDays[n - 1].start + openDays[n - 1].count)
+        openValues.removeFirst(values)
+        if !inputCache.isEmpty { inputCache.removeFirst(n * cacheWidth) }
+        openDays.removeFirst(n)
+        for k in openDays.indices { openDays[k].start -= Int32(values) }
+    }
+
+    /// Forgets the cached inputs of open day `i` (its values changed).
+    @inline(__always) mutating func invalidateCache(day i: Int) {
+        guard !inputCache.isEmpty else { return }
+        for k in (i * cacheWidth)..<((i + 1) * cacheWidth) { inputCache[k] = UserState.notComputed }
+    }
+}

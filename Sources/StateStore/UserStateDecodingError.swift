@@ -1,0 +1,35 @@
+/// A stored user state this build cannot read. Loading stops at it (the daemon exits 1): a state
+/// is never read as a guess, since a wrong alert state or provenance would change alerts.
+public struct UserStateDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What is wrong with the bytes.
+    public enum Code: Hashable, Sendable {
+        /// A tag byte that names no case this build knows (written by a newer build, or corrupted).
+        case unknownTag(field: String, tag: UInt8)
+        /// The bytes end before the state does, or a count is negative.
+        case truncated
+        /// Well-formed bytes that break an invariant (folded days out of order).
+        case inconsistent
+    }
+
+    /// The user whose state it is.
+    public var user: String
+    /// What is wrong.
+    public var code: Code
+
+    /// Creates an error.
+    public init(user: String, code: Code) {
+        self.user = user
+        self.code = code
+    }
+
+    /// One line for the log.
+    public var description: String {
+        let what: String
+        switch code {
+        case .unknownTag(let field, let tag): what = "unknown \(field) tag \(tag) (written by a newer build, or corrupted)"
+        case .truncated: what = "the data ends early or holds a negative count"
+        case .inconsistent: what = "the data breaks an invariant (folded days out of order)"
+        }
+        return "the stored state of user \(user) cannot be read: \(what)"
+    }
+}

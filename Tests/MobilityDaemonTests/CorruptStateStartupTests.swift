@@ -1,0 +1,55 @@
+import CSQLite
+import Foundation
+import MobilityModel
+import RuleEngine
+import RuleLanguage
+import StateStore
+import Testing
+import TestSupport
+
+/// mobilityd refuses to start on a stored state it cannot read (exit 1, the user and the tag in
+/// the log) instead of guessing: an unknown alert-state tag used to be restored as firing.
+@Suite struct CorruptStateStartupTests {
+    @Test func anUnknownAlertStateTagStopsTheDaemonWithExitOne() throws {
+        let state = NSTemporaryDirectory() + "mw-corrupt-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let path = state + "/state.sqlite"
+        do {
+            let p = try #require(Checker.check(text: "series s = mean(walkingSpeed)\nalert slow_walk { when s < 1 m/s }").program)
+            var e = Engine(program: p)
+            var out: [EngineOutput] = []
+            let t = Timestamp(seconds: 20_500 * 86_400 + 36_000)
+            e.ingest(Sample(id: "a", metric: .walkingSpeed, value: 0.5, start: t, end: t), user: "patient-7", now: t, into: &out)
+            e.advance(to: t.adding(seconds: 2 * 86_400), into: &out)
+            try #require(e.state(of: "patient-7")?.alerts["slow_walk"]?.isFiring == true)
+            _ = try StateStore(path: path).commit(users: [.init(user: "patient-7", appliedSeq: 0, eventNow: nil, state: e.state(of: "patient-7"))],
+                                                  outbox: [])
+        }
+        // The byte after the rule's name is its alert-state tag: 2 (firing) becomes 3.
+        var db: OpaquePointer?
+        try #require(sqlite3_open(path, &db) == SQLITE_OK)
+        var q: OpaquePointer?
+        try #require(sqlite3_prepare_v2(db, "SELECT state FROM users WHERE user = 'patient-7'", -1, &q, nil) == SQLITE_OK)
+        try #require(sqlite3_step(q) == SQLITE_ROW)
+        var blob = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(q, 0), count: Int(sqlite3_column_bytes(q, 0))))
+        sqlite3_finalize(q)
+        let name = Array("slow_walk".utf8), at = try #require(blob.indices.first { blob[$0...].starts(with: name) }) + name.count
+        try #require(blob[at] == 2)
+        blob[at] = 3
+        var u: OpaquePointer?
+        try #require(sqlite3_prepare_v2(db, "UPDATE users SET state = ?1 WHERE user = 'patient-7'", -1, &u, nil) == SQLITE_OK)
+        _ = blob.withUnsafeBytes { sqlite3_bind_blob(u, 1, $0.baseAddress, Int32($0.count), nil) }
+        #expect(sqlite3_step(u) == SQLITE_DONE)
+        sqlite3_finalize(u)
+        sqlite3_close(db)
+
+        // No broker is needed: the state is read before connecting (port 9 is never listened on).
+        let daemon = try ChildProcess(ChildProcess.product("mobilityd"), [
+            "--broker", "mqtt://127.0.0.1:9", "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--metrics-address", "off",
+        ])
+        #expect(daemon.wait(timeout: 20) == 1, "\(daemon.log)")
+        #expect(daemon.log.contains("cannot read the state store") && daemon.log.contains("patient-7")
+                && daemon.log.contains("unknown alert state of rule slow_walk tag 3"), "\(daemon.log)")
+    }
+}
