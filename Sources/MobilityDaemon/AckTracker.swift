@@ -8,16 +8,21 @@ enum OutputKind: String, Sendable, CaseIterable {
     /// The kind of a topic of the MQTT contract (`…/alerts/{rule}`, `…/series/{name}`, `…/rejected`,
     /// `…/acks`, `…/daemon/{instance}/status`).
     init(topic: String) {
+        // By position: `…/users/{u}/alerts/{rule}`, `…/users/{u}/series/{name}`, `…/users/{u}/rejected`,
+        // `…/users/{u}/acks`, `…/rejected`, `…/daemon/{instance}/status` (a user may be named "alerts").
         let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
-        let last = parts.last ?? "", previous = parts.count >= 2 ? parts[parts.count - 2] : ""
-        switch (previous, last) {
-        case ("alerts", _): self = .alert
-        case ("series", _): self = .series
-        case (_, "rejected"): self = .rejected
-        case (_, "acks"): self = .ack
-        case (_, "status"): self = .status
-        default: self = .other
+        if let u = parts.lastIndex(of: "users"), u + 2 < parts.count {
+            switch (parts[u + 2], parts.count - u) {
+            case ("alerts", 4): self = .alert
+            case ("series", 4): self = .series
+            case ("rejected", 3): self = .rejected
+            case ("acks", 3): self = .ack
+            default: self = .other
+            }
+            return
         }
+        let n = parts.count
+        if parts.last == "rejected" { self = .rejected } else if n >= 3, parts[n - 3] == "daemon", parts[n - 1] == "status" { self = .status } else { self = .other }
     }
 }
 

@@ -55,6 +55,17 @@ public struct DaemonConfiguration: Sendable {
     /// Defaults.
     public init() {}
 
+    /// A config-file line without its comment: `#` starts one at the start of the line or after
+    /// whitespace, so a value may hold `#` (a password such as `pa#ss`).
+    static func stripComment(_ line: Substring) -> String {
+        var previous: Character = " "
+        for i in line.indices {
+            if line[i] == "#", previous == " " || previous == "\t" { return String(line[..<i]) }
+            previous = line[i]
+        }
+        return String(line)
+    }
+
     /// An option: its flag name, value placeholder and help text.
     struct Option {
         let name: String
@@ -152,7 +163,7 @@ public struct DaemonConfiguration: Sendable {
         if let configPath {
             let (text, mode) = try readPrivate(configPath, what: "config file")
             for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+                let line = DaemonConfiguration.stripComment(raw).trimmingCharacters(in: .whitespaces)
                 if line.isEmpty { continue }
                 guard let eq = line.firstIndex(of: "=") else { throw Problem(description: "\(configPath):\(n + 1): expected KEY = VALUE") }
                 let key = line[..<eq].trimmingCharacters(in: .whitespaces)

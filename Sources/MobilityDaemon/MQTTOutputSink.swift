@@ -3,10 +3,15 @@ import StateStore
 import Synchronization
 
 /// Publishes committed outbox items at QoS 1, recording message ids so that acknowledged items
-/// can be deleted from the outbox. Items libmosquitto refuses for now (e.g. while disconnected)
-/// are kept and retried, in order, before anything newer; an item it can never send (too large
+/// can be deleted from the outbox. Items are held back, in order, while the publisher is
+/// disconnected or ``maxInFlight`` publishes await their answer, and while libmosquitto refuses
+/// them for now; they are retried before anything newer. An item it can never send (too large
 /// for the broker, an invalid topic) is handed to the tracker as a refusal and parked, so it
 /// cannot hold up everything behind it.
+///
+/// Why hold back: libmosquitto 2.0.11 queues a QoS 1 publish even while disconnected, with a
+/// fresh 16-bit message id. Past 65 535 unanswered publishes the ids wrap, and the answer to an
+/// old message would acknowledge (delete from the outbox) a newer one the broker never had.
 final class MQTTOutputSink: OutputSink {
     let client: MQTTClient
     let acks: AckTracker
@@ -16,14 +21,22 @@ final class MQTTOutputSink: OutputSink {
         self.acks = acks
     }
 
+    /// At most this many publishes await the broker's answer at once (well under the 65 535
+    /// message ids, which must not wrap while any is in flight).
+    static let maxInFlight = 30_000
+
     /// Items waiting for a retry.
     var backlog: Int { retry.withLock { $0.count } }
 
     func publish(_ items: [StateStore.OutboxItem]) -> Int {
         retry.withLock { pending in
             pending += items
+            guard client.isConnected else { return 0 }  // held: the housekeeping timer retries
             var done = 0, failed = 0
+            var room = MQTTOutputSink.maxInFlight - acks.inFlight
             for item in pending {
+                guard room > 0 else { break }
+                room -= 1
                 do throws(MQTTError) {
                     let mid = try client.publish(topic: item.topic, payload: item.payload, qos: 1, retain: item.retain)
                     acks.published(mid: mid, id: item.id, topic: item.topic)
@@ -41,7 +54,11 @@ final class MQTTOutputSink: OutputSink {
 
     /// Publishes an output that is not in the outbox (a commit acknowledgement, the status),
     /// registering it so that the broker's answer is counted.
+    /// Not sent while disconnected or at ``maxInFlight`` (see above); the retained
+    /// acknowledgement on the broker then stays at its last value, and a gateway re-sends what
+    /// it does not cover (harmless duplicates).
     func publishUntracked(topic: String, payload: [UInt8], retain: Bool) {
+        guard client.isConnected, acks.inFlight < MQTTOutputSink.maxInFlight else { return }
         guard let mid = try? client.publish(topic: topic, payload: payload, qos: 1, retain: retain) else { return }
         acks.published(mid: mid, id: nil, topic: topic)
     }

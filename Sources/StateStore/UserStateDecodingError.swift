@@ -22,7 +22,7 @@ public struct UserStateDecodingError: Error, Hashable, Sendable, CustomStringCon
         self.code = code
     }
 
-    /// One line for the log.
+    /// One line for the log: the user is named by the FNV-1a hash of its id, never by the id.
     public var description: String {
         let what: String
         switch code {
@@ -30,6 +30,9 @@ public struct UserStateDecodingError: Error, Hashable, Sendable, CustomStringCon
         case .truncated: what = "the data ends early or holds a negative count"
         case .inconsistent: what = "the data breaks an invariant (folded days out of order)"
         }
-        return "the stored state of user \(user) cannot be read: \(what)"
+        // Logs carry no user ids (docs/security.md): name the user by a hash of its id.
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in user.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return "the stored state of a user (id hash \(String(h, radix: 16))) cannot be read: \(what)"
     }
 }

@@ -39,7 +39,9 @@ import Testing
 
     @Test(arguments: [("mobility/v1/users/u/alerts/r", OutputKind.alert), ("mobility/v1/users/u/series/s", .series),
                       ("mobility/v1/users/u/rejected", .rejected), ("mobility/v1/rejected", .rejected),
-                      ("mobility/v1/users/u/acks", .ack), ("mobility/v1/daemon/d/status", .status), ("x/y", .other)])
+                      ("mobility/v1/users/u/acks", .ack), ("mobility/v1/daemon/d/status", .status), ("x/y", .other),
+                      ("mobility/v1/users/alerts/acks", .ack), ("mobility/v1/users/series/rejected", .rejected),
+                      ("mobility/v1/users/acks/alerts/r", .alert)])
     func outputKinds(topic: String, kind: OutputKind) {
         #expect(OutputKind(topic: topic) == kind)
     }

@@ -24,6 +24,17 @@ import Testing
         #expect(throws: DaemonConfiguration.Problem.self) { try DaemonConfiguration.load(arguments: args, environment: [:]) }
     }
 
+    /// `#` starts a comment only at the start of a line or after whitespace: a password may hold it.
+    @Test func aHashInsideAValueIsNotAComment() throws {
+        let file = NSTemporaryDirectory() + "mw-conf-\(UUID().uuidString.prefix(8)).conf"
+        try "# comment\npassword = pa#ss  # the broker's\nusername = svc#1\n".write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o600)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let c = try DaemonConfiguration.load(arguments: ["--config", file], environment: [:])
+        #expect(c.password == "pa#ss")
+        #expect(c.username == "svc#1")
+    }
+
     @Test func helpListsEveryOption() {
         for o in DaemonConfiguration.options { #expect(DaemonConfiguration.usage.contains("--\(o.name)")) }
     }
