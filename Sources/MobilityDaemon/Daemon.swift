@@ -14,11 +14,11 @@ public final class Daemon: Sendable {
     let layout: TopicLayout
     private let shutdown = DispatchSemaphore(value: 0)
     private let exitCode = Atomic<Int32>(0)
-    private let reloads = Mutex<[String: Int]>([:])
     private let started = Date()
-    private let rulesIdentity = Mutex<String>("")
     let journalHealthy = Atomic<Bool>(true)
-    let notifier = ServiceNotifier()
+    let notifier: ServiceNotifier
+    /// The rules: loaded at start, reloaded on SIGHUP.
+    let reloader: RuleReloader
     private let readySent = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
 
@@ -27,25 +27,13 @@ public final class Daemon: Sendable {
         self.config = configuration
         self.log = Logger(format: configuration.logFormat, level: configuration.logLevel)
         self.layout = TopicLayout(root: configuration.topicRoot)
-    }
-
-    /// Loads and checks the rules; logs every diagnostic on failure.
-    func loadRules() -> Program? {
-        let (sources, errors) = RuleSet.load([config.rules])
-        for e in errors { log.error("cannot load rules", ["error": e]) }
-        let (program, diagnostics) = Checker.check(sources)
-        let renderer = DiagnosticRenderer(files: sources)
-        for d in diagnostics {
-            log.log(d.severity == .error ? .error : .warn, "rule diagnostic",
-                    ["at": renderer.position(d.range), "id": d.id.rawValue, "message": d.message])
-        }
-        guard errors.isEmpty, let program else { return nil }
-        return program
+        self.notifier = ServiceNotifier()
+        self.reloader = RuleReloader(rules: configuration.rules, log: log, notifier: notifier)
     }
 
     /// Runs until SIGTERM/SIGINT (or a fatal broker refusal). Returns the process exit code.
     public func run() -> Int32 {
-        guard let program = loadRules() else {
+        guard let program = reloader.load() else {
             log.error("rules are invalid; not starting", ["rules": config.rules])
             return 1
         }
@@ -67,7 +55,7 @@ public final class Daemon: Sendable {
             log.error("cannot create state directory", ["state": config.state, "error": error.description])
             return 1
         }
-        rulesIdentity.withLock { $0 = program.identity }
+        reloader.started(with: program)
         notifier.status("restoring state")
         let startupPings = notifier.pingDuringStartup()
         defer { startupPings?.cancel() }
@@ -83,7 +71,7 @@ public final class Daemon: Sendable {
             log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
             return 1
         }
-        var restored: (users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem])
+        let restored: (users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem])
         do { restored = try store.load(alertNames: program.alerts.map(\.name)) } catch {
             log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
             return 1
@@ -94,10 +82,8 @@ public final class Daemon: Sendable {
         }
         try? store.setMeta("rules_identity", program.identity)
 
-        // Signals first, so none is lost during start-up.
+        // Signals first, so none is lost during start-up (the signal service handles them last).
         for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
-        let signalQueue = DispatchQueue(label: "mobilityd.signals")
-        var sources: [DispatchSourceSignal] = []
 
         // The publisher: its own connection (clean session), carrying the status and the last will.
         let acks = AckTracker()
@@ -145,27 +131,6 @@ public final class Daemon: Sendable {
             if case .inbound(let user, _) = parsed { shard = Int(Daemon.hash(user) % count) }
             shards[shard].queue.push(.message(seq: seq, topic: topic, parsed: parsed, payload: payload))
         }
-        // Restoring aligns each state with the current rules (alert states by name, folded inputs
-        // by identity), as a reload would. (Restoring the shards in parallel was measured slower:
-        // 1.7–2.1 s instead of 1.2 s at 100 k users; the work is allocation, not arithmetic.)
-        var users = restored.users
-        restored.users = []
-        let restoredUsers = users.count
-        // Hashing spreads users evenly; a little room over the even share avoids a last doubling.
-        let share = users.count / Int(count)
-        for shard in shards { shard.reserveUsers(share + share / 8 + 16) }
-        for i in users.indices { shards[Int(Daemon.hash(users[i].user) % count)].restore(&users[i]) } // moves each state
-        users = []
-        shards.forEach { $0.start() }
-        // Replay what the journal holds beyond each user's committed position.
-        var replayed = 0
-        IngestJournal.replay(journal.directory) { e in
-            route(e.topic, seq: e.seq, payload: e.payload)
-            replayed += 1
-        }
-        journal.markQueued(journal.lastSeq)
-        log.info("state restored", ["users": String(restoredUsers), "outbox": String(restored.outbox.count),
-                                    "journal_records": String(replayed), "store": store.path])
 
         // The subscriber: the persistent session (fixed client id, clean session off, QoS 1).
         var subConfig = MQTTClientConfiguration(broker: broker, clientID: clientID)
@@ -207,108 +172,70 @@ public final class Daemon: Sendable {
             log.error("cannot create MQTT subscriber", ["error": error.description])
             return 1
         }
+        healthSources.set(HealthSources(shards: shards, sink: sink))
 
-        var http: HTTPServer?
+        // The services, in dependency order; stopped in reverse, which is the drain: stop the
+        // signal handlers and timers, stop reading (messages already taken are queued), finish the
+        // queues, wait for the broker's acknowledgements, say offline, stop serving metrics.
+        var services: [any Service] = []
+        var http: HTTPService?
         if let addr = config.metricsAddress {
-            do {
-                let limit = DescriptorLimit.httpConnections(limit: DescriptorLimit.raise(), wanted: HTTPServer.defaultConnectionLimit)
-                http = try HTTPServer(address: addr, connectionLimit: limit) { [self] _, path in
-                    self.http(path: path, shards: shards, subscriber: subscriber, publisher: publisher)
-                }
-            } catch {
-                log.error("cannot serve metrics", ["address": addr, "error": error.description])
-                return 1
+            let h = HTTPService(address: addr, log: log) { [self] _, path in
+                self.http(path: path, shards: shards, subscriber: subscriber, publisher: publisher)
             }
+            http = h
+            services.append(h)
         }
-
-        do {
-            try publisher.start()
-            if !restored.outbox.isEmpty { _ = sink.publish(restored.outbox) } // outputs committed but not acknowledged before
-            try subscriber.start()
-        } catch {
-            log.error("cannot start MQTT", ["error": error.description])
-            return 1
-        }
-        log.info("started", ["broker": broker.description, "client_id": clientID, "clock": config.clock.rawValue, "shards": String(shards.count),
-                             "rules": config.rules, "alerts": String(program.alerts.count), "rules_identity": program.identity,
-                             "metrics": http?.boundAddress ?? "off"])
-
-        var ticker: DispatchSourceTimer?
+        services.append(PublisherService(publisher: publisher, sink: sink, acks: acks, store: store, statusTopic: statusTopic))
+        services.append(ShardsService(shards: shards, users: restored.users, outboxCount: restored.outbox.count, journal: journal,
+                                      storePath: store.path, log: log, route: { route($0, seq: $1, payload: $2) }))
+        services.append(PublisherConnectionService(publisher: publisher, sink: sink, outbox: restored.outbox, log: log))
+        services.append(SubscriberService(subscriber: subscriber, log: log))
         if config.clock == .wall {
-            let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.tick"))
-            t.schedule(deadline: .now() + .seconds(1), repeating: .seconds(config.tickSeconds))
-            t.setEventHandler {
+            services.append(TimerService(name: "ticker", label: "tick", delay: .seconds(1), interval: .seconds(config.tickSeconds)) {
                 let now = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
                 for s in shards { s.queue.push(.tick(now)) }
-            }
-            t.resume()
-            ticker = t
+            })
         }
-
         // Housekeeping: commit acknowledgements and retries, release journal segments every shard has committed.
-        let housekeeping = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.housekeeping"))
-        housekeeping.schedule(deadline: .now() + .milliseconds(500), repeating: .milliseconds(500))
         let checkpointLog = log
-        housekeeping.setEventHandler {
+        services.append(TimerService(name: "housekeeping", label: "housekeeping", delay: .milliseconds(500), interval: .milliseconds(500)) {
             if sink.backlog > 0 { _ = sink.publish([]) }
             for s in shards { s.queue.push(.housekeeping) }
             journal.release(through: shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0)
             // WAL → database file here, on this timer's thread, not inside a shard's commit.
             do { try store.checkpoint() } catch { checkpointLog.warn("state checkpoint failed", ["error": "\(error)"]) }
-        }
-        housekeeping.resume()
+        })
         // Forget acknowledged outputs quickly: the window in which a crash re-publishes an output
         // the broker already has is the time between its acknowledgement and this deletion.
-        let ackFlush = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.acks"))
-        ackFlush.schedule(deadline: .now() + .milliseconds(20), repeating: .milliseconds(20))
-        ackFlush.setEventHandler { [self] in
+        services.append(TimerService(name: "ack flush", label: "acks", delay: .milliseconds(20), interval: .milliseconds(20)) { [self] in
             let ids = acks.drain()
             if !ids.isEmpty { do { try store.acknowledge(ids) } catch { acks.restore(ids) } }
             let refused = acks.drainRefused()
             if !refused.isEmpty { park(refused, store: store, acks: acks) }
-        }
-        ackFlush.resume()
-        healthSources.set(HealthSources(shards: shards, sink: sink))
-        startupPings?.cancel()
-        let serviceTimer = startServiceTimer(notifier, shards: shards, subscriber: subscriber, publisher: publisher)
-
-        for s in [SIGTERM, SIGINT] {
-            let src = DispatchSource.makeSignalSource(signal: s, queue: signalQueue)
-            src.setEventHandler { [self] in
+        })
+        services.append(ServiceNotifierService(startupPings: startupPings) { [self] in
+            startServiceTimer(notifier, shards: shards, subscriber: subscriber, publisher: publisher)
+        })
+        var signalHandlers: [(Int32, @Sendable () -> Void)] = [SIGTERM, SIGINT].map { s in
+            (s, { [self] in
                 log.info("shutting down", ["signal": s == SIGTERM ? "SIGTERM" : "SIGINT"])
                 notifier.stopping(status: "stopping: draining the shard queues")
                 stopping.store(true, ordering: .relaxed)
                 shutdown.signal()
-            }
-            src.resume()
-            sources.append(src)
+            })
         }
-        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: signalQueue)
-        hup.setEventHandler { [self] in reload(shards) }
-        hup.resume()
-        sources.append(hup)
+        signalHandlers.append((SIGHUP, { [self] in reloader.reload(shards, notify: readySent.load(ordering: .relaxed)) }))
+        services.append(SignalService(signalHandlers))
+
+        let group = ServiceGroup(services, log: log)
+        do { try group.start() } catch { return 1 } // the failing service logged why; the started ones are stopped
+        log.info("started", ["broker": broker.description, "client_id": clientID, "clock": config.clock.rawValue, "shards": String(shards.count),
+                             "rules": config.rules, "alerts": String(program.alerts.count), "rules_identity": program.identity,
+                             "metrics": http?.boundAddress ?? "off"])
 
         shutdown.wait()
-
-        // Drain: stop reading (messages already taken are queued), finish the queues, publish, say offline.
-        ticker?.cancel()
-        serviceTimer.cancel()
-        housekeeping.cancel()
-        ackFlush.cancel()
-        subscriber.stop()
-        for s in shards { s.queue.close() }
-        for s in shards { s.join() }
-        // Wait (briefly) for the broker to acknowledge what was published, and forget those outputs.
-        let deadline = Date().addingTimeInterval(5)
-        while (acks.inFlight > 0 || sink.backlog > 0) && Date() < deadline {
-            if sink.backlog > 0 { _ = sink.publish([]) }
-            usleep(10_000)
-        }
-        try? store.acknowledge(acks.drain())
-        try? publisher.publish(topic: statusTopic, "offline", retain: true)
-        publisher.stop()
-        http?.stop()
-        sources.forEach { $0.cancel() }
+        group.stop()
         log.info("stopped", ["exit_code": String(exitCode.load(ordering: .relaxed))])
         return exitCode.load(ordering: .relaxed)
     }
@@ -396,23 +323,6 @@ public final class Daemon: Sendable {
             exitCode.store(1, ordering: .relaxed)
             shutdown.signal()
         }
-    }
-
-    /// SIGHUP: check the new rules first; an invalid set is refused and the old rules keep running.
-    func reload(_ shards: [Shard]) {
-        let ready = readySent.load(ordering: .relaxed)
-        if ready { notifier.reloading(status: "reloading the rules") }
-        guard let program = loadRules() else {
-            log.error("reload refused: the new rules are invalid; keeping the old rules")
-            reloads.withLock { $0["failure", default: 0] += 1 }
-            if ready { notifier.ready(status: "running: reload refused (invalid rules), the old rules keep running") }
-            return
-        }
-        defer { if ready { notifier.ready(status: "running: rules reloaded (\(program.identity))") } }
-        for s in shards { s.queue.push(.reload(program)) }
-        rulesIdentity.withLock { $0 = program.identity }
-        reloads.withLock { $0["success", default: 0] += 1 }
-        log.info("rules reloaded", ["alerts": String(program.alerts.count), "series": String(program.series.count), "rules_identity": program.identity])
     }
 
     /// A stable user → shard hash (FNV-1a 64).
@@ -512,11 +422,10 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_broker_reconnects_total", ["role": "subscriber"], Double(max(0, subscriber.connectionCount - 1)))
         m.sample("mobilityd_broker_reconnects_total", ["role": "publisher"], Double(max(0, publisher.connectionCount - 1)))
         m.family("mobilityd_rule_reloads_total", "counter", "SIGHUP rule reloads, by result.")
-        let r = reloads.withLock { $0 }
-        m.sample("mobilityd_rule_reloads_total", ["result": "success"], Double(r["success"] ?? 0))
-        m.sample("mobilityd_rule_reloads_total", ["result": "failure"], Double(r["failure"] ?? 0))
+        m.sample("mobilityd_rule_reloads_total", ["result": "success"], Double(reloader.successes))
+        m.sample("mobilityd_rule_reloads_total", ["result": "failure"], Double(reloader.failures))
         m.family("mobilityd_rules_info", "gauge", "The loaded rule set.")
-        m.sample("mobilityd_rules_info", ["identity": rulesIdentity.withLock { $0 }], 1)
+        m.sample("mobilityd_rules_info", ["identity": reloader.identity], 1)
         m.family("mobilityd_start_time_seconds", "gauge", "Start time of the process since the epoch.")
         m.sample("mobilityd_start_time_seconds", started.timeIntervalSince1970.rounded())
         return m.text

@@ -1,0 +1,72 @@
+@testable import MobilityDaemon
+import Testing
+
+/// The service group's order, with fake services that record what happens to them (the daemon
+/// tests run the real services: DaemonIntegrationTests, DurabilityTests, ServiceNotifierTests).
+@Suite struct ServiceGroupTests {
+    struct StartFailed: Error, Equatable { var name: String }
+
+    /// Records starts and stops, in order, across services.
+    final class Journal {
+        var events: [String] = []
+    }
+
+    final class Fake: Service {
+        let name: String
+        let journal: Journal
+        let fails: Bool
+        init(_ name: String, _ journal: Journal, fails: Bool = false) {
+            self.name = name
+            self.journal = journal
+            self.fails = fails
+        }
+        func start() throws {
+            journal.events.append("start " + name)
+            if fails { throw StartFailed(name: name) }
+        }
+        func stop() { journal.events.append("stop " + name) }
+    }
+
+    @Test func startsInOrderAndStopsInReverse() throws {
+        let j = Journal()
+        let group = ServiceGroup(["a", "b", "c"].map { Fake($0, j) })
+        try group.start()
+        #expect(j.events == ["start a", "start b", "start c"])
+        group.stop()
+        #expect(j.events == ["start a", "start b", "start c", "stop c", "stop b", "stop a"])
+    }
+
+    /// A failing start stops the services started before it, in reverse, not itself nor the later
+    /// ones, and its error reaches the caller.
+    @Test func aFailingStartStopsTheEarlierOnesInReverse() {
+        let j = Journal()
+        let group = ServiceGroup([Fake("a", j), Fake("b", j), Fake("c", j, fails: true), Fake("d", j)])
+        #expect(throws: StartFailed(name: "c")) { try group.start() }
+        #expect(j.events == ["start a", "start b", "start c", "stop b", "stop a"])
+    }
+
+    @Test func stopHappensOnce() throws {
+        let j = Journal()
+        let group = ServiceGroup([Fake("a", j), Fake("b", j)])
+        try group.start()
+        group.stop()
+        group.stop()
+        #expect(j.events.filter { $0.hasPrefix("stop") } == ["stop b", "stop a"])
+    }
+
+    /// After a failed start (which stopped the earlier services) a shutdown's stop stops nothing again.
+    @Test func stopAfterAFailedStartStopsNothingMore() {
+        let j = Journal()
+        let group = ServiceGroup([Fake("a", j), Fake("b", j, fails: true)])
+        #expect(throws: StartFailed(name: "b")) { try group.start() }
+        group.stop()
+        #expect(j.events == ["start a", "start b", "stop a"])
+    }
+
+    @Test func aFirstServiceThatFailsStopsNothing() {
+        let j = Journal()
+        let group = ServiceGroup([Fake("a", j, fails: true), Fake("b", j)])
+        #expect(throws: StartFailed(name: "a")) { try group.start() }
+        #expect(j.events == ["start a"])
+    }
+}
