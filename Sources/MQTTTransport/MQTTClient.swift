@@ -47,6 +47,8 @@ public struct MQTTClientConfiguration: Sendable {
 public enum MQTTConnectionEvent: Sendable, Equatable {
     case connected(sessionPresent: Bool)
     case disconnected(reason: String)
+    /// The broker answered (SUBACK) the subscriptions made on this connection.
+    case subscribed
     /// The broker refused the credentials or authorisation: retrying cannot help.
     case refused(MQTTError)
 }
@@ -174,7 +176,10 @@ public final class MQTTClient: @unchecked Sendable {
         mosquitto_subscribe_callback_set(handle) { _, obj, mid, _, _ in
             guard let obj else { return }
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
-            if mid == me.subscribeMid.load(ordering: .acquiring) { me.subscribedFlag.store(true, ordering: .releasing) }
+            if mid == me.subscribeMid.load(ordering: .acquiring) {
+                me.subscribedFlag.store(true, ordering: .releasing)
+                me.onEvent(.subscribed)
+            }
         }
         mosquitto_message_callback_set(handle) { _, obj, msg in
             guard let obj, let msg else { return }

@@ -186,7 +186,15 @@ public final class Daemon: Sendable {
             http = h
             services.append(h)
         }
-        services.append(PublisherService(publisher: publisher, sink: sink, acks: acks, store: store, statusTopic: statusTopic))
+        // Forgets acknowledged outputs and parks refused ones: every 20 ms, and once more when the
+        // publisher stops (a refusal that arrives while draining is parked too).
+        let settleOutputs: @Sendable () -> Void = { [self] in
+            let ids = acks.drain()
+            if !ids.isEmpty { do { try store.acknowledge(ids) } catch { acks.restore(ids) } }
+            let refused = acks.drainRefused()
+            if !refused.isEmpty { park(refused, store: store, acks: acks) }
+        }
+        services.append(PublisherService(publisher: publisher, sink: sink, acks: acks, statusTopic: statusTopic, settle: settleOutputs))
         services.append(ShardsService(shards: shards, users: restored.users, outboxCount: restored.outbox.count, journal: journal,
                                       storePath: store.path, log: log, route: { route($0, seq: $1, payload: $2) }))
         services.append(PublisherConnectionService(publisher: publisher, sink: sink, outbox: restored.outbox, log: log))
@@ -208,12 +216,7 @@ public final class Daemon: Sendable {
         })
         // Forget acknowledged outputs quickly: the window in which a crash re-publishes an output
         // the broker already has is the time between its acknowledgement and this deletion.
-        services.append(TimerService(name: "ack flush", label: "acks", delay: .milliseconds(20), interval: .milliseconds(20)) { [self] in
-            let ids = acks.drain()
-            if !ids.isEmpty { do { try store.acknowledge(ids) } catch { acks.restore(ids) } }
-            let refused = acks.drainRefused()
-            if !refused.isEmpty { park(refused, store: store, acks: acks) }
-        })
+        services.append(TimerService(name: "ack flush", label: "acks", delay: .milliseconds(20), interval: .milliseconds(20), handler: settleOutputs))
         services.append(ServiceNotifierService(startupPings: startupPings) { [self] in
             startServiceTimer(notifier, shards: shards, subscriber: subscriber, publisher: publisher)
         })
@@ -229,7 +232,10 @@ public final class Daemon: Sendable {
         services.append(SignalService(signalHandlers))
 
         let group = ServiceGroup(services, log: log)
-        do { try group.start() } catch { return 1 } // the failing service logged why; the started ones are stopped
+        // The failing service logged why; the started ones are stopped. A metrics port still held
+        // (by the instance stopping before this one) may free itself: 75 (EX_TEMPFAIL), which the
+        // unit restarts; everything else is 1, which it does not.
+        do { try group.start() } catch is HTTPServerError { return 75 } catch { return 1 }
         log.info("started", ["broker": broker.description, "client_id": clientID, "clock": config.clock.rawValue, "shards": String(shards.count),
                              "rules": config.rules, "alerts": String(program.alerts.count), "rules_identity": program.identity,
                              "metrics": http?.boundAddress ?? "off"])
@@ -310,8 +316,9 @@ public final class Daemon: Sendable {
         switch e {
         case .connected:
             log.info("broker connected", ["role": role])
-            // Ready once the subscriber's connect callback has subscribed (state is restored and
-            // metrics listen by then): units ordered after mobilityd start when it consumes.
+        case .subscribed:
+            // Ready once the broker has answered the subscriptions (state is restored and metrics
+            // listen by then): units ordered after mobilityd start when it consumes.
             if role == "subscriber", !readySent.exchange(true, ordering: .relaxed) {
                 notifier.ready(status: "running: subscribed, \(config.shards) shards")
             }

@@ -42,15 +42,17 @@ final class HTTPService: Service {
 /// (``PublisherConnectionService``), but must stop after the shards stopped.
 final class PublisherService: Service {
     let name = "publisher"
-    private let publisher: MQTTClient, sink: MQTTOutputSink, acks: AckTracker, store: StateStore
+    private let publisher: MQTTClient, sink: MQTTOutputSink, acks: AckTracker
     private let statusTopic: String
+    private let settle: @Sendable () -> Void
 
-    init(publisher: MQTTClient, sink: MQTTOutputSink, acks: AckTracker, store: StateStore, statusTopic: String) {
+    /// - Parameter settle: forgets the acknowledged outputs and parks the refused ones.
+    init(publisher: MQTTClient, sink: MQTTOutputSink, acks: AckTracker, statusTopic: String, settle: @escaping @Sendable () -> Void) {
         self.publisher = publisher
         self.sink = sink
         self.acks = acks
-        self.store = store
         self.statusTopic = statusTopic
+        self.settle = settle
     }
 
     func start() {}
@@ -61,7 +63,7 @@ final class PublisherService: Service {
             if sink.backlog > 0 { _ = sink.publish([]) }
             usleep(10_000)
         }
-        try? store.acknowledge(acks.drain())
+        settle()
         try? publisher.publish(topic: statusTopic, "offline", retain: true)
         publisher.stop()
     }

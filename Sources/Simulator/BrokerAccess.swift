@@ -155,7 +155,7 @@ final class PublishLedger: Sendable {
             switch e {
             case .refused(let error): s.loginRefusal = error.message
             case .disconnected(let reason): s.lastProblem = reason
-            case .connected: break
+            case .connected, .subscribed: break
             }
         }
     }
