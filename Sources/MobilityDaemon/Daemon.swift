@@ -42,6 +42,10 @@ public final class Daemon: Sendable {
             log.error("bad broker URL", ["error": error.description])
             return 2
         }
+        if config.mqttVersion == .v311, config.username != nil {
+            // An authenticating broker has an ACL; under 3.1.1 a publish it denies looks delivered.
+            log.warn("under MQTT 3.1.1 a publish the broker refuses cannot be seen: an output its ACL denies is lost without a trace; use --mqtt-version 5 where the broker speaks it")
+        }
         if config.checkConfig {
             print("configuration ok: \(program.alerts.count) alerts, \(program.series.count) series, broker \(broker), clock \(config.clock.rawValue)")
             return 0
