@@ -75,16 +75,25 @@ public final class Daemon: Sendable {
             log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
             return 1
         }
-        let restored: (users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem])
-        do { restored = try store.load(alertNames: program.alerts.map(\.name)) } catch {
-            log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
-            return 1
-        }
+        // Rules changed across a restart are a reload: restore into the rules the state was made
+        // with (kept in the store) and reload the current ones from there, so that a removed
+        // rule's firing alerts resolve and their retained topics clear, as on SIGHUP.
+        var restoreProgram = program
         if let previous = try? store.meta("rules_identity"), previous != program.identity {
             log.info("rules changed since the last run; state carries over for rules that kept their name",
                      ["previous": previous, "current": program.identity])
+            if let text = try? store.meta("rules_sources"), let old = RuleReloader.program(fromStored: text),
+               old.alerts.contains(where: { a in !program.alerts.contains { $0.name == a.name } }) {
+                restoreProgram = old
+            }
+        }
+        let restored: (users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem])
+        do { restored = try store.load(alertNames: restoreProgram.alerts.map(\.name)) } catch {
+            log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
+            return 1
         }
         try? store.setMeta("rules_identity", program.identity)
+        try? store.setMeta("rules_sources", reloader.storedSources)
 
         // Signals first, so none is lost during start-up (the signal service handles them last).
         for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
@@ -115,7 +124,7 @@ public final class Daemon: Sendable {
         var decoder = WireDecoder()
         decoder.maxPayloadBytes = config.maxPayloadBytes
         let shards = (0..<config.shards).map { i in
-            Shard(index: i, ingestor: Ingestor(engine: Engine(program: program, configuration: config.engine), layout: layout,
+            Shard(index: i, ingestor: Ingestor(engine: Engine(program: restoreProgram, configuration: config.engine), layout: layout,
                                                decoder: decoder, clock: config.clock, boundedByWallClock: true),
                   capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
                   ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs, acknowledge: { user, lastID in
@@ -199,7 +208,8 @@ public final class Daemon: Sendable {
             if !refused.isEmpty { park(refused, store: store, acks: acks) }
         }
         services.append(PublisherService(publisher: publisher, sink: sink, acks: acks, statusTopic: statusTopic, settle: settleOutputs))
-        services.append(ShardsService(shards: shards, users: restored.users, outboxCount: restored.outbox.count, journal: journal,
+        services.append(ShardsService(shards: shards, users: restored.users, reloadAfterRestore: restoreProgram.identity == program.identity ? nil : program,
+                                      outboxCount: restored.outbox.count, journal: journal,
                                       storePath: store.path, log: log, route: { route($0, seq: $1, payload: $2) }))
         services.append(PublisherConnectionService(publisher: publisher, sink: sink, outbox: restored.outbox, log: log))
         services.append(SubscriberService(subscriber: subscriber, log: log))
@@ -232,7 +242,11 @@ public final class Daemon: Sendable {
                 shutdown.signal()
             })
         }
-        signalHandlers.append((SIGHUP, { [self] in reloader.reload(shards, notify: readySent.load(ordering: .relaxed)) }))
+        signalHandlers.append((SIGHUP, { [self] in
+            guard let identity = reloader.reload(shards, notify: readySent.load(ordering: .relaxed)) else { return }
+            try? store.setMeta("rules_identity", identity)
+            try? store.setMeta("rules_sources", reloader.storedSources)
+        }))
         services.append(SignalService(signalHandlers))
 
         let group = ServiceGroup(services, log: log)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPEndpoint
 import MQTTTransport
+import RuleLanguage
 import StateStore
 
 // The daemon's services, in the order `Daemon.run` starts them (see docs/architecture.md,
@@ -75,15 +76,20 @@ final class PublisherService: Service {
 final class ShardsService: Service {
     let name = "shards"
     private let shards: [Shard]
+    private let reloadAfterRestore: Program?
     private var users: [StateStore.UserRecord]
     private let outboxCount: Int
     private let journal: IngestJournal, storePath: String, log: Logger
     private let route: (String, UInt64, [UInt8]) -> Void
 
-    init(shards: [Shard], users: [StateStore.UserRecord], outboxCount: Int, journal: IngestJournal, storePath: String,
+    /// - Parameter reloadAfterRestore: the current rules, when the state was restored into the
+    ///   rules it was made with (a rule set changed across a restart): each shard reloads them
+    ///   before it takes anything from the journal, as on SIGHUP.
+    init(shards: [Shard], users: [StateStore.UserRecord], reloadAfterRestore: Program? = nil, outboxCount: Int, journal: IngestJournal, storePath: String,
          log: Logger, route: @escaping (String, UInt64, [UInt8]) -> Void) {
         self.shards = shards
         self.users = users
+        self.reloadAfterRestore = reloadAfterRestore
         self.outboxCount = outboxCount
         self.journal = journal
         self.storePath = storePath
@@ -103,6 +109,7 @@ final class ShardsService: Service {
         let share = users.count / Int(count)
         for shard in shards { shard.reserveUsers(share + share / 8 + 16) }
         for i in users.indices { shards[Int(Daemon.hash(users[i].user) % count)].restore(&users[i]) } // moves each state
+        if let p = reloadAfterRestore { for s in shards { s.queue.push(.reload(p)) } }
         users = []
         shards.forEach { $0.start() }
         // Replay what the journal holds beyond each user's committed position.

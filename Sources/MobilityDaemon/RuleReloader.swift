@@ -1,3 +1,4 @@
+import MobilityModel
 import RuleEngine
 import RuleLanguage
 import Synchronization
@@ -12,6 +13,8 @@ final class RuleReloader: Sendable {
     private let notifier: ServiceNotifier
     private let counts = Mutex<(successes: Int, failures: Int)>((0, 0))
     private let current = Mutex<String>("")
+    /// The sources of the rules running now, as the state store keeps them (see ``stored``).
+    private let currentSources = Mutex<String>("")
 
     /// Loads the rules at `rules` (a file or folder), logging to `log`, notifying `notifier`.
     init(rules: String, log: Logger, notifier: ServiceNotifier) {
@@ -38,6 +41,30 @@ final class RuleReloader: Sendable {
                     ["at": renderer.position(d.range), "id": d.id.rawValue, "message": d.message])
         }
         guard errors.isEmpty, let program else { return nil }
+        currentSources.withLock { $0 = RuleReloader.stored(sources) }
+        return program
+    }
+
+    /// The sources of the rules last loaded, as one JSON object (path → text) for the state
+    /// store, so that a restart with other rules can restore into the rules the state was made
+    /// with and reload from there (resolving the alerts of removed rules).
+    var storedSources: String { currentSources.withLock { $0 } }
+
+    static func stored(_ sources: [SourceFile]) -> String {
+        JSONValue.object(sources.map { ($0.path, .string(String(decoding: $0.bytes, as: UTF8.self))) }).text
+    }
+
+    /// The program of rules kept by ``storedSources``, or nil when they no longer check (a
+    /// language change) or cannot be read.
+    static func program(fromStored text: String) -> Program? {
+        guard case .success(.object(let files)) = JSONValue.parse(text) else { return nil }
+        var sources: [SourceFile] = []
+        for (path, value) in files {
+            guard case .string(let t) = value else { return nil }
+            sources.append(SourceFile(path: path, text: t))
+        }
+        let (program, diagnostics) = Checker.check(sources)
+        guard !diagnostics.contains(where: { $0.severity == .error }) else { return nil }
         return program
     }
 
@@ -46,18 +73,21 @@ final class RuleReloader: Sendable {
 
     /// SIGHUP: check the new rules first; an invalid set is refused and the old rules keep
     /// running. `notify`: the daemon has said ready, so the reload is announced to systemd.
-    func reload(_ shards: [Shard], notify: Bool) {
+    /// Returns the new rules' identity, or nil when the reload was refused.
+    @discardableResult
+    func reload(_ shards: [Shard], notify: Bool) -> String? {
         if notify { notifier.reloading(status: "reloading the rules") }
         guard let program = load() else {
             log.error("reload refused: the new rules are invalid; keeping the old rules")
             counts.withLock { $0.failures += 1 }
             if notify { notifier.ready(status: "running: reload refused (invalid rules), the old rules keep running") }
-            return
+            return nil
         }
         defer { if notify { notifier.ready(status: "running: rules reloaded (\(program.identity))") } }
         for s in shards { s.queue.push(.reload(program)) }
         current.withLock { $0 = program.identity }
         counts.withLock { $0.successes += 1 }
         log.info("rules reloaded", ["alerts": String(program.alerts.count), "series": String(program.series.count), "rules_identity": program.identity])
+        return program.identity
     }
 }

@@ -41,6 +41,43 @@ import TestSupport
         #expect(daemon.process.stop() == 0)
     }
 
+    /// A rule removed while the daemon was stopped: the restart is a reload from the rules the
+    /// state was made with (kept in the store), so the instance resolves and its retained topic
+    /// clears. Before, the store dropped the rule's state on load and the alert stood for good.
+    @Test func aRuleRemovedWhileStoppedResolvesAtTheRestart() throws {
+        let dir = try copyOfShippedRules()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let broker = try MosquittoBroker()
+        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        var daemon = try DaemonUnderTest(broker: broker, rules: dir, state: state)
+        let topic = alertTopic("kim", "uncalibrated_6mwd")
+        let rec = try MQTTRecorder(url: broker.url, filters: [topic])
+        try rec.publish(samplesTopic("kim"), sampleJSON(id: "k1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
+        #expect(eventually { rec.messages().count == 1 })
+        let firing = try JSONValue.parse(rec.messages()[0].payload).get()
+        #expect(daemon.process.stop() == 0)
+        try FileManager.default.removeItem(atPath: dir + "/six_minute_walk.rules")
+        daemon = try DaemonUnderTest(broker: broker, rules: dir, state: state)
+        #expect(eventually { rec.messages().count == 3 }, "\(daemon.process.log)")
+        let msgs = rec.messages()
+        try #require(msgs.count == 3)
+        let resolved = try JSONValue.parse(msgs[1].payload).get()
+        #expect(resolved["status"] == .string("resolved"))
+        #expect(resolved["reason"] == .string("rule_removed"))
+        #expect(resolved["id"] == firing["id"])
+        #expect(msgs[2].payload.isEmpty)
+        let later = try MQTTRecorder(url: broker.url, filters: [topic])
+        #expect(!eventually(timeout: 0.5) { !later.messages().isEmpty })  // nothing retained any more
+        #expect(daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == nil)
+        // A restart with the same rules again changes nothing.
+        #expect(daemon.process.stop() == 0)
+        daemon = try DaemonUnderTest(broker: broker, rules: dir, state: state)
+        #expect(daemon.waitIdle())
+        #expect(rec.messages().count == 3)
+        #expect(daemon.process.stop() == 0)
+    }
+
     @Test func firingGaugeCountsRestoredAlertsAndNeverGoesNegative() throws {
         let broker = try MosquittoBroker()
         let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
