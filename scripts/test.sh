@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, the one command CI runs: installs what is missing, builds, checks and
-# unit-tests the shipped rules, checks the scenarios and the benchmark suite in-process, then runs
-# `swift test` (which starts its own mosquitto brokers), and a short run of each fuzz target.
+# unit-tests the shipped rules, checks the scenarios and the benchmark suite in-process, runs each
+# fuzz target briefly, then `swift test` (which starts its own mosquitto brokers) last.
 # Warnings are errors; `swift test` gets the same flag, so it reuses the build instead of redoing it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
