@@ -44,7 +44,7 @@ let package = Package(
         .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting"], swiftSettings: strict),
 
         // Tests mirror the targets.
-        .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint", "CSQLite"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MobilityModelTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "RuleLanguageTests", dependencies: ["RuleLanguage", "TestSupport"],
                     exclude: ["Golden", "FuzzCrashes"], swiftSettings: strict),

@@ -12,6 +12,21 @@ import TestSupport
         return dir
     }
 
+    /// After the firing transition: the removed rule's instance is resolved, saying why, and its
+    /// retained state is cleared (nothing retained for a later subscriber).
+    func expectResolvedAsRemoved(_ rec: MQTTRecorder, firing: JSONValue, broker: MosquittoBroker, topic: String, log: String = "") throws {
+        #expect(eventually { rec.messages().count == 3 }, "\(log)")
+        let msgs = rec.messages()
+        try #require(msgs.count == 3)
+        let resolved = try JSONValue.parse(msgs[1].payload).get()
+        #expect(resolved["status"] == .string("resolved"))
+        #expect(resolved["reason"] == .string("rule_removed"))
+        #expect(resolved["id"] == firing["id"])
+        #expect(msgs[2].payload.isEmpty)
+        let later = try MQTTRecorder(url: broker.url, filters: [topic])
+        #expect(!eventually(timeout: 0.5) { !later.messages().isEmpty })
+    }
+
     @Test func reloadThatRemovesAFiringRuleResolvesItAndClearsTheRetainedTopic() throws {
         let dir = try copyOfShippedRules()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -26,16 +41,7 @@ import TestSupport
         daemon.process.signal(SIGHUP)
         #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
         // The removed rule's instance is resolved, saying why, and its retained state is cleared.
-        #expect(eventually { rec.messages().count == 3 })
-        let msgs = rec.messages()
-        try #require(msgs.count == 3)
-        let resolved = try JSONValue.parse(msgs[1].payload).get()
-        #expect(resolved["status"] == .string("resolved"))
-        #expect(resolved["reason"] == .string("rule_removed"))
-        #expect(resolved["id"] == firing["id"])
-        #expect(msgs[2].payload.isEmpty)
-        let later = try MQTTRecorder(url: broker.url, filters: [topic])
-        #expect(!eventually(timeout: 0.5) { !later.messages().isEmpty })  // nothing retained any more
+        try expectResolvedAsRemoved(rec, firing: firing, broker: broker, topic: topic)
         #expect(daemon.metric("mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"resolved\"}") == 1)
         #expect(daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == nil)
         #expect(daemon.process.stop() == 0)
@@ -59,16 +65,7 @@ import TestSupport
         #expect(daemon.process.stop() == 0)
         try FileManager.default.removeItem(atPath: dir + "/six_minute_walk.rules")
         daemon = try DaemonUnderTest(broker: broker, rules: dir, state: state)
-        #expect(eventually { rec.messages().count == 3 }, "\(daemon.process.log)")
-        let msgs = rec.messages()
-        try #require(msgs.count == 3)
-        let resolved = try JSONValue.parse(msgs[1].payload).get()
-        #expect(resolved["status"] == .string("resolved"))
-        #expect(resolved["reason"] == .string("rule_removed"))
-        #expect(resolved["id"] == firing["id"])
-        #expect(msgs[2].payload.isEmpty)
-        let later = try MQTTRecorder(url: broker.url, filters: [topic])
-        #expect(!eventually(timeout: 0.5) { !later.messages().isEmpty })  // nothing retained any more
+        try expectResolvedAsRemoved(rec, firing: firing, broker: broker, topic: topic, log: daemon.process.log)
         #expect(daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == nil)
         // A restart with the same rules again changes nothing.
         #expect(daemon.process.stop() == 0)

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import MobilityModel
 import RuleEngine
@@ -27,22 +26,7 @@ import TestSupport
                                                   outbox: [])
         }
         // The byte after the rule's name is its alert-state tag: 2 (firing) becomes 3.
-        var db: OpaquePointer?
-        try #require(sqlite3_open(path, &db) == SQLITE_OK)
-        var q: OpaquePointer?
-        try #require(sqlite3_prepare_v2(db, "SELECT state FROM users WHERE user = 'patient-7'", -1, &q, nil) == SQLITE_OK)
-        try #require(sqlite3_step(q) == SQLITE_ROW)
-        var blob = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(q, 0), count: Int(sqlite3_column_bytes(q, 0))))
-        sqlite3_finalize(q)
-        let name = Array("slow_walk".utf8), at = try #require(blob.indices.first { blob[$0...].starts(with: name) }) + name.count
-        try #require(blob[at] == 2)
-        blob[at] = 3
-        var u: OpaquePointer?
-        try #require(sqlite3_prepare_v2(db, "UPDATE users SET state = ?1 WHERE user = 'patient-7'", -1, &u, nil) == SQLITE_OK)
-        _ = blob.withUnsafeBytes { sqlite3_bind_blob(u, 1, $0.baseAddress, Int32($0.count), nil) }
-        #expect(sqlite3_step(u) == SQLITE_DONE)
-        sqlite3_finalize(u)
-        sqlite3_close(db)
+        #expect(try StoredStateTampering.setAlertStateTag(database: path, user: "patient-7", rule: "slow_walk", to: 3) == 2)
 
         // No broker is needed: the state is read before connecting (port 9 is never listened on).
         let daemon = try ChildProcess(ChildProcess.product("mobilityd"), [

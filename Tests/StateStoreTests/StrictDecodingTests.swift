@@ -1,10 +1,10 @@
-import CSQLite
 import Foundation
 import MobilityModel
 import RuleEngine
 import RuleLanguage
 @testable import StateStore
 import Testing
+import TestSupport
 
 /// A stored state with a tag this build does not know (a newer build's, or a corrupted byte) is
 /// an error naming the user and the tag, never read as a guess (an unknown alert state used to
@@ -104,22 +104,7 @@ import Testing
             #expect(try store.load().users.first?.state?.alerts["slow"]?.isFiring == true)
         }
         // Corrupt the firing tag (2) of the one alert state, as a disk or a newer build could.
-        var db: OpaquePointer?
-        try #require(sqlite3_open(path, &db) == SQLITE_OK)
-        defer { sqlite3_close(db) }
-        var q: OpaquePointer?
-        try #require(sqlite3_prepare_v2(db, "SELECT state FROM users WHERE user = 'patient-7'", -1, &q, nil) == SQLITE_OK)
-        try #require(sqlite3_step(q) == SQLITE_ROW)
-        var blob = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(q, 0), count: Int(sqlite3_column_bytes(q, 0))))
-        sqlite3_finalize(q)
-        let name = Array("slow".utf8), at = try #require(blob.indices.first { blob[$0...].starts(with: name) }) + name.count
-        try #require(blob[at] == 2)
-        blob[at] = 3
-        var u: OpaquePointer?
-        try #require(sqlite3_prepare_v2(db, "UPDATE users SET state = ?1 WHERE user = 'patient-7'", -1, &u, nil) == SQLITE_OK)
-        _ = blob.withUnsafeBytes { sqlite3_bind_blob(u, 1, $0.baseAddress, Int32($0.count), nil) }
-        #expect(sqlite3_step(u) == SQLITE_DONE)
-        sqlite3_finalize(u)
+        #expect(try StoredStateTampering.setAlertStateTag(database: path, user: "patient-7", rule: "slow", to: 3) == 2)
 
         let e = try #require(throws: UserStateDecodingError.self) { try StateStore(path: path).load() }
         #expect(e.user == "patient-7" && e.code == .unknownTag(field: "alert state of rule slow", tag: 3))
