@@ -34,6 +34,7 @@ let package = Package(
                 dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CSystemd"],
                 swiftSettings: strict),
         .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "MQTTTransport", "CLibXML2", "CZlib"], swiftSettings: strict),
+        .target(name: "CareReports", dependencies: ["MobilityModel"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
 
         // Thin executables.

@@ -1,0 +1,58 @@
+import MobilityModel
+
+/// What the state store keeps of one user for care-team reports: the recorded series points, the
+/// alert episodes and the timeline, over the history's retention. The input of ``WeeklyDigest``
+/// and of the pages; produced by the daemon's history (state store) or by an offline replay.
+public struct UserHistory: Hashable, Sendable {
+    /// The user id.
+    public var user: String
+    /// Recorded series by name: one value per local day, the latest (a revised day replaces its
+    /// earlier value), `nil` where the day was missing. Days absent from the map were not recorded.
+    public var series: [String: [DayNumber: Double?]]
+    /// The unit each series' values are in (SI, as published on the series topic).
+    public var units: [String: String]
+    /// Alert episodes, oldest first.
+    public var alerts: [AlertEpisode]
+    /// Clinical events and annotations, oldest first.
+    public var timeline: [TimelineEvent]
+
+    /// Creates a history.
+    public init(user: String, series: [String: [DayNumber: Double?]] = [:], units: [String: String] = [:],
+                alerts: [AlertEpisode] = [], timeline: [TimelineEvent] = []) {
+        self.user = user
+        self.series = series
+        self.units = units
+        self.alerts = alerts
+        self.timeline = timeline
+    }
+}
+
+/// One alert instance from firing to resolution (or still active).
+public struct AlertEpisode: Hashable, Sendable {
+    /// The instance id (the `id` of its transitions).
+    public var id: String
+    /// The rule's name.
+    public var rule: String
+    /// The rule's severity.
+    public var severity: Severity
+    /// The local day it fired on.
+    public var firedDay: DayNumber
+    /// The local day it resolved on; nil while active.
+    public var resolvedDay: DayNumber?
+    /// The summary of its latest transition (numbers included).
+    public var summary: String
+    /// Its labels.
+    public var labels: [String: String]
+
+    /// Creates an episode.
+    public init(id: String, rule: String, severity: Severity, firedDay: DayNumber, resolvedDay: DayNumber?, summary: String,
+                labels: [String: String] = [:]) {
+        self.id = id
+        self.rule = rule
+        self.severity = severity
+        self.firedDay = firedDay
+        self.resolvedDay = resolvedDay
+        self.summary = summary
+        self.labels = labels
+    }
+}
