@@ -33,6 +33,10 @@ final class Shard: @unchecked Sendable {
     private var pendingUsers: Set<String> = []
     private var batchUsers: Set<String> = []
     private var pendingOutbox: [StateStore.OutboxItem] = []
+    /// History rows (series points, alert transitions, timeline entries) of the pending outputs.
+    private var pendingHistory: [HistoryRecord] = []
+    /// Whether outputs are recorded in the care-team history.
+    private let recordsHistory: Bool
     /// Users whose last sample id changed since the last acknowledgement.
     private var pendingAcks: [String: String] = [:]
     /// Committed but not yet published acknowledgements, coalesced per user.
@@ -43,8 +47,9 @@ final class Shard: @unchecked Sendable {
 
     init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: StateStore, journal: IngestJournal?,
          acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
-         acknowledge: (@Sendable (String, String) -> Void)? = nil) {
+         recordsHistory: Bool = true, acknowledge: (@Sendable (String, String) -> Void)? = nil) {
         self.acknowledge = acknowledge
+        self.recordsHistory = recordsHistory
         self.policy = ShardCommitPolicy(intervalNs: UInt64(commitIntervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
                                         journaled: journal != nil, now: 0)
         self.index = index
@@ -111,6 +116,9 @@ final class Shard: @unchecked Sendable {
                     if seq > 0, let u = user, seq <= applied[u, default: 0] { replayedNow += 1; continue } // already applied before a restart
                     ingestor.handle(topic: topic, parsed: parsed, payload: payload, now: wall, into: &out)
                     if seq > 0, let u = user { applied[u] = seq; batchUsers.insert(u) }
+                    if recordsHistory, case .inbound(let u, .events) = parsed {
+                        for e in ingestor.engine.timeline(of: u) { pendingHistory.append(.timeline(user: u, e)) }
+                    }
                     if let u = user, let id = ingestor.lastSampleID[u] { pendingAcks[u] = id }
                 case .oversized(let topic, let parsed, let size):
                     ingestor.rejectOversized(topic: topic, parsed: parsed, size: size, into: &out)
@@ -124,7 +132,10 @@ final class Shard: @unchecked Sendable {
             let evaluated = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             batchUsers.formUnion(ingestor.engine.takeTouched())
             pendingUsers.formUnion(batchUsers)
-            for o in out { pendingOutbox += Shard.outboxItems(o, layout: layout) }
+            for o in out {
+                pendingOutbox += Shard.outboxItems(o, layout: layout)
+                if recordsHistory { if let h = Shard.historyRecord(o) { pendingHistory.append(h) } }
+            }
             let scope = policy.batchProcessed(outputs: !out.isEmpty, barrier: !barriers.isEmpty, pendingUsers: pendingUsers.count, now: started)
             // Group commit: with scope .none these changes go with a later batch's; the journal
             // holds their messages meanwhile.
@@ -211,18 +222,19 @@ final class Shard: @unchecked Sendable {
     private func commit(all: Bool = true) -> [StateStore.OutboxItem]? {
         let acked = acks.drain()
         let users = all ? pendingUsers : batchUsers
-        if users.isEmpty && pendingOutbox.isEmpty && acked.isEmpty { return [] }
+        if users.isEmpty && pendingOutbox.isEmpty && acked.isEmpty && pendingHistory.isEmpty { return [] }
         let records = users.map { u in
             StateStore.UserRecord(user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.clocks[u]?.now,
                                   eventClaims: ingestor.clocks[u]?.claims ?? [], state: ingestor.engine.state(of: u))
         }
         do {
-            let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked)
+            let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked, history: pendingHistory)
             var items = pendingOutbox
             for k in items.indices { items[k].id = ids[k] }
             for u in users { ingestor.engine.markPersisted(u) }
             if all { pendingUsers.removeAll(keepingCapacity: true) } else { pendingUsers.subtract(users) }
             pendingOutbox.removeAll(keepingCapacity: true)
+            pendingHistory.removeAll(keepingCapacity: true)
             return items
         } catch {
             acks.restore(acked)
@@ -252,6 +264,15 @@ extension Shard {
 
     /// What a batch commits.
     typealias CommitScope = ShardCommitPolicy.Scope
+
+    /// The history row of an output (rejections are not history).
+    static func historyRecord(_ o: EngineOutput) -> HistoryRecord? {
+        switch o {
+        case .alert(let a): .alert(a)
+        case .series(let s): .series(s)
+        case .rejected: nil
+        }
+    }
 
     /// The outbox form of an output: alerts retained while firing, cleared after resolving.
     static func outboxItems(_ o: EngineOutput, layout: TopicLayout) -> [StateStore.OutboxItem] {

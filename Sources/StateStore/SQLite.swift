@@ -25,6 +25,9 @@ final class SQLiteDatabase {
 
     deinit { sqlite3_close_v2(handle) }
 
+    /// Rows changed by the last statement.
+    var changes: Int32 { sqlite3_changes(handle) }
+
     func error(_ rc: Int32) -> SQLiteError { SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle))) }
 
     func exec(_ sql: String) throws(SQLiteError) {
@@ -61,6 +64,7 @@ final class SQLiteDatabase {
         func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(s, i, v) }
         func bind(_ i: Int32, _ v: String) { mw_sqlite_bind_text(s, i, v) }
         func bind(_ i: Int32, _ v: [UInt8]) { v.withUnsafeBytes { _ = mw_sqlite_bind_blob(s, i, $0.baseAddress, Int32($0.count)) } }
+        func bind(_ i: Int32, double v: Double) { sqlite3_bind_double(s, i, v) }
 
         /// Steps; true when a row is available.
         func step() throws(SQLiteError) -> Bool {
@@ -72,6 +76,8 @@ final class SQLiteDatabase {
 
         func run() throws(SQLiteError) { _ = try step(); reset() }
         func int(_ c: Int32) -> Int64 { sqlite3_column_int64(s, c) }
+        func double(_ c: Int32) -> Double { sqlite3_column_double(s, c) }
+        func isNull(_ c: Int32) -> Bool { sqlite3_column_type(s, c) == SQLITE_NULL }
         func text(_ c: Int32) -> String { sqlite3_column_text(s, c).map { String(cString: $0) } ?? "" }
         func blob(_ c: Int32) -> [UInt8] {
             let n = Int(sqlite3_column_bytes(s, c))

@@ -9,7 +9,7 @@ import Synchronization
 /// Sendability: the connection is only used while holding `lock`.
 public final class StateStore: @unchecked Sendable {
     /// The schema version this build writes; older stores are migrated on open.
-    public static let schemaVersion = 4
+    public static let schemaVersion = 5
     static let migrations: [String] = [
         // 0 → 1
         """
@@ -33,10 +33,12 @@ public final class StateStore: @unchecked Sendable {
         """
         ALTER TABLE users ADD COLUMN event_claims BLOB;
         """,
+        // 4 → 5: the care-team history (series points, alert transitions, timeline, weekly reports).
+        StateStore.historyMigration,
     ]
 
-    private let db: SQLiteDatabase
-    private let lock = Mutex<Void>(())
+    let db: SQLiteDatabase
+    let lock = Mutex<Void>(())
     /// Open days are stored as chunks of this many values, one `user_days` row each, so that a
     /// commit rewrites only the chunks from the first value that changed.
     public static let chunkSize = 64
@@ -46,6 +48,10 @@ public final class StateStore: @unchecked Sendable {
     /// A second connection for checkpoints off the commit path (used only under `checkpointLock`).
     private var checkpointer: SQLiteDatabase?
     private let checkpointLock = Mutex<Void>(())
+    /// A connection for history reads (reports, the HTTP API), so that they never wait for a
+    /// commit (WAL readers see the last committed state); used only under `readerLock`.
+    private var reader: SQLiteDatabase?
+    private let readerLock = Mutex<Void>(())
     /// Where the database file is.
     public let path: String
 
@@ -220,8 +226,38 @@ public final class StateStore: @unchecked Sendable {
         return users
     }
 
-    /// Commits users and new outbox items in one transaction; returns the outbox ids in order.
-    public func commit(users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64] = []) throws(SQLiteError) -> [Int64] {
+    /// Runs `body` on the reader connection.
+    func reading(_ body: (SQLiteDatabase) throws -> Void) throws {
+        try readerLock.withLock { _ in
+            if reader == nil { reader = try SQLiteDatabase(path: path) }
+            try body(reader!)
+        }
+    }
+
+    /// Runs `body` on the writing connection, in a transaction of its own.
+    func lockedWrite<T>(_ body: (SQLiteDatabase) throws -> T) throws -> T {
+        try lock.withLock { _ in
+            try db.exec("BEGIN IMMEDIATE")
+            do {
+                let r = try body(db)
+                try db.exec("COMMIT")
+                return r
+            } catch {
+                try? db.exec("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// The FNV-1a hash of a user id, which logs and errors name users by (never by their id).
+    static func fingerprint(_ user: String) -> String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in user.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return String(h, radix: 16)
+    }
+
+    /// Commits users, new outbox items and history rows in one transaction; returns the outbox ids in order.
+    public func commit(users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64] = [], history: [HistoryRecord] = []) throws(SQLiteError) -> [Int64] {
         try lock.withLock { _ throws(SQLiteError) in
             try statement(.begin).run()
             do {
@@ -273,6 +309,7 @@ public final class StateStore: @unchecked Sendable {
                     try ins.run()
                     ids.append(db.lastInsertRowID)
                 }
+                if !history.isEmpty { try write(history: history, with: try statement(.upsertHistory), replacing: try statement(.deleteTimelineRow)) }
                 if !acknowledged.isEmpty {
                     let del = try statement(.deleteOutbox)
                     for id in acknowledged { del.bind(1, id); try del.run() }
@@ -387,7 +424,7 @@ func sqlite3ColumnIsNull(_ s: SQLiteDatabase.Statement, _ c: Int32) -> Bool { sq
 
 /// The statements of a commit, named so that finding one costs an array index, not hashing its SQL.
 private enum CommitSQL: Int, CaseIterable {
-    case begin, upsertUser, deleteFoldedDays, upsertChunk, deleteChunksFrom, insertOutbox, deleteOutbox, commit
+    case begin, upsertUser, deleteFoldedDays, upsertChunk, deleteChunksFrom, insertOutbox, deleteOutbox, upsertHistory, deleteTimelineRow, commit
 
     var text: String {
         switch self {
@@ -398,6 +435,9 @@ private enum CommitSQL: Int, CaseIterable {
         case .deleteChunksFrom: "DELETE FROM user_days WHERE user = ?1 AND day = ?2 AND chunk >= ?3"
         case .insertOutbox: "INSERT INTO outbox (topic, payload, retain) VALUES (?1, ?2, ?3)"
         case .deleteOutbox: "DELETE FROM outbox WHERE id = ?1"
+        case .deleteTimelineRow: "DELETE FROM history WHERE user = ?1 AND kind = 2 AND key = ?2"
+        case .upsertHistory:
+            "INSERT INTO history (user, kind, key, day, value, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(user, kind, key, day) DO UPDATE SET value = ?5, payload = ?6"
         case .commit: "COMMIT"
         }
     }

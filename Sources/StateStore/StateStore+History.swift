@@ -1,0 +1,218 @@
+import CareReports
+import MobilityModel
+
+/// One row of a user's history: what the care-team reports are built from. Written in the same
+/// transaction as the state and outputs that produced it (``StateStore/commit(users:outbox:acknowledged:history:)``).
+public struct HistoryRecord: Sendable, Equatable {
+    /// What a row holds.
+    public enum Kind: Int64, Sendable {
+        /// A series point: `key` the series, `value` its value (nil: missing), `payload` its unit.
+        case series = 0
+        /// An alert transition: `key` the instance id and status, `payload` the transition's JSON.
+        case alert = 1
+        /// A timeline entry: `key` its id, `day` its last day, `payload` its JSON (re-sending an id replaces its row).
+        case timeline = 2
+        /// A weekly report: `key` the week (`2026-W10`), `day` its Monday, `payload` the digest's JSON.
+        case weekly = 3
+    }
+
+    /// The user.
+    public var user: String
+    /// The kind.
+    public var kind: Kind
+    /// The key within the kind.
+    public var key: String
+    /// The local day it belongs to.
+    public var day: DayNumber
+    /// A series value.
+    public var value: Double?
+    /// The row's bytes.
+    public var payload: [UInt8]
+
+    /// Creates a row.
+    public init(user: String, kind: Kind, key: String, day: DayNumber, value: Double? = nil, payload: [UInt8] = []) {
+        self.user = user
+        self.kind = kind
+        self.key = key
+        self.day = day
+        self.value = value
+        self.payload = payload
+    }
+
+    /// The row of a series point (a revised day replaces the earlier row).
+    public static func series(_ p: SeriesPoint) -> HistoryRecord {
+        HistoryRecord(user: p.user, kind: .series, key: p.name, day: p.day.dayNumber, value: p.value, payload: Array(p.unit.utf8))
+    }
+
+    /// The row of an alert transition.
+    public static func alert(_ a: AlertTransition) -> HistoryRecord {
+        HistoryRecord(user: a.user, kind: .alert, key: a.id + (a.status == .firing ? (a.isRepeat ? "/repeat" : "/firing") : "/resolved"),
+                      day: a.day.dayNumber, payload: Array(a.json.utf8))
+    }
+
+    /// The row of a timeline entry.
+    public static func timeline(user: String, _ e: TimelineEvent) -> HistoryRecord {
+        var w = JSONWriter()
+        w.beginObject()
+        w.string("id", e.id)
+        w.string("category", e.category.description)
+        w.string("kind", e.kind)
+        w.number("firstDay", Double(e.firstDay))
+        w.number("lastDay", Double(e.lastDay))
+        if let n = e.note { w.string("note", n) }
+        w.endObject()
+        return HistoryRecord(user: user, kind: .timeline, key: e.id, day: e.lastDay, payload: Array(w.text.utf8))
+    }
+
+    /// Decodes a timeline row's payload; nil if malformed.
+    static func timelineEntry(_ payload: [UInt8]) -> TimelineEvent? {
+        guard case .success(let v) = JSONValue.parse(payload), case .string(let id)? = v["id"], case .string(let c)? = v["category"],
+              case .string(let kind)? = v["kind"], case .number(let f)? = v["firstDay"], case .number(let l)? = v["lastDay"],
+              let category: EventCategory = c == "clinical" ? .clinical : c == "annotation" ? .annotation : nil,
+              let first = DayNumber(exactly: f), let last = DayNumber(exactly: l) else { return nil }
+        var note: String?
+        if case .string(let n)? = v["note"] { note = n }
+        return TimelineEvent(id: id, category: category, kind: kind, firstDay: first, lastDay: last, note: note)
+    }
+}
+
+/// A history row the store cannot read back: an error naming the user and the row, never a guess.
+public struct HistoryDecodingError: Error, CustomStringConvertible, Sendable {
+    /// What is wrong.
+    public var description: String
+}
+
+extension StateStore {
+    /// SQL of the history table (schema 5).
+    static let historyMigration = """
+        CREATE TABLE history (user TEXT NOT NULL, kind INTEGER NOT NULL, key TEXT NOT NULL, day INTEGER NOT NULL, value REAL, payload BLOB NOT NULL,
+                              PRIMARY KEY (user, kind, key, day)) WITHOUT ROWID;
+        """
+
+    /// Writes history rows inside the commit's transaction (call only while holding the lock).
+    func write(history rows: [HistoryRecord], with up: SQLiteDatabase.Statement, replacing del: SQLiteDatabase.Statement) throws(SQLiteError) {
+        for r in rows {
+            if r.kind == .timeline {  // an entry re-sent with other dates replaces its row
+                del.bind(1, r.user)
+                del.bind(2, r.key)
+                try del.run()
+            }
+            up.bind(1, r.user)
+            up.bind(2, r.kind.rawValue)
+            up.bind(3, r.key)
+            up.bind(4, Int64(r.day))
+            if let v = r.value { up.bind(5, double: v) }
+            up.bind(6, r.payload)
+            try up.run()
+        }
+    }
+
+    /// The user's history from `from` through `through` (series, alerts), with the whole timeline.
+    /// Alert episodes that fired before `from` and resolved inside the range (or are still active)
+    /// are included: an episode is read from its first row on.
+    public func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory {
+        var b = HistoryBuilder(user: user)
+        var alertRows: [(day: DayNumber, key: String, payload: [UInt8])] = []
+        var timeline: [TimelineEvent] = []
+        try reading { db in
+            let q = try db.prepare("SELECT kind, key, day, value, payload FROM history WHERE user = ?1 AND kind IN (0, 1, 2) ORDER BY kind, day")
+            q.bind(1, user)
+            while try q.step() {
+                let day = DayNumber(truncatingIfNeeded: q.int(2))
+                switch q.int(0) {
+                case HistoryRecord.Kind.series.rawValue:
+                    guard day >= from && day <= through else { continue }
+                    b.addSeries(q.text(1), day: day, value: q.isNull(3) ? nil : q.double(3), unit: String(decoding: q.blob(4), as: UTF8.self))
+                case HistoryRecord.Kind.alert.rawValue:
+                    guard day <= through else { continue }
+                    alertRows.append((day, q.text(1), q.blob(4)))
+                default:
+                    guard let e = HistoryRecord.timelineEntry(q.blob(4)) else {
+                        throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unreadable timeline row \(q.text(1))")
+                    }
+                    timeline.append(e)
+                }
+            }
+        }
+        // Episodes in publication order: by day, a firing before its reminders and resolution.
+        func rank(_ key: String) -> Int { key.hasSuffix("/firing") ? 0 : key.hasSuffix("/repeat") ? 1 : 2 }
+        alertRows.sort { ($0.day, rank($0.key)) < ($1.day, rank($1.key)) }
+        var episodes: [String: (fired: DayNumber, resolved: DayNumber?)] = [:]
+        var transitions: [AlertTransition] = []
+        for r in alertRows {
+            guard let a = AlertTransition.parse(r.payload) else {
+                throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unreadable alert row \(r.key)")
+            }
+            transitions.append(a)
+            var e = episodes[a.id] ?? (r.day, nil)
+            if a.status == .resolved { e.resolved = r.day }
+            episodes[a.id] = e
+        }
+        for a in transitions {
+            guard let e = episodes[a.id] else { continue }
+            if let r = e.resolved, r < from { continue }  // over before the range
+            b.add(a)
+        }
+        b.setTimeline(timeline)
+        return b.result
+    }
+
+    /// The weekly report of `week` (`2026-W10`), or the latest one when nil: the digest's JSON.
+    public func weeklyReport(of user: String, week: String? = nil) throws -> (week: String, payload: [UInt8])? {
+        var found: (String, [UInt8])?
+        try reading { db in
+            let q = week == nil
+                ? try db.prepare("SELECT key, payload FROM history WHERE user = ?1 AND kind = 3 ORDER BY day DESC LIMIT 1")
+                : try db.prepare("SELECT key, payload FROM history WHERE user = ?1 AND kind = 3 AND key = ?2")
+            q.bind(1, user)
+            if let week { q.bind(2, week) }
+            if try q.step() { found = (q.text(0), q.blob(1)) }
+        }
+        return found
+    }
+
+    /// The weeks the user has reports for, newest first.
+    public func reportWeeks(of user: String) throws -> [String] {
+        var weeks: [String] = []
+        try reading { db in
+            let q = try db.prepare("SELECT key FROM history WHERE user = ?1 AND kind = 3 ORDER BY day DESC")
+            q.bind(1, user)
+            while try q.step() { weeks.append(q.text(0)) }
+        }
+        return weeks
+    }
+
+    /// Deletes the user's series, alert and timeline rows before `keepFrom` (timeline entries
+    /// that end before it) and weekly reports before `reportsFrom`. Returns the rows deleted.
+    @discardableResult
+    public func pruneHistory(of user: String, keepFrom: DayNumber, reportsFrom: DayNumber) throws -> Int {
+        try lockedWrite { db in
+            let q = try db.prepare("DELETE FROM history WHERE user = ?1 AND ((kind IN (0, 1, 2) AND day < ?2) OR (kind = 3 AND day < ?3))")
+            q.bind(1, user)
+            q.bind(2, Int64(keepFrom))
+            q.bind(3, Int64(reportsFrom))
+            try q.run()
+            return Int(db.changes)
+        }
+    }
+
+    /// Rows and bytes (keys, values and payloads) the history holds, for the benchmarks.
+    public func historySize() throws -> (rows: Int, bytes: Int) {
+        var r = (0, 0)
+        try reading { db in
+            let q = try db.prepare("SELECT count(*), coalesce(sum(length(user) + length(key) + length(payload) + 8 + 8 + 8), 0) FROM history")
+            if try q.step() { r = (Int(q.int(0)), Int(q.int(1))) }
+        }
+        return r
+    }
+
+    /// Every user with history, sorted.
+    public func historyUsers() throws -> [String] {
+        var users: [String] = []
+        try reading { db in
+            let q = try db.prepare("SELECT DISTINCT user FROM history ORDER BY user")
+            while try q.step() { users.append(q.text(0)) }
+        }
+        return users
+    }
+}
