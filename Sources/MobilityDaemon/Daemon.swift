@@ -127,7 +127,8 @@ public final class Daemon: Sendable {
             Shard(index: i, ingestor: Ingestor(engine: Engine(program: restoreProgram, configuration: config.engine), layout: layout,
                                                decoder: decoder, clock: config.clock, boundedByWallClock: true),
                   capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
-                  ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs, acknowledge: { user, lastID in
+                  ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
+                  recordsHistory: config.historyDays != nil, publishesSeries: config.publishSeries, acknowledge: { user, lastID in
                       var w = JSONWriter()
                       w.beginObject()
                       w.string("user", user)

@@ -49,6 +49,9 @@ public struct DaemonConfiguration: Sendable {
     /// A shard busy with one batch longer than this is stalled: `/healthz` 503, no watchdog pings.
     public var stallTimeoutSeconds = 30
     public var publishSeries = true
+    /// Days of care-team history kept before each user's latest day (series, alerts, timeline;
+    /// also the 30 days before the latest clinical event); nil: no history (and no weekly reports).
+    public var historyDays: Int? = 90
     public var checkConfig = false
     public var help = false
 
@@ -104,7 +107,8 @@ public struct DaemonConfiguration: Sendable {
         Option(name: "max-payload", value: "BYTES", help: "largest accepted payload (default 262144)"),
         Option(name: "tick", value: "SECONDS", help: "wall clock: how often days are closed (default 60)"),
         Option(name: "stall-timeout", value: "SECONDS", help: "a shard busy with one batch longer than this is stalled: /healthz 503, systemd watchdog pings stop (default 30)"),
-        Option(name: "publish-series", value: "true|false", help: "publish recorded series (default true)"),
+        Option(name: "publish-series", value: "true|false", help: "publish recorded series on MQTT (default true; the history records them either way)"),
+        Option(name: "history-days", value: "DAYS|off", help: "care-team history kept before each user's latest day, for reports (default 90; off: none)"),
         Option(name: "config", value: "FILE", help: "read KEY = VALUE lines (same keys as the flags)"),
         Option(name: "check-config", value: nil, help: "check the configuration and rules, then exit 0 or 1"),
         Option(name: "help", value: nil, help: "show this help"),
@@ -284,6 +288,7 @@ public struct DaemonConfiguration: Sendable {
             guard v == "true" || v == "false" else { throw Problem(description: "--publish-series must be true or false") }
             publishSeries = v == "true"
         }
+        if m["history-days"] == "off" { historyDays = nil } else if let n = try int("history-days", 14...3660) { historyDays = n }
         if (certFile == nil) != (keyFile == nil) { throw Problem(description: "--cert-file and --key-file go together") }
     }
 
@@ -295,7 +300,7 @@ public struct DaemonConfiguration: Sendable {
         e.maxFutureSeconds = maxFutureSeconds  // in event mode against the wall clock (Ingestor.boundedByWallClock)
         e.maxEventAgeDays = maxEventAgeDays
         e.defaultCalendar = LocalCalendar(identifier: timeZone) ?? .utc
-        e.publishSeries = publishSeries
+        e.publishSeries = publishSeries || historyDays != nil  // the history records series even when MQTT does not carry them
         return e
     }
 }

@@ -37,6 +37,8 @@ final class Shard: @unchecked Sendable {
     private var pendingHistory: [HistoryRecord] = []
     /// Whether outputs are recorded in the care-team history.
     private let recordsHistory: Bool
+    /// Whether series points are published on MQTT (else only recorded).
+    private let publishesSeries: Bool
     /// Users whose last sample id changed since the last acknowledgement.
     private var pendingAcks: [String: String] = [:]
     /// Committed but not yet published acknowledgements, coalesced per user.
@@ -47,9 +49,10 @@ final class Shard: @unchecked Sendable {
 
     init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: StateStore, journal: IngestJournal?,
          acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
-         recordsHistory: Bool = true, acknowledge: (@Sendable (String, String) -> Void)? = nil) {
+         recordsHistory: Bool = true, publishesSeries: Bool = true, acknowledge: (@Sendable (String, String) -> Void)? = nil) {
         self.acknowledge = acknowledge
         self.recordsHistory = recordsHistory
+        self.publishesSeries = publishesSeries
         self.policy = ShardCommitPolicy(intervalNs: UInt64(commitIntervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
                                         journaled: journal != nil, now: 0)
         self.index = index
@@ -133,7 +136,7 @@ final class Shard: @unchecked Sendable {
             batchUsers.formUnion(ingestor.engine.takeTouched())
             pendingUsers.formUnion(batchUsers)
             for o in out {
-                pendingOutbox += Shard.outboxItems(o, layout: layout)
+                if publishesSeries || !o.isSeries { pendingOutbox += Shard.outboxItems(o, layout: layout) }
                 if recordsHistory { if let h = Shard.historyRecord(o) { pendingHistory.append(h) } }
             }
             let scope = policy.batchProcessed(outputs: !out.isEmpty, barrier: !barriers.isEmpty, pendingUsers: pendingUsers.count, now: started)
@@ -172,7 +175,7 @@ final class Shard: @unchecked Sendable {
                     case .alert(let a):
                         if a.isRepeat { s.repeats[a.rule, default: 0] += 1; continue }
                         s.alerts[a.rule, default: [:]][a.status, default: 0] += 1
-                    case .series: s.seriesPublished += 1
+                    case .series: if publishesSeries { s.seriesPublished += 1 }
                     case .rejected: break
                     }
                 }
@@ -242,6 +245,11 @@ final class Shard: @unchecked Sendable {
             return nil
         }
     }
+}
+
+extension EngineOutput {
+    /// True for a series point.
+    var isSeries: Bool { if case .series = self { true } else { false } }
 }
 
 extension Shard {

@@ -77,4 +77,35 @@ import TestSupport
         }
         }
     }
+
+    /// `--publish-series false` keeps series off MQTT but in the history; `--history-days off`
+    /// records nothing.
+    @Test(arguments: [["--publish-series", "false"], ["--history-days", "off"]])
+    func seriesOffTheWireOrNoHistory(_ options: [String]) throws {
+        let records = BuiltinScenario.jamiePlateau.generator(seed: 4).generate().map(\.record)
+        let broker = try MosquittoBroker()
+        let state = NSTemporaryDirectory() + "mw-history-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        var daemon: DaemonUnderTest? = try DaemonUnderTest(broker: broker, state: state, extra: options)
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/series/#", "mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        for r in records { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        #expect(daemon!.waitProcessed(records.count, timeout: 60))
+        #expect(daemon!.waitIdle())
+        #expect(try rec.barrier())
+        #expect(daemon!.process.stop() == 0)
+        daemon = nil
+        let alerts = rec.messages().filter { $0.topic.contains("/alerts/") && !$0.payload.isEmpty }
+        let series = rec.messages().filter { $0.topic.contains("/series/") }
+        #expect(!alerts.isEmpty, "alerts are published either way")
+        let h = try StateStore(path: state + "/state.sqlite").history(of: BuiltinScenario.jamiePlateau.rawValue, from: .min, through: .max)
+        if options.contains("off") {
+            #expect(!series.isEmpty)
+            #expect(h == UserHistory(user: BuiltinScenario.jamiePlateau.rawValue))
+        } else {
+            #expect(series.isEmpty)
+            #expect((h.series["speed_p95"]?.count ?? 0) >= 80, "days of speed_p95 recorded: \(h.series["speed_p95"]?.count ?? 0)")
+            #expect(h.alerts.count >= 1)
+        }
+    }
 }
