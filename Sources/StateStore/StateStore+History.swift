@@ -84,14 +84,29 @@ public struct HistoryDecodingError: Error, CustomStringConvertible, Sendable {
 
 extension StateStore {
     /// SQL of the history table (schema 5).
+    ///
+    /// Series points are packed a row per user-day (`history_days`: a series id and a value per
+    /// point, the names in `history_series`): a day close writes one row per user instead of one
+    /// per series (measured: docs/benchmarks.md "History").
     static let historyMigration = """
         CREATE TABLE history (user TEXT NOT NULL, kind INTEGER NOT NULL, key TEXT NOT NULL, day INTEGER NOT NULL, value REAL, payload BLOB NOT NULL,
                               PRIMARY KEY (user, kind, key, day)) WITHOUT ROWID;
+        CREATE TABLE history_series (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, unit TEXT NOT NULL);
+        CREATE TABLE history_days (user TEXT NOT NULL, day INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (user, day)) WITHOUT ROWID;
         """
 
     /// Writes history rows inside the commit's transaction (call only while holding the lock).
-    func write(history rows: [HistoryRecord], with up: SQLiteDatabase.Statement, replacing del: SQLiteDatabase.Statement) throws(SQLiteError) {
+    /// Series points are merged into their user-day's packed row (a revised point replaces its
+    /// series' value there); the other rows are upserted by key.
+    func write(history rows: [HistoryRecord], upsert up: SQLiteDatabase.Statement,
+               replacing del: SQLiteDatabase.Statement, readDay: SQLiteDatabase.Statement, writeDay: SQLiteDatabase.Statement) throws(SQLiteError) {
+        var days: [UserDay: [(id: Int64, value: Double?)]] = [:]
         for r in rows {
+            if r.kind == .series {
+                let id = try seriesID(r.key, unit: String(decoding: r.payload, as: UTF8.self))
+                days[UserDay(user: r.user, day: r.day), default: []].append((id, r.value))
+                continue
+            }
             if r.kind == .timeline {  // an entry re-sent with other dates replaces its row
                 del.bind(1, r.user)
                 del.bind(2, r.key)
@@ -105,6 +120,30 @@ extension StateStore {
             up.bind(6, r.payload)
             try up.run()
         }
+        for (key, points) in days {
+            readDay.bind(1, key.user)
+            readDay.bind(2, Int64(key.day))
+            var packed = try readDay.step() ? SeriesDay(readDay.blob(0)) : SeriesDay()
+            readDay.reset()
+            for p in points { packed.set(p.id, p.value) }
+            writeDay.bind(1, key.user)
+            writeDay.bind(2, Int64(key.day))
+            writeDay.bind(3, packed.bytes)
+            try writeDay.run()
+        }
+    }
+
+    /// The id of a series name in `history_series`, created on first use (call under the lock).
+    private func seriesID(_ name: String, unit: String) throws(SQLiteError) -> Int64 {
+        if let id = seriesIDs.withLock({ $0.ids[name] }) { return id }
+        let q = try db.prepare("INSERT INTO history_series (name, unit) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET unit = ?2 RETURNING id")
+        q.bind(1, name)
+        q.bind(2, unit)
+        guard try q.step() else { throw SQLiteError(code: -1, message: "history_series: no id for a series") }
+        let id = q.int(0)
+        q.reset()
+        seriesIDs.withLock { $0.ids[name] = id }
+        return id
     }
 
     /// The user's history from `from` through `through` (series, alerts), with the whole timeline.
@@ -115,14 +154,30 @@ extension StateStore {
         var alertRows: [(day: DayNumber, key: String, payload: [UInt8])] = []
         var timeline: [TimelineEvent] = []
         try reading { db in
-            let q = try db.prepare("SELECT kind, key, day, value, payload FROM history WHERE user = ?1 AND kind IN (0, 1, 2) ORDER BY kind, day")
+            var names: [Int64: (name: String, unit: String)] = [:]
+            let n = try db.prepare("SELECT id, name, unit FROM history_series")
+            while try n.step() { names[n.int(0)] = (n.text(1), n.text(2)) }
+            let d = try db.prepare("SELECT day, data FROM history_days WHERE user = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day")
+            d.bind(1, user)
+            d.bind(2, Int64(from))
+            d.bind(3, Int64(through))
+            while try d.step() {
+                let day = DayNumber(truncatingIfNeeded: d.int(0))
+                guard let packed = SeriesDay(validating: d.blob(1)) else {
+                    throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unreadable series row of day \(day)")
+                }
+                for (id, value) in packed.points {
+                    guard let s = names[id] else {
+                        throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unknown series id \(id)")
+                    }
+                    b.addSeries(s.name, day: day, value: value, unit: s.unit)
+                }
+            }
+            let q = try db.prepare("SELECT kind, key, day, value, payload FROM history WHERE user = ?1 AND kind IN (1, 2) ORDER BY kind, day")
             q.bind(1, user)
             while try q.step() {
                 let day = DayNumber(truncatingIfNeeded: q.int(2))
                 switch q.int(0) {
-                case HistoryRecord.Kind.series.rawValue:
-                    guard day >= from && day <= through else { continue }
-                    b.addSeries(q.text(1), day: day, value: q.isNull(3) ? nil : q.double(3), unit: String(decoding: q.blob(4), as: UTF8.self))
                 case HistoryRecord.Kind.alert.rawValue:
                     guard day <= through else { continue }
                     alertRows.append((day, q.text(1), q.blob(4)))
@@ -187,21 +242,29 @@ extension StateStore {
     @discardableResult
     public func pruneHistory(of user: String, keepFrom: DayNumber, reportsFrom: DayNumber) throws -> Int {
         try lockedWrite { db in
-            let q = try db.prepare("DELETE FROM history WHERE user = ?1 AND ((kind IN (0, 1, 2) AND day < ?2) OR (kind = 3 AND day < ?3))")
+            let q = try db.prepare("DELETE FROM history WHERE user = ?1 AND ((kind IN (1, 2) AND day < ?2) OR (kind = 3 AND day < ?3))")
             q.bind(1, user)
             q.bind(2, Int64(keepFrom))
             q.bind(3, Int64(reportsFrom))
             try q.run()
-            return Int(db.changes)
+            let deleted = Int(db.changes)
+            let d = try db.prepare("DELETE FROM history_days WHERE user = ?1 AND day < ?2")
+            d.bind(1, user)
+            d.bind(2, Int64(keepFrom))
+            try d.run()
+            return deleted + Int(db.changes)
         }
     }
 
-    /// Rows and bytes (keys, values and payloads) the history holds, for the benchmarks.
+    /// Rows and bytes (keys and payloads; a series row holds a user-day) the history holds, for the benchmarks.
     public func historySize() throws -> (rows: Int, bytes: Int) {
         var r = (0, 0)
         try reading { db in
-            let q = try db.prepare("SELECT count(*), coalesce(sum(length(user) + length(key) + length(payload) + 8 + 8 + 8), 0) FROM history")
-            if try q.step() { r = (Int(q.int(0)), Int(q.int(1))) }
+            for sql in ["SELECT count(*), coalesce(sum(length(user) + length(key) + length(payload) + 24), 0) FROM history",
+                        "SELECT count(*), coalesce(sum(length(user) + length(data) + 8), 0) FROM history_days"] {
+                let q = try db.prepare(sql)
+                if try q.step() { r = (r.0 + Int(q.int(0)), r.1 + Int(q.int(1))) }
+            }
         }
         return r
     }
@@ -210,9 +273,79 @@ extension StateStore {
     public func historyUsers() throws -> [String] {
         var users: [String] = []
         try reading { db in
-            let q = try db.prepare("SELECT DISTINCT user FROM history ORDER BY user")
+            let q = try db.prepare("SELECT user FROM history UNION SELECT user FROM history_days ORDER BY user")
             while try q.step() { users.append(q.text(0)) }
         }
         return users
     }
+}
+
+/// A user and a local day: the key of a packed series row.
+struct UserDay: Hashable {
+    var user: String
+    var day: DayNumber
+}
+
+/// One user-day's series values, packed: a count (u16), then per point a series id (u32, little
+/// endian), a flag (0 missing, 1 value) and, with a value, its 8 bytes (IEEE 754, little endian).
+struct SeriesDay {
+    private(set) var points: [(id: Int64, value: Double?)] = []
+
+    init() {}
+
+    /// Reads trusted bytes (written by this store in the same transaction's read).
+    init(_ bytes: [UInt8]) { self = SeriesDay(validating: bytes) ?? SeriesDay() }
+
+    /// Reads bytes; nil if they are not a well-formed row.
+    init?(validating b: [UInt8]) {
+        guard b.count >= 2 else { return nil }
+        let n = Int(b[0]) | Int(b[1]) << 8
+        var i = 2
+        for _ in 0..<n {
+            guard i + 5 <= b.count else { return nil }
+            var id: UInt32 = 0
+            for k in 0..<4 { id |= UInt32(b[i + k]) << (8 * k) }
+            let flag = b[i + 4]
+            i += 5
+            switch flag {
+            case 0: points.append((Int64(id), nil))
+            case 1:
+                guard i + 8 <= b.count else { return nil }
+                var bits: UInt64 = 0
+                for k in 0..<8 { bits |= UInt64(b[i + k]) << (8 * k) }
+                points.append((Int64(id), Double(bitPattern: bits)))
+                i += 8
+            default: return nil
+            }
+        }
+        guard i == b.count else { return nil }
+    }
+
+    /// Sets a series' value (replacing an earlier one: a revised day).
+    mutating func set(_ id: Int64, _ value: Double?) {
+        if let k = points.firstIndex(where: { $0.id == id }) { points[k].value = value } else { points.append((id, value)) }
+    }
+
+    /// The row's bytes.
+    var bytes: [UInt8] {
+        var b: [UInt8] = [UInt8(points.count & 0xff), UInt8(points.count >> 8)]
+        b.reserveCapacity(2 + points.count * 13)
+        for p in points {
+            let id = UInt32(truncatingIfNeeded: p.id)
+            for k in 0..<4 { b.append(UInt8(truncatingIfNeeded: id >> (8 * k))) }
+            if let v = p.value {
+                b.append(1)
+                let bits = v.bitPattern
+                for k in 0..<8 { b.append(UInt8(truncatingIfNeeded: bits >> (8 * k))) }
+            } else {
+                b.append(0)
+            }
+        }
+        return b
+    }
+}
+
+/// The commit path's cache of series ids (a series keeps its id for the store's life).
+struct SeriesIDs: Sendable {
+    var ids: [String: Int64] = [:]
 }

@@ -52,6 +52,8 @@ public final class StateStore: @unchecked Sendable {
     /// commit (WAL readers see the last committed state); used only under `readerLock`.
     private var reader: SQLiteDatabase?
     private let readerLock = Mutex<Void>(())
+    /// Series names' ids in `history_series`, as the commit path has seen them.
+    let seriesIDs = Mutex(SeriesIDs())
     /// Where the database file is.
     public let path: String
 
@@ -309,7 +311,8 @@ public final class StateStore: @unchecked Sendable {
                     try ins.run()
                     ids.append(db.lastInsertRowID)
                 }
-                if !history.isEmpty { try write(history: history, with: try statement(.upsertHistory), replacing: try statement(.deleteTimelineRow)) }
+                if !history.isEmpty { try write(history: history, upsert: try statement(.upsertHistory), replacing: try statement(.deleteTimelineRow),
+                                                     readDay: try statement(.readHistoryDay), writeDay: try statement(.writeHistoryDay)) }
                 if !acknowledged.isEmpty {
                     let del = try statement(.deleteOutbox)
                     for id in acknowledged { del.bind(1, id); try del.run() }
@@ -319,10 +322,12 @@ public final class StateStore: @unchecked Sendable {
             } catch let e as SQLiteError {
                 try? db.exec("ROLLBACK")
                 for s in statements { s?.reset() }
+                seriesIDs.withLock { $0.ids.removeAll() }  // ids created in the rolled-back transaction are gone
                 throw e
             } catch {
                 try? db.exec("ROLLBACK")
                 for s in statements { s?.reset() }
+                seriesIDs.withLock { $0.ids.removeAll() }  // ids created in the rolled-back transaction are gone
                 throw SQLiteError(code: -1, message: "\(error)")
             }
         }
@@ -424,7 +429,7 @@ func sqlite3ColumnIsNull(_ s: SQLiteDatabase.Statement, _ c: Int32) -> Bool { sq
 
 /// The statements of a commit, named so that finding one costs an array index, not hashing its SQL.
 private enum CommitSQL: Int, CaseIterable {
-    case begin, upsertUser, deleteFoldedDays, upsertChunk, deleteChunksFrom, insertOutbox, deleteOutbox, upsertHistory, deleteTimelineRow, commit
+    case begin, upsertUser, deleteFoldedDays, upsertChunk, deleteChunksFrom, insertOutbox, deleteOutbox, upsertHistory, deleteTimelineRow, readHistoryDay, writeHistoryDay, commit
 
     var text: String {
         switch self {
@@ -435,6 +440,8 @@ private enum CommitSQL: Int, CaseIterable {
         case .deleteChunksFrom: "DELETE FROM user_days WHERE user = ?1 AND day = ?2 AND chunk >= ?3"
         case .insertOutbox: "INSERT INTO outbox (topic, payload, retain) VALUES (?1, ?2, ?3)"
         case .deleteOutbox: "DELETE FROM outbox WHERE id = ?1"
+        case .readHistoryDay: "SELECT data FROM history_days WHERE user = ?1 AND day = ?2"
+        case .writeHistoryDay: "INSERT INTO history_days (user, day, data) VALUES (?1, ?2, ?3) ON CONFLICT(user, day) DO UPDATE SET data = ?3"
         case .deleteTimelineRow: "DELETE FROM history WHERE user = ?1 AND kind = 2 AND key = ?2"
         case .upsertHistory:
             "INSERT INTO history (user, kind, key, day, value, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(user, kind, key, day) DO UPDATE SET value = ?5, payload = ?6"

@@ -8,7 +8,7 @@ import StateStore
 /// `mobility-bench`: measures the pieces of the hot path. Build with `swift build -c release`.
 /// Each figure is the median of `--runs` runs. `--smoke` uses tiny sizes (CI checks it works).
 let usage = """
-usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart ...]
+usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart|history ...]
        mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N] [--runs N] [--latency on|off]   (see scripts/bench-e2e.sh)
 """
 
@@ -173,6 +173,41 @@ if wanted("dayclose") || wanted("memory") || wanted("restart") {
         report("restart: open, load, restore", restart, "s", "\(users) users")
         report("  of which open and load", median(loads), "s", "SQLite and decoding, two threads")
     }
+}
+
+if wanted("history") {
+    // The care-team history as mobilityd writes it: at each day close, every series point of the
+    // day for each user (one row each), committed per shard batch of 1000 users.
+    let dir = NSTemporaryDirectory() + "mw-bench-\(UUID().uuidString.prefix(8))"
+    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let store = try! StateStore(path: dir + "/state.sqlite")
+    let names = program.series.map(\.name)
+    let historyUsers = smoke ? 200 : min(users, 10_000), historyDays = smoke ? 7 : max(days, 90)
+    let ids = (0..<historyUsers).map { "u\($0)" }
+    var rows: [HistoryRecord] = []
+    var commitSeconds = 0.0
+    for d in 0..<historyDays {
+        let day = CivilDate(dayNumber: CivilDate(year: 2026, month: 1, day: 1).dayNumber + Int32(d))
+        for start in stride(from: 0, to: historyUsers, by: 1000) {
+            rows.removeAll(keepingCapacity: true)
+            for (k, u) in ids[start..<min(start + 1000, historyUsers)].enumerated() {
+                for (j, n) in names.enumerated() {
+                    rows.append(.series(SeriesPoint(user: u, name: n, day: day, value: (k + j + d) % 9 == 0 ? nil : 1.0 + Double((k + d) % 13) * 0.01, unit: "m/s")))
+                }
+            }
+            commitSeconds += seconds { _ = try! store.commit(users: [], outbox: [], history: rows) }
+        }
+    }
+    try! store.checkpoint()
+    let attributes = try? FileManager.default.attributesOfItem(atPath: dir + "/state.sqlite")
+    let fileBytes = (attributes?[.size] as? Int) ?? 0
+    let userDays = Double(historyUsers * historyDays)
+    report("history: commit per user-day", commitSeconds / userDays * 1e6, "µs", "\(names.count) series points a user-day, \(historyUsers) users × \(historyDays) days")
+    report("history: bytes per user-day", Double(fileBytes) / userDays, "bytes", "SQLite file after checkpoint")
+    let readUsers = ids.prefix(smoke ? 50 : 1000)
+    let read = seconds { for u in readUsers { _ = try! store.history(of: u, from: .min, through: .max) } }
+    report("history: read one user's \(historyDays) days", read / Double(readUsers.count) * 1e3, "ms", "\(names.count) series")
 }
 
 if wanted("decode") {

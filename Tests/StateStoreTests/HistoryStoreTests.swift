@@ -77,4 +77,16 @@ import Testing
         _ = try store.commit(users: [], outbox: [], history: [HistoryRecord(user: "jamie", kind: .timeline, key: "x", day: 1, payload: Array("{\"id\":1}".utf8))])
         #expect(throws: HistoryDecodingError.self) { try store.history(of: "jamie", from: .min, through: .max) }
     }
+
+    @Test func packedSeriesRowsRoundTripAndRefuseTruncation() throws {
+        var d = SeriesDay()
+        d.set(3, 1.25)
+        d.set(70_000, nil)
+        d.set(3, -0.5)  // a revision replaces
+        let bytes = d.bytes
+        #expect(SeriesDay(validating: bytes)?.points.map(\.id) == [3, 70_000])
+        #expect(SeriesDay(validating: bytes)?.points.map(\.value) == [-0.5, nil])
+        for cut in 0..<bytes.count { #expect(SeriesDay(validating: Array(bytes.prefix(cut))) == nil, "cut at \(cut)") }
+        #expect(SeriesDay(validating: bytes + [0]) == nil)
+    }
 }
