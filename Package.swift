@@ -34,7 +34,7 @@ let package = Package(
                 dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CSystemd"],
                 swiftSettings: strict),
         .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "MQTTTransport", "CLibXML2", "CZlib"], swiftSettings: strict),
-        .target(name: "CareReports", dependencies: ["MobilityModel"], swiftSettings: strict),
+        .target(name: "CareReports", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
 
         // Thin executables.
@@ -42,7 +42,7 @@ let package = Package(
         .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
         .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"],
                           swiftSettings: strict),
-        .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting"], swiftSettings: strict),
+        .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting", "CareReports"], swiftSettings: strict),
 
         // Tests mirror the targets.
         .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint", "CSQLite"], path: "Tests/TestSupport", swiftSettings: strict),
@@ -58,6 +58,7 @@ let package = Package(
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "CareReports", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "CareReportsTests", dependencies: ["CareReports", "MobilityModel", "RuleLanguage", "RuleEngine", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
     ],
     cxxLanguageStandard: .cxx17

@@ -34,14 +34,18 @@ public struct ReportSpec: Hashable, Sendable {
         public var smoothed: String?
         /// The baseline: the mean of `daily` over this many days before the latest clinical event.
         public var baselineDays: Int?
+        /// The kind of that clinical event (`injury`); nil: the latest clinical event of any kind.
+        public var baselineEvent: String?
         /// The display unit (e.g. `mph`), converted from the series' SI unit.
         public var displayUnit: DisplayUnit
         /// True when a lower value is better (double support).
         public var lowerIsBetter: Bool
 
         /// Creates a panel.
-        public init(title: String, daily: String, smoothed: String?, baselineDays: Int?, displayUnit: DisplayUnit, lowerIsBetter: Bool = false) {
+        public init(title: String, daily: String, smoothed: String?, baselineDays: Int?, displayUnit: DisplayUnit, lowerIsBetter: Bool = false,
+                    baselineEvent: String? = nil) {
             self.title = title
+            self.baselineEvent = baselineEvent
             self.daily = daily
             self.smoothed = smoothed
             self.baselineDays = baselineDays

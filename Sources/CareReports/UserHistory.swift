@@ -8,8 +8,10 @@ public struct UserHistory: Hashable, Sendable {
     public var user: String
     /// Recorded series by name: one value per local day, the latest (a revised day replaces its
     /// earlier value), `nil` where the day was missing. Days absent from the map were not recorded.
+    /// Values are SI (the published value converted from its unit: a published 28 % is 0.28), so
+    /// that ``DisplayUnit/factor`` applies to them.
     public var series: [String: [DayNumber: Double?]]
-    /// The unit each series' values are in (SI, as published on the series topic).
+    /// The unit each series is published in on the series topic (`m/s`, `%`; empty for counts).
     public var units: [String: String]
     /// Alert episodes, oldest first.
     public var alerts: [AlertEpisode]
@@ -41,12 +43,16 @@ public struct AlertEpisode: Hashable, Sendable {
     public var resolvedDay: DayNumber?
     /// The summary of its latest transition (numbers included).
     public var summary: String
+    /// The summary of its firing transition or latest reminder: what held while it fired (a
+    /// resolved transition's summary has the numbers of the day it stopped holding).
+    public var firedSummary: String?
     /// Its labels.
     public var labels: [String: String]
 
     /// Creates an episode.
     public init(id: String, rule: String, severity: Severity, firedDay: DayNumber, resolvedDay: DayNumber?, summary: String,
-                labels: [String: String] = [:]) {
+                labels: [String: String] = [:], firedSummary: String? = nil) {
+        self.firedSummary = firedSummary
         self.id = id
         self.rule = rule
         self.severity = severity

@@ -62,6 +62,30 @@ public enum SyntaxDecl: Hashable, Sendable {
     case alert(name: String, nameRange: SourceRange, clauses: [SyntaxClause], range: SourceRange)
     /// `event kinds a, b` / `annotation kinds a, b`: extends the vocabulary of timeline kinds.
     case kinds(category: String, names: [String], range: SourceRange)
+    /// `report { items }`: which series feed the weekly care-team report.
+    case report(items: [SyntaxReportItem], keywordRange: SourceRange, range: SourceRange)
+}
+
+/// One item of a `report { … }` block (`walking_speed { … }`, `condition …`, `explain …`) or one
+/// field of a panel (`daily speed_p95`, `baseline 30 d before injury`, `unit mph`).
+public struct SyntaxReportItem: Hashable, Sendable {
+    /// The keyword (`walking_speed`, `daily`, `condition`…).
+    public var keyword: String
+    /// Where the keyword is.
+    public var keywordRange: SourceRange
+    /// Names, strings and units after the keyword, in order (`condition source device = s`: source,
+    /// device, s; `baseline 30 d before injury`: injury; `unit m/s`: m/s).
+    public var words: [(String, SourceRange)]
+    /// The expression, for `baseline`.
+    public var expr: SyntaxExpr?
+    /// A panel's fields.
+    public var fields: [SyntaxReportItem]
+
+    public static func == (a: SyntaxReportItem, b: SyntaxReportItem) -> Bool {
+        a.keyword == b.keyword && a.keywordRange == b.keywordRange && a.words.map(\.0) == b.words.map(\.0) && a.expr == b.expr && a.fields == b.fields
+    }
+
+    public func hash(into h: inout Hasher) { h.combine(keyword); h.combine(keywordRange); h.combine(expr) }
 }
 
 /// A parsed file.

@@ -102,6 +102,7 @@ public struct Checker {
             if n > 0 { dropped[i] = n }
         }
         var alertDecls: [(String, SourceRange, [SyntaxClause], SourceRange)] = []
+        var reportDecl: (items: [SyntaxReportItem], keywordRange: SourceRange)?
         var seenNames: [String: SourceRange] = [:]
         func declare(_ n: String, _ r: SourceRange, what: String) -> Bool {
             if let prev = seenNames[n] {
@@ -123,6 +124,12 @@ public struct Checker {
                     if declare(n, nr, what: "series") { seriesSyntax[n] = (e, nr) }
                 case .alert(let n, let nr, let clauses, let r):
                     if declare(n, nr, what: "alert") { alertDecls.append((n, nr, clauses, r)) }
+                case .report(let items, let kr, _):
+                    if let first = reportDecl {
+                        error(.duplicateReport, kr, notes: [Note(message: .firstDefinedHere, range: first.keywordRange)])
+                    } else {
+                        reportDecl = (items, kr)
+                    }
                 }
             }
         }
@@ -138,6 +145,7 @@ public struct Checker {
             }
         }
         orderByInhibition(inhibitors)
+        if let reportDecl { program.report = checkReport(reportDecl.items, alerts: Set(alertDecls.map(\.0))) }
         checkCost()
         return program
     }

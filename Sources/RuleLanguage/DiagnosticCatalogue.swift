@@ -8,6 +8,7 @@ public enum DiagnosticID: String, CaseIterable, Hashable, Sendable {
     case expectedToken = "expected-token"
     case expressionTooLong = "expression-too-long"
     case fileTooLarge = "file-too-large"
+    case incompleteReport = "incomplete-report"
     case inhibitionCycle = "inhibition-cycle"
     case invalidDuration = "invalid-duration"
     case invalidNumber = "invalid-number"
@@ -49,10 +50,14 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case duplicateClause(alert: String, keyword: String)
     /// A series or alert name defined twice.
     case duplicateDefinition(what: String, name: String)
+    /// A panel or field given twice in the report: `'walking_speed' has more than one 'daily'`.
+    case duplicateInReport(block: String, keyword: String)
     /// A label key given twice.
     case duplicateLabel(String)
     /// A `let` whose name is already a `let` or a series.
     case duplicateLet(String)
+    /// A second `report` block in a rule set.
+    case duplicateReport
     /// A duration outside 0…3650 days.
     case durationOutOfRange(after: String)
     /// Not a clause keyword inside an alert.
@@ -95,6 +100,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case metricNeedsAggregation(String)
     /// `min:` larger than the window.
     case minDaysExceedWindow(min: Int, days: Int)
+    /// A report panel without a field it needs: `'six_minute_walk' needs a 'watch' series`.
+    case missingReportField(panel: String, field: String)
     /// An alert without `when`.
     case missingWhen(alert: String)
     /// A percentile function without a metric as its first argument.
@@ -121,6 +128,10 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case percentileOutOfRange
     /// A series that depends on itself.
     case recursiveSeries(String)
+    /// A report condition whose series is not a count.
+    case reportConditionNotCount(series: String, type: String)
+    /// A report series shown in a unit of another dimension.
+    case reportUnitMismatch(series: String, type: String, unit: String)
     /// A label key the daemon sets itself (`rule`, `user`, `severity`).
     case reservedLabel(String)
     /// A series or alert too costly for one user's day.
@@ -147,6 +158,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case unexpectedCharacters(first: String, count: Int)
     /// A token that does not fit inside an alert.
     case unexpectedInAlert(found: String, alert: String)
+    /// A token that does not fit inside the report or one of its panels.
+    case unexpectedInReport(found: String, block: String)
     /// A unit where an expression was expected.
     case unexpectedUnit(String)
     /// An `inhibited_by` naming no alert.
@@ -157,6 +170,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case unknownFunction(String)
     /// An undeclared clinical event or annotation kind.
     case unknownKind(clinical: Bool, name: String)
+    /// A report naming a series that is not defined.
+    case unknownReportSeries(String)
     /// An `on sample` type that is not a metric.
     case unknownSampleType(String)
     /// A severity other than info, warning or critical.
@@ -181,12 +196,13 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         switch self {
         case .arityMismatch, .beforeAndAfter, .invalidMethod, .invalidMinDays, .invalidSource, .minDaysExceedWindow, .percentileOutOfRange:
             .argumentMismatch
-        case .duplicateClause: .duplicateClause
-        case .duplicateArgument, .duplicateDefinition, .duplicateLabel, .duplicateLet, .seriesNamedLikeMetric: .duplicateName
+        case .duplicateClause, .duplicateInReport: .duplicateClause
+        case .duplicateArgument, .duplicateDefinition, .duplicateLabel, .duplicateLet, .duplicateReport, .seriesNamedLikeMetric: .duplicateName
         case .expectedExpression: .expectedExpression
         case .expectedToken, .expectedTrigger: .expectedToken
         case .expressionTooLong: .expressionTooLong
         case .fileTooLarge: .fileTooLarge
+        case .missingReportField: .incompleteReport
         case .inhibitionCycle, .selfInhibition: .inhibitionCycle
         case .durationOutOfRange, .expectedDuration, .windowNotWholeDays: .invalidDuration
         case .invalidNumber: .invalidNumber
@@ -199,12 +215,13 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .metadataOutsideSample, .pastDaysUseSample, .sampleFieldOutsideSample: .sampleContext
         case .tooManyDiagnostics: .tooManyDiagnostics
         case .expectedKind, .filterNotBoolean, .metadataKeyNotString, .metricNeedsAggregation, .needsMetricArgument, .needsOperand,
-             .notComparable, .orderingNeedsNumbers, .percentileNotNumber, .seriesNotNumber, .startsWithNeedsStrings, .whenNotBoolean:
+             .notComparable, .orderingNeedsNumbers, .percentileNotNumber, .reportConditionNotCount, .seriesNotNumber, .startsWithNeedsStrings,
+             .whenNotBoolean:
             .typeMismatch
-        case .undefinedName, .unknownAlert, .unknownKind, .unknownSampleType: .undefinedName
+        case .undefinedName, .unknownAlert, .unknownKind, .unknownReportSeries, .unknownSampleType: .undefinedName
         case .unexpectedCharacters: .unexpectedCharacter
-        case .chainedComparison, .expectedClause, .expectedTopLevel, .unexpectedInAlert, .unexpectedUnit: .unexpectedToken
-        case .differentDimensions, .notComparableUnits, .templateUnitMismatch: .unitMismatch
+        case .chainedComparison, .expectedClause, .expectedTopLevel, .unexpectedInAlert, .unexpectedInReport, .unexpectedUnit: .unexpectedToken
+        case .differentDimensions, .notComparableUnits, .reportUnitMismatch, .templateUnitMismatch: .unitMismatch
         case .unknownArgument: .unknownArgument
         case .unknownFunction: .unknownFunction
         case .unknownSeverity: .unknownSeverity
@@ -234,7 +251,9 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .duplicateArgument(let l): "argument '\(l)' is given twice"
         case .duplicateClause(let alert, let kw): "alert '\(alert)' has more than one '\(kw)' clause"
         case .duplicateDefinition(let what, let n): "\(what) '\(n)' is already defined"
+        case .duplicateInReport(let block, let kw): "\(block) has more than one '\(kw)'"
         case .duplicateLabel(let k): "label '\(k)' is given twice"
+        case .duplicateReport: "a rule set has one report block; this is a second one"
         case .duplicateLet(let n): "'\(n)' is already defined"
         case .durationOutOfRange(let what): "duration after \(what) must be between 0 and 3650 d"
         case .expectedClause(let found): "expected a clause (when, for, let, severity, summary, …), found \(found)"
@@ -243,7 +262,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .expectedExpression(let found): "expected an expression, found \(found)"
         case .expectedKind(let clinical): "expected \(clinical ? "a clinical event kind such as injury" : "an annotation kind such as heat_wave")"
         case .expectedToken(let what, let found): "expected \(what), found \(found)"
-        case .expectedTopLevel(let found): "expected 'series', 'alert', 'event kinds' or 'annotation kinds', found \(found)"
+        case .expectedTopLevel(let found): "expected 'series', 'alert', 'event kinds', 'annotation kinds' or 'report', found \(found)"
         case .expectedTrigger(let found): "expected 'day' or 'sample' after 'on', found '\(found)'"
         case .expressionTooLong(let limit): "expression has more than \(limit) operators"
         case .fileTooLarge(let bytes): "rule file is larger than \(Checker.grouped(Double(bytes))) bytes (1 MiB)"
@@ -258,6 +277,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .metadataOutsideSample: "'metadata' is only available in alerts with 'on sample'"
         case .metricNeedsAggregation(let m): "metric '\(m)' needs a daily aggregation, such as p95(\(m)) or mean(\(m))"
         case .minDaysExceedWindow(let m, let days): "'min: \(m)' asks for more days than the \(days)-day window holds"
+        case .missingReportField(let panel, let field): "'\(panel)' in the report needs a '\(field)' series"
         case .missingWhen(let alert): "alert '\(alert)' has no 'when' condition"
         case .needsMetricArgument(let f): "'\(f)' needs a metric such as walkingSpeed as its first argument"
         case .needsOperand(let op, let needs, let found): "'\(op)' needs \(needs), found \(found)"
@@ -271,6 +291,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .percentileNotNumber: "the percentile must be a plain number between 0 and 100"
         case .percentileOutOfRange: "the percentile must be between 0 and 100"
         case .recursiveSeries(let n): "series '\(n)' depends on itself"
+        case .reportConditionNotCount(let n, let t): "condition series '\(n)' must be a count, not \(t)"
+        case .reportUnitMismatch(let n, let t, let u): "cannot show series '\(n)' (\(t)) in \(u)"
         case .reservedLabel(let k): "label '\(k)' is reserved"
         case .ruleTooCostly(let what, let cost, let limit):
             "\(what) computes about \(Checker.grouped(cost)) values for one user's day, more than \(Checker.grouped(Double(limit)))"
@@ -286,11 +308,13 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .unexpectedCharacters(let first, let count):
             count == 1 ? "unexpected character '\(first)'" : "\(count) unexpected characters, starting with '\(first)'"
         case .unexpectedInAlert(let found, let alert): "unexpected \(found) in alert '\(alert)'"
+        case .unexpectedInReport(let found, let block): "unexpected \(found) in \(block)"
         case .unexpectedUnit(let u): "unexpected unit '\(u)'"
         case .unknownAlert(let n): "no alert named '\(n)'"
         case .unknownArgument(let f, let l): "'\(f)' has no argument '\(l)'"
         case .unknownFunction(let f): "unknown function '\(f)'"
         case .unknownKind(let clinical, let k): "unknown \(clinical ? "clinical event" : "annotation") kind '\(k)'"
+        case .unknownReportSeries(let n): "no series named '\(n)'"
         case .unknownSampleType(let m): "unknown sample type '\(m)'"
         case .unknownSeverity(let s): "unknown severity '\(s)'; expected info, warning or critical"
         case .unknownTemplateName(let n): "unknown name '\(n)' in summary"

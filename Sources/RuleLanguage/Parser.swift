@@ -15,7 +15,13 @@ public struct Parser {
     /// Operators and calls in the expression being parsed (bounded by ``RuleLimits/maxOperators``).
     var operators = 0
 
-    static let topKeywords: Set<String> = ["series", "alert", "event", "annotation"]
+    static let topKeywords: Set<String> = ["series", "alert", "event", "annotation", "report"]
+    /// Items of a `report` block.
+    public static let reportItems: Set<String> = ["walking_speed", "double_support", "six_minute_walk", "condition", "explain"]
+    /// Fields of a trend panel (`walking_speed`, `double_support`).
+    public static let trendFields: Set<String> = ["title", "daily", "smoothed", "baseline", "unit"]
+    /// Fields of the `six_minute_walk` panel.
+    public static let walkFields: Set<String> = ["title", "clinic", "watch", "provisional", "unit"]
     /// Keywords that start a clause inside an alert block.
     public static let clauseKeywords: Set<String> = ["on", "let", "when", "for", "keep_firing_for", "repeat", "cooldown",
                                                      "severity", "labels", "summary", "inhibited_by"]
@@ -93,6 +99,8 @@ public struct Parser {
                 parsed = parseAlert()
             } else if isWord("event") || isWord("annotation") {
                 parsed = parseKinds()
+            } else if isWord("report") {
+                parsed = parseReport()
             } else {
                 error(.expectedTopLevel(found: describe(tok)), r(tok), fixIts: didYouMean(among: Parser.topKeywords))
                 _ = advance()

@@ -209,6 +209,8 @@ public struct Program: Sendable {
     public var lookbackDays: Int
     /// The longest window anchored on a clinical event (`before:`/`after:`), in days.
     public var anchoredWindowDays: Int
+    /// The `report` block, if the rule set declares one.
+    public var report: ReportDeclaration?
 
     /// An empty program.
     public init() {
