@@ -147,10 +147,11 @@ extension StateStore {
     }
 
     /// The user's history from `from` through `through` (series, alerts), with the whole timeline.
+    /// Series values are in SI units (``UserHistory``); the store keeps them as published.
     /// Alert episodes that fired before `from` and resolved inside the range (or are still active)
     /// are included: an episode is read from its first row on.
     public func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory {
-        var b = HistoryBuilder(user: user)
+        var h = UserHistory(user: user)
         var alertRows: [(day: DayNumber, key: String, payload: [UInt8])] = []
         var timeline: [TimelineEvent] = []
         try reading { db in
@@ -170,7 +171,7 @@ extension StateStore {
                     guard let s = names[id] else {
                         throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unknown series id \(id)")
                     }
-                    b.addSeries(s.name, day: day, value: value, unit: s.unit)
+                    h.record(SeriesPoint(user: user, name: s.name, day: CivilDate(dayNumber: day), value: value, unit: s.unit))
                 }
             }
             let q = try db.prepare("SELECT kind, key, day, value, payload FROM history WHERE user = ?1 AND kind IN (1, 2) ORDER BY kind, day")
@@ -189,7 +190,7 @@ extension StateStore {
                 }
             }
         }
-        // Episodes in publication order: by day, a firing before its reminders and resolution.
+        // Transitions in publication order: by day, a firing before its reminders and resolution.
         func rank(_ key: String) -> Int { key.hasSuffix("/firing") ? 0 : key.hasSuffix("/repeat") ? 1 : 2 }
         alertRows.sort { ($0.day, rank($0.key)) < ($1.day, rank($1.key)) }
         var episodes: [String: (fired: DayNumber, resolved: DayNumber?)] = [:]
@@ -206,10 +207,10 @@ extension StateStore {
         for a in transitions {
             guard let e = episodes[a.id] else { continue }
             if let r = e.resolved, r < from { continue }  // over before the range
-            b.add(a)
+            h.record(a)
         }
-        b.setTimeline(timeline)
-        return b.result
+        for e in timeline { h.record(e) }
+        return h
     }
 
     /// The weekly report of `week` (`2026-W10`), or the latest one when nil: the digest's JSON.

@@ -35,7 +35,7 @@ import TestSupport
             if m.topic.contains("/series/") {
                 guard case .string(let name)? = v["series"], case .string(let d)? = v["day"], let day = CivilDate(parsing: Substring(d)) else { continue }
                 var value: Double?
-                if case .number(let n)? = v["value"] { value = n }
+                if case .number(let n)? = v["value"], case .string(let u)? = v["unit"] { value = (MeasureUnit.rule(u) ?? .one).si(n) }  // the history is in SI
                 publishedBy[user, default: [:]][name, default: [:]][day.dayNumber] = .some(value)
             } else if case .string(let id)? = v["id"], case .string(let status)? = v["status"] {
                 transitionsBy[user, default: [:]][id, default: []].append(status)
