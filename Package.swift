@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "StateStore", dependencies: ["CSQLite", "CZlib", "MobilityModel", "CareReports", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
         .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "MobilityDaemon",
-                dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CSystemd"],
+                dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CareReports", "CSystemd"],
                 swiftSettings: strict),
         .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "MQTTTransport", "CLibXML2", "CZlib"], swiftSettings: strict),
         .target(name: "CareReports", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),

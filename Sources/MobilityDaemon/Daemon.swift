@@ -128,7 +128,7 @@ public final class Daemon: Sendable {
                                                decoder: decoder, clock: config.clock, boundedByWallClock: true),
                   capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
                   ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
-                  recordsHistory: config.historyDays != nil, publishesSeries: config.publishSeries, acknowledge: { user, lastID in
+                  historyDays: config.historyDays, publishesSeries: config.publishSeries, acknowledge: { user, lastID in
                       var w = JSONWriter()
                       w.beginObject()
                       w.string("user", user)
@@ -211,7 +211,7 @@ public final class Daemon: Sendable {
         services.append(PublisherService(publisher: publisher, sink: sink, acks: acks, statusTopic: statusTopic, settle: settleOutputs))
         services.append(ShardsService(shards: shards, users: restored.users, reloadAfterRestore: restoreProgram.identity == program.identity ? nil : program,
                                       outboxCount: restored.outbox.count, journal: journal,
-                                      storePath: store.path, log: log, route: { route($0, seq: $1, payload: $2) }))
+                                      storePath: store.path, dueReports: (try? store.dueReports()) ?? [], log: log, route: { route($0, seq: $1, payload: $2) }))
         services.append(PublisherConnectionService(publisher: publisher, sink: sink, outbox: restored.outbox, log: log))
         services.append(SubscriberService(subscriber: subscriber, log: log))
         if config.clock == .wall {
@@ -416,6 +416,8 @@ public final class Daemon: Sendable {
         for (rule, n) in total.firing.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alerts_firing", ["rule": rule], Double(n)) }
         m.family("mobilityd_series_published_total", "counter", "Recorded series points published.")
         m.sample("mobilityd_series_published_total", Double(total.seriesPublished))
+        m.family("mobilityd_weekly_reports_total", "counter", "Weekly care-team reports built, kept and published.")
+        m.sample("mobilityd_weekly_reports_total", Double(total.weeklyReports))
         m.family("mobilityd_publish_errors_total", "counter", "Publishes that libmosquitto refused.")
         m.sample("mobilityd_publish_errors_total", Double(total.publishErrors))
         m.family("mobilityd_publish_refused_total", "counter", "Outputs refused for good, by kind and reason: by the broker (MQTT 5 reason code) or by libmosquitto (a message it can never send).")

@@ -1,3 +1,4 @@
+import CareReports
 import Foundation
 import HTTPEndpoint
 import MQTTTransport
@@ -81,13 +82,17 @@ final class ShardsService: Service {
     private let outboxCount: Int
     private let journal: IngestJournal, storePath: String, log: Logger
     private let route: (String, UInt64, [UInt8]) -> Void
+    private let dueReports: [(user: String, week: String)]
 
+    /// - Parameter dueReports: weekly reports whose week closed before the last stop but were not
+    ///   built yet; each user's shard builds them when it starts.
     /// - Parameter reloadAfterRestore: the current rules, when the state was restored into the
     ///   rules it was made with (a rule set changed across a restart): each shard reloads them
     ///   before it takes anything from the journal, as on SIGHUP.
     init(shards: [Shard], users: [StateStore.UserRecord], reloadAfterRestore: Program? = nil, outboxCount: Int, journal: IngestJournal, storePath: String,
-         log: Logger, route: @escaping (String, UInt64, [UInt8]) -> Void) {
+         dueReports: [(user: String, week: String)] = [], log: Logger, route: @escaping (String, UInt64, [UInt8]) -> Void) {
         self.shards = shards
+        self.dueReports = dueReports
         self.users = users
         self.reloadAfterRestore = reloadAfterRestore
         self.outboxCount = outboxCount
@@ -110,6 +115,10 @@ final class ShardsService: Service {
         for shard in shards { shard.reserveUsers(share + share / 8 + 16) }
         for i in users.indices { shards[Int(Daemon.hash(users[i].user) % count)].restore(&users[i]) } // moves each state
         if let p = reloadAfterRestore { for s in shards { s.queue.push(.reload(p)) } }
+        for d in dueReports {
+            guard let week = ISOWeek(parsing: d.week) else { continue }
+            shards[Int(Daemon.hash(d.user) % count)].addDue(WeeklyReports.Due(user: d.user, week: week))
+        }
         users = []
         shards.forEach { $0.start() }
         // Replay what the journal holds beyond each user's committed position.

@@ -35,10 +35,15 @@ final class Shard: @unchecked Sendable {
     private var pendingOutbox: [StateStore.OutboxItem] = []
     /// History rows (series points, alert transitions, timeline entries) of the pending outputs.
     private var pendingHistory: [HistoryRecord] = []
-    /// Whether outputs are recorded in the care-team history.
+    /// Whether outputs are recorded in the care-team history (`--history-days` not `off`).
     private let recordsHistory: Bool
+    private let historyDays: Int?
     /// Whether series points are published on MQTT (else only recorded).
     private let publishesSeries: Bool
+    /// Weekly reports (nil without history or without a `report` block in the rules).
+    private var reports: WeeklyReports?
+    /// Weeks whose due marker is committed or pending, to be built after the next commit.
+    private var dueWeeks: Set<WeeklyReports.Due> = []
     /// Users whose last sample id changed since the last acknowledgement.
     private var pendingAcks: [String: String] = [:]
     /// Committed but not yet published acknowledgements, coalesced per user.
@@ -49,10 +54,12 @@ final class Shard: @unchecked Sendable {
 
     init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: StateStore, journal: IngestJournal?,
          acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
-         recordsHistory: Bool = true, publishesSeries: Bool = true, acknowledge: (@Sendable (String, String) -> Void)? = nil) {
+         historyDays: Int? = 90, publishesSeries: Bool = true, acknowledge: (@Sendable (String, String) -> Void)? = nil) {
         self.acknowledge = acknowledge
-        self.recordsHistory = recordsHistory
+        self.recordsHistory = historyDays != nil
+        self.historyDays = historyDays
         self.publishesSeries = publishesSeries
+        self.reports = WeeklyReports(program: ingestor.engine.program, historyDays: historyDays)
         self.policy = ShardCommitPolicy(intervalNs: UInt64(commitIntervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
                                         journaled: journal != nil, now: 0)
         self.index = index
@@ -94,7 +101,45 @@ final class Shard: @unchecked Sendable {
     /// Waits until the thread has drained a closed queue.
     func join() { finished.wait() }
 
+    /// A week found due in the store at start (its marker committed before a stop or crash).
+    func addDue(_ d: WeeklyReports.Due) { if reports != nil { dueWeeks.insert(d) } }
+
+    /// Builds, keeps and publishes the reports of the due weeks, then prunes those users' history.
+    /// On failure the weeks stay due (their markers are in the store) and are tried again after
+    /// the next commit, or at the next start.
+    private func buildReports() {
+        guard let reports, !dueWeeks.isEmpty else { return }
+        var rows: [HistoryRecord] = [], items: [StateStore.OutboxItem] = [], prune: [(user: String, keepFrom: DayNumber, reportsFrom: DayNumber)] = []
+        for d in dueWeeks.sorted(by: { ($0.week, $0.user) < ($1.week, $1.user) }) {
+            let timeline = ingestor.engine.timeline(of: d.user)
+            do {
+                let payload = Array(try reports.digest(d, timeline: timeline, store: store).json.utf8)
+                rows.append(HistoryRecord(user: d.user, kind: .weekly, key: d.week.description, day: d.week.monday, payload: payload))
+                items.append(.init(topic: layout.weeklyReport(d.user), payload: payload, retain: true))
+                prune.append((d.user, reports.keepFrom(d, timeline: timeline), d.week.monday - WeeklyReports.reportDays))
+            } catch {
+                log.error("cannot build a weekly report; it stays due", ["shard": String(index), "error": "\(error)"])
+                return
+            }
+        }
+        do {
+            let ids = try store.commit(users: [], outbox: items, history: rows)
+            for k in items.indices { items[k].id = ids[k] }
+            try store.pruneHistory(prune)
+        } catch {
+            log.error("cannot store weekly reports; they stay due", ["shard": String(index), "error": "\(error)"])
+            return
+        }
+        dueWeeks.removeAll(keepingCapacity: true)
+        let failures = sink.publish(items)
+        stats.withLock { s in
+            s.weeklyReports += items.count
+            s.publishErrors += failures
+        }
+    }
+
     private func run() {
+        buildReports()  // weeks left due by the last run
         var out: [EngineOutput] = []
         out.reserveCapacity(256)
         var batch: [ShardItem] = []
@@ -128,6 +173,7 @@ final class Shard: @unchecked Sendable {
                 case .tick(let now): ingestor.tick(now: now, into: &out)
                 case .reload(let p):
                     ingestor.engine.reload(p, now: wall, into: &out)  // resolves the removed rules' firing alerts
+                    reports = WeeklyReports(program: p, historyDays: historyDays)
                 case .housekeeping: break
                 case .barrier(let s): barriers.append(s)
                 }
@@ -138,6 +184,10 @@ final class Shard: @unchecked Sendable {
             for o in out {
                 if publishesSeries || !o.isSeries { pendingOutbox += Shard.outboxItems(o, layout: layout) }
                 if recordsHistory { if let h = Shard.historyRecord(o) { pendingHistory.append(h) } }
+                if reports != nil, case .series(let s) = o, let week = WeeklyReports.closes(s) {
+                    let due = WeeklyReports.Due(user: s.user, week: week)
+                    if dueWeeks.insert(due).inserted { pendingHistory.append(WeeklyReports.marker(due)) }
+                }
             }
             let scope = policy.batchProcessed(outputs: !out.isEmpty, barrier: !barriers.isEmpty, pendingUsers: pendingUsers.count, now: started)
             // Group commit: with scope .none these changes go with a later batch's; the journal
@@ -150,6 +200,7 @@ final class Shard: @unchecked Sendable {
                     let done = policy.commitSucceeded(pendingUsersLeft: pendingUsers.count)
                     if done.releaseJournal { committedThrough.store(q, ordering: .relaxed) }
                     if !items.isEmpty { failures = sink.publish(items) }
+                    if !dueWeeks.isEmpty && pendingHistory.isEmpty { buildReports() }  // their markers are durable
                     // Durable now: tell gateways how far each user's samples are committed — coalesced:
                     // at most one retained ack per user per interval (an ack per message would double
                     // the broker's load at one sample per message).

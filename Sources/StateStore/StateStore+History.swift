@@ -218,8 +218,8 @@ extension StateStore {
         var found: (String, [UInt8])?
         try reading { db in
             let q = week == nil
-                ? try db.prepare("SELECT key, payload FROM history WHERE user = ?1 AND kind = 3 ORDER BY day DESC LIMIT 1")
-                : try db.prepare("SELECT key, payload FROM history WHERE user = ?1 AND kind = 3 AND key = ?2")
+                ? try db.prepare("SELECT key, payload FROM history WHERE user = ?1 AND kind = 3 AND length(payload) > 0 ORDER BY day DESC LIMIT 1")
+                : try db.prepare("SELECT key, payload FROM history WHERE user = ?1 AND kind = 3 AND key = ?2 AND length(payload) > 0")
             q.bind(1, user)
             if let week { q.bind(2, week) }
             if try q.step() { found = (q.text(0), q.blob(1)) }
@@ -227,11 +227,21 @@ extension StateStore {
         return found
     }
 
+    /// Weekly rows still due (written as markers, not yet built): `(user, week)`, oldest first.
+    public func dueReports() throws -> [(user: String, week: String)] {
+        var due: [(String, String)] = []
+        try reading { db in
+            let q = try db.prepare("SELECT user, key FROM history WHERE kind = 3 AND length(payload) = 0 ORDER BY day, user")
+            while try q.step() { due.append((q.text(0), q.text(1))) }
+        }
+        return due
+    }
+
     /// The weeks the user has reports for, newest first.
     public func reportWeeks(of user: String) throws -> [String] {
         var weeks: [String] = []
         try reading { db in
-            let q = try db.prepare("SELECT key FROM history WHERE user = ?1 AND kind = 3 ORDER BY day DESC")
+            let q = try db.prepare("SELECT key FROM history WHERE user = ?1 AND kind = 3 AND length(payload) > 0 ORDER BY day DESC")
             q.bind(1, user)
             while try q.step() { weeks.append(q.text(0)) }
         }
@@ -254,6 +264,29 @@ extension StateStore {
             d.bind(2, Int64(keepFrom))
             try d.run()
             return deleted + Int(db.changes)
+        }
+    }
+
+    /// ``pruneHistory(of:keepFrom:reportsFrom:)`` for several users in one transaction.
+    @discardableResult
+    public func pruneHistory(_ users: [(user: String, keepFrom: DayNumber, reportsFrom: DayNumber)]) throws -> Int {
+        guard !users.isEmpty else { return 0 }
+        return try lockedWrite { db in
+            let q = try db.prepare("DELETE FROM history WHERE user = ?1 AND ((kind IN (1, 2) AND day < ?2) OR (kind = 3 AND day < ?3))")
+            let d = try db.prepare("DELETE FROM history_days WHERE user = ?1 AND day < ?2")
+            var deleted = 0
+            for u in users {
+                q.bind(1, u.user)
+                q.bind(2, Int64(u.keepFrom))
+                q.bind(3, Int64(u.reportsFrom))
+                try q.run()
+                deleted += Int(db.changes)
+                d.bind(1, u.user)
+                d.bind(2, Int64(u.keepFrom))
+                try d.run()
+                deleted += Int(db.changes)
+            }
+            return deleted
         }
     }
 

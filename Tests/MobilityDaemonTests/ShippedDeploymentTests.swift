@@ -187,6 +187,7 @@ private let notAuthorized: Int32 = 135
             ("mobility/v1/users/alex/events", "{\"id\":\"forged-2\",\"kind\":\"injury\",\"date\":\"2026-01-01\"}"),
             ("mobility/v1/users/jamie/alerts/stalled_recovery", "{\"forged\":3}"),          // a forged alert
             ("mobility/v1/users/jamie/series/speed_7d", "{\"forged\":4}"),
+            ("mobility/v1/users/jamie/reports/weekly", "{\"forged\":12}"),                 // a forged care-team report
             (acks, "{\"forged\":5}"),                                                          // a forged ack
             ("mobility/v1/users/jamie/rejected", "{\"forged\":6}"),
             ("mobility/v1/daemon/mobilityd-1/status", "forged-7"),
@@ -225,7 +226,7 @@ private let notAuthorized: Int32 = 135
         }
         #expect(Set(jamie.messages().map { $0.topic.split(separator: "/")[4] }) == ["acks", "rejected"])
         for dashboard in [dashboard, dashboard2] {
-            #expect(dashboard.messages().allSatisfy { $0.topic.contains("/alerts/") || $0.topic.contains("/series/") || $0.topic.hasSuffix("/status") })
+            #expect(dashboard.messages().allSatisfy { $0.topic.contains("/alerts/") || $0.topic.contains("/series/") || $0.topic.contains("/reports/") || $0.topic.hasSuffix("/status") })
             #expect(dashboard.messages().contains { $0.topic == "mobility/v1/daemon/mobilityd-1/status" && $0.text == "online" })
         }
         #expect(dashboard2.messages(prefix: alert).count == 1) // the retained firing alert, for a dashboard that connects later
