@@ -266,4 +266,29 @@ private let notAuthorized: Int32 = 135
         #expect(m["mobilityd_samples_accepted_total"] == 1)
         #expect(m["mobilityd_broker_reconnects_total{role=\"subscriber\"}"] == 0)
     }
+
+    /// The shipped report-listener lines, uncommented with only paths and the port substituted
+    /// (the shipped unit hands the tokens and the key over as credentials; here they are files
+    /// of mode 0600): the status over TLS with a token, 401 without.
+    @Test func theShippedReportListenerServesOverTLSWithATokenOnly() throws {
+        let d = try ShippedDeployment()
+        let port = try freePort()
+        let token = UUID().uuidString + UUID().uuidString
+        try "care-team:\(token)\n".write(toFile: d.dir + "/http-tokens", atomically: true, encoding: .utf8)
+        chmod(d.dir + "/http-tokens", 0o600)
+        chmod(d.dir + "/server.key", 0o600)
+        try d.startDaemon(edit: [
+            ("# http-address = 127.0.0.1:9465", "http-address = 127.0.0.1:\(port)"),
+            ("# http-tokens = /run/credentials/mobilityd.service/http-tokens", "http-tokens = \(d.dir)/http-tokens"),
+            ("# http-tls-cert = /etc/mobilitywatch/http.crt", "http-tls-cert = \(d.dir)/server.crt"),
+            ("# http-tls-key = /run/credentials/mobilityd.service/http-key", "http-tls-key = \(d.dir)/server.key"),
+        ])
+        let url = "https://127.0.0.1:\(port)/api/v1/status"
+        #expect(try Curl.get(url, caFile: d.ca).status == 401)
+        let r = try Curl.get(url, headers: ["Authorization: Bearer \(token)"], caFile: d.ca)
+        #expect(r.status == 200, "\(r.log)")
+        #expect(r.body.contains("\"instance\":\"mobilityd-1\""))
+        #expect(d.metrics()["mobilityd_broker_subscribed"] == 1)  // /metrics needs no token
+        #expect(!(d.daemon?.log.contains(token) ?? true))
+    }
 }
