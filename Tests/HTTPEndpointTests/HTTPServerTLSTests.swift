@@ -102,6 +102,16 @@ import TestSupport
         }
     }
 
+    /// A busy port is a listening failure (mobilityd: 75, restarted), not a TLS one (2).
+    @Test func aBusyPortWithTLSIsCannotListen() throws {
+        let s = try server(tls: tls())
+        defer { s.stop() }
+        let error = #expect(throws: HTTPServerError.self) {
+            _ = try HTTPServer(address: "127.0.0.1:\(s.port)", tls: self.tls(), router: HTTPRouter(tokens: nil))
+        }
+        #expect(error?.code == .cannotListen, "\(String(describing: error))")
+    }
+
     @Test func theQueryCrossesTheWireDecodedAndBounded() throws {
         let s = try server(tls: nil)
         defer { s.stop() }
