@@ -11,17 +11,59 @@
 /* Its own thread with epoll (poll where epoll is missing), never select(2), whose FD_SETSIZE
    (1 024) made every connection past the 1 023rd descriptor fail; at most `connection_limit`
    connections at once (further ones wait in the listen backlog), each closed after
-   `timeout_seconds` without activity and given a `memory_limit`-byte pool. */
-static inline struct MHD_Daemon *mw_mhd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback handler, void *context,
-                                              unsigned int connection_limit, unsigned int timeout_seconds, size_t memory_limit) {
+   `timeout_seconds` without activity and given a `memory_limit`-byte pool (which also bounds a
+   request's line and headers: MHD answers 414/431 itself past it). With `cert_pem` and `key_pem`
+   (PEM text, NULL for plain HTTP) it speaks TLS 1.2 or 1.3 only (GnuTLS priorities). */
+static inline struct MHD_Daemon *mw_mhd_start_tls(const struct sockaddr *addr, MHD_AccessHandlerCallback handler, void *context,
+                                                  unsigned int connection_limit, unsigned int timeout_seconds, size_t memory_limit,
+                                                  const char *cert_pem, const char *key_pem) {
     unsigned int flags = MHD_USE_ERROR_LOG | (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES
                                               ? MHD_USE_EPOLL_INTERNAL_THREAD : MHD_USE_POLL_INTERNAL_THREAD);
-    return MHD_start_daemon(flags, 0, NULL, NULL, handler, context,
-                            MHD_OPTION_SOCK_ADDR, addr,
-                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-                            MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
-                            MHD_OPTION_END);
+    struct MHD_OptionItem options[] = {
+        { MHD_OPTION_SOCK_ADDR, 0, (void *)addr },
+        { MHD_OPTION_CONNECTION_LIMIT, connection_limit, NULL },
+        { MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds, NULL },
+        { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)memory_limit, NULL },
+        { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
+        { MHD_OPTION_END, 0, NULL },
+    };
+    if (cert_pem != NULL && key_pem != NULL) {
+        flags |= MHD_USE_TLS;
+        options[4] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert_pem };
+        options[5] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key_pem };
+        options[6] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                              (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2" };
+    }
+    return MHD_start_daemon(flags, 0, NULL, NULL, handler, context, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+}
+
+/* Plain HTTP (see mw_mhd_start_tls). */
+static inline struct MHD_Daemon *mw_mhd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback handler, void *context,
+                                              unsigned int connection_limit, unsigned int timeout_seconds, size_t memory_limit) {
+    return mw_mhd_start_tls(addr, handler, context, connection_limit, timeout_seconds, memory_limit, NULL, NULL);
+}
+
+/* Whether this libmicrohttpd was built with TLS (Debian's is, with GnuTLS). */
+static inline int mw_mhd_has_tls(void) { return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES; }
+
+/* A request header's value (e.g. "Authorization"), or NULL. */
+static inline const char *mw_mhd_header(struct MHD_Connection *connection, const char *name) {
+    return MHD_lookup_connection_value(connection, MHD_HEADER_KIND, name);
+}
+
+/* Calls `iterator` for each query argument (already percent-decoded); returns their count. */
+static inline int mw_mhd_query_arguments(struct MHD_Connection *connection, MHD_KeyValueIterator iterator, void *context) {
+    return MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, iterator, context);
+}
+
+/* The peer's IPv4 address as 4 bytes in network order into `out`; 0 when it is not IPv4. */
+static inline int mw_mhd_peer_ipv4(struct MHD_Connection *connection, uint8_t out[4]) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL || info->client_addr->sa_family != AF_INET) return 0;
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)info->client_addr;
+    const uint8_t *b = (const uint8_t *)&sin->sin_addr.s_addr;
+    out[0] = b[0]; out[1] = b[1]; out[2] = b[2]; out[3] = b[3];
+    return 1;
 }
 
 static inline struct MHD_Response *mw_mhd_response_copy(size_t size, void *buffer) {

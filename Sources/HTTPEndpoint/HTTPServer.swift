@@ -1,37 +1,66 @@
 import CMicroHTTPD
 import Glibc
 
-/// A response from an ``HTTPServer`` handler.
-public struct HTTPResponse: Sendable {
-    public var status: UInt32
-    public var contentType: String
-    public var body: String
+/// Why the HTTP server could not start.
+public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure.
+    public enum Code: Hashable, Sendable {
+        /// The address is not `HOST:PORT` with an IPv4 literal.
+        case badAddress
+        /// Binding or listening failed (the address is in use, not local, …).
+        case cannotListen
+        /// TLS could not start: this libmicrohttpd has no TLS, or the certificate or key is bad.
+        case tls
+    }
 
-    /// Creates a response.
-    public init(status: UInt32 = 200, contentType: String = "text/plain; charset=utf-8", body: String) {
-        self.status = status
-        self.contentType = contentType
-        self.body = body
+    /// What kind of failure.
+    public var code: Code
+    /// What went wrong, for the log.
+    public var message: String
+    /// The message.
+    public var description: String { message }
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
     }
 }
 
-/// Why the HTTP server could not start.
-public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
-}
-
-/// A tiny GET-only HTTP server on libmicrohttpd's own thread (epoll), for `/metrics` and `/healthz`.
+/// A small HTTP server on libmicrohttpd's own thread (epoll): `/metrics` and `/healthz`, and the
+/// report listener's routes (``HTTPRouter``), optionally over TLS.
 ///
 /// Bounded: at most `connectionLimit` connections at once (more wait in the listen backlog),
-/// each closed after `idleTimeoutSeconds` without activity, with a small per-connection pool, so
-/// idle or slow clients can neither exhaust the process's descriptors nor starve a health check.
+/// each closed after `idleTimeoutSeconds` without activity, with a small per-connection pool
+/// (16 KiB, which bounds a request's line and headers), so idle or slow clients can neither
+/// exhaust the process's descriptors nor starve a health check. Request bodies are discarded.
 ///
-/// Sendability: `daemon` is only passed to libmicrohttpd (stopped once, in `stop`); the handler is
-/// `@Sendable` and called from libmicrohttpd's thread.
+/// Sendability: `daemon` is only passed to libmicrohttpd (stopped once, in `stop`); the responder
+/// and the access log are `@Sendable` and called from libmicrohttpd's thread.
 public final class HTTPServer: @unchecked Sendable {
+    /// A server certificate (chain) and its private key, as PEM text.
+    public struct TLS: Sendable {
+        /// The certificate, then any intermediates, PEM.
+        public var certificatePEM: String
+        /// The private key, PEM (unencrypted).
+        public var keyPEM: String
+        /// Creates TLS settings.
+        public init(certificatePEM: String, keyPEM: String) {
+            self.certificatePEM = certificatePEM
+            self.keyPEM = keyPEM
+        }
+    }
+
+    /// Answers a request: the response, and the access-log record (nil: not logged).
+    public typealias Responder = @Sendable (HTTPRequest) -> (HTTPResponse, HTTPAccessRecord?)
+
     nonisolated(unsafe) private var daemon: OpaquePointer?
-    private let handler: @Sendable (_ method: String, _ path: String) -> HTTPResponse
+    private let responder: Responder
+    private let accessLog: (@Sendable (HTTPAccessRecord) -> Void)?
+    /// The PEM texts handed to libmicrohttpd, kept until it stops (then wiped).
+    nonisolated(unsafe) private var pem: (cert: UnsafeMutablePointer<CChar>, key: UnsafeMutablePointer<CChar>)?
+    /// Whether the server speaks TLS.
+    public let isTLS: Bool
     /// The bound port (useful when asked for port 0).
     public private(set) var port: UInt16 = 0
     /// The bound address as `HOST:PORT`, read back from the listening socket.
@@ -39,48 +68,111 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// The default bound on simultaneous connections.
     public static let defaultConnectionLimit = 2048
+    /// The most query parameters collected per request (more set ``HTTPRequest/queryOverflow``).
+    public static let maxQueryParameters = 64
+
+    /// Whether this libmicrohttpd was built with TLS.
+    public static var supportsTLS: Bool { mw_mhd_has_tls() != 0 }
+
+    /// Starts a plain-HTTP, GET-only server that hands `handler` the method and path (other
+    /// methods get 405). For `/metrics` and `/healthz`; nothing is access-logged.
+    public convenience init(address: String, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
+                            handler: @escaping @Sendable (String, String) -> HTTPResponse) throws(HTTPServerError) {
+        try self.init(address: address, connectionLimit: connectionLimit, idleTimeoutSeconds: idleTimeoutSeconds, responder: { request in
+            let r = request.method == "GET" || request.method == "HEAD" ? handler(request.method, request.path)
+                : HTTPResponse(status: 405, body: "method not allowed\n")
+            return (r, nil)
+        })
+    }
+
+    /// Starts a server for `router` (with TLS when `tls` is given) that hands each exchange's
+    /// record to `accessLog`.
+    public convenience init(address: String, tls: TLS? = nil, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
+                            router: HTTPRouter, accessLog: (@Sendable (HTTPAccessRecord) -> Void)? = nil) throws(HTTPServerError) {
+        try self.init(address: address, tls: tls, connectionLimit: connectionLimit, idleTimeoutSeconds: idleTimeoutSeconds,
+                      responder: { request in let (r, a) = router.respond(to: request); return (r, a) }, accessLog: accessLog)
+    }
 
     /// Starts listening on `host:port` (IPv4 literal; use 127.0.0.1 for loopback only).
-    public init(address: String, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
-                handler: @escaping @Sendable (String, String) -> HTTPResponse) throws(HTTPServerError) {
-        self.handler = handler
+    public init(address: String, tls: TLS? = nil, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
+                responder: @escaping Responder, accessLog: (@Sendable (HTTPAccessRecord) -> Void)? = nil) throws(HTTPServerError) {
+        self.responder = responder
+        self.accessLog = accessLog
+        self.isTLS = tls != nil
         guard let colon = address.lastIndex(of: ":"), let p = UInt16(address[address.index(after: colon)...]) else {
-            throw HTTPServerError(message: "metrics address '\(address)' must be HOST:PORT")
+            throw HTTPServerError(.badAddress, "address '\(address)' must be HOST:PORT")
         }
         var sin = sockaddr_in()
         sin.sin_family = sa_family_t(AF_INET)
         sin.sin_port = p.bigEndian
         guard inet_pton(AF_INET, String(address[..<colon]), &sin.sin_addr) == 1 else {
-            throw HTTPServerError(message: "metrics address '\(address)' needs an IPv4 literal host such as 127.0.0.1")
+            throw HTTPServerError(.badAddress, "address '\(address)' needs an IPv4 literal host such as 127.0.0.1")
+        }
+        if let tls {
+            guard HTTPServer.supportsTLS else { throw HTTPServerError(.tls, "this libmicrohttpd was built without TLS") }
+            pem = (strdup(tls.certificatePEM), strdup(tls.keyPEM))
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
+        errno = 0
         let d = withUnsafePointer(to: &sin) { ptr in
             ptr.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                mw_mhd_start(sa, { cls, conn, url, method, _, _, uploadSize, conCls in
+                mw_mhd_start_tls(sa, { cls, conn, url, method, _, _, uploadSize, conCls in
                     guard let cls, let conn, let url, let method else { return .NO }
-                    // The first call per request only sets up state; answer on the second.
+                    // The first call per request only sets up state; answer on the last.
                     if conCls?.pointee == nil { conCls?.pointee = UnsafeMutableRawPointer(bitPattern: 1); return .YES }
                     if let uploadSize, uploadSize.pointee != 0 { uploadSize.pointee = 0; return .YES }
                     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-                    let m = String(cString: method)
-                    let r = m == "GET" || m == "HEAD" ? server.handler(m, String(cString: url))
-                        : HTTPResponse(status: 405, body: "method not allowed\n")
-                    var bytes = Array(r.body.utf8)
-                    let resp = bytes.withUnsafeMutableBytes {
-                        mw_mhd_response_copy($0.count, $0.baseAddress)
-                    }
-                    guard let resp else { return .NO }
-                    _ = MHD_add_response_header(resp, "Content-Type", r.contentType)
-                    let ok = MHD_queue_response(conn, r.status, resp)
-                    MHD_destroy_response(resp)
-                    return ok
-                }, me, UInt32(clamping: max(1, connectionLimit)), UInt32(clamping: max(1, idleTimeoutSeconds)), 16 * 1024)
+                    return server.answer(conn, method: String(cString: method), path: String(cString: url))
+                }, me, UInt32(clamping: max(1, connectionLimit)), UInt32(clamping: max(1, idleTimeoutSeconds)), 16 * 1024,
+                pem?.cert, pem?.key)
             }
         }
-        guard let d else { throw HTTPServerError(message: "cannot listen on \(address): \(String(cString: strerror(errno)))") }
+        guard let d else {
+            let e = errno
+            wipePEM()
+            if tls != nil, e != EADDRINUSE, e != EADDRNOTAVAIL, e != EACCES {
+                throw HTTPServerError(.tls, "cannot start TLS on \(address): check that the certificate and the key are PEM and belong together")
+            }
+            throw HTTPServerError(.cannotListen, "cannot listen on \(address): \(String(cString: strerror(e)))")
+        }
         daemon = d
         port = mw_mhd_port(d)
         boundAddress = HTTPServer.localAddress(fd: mw_mhd_listen_fd(d)) ?? "\(address[..<colon]):\(port)"
+    }
+
+    /// Builds the request, asks the responder, queues the response and logs the exchange.
+    private func answer(_ conn: OpaquePointer, method: String, path: String) -> MHD_Result {
+        var collector = QueryCollector()
+        withUnsafeMutablePointer(to: &collector) { c in
+            _ = mw_mhd_query_arguments(conn, { cls, _, key, value in
+                guard let cls, let key else { return .YES }
+                let c = cls.assumingMemoryBound(to: QueryCollector.self)
+                guard c.pointee.items.count < HTTPServer.maxQueryParameters else { c.pointee.overflow = true; return .NO }
+                c.pointee.items.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+                return .YES
+            }, c)
+        }
+        var ip: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
+        let peer: String? = withUnsafeMutableBytes(of: &ip) { b in
+            mw_mhd_peer_ipv4(conn, b.baseAddress!.assumingMemoryBound(to: UInt8.self)) != 0 ? b.map(String.init).joined(separator: ".") : nil
+        }
+        let request = HTTPRequest(method: method, path: path, query: collector.items, queryOverflow: collector.overflow,
+                                  authorization: mw_mhd_header(conn, "Authorization").map { String(cString: $0) }, peer: peer, isTLS: isTLS)
+        let (r, record) = responder(request)
+        var bytes = r.bytes
+        let resp = bytes.withUnsafeMutableBytes { mw_mhd_response_copy($0.count, $0.baseAddress) }
+        guard let resp else { return .NO }
+        _ = MHD_add_response_header(resp, "Content-Type", r.contentType)
+        for (name, value) in r.headers { _ = MHD_add_response_header(resp, name, value) }
+        let ok = MHD_queue_response(conn, r.status, resp)
+        MHD_destroy_response(resp)
+        if let record, let accessLog { accessLog(record) }
+        return ok
+    }
+
+    private struct QueryCollector {
+        var items: [(name: String, value: String)] = []
+        var overflow = false
     }
 
     /// Open connections now.
@@ -101,9 +193,19 @@ public final class HTTPServer: @unchecked Sendable {
         return address + ":" + String(UInt16(bigEndian: sin.sin_port))
     }
 
+    /// Overwrites and frees the PEM copies.
+    private func wipePEM() {
+        guard let (cert, key) = pem else { return }
+        memset(key, 0, strlen(key))
+        free(cert)
+        free(key)
+        pem = nil
+    }
+
     /// Stops listening.
     public func stop() {
         if let d = daemon { MHD_stop_daemon(d); daemon = nil }
+        wipePEM()
     }
 
     deinit { stop() }

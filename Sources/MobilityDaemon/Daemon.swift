@@ -200,6 +200,11 @@ public final class Daemon: Sendable {
             http = h
             services.append(h)
         }
+        var reports: HTTPService?
+        if let addr = config.httpAddress {
+            reports = HTTPService(reportsAt: addr, tls: config.httpTLS, router: reportRouter(shards: shards), log: log)
+            services.append(reports!)
+        }
         // Forgets acknowledged outputs and parks refused ones: every 20 ms, and once more when the
         // publisher stops (a refusal that arrives while draining is parked too).
         let settleOutputs: @Sendable () -> Void = { [self] in
@@ -254,10 +259,11 @@ public final class Daemon: Sendable {
         // The failing service logged why; the started ones are stopped. A metrics port still held
         // (by the instance stopping before this one) may free itself: 75 (EX_TEMPFAIL), which the
         // unit restarts; everything else is 1, which it does not.
-        do { try group.start() } catch is HTTPServerError { return 75 } catch { return 1 }
+        // A TLS certificate or key libmicrohttpd refuses is a configuration error: 2.
+        do { try group.start() } catch let e as HTTPServerError { return e.code == .cannotListen ? 75 : 2 } catch { return 1 }
         log.info("started", ["broker": broker.description, "client_id": clientID, "clock": config.clock.rawValue, "shards": String(shards.count),
                              "rules": config.rules, "alerts": String(program.alerts.count), "rules_identity": program.identity,
-                             "metrics": http?.boundAddress ?? "off"])
+                             "metrics": http?.boundAddress ?? "off", "http": reports?.boundAddress.map { (config.httpTLS == nil ? "http://" : "https://") + $0 } ?? "off"])
 
         shutdown.wait()
         group.stop()

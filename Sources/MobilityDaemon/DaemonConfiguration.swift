@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HTTPEndpoint
 import MobilityModel
 import MQTTTransport
 import RuleEngine
@@ -36,6 +37,11 @@ public struct DaemonConfiguration: Sendable {
     /// (milliseconds; 0: after every batch). The ingest journal holds the messages meanwhile.
     public var commitIntervalMs = 100
     public var metricsAddress: String? = "127.0.0.1:9464"
+    /// The report listener (`--http-address`; nil: off), its bearer tokens and TLS (see
+    /// `DaemonConfiguration+HTTP.swift`).
+    public var httpAddress: String?
+    public var httpTokens: BearerTokens?
+    public var httpTLS: HTTPServer.TLS?
     public var logFormat = LogFormat.logfmt
     public var logLevel = LogLevel.info
     public var timeZone = "UTC"
@@ -97,6 +103,7 @@ public struct DaemonConfiguration: Sendable {
         Option(name: "ack-interval", value: "MS", help: "publish commit acknowledgements at most this often, coalesced per user (default 250; 0: every commit)"),
         Option(name: "commit-interval", value: "MS", help: "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch)"),
         Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)"),
+    ] + httpOptions + [
         Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
         Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
         Option(name: "time-zone", value: "ZONE", help: "IANA zone of users without a profile (default UTC)"),
@@ -195,6 +202,7 @@ public struct DaemonConfiguration: Sendable {
             merged["password"] = secret
         }
         try c.apply(merged)
+        try c.applyHTTP(merged)
         return c
     }
 

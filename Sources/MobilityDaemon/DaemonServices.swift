@@ -8,18 +8,35 @@ import StateStore
 // The daemon's services, in the order `Daemon.run` starts them (see docs/architecture.md,
 // "Concurrency (daemon)"); each is stopped in reverse.
 
-/// The metrics and health endpoint: listens from the start (so it is the last to stop).
+/// An HTTP listener: the metrics and health endpoint, or the report listener (``HTTPRouter``,
+/// bearer tokens, optional TLS, every exchange access-logged). Listens from the start (so it is
+/// among the last to stop).
 final class HTTPService: Service {
-    let name = "http"
+    let name: String
     private let address: String
     private let log: Logger
-    private let handler: @Sendable (String, String) -> HTTPResponse
+    private let serve: (_ address: String, _ connectionLimit: Int) throws(HTTPServerError) -> HTTPServer
     private var server: HTTPServer?
 
+    /// The metrics and health listener: `handler` gets the method and path.
     init(address: String, log: Logger, handler: @escaping @Sendable (String, String) -> HTTPResponse) {
+        self.name = "http"
         self.address = address
         self.log = log
-        self.handler = handler
+        self.serve = { address, limit throws(HTTPServerError) in try HTTPServer(address: address, connectionLimit: limit, handler: handler) }
+    }
+
+    /// The report listener: `router`'s routes, over TLS when `tls` is given, each exchange
+    /// logged as one `http access` line (see ``HTTPAccessRecord``).
+    init(reportsAt address: String, tls: HTTPServer.TLS?, router: HTTPRouter, log: Logger) {
+        self.name = "report http"
+        self.address = address
+        self.log = log
+        self.serve = { address, limit throws(HTTPServerError) in
+            try HTTPServer(address: address, tls: tls, connectionLimit: limit, router: router) { record in
+                log.log(.info, "http access", pairs: record.fields)
+            }
+        }
     }
 
     /// The address it listens on, once started.
@@ -28,9 +45,9 @@ final class HTTPService: Service {
     func start() throws {
         do {
             let limit = DescriptorLimit.httpConnections(limit: DescriptorLimit.raise(), wanted: HTTPServer.defaultConnectionLimit)
-            server = try HTTPServer(address: address, connectionLimit: limit, handler: handler)
+            server = try serve(address, limit)
         } catch {
-            log.error("cannot serve metrics", ["address": address, "error": error.description])
+            log.error(name == "http" ? "cannot serve metrics" : "cannot serve reports", ["address": address, "error": error.description])
             throw error
         }
     }

@@ -40,6 +40,12 @@ public final class Logger: Sendable {
     /// Logs an event with fields.
     public func log(_ level: LogLevel, _ message: String, _ fields: KeyValuePairs<String, String> = [:]) {
         guard level >= minimum else { return }
+        log(level, message, pairs: fields.map { ($0.key, $0.value) })
+    }
+
+    /// Logs an event with fields built at run time.
+    public func log(_ level: LogLevel, _ message: String, pairs fields: [(String, String)]) {
+        guard level >= minimum else { return }
         let ts = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
         var line: String
         switch format {

@@ -125,15 +125,7 @@ final class ShippedDeployment: @unchecked Sendable {
     }
 
     /// A throwaway CA and a server certificate for 127.0.0.1 and 127.0.0.2.
-    static func mintCertificates(_ dir: String) throws {
-        let ssl = "/usr/bin/openssl"
-        try run(ssl, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=MobilityWatch test CA",
-                      "-keyout", dir + "/ca.key", "-out", dir + "/ca.crt"])
-        try run(ssl, ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.2", "-keyout", dir + "/server.key", "-out", dir + "/server.csr"])
-        try "subjectAltName=IP:127.0.0.1,IP:127.0.0.2\n".write(toFile: dir + "/san.ext", atomically: true, encoding: .utf8)
-        try run(ssl, ["x509", "-req", "-in", dir + "/server.csr", "-CA", dir + "/ca.crt", "-CAkey", dir + "/ca.key", "-CAcreateserial",
-                      "-days", "2", "-extfile", dir + "/san.ext", "-out", dir + "/server.crt"])
-    }
+    static func mintCertificates(_ dir: String) throws { try TestCertificates.mint(dir) }
 }
 
 private func run(_ tool: String, _ args: [String]) throws {
@@ -274,5 +266,30 @@ private let notAuthorized: Int32 = 135
         let m = d.metrics()
         #expect(m["mobilityd_samples_accepted_total"] == 1)
         #expect(m["mobilityd_broker_reconnects_total{role=\"subscriber\"}"] == 0)
+    }
+
+    /// The shipped report-listener lines, uncommented with only paths and the port substituted
+    /// (the shipped unit hands the tokens and the key over as credentials; here they are files
+    /// of mode 0600): the status over TLS with a token, 401 without.
+    @Test func theShippedReportListenerServesOverTLSWithATokenOnly() throws {
+        let d = try ShippedDeployment()
+        let port = try freePort()
+        let token = UUID().uuidString + UUID().uuidString
+        try "care-team:\(token)\n".write(toFile: d.dir + "/http-tokens", atomically: true, encoding: .utf8)
+        chmod(d.dir + "/http-tokens", 0o600)
+        chmod(d.dir + "/server.key", 0o600)
+        try d.startDaemon(edit: [
+            ("# http-address = 127.0.0.1:9465", "http-address = 127.0.0.1:\(port)"),
+            ("# http-tokens = /run/credentials/mobilityd.service/http-tokens", "http-tokens = \(d.dir)/http-tokens"),
+            ("# http-tls-cert = /etc/mobilitywatch/http.crt", "http-tls-cert = \(d.dir)/server.crt"),
+            ("# http-tls-key = /run/credentials/mobilityd.service/http-key", "http-tls-key = \(d.dir)/server.key"),
+        ])
+        let url = "https://127.0.0.1:\(port)/api/v1/status"
+        #expect(try Curl.get(url, caFile: d.ca).status == 401)
+        let r = try Curl.get(url, headers: ["Authorization: Bearer \(token)"], caFile: d.ca)
+        #expect(r.status == 200, "\(r.log)")
+        #expect(r.body.contains("\"instance\":\"mobilityd-1\""))
+        #expect(d.metrics()["mobilityd_broker_subscribed"] == 1)  // /metrics needs no token
+        #expect(!(d.daemon?.log.contains(token) ?? true))
     }
 }

@@ -1,0 +1,55 @@
+import MobilityModel
+
+/// The kinds of API error, as the `errorType` of the error envelope (Prometheus's HTTP API
+/// vocabulary where it has a word for it).
+public enum APIErrorType: String, Sendable {
+    /// A malformed request: a bad parameter, an unknown or repeated query parameter (400).
+    case badData = "bad_data"
+    /// Missing or wrong credentials (401).
+    case unauthorized
+    /// No such resource (404).
+    case notFound = "not_found"
+    /// The path exists but not for this method (405).
+    case methodNotAllowed = "method_not_allowed"
+    /// The request line or query is over the listener's bounds (414).
+    case tooLong = "too_long"
+    /// The server failed (500).
+    case `internal`
+    /// The server cannot answer now (503).
+    case unavailable
+
+    /// The HTTP status this kind of error is sent with.
+    public var status: UInt32 {
+        switch self {
+        case .badData: 400
+        case .unauthorized: 401
+        case .notFound: 404
+        case .methodNotAllowed: 405
+        case .tooLong: 414
+        case .internal: 500
+        case .unavailable: 503
+        }
+    }
+}
+
+extension HTTPResponse {
+    /// The JSON API's content type.
+    public static let jsonContentType = "application/json; charset=utf-8"
+
+    /// `{"status":"success","data":DATA}` with `data` a JSON text the caller wrote (e.g. with
+    /// `JSONWriter`); 200 unless told.
+    public static func apiSuccess(data: String, status: UInt32 = 200) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: jsonContentType, body: "{\"status\":\"success\",\"data\":" + data + "}")
+    }
+
+    /// `{"status":"error","errorType":TYPE,"error":MESSAGE}` with the type's status. The message
+    /// is for people; it must not quote health data.
+    public static func apiError(_ type: APIErrorType, _ message: String) -> HTTPResponse {
+        var body = "{\"status\":\"error\",\"errorType\":"
+        JSONWriter.quote(type.rawValue, into: &body)
+        body += ",\"error\":"
+        JSONWriter.quote(message, into: &body)
+        body += "}"
+        return HTTPResponse(status: type.status, contentType: jsonContentType, body: body)
+    }
+}

@@ -1,0 +1,189 @@
+/// Routes requests to handlers by method and path pattern, authenticates them with bearer
+/// tokens, enforces the request bounds and answers what no route takes (404, 405, 400, 401,
+/// 414): under `/api/` with the JSON error envelope (``HTTPResponse/apiError(_:_:)``), elsewhere
+/// in plain text. Every response gets ``HTTPResponse/securityHeaders`` (and HSTS over TLS).
+///
+/// Mounting a route (the daemon builds its router in `Daemon+ReportRoutes.swift`):
+///
+/// ```swift
+/// var router = HTTPRouter(tokens: tokens)
+/// router.get("/api/v1/users/{u}/reports", query: ["week"]) { request in
+///     let user = request.parameter("u")!          // matched, 1-128 URL-safe characters
+///     let week = request.query("week")            // nil when absent; at most once, bounded
+///     return .apiSuccess(data: json)               // or .apiError(.notFound, "no report for that week")
+/// }
+/// router.get("/users/{u}/report", query: ["week"]) { request in .html(page) }
+/// ```
+///
+/// - Patterns are absolute paths of `/`-separated segments; a `{name}` segment matches one
+///   non-empty segment of 1…``Limits/maxParameterBytes`` bytes of `A-Z a-z 0-9 - . _ ~` (other
+///   bytes: 400) and is passed as `request.parameter(name)`. No trailing slash, no wildcards.
+///   Handlers validate what a parameter means (a known user, a week `2026-W10`).
+/// - `query` lists the parameters the route takes: any other, a repeated one or one over the
+///   bounds is a 400 before the handler runs.
+/// - `access` is `.token` by default: the request must carry `Authorization: Bearer TOKEN` of
+///   one of the router's tokens (else 401 with `WWW-Authenticate: Bearer`); the handler sees the
+///   token's name as `request.principal`. A router without tokens refuses every `.token` route.
+/// - `HEAD` is answered by the `GET` route (libmicrohttpd drops the body).
+/// - Handlers run on the server's thread, one request at a time: keep them quick, and never put
+///   health data in an error message (clients' logs keep them) nor in the access log (the
+///   router logs the route's pattern, never the path).
+public struct HTTPRouter: Sendable {
+    /// Who may call a route.
+    public enum Access: Sendable {
+        /// Anyone who can reach the listener.
+        case open
+        /// A request with one of the router's bearer tokens.
+        case token
+    }
+
+    /// The request bounds.
+    public struct Limits: Sendable {
+        /// The longest path (bytes, decoded); longer: 414.
+        public var maxPathBytes = 1024
+        /// The most query parameters; more: 400.
+        public var maxQueryParameters = 8
+        /// The longest query parameter name or value (bytes); longer: 400.
+        public var maxQueryValueBytes = 256
+        /// The longest `{name}` path segment (bytes).
+        public var maxParameterBytes = 128
+        /// Defaults.
+        public init() {}
+    }
+
+    /// A route's handler.
+    public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+
+    struct Route: Sendable {
+        enum Segment: Sendable, Equatable { case literal(String), parameter(String) }
+        let method: String
+        let pattern: String
+        let segments: [Segment]
+        let query: Set<String>
+        let access: Access
+        let handler: Handler
+    }
+
+    private var routes: [Route] = []
+    private let tokens: BearerTokens?
+    /// The bounds in force.
+    public let limits: Limits
+
+    /// A router that authenticates `.token` routes with `tokens` (none: they are refused).
+    public init(tokens: BearerTokens?, limits: Limits = Limits()) {
+        self.tokens = tokens
+        self.limits = limits
+    }
+
+    /// Mounts a `GET` (and `HEAD`) route. See the type's documentation for patterns.
+    public mutating func get(_ pattern: String, query: Set<String> = [], access: Access = .token, _ handler: @escaping Handler) {
+        add(method: "GET", pattern, query: query, access: access, handler)
+    }
+
+    /// Mounts a route for `method`. A pattern mounted twice for one method is a programmer error.
+    public mutating func add(method: String, _ pattern: String, query: Set<String> = [], access: Access = .token, _ handler: @escaping Handler) {
+        precondition(pattern.hasPrefix("/") && (pattern == "/" || !pattern.hasSuffix("/")), "route pattern '\(pattern)' must be an absolute path without a trailing slash")
+        let segments: [Route.Segment] = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { s in
+            if s.hasPrefix("{"), s.hasSuffix("}"), s.count > 2 { return .parameter(String(s.dropFirst().dropLast())) }
+            precondition(!s.contains("{") && !s.contains("}"), "route pattern '\(pattern)': '{' and '}' only around a whole segment")
+            return .literal(String(s))
+        }
+        precondition(!routes.contains { $0.method == method && $0.segments.map(Self.shape) == segments.map(Self.shape) },
+                     "route \(method) \(pattern) is mounted twice")
+        routes.append(Route(method: method, pattern: pattern, segments: segments, query: query, access: access, handler: handler))
+    }
+
+    /// The mounted routes as `METHOD PATTERN`, in mounting order.
+    public var mounted: [String] { routes.map { "\($0.method) \($0.pattern)" } }
+
+    /// Answers a request, with the access-log record of the exchange.
+    public func respond(to incoming: HTTPRequest) -> (HTTPResponse, HTTPAccessRecord) {
+        var request = incoming
+        let (response, route) = answer(&request)
+        var r = response
+        r.headers += HTTPResponse.securityHeaders
+        if request.isTLS { r.headers.append(("Strict-Transport-Security", "max-age=31536000")) }
+        let accepted = route.map { route in request.query.map(\.name).filter { route.query.contains($0) } } ?? []
+        let record = HTTPAccessRecord(method: HTTPAccessRecord.loggedMethod(request.method), route: route?.pattern ?? "-",
+                                      queryNames: r.status < 400 ? accepted : [], principal: request.principal ?? "-",
+                                      status: r.status, bytes: r.bytes.count, peer: request.peer ?? "-", tls: request.isTLS)
+        return (r, record)
+    }
+
+    private func answer(_ request: inout HTTPRequest) -> (HTTPResponse, Route?) {
+        func fail(_ type: APIErrorType, _ message: String) -> HTTPResponse {
+            request.isAPI ? .apiError(type, message) : .text(message + "\n", status: type.status)
+        }
+        guard request.path.utf8.count <= limits.maxPathBytes else {
+            return (fail(.tooLong, "the path is longer than \(limits.maxPathBytes) bytes"), nil)
+        }
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        guard request.path.hasPrefix("/") else { return (fail(.notFound, "not found"), nil) }
+        let candidates = routes.filter { Self.matches($0.segments, parts) }
+        guard !candidates.isEmpty else { return (fail(.notFound, "not found"), nil) }
+        let method = request.method == "HEAD" ? "GET" : request.method
+        guard let route = candidates.first(where: { $0.method == method }) else {
+            let allowed = Set(candidates.map(\.method) + (candidates.contains { $0.method == "GET" } ? ["HEAD"] : [])).sorted()
+            return (fail(.methodNotAllowed, "method \(HTTPAccessRecord.loggedMethod(request.method)) is not allowed here; allowed: \(allowed.joined(separator: ", "))")
+                .adding("Allow", allowed.joined(separator: ", ")), route0(candidates))
+        }
+        if route.access == .token {
+            guard let header = request.authorization else {
+                return (fail(.unauthorized, "authentication required: send 'Authorization: Bearer TOKEN'")
+                    .adding("WWW-Authenticate", "Bearer realm=\"mobilityd\""), route)
+            }
+            guard let name = tokens?.name(forAuthorization: header) else {
+                return (fail(.unauthorized, "the bearer token is not valid")
+                    .adding("WWW-Authenticate", "Bearer realm=\"mobilityd\", error=\"invalid_token\""), route)
+            }
+            request.principal = name
+        }
+        var parameters: [String: String] = [:]
+        for (segment, part) in zip(route.segments, parts) {
+            guard case .parameter(let name) = segment else { continue }
+            guard part.utf8.count <= limits.maxParameterBytes, part.utf8.allSatisfy(Self.isUnreserved) else {
+                return (fail(.badData, "path parameter '\(name)' must be 1-\(limits.maxParameterBytes) characters of A-Z a-z 0-9 - . _ ~"), route)
+            }
+            parameters[name] = String(part)
+        }
+        if request.queryOverflow || request.query.count > limits.maxQueryParameters {
+            return (fail(.badData, "more than \(limits.maxQueryParameters) query parameters"), route)
+        }
+        var seen: Set<String> = []
+        for (name, value) in request.query {
+            guard route.query.contains(name) else {
+                let known = route.query.isEmpty ? "this path takes none" : "known: " + route.query.sorted().joined(separator: ", ")
+                return (fail(.badData, "unknown query parameter (\(known))"), route)
+            }
+            guard seen.insert(name).inserted else { return (fail(.badData, "query parameter '\(name)' is given more than once"), route) }
+            guard value.utf8.count <= limits.maxQueryValueBytes else {
+                return (fail(.badData, "query parameter '\(name)' is longer than \(limits.maxQueryValueBytes) bytes"), route)
+            }
+        }
+        request.route = route.pattern
+        request.parameters = parameters
+        return (route.handler(request), route)
+    }
+
+    /// The route logged for a 405: the path's pattern (of the first route that has it).
+    private func route0(_ candidates: [Route]) -> Route? { candidates.first }
+
+    private static func matches(_ segments: [Route.Segment], _ parts: ArraySlice<Substring>) -> Bool {
+        guard segments.count == parts.count else { return false }
+        for (segment, part) in zip(segments, parts) {
+            switch segment {
+            case .literal(let s): if part != s { return false }
+            case .parameter: if part.isEmpty { return false }
+            }
+        }
+        return true
+    }
+
+    private static func shape(_ s: Route.Segment) -> String {
+        if case .literal(let l) = s { return l } else { return "{}" }
+    }
+
+    private static func isUnreserved(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || b == 0x2d || b == 0x2e || b == 0x5f || b == 0x7e
+    }
+}

@@ -1,0 +1,66 @@
+import Glibc
+import HTTPEndpoint
+
+/// The report listener's settings (`--http-address`, `--http-tokens`, `--http-tls-cert`,
+/// `--http-tls-key`): checked and read at load, so that a listener that would expose health data
+/// is a configuration error (exit 2) before anything starts.
+///
+/// The rules: the listener is off unless `--http-address` is set; when on, it always needs a
+/// tokens file (every local user can reach a loopback port), which must not be accessible to
+/// group or others; off loopback (any address outside 127.0.0.0/8, `0.0.0.0` included) it also
+/// needs TLS. The TLS key must be private like the tokens; the certificate may be public.
+extension DaemonConfiguration {
+    static let httpOptions: [Option] = [
+        Option(name: "http-address", value: "HOST:PORT|off", help: "care-team reports and the JSON API, bearer tokens required (default off; off loopback TLS too)"),
+        Option(name: "http-tokens", value: "FILE", help: "NAME:TOKEN lines, one per client (mode 0600 or 0400); the access log shows NAME"),
+        Option(name: "http-tls-cert", value: "FILE", help: "PEM certificate (chain) of the report listener"),
+        Option(name: "http-tls-key", value: "FILE", help: "PEM private key of the report listener (mode 0600 or 0400)"),
+    ]
+
+    /// Whether an IPv4 `HOST:PORT` is on a loopback address (127.0.0.0/8).
+    static func isLoopback(_ address: String) -> Bool {
+        address.hasPrefix("127.") && address.split(separator: ".").count == 4
+    }
+
+    mutating func applyHTTP(_ m: [String: String]) throws(Problem) {
+        if (m["http-tls-cert"] == nil) != (m["http-tls-key"] == nil) { throw Problem(description: "--http-tls-cert and --http-tls-key go together") }
+        guard let address = m["http-address"], address != "off" else { httpAddress = nil; return }
+        guard let colon = address.lastIndex(of: ":"), UInt16(address[address.index(after: colon)...]) != nil else {
+            throw Problem(description: "--http-address '\(address)' must be HOST:PORT (an IPv4 literal such as 127.0.0.1:9465) or off")
+        }
+        var probe = in_addr()
+        guard inet_pton(AF_INET, String(address[..<colon]), &probe) == 1 else {
+            throw Problem(description: "--http-address '\(address)' needs an IPv4 literal host such as 127.0.0.1")
+        }
+        let loopback = Self.isLoopback(address)
+        guard let tokensPath = m["http-tokens"] else {
+            throw Problem(description: "the report listener on \(address) serves health data and needs --http-tokens FILE "
+                + "(NAME:TOKEN lines, mode 0600; e.g. 'care-team:' followed by the output of 'openssl rand -hex 32'), even on loopback, "
+                + "which every local user can reach; or set --http-address off")
+        }
+        if !loopback, m["http-tls-cert"] == nil {
+            throw Problem(description: "refusing to serve health data on \(address), which is not loopback, without TLS: "
+                + "give --http-tls-cert FILE and --http-tls-key FILE, or listen on 127.0.0.1 behind a TLS-terminating proxy")
+        }
+        let (text, mode) = try Self.readPrivate(tokensPath, what: "http tokens file")
+        if mode & 0o077 != 0 { throw Problem(description: Self.looseFile(tokensPath, mode: mode, what: "http tokens file", holds: "bearer tokens")) }
+        do { httpTokens = try BearerTokens(parsing: text) } catch {
+            throw Problem(description: "http tokens file \(tokensPath)" + (error.line.map { ":\($0)" } ?? "") + ": " + error.message)
+        }
+        if let certPath = m["http-tls-cert"], let keyPath = m["http-tls-key"] {
+            guard HTTPServer.supportsTLS else { throw Problem(description: "--http-tls-cert: this libmicrohttpd was built without TLS") }
+            let (cert, _) = try Self.readPrivate(certPath, what: "http TLS certificate")
+            let (key, keyMode) = try Self.readPrivate(keyPath, what: "http TLS key")
+            if keyMode & 0o077 != 0 { throw Problem(description: Self.looseFile(keyPath, mode: keyMode, what: "http TLS key", holds: "the private key")) }
+            guard cert.contains("-----BEGIN CERTIFICATE-----") else { throw Problem(description: "http TLS certificate \(certPath) holds no PEM certificate") }
+            guard key.contains("PRIVATE KEY-----") else { throw Problem(description: "http TLS key \(keyPath) holds no PEM private key") }
+            httpTLS = HTTPServer.TLS(certificatePEM: cert, keyPEM: key)
+        }
+        httpAddress = address
+    }
+
+    static func looseFile(_ path: String, mode: mode_t, what: String, holds: String) -> String {
+        "\(what) \(path) holds \(holds) but is accessible to group or others (mode 0\(String(mode, radix: 8))); "
+            + "run 'chmod 600 \(path)' (owned by the user mobilityd runs as)"
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// A real HTTP(S) client for tests: `curl` as a child process.
+public enum Curl {
+    /// What came back: the status (0 when no HTTP exchange happened, e.g. a failed handshake),
+    /// the headers (names in lower case), the body and curl's own messages.
+    public struct Result: Sendable {
+        /// The status, or 0.
+        public var status: Int
+        /// Response headers, lower-cased names.
+        public var headers: [String: String]
+        /// The body as text.
+        public var body: String
+        /// curl's exit code.
+        public var exitCode: Int32
+        /// curl's stderr and the `-w` line.
+        public var log: String
+    }
+
+    /// `curl URL` with `headers` (`Name: value`), trusting `caFile` when given, plus `extra` arguments.
+    public static func get(_ url: String, headers: [String] = [], caFile: String? = nil, extra: [String] = []) throws -> Result {
+        let dir = NSTemporaryDirectory() + "mw-curl-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var args = ["-s", "-S", "--max-time", "10", "-o", dir + "/body", "-D", dir + "/headers", "-w", "status=%{http_code}\n"]
+        if let caFile { args += ["--cacert", caFile] }
+        for h in headers { args += ["-H", h] }
+        args += extra + [url]
+        let p = try ChildProcess("/usr/bin/curl", args)
+        let code = p.wait(timeout: 20)
+        let log = p.log
+        let status = log.split(separator: "\n").last { $0.hasPrefix("status=") }.flatMap { Int($0.dropFirst(7)) } ?? 0
+        var hs: [String: String] = [:]
+        let headerText = (try? String(contentsOfFile: dir + "/headers", encoding: .utf8)) ?? ""
+        for line in headerText.split(separator: "\r\n") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            hs[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let body = (try? String(contentsOfFile: dir + "/body", encoding: .utf8)) ?? ""
+        return Result(status: status, headers: hs, body: body, exitCode: code, log: log)
+    }
+}
