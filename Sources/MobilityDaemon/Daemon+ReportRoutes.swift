@@ -1,5 +1,7 @@
 import HTTPEndpoint
+import CareReports
 import MobilityModel
+import StateStore
 
 extension Daemon {
     /// The report listener's routes (`--http-address`). Every route needs a bearer token of
@@ -9,7 +11,7 @@ extension Daemon {
     ///
     /// Mount report pages and JSON here, e.g.
     /// `router.get("/api/v1/users/{u}/reports", query: ["week"]) { request in … }`.
-    func reportRouter(shards: [Shard]) -> HTTPRouter {
+    func reportRouter(shards: [Shard], store: StateStore) -> HTTPRouter {
         var router = HTTPRouter(tokens: config.httpTokens)
         // No health data: counts and the rules' identity, for a client to check its token and TLS.
         router.get("/api/v1/status") { [self] request in
@@ -25,6 +27,54 @@ extension Daemon {
             w.endObject()
             return .apiSuccess(data: w.text)
         }
+        mountHistoryAPI(&router, store: store)
         return router
+    }
+
+    /// The care-team history as JSON (`/api/v1/users/{u}/…`): the weeks with reports, one weekly
+    /// report, the recorded series and the alert episodes. Values as published (each series in
+    /// its rule's unit); days are the user's local dates. A user without history is 404.
+    func mountHistoryAPI(_ router: inout HTTPRouter, store: StateStore) {
+        router.get("/api/v1/users/{u}/reports") { request in
+            guard let u = request.parameter("u") else { return .apiError(.badData, "no user") }
+            return HistoryAPI.answer { () throws -> HTTPResponse in
+                let weeks = try store.reportWeeks(of: u)
+                guard !weeks.isEmpty else { return .apiError(.notFound, "no weekly report for this user") }
+                var w = JSONWriter()
+                w.beginObject()
+                w.beginArray("weeks")
+                for k in weeks { w.string(nil, k) }
+                w.endArray()
+                w.endObject()
+                return .apiSuccess(data: w.text)
+            }
+        }
+        router.get("/api/v1/users/{u}/reports/weekly", query: ["week"]) { request in
+            guard let u = request.parameter("u") else { return .apiError(.badData, "no user") }
+            let week = request.query("week")
+            if let week, ISOWeek(parsing: week) == nil { return .apiError(.badData, "week must look like 2026-W10") }
+            return HistoryAPI.answer { () throws -> HTTPResponse in
+                guard let r = try store.weeklyReport(of: u, week: week) else { return .apiError(.notFound, "no such weekly report") }
+                return .apiSuccess(data: String(decoding: r.payload, as: UTF8.self))
+            }
+        }
+        router.get("/api/v1/users/{u}/series", query: ["from", "to"]) { request in
+            guard let u = request.parameter("u") else { return .apiError(.badData, "no user") }
+            guard let range = HistoryAPI.range(request) else { return .apiError(.badData, HistoryAPI.rangeHelp) }
+            return HistoryAPI.answer { () throws -> HTTPResponse in
+                let h = try store.history(of: u, from: range.from, through: range.to)
+                guard !h.series.isEmpty else { return .apiError(.notFound, "no recorded series for this user in the range") }
+                return .apiSuccess(data: HistoryAPI.seriesJSON(h))
+            }
+        }
+        router.get("/api/v1/users/{u}/alerts", query: ["from", "to"]) { request in
+            guard let u = request.parameter("u") else { return .apiError(.badData, "no user") }
+            guard let range = HistoryAPI.range(request) else { return .apiError(.badData, HistoryAPI.rangeHelp) }
+            return HistoryAPI.answer { () throws -> HTTPResponse in
+                let h = try store.history(of: u, from: range.from, through: range.to)
+                guard !h.series.isEmpty || !h.alerts.isEmpty else { return .apiError(.notFound, "no history for this user in the range") }
+                return .apiSuccess(data: HistoryAPI.alertsJSON(h))
+            }
+        }
     }
 }

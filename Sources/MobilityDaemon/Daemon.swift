@@ -202,7 +202,7 @@ public final class Daemon: Sendable {
         }
         var reports: HTTPService?
         if let addr = config.httpAddress {
-            reports = HTTPService(reportsAt: addr, tls: config.httpTLS, router: reportRouter(shards: shards), log: log)
+            reports = HTTPService(reportsAt: addr, tls: config.httpTLS, router: reportRouter(shards: shards, store: store), log: log)
             services.append(reports!)
         }
         // Forgets acknowledged outputs and parks refused ones: every 20 ms, and once more when the

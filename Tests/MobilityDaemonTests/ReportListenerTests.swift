@@ -114,7 +114,7 @@ import TestSupport
         let withQuery = try Curl.get(url + "?week=2026-W10", headers: ["Authorization: Bearer \(Self.token)"], caFile: ca)
         #expect(withQuery.status == 400)
         #expect(withQuery.body.contains("\"errorType\":\"bad_data\""))
-        let unknown = try Curl.get("https://127.0.0.1:\(port)/api/v1/users/jamie-7/reports?week=2026-W11", headers: ["Authorization: Bearer \(Self.token)"], caFile: ca)
+        let unknown = try Curl.get("https://127.0.0.1:\(port)/api/v1/users/jamie-7/nothing?week=2026-W11", headers: ["Authorization: Bearer \(Self.token)"], caFile: ca)
         #expect(unknown.status == 404)
         // The metrics listener is another port and stays open to Prometheus without a token.
         #expect(httpGet(port: daemon.metricsPort, path: "/metrics")?.status == 200)

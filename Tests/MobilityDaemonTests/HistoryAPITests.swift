@@ -1,0 +1,82 @@
+import CareReports
+import Foundation
+import Glibc
+import MobilityModel
+import Simulator
+import Testing
+import TestSupport
+
+/// The care-team history over the report listener (`/api/v1/users/{u}/…`), from a live daemon
+/// that took a recovery story: what the API answers equals what the daemon published on MQTT.
+@Suite(.serialized) struct HistoryAPITests {
+    @Test func theHistoryAPIAnswersWhatTheDaemonPublished() throws {
+        let dir = try ReportListenerTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let story = BuiltinScenario.jamiePlateau, user = story.rawValue
+        let records = story.generator(seed: 6).generate().map(\.record)
+        let broker = try MosquittoBroker()
+        let port = try freePort()
+        let daemon = try DaemonUnderTest(broker: broker, extra: ["--http-address", "127.0.0.1:\(port)", "--http-tokens", dir + "/tokens"])
+        defer { daemon.process.stop() }
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/series/#", "mobility/v1/users/+/reports/#", "mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        for r in records { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        #expect(daemon.waitProcessed(records.count, timeout: 60))
+        #expect(daemon.waitIdle())
+        #expect(try rec.barrier())
+
+        let auth = ["Authorization: Bearer \(ReportListenerTests.token)"]
+        func api(_ path: String) throws -> (status: Int, data: JSONValue?) {
+            let r = try Curl.get("http://127.0.0.1:\(port)/api/v1/users/\(path)", headers: auth)
+            guard case .success(let v) = JSONValue.parse(Array(r.body.utf8)) else { return (r.status, nil) }
+            return (r.status, v["data"] ?? v)
+        }
+        // Weeks: as many as were published, newest first.
+        let published = rec.messages(prefix: "mobility/v1/users/\(user)/reports/weekly").compactMap { try? WeeklyDigest.decode($0.payload).get() }
+        #expect(published.count >= 12)
+        let weeks = try api("\(user)/reports")
+        #expect(weeks.status == 200)
+        #expect(weeks.data?["weeks"] == .array(published.map { .string($0.week.description) }.reversed()))
+        // The latest weekly report is the last one published; an earlier week by name.
+        let latest = try api("\(user)/reports/weekly")
+        #expect(latest.status == 200)
+        #expect(latest.data.flatMap { try? WeeklyDigest.decode(Array($0.text.utf8)).get() } == published.last)
+        let second = try api("\(user)/reports/weekly?week=\(published[1].week)")
+        #expect(second.data.flatMap { try? WeeklyDigest.decode(Array($0.text.utf8)).get() } == published[1])
+        #expect(try api("\(user)/reports/weekly?week=2026-W99").status == 400)
+        #expect(try api("\(user)/reports/weekly?week=1999-W10").status == 404)
+        #expect(try api("nobody/reports").status == 404)
+        #expect(try api("nobody/series").status == 404)
+
+        // Series: every published point of speed_p95 in March, in the series' unit.
+        var march: [String: Double?] = [:]
+        for m in rec.messages(prefix: "mobility/v1/users/\(user)/series/speed_p95") {
+            guard case .success(let v) = JSONValue.parse(m.payload), case .string(let d)? = v["day"], d.hasPrefix("2026-03-") else { continue }
+            if case .number(let n)? = v["value"] { march[d] = n } else { march[d] = .some(nil) }
+        }
+        #expect(march.count >= 28)  // the story's last day is still open
+        let series = try api("\(user)/series?from=2026-03-01&to=2026-03-31")
+        #expect(series.status == 200)
+        guard case .array(let points)? = series.data?["series"]?["speed_p95"]?["points"] else { Issue.record("no points: \(String(describing: series.data))"); return }
+        #expect(points.count == march.count)
+        for p in points {
+            guard case .string(let d)? = p["day"] else { Issue.record("a point without a day"); continue }
+            switch (p["value"], march[d]) {
+            case (.number(let a)?, .some(.some(let b))): #expect(abs(a - b) <= 1e-6, "\(d)")
+            case (.null?, .some(.none)): break
+            default: Issue.record("\(d): \(String(describing: p["value"])) vs \(String(describing: march[d]))")
+            }
+        }
+        #expect(try api("\(user)/series?from=2026-03-31&to=2026-03-01").status == 400)
+        #expect(try api("\(user)/series?from=2026-3-1").status == 400)
+
+        // Alerts: the stall the plateau fired, with its published id.
+        let fired = Set(rec.messages(prefix: "mobility/v1/users/\(user)/alerts/").compactMap { AlertTransition.parse($0.payload)?.id })
+        let alerts = try api("\(user)/alerts")
+        guard case .array(let episodes)? = alerts.data?["alerts"] else { Issue.record("no alerts"); return }
+        #expect(Set(episodes.compactMap { if case .string(let id)? = $0["id"] { id } else { nil } }) == fired)
+        #expect(!fired.isEmpty)
+        // Without a token: nothing.
+        #expect(try Curl.get("http://127.0.0.1:\(port)/api/v1/users/\(user)/series").status == 401)
+    }
+}
