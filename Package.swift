@@ -40,7 +40,7 @@ let package = Package(
         // Thin executables.
         .executableTarget(name: "mobilityd", dependencies: ["MobilityDaemon"], swiftSettings: strict),
         .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
-        .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"],
+        .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"],
                           swiftSettings: strict),
         .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting", "CareReports"], swiftSettings: strict),
 

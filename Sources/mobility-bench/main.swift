@@ -1,4 +1,5 @@
 import Foundation
+import CareReports
 import MobilityModel
 import RuleEngine
 import RuleLanguage
@@ -208,6 +209,23 @@ if wanted("history") {
     let readUsers = ids.prefix(smoke ? 50 : 1000)
     let read = seconds { for u in readUsers { _ = try! store.history(of: u, from: .min, through: .max) } }
     report("history: read one user's \(historyDays) days", read / Double(readUsers.count) * 1e3, "ms", "\(names.count) series")
+    // The weekly close as mobilityd runs it (WeeklyReports): per user, read the week, the week
+    // before and the baseline days, build the digest, then keep all digests in one commit.
+    if let declared = program.report {
+        let spec = ReportSpec(declared)
+        let last = CivilDate(year: 2026, month: 1, day: 1).dayNumber + Int32(historyDays - 1)
+        let week = ISOWeek(containing: last).previous
+        var weekly: [HistoryRecord] = []
+        let close = seconds {
+            for u in ids {
+                let h = try! store.history(of: u, from: week.monday - 45, through: week.sunday)
+                let d = WeeklyDigest.make(history: h, spec: spec, week: week)
+                weekly.append(HistoryRecord(user: u, kind: .weekly, key: week.description, day: week.monday, payload: Array(d.json.utf8)))
+            }
+            _ = try! store.commit(users: [], outbox: [], history: weekly)
+        }
+        report("history: weekly close, all users", close, "s", "\(historyUsers) users, one shard; digest of \(weekly.first?.payload.count ?? 0) bytes")
+    }
 }
 
 if wanted("decode") {
