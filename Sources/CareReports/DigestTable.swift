@@ -19,7 +19,7 @@ enum DigestTable {
     }
 
     private static func value(_ v: Double?, _ unit: DisplayUnit, _ decimals: Int) -> String {
-        v.map { "\(NumberText.fixed($0, decimals)) \(unit.symbol)" } ?? "no data"
+        v.map { "\(NumberText.fixed($0, decimals)) \(unit.symbol)" } ?? "–"
     }
 
     /// Digits for a unit: whole metres, two decimals for speeds and fractions, one for percent.
@@ -55,16 +55,16 @@ enum DigestTable {
             let trend: String = s.trendPerWeek.map { t in
                 let better = s.lowerIsBetter ? t < 0 : t > 0
                 let word = abs(t) < 1e-9 ? "flat" : better ? "improving" : "worsening"
-                return "\(NumberText.signed(t, n + 1)) \(s.unit.symbol)/week (\(word))"
+                return "\(NumberText.signed(t, n + 1)) \(s.unit.symbol) \(word)"
             } ?? "not enough data"
-            rows.append([("\(s.title): daily (\(s.series)), mean", false), (value(s.thisWeek.dailyMean, s.unit, n), true),
+            rows.append([("\(s.title), daily: mean", false), (value(s.thisWeek.dailyMean, s.unit, n), true),
                          (value(s.lastWeek.dailyMean, s.unit, n), true), (value(s.baseline, s.unit, n), true), (trend, false),
-                         ("\(s.thisWeek.daysWithoutData) of 7 (last week \(s.lastWeek.daysWithoutData))", true)])
-            rows.append([("\(s.title): smoothed, last value", false), (value(s.thisWeek.smoothedLast, s.unit, n), true),
+                         ("\(s.thisWeek.daysWithoutData) (last week \(s.lastWeek.daysWithoutData))", true)])
+            rows.append([("\(s.title), smoothed: last", false), (value(s.thisWeek.smoothedLast, s.unit, n), true),
                          (value(s.lastWeek.smoothedLast, s.unit, n), true), ("", false), ("", false), ("", false)])
         }
         table("This week against last week and the pre-injury baseline" + (digest.metrics.contains(where: \.lowerIsBetter) ? " (double support: lower is better)" : ""),
-              ["Measure", "This week", "Last week", "Baseline", "Trend", "Days without data"], rows, into: &m)
+              ["Measure", "This week", "Last week", "Baseline", "Trend per week", "Days without data"], rows, into: &m)
     }
 
     private static func sixMinuteWalk(_ digest: WeeklyDigest, into m: inout Markup) {

@@ -37,7 +37,7 @@ public enum ReportPage {
             DigestTable.render(digest, into: &m)
             let window = ReportWindow.weekly(digest, history, spec)
             let week = digest.firstDay...max(digest.firstDay, digest.lastDay)
-            m.element("p", [("class", "subtitle")], text: "Charts: \(NumberText.iso(window.lowerBound)) to \(NumberText.iso(window.upperBound)), the report week shaded blue.")
+            m.element("p", [("class", "subtitle")], text: "Charts: \(NumberText.iso(window.lowerBound)) to \(NumberText.iso(window.upperBound)), the report week outlined in blue.")
             RecoveryPanel.render(history, spec, window: window, week: week, into: &m)
             GaitQualityCard.render(history, spec, window: window, week: week, explanations: digest.explanations, into: &m)
             SixMinuteWalkChart.render(history, spec, window: window, week: week, into: &m)
@@ -81,7 +81,7 @@ public enum ReportPage {
     h1{font-size:1.35em;margin:.3em 0}
     h2{font-size:1.08em;margin:1.1em 0 .3em}
     .subtitle{color:#444;margin:.2em 0 .6em}
-    svg.chart{width:100%;height:auto;display:block}
+    svg.chart{width:100%;max-width:640px;height:auto;display:block}
     .chart-card{break-inside:avoid;page-break-inside:avoid;margin-bottom:1.2em}
     .legend{list-style:none;padding:0;margin:.3em 0;font-size:.82em;display:flex;flex-wrap:wrap;gap:2px 14px}
     .legend svg{width:1.1em;height:1.1em;vertical-align:-.2em}
@@ -93,7 +93,7 @@ public enum ReportPage {
     th,td{border-bottom:1px solid #d0d0d0;padding:4px 6px;text-align:left;vertical-align:top}
     thead th{border-bottom:2px solid #888}
     td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
-    @media (max-width:480px){body{font-size:14px;padding:8px}table{font-size:.8em}th,td{padding:3px 4px}}
+    @media (max-width:480px){body{font-size:14px;padding:8px}table{font-size:.78em}th,td{padding:3px 3px}td.num{white-space:normal}th,td{overflow-wrap:anywhere}}
     @media print{body{max-width:none;padding:0;font-size:10pt}.scroll{overflow:visible}.chart-card{margin-bottom:8mm}.explanation{background:none}}
 
     """

@@ -24,7 +24,7 @@ struct TimeChart {
         static let plotLeft = ChartGeometry.plotLeft
         static let plotWidth = ChartGeometry.plotWidth
         /// A lane's height.
-        static let lane = 15.0
+        static let lane = 16.0
         /// Lanes of annotations and of alerts at most.
         static let maxLanes = 3
     }
@@ -49,21 +49,21 @@ struct TimeChart {
         let alertTop = y
         y += Double(alerts.lanes.count) * Layout.lane
         let eventRow = y
-        if !clinical.isEmpty { y += 14 }
+        if !clinical.isEmpty || week != nil { y += 15 }
         var plotTops: [Double] = []
         for p in plots {
-            y += 18
+            y += 19
             plotTops.append(y)
             y += p.height + 8
         }
         let axisY = y - 8
-        let height = axisY + 22
+        let height = axisY + 24
 
         var m = Markup(capacity: 16_384)
         m.open("svg", [("xmlns", "http://www.w3.org/2000/svg"), ("viewBox", "0 0 \(Int(Layout.width)) \(Int(height.rounded(.up)))"),
                        ("role", "img"), ("class", "chart"), ("data-first-day", NumberText.iso(scale.first)),
                        ("data-last-day", NumberText.iso(scale.last)), ("font-family", "DejaVu Sans, Helvetica, Arial, sans-serif"),
-                       ("font-size", "11")])
+                       ("font-size", "12")])
         m.element("title", text: title)
         m.element("desc", text: desc)
 
@@ -72,7 +72,7 @@ struct TimeChart {
 
         for (p, top) in zip(plots, plotTops) {
             let values = ValueScale(minimum: p.range?.lowerBound ?? 0, maximum: p.range?.upperBound ?? 1, top: top, height: p.height)
-            background(p, scale, values, into: &m)
+            background(p, scale, values, firstPlotTop: plotTops[0], eventRowText: eventRow + 10, into: &m)
             if p.range == nil {
                 m.element("text", [("x", NumberText.coord(scale.left + scale.width / 2)), ("y", NumberText.coord(top + p.height / 2)),
                                    ("text-anchor", "middle"), ("fill", "#555")], text: "no data in this range")
@@ -81,17 +81,18 @@ struct TimeChart {
             }
         }
 
-        if let first = plotTops.first {
+        if !plotTops.isEmpty {
             for e in clinical {
                 let x = scale.x(e.firstDay)
                 m.open("g", [("class", "clinical-event"), ("data-day", NumberText.iso(e.firstDay))])
                 m.element("title", text: "\(NumberText.kind(e.kind)) on \(NumberText.iso(e.firstDay))" + (e.note.map { ": " + XMLText.bounded($0) } ?? ""))
-                m.element("line", [("class", "clinical-marker"), ("x1", NumberText.coord(x)), ("x2", NumberText.coord(x)),
-                                   ("y1", NumberText.coord(eventRow + 12)), ("y2", NumberText.coord(axisY)),
-                                   ("stroke", "#6a1b9a"), ("stroke-width", "1.5")])
-                m.element("path", [("d", "M\(NumberText.coord(x - 4)),\(NumberText.coord(first - 6))h8l-4,6z"), ("fill", "#6a1b9a")])
+                for (p, top) in zip(plots, plotTops) {  // within the plots, not over their titles
+                    m.element("line", [("class", "clinical-marker"), ("x1", NumberText.coord(x)), ("x2", NumberText.coord(x)),
+                                       ("y1", NumberText.coord(top)), ("y2", NumberText.coord(top + p.height)),
+                                       ("stroke", "#6a1b9a"), ("stroke-width", "1.5")])
+                }
                 let label = "\(NumberText.kind(e.kind)) \(NumberText.short(e.firstDay))"
-                let w = Double(label.count) * 6.2
+                let w = Double(label.count) * 7.4
                 let lx = min(max(x, scale.left + w / 2), scale.left + scale.width - w / 2)
                 m.element("text", [("x", NumberText.coord(lx)), ("y", NumberText.coord(eventRow + 10)), ("text-anchor", "middle"),
                                    ("fill", "#6a1b9a"), ("font-weight", "bold")], text: label)
@@ -139,12 +140,12 @@ struct TimeChart {
                 m.open("g", [("class", item.cssClass), ("data-first-day", NumberText.iso(item.first)), ("data-last-day", NumberText.iso(item.last))])
                 m.element("title", text: item.detail)
                 m.element("rect", [("x", NumberText.coord(x0)), ("y", NumberText.coord(y)), ("width", NumberText.coord(max(x1 - x0, 2))),
-                                   ("height", "12"), ("rx", "2"), ("fill", item.fill), ("stroke", item.ink), ("stroke-width", "0.6")])
+                                   ("height", "13"), ("rx", "2"), ("fill", item.fill), ("stroke", item.ink), ("stroke-width", "0.6")])
                 if item.open {
                     m.element("path", [("d", "M\(NumberText.coord(x1 - 5)),\(NumberText.coord(y + 1))l5,5l-5,5"), ("fill", "none"),
                                        ("stroke", item.ink)])
                 }
-                m.element("text", [("x", NumberText.coord(labelX)), ("y", NumberText.coord(y + 9.5)), ("font-size", "10"), ("fill", item.ink)]
+                m.element("text", [("x", NumberText.coord(labelX)), ("y", NumberText.coord(y + 10.5)), ("font-size", "11"), ("fill", item.ink)]
                           + (anchorEnd ? [("text-anchor", "end")] : []), text: item.label)
                 m.close("g")
             }
@@ -153,7 +154,7 @@ struct TimeChart {
 
     // MARK: plot background
 
-    private func background(_ p: Plot, _ x: DayScale, _ v: ValueScale, into m: inout Markup) {
+    private func background(_ p: Plot, _ x: DayScale, _ v: ValueScale, firstPlotTop: Double, eventRowText: Double, into m: inout Markup) {
         let top = v.top, h = v.height
         m.element("text", [("x", NumberText.coord(x.left)), ("y", NumberText.coord(top - 5)), ("font-weight", "bold"), ("fill", "#222"),
                            ("class", "axis-title")], text: p.axisTitle)
@@ -166,10 +167,16 @@ struct TimeChart {
         }
         if let week, week.upperBound >= x.first, week.lowerBound <= x.last {
             let x0 = x.slotStart(x.clamp(week.lowerBound)), x1 = x.slotStart(x.clamp(week.upperBound) + 1)
+            // Outlined, not filled: a fill would mix with the annotation and no-data shades.
             m.element("rect", [("class", "report-week"), ("x", NumberText.coord(x0)), ("y", NumberText.coord(top)),
-                               ("width", NumberText.coord(x1 - x0)), ("height", NumberText.coord(h)), ("fill", "#cfe0f5"), ("fill-opacity", "0.55")])
-            m.element("text", [("x", NumberText.coord(x1 - 2)), ("y", NumberText.coord(top - 5)), ("text-anchor", "end"), ("fill", "#1f4e8c"),
-                               ("font-size", "10")], text: "report week")
+                               ("width", NumberText.coord(x1 - x0)), ("height", NumberText.coord(h)), ("fill", "none"), ("stroke", "#1f4e8c"),
+                               ("stroke-width", "1.2"), ("stroke-dasharray", "3 2")])
+            m.element("rect", [("x", NumberText.coord(x0)), ("y", NumberText.coord(top)), ("width", NumberText.coord(x1 - x0)), ("height", "4"),
+                               ("fill", "#1f4e8c")])
+            if top == firstPlotTop {
+                m.element("text", [("class", "report-week-label"), ("x", NumberText.coord(x1 - 1)), ("y", NumberText.coord(eventRowText)),
+                                   ("text-anchor", "end"), ("fill", "#1f4e8c"), ("font-size", "11")], text: "report week ▾")
+            }
         }
         var runs: [ClosedRange<DayNumber>] = []
         for d in p.missing {
@@ -204,20 +211,20 @@ struct TimeChart {
     private func dateAxis(_ x: DayScale, y: Double, into m: inout Markup) {
         var monday = x.first
         while NumberText.weekday(monday) != 0 { monday += 1 }
-        let every = max(1, Int((52 / (7 * x.step)).rounded(.up)))
+        let every = max(1, Int((56 / (7 * x.step)).rounded(.up)))
         var i = 0
         var d = monday
         var tick = "", labels: [(Double, String)] = []
         while d <= x.last {
             let px = x.slotStart(d)
             tick += "M\(NumberText.coord(px)),\(NumberText.coord(y))v\(i % every == 0 ? 5 : 3)"
-            if i % every == 0, px - 16 >= 0, px + 16 <= Layout.width { labels.append((px, NumberText.short(d))) }
+            if i % every == 0, px - 18 >= 0, px + 18 <= Layout.width { labels.append((px, NumberText.short(d))) }
             i += 1
             d += 7
         }
         if !tick.isEmpty { m.element("path", [("d", tick), ("stroke", "#555"), ("fill", "none")]) }
         for (px, s) in labels {
-            m.element("text", [("class", "date-label"), ("x", NumberText.coord(px)), ("y", NumberText.coord(y + 16)), ("text-anchor", "middle"),
+            m.element("text", [("class", "date-label"), ("x", NumberText.coord(px)), ("y", NumberText.coord(y + 17)), ("text-anchor", "middle"),
                                ("fill", "#333")], text: s)
         }
     }

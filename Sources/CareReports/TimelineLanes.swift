@@ -26,8 +26,8 @@ struct TimelineLanes {
     /// Items that found no lane.
     private(set) var dropped = 0
 
-    /// Average advance of a 10-unit label character (generous, so labels do not collide).
-    static let charWidth = 5.9
+    /// Average advance of an 11-unit label character (generous, so labels do not collide).
+    static let charWidth = 6.5
 
     /// Lays `items` out on `scale` in at most `maxLanes` lanes.
     init(_ items: [Item], scale: DayScale, maxLanes: Int) {
@@ -39,8 +39,13 @@ struct TimelineLanes {
             var labelX = x0 + 3, anchorEnd = false, extent = (x0, max(x1, x0 + textWidth))
             if x0 + textWidth > right {
                 anchorEnd = true
-                labelX = right - 2
-                extent = (min(x0, right - textWidth), right)
+                if x0 - textWidth - 1 >= scale.left {  // the label left of the band
+                    labelX = x0 - 3
+                    extent = (x0 - textWidth - 1, x1)
+                } else {
+                    labelX = right - 2
+                    extent = (min(x0, right - textWidth), right)
+                }
             }
             if let lane = ends.firstIndex(where: { $0 + 2 <= extent.0 }) {
                 ends[lane] = extent.1

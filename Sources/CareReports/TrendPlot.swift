@@ -14,10 +14,10 @@ enum TrendPlot {
                 m.element("line", [("class", "baseline"), ("x1", NumberText.coord(x.left)), ("x2", NumberText.coord(x.left + x.width)),
                                    ("y1", NumberText.coord(y)), ("y2", NumberText.coord(y)), ("stroke", "#555"), ("stroke-width", "1.2"),
                                    ("stroke-dasharray", "6 3")])
-                m.element("text", [("class", "baseline-label"), ("x", NumberText.coord(x.left + x.width - 3)), ("y", NumberText.coord(y - 4)),
-                                   ("text-anchor", "end"), ("fill", "#333"), ("font-size", "10"), ("stroke", "#fff"), ("stroke-width", "3"),
-                                   ("paint-order", "stroke")],
-                          text: "baseline \(NumberText.fixed(b.value, decimals)) \(unit.symbol)")
+                // In the plot's title row, right-aligned: never over the data.
+                m.element("text", [("class", "baseline-label"), ("x", NumberText.coord(x.left + x.width)), ("y", NumberText.coord(v.top - 5)),
+                                   ("text-anchor", "end"), ("fill", "#333"), ("font-size", "11")],
+                          text: "baseline \(NumberText.fixed(b.value, decimals)) \(unit.symbol) (dashed)")
             }
             for seg in data.segments {
                 var d = ""

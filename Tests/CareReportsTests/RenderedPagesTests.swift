@@ -29,7 +29,7 @@ import Testing
               let d0 = h.series["double_support_7d"]?[a - 1] ?? nil, let d1 = h.series["double_support_7d"]?[b] ?? nil else { return [] }
         func f(_ v: Double, _ n: Int) -> String { String(format: "%.\(n)f", v) }
         return ["Walking speed dipped during the heat wave (7-day mean \(f(s0 / 0.44704, 2)) → \(f(s1 / 0.44704, 2)) mph), "
-                + "but double support kept improving (\(f(d0 * 100, 1)) % → \(f(d1 * 100, 1)) %): gait quality is still recovering."]
+                + "but double support kept improving (\(f(d0, 1)) % → \(f(d1, 1)) %): gait quality is still recovering."]
     }
 
     @Test func everyShippedScenarioHasWellFormedPages() throws {

@@ -33,7 +33,7 @@ import Testing
         #expect(svgs.count == 3)
         for s in svgs {
             #expect(s.namespace == "http://www.w3.org/2000/svg")
-            #expect(s.attributes["viewBox"]?.hasPrefix("0 0 520 ") == true)
+            #expect(s.attributes["viewBox"]?.hasPrefix("0 0 440 ") == true)
             let title = try #require(s.children.first { $0.name == "title" })
             let desc = try #require(s.children.first { $0.name == "desc" })
             #expect(title.allText.contains("jamie-plateau"))
@@ -164,7 +164,7 @@ import Testing
         let label = try #require(svg.descendants.first { $0.classes.contains("baseline-label") }).allText
         let shown = try #require(Double(label.split(separator: " ")[1]))
         #expect(abs(shown - mph) < 0.006)
-        #expect(label.hasSuffix(" mph"))
+        #expect(label.hasSuffix(" mph (dashed)"))
     }
 
     @Test func provisionalWatchEstimatesAreHollowAndClinicTestsRedSquares() throws {

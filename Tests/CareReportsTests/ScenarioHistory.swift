@@ -16,7 +16,7 @@ enum ScenarioHistory {
         speed: .init(title: "Walking speed", daily: "speed_p95", smoothed: "speed_7d", baselineDays: 30,
                      displayUnit: DisplayUnit(symbol: "mph", factor: 1 / 0.44704)),
         doubleSupport: .init(title: "Double support", daily: "double_support", smoothed: "double_support_7d", baselineDays: 30,
-                             displayUnit: DisplayUnit(symbol: "%", factor: 100), lowerIsBetter: true),
+                             displayUnit: DisplayUnit(symbol: "%", factor: 1), lowerIsBetter: true),  // published in % (28 = 28 %)
         sixMinuteWalk: .init(clinic: "six_minute_walk_clinic", watch: "six_minute_walk_watch", provisionalRule: "uncalibrated_6mwd",
                              displayUnit: DisplayUnit(symbol: "m", factor: 1)),
         explanations: ["gait_quality_explains_slowdown"])
@@ -42,8 +42,7 @@ enum ScenarioHistory {
                     h.alerts.append(AlertEpisode(id: a.id, rule: a.rule, severity: a.severity, firedDay: a.day.dayNumber, resolvedDay: nil,
                                                  summary: a.summary, labels: Dictionary(a.labels, uniquingKeysWith: { $1 })))
                 } else if let i = open.removeValue(forKey: a.id) {
-                    h.alerts[i].resolvedDay = a.day.dayNumber
-                    h.alerts[i].summary = a.summary
+                    h.alerts[i].resolvedDay = a.day.dayNumber  // the firing summary is kept: a resolved one reads "unknown"
                 }
             default:
                 break
