@@ -60,6 +60,8 @@ let package = Package(
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "CareReportsTests", dependencies: ["CareReports", "MobilityModel", "RuleLanguage", "RuleEngine", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "CareReportsTests", dependencies: ["CareReports", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "CLibXML2", "CZlib", "TestSupport"],
+                    swiftSettings: strict),
     ],
     cxxLanguageStandard: .cxx17
 )

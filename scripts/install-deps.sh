@@ -16,6 +16,7 @@ pkg-config --exists zlib 2>/dev/null || need+=(zlib1g-dev)
 pkg-config --exists simdjson 2>/dev/null || need+=(libsimdjson-dev)   # the samples decoder (C++)
 pkg-config --exists libsystemd 2>/dev/null || need+=(libsystemd-dev)  # sd_notify: readiness and the watchdog
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)        # the unit test runs systemd-analyze verify/security
+command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)  # the care-report pages rendered to PNG (tests, render-reports.sh)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,40 @@
+/// A chart's legend in HTML under the SVG: each entry a small symbol (shape, not colour alone)
+/// and words, so it wraps on a phone and reads in print.
+enum Legend {
+    /// A legend symbol.
+    enum Symbol {
+        case dot(String), hollowDot(String), square(String), line(String), dashed(String), band(String), marker(String)
+    }
+
+    /// `<ul class="legend">` of `(symbol, words)`.
+    static func render(_ entries: [(Symbol, String)], into m: inout Markup) {
+        m.open("ul", [("class", "legend")])
+        for (symbol, words) in entries {
+            m.open("li")
+            m.open("svg", [("xmlns", "http://www.w3.org/2000/svg"), ("viewBox", "0 0 16 16"), ("aria-hidden", "true")])
+            switch symbol {
+            case .dot(let c): m.element("circle", [("cx", "8"), ("cy", "8"), ("r", "4"), ("fill", c)])
+            case .hollowDot(let c): m.element("circle", [("cx", "8"), ("cy", "8"), ("r", "4"), ("fill", "#fff"), ("stroke", c), ("stroke-width", "1.8")])
+            case .square(let c): m.element("rect", [("x", "4"), ("y", "4"), ("width", "8"), ("height", "8"), ("fill", c)])
+            case .line(let c): m.element("path", [("d", "M1,8H15"), ("stroke", c), ("stroke-width", "2.5")])
+            case .dashed(let c): m.element("path", [("d", "M1,8H15"), ("stroke", c), ("stroke-width", "1.5"), ("stroke-dasharray", "4 2")])
+            case .band(let c): m.element("rect", [("x", "1"), ("y", "3"), ("width", "14"), ("height", "10"), ("fill", c), ("stroke", "#777"), ("stroke-width", "0.5")])
+            case .marker(let c):
+                m.element("path", [("d", "M4,2h8l-4,5z"), ("fill", c)])
+                m.element("path", [("d", "M8,6V15"), ("stroke", c), ("stroke-width", "1.5")])
+            }
+            m.close("svg")
+            m.add(" " + words)
+            m.close("li")
+        }
+        m.close("ul")
+    }
+
+    /// The entries every time axis shares.
+    static let timeline: [(Symbol, String)] = [
+        (.band("#d4d4d4"), "grey: no data that day"),
+        (.marker("#6a1b9a"), "clinical event (e.g. injury)"),
+        (.band("#f3dfa2"), "annotation (pain, fatigue, heat wave, plan change)"),
+        (.band("#f9d9a8"), "alert, from firing to resolved (arrow: still active)"),
+    ]
+}

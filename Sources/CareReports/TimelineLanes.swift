@@ -1,0 +1,61 @@
+import MobilityModel
+
+/// Puts labelled day ranges (annotations, alert episodes) into a few horizontal lanes above a
+/// chart so that neither bands nor labels overlap; what does not fit is counted, not drawn.
+struct TimelineLanes {
+    /// A labelled range.
+    struct Item {
+        /// Its first and last day, on the axis.
+        var first: DayNumber
+        var last: DayNumber
+        /// The label drawn beside the band.
+        var label: String
+        /// The tooltip (`<title>`).
+        var detail: String
+        /// Fill and text colours.
+        var fill: String
+        var ink: String
+        /// The element class (`annotation`, `alert alert-warning`…).
+        var cssClass: String
+        /// True when it runs on past the right edge (an active alert).
+        var open: Bool = false
+    }
+
+    /// The lanes, top first.
+    private(set) var lanes: [[(item: Item, labelX: Double, anchorEnd: Bool)]] = []
+    /// Items that found no lane.
+    private(set) var dropped = 0
+
+    /// Average advance of an 11-unit label character (generous, so labels do not collide).
+    static let charWidth = 6.5
+
+    /// Lays `items` out on `scale` in at most `maxLanes` lanes.
+    init(_ items: [Item], scale: DayScale, maxLanes: Int) {
+        var ends: [Double] = []
+        let right = scale.left + scale.width
+        for item in items.sorted(by: { ($0.first, $0.last) < ($1.first, $1.last) }) {
+            let x0 = scale.slotStart(item.first), x1 = scale.slotStart(item.last + 1)
+            let textWidth = Double(item.label.count) * Self.charWidth + 6
+            var labelX = x0 + 3, anchorEnd = false, extent = (x0, max(x1, x0 + textWidth))
+            if x0 + textWidth > right {
+                anchorEnd = true
+                if x0 - textWidth - 1 >= scale.left {  // the label left of the band
+                    labelX = x0 - 3
+                    extent = (x0 - textWidth - 1, x1)
+                } else {
+                    labelX = right - 2
+                    extent = (min(x0, right - textWidth), right)
+                }
+            }
+            if let lane = ends.firstIndex(where: { $0 + 2 <= extent.0 }) {
+                ends[lane] = extent.1
+                lanes[lane].append((item, labelX, anchorEnd))
+            } else if ends.count < maxLanes {
+                ends.append(extent.1)
+                lanes.append([(item, labelX, anchorEnd)])
+            } else {
+                dropped += 1
+            }
+        }
+    }
+}

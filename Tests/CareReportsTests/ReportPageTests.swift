@@ -1,0 +1,272 @@
+import CareReports
+import MobilityModel
+import Testing
+
+/// The pages parsed as XML and checked against values computed here from the history: one point
+/// per day with data, none on a missing day, the injury marker at the scale's x, the units, the
+/// broken line, the hollow provisional points, the escaping, the bounds.
+@Suite struct ReportPageTests {
+    let spec = ScenarioHistory.spec
+
+    /// The chart SVGs of a page (not the legends' symbols), in page order.
+    func charts(_ t: XMLTree) -> [XMLTree.Element] { t.all("svg").filter { $0.classes.contains("chart") } }
+
+    /// The chart inside the section with class `c`.
+    func chart(_ t: XMLTree, in c: String) throws -> XMLTree.Element {
+        let section = try #require(t.withClass(c).first)
+        return try #require(section.descendants.first { $0.name == "svg" && $0.classes.contains("chart") })
+    }
+
+    func day(_ s: String?) -> DayNumber? { s.flatMap { CivilDate(parsing: Substring($0))?.dayNumber } }
+
+    /// The x of `d` on a window, computed from the documented geometry, not by the renderer's scale.
+    func expectedX(_ d: DayNumber, first: DayNumber, last: DayNumber) -> Double {
+        ChartGeometry.plotLeft + (Double(d - first) + 0.5) * ChartGeometry.plotWidth / Double(last - first + 1)
+    }
+
+    @Test func thePanelPageIsWellFormedSelfContainedXHTML() throws {
+        let (h, _) = try ScenarioHistory.load("jamie-plateau")
+        let page = ReportPage.panel(history: h, spec: spec)
+        let t = try XMLTree(page)
+        #expect(t.root.name == "html" && t.root.namespace == "http://www.w3.org/1999/xhtml")
+        let svgs = charts(t)
+        #expect(svgs.count == 3)
+        for s in svgs {
+            #expect(s.namespace == "http://www.w3.org/2000/svg")
+            #expect(s.attributes["viewBox"]?.hasPrefix("0 0 440 ") == true)
+            let title = try #require(s.children.first { $0.name == "title" })
+            let desc = try #require(s.children.first { $0.name == "desc" })
+            #expect(title.allText.contains("jamie-plateau"))
+            #expect(desc.allText.count > 40)
+        }
+        // No script, no external asset, no event handler.
+        let all = t.root.descendants
+        #expect(!all.contains { ["script", "link", "img", "iframe", "object", "use", "image", "foreignObject"].contains($0.name) })
+        #expect(!all.contains { e in e.attributes.keys.contains { $0.hasPrefix("on") || $0 == "href" || $0 == "src" || $0.hasSuffix(":href") } })
+        #expect(!page.contains("url("))
+        #expect(try #require(t.all("style").first).allText.contains("@media print"))
+        // Deterministic.
+        #expect(ReportPage.panel(history: h, spec: spec) == page)
+    }
+
+    @Test func oneDailyPointPerDayWithDataAtTheScalesX() throws {
+        let (h, _) = try ScenarioHistory.load("data-gap")
+        let t = try XMLTree(ReportPage.panel(history: h, spec: spec))
+        let svg = try chart(t, in: "recovery-panel")
+        let first = try #require(day(svg.attributes["data-first-day"])), last = try #require(day(svg.attributes["data-last-day"]))
+        // No clinical event: the recorded range's last 91 days (all 90 here).
+        let recorded = h.series.values.flatMap(\.keys)
+        #expect(first == recorded.min() && last == recorded.max())
+        let daily = h.series["speed_p95"]!
+        let withData = Set((first...last).filter { (daily[$0] ?? nil) != nil })
+        let points = svg.descendants.filter { $0.classes.contains("daily") }
+        #expect(points.count == withData.count)
+        #expect(Set(points.compactMap { day($0.attributes["data-day"]) }) == withData)
+        for p in points {
+            let d = try #require(day(p.attributes["data-day"]))
+            #expect(abs(try #require(p.number("cx")) - expectedX(d, first: first, last: last)) < 0.06)
+        }
+    }
+
+    @Test func missingDaysAreShadedAndHaveNoPoint() throws {
+        let (h, s) = try ScenarioHistory.load("data-gap")
+        let t = try XMLTree(ReportPage.panel(history: h, spec: spec))
+        let gap = Set((s.timeline.start.dayNumber + 39)...(s.timeline.start.dayNumber + 44))  // scenario days 40 to 45
+        for c in ["recovery-panel", "six-minute-walk"] {
+            let svg = try chart(t, in: c)
+            var shaded = Set<DayNumber>()
+            for g in svg.descendants where g.classes.contains("missing") {
+                shaded.formUnion(try #require(day(g.attributes["data-first-day"]))...(try #require(day(g.attributes["data-last-day"]))))
+            }
+            #expect(shaded.isSuperset(of: gap), "\(c)")
+            let daily = h.series["speed_p95"]!
+            #expect(shaded == Set(shaded.filter { (daily[$0] ?? nil) == nil }), "\(c): only days without a value are shaded")
+            let pointDays = Set(svg.descendants.filter { $0.classes.contains("daily") }.compactMap { day($0.attributes["data-day"]) })
+            #expect(pointDays.isDisjoint(with: shaded))
+        }
+        // The gait-quality card has two time axes; both shade the gap.
+        let card = try chart(t, in: "gait-quality")
+        #expect(card.descendants.filter { $0.classes.contains("missing") && day($0.attributes["data-first-day"]) == gap.min() }.count == 2)
+    }
+
+    @Test func theInjuryMarkerIsAtTheXOfTheInjuryDay() throws {
+        let (h, s) = try ScenarioHistory.load("jamie-plateau")
+        let injury = s.timeline.start.dayNumber - 1 + DayNumber(s.timeline.injuryDay!)
+        let recorded = h.series.values.flatMap(\.keys)
+        let first = max(injury - 30, recorded.min()!), last = min(injury + 60, recorded.max()!)
+        let t = try XMLTree(ReportPage.panel(history: h, spec: spec))
+        for c in ["recovery-panel", "gait-quality", "six-minute-walk"] {
+            let svg = try chart(t, in: c)
+            #expect(day(svg.attributes["data-first-day"]) == first && day(svg.attributes["data-last-day"]) == last)
+            let marker = try #require(svg.descendants.first { $0.classes.contains("clinical-marker") })
+            #expect(day(marker.parent?.attributes["data-day"]) == injury)
+            #expect(abs(try #require(marker.number("x1")) - expectedX(injury, first: first, last: last)) < 0.06)
+            #expect(marker.number("x1") == marker.number("x2"))
+        }
+    }
+
+    @Test func axisLabelsAreInTheDisplayUnit() throws {
+        let (h, _) = try ScenarioHistory.load("jamie-normal")
+        func labels(_ s: ReportSpec) throws -> (String, [Double]) {
+            let svg = try chart(try XMLTree(ReportPage.panel(history: h, spec: s)), in: "recovery-panel")
+            let title = try #require(svg.descendants.first { $0.classes.contains("axis-title") }).allText
+            return (title, svg.descendants.filter { $0.classes.contains("value-label") }.compactMap { Double($0.allText) })
+        }
+        let values = h.series["speed_p95"]!.values.compactMap { $0 }
+        let (mphTitle, mph) = try labels(spec)
+        #expect(mphTitle == "Walking speed (mph)")
+        // The ticks bracket the values converted to mph (1 mph = 0.44704 m/s), not the m/s values.
+        #expect(try #require(mph.min()) <= values.min()! / 0.44704 && mph.max()! >= values.max()! / 0.44704)
+        #expect(mph.max()! > values.max()! * 1.5)
+        var metric = spec
+        metric.speed?.displayUnit = DisplayUnit(symbol: "m/s", factor: 1)
+        let (msTitle, ms) = try labels(metric)
+        #expect(msTitle == "Walking speed (m/s)")
+        #expect(ms.min()! <= values.min()! && ms.max()! >= values.max()! && ms.max()! < values.max()! * 1.5)
+    }
+
+    @Test func theSmoothedLineIsBrokenAtTheInjury() throws {
+        // Every day has a smoothed value, so the only break is the injury.
+        let injury: DayNumber = 20_500
+        var h = UserHistory(user: "u")
+        for d in (injury - 40)...(injury + 40) {
+            h.series["speed_p95", default: [:]][d] = 1.2
+            h.series["speed_7d", default: [:]][d] = d < injury ? 1.3 : 0.8
+        }
+        let spec = ReportSpec(speed: .init(title: "Walking speed", daily: "speed_p95", smoothed: "speed_7d", baselineDays: 30,
+                                           displayUnit: DisplayUnit(symbol: "m/s", factor: 1)))
+        func segments(_ h: UserHistory) throws -> [XMLTree.Element] {
+            try chart(try XMLTree(ReportPage.panel(history: h, spec: spec)), in: "recovery-panel").descendants.filter { $0.classes.contains("smoothed") }
+        }
+        #expect(try segments(h).count == 1)
+        h.timeline = [TimelineEvent(id: "i", category: .clinical, kind: "injury", firstDay: injury, lastDay: injury)]
+        let two = try segments(h)
+        #expect(two.count == 2)
+        #expect(day(two[0].attributes["data-first-day"]) == injury - 30 && day(two[0].attributes["data-last-day"]) == injury - 1)
+        #expect(day(two[1].attributes["data-first-day"]) == injury && day(two[1].attributes["data-last-day"]) == injury + 40)
+        // Each segment is one path: one move, then lines.
+        #expect(two.allSatisfy { $0.attributes["d"]!.filter { $0 == "M" }.count == 1 })
+        // The shipped plateau scenario: the line stops before the injury and starts again after it.
+        let (jamie, s) = try ScenarioHistory.load("jamie-plateau")
+        let jamieInjury = s.timeline.start.dayNumber - 1 + DayNumber(s.timeline.injuryDay!)
+        let paths = try chart(try XMLTree(ReportPage.panel(history: jamie, spec: ScenarioHistory.spec)), in: "recovery-panel")
+            .descendants.filter { $0.classes.contains("smoothed") }
+        #expect(paths.count == 2)
+        #expect(day(paths[0].attributes["data-last-day"])! < jamieInjury && day(paths[1].attributes["data-first-day"])! >= jamieInjury)
+    }
+
+    @Test func theBaselineIsTheMeanOfTheDaysBeforeTheInjury() throws {
+        let (h, s) = try ScenarioHistory.load("jamie-plateau")
+        let injury = s.timeline.start.dayNumber - 1 + DayNumber(s.timeline.injuryDay!)
+        let before = ((injury - 30)..<injury).compactMap { h.series["speed_p95"]![$0] ?? nil }
+        let mph = before.reduce(0, +) / Double(before.count) / 0.44704
+        let svg = try chart(try XMLTree(ReportPage.panel(history: h, spec: spec)), in: "recovery-panel")
+        let label = try #require(svg.descendants.first { $0.classes.contains("baseline-label") }).allText
+        let shown = try #require(Double(label.split(separator: " ")[1]))
+        #expect(abs(shown - mph) < 0.006)
+        #expect(label.hasSuffix(" mph (dashed)"))
+    }
+
+    @Test func provisionalWatchEstimatesAreHollowAndClinicTestsRedSquares() throws {
+        let (h, _) = try ScenarioHistory.load("uncalibrated-watch")
+        let episodes = h.alerts.filter { $0.rule == "uncalibrated_6mwd" }
+        #expect(!episodes.isEmpty)
+        let svg = try chart(try XMLTree(ReportPage.panel(history: h, spec: spec)), in: "six-minute-walk")
+        let watch = svg.descendants.filter { $0.classes.contains("watch") }
+        #expect(watch.count == h.series["six_minute_walk_watch"]!.values.compactMap { $0 }.count)
+        var hollow = 0
+        for w in watch {
+            let d = try #require(day(w.attributes["data-day"]))
+            let provisional = episodes.contains { d >= $0.firedDay && d < ($0.resolvedDay ?? .max) }
+            #expect(w.classes.contains("provisional") == provisional)
+            #expect(w.attributes["fill"] == (provisional ? "#ffffff" : "#2e7d32"))
+            #expect(w.attributes["stroke"] == "#2e7d32")
+            if provisional { hollow += 1 }
+        }
+        #expect(hollow == 3)  // the weekly estimates of days 3, 10 and 17 (uncalibrated until day 21)
+        let (clinic, _) = try ScenarioHistory.load("clinic-disagreement")
+        let csvg = try chart(try XMLTree(ReportPage.panel(history: clinic, spec: spec)), in: "six-minute-walk")
+        let squares = csvg.descendants.filter { $0.classes.contains("clinic") }
+        #expect(squares.count == 1 && squares[0].name == "rect" && squares[0].attributes["fill"] == "#c62828")
+    }
+
+    @Test func alertsAreBandsFromFiringToResolvedOrTheRightEdge() throws {
+        var (h, _) = try ScenarioHistory.load("data-gap")
+        let gap = try #require(h.alerts.first { $0.rule == "data_gap" })
+        let resolved = try #require(gap.resolvedDay)
+        let last = h.series.values.flatMap(\.keys).max()!
+        h.alerts.append(AlertEpisode(id: "x", rule: "low_gait_speed", severity: .critical, firedDay: last - 5, resolvedDay: nil, summary: "still low"))
+        let svg = try chart(try XMLTree(ReportPage.panel(history: h, spec: spec)), in: "recovery-panel")
+        let bands = svg.descendants.filter { $0.classes.contains("alert") }
+        let g = try #require(bands.first { $0.classes.contains("alert-warning") || $0.allText.contains("data gap") })
+        #expect(day(g.attributes["data-first-day"]) == gap.firedDay && day(g.attributes["data-last-day"]) == resolved - 1)
+        let active = try #require(bands.first { $0.classes.contains("alert-critical") })
+        #expect(day(active.attributes["data-first-day"]) == last - 5 && day(active.attributes["data-last-day"]) == last)
+        #expect(active.allText.contains("(active)"))
+    }
+
+    @Test func userSuppliedTextIsEscaped() throws {
+        let user = "<script>alert('x')</script>&\"u\""
+        let note = "pain & fatigue <script>alert(1)</script> ]]> \u{1}"
+        var h = UserHistory(user: user)
+        for d: DayNumber in 20_000...20_070 { h.series["speed_p95", default: [:]][d] = 1.1 }
+        h.timeline = [TimelineEvent(id: "a", category: .annotation, kind: "pain<b>", firstDay: 20_010, lastDay: 20_012, note: note),
+                      TimelineEvent(id: "i", category: .clinical, kind: "injury", firstDay: 20_020, lastDay: 20_020, note: note)]
+        h.alerts = [AlertEpisode(id: "e", rule: "r<&>", severity: .warning, firedDay: 20_030, resolvedDay: nil, summary: "speed < 0.8 & falling")]
+        let digest = WeeklyDigest(user: user, week: ISOWeek(year: 2024, week: 40), firstDay: 20_002, lastDay: 20_008,
+                                  alerts: [.init(episode: h.alerts[0], state: .active)], annotations: h.timeline, explanations: ["<i>x</i> & y"])
+        for page in [ReportPage.panel(history: h, spec: spec), ReportPage.weekly(digest: digest, history: h, spec: spec)] {
+            #expect(!page.contains("<script") && !page.contains("<b>") && !page.contains("<i>") && !page.contains("\u{1}"))
+            let t = try XMLTree(page)
+            #expect(t.all("script").isEmpty && t.all("b").isEmpty && t.all("i").isEmpty)
+            #expect(try #require(t.all("title").first).allText.contains(user))  // round trip: the parser gives the text back
+            #expect(t.root.allText.contains("pain & fatigue <script>alert(1)</script> ]]>"))
+        }
+        let weekly = try XMLTree(ReportPage.weekly(digest: digest, history: h, spec: spec))
+        #expect(weekly.all("td").contains { $0.allText == "speed < 0.8 & falling" })
+        #expect(weekly.all("p").contains { $0.allText == "<i>x</i> & y" })
+    }
+
+    @Test func theWeeklyPageHoldsTheDigestAndTheThreeChartsWithTheWeek() throws {
+        let (h, s) = try ScenarioHistory.load("jamie-heat-wave")
+        let day = s.timeline.start.dayNumber - 1 + 60
+        let digest = DigestFixture.make(h, spec, weekOf: day, explanations: ["Walking speed dipped, but double support keeps improving."])
+        let t = try XMLTree(ReportPage.weekly(digest: digest, history: h, spec: spec))
+        #expect(charts(t).count == 3)
+        for c in charts(t) {
+            let week = try #require(c.descendants.first { $0.classes.contains("report-week") })
+            #expect(abs(try #require(week.number("x")) - (expectedX(digest.firstDay, first: self.day(c.attributes["data-first-day"])!,
+                                                                    last: self.day(c.attributes["data-last-day"])!) - ChartGeometry.plotWidth / Double(56) / 2)) < 0.1)
+            #expect(self.day(c.attributes["data-last-day"]) == digest.lastDay)
+        }
+        let speed = digest.metrics[0]
+        let cells = t.all("td").map(\.allText)
+        #expect(cells.contains("\(fixed2(speed.thisWeek.dailyMean!)) mph"))
+        #expect(cells.contains("\(fixed2(speed.baseline!)) mph"))
+        #expect(t.all("caption").map(\.allText).contains("Alerts of the week"))
+        #expect(t.root.allText.contains("heat wave"))
+        #expect(t.withClass("explanation").count == 2)  // in the digest's words and on the gait-quality card
+    }
+
+    func fixed2(_ v: Double) -> String {
+        let r = (v * 100).rounded() / 100
+        let s = String(r)
+        let parts = s.split(separator: ".")
+        return parts.count == 2 ? parts[0] + "." + parts[1].padding(toLength: 2, withPad: "0", startingAt: 0) : s + ".00"
+    }
+
+    @Test func aLongHistoryDrawsAtMostTheBoundedWindow() throws {
+        var h = UserHistory(user: "long")
+        for d: DayNumber in 10_000..<13_000 { h.series["speed_p95", default: [:]][d] = 1.0 + Double(d % 7) / 100 }
+        for i in 0..<2000 { h.timeline.append(TimelineEvent(id: "a\(i)", category: .annotation, kind: "note", firstDay: 10_000 + DayNumber(i), lastDay: 10_000 + DayNumber(i), note: String(repeating: "n", count: 5000))) }
+        let page = ReportPage.panel(history: h, spec: spec)
+        let t = try XMLTree(page)
+        let svg = try chart(t, in: "recovery-panel")
+        // Without a clinical event, the recorded range's last 91 days (30 + 60 + the event's day).
+        #expect(svg.descendants.filter { $0.classes.contains("daily") }.count == 91)
+        #expect(day(svg.attributes["data-last-day"]) == 12_999)
+        #expect(svg.descendants.filter { $0.classes.contains("annotation") }.count <= 3 * 60)
+        // Each annotation draws a range per plot, lanes hold a few, notes are cut to 600 characters.
+        #expect(page.utf8.count < 400_000)
+    }
+}
