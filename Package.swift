@@ -58,7 +58,6 @@ let package = Package(
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "CareReports", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "CareReportsTests", dependencies: ["CareReports", "MobilityModel", "RuleLanguage", "RuleEngine", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "CareReportsTests", dependencies: ["CareReports", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "CLibXML2", "CZlib", "TestSupport"],
                     swiftSettings: strict),
