@@ -1,6 +1,7 @@
 import HTTPEndpoint
 import CareReports
 import MobilityModel
+import RuleLanguage
 import StateStore
 
 extension Daemon {
@@ -28,7 +29,40 @@ extension Daemon {
             return .apiSuccess(data: w.text)
         }
         mountHistoryAPI(&router, store: store)
+        mountPages(&router, store: store)
         return router
+    }
+
+    /// The care-team pages (HTML with inline SVG, no scripts, no external assets):
+    /// `/users/{u}/report[?week=2026-W10]` (the weekly report, latest by default) and
+    /// `/users/{u}/panel` (recovery panel, gait-quality card and six-minute walks over the 30 days
+    /// before to 60 after the latest clinical event). Drawn with the current rules' report block.
+    func mountPages(_ router: inout HTTPRouter, store: StateStore) {
+        router.get("/users/{u}/report", query: ["week"]) { [reloader] request in
+            guard let u = request.parameter("u") else { return .text("no user", status: 400) }
+            let week = request.query("week")
+            if let week, ISOWeek(parsing: week) == nil { return .text("week must look like 2026-W10", status: 400) }
+            guard let declared = reloader.report else { return .text("the rules declare no report block", status: 404) }
+            do {
+                guard let r = try store.weeklyReport(of: u, week: week) else { return .text("no such weekly report", status: 404) }
+                guard case .success(let digest) = WeeklyDigest.decode(r.payload) else { return .text("the stored report cannot be read", status: 500) }
+                let history = try store.history(of: u, from: digest.firstDay - 120, through: digest.lastDay)
+                return .html(ReportPage.weekly(digest: digest, history: history, spec: ReportSpec(declared)))
+            } catch {
+                return .text("the state store could not be read", status: 500)
+            }
+        }
+        router.get("/users/{u}/panel") { [reloader] request in
+            guard let u = request.parameter("u") else { return .text("no user", status: 400) }
+            guard let declared = reloader.report else { return .text("the rules declare no report block", status: 404) }
+            do {
+                let history = try store.history(of: u, from: .min, through: .max)
+                guard !history.series.isEmpty else { return .text("no recorded series for this user", status: 404) }
+                return .html(ReportPage.panel(history: history, spec: ReportSpec(declared)))
+            } catch {
+                return .text("the state store could not be read", status: 500)
+            }
+        }
     }
 
     /// The care-team history as JSON (`/api/v1/users/{u}/…`): the weeks with reports, one weekly

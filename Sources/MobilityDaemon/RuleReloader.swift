@@ -15,6 +15,8 @@ final class RuleReloader: Sendable {
     private let current = Mutex<String>("")
     /// The sources of the rules running now, as the state store keeps them (see ``stored``).
     private let currentSources = Mutex<String>("")
+    /// The `report` block of the rules last loaded (the pages' spec).
+    private let currentReport = Mutex<ReportDeclaration?>(nil)
 
     /// Loads the rules at `rules` (a file or folder), logging to `log`, notifying `notifier`.
     init(rules: String, log: Logger, notifier: ServiceNotifier) {
@@ -42,6 +44,7 @@ final class RuleReloader: Sendable {
         }
         guard errors.isEmpty, let program else { return nil }
         currentSources.withLock { $0 = RuleReloader.stored(sources) }
+        currentReport.withLock { $0 = program.report }
         return program
     }
 
@@ -49,6 +52,9 @@ final class RuleReloader: Sendable {
     /// store, so that a restart with other rules can restore into the rules the state was made
     /// with and reload from there (resolving the alerts of removed rules).
     var storedSources: String { currentSources.withLock { $0 } }
+
+    /// The report block of the rules last loaded, nil when they declare none.
+    var report: ReportDeclaration? { currentReport.withLock { $0 } }
 
     static func stored(_ sources: [SourceFile]) -> String {
         JSONValue.object(sources.map { ($0.path, .string(String(decoding: $0.bytes, as: UTF8.self))) }).text

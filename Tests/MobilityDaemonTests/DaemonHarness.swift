@@ -8,6 +8,8 @@ final class DaemonUnderTest: @unchecked Sendable {
     let process: ChildProcess
     let metricsPort: Int
     let broker: MosquittoBroker
+    /// The daemon's `--state` directory.
+    let statePath: String
 
     /// - Parameters:
     ///   - umask: started through `/bin/sh`, which sets this umask and `exec`s mobilityd (same pid).
@@ -18,6 +20,7 @@ final class DaemonUnderTest: @unchecked Sendable {
         self.broker = broker
         metricsPort = try freePort()
         let state = state ?? NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        statePath = state
         let arguments = [
             "--broker", broker.url, "--rules", rules, "--state", state, "--clock", clock, "--client-id", clientID,
             "--metrics-address", "127.0.0.1:\(metricsPort)", "--log-level", "debug",

@@ -2,7 +2,9 @@ import CareReports
 import Foundation
 import Glibc
 import MobilityModel
+import RuleLanguage
 import Simulator
+import StateStore
 import Testing
 import TestSupport
 
@@ -76,7 +78,28 @@ import TestSupport
         guard case .array(let episodes)? = alerts.data?["alerts"] else { Issue.record("no alerts"); return }
         #expect(Set(episodes.compactMap { if case .string(let id)? = $0["id"] { id } else { nil } }) == fired)
         #expect(!fired.isEmpty)
+        // The pages: exactly what the renderer draws from the store's history with the shipped
+        // report block, as HTML with the security headers.
+        let store = try StateStore(path: daemon.statePath + "/state.sqlite")
+        let (program, _) = Checker.check(RuleSet.load([RepoPaths.rules]).sources)
+        let spec = ReportSpec(try #require(program?.report))
+        let panel = try Curl.get("http://127.0.0.1:\(port)/users/\(user)/panel", headers: auth)
+        #expect(panel.status == 200 && panel.headers["content-type"]?.hasPrefix("text/html") == true)
+        #expect(panel.headers["content-security-policy"]?.contains("default-src 'none'") == true)
+        #expect(panel.body == ReportPage.panel(history: try store.history(of: user, from: .min, through: .max), spec: spec))
+        let page = try Curl.get("http://127.0.0.1:\(port)/users/\(user)/report?week=\(published[1].week)", headers: auth)
+        #expect(page.status == 200)
+        let d = published[1]
+        #expect(page.body == ReportPage.weekly(digest: d, history: try store.history(of: user, from: d.firstDay - 120, through: d.lastDay), spec: spec))
+        #expect(page.body.contains("<svg") && page.body.contains(d.week.description))
+        #expect(try Curl.get("http://127.0.0.1:\(port)/users/nobody/panel", headers: auth).status == 404)
+        #expect(try Curl.get("http://127.0.0.1:\(port)/users/\(user)/report?week=W10", headers: auth).status == 400)
+        if let out = ProcessInfo.processInfo.environment["RENDER_REPORTS_DIR"] {  // scripts/render-reports.sh looks at the served pages too
+            try panel.body.write(toFile: out + "/served-panel.html", atomically: true, encoding: .utf8)
+            try page.body.write(toFile: out + "/served-weekly.html", atomically: true, encoding: .utf8)
+        }
         // Without a token: nothing.
         #expect(try Curl.get("http://127.0.0.1:\(port)/api/v1/users/\(user)/series").status == 401)
+        #expect(try Curl.get("http://127.0.0.1:\(port)/users/\(user)/panel").status == 401)
     }
 }
