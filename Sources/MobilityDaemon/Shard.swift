@@ -214,7 +214,7 @@ final class Shard: @unchecked Sendable {
         if users.isEmpty && pendingOutbox.isEmpty && acked.isEmpty { return [] }
         let records = users.map { u in
             StateStore.UserRecord(user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.clocks[u]?.now,
-                                  eventClaims: ingestor.clocks[u]?.claims ?? [], state: ingestor.engine.state(of: u))
+                                  eventClaims: ingestor.clocks[u]?.claims ?? [], state: ingestor.engine.changes(of: u))
         }
         do {
             let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked)

@@ -1,6 +1,7 @@
 import Foundation
 import MobilityModel
-import RuleEngine
+import struct RuleEngine.StoredValue
+import struct RuleEngine.UserSnapshot
 import Synchronization
 
 /// Durable engine state on SQLite (WAL): per-user state with the ingest-journal position it has
@@ -58,11 +59,12 @@ public final class StateStore: @unchecked Sendable {
         public var eventNow: Timestamp?
         /// The event clock's pending claims (ms), not yet confirmed.
         public var eventClaims: [Int64]
-        /// The engine state; nil for users that only ever sent rejected messages.
-        public var state: UserState?
+        /// The engine state: in a commit what changed (``RuleEngine/Engine/changes(of:)``), from a
+        /// load all of it; nil for users that only ever sent rejected messages.
+        public var state: UserSnapshot?
 
         /// Creates a record.
-        public init(user: String, appliedSeq: UInt64, eventNow: Timestamp?, eventClaims: [Int64] = [], state: UserState?) {
+        public init(user: String, appliedSeq: UInt64, eventNow: Timestamp?, eventClaims: [Int64] = [], state: UserSnapshot?) {
             self.user = user
             self.appliedSeq = appliedSeq
             self.eventNow = eventNow
@@ -133,10 +135,10 @@ public final class StateStore: @unchecked Sendable {
     /// Decoding states is most of a restart, so from ``parallelLoadThreshold`` users the users
     /// are read in two halves split at the median user id, the upper half on a second connection
     /// and thread (WAL readers do not block each other). Called at start, before any commit.
-    /// - Parameter alertNames: the current rules' alert names. When given, each state's alert
-    ///   states come back aligned with them, as the engine's restore would align them (a rule
-    ///   that kept its name keeps its state, a removed rule's state goes), sharing this array
-    ///   instead of holding copies of the names.
+    /// - Parameter alertNames: the current rules' alert names: a stored alert state's rule name
+    ///   equal to one of them is read as that string instance, so that restored states share the
+    ///   rules' names instead of holding copies. (Aligning the states with the rules is the
+    ///   engine's, in ``RuleEngine/Engine/restore(_:)``.)
     public func load(alertNames: [String] = []) throws -> (users: [UserRecord], outbox: [OutboxItem]) {
         try lock.withLock { _ in
             let count = try db.scalarInt("SELECT count(*) FROM users")
@@ -209,11 +211,17 @@ public final class StateStore: @unchecked Sendable {
                 if days.last?.day == day { days[days.count - 1].end = scratch.count } else { days.append((day, scratch.count)) }
                 row = try d.step() ? d.text(0) : nil
             }
-            state.reserveOpenValues(scratch.count)
-            var lo = 0
-            for (day, end) in days {
-                state.restoreOpenDay(day, values: scratch[lo..<end])
-                lo = end
+            if !days.isEmpty {
+                // Rows are days the store holds as they are: unchanged, all values stored. One
+                // exact-size array (the engine keeps it as its open values).
+                let base = state.openValues.count
+                if base == 0 { state.openValues = Array(scratch) } else { state.openValues += scratch }
+                state.openDays.reserveCapacity(state.openDays.count + days.count)
+                var lo = 0
+                for (day, end) in days {
+                    state.openDays.append(UserSnapshot.OpenDay(day: day, start: base + lo, count: end - lo, changedFrom: nil, storedCount: end - lo))
+                    lo = end
+                }
             }
             users.append(UserRecord(user: u, appliedSeq: seq, eventNow: en, eventClaims: claims, state: state))
         }
@@ -241,9 +249,9 @@ public final class StateStore: @unchecked Sendable {
                         del.bind(2, Int64(before))
                         try del.run()
                     }
-                    for (i, day) in s.openDays.enumerated() {
-                        guard let from = day.dirtyFrom else { continue }
-                        let values = s.values(ofOpenDay: i)
+                    for day in s.openDays {
+                        guard let from = day.changedFrom else { continue }
+                        let values = s.values(of: day)
                         let chunks = StateStore.chunks(values.count)
                         if from / StateStore.chunkSize < chunks {
                             for c in (from / StateStore.chunkSize)..<chunks {
@@ -255,7 +263,7 @@ public final class StateStore: @unchecked Sendable {
                                 try row.run()
                             }
                         }
-                        if StateStore.chunks(Int(day.storedCount)) > chunks {
+                        if StateStore.chunks(day.storedCount) > chunks {
                             let del = try statement(.deleteChunksFrom)
                             del.bind(1, u.user)
                             del.bind(2, Int64(day.day))
