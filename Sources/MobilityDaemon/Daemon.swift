@@ -274,7 +274,7 @@ public final class Daemon: Sendable {
     /// Counts refused publishes, logs the first of each kind and reason, and parks the outbox
     /// items among them as dead letters, so that one output the broker will never take (an ACL
     /// that denies its topic) neither blocks the others nor is retried forever.
-    private func park(_ refused: [Refusal], store: StateStore, acks: AckTracker) {
+    private func park(_ refused: [Refusal], store: any StateBackend, acks: AckTracker) {
         let items = refused.compactMap { r in r.outboxID.map { (id: $0, reason: r.reason) } }
         var parked: Int?
         if !items.isEmpty {

@@ -22,7 +22,7 @@ final class Shard: @unchecked Sendable {
     let busySince = Atomic<UInt64>(0)
     private var ingestor: Ingestor
     private let sink: any OutputSink
-    private let store: StateStore
+    private let store: any StateBackend
     private let journal: IngestJournal?
     private let acks: AckTracker
     private let finished = DispatchSemaphore(value: 0)
@@ -41,7 +41,7 @@ final class Shard: @unchecked Sendable {
     private var policy: ShardCommitPolicy
     private let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
 
-    init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: StateStore, journal: IngestJournal?,
+    init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
          acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
          acknowledge: (@Sendable (String, String) -> Void)? = nil) {
         self.acknowledge = acknowledge
