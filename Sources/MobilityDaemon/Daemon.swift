@@ -87,8 +87,10 @@ public final class Daemon: Sendable {
                 restoreProgram = old
             }
         }
-        let restored: (users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem])
-        do { restored = try store.load(alertNames: restoreProgram.alerts.map(\.name)) } catch {
+        let restored: (users: [StoredUser<PreparedUser>], outbox: [StateStore.OutboxItem])
+        // The states are made on the load's threads, for the rules they are restored into.
+        let preparer = Engine(program: restoreProgram, configuration: config.engine).preparer
+        do { restored = try store.load(alertNames: restoreProgram.alerts.map(\.name), prepare: preparer) } catch {
             log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
             return 1
         }

@@ -62,8 +62,8 @@ final class Shard: @unchecked Sendable {
     /// Makes room for `n` users (before restoring).
     func reserveUsers(_ n: Int) { ingestor.reserveUsers(n) }
 
-    func restore(_ r: inout StateStore.UserRecord) {
-        ingestor.restore(user: r.user, state: r.state.take(), eventNow: r.eventNow, claims: r.eventClaims)
+    func restore(_ r: inout StoredUser<PreparedUser>) {
+        ingestor.restore(user: r.user, prepared: r.state.take(), eventNow: r.eventNow, claims: r.eventClaims)
         applied[r.user] = r.appliedSeq
     }
 

@@ -533,11 +533,32 @@ public struct Engine: Sendable {
     /// The id filter is built by the user's first new sample (`noteID` finds it empty), so a
     /// restart does not hash the open values of users who send nothing.
     public mutating func restore(_ snapshot: consuming UserSnapshot) {
-        let s = UserState(restoring: snapshot, alertNames: closer.alertNames, inputs: program.inputs)
+        restore(PreparedUser(state: UserState(restoring: snapshot, alertNames: closer.alertNames, inputs: program.inputs)))
+    }
+
+    /// Makes users' states from snapshots for these rules, on any thread (the state store's load
+    /// threads): `restore(_:)` of what it makes then only inserts them.
+    public var preparer: @Sendable (UserSnapshot) -> PreparedUser {
+        let names = closer.alertNames, inputs = program.inputs
+        return { PreparedUser(state: UserState(restoring: $0, alertNames: names, inputs: inputs)) }
+    }
+
+    /// Restores a user made by ``preparer`` (of an engine with these rules, or re-aligned here).
+    public mutating func restore(_ prepared: consuming PreparedUser) {
+        var s = prepared.state
+        if s.alertNames != closer.alertNames || s.foldedInputs != program.inputs {  // same arrays: no element compared
+            s.alignAlerts(to: closer.alertNames)
+            s.remapFolded(to: program.inputs)
+        }
         for j in s.alertStates.indices where s.alertStates[j].isFiring { evaluator.firing[j] += 1 }
         if let k = slots[s.user] {
             for j in states[k].alertStates.indices where states[k].alertStates[j].isFiring { evaluator.firing[j] -= 1 }
             states[k] = s
         } else { _ = insert(s) }
     }
+}
+
+/// A user's state made from a ``UserSnapshot`` by ``Engine/preparer``, for the engine's `restore(_:)`.
+public struct PreparedUser: Sendable {
+    var state: UserState
 }

@@ -177,6 +177,12 @@ public struct Ingestor: Sendable {
         if eventNow != nil || !claims.isEmpty { clocks[user] = EventClock(now: eventNow, claims: claims) }
     }
 
+    /// Restores a user whose state ``Engine/preparer`` made (on the state store's load threads).
+    public mutating func restore(user: String, prepared: consuming PreparedUser?, eventNow: Timestamp?, claims: [Int64] = []) {
+        if let state = prepared.take() { engine.restore(state) }
+        if eventNow != nil || !claims.isEmpty { clocks[user] = EventClock(now: eventNow, claims: claims) }
+    }
+
     /// Closes each user's days through the day of their event clock (the end of a bounded input
     /// in event mode: see ``Replay/finish()``).
     public mutating func closeOpenDays(into out: inout [EngineOutput]) {

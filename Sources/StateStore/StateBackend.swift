@@ -1,11 +1,15 @@
+import struct RuleEngine.UserSnapshot
+
 /// What the daemon needs of durable state, whatever holds it: ``StateStore`` (SQLite) today; a
 /// second backend (PostgreSQL, issue 19) conforms to this. A backend persists each user's
 /// ``StateStore/UserRecord`` (the engine's `UserSnapshot` plus the journal position and event
 /// clock) together with the outbox in one transaction, and never needs the engine's insides.
 public protocol StateBackend: AnyObject, Sendable {
-    /// Every user's record (their whole snapshot) and the pending outbox, oldest first.
-    /// `alertNames`: the rules' alert names, to read equal stored names as these instances.
-    func load(alertNames: [String]) throws -> (users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem])
+    /// Every user's record (their whole snapshot, handed to `prepare` on the thread that read it)
+    /// and the pending outbox, oldest first. `alertNames`: the rules' alert names, to read equal
+    /// stored names as these instances.
+    func load<Prepared: Sendable>(alertNames: [String], prepare: @escaping @Sendable (UserSnapshot) -> Prepared) throws
+        -> (users: [StoredUser<Prepared>], outbox: [StateStore.OutboxItem])
     /// Writes the users' changes (``StateStore/UserRecord/state`` as `Engine.changes(of:)` gives
     /// them), appends `outbox` and removes the `acknowledged` outbox ids, atomically; returns the
     /// new items' ids in order.
