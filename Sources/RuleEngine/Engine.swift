@@ -543,7 +543,8 @@ public struct Engine: Sendable {
         return { PreparedUser(state: UserState(restoring: $0, alertNames: names, inputs: inputs)) }
     }
 
-    /// Restores a user made by ``preparer`` (of an engine with these rules, or re-aligned here).
+    /// Restores a user made by ``preparer`` of an engine with these rules; one made for other rules
+    /// is re-aligned here, as a reload from those rules would (folded values of inputs they lack are gone).
     public mutating func restore(_ prepared: consuming PreparedUser) {
         var s = prepared.state
         if s.alertNames != closer.alertNames || s.foldedInputs != program.inputs {  // same arrays: no element compared

@@ -108,6 +108,23 @@ import Testing
         #expect(back.syncIndex == st.syncIndex && back.events == st.events && back.boundaries == st.boundaries)
         #expect(back.alertStates == st.alertStates && back.alerts["slow"]?.isFiring == true && back.revisedDays == st.revisedDays)
         #expect(back.openDays.allSatisfy { !$0.dirty })
+        // Made on the load's threads (as mobilityd loads), the same state; made for other rules,
+        // re-aligned with these on restore (as a reload would: folded values of inputs the other
+        // rules lack are gone).
+        var viaPreparer = Engine(program: original.program)
+        for r in try StateStore(path: path).load(alertNames: original.alertNames, prepare: viaPreparer.preparer).users {
+            let prepared = try #require(r.state)
+            viaPreparer.restore(prepared)
+        }
+        #expect(viaPreparer.snapshot(of: "u") == e.snapshot(of: "u") && viaPreparer.firingCounts == e.firingCounts)
+        let other = Engine(program: try #require(Checker.check(text: "series s = mean(walkingSpeed)\nalert fresh { when s > 9 m/s }\nalert slow { when s < 1 m/s }").program))
+        var realigned = Engine(program: original.program)
+        for r in try StateStore(path: path).load(prepare: other.preparer).users {
+            let prepared = try #require(r.state)
+            realigned.restore(prepared)
+        }
+        #expect(realigned.state(of: "u")!.alertNames == ["slow"] && realigned.state(of: "u")!.alertStates == back.alertStates)
+        #expect(realigned.firingCounts == e.firingCounts && realigned.state(of: "u")!.foldedInputs == original.program.inputs)
         // And it goes on as the old engine would have.
         var a = original, outA: [EngineOutput] = [], outB: [EngineOutput] = []
         let later = Timestamp(seconds: Int64(20_530) * 86_400)
