@@ -3,7 +3,7 @@ import RuleLanguage
 
 /// A day past the allowed lateness, folded into the values of the daily inputs it has (its raw
 /// values can no longer change: a sample for it would be too late), as ``UserState/foldedDayList``
-/// lists it and the state store writes it.
+/// lists it (for tests and tools; a ``UserSnapshot`` carries folded days as ``UserSnapshot/FoldedDay``).
 package struct FoldedDay: Hashable, Sendable {
     /// The local day.
     package var day: DayNumber
@@ -144,7 +144,7 @@ extension UserState {
         }
     }
 
-    /// The folded days that have values, in order (for the state store's tests and tools).
+    /// The folded days that have values, in order (for tests and tools).
     package var foldedDayList: [FoldedDay] {
         var list: [FoldedDay] = []
         forEachFoldedDay { d, m, vs in list.append(FoldedDay(day: d, mask: m, values: Array(vs))) }
