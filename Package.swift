@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "RuleLanguage", dependencies: ["MobilityModel"], swiftSettings: strict),
         .target(name: "RuleEngine", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "MQTTTransport", dependencies: ["CMosquitto"], swiftSettings: strict),
-        .target(name: "StateStore", dependencies: ["CSQLite", "CZlib", "MobilityModel", "CareReports", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
+        .target(name: "StateStore", dependencies: ["CSQLite", "CZlib", "MobilityModel", "CareReports", "RuleEngine"], swiftSettings: strict),
         .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "MobilityModel"], swiftSettings: strict),
         .target(name: "MobilityDaemon",
                 dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CareReports", "CSystemd"],

@@ -87,8 +87,10 @@ public final class Daemon: Sendable {
                 restoreProgram = old
             }
         }
-        let restored: (users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem])
-        do { restored = try store.load(alertNames: restoreProgram.alerts.map(\.name)) } catch {
+        let restored: (users: [StoredUser<PreparedUser>], outbox: [StateStore.OutboxItem])
+        // The states are made on the load's threads, for the rules they are restored into.
+        let preparer = Engine(program: restoreProgram, configuration: config.engine).preparer
+        do { restored = try store.load(alertNames: restoreProgram.alerts.map(\.name), prepare: preparer) } catch {
             log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
             return 1
         }
@@ -281,7 +283,7 @@ public final class Daemon: Sendable {
     /// Counts refused publishes, logs the first of each kind and reason, and parks the outbox
     /// items among them as dead letters, so that one output the broker will never take (an ACL
     /// that denies its topic) neither blocks the others nor is retried forever.
-    private func park(_ refused: [Refusal], store: StateStore, acks: AckTracker) {
+    private func park(_ refused: [Refusal], store: any StateBackend, acks: AckTracker) {
         let items = refused.compactMap { r in r.outboxID.map { (id: $0, reason: r.reason) } }
         var parked: Int?
         if !items.isEmpty {

@@ -3,6 +3,7 @@ import Foundation
 import HTTPEndpoint
 import MQTTTransport
 import RuleLanguage
+import struct RuleEngine.PreparedUser
 import StateStore
 
 // The daemon's services, in the order `Daemon.run` starts them (see docs/architecture.md,
@@ -95,7 +96,7 @@ final class ShardsService: Service {
     let name = "shards"
     private let shards: [Shard]
     private let reloadAfterRestore: Program?
-    private var users: [StateStore.UserRecord]
+    private var users: [StoredUser<PreparedUser>]
     private let outboxCount: Int
     private let journal: IngestJournal, storePath: String, log: Logger
     private let route: (String, UInt64, [UInt8]) -> Void
@@ -106,7 +107,7 @@ final class ShardsService: Service {
     /// - Parameter reloadAfterRestore: the current rules, when the state was restored into the
     ///   rules it was made with (a rule set changed across a restart): each shard reloads them
     ///   before it takes anything from the journal, as on SIGHUP.
-    init(shards: [Shard], users: [StateStore.UserRecord], reloadAfterRestore: Program? = nil, outboxCount: Int, journal: IngestJournal, storePath: String,
+    init(shards: [Shard], users: [StoredUser<PreparedUser>], reloadAfterRestore: Program? = nil, outboxCount: Int, journal: IngestJournal, storePath: String,
          dueReports: [(user: String, week: String)] = [], log: Logger, route: @escaping (String, UInt64, [UInt8]) -> Void) {
         self.shards = shards
         self.dueReports = dueReports

@@ -22,7 +22,7 @@ final class Shard: @unchecked Sendable {
     let busySince = Atomic<UInt64>(0)
     private var ingestor: Ingestor
     private let sink: any OutputSink
-    private let store: StateStore
+    private let store: any StateBackend
     private let journal: IngestJournal?
     private let acks: AckTracker
     private let finished = DispatchSemaphore(value: 0)
@@ -52,7 +52,7 @@ final class Shard: @unchecked Sendable {
     private var policy: ShardCommitPolicy
     private let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
 
-    init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: StateStore, journal: IngestJournal?,
+    init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
          acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
          historyDays: Int? = 90, publishesSeries: Bool = true, acknowledge: (@Sendable (String, String) -> Void)? = nil) {
         self.acknowledge = acknowledge
@@ -77,8 +77,8 @@ final class Shard: @unchecked Sendable {
     /// Makes room for `n` users (before restoring).
     func reserveUsers(_ n: Int) { ingestor.reserveUsers(n) }
 
-    func restore(_ r: inout StateStore.UserRecord) {
-        ingestor.restore(user: r.user, state: r.state.take(), eventNow: r.eventNow, claims: r.eventClaims)
+    func restore(_ r: inout StoredUser<PreparedUser>) {
+        ingestor.restore(user: r.user, prepared: r.state.take(), eventNow: r.eventNow, claims: r.eventClaims)
         applied[r.user] = r.appliedSeq
     }
 
@@ -123,7 +123,7 @@ final class Shard: @unchecked Sendable {
             }
         }
         do {
-            let ids = try store.commit(users: [], outbox: items, history: rows)
+            let ids = try store.commit(users: [], outbox: items, acknowledged: [], history: rows)
             for k in items.indices { items[k].id = ids[k] }
             try store.pruneHistory(prune)
         } catch {
@@ -279,7 +279,7 @@ final class Shard: @unchecked Sendable {
         if users.isEmpty && pendingOutbox.isEmpty && acked.isEmpty && pendingHistory.isEmpty { return [] }
         let records = users.map { u in
             StateStore.UserRecord(user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.clocks[u]?.now,
-                                  eventClaims: ingestor.clocks[u]?.claims ?? [], state: ingestor.engine.state(of: u))
+                                  eventClaims: ingestor.clocks[u]?.claims ?? [], state: ingestor.engine.changes(of: u))
         }
         do {
             let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked, history: pendingHistory)

@@ -51,7 +51,7 @@ struct WeeklyReports {
 
     /// Builds the digest of a due week from the store: the history of the week, the week before,
     /// and the baseline days before the latest clinical event (from `timeline`, the engine's).
-    func digest(_ d: Due, timeline: [TimelineEvent], store: StateStore) throws -> WeeklyDigest {
+    func digest(_ d: Due, timeline: [TimelineEvent], store: any StateBackend) throws -> WeeklyDigest {
         var from = d.week.monday - 7
         let baselineDays = [spec.speed, spec.doubleSupport].compactMap { $0?.baselineDays }.max() ?? 0
         if baselineDays > 0, let event = timeline.filter({ $0.category == .clinical && $0.firstDay <= d.week.sunday }).map(\.firstDay).max() {

@@ -67,11 +67,11 @@ public struct Engine: Sendable {
     /// store's `load` so that restored states share it too).
     public var alertNames: [String] { closer.alertNames }
     /// Every user's state, in no particular order.
-    public var allStates: [UserState] { states }
+    package var allStates: [UserState] { states }
     /// How many users the engine holds.
     public var userCount: Int { states.count }
     /// One user's state.
-    public func state(of user: String) -> UserState? { slots[user].map { states[$0] } }
+    package func state(of user: String) -> UserState? { slots[user].map { states[$0] } }
     /// One user's calendar (without copying the state).
     public func calendar(of user: String) -> LocalCalendar? { slots[user].map { states[$0].calendar } }
     /// How many users have each alert firing (same order as ``alertNames``): a function of the
@@ -467,7 +467,7 @@ public struct Engine: Sendable {
     // MARK: Retention
 
     /// The days still needed by some rule for a user (see ``DayCloser/retainedRanges(_:)``).
-    public func retainedRanges(_ st: UserState) -> [ClosedRange<DayNumber>] { closer.retainedRanges(st) }
+    package func retainedRanges(_ st: UserState) -> [ClosedRange<DayNumber>] { closer.retainedRanges(st) }
 
     // MARK: Reload
 
@@ -506,7 +506,14 @@ public struct Engine: Sendable {
         }
     }
 
-    /// Records that the state store has written a user's state as it is now.
+    /// What the state store must write of a user: the head, the open days changed since the last
+    /// ``markPersisted(_:)`` and the days folded since (see ``UserSnapshot``); nil for an unknown user.
+    public func changes(of user: String) -> UserSnapshot? { slots[user].map { states[$0].snapshot(changesOnly: true) } }
+
+    /// A user's whole state as a snapshot (every open day); nil for an unknown user.
+    public func snapshot(of user: String) -> UserSnapshot? { slots[user].map { states[$0].snapshot(changesOnly: false) } }
+
+    /// Records that the state store has written a user's ``changes(of:)``.
     public mutating func markPersisted(_ user: String) {
         guard let k = slot(user, create: false) else { return }
         states[k].markPersisted()
@@ -520,20 +527,39 @@ public struct Engine: Sendable {
         unordered.reserveCapacity(unordered.count + n)
     }
 
-    /// Restores a user's state (from the state store).
+    /// Restores a user from a snapshot (from the state store), replacing any state it has: its
+    /// alert states aligned with the rules by name (a rule that kept its name keeps its state, a
+    /// removed rule's goes), its folded values expressed for the rules' daily inputs.
     /// The id filter is built by the user's first new sample (`noteID` finds it empty), so a
     /// restart does not hash the open values of users who send nothing.
-    public mutating func restore(_ st: consuming UserState) {
-        var s = st
-        s.clearCaches()
-        s.idFilter = IDFilter()
-        s.alignAlerts(to: closer.alertNames)
-        s.touched = false
-        s.remapFolded(to: program.inputs)
+    public mutating func restore(_ snapshot: consuming UserSnapshot) {
+        restore(PreparedUser(state: UserState(restoring: snapshot, alertNames: closer.alertNames, inputs: program.inputs)))
+    }
+
+    /// Makes users' states from snapshots for these rules, on any thread (the state store's load
+    /// threads): `restore(_:)` of what it makes then only inserts them.
+    public var preparer: @Sendable (UserSnapshot) -> PreparedUser {
+        let names = closer.alertNames, inputs = program.inputs
+        return { PreparedUser(state: UserState(restoring: $0, alertNames: names, inputs: inputs)) }
+    }
+
+    /// Restores a user made by ``preparer`` of an engine with these rules; one made for other rules
+    /// is re-aligned here, as a reload from those rules would (folded values of inputs they lack are gone).
+    public mutating func restore(_ prepared: consuming PreparedUser) {
+        var s = prepared.state
+        if s.alertNames != closer.alertNames || s.foldedInputs != program.inputs {  // same arrays: no element compared
+            s.alignAlerts(to: closer.alertNames)
+            s.remapFolded(to: program.inputs)
+        }
         for j in s.alertStates.indices where s.alertStates[j].isFiring { evaluator.firing[j] += 1 }
         if let k = slots[s.user] {
             for j in states[k].alertStates.indices where states[k].alertStates[j].isFiring { evaluator.firing[j] -= 1 }
             states[k] = s
         } else { _ = insert(s) }
     }
+}
+
+/// A user's state made from a ``UserSnapshot`` by ``Engine/preparer``, for the engine's `restore(_:)`.
+public struct PreparedUser: Sendable {
+    var state: UserState
 }

@@ -3,17 +3,17 @@ import RuleLanguage
 
 /// A day past the allowed lateness, folded into the values of the daily inputs it has (its raw
 /// values can no longer change: a sample for it would be too late), as ``UserState/foldedDayList``
-/// lists it and the state store writes it.
-public struct FoldedDay: Hashable, Sendable {
+/// lists it (for tests and tools; a ``UserSnapshot`` carries folded days as ``UserSnapshot/FoldedDay``).
+package struct FoldedDay: Hashable, Sendable {
     /// The local day.
-    public var day: DayNumber
+    package var day: DayNumber
     /// Bit i: input i has a value.
-    public var mask: UInt64
+    package var mask: UInt64
     /// The values, in input order.
-    public var values: [Double]
+    package var values: [Double]
 
     /// Creates a folded day.
-    public init(day: DayNumber, mask: UInt64, values: [Double]) {
+    package init(day: DayNumber, mask: UInt64, values: [Double]) {
         self.day = day
         self.mask = mask
         self.values = values
@@ -22,13 +22,13 @@ public struct FoldedDay: Hashable, Sendable {
 
 /// A run of consecutive folded days: rows `row..<row + count` of the folded table hold days
 /// `day..<day + count`.
-public struct FoldedRun: Hashable, Sendable {
+package struct FoldedRun: Hashable, Sendable {
     /// The run's first day.
-    public var day: DayNumber
+    package var day: DayNumber
     /// The row of its first day.
-    public var row: Int32
+    package var row: Int32
     /// How many days (rows) it has.
-    public var count: Int32
+    package var count: Int32
 }
 
 /// The folded table (``UserState/foldedRuns``, ``UserState/foldedColumns``,
@@ -61,7 +61,7 @@ extension UserState {
     }
 
     /// The last folded day, if any.
-    public var lastFoldedDay: DayNumber? { foldedRuns.last.map { $0.day + DayNumber($0.count) - 1 } }
+    package var lastFoldedDay: DayNumber? { foldedRuns.last.map { $0.day + DayNumber($0.count) - 1 } }
 
     /// The folded value of input `i` on day `d`: nil when the day is not folded or has no value
     /// of the input (``foldedRow(_:)`` tells the two apart).
@@ -76,7 +76,7 @@ extension UserState {
 
     /// Appends a folded day after the last one: `values` are the values of the inputs in `mask`,
     /// in input order. A day without values is not stored.
-    public mutating func appendFoldedDay(_ d: DayNumber, mask: UInt64, values: UnsafeBufferPointer<Double>) {
+    mutating func appendFoldedDay(_ d: DayNumber, mask: UInt64, values: UnsafeBufferPointer<Double>) {
         precondition(lastFoldedDay.map { d > $0 } ?? true, "folded days are appended in order")
         guard mask != 0 else { return }
         if mask & ~foldedColumns != 0 { widenFolded(to: foldedColumns | mask) }
@@ -99,11 +99,11 @@ extension UserState {
 
     /// Whether a gap of `days` between folded days is filled with empty rows (else a run starts):
     /// when the rows cost no more than a run's header (16 bytes).
-    @inline(__always) public static func fillsFoldedGap(_ days: Int, width: Int) -> Bool { days * width <= 2 }
+    @inline(__always) static func fillsFoldedGap(_ days: Int, width: Int) -> Bool { days * width <= 2 }
 
     /// Makes room for a folded table of `rows` rows and `runs` runs with the given columns, so
     /// that appending its days allocates nothing more (restoring a state). The table must be empty.
-    public mutating func reserveFolded(columns: UInt64, rows: Int, runs: Int) {
+    mutating func reserveFolded(columns: UInt64, rows: Int, runs: Int) {
         precondition(foldedRuns.isEmpty, "reserveFolded on a table with days")
         foldedColumns = columns
         foldedValues.reserveCapacity(rows * columns.nonzeroBitCount)
@@ -125,7 +125,7 @@ extension UserState {
     }
 
     /// Calls `body` with each folded day that has values: its day, mask and values in input order.
-    public func forEachFoldedDay(_ body: (DayNumber, UInt64, UnsafeBufferPointer<Double>) throws -> Void) rethrows {
+    package func forEachFoldedDay(_ body: (DayNumber, UInt64, UnsafeBufferPointer<Double>) throws -> Void) rethrows {
         let w = foldedWidth
         guard w > 0 else { return }
         try withUnsafeTemporaryAllocation(of: Double.self, capacity: w) { buf in
@@ -144,8 +144,8 @@ extension UserState {
         }
     }
 
-    /// The folded days that have values, in order (for the state store's tests and tools).
-    public var foldedDayList: [FoldedDay] {
+    /// The folded days that have values, in order (for tests and tools).
+    package var foldedDayList: [FoldedDay] {
         var list: [FoldedDay] = []
         forEachFoldedDay { d, m, vs in list.append(FoldedDay(day: d, mask: m, values: Array(vs))) }
         return list

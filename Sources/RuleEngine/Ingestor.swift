@@ -172,8 +172,14 @@ public struct Ingestor: Sendable {
     public mutating func reserveUsers(_ n: Int) { engine.reserveUsers(n) }
 
     /// Restores a user from the state store: engine state and event clock (with its pending claims).
-    public mutating func restore(user: String, state: consuming UserState?, eventNow: Timestamp?, claims: [Int64] = []) {
+    public mutating func restore(user: String, state: consuming UserSnapshot?, eventNow: Timestamp?, claims: [Int64] = []) {
         if let state = state.take() { engine.restore(state) }
+        if eventNow != nil || !claims.isEmpty { clocks[user] = EventClock(now: eventNow, claims: claims) }
+    }
+
+    /// Restores a user whose state ``Engine/preparer`` made (on the state store's load threads).
+    public mutating func restore(user: String, prepared: consuming PreparedUser?, eventNow: Timestamp?, claims: [Int64] = []) {
+        if let state = prepared.take() { engine.restore(state) }
         if eventNow != nil || !claims.isEmpty { clocks[user] = EventClock(now: eventNow, claims: claims) }
     }
 

@@ -3,7 +3,7 @@ extension UserState {
     /// 48 bytes of array header and allocator overhead for each allocation), for sizing. Arrays
     /// shared with the rules (alert names, folded inputs) are not counted.
     /// `mobility-bench memory` prints it beside the process's resident growth.
-    public var heapFootprint: KeyValuePairs<String, Int> {
+    package var heapFootprint: KeyValuePairs<String, Int> {
         func bytes<T>(_ a: [T]) -> Int { a.capacity == 0 ? 0 : a.capacity * MemoryLayout<T>.stride + 48 }
         return [
             "state struct": MemoryLayout<UserState>.stride,

@@ -4,29 +4,13 @@ import MobilityModel
 /// their cached daily inputs.
 extension UserState {
     /// The number of sample values held raw (open days).
-    public var openValueCount: Int { openValues.count }
+    package var openValueCount: Int { openValues.count }
 
     /// The values of open day `i`.
-    public func values(ofOpenDay i: Int) -> ArraySlice<StoredValue> { openValues[openDays[i].range] }
+    package func values(ofOpenDay i: Int) -> ArraySlice<StoredValue> { openValues[openDays[i].range] }
 
     /// Every open day's values, an array each (for tests and tools; the engine reads slices).
-    public var openDayValues: [[StoredValue]] { openDays.map { Array(openValues[$0.range]) } }
-
-    /// Makes room for `n` more open values in one allocation (before restoring a user's days).
-    public mutating func reserveOpenValues(_ n: Int) { openValues.reserveCapacity(openValues.count + n) }
-
-    /// Appends a day's values read back from the state store (days in order; chunks of one day
-    /// in order). Not a change, since the store holds them, unless `stored` is false (read from
-    /// a format the store no longer writes: the next commit writes them).
-    public mutating func restoreOpenDay(_ day: DayNumber, values: ArraySlice<StoredValue>, stored: Bool = true) {
-        if openDays.last?.day != day {
-            openDays.append(OpenDay(day: day, start: Int32(openValues.count), count: 0, changedFrom: stored ? -1 : 0, storedCount: 0))
-            if !inputCache.isEmpty { inputCache.append(contentsOf: repeatElement(UserState.notComputed, count: cacheWidth)) }
-        }
-        openValues.append(contentsOf: values)
-        openDays[openDays.count - 1].count += Int32(values.count)
-        if stored { openDays[openDays.count - 1].storedCount += Int32(values.count) }
-    }
+    package var openDayValues: [[StoredValue]] { openDays.map { Array(openValues[$0.range]) } }
 
     /// The index of an open day (the last few are checked first: most lookups are of recent days).
     @inline(__always)
@@ -58,7 +42,7 @@ extension UserState {
 
     /// Adds a value to its open day (creating it in day order); returns the day's index.
     @discardableResult
-    public mutating func append(_ v: StoredValue, day: DayNumber) -> Int {
+    package mutating func append(_ v: StoredValue, day: DayNumber) -> Int {
         let i: Int
         if let o = openIndex(day) {
             i = o

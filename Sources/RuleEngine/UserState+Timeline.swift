@@ -22,7 +22,7 @@ extension UserState {
     func nextBoundary(after d: DayNumber) -> DayNumber? { boundaries.first { $0 > d } }
 
     /// Recomputes the segment boundaries from the clinical events (after a restore).
-    public mutating func rebuildBoundaries() {
+    mutating func rebuildBoundaries() {
         boundaries = Array(Set(events.values.filter { $0.category == .clinical }.map(\.firstDay))).sorted()
     }
 

@@ -6,22 +6,22 @@ import RuleLanguage
 /// Memory is the product's sizing unit, so history is kept in two forms: days still open to late
 /// data hold raw values; older days are folded into the daily-input values the rules read
 /// (see docs/benchmarks.md for the arithmetic).
-public struct UserState: Sendable {
+package struct UserState: Sendable {
     /// The user's id.
-    public let user: String
+    package let user: String
     /// The user's home calendar (profile time zone, else the engine default).
-    public var calendar: LocalCalendar
+    package var calendar: LocalCalendar
     /// Whether the calendar came from a profile message.
-    public var hasProfile = false
+    package var hasProfile = false
     /// The first local day with any data or event; days before it are not evaluated.
-    public var firstDay: DayNumber?
+    package var firstDay: DayNumber?
     /// The last day whose rules have been evaluated.
-    public var lastClosedDay: DayNumber?
+    package var lastClosedDay: DayNumber?
     /// Days open to late data, sorted by day.
-    public internal(set) var openDays: [OpenDay] = []
+    package internal(set) var openDays: [OpenDay] = []
     /// The open days' values, day after day (one allocation for the week of raw values a user
     /// holds, grown by an eighth at a time).
-    public internal(set) var openValues: [StoredValue] = []
+    package internal(set) var openValues: [StoredValue] = []
     /// The open days' daily inputs, `cacheWidth` a day (input index within the day's row):
     /// `notComputed` until computed, NaN when the day has none. Empty until a day close needs it.
     var inputCache: [Double] = []
@@ -32,27 +32,27 @@ public struct UserState: Sendable {
     /// consecutive rows; `foldedRuns` says which day each run of rows starts at (a gap of a day
     /// or two between days with data is filled with empty rows, a longer one starts a run).
     /// With data every day that is 8 bytes per input per day, and one run.
-    public internal(set) var foldedRuns: [FoldedRun] = []
+    package internal(set) var foldedRuns: [FoldedRun] = []
     /// The inputs that have a column in the folded table.
-    public internal(set) var foldedColumns: UInt64 = 0
+    package internal(set) var foldedColumns: UInt64 = 0
     /// The folded table, row after row.
-    public internal(set) var foldedValues: [Double] = []
+    package internal(set) var foldedValues: [Double] = []
     /// The daily inputs the folded values belong to (the program's when they were folded).
-    public var foldedInputs: [DailyInput] = []
+    package var foldedInputs: [DailyInput] = []
     /// HealthKit sync identifiers of open-day samples.
-    public var syncIndex: [SyncEntry] = []
+    package var syncIndex: [SyncEntry] = []
     /// Clinical events and annotations, by id.
-    public var events: [String: TimelineEvent] = [:]
+    package var events: [String: TimelineEvent] = [:]
     /// Days of clinical events (segment boundaries), sorted.
-    public var boundaries: [DayNumber] = []
+    package var boundaries: [DayNumber] = []
     /// Alert rule names, in the rules' order (the engine's array, shared: one reference a user).
-    public var alertNames: [String] = []
+    package var alertNames: [String] = []
     /// Alert state per rule, aligned with `alertNames`: read by index on every evaluation, no
     /// hashing of rule names.
-    public var alertStates: [AlertStateMachine] = []
+    package var alertStates: [AlertStateMachine] = []
 
     /// Alert state by rule name; rules never evaluated for the user are absent.
-    public var alerts: [String: AlertStateMachine] {
+    package var alerts: [String: AlertStateMachine] {
         get {
             var d: [String: AlertStateMachine] = [:]
             for (n, sm) in zip(alertNames, alertStates) where sm != AlertStateMachine() { d[n] = sm }
@@ -65,7 +65,7 @@ public struct UserState: Sendable {
     }
 
     /// Closed days that received late data since they were last published.
-    public var revisedDays: Set<DayNumber> = []
+    package var revisedDays: Set<DayNumber> = []
     /// Whether the engine has the user in its touched list.
     var touched = false
     /// Until this instant (ms) no further day of the user can close: the check that runs after
@@ -75,11 +75,11 @@ public struct UserState: Sendable {
     /// restore and when it fills.
     var idFilter = IDFilter()
     /// Days before this were folded since the state store last wrote the user: their rows go.
-    public var foldedBefore: DayNumber?
+    var foldedBefore: DayNumber?
 
     /// Re-aligns the alert states with a list of rule names: a rule keeps its state by name,
     /// a new rule starts inactive, a removed rule's state goes (Prometheus's CopyState on reload).
-    public mutating func alignAlerts(to names: [String]) {
+    mutating func alignAlerts(to names: [String]) {
         if alertNames == names { alertNames = names; return }  // same names: share the engine's array
         // A linear search per name: a few rules, and comparing names is cheaper than hashing them.
         var states = [AlertStateMachine](repeating: AlertStateMachine(), count: names.count)
@@ -91,7 +91,7 @@ public struct UserState: Sendable {
     }
 
     /// Forgets what the state store has written (called after a successful commit).
-    public mutating func markPersisted() {
+    mutating func markPersisted() {
         for i in openDays.indices where openDays[i].dirty {
             openDays[i].changedFrom = -1
             openDays[i].storedCount = openDays[i].count
@@ -103,7 +103,7 @@ public struct UserState: Sendable {
     static let notComputed = Double(bitPattern: 0x7FF8_0000_0000_0BAD)
 
     /// Creates an empty state.
-    public init(user: String, calendar: LocalCalendar) {
+    package init(user: String, calendar: LocalCalendar) {
         self.user = user
         self.calendar = calendar
     }

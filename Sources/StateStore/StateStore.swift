@@ -1,6 +1,7 @@
 import Foundation
 import MobilityModel
-import RuleEngine
+import struct RuleEngine.StoredValue
+import struct RuleEngine.UserSnapshot
 import Synchronization
 
 /// Durable engine state on SQLite (WAL): per-user state with the ingest-journal position it has
@@ -57,27 +58,8 @@ public final class StateStore: @unchecked Sendable {
     /// Where the database file is.
     public let path: String
 
-    /// One user's persisted record.
-    public struct UserRecord: Sendable {
-        public var user: String
-        /// The highest journal sequence number applied to this user.
-        public var appliedSeq: UInt64
-        /// The user's event clock (event mode).
-        public var eventNow: Timestamp?
-        /// The event clock's pending claims (ms), not yet confirmed.
-        public var eventClaims: [Int64]
-        /// The engine state; nil for users that only ever sent rejected messages.
-        public var state: UserState?
-
-        /// Creates a record.
-        public init(user: String, appliedSeq: UInt64, eventNow: Timestamp?, eventClaims: [Int64] = [], state: UserState?) {
-            self.user = user
-            self.appliedSeq = appliedSeq
-            self.eventNow = eventNow
-            self.eventClaims = eventClaims
-            self.state = state
-        }
-    }
+    /// One user's persisted record, its engine state as a snapshot.
+    public typealias UserRecord = StoredUser<UserSnapshot>
 
     /// An output waiting for the broker's acknowledgement.
     public struct OutboxItem: Sendable {
@@ -141,11 +123,19 @@ public final class StateStore: @unchecked Sendable {
     /// Decoding states is most of a restart, so from ``parallelLoadThreshold`` users the users
     /// are read in two halves split at the median user id, the upper half on a second connection
     /// and thread (WAL readers do not block each other). Called at start, before any commit.
-    /// - Parameter alertNames: the current rules' alert names. When given, each state's alert
-    ///   states come back aligned with them, as the engine's restore would align them (a rule
-    ///   that kept its name keeps its state, a removed rule's state goes), sharing this array
-    ///   instead of holding copies of the names.
+    /// - Parameter alertNames: the current rules' alert names: a stored alert state's rule name
+    ///   equal to one of them is read as that string instance, so that restored states share the
+    ///   rules' names instead of holding copies. (Aligning the states with the rules is the
+    ///   engine's, in ``RuleEngine/Engine/restore(_:)``.)
     public func load(alertNames: [String] = []) throws -> (users: [UserRecord], outbox: [OutboxItem]) {
+        try load(alertNames: alertNames, prepare: { $0 })
+    }
+
+    /// Reads every user and the pending outbox, each user's snapshot handed to `prepare` on the
+    /// thread that read it (``parallelLoadThreshold``): the engine makes its states there
+    /// (`Engine.preparer`), so that building them runs on the load's two threads too.
+    public func load<Prepared: Sendable>(alertNames: [String] = [], prepare: @escaping @Sendable (UserSnapshot) -> Prepared) throws
+        -> (users: [StoredUser<Prepared>], outbox: [OutboxItem]) {
         try lock.withLock { _ in
             let count = try db.scalarInt("SELECT count(*) FROM users")
             var split: String?
@@ -154,18 +144,18 @@ public final class StateStore: @unchecked Sendable {
                 q.bind(1, count / 2)
                 if try q.step() { split = q.text(0) }
             }
-            var users: [UserRecord]
+            var users: [StoredUser<Prepared>]
             if let split {
-                let upper = LoadJob(db: try SQLiteDatabase(path: path), from: split, alertNames: alertNames)
+                let upper = LoadJob(db: try SQLiteDatabase(path: path), from: split, alertNames: alertNames, prepare: prepare)
                 let thread = Thread { upper.run() }
                 thread.name = "state-load"
                 thread.start()
-                let lower = Result { try StateStore.loadUsers(db, from: nil, below: split, alertNames: alertNames) }
+                let lower = Result { try StateStore.loadUsers(db, from: nil, below: split, alertNames: alertNames, prepare: prepare) }
                 upper.done.wait()
                 var halves = [try lower.get(), try upper.result.get()]
-                users = UserRecord.concatenating(moving: &halves)
+                users = StoredUser.concatenating(moving: &halves)
             } else {
-                users = try StateStore.loadUsers(db, from: nil, below: nil, alertNames: alertNames)
+                users = try StateStore.loadUsers(db, from: nil, below: nil, alertNames: alertNames, prepare: prepare)
             }
             var outbox: [OutboxItem] = []
             let o = try db.prepare("SELECT id, topic, payload, retain FROM outbox ORDER BY id")
@@ -175,7 +165,8 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// Users with ids in [from, below) (nil: unbounded), their heads and open-day rows.
-    static func loadUsers(_ db: SQLiteDatabase, from lo: String?, below hi: String?, alertNames: [String]) throws -> [UserRecord] {
+    static func loadUsers<Prepared>(_ db: SQLiteDatabase, from lo: String?, below hi: String?, alertNames: [String],
+                                    prepare: (UserSnapshot) -> Prepared) throws -> [StoredUser<Prepared>] {
         var range: [String] = []
         if lo != nil { range.append("user >= ?1") }
         if hi != nil { range.append("user < ?2") }
@@ -188,7 +179,7 @@ public final class StateStore: @unchecked Sendable {
         // bytes here too, not as Swift strings, which equate canonically equivalent text), merged as they are read:
         // each user's state is decoded, its open-day rows appended to it in one exact-size array,
         // and only then moved into the result (no lookup by user id, no copy of a state).
-        var users: [UserRecord] = []
+        var users: [StoredUser<Prepared>] = []
         let q = try db.prepare("SELECT user, applied_seq, event_now, state, event_claims FROM users" + filter + " ORDER BY user")
         bound(q)
         let d = try db.prepare("SELECT user, day, data FROM user_days" + filter + " ORDER BY user, day, chunk")
@@ -205,7 +196,7 @@ public final class StateStore: @unchecked Sendable {
             let claims = StateStore.decodeClaims(q.blob(4))
             guard !blob.isEmpty else {
                 while let r = row, r.utf8.elementsEqual(u.utf8) { row = try d.step() ? d.text(0) : nil }
-                users.append(UserRecord(user: u, appliedSeq: seq, eventNow: en, eventClaims: claims, state: nil))
+                users.append(StoredUser(user: u, appliedSeq: seq, eventNow: en, eventClaims: claims, state: nil))
                 continue
             }
             var state = try UserStateCodec.decode(user: u, blob, alertNames: alertNames)
@@ -217,13 +208,19 @@ public final class StateStore: @unchecked Sendable {
                 if days.last?.day == day { days[days.count - 1].end = scratch.count } else { days.append((day, scratch.count)) }
                 row = try d.step() ? d.text(0) : nil
             }
-            state.reserveOpenValues(scratch.count)
-            var lo = 0
-            for (day, end) in days {
-                state.restoreOpenDay(day, values: scratch[lo..<end])
-                lo = end
+            if !days.isEmpty {
+                // Rows are days the store holds as they are: unchanged, all values stored. One
+                // exact-size array (the engine keeps it as its open values).
+                let base = state.openValues.count
+                if base == 0 { state.openValues = Array(scratch) } else { state.openValues += scratch }
+                state.openDays.reserveCapacity(state.openDays.count + days.count)
+                var lo = 0
+                for (day, end) in days {
+                    state.openDays.append(UserSnapshot.OpenDay(day: day, start: base + lo, count: end - lo, changedFrom: nil, storedCount: end - lo))
+                    lo = end
+                }
             }
-            users.append(UserRecord(user: u, appliedSeq: seq, eventNow: en, eventClaims: claims, state: state))
+            users.append(StoredUser(user: u, appliedSeq: seq, eventNow: en, eventClaims: claims, state: prepare(state)))
         }
         return users
     }
@@ -279,9 +276,9 @@ public final class StateStore: @unchecked Sendable {
                         del.bind(2, Int64(before))
                         try del.run()
                     }
-                    for (i, day) in s.openDays.enumerated() {
-                        guard let from = day.dirtyFrom else { continue }
-                        let values = s.values(ofOpenDay: i)
+                    for day in s.openDays {
+                        guard let from = day.changedFrom else { continue }
+                        let values = s.values(of: day)
                         let chunks = StateStore.chunks(values.count)
                         if from / StateStore.chunkSize < chunks {
                             for c in (from / StateStore.chunkSize)..<chunks {
@@ -293,7 +290,7 @@ public final class StateStore: @unchecked Sendable {
                                 try row.run()
                             }
                         }
-                        if StateStore.chunks(Int(day.storedCount)) > chunks {
+                        if StateStore.chunks(day.storedCount) > chunks {
                             let del = try statement(.deleteChunksFrom)
                             del.bind(1, u.user)
                             del.bind(2, Int64(day.day))
@@ -454,21 +451,23 @@ private enum CommitSQL: Int, CaseIterable {
 ///
 /// Sendability: `result` is written by the loading thread before it signals `done`, and read by
 /// the waiting thread only after `done`; the connection is used by the loading thread only.
-private final class LoadJob: @unchecked Sendable {
+private final class LoadJob<Prepared: Sendable>: @unchecked Sendable {
     let db: SQLiteDatabase
     let from: String
     let alertNames: [String]
+    let prepare: @Sendable (UserSnapshot) -> Prepared
     let done = DispatchSemaphore(value: 0)
-    var result: Result<[StateStore.UserRecord], any Error> = .success([])
+    var result: Result<[StoredUser<Prepared>], any Error> = .success([])
 
-    init(db: SQLiteDatabase, from: String, alertNames: [String]) {
+    init(db: SQLiteDatabase, from: String, alertNames: [String], prepare: @escaping @Sendable (UserSnapshot) -> Prepared) {
         self.db = db
         self.from = from
         self.alertNames = alertNames
+        self.prepare = prepare
     }
 
     func run() {
-        result = Result { try StateStore.loadUsers(db, from: from, below: nil, alertNames: alertNames) }
+        result = Result { try StateStore.loadUsers(db, from: from, below: nil, alertNames: alertNames, prepare: prepare) }
         done.signal()
     }
 }
@@ -489,13 +488,35 @@ extension StateStore {
     }
 }
 
-extension StateStore.UserRecord {
+/// One user's persisted record: the engine state (`State`: a ``UserSnapshot``, or what a load's
+/// `prepare` made of one) with the ingest-journal position and event clock it goes with.
+public struct StoredUser<State: Sendable>: Sendable {
+    public var user: String
+    /// The highest journal sequence number applied to this user.
+    public var appliedSeq: UInt64
+    /// The user's event clock (event mode).
+    public var eventNow: Timestamp?
+    /// The event clock's pending claims (ms), not yet confirmed.
+    public var eventClaims: [Int64]
+    /// The engine state: in a commit what changed (`Engine.changes(of:)`), from a load all of
+    /// it; nil for users that only ever sent rejected messages.
+    public var state: State?
+
+    /// Creates a record.
+    public init(user: String, appliedSeq: UInt64, eventNow: Timestamp?, eventClaims: [Int64] = [], state: State?) {
+        self.user = user
+        self.appliedSeq = appliedSeq
+        self.eventNow = eventNow
+        self.eventClaims = eventClaims
+        self.state = state
+    }
+
     /// Moves the records of `parts` into one array, leaving each part holding empty records:
     /// `+=` would retain every reference a state holds and release it again with the part
     /// (a fifth of a 100 k-user restart).
-    static func concatenating(moving parts: inout [[StateStore.UserRecord]]) -> [StateStore.UserRecord] {
+    static func concatenating(moving parts: inout [[StoredUser]]) -> [StoredUser] {
         let total = parts.reduce(0) { $0 + $1.count }
-        let empty = StateStore.UserRecord(user: "", appliedSeq: 0, eventNow: nil, state: nil)
+        let empty = StoredUser(user: "", appliedSeq: 0, eventNow: nil, state: nil)
         return Array(unsafeUninitializedCapacity: total) { buffer, initialized in
             initialized = 0
             for p in parts.indices {

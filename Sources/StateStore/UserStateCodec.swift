@@ -1,8 +1,13 @@
 import MobilityModel
-import RuleEngine
-import RuleLanguage
+import struct RuleEngine.AlertStateMachine
+import struct RuleEngine.SampleID
+import struct RuleEngine.StoredValue
+import struct RuleEngine.SyncEntry
+import struct RuleEngine.UserSnapshot
 
-/// A compact binary encoding of a user's engine state (versioned by the store's schema).
+/// A compact binary encoding of a user's ``UserSnapshot`` (versioned by the store's schema): the
+/// store writes the snapshot's fields and reads them back strictly; what they mean (the folded
+/// table's layout, alignment with the rules) is the engine's.
 enum UserStateCodec {
     struct Writer {
         var bytes: [UInt8] = []
@@ -79,35 +84,35 @@ enum UserStateCodec {
     /// Marks the third: the v2 layout without the open days, which the store keeps one row each.
     static let v3Marker: Int32 = -3
 
-    /// Encodes a state: v3 (`withOpenDays` false, the store's form: open days go to their own
-    /// rows, see ``encode(day:)``) or v2 (everything in one blob).
-    static func encode(_ s: UserState, withOpenDays: Bool = true) -> [UInt8] {
+    /// Encodes a snapshot's head: v3 (`withOpenDays` false, the store's form: open days go to
+    /// their own rows, see ``encode(day:chunk:)``) or v2 (everything in one blob).
+    static func encode(_ s: UserSnapshot, withOpenDays: Bool = true) -> [UInt8] {
         var w = Writer()
+        w.bytes.reserveCapacity(64 + s.foldedDays.count * 12 + s.foldedValues.count * 8)
         w.i32(withOpenDays ? v2Marker : v3Marker)
-        w.str(s.calendar.identifier)
+        w.str(s.calendar)
         w.u8(s.hasProfile ? 1 : 0)
         w.optI32(s.firstDay)
         w.optI32(s.lastClosedDay)
         if withOpenDays {
             w.i32(Int32(s.openDays.count))
-            for (i, d) in s.openDays.enumerated() {
+            for d in s.openDays {
                 w.i32(d.day)
-                encodeValues(s.values(ofOpenDay: i), &w)
+                encodeValues(s.values(of: d), &w)
             }
         }
         w.i32(Int32(s.foldedInputs.count))
         for input in s.foldedInputs { encode(input, &w) }
-        // Folded days as (day, mask, values in input order), whatever the table's layout.
-        let countAt = w.bytes.count
-        w.i32(0)
-        var folded: Int32 = 0
-        s.forEachFoldedDay { day, mask, values in
-            w.i32(day)
-            w.i64(Int64(bitPattern: mask))
-            for v in values { w.f64(v) }
-            folded += 1
+        // Folded days as (day, mask, values in input order).
+        w.i32(Int32(s.foldedDays.count))
+        var at = 0
+        for d in s.foldedDays {
+            w.i32(d.day)
+            w.i64(Int64(bitPattern: d.mask))
+            let n = d.mask.nonzeroBitCount
+            for v in s.foldedValues[at..<(at + n)] { w.f64(v) }
+            at += n
         }
-        w.patch(i32: folded, at: countAt)
         w.i32(Int32(s.syncIndex.count))
         for e in s.syncIndex { w.i64(Int64(bitPattern: e.sync.rawValue)); w.i64(e.version); w.i64(Int64(bitPattern: e.id.rawValue)) }
         encodeTail(s, &w)
@@ -157,53 +162,36 @@ enum UserStateCodec {
         }
     }
 
-    static func encode(_ d: DailyInput, _ w: inout Writer) {
+    static func encode(_ d: UserSnapshot.FoldedInput, _ w: inout Writer) {
         w.u8(d.metric.rawValue)
         w.u8(d.provenance?.rawValue ?? 255)
-        switch d.aggregation {
-        case .percentile(let q, let m): w.u8(0); w.f64(q); w.u8(m == .linear ? 0 : 1)
-        case .mean: w.u8(1)
-        case .median: w.u8(2)
-        case .min: w.u8(3)
-        case .max: w.u8(4)
-        case .sum: w.u8(5)
-        case .count: w.u8(6)
-        case .last: w.u8(7)
-        }
+        w.u8(d.reduction.rawValue)
+        if d.reduction == .percentile { w.f64(d.percentile); w.u8(d.method.rawValue) }
     }
 
-    static func decodeInput(_ r: inout Reader) throws -> DailyInput {
+    static func decodeInput(_ r: inout Reader) throws -> UserSnapshot.FoldedInput {
         let m: MetricKind = try r.tag("daily input metric")
         let p = try r.u8()
         guard p == 255 || Provenance(rawValue: p) != nil else { throw Reader.UnknownTag(field: "daily input provenance", tag: p) }
-        let agg: Aggregation
-        switch try r.u8() {
-        case 0:
-            let q = try r.f64(), method = try r.u8()
-            guard method <= 1 else { throw Reader.UnknownTag(field: "percentile method", tag: method) }
-            agg = .percentile(q, method == 0 ? .linear : .nearestRank)
-        case 1: agg = .mean
-        case 2: agg = .median
-        case 3: agg = .min
-        case 4: agg = .max
-        case 5: agg = .sum
-        case 6: agg = .count
-        case 7: agg = .last
-        case let t: throw Reader.UnknownTag(field: "aggregation", tag: t)
+        let reduction: UserSnapshot.FoldedInput.Reduction = try r.tag("aggregation")
+        var input = UserSnapshot.FoldedInput(metric: m, provenance: p == 255 ? nil : Provenance(rawValue: p), reduction: reduction)
+        if reduction == .percentile {
+            input.percentile = try r.f64()
+            input.method = try r.tag("percentile method")
         }
-        return DailyInput(metric: m, provenance: p == 255 ? nil : Provenance(rawValue: p), aggregation: agg)
+        return input
     }
 
-    /// Events, alert states and revised days: the same in both formats.
-    static func encodeTail(_ s: UserState, _ w: inout Writer) {
+    /// Events, alert states and revised days: the same in every format.
+    static func encodeTail(_ s: UserSnapshot, _ w: inout Writer) {
         w.i32(Int32(s.events.count))
-        for e in s.events.values.sorted(by: { $0.id < $1.id }) {
+        for e in s.events {
             w.str(e.id); w.u8(e.category.rawValue); w.str(e.kind); w.i32(e.firstDay); w.i32(e.lastDay); w.str(e.note ?? "")
         }
-        let alerts = zip(s.alertNames, s.alertStates).filter { $0.1 != AlertStateMachine() }.sorted { $0.0 < $1.0 }
-        w.i32(Int32(alerts.count))
-        for (name, sm) in alerts {
-            w.str(name)
+        w.i32(Int32(s.alerts.count))
+        for a in s.alerts {
+            w.str(a.rule)
+            let sm = a.machine
             switch sm.state {
             case .inactive: w.u8(0)
             case .pending(let a): w.u8(1); w.i64(a)
@@ -212,22 +200,20 @@ enum UserStateCodec {
             w.i64(sm.quietUntil)
             w.i64(sm.lastEvaluated)
         }
-        let revised = s.revisedDays.sorted()
-        w.i32(Int32(revised.count))
-        for d in revised { w.i32(d) }
+        w.i32(Int32(s.revisedDays.count))
+        for d in s.revisedDays { w.i32(d) }
     }
 
-    static func decodeTail(_ s: inout UserState, _ r: inout Reader, alertNames known: [String]) throws {
-        for _ in 0..<(try r.count()) {
+    /// - Parameter known: names to read as these instances when equal (the rules' alert names,
+    ///   so that restored states share them instead of holding copies).
+    static func decodeTail(_ s: inout UserSnapshot, _ r: inout Reader, alertNames known: [String]) throws {
+        let events = try r.count()
+        if events > 0 { s.events.reserveCapacity(min(Int(events), r.b.count - r.i)) }
+        for _ in 0..<events {
             let id = try r.str(), cat: EventCategory = try r.tag("event category"), kind = try r.str()
             let first = try r.i32(), last = try r.i32(), note = try r.str()
-            s.events[id] = TimelineEvent(id: id, category: cat, kind: kind, firstDay: first, lastDay: last, note: note.isEmpty ? nil : note)
+            s.events.append(TimelineEvent(id: id, category: cat, kind: kind, firstDay: first, lastDay: last, note: note.isEmpty ? nil : note))
         }
-        s.rebuildBoundaries()
-        // Names equal to the rules' are their string instances, so that aligning with the rules
-        // (the engine's own `alignAlerts`: a rule that kept its name keeps its state, a removed
-        // rule's state goes) compares no string bytes and the state shares the rules' array.
-        var names: [String] = [], states: [AlertStateMachine] = []
         for _ in 0..<(try r.count()) {
             let name = try r.str(oneOf: known)
             let state: AlertStateMachine.State
@@ -238,68 +224,58 @@ enum UserStateCodec {
             case let t: throw Reader.UnknownTag(field: "alert state of rule \(name)", tag: t)
             }
             let sm = AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
-            if names.contains(name) { continue }  // written once per name; a repeat is ignored
-            names.append(name)
-            states.append(sm)
+            if s.alerts.contains(where: { $0.rule == name }) { continue }  // written once per name; a repeat is ignored
+            s.alerts.append(UserSnapshot.Alert(rule: name, machine: sm))
         }
-        s.alertNames = names
-        s.alertStates = states
-        if !known.isEmpty { s.alignAlerts(to: known) }
-        for _ in 0..<(try r.count()) { s.revisedDays.insert(try r.i32()) }
+        let revised = try r.count()
+        if revised > 0 { s.revisedDays.reserveCapacity(min(Int(revised), (r.b.count - r.i) / 4)) }
+        for _ in 0..<revised { s.revisedDays.append(try r.i32()) }
     }
 
-    /// Decodes a state written by ``encode(_:withOpenDays:)`` (or by an older format).
-    static func decode(user: String, _ bytes: [UInt8], alertNames: [String] = []) throws(UserStateDecodingError) -> UserState {
+    /// Decodes a head written by ``encode(_:withOpenDays:)`` (or by an older format).
+    static func decode(user: String, _ bytes: [UInt8], alertNames: [String] = []) throws(UserStateDecodingError) -> UserSnapshot {
         do { return try decodeBlob(user: user, bytes, alertNames: alertNames) } catch { throw decodingError(error, user: user) }
     }
 
-    static func decodeBlob(user: String, _ bytes: [UInt8], alertNames: [String]) throws -> UserState {
+    static func decodeBlob(user: String, _ bytes: [UInt8], alertNames: [String]) throws -> UserSnapshot {
         var r = Reader(b: bytes)
         let first = try r.i32()
         if first != v2Marker && first != v3Marker { return try decodeV1(user: user, bytes, alertNames: alertNames) }
         var s = try decodeHead(user: user, &r)
         if first == v2Marker {
-            // Open days inside the blob come back dirty: the next commit writes them as rows.
-            var values: [StoredValue] = []
+            // Open days inside the blob come back as changed with nothing stored: the next
+            // commit writes them as rows.
             for _ in 0..<(try r.count()) {
-                let day = try r.i32()
-                values.removeAll(keepingCapacity: true)
-                try decodeValues(&r, into: &values)
-                s.restoreOpenDay(day, values: values[...], stored: false)
+                let day = try r.i32(), start = s.openValues.count
+                try decodeValues(&r, into: &s.openValues)
+                s.openDays.append(UserSnapshot.OpenDay(day: day, start: start, count: s.openValues.count - start, changedFrom: 0, storedCount: 0))
             }
         }
         for _ in 0..<(try r.count()) { s.foldedInputs.append(try decodeInput(&r)) }
         let foldedCount = Int(try r.count())
         do {
-            // A first pass sizes the table (columns, rows with their filled gaps, runs), so that
-            // the second allocates it once.
-            var ahead = r, columns: UInt64 = 0, days: [(DayNumber, Int)] = []
-            days.reserveCapacity(foldedCount)
+            // A first pass counts the values, so that the arrays are allocated once.
+            var ahead = r, values = 0
             for _ in 0..<foldedCount {
-                let day = try ahead.i32(), mask = UInt64(bitPattern: try ahead.i64())
-                try ahead.skip(8 * mask.nonzeroBitCount)
-                columns |= mask
-                days.append((day, mask.nonzeroBitCount))
+                _ = try ahead.i32()
+                let n = UInt64(bitPattern: try ahead.i64()).nonzeroBitCount
+                try ahead.skip(8 * n)
+                values += n
             }
-            let width = columns.nonzeroBitCount
-            var rows = 0, runs = 0, previous: DayNumber?
-            for (day, n) in days where n > 0 {
-                if let p = previous, day > p, UserState.fillsFoldedGap(Int(day - p) - 1, width: width) { rows += Int(day - p) } else { rows += 1; runs += 1 }
-                previous = day
-            }
-            s.reserveFolded(columns: columns, rows: rows, runs: runs)
+            s.foldedDays.reserveCapacity(foldedCount)
+            s.foldedValues.reserveCapacity(values)
         }
-        var values: [Double] = []
         var previous: DayNumber?
         for _ in 0..<foldedCount {
             let day = try r.i32(), mask = UInt64(bitPattern: try r.i64())
             guard previous.map({ day > $0 }) ?? true else { throw Reader.Inconsistent() }
             previous = day
-            values.removeAll(keepingCapacity: true)
-            for _ in 0..<mask.nonzeroBitCount { values.append(try r.f64()) }
-            values.withUnsafeBufferPointer { s.appendFoldedDay(day, mask: mask, values: $0) }
+            for _ in 0..<mask.nonzeroBitCount { s.foldedValues.append(try r.f64()) }
+            s.foldedDays.append(UserSnapshot.FoldedDay(day: day, mask: mask))
         }
-        for _ in 0..<(try r.count()) {
+        let syncCount = try r.count()
+        if syncCount > 0 { s.syncIndex.reserveCapacity(min(Int(syncCount), (r.b.count - r.i) / 24)) }
+        for _ in 0..<syncCount {
             s.syncIndex.append(SyncEntry(sync: SampleID(rawValue: UInt64(bitPattern: try r.i64())), version: try r.i64(),
                                          id: SampleID(rawValue: UInt64(bitPattern: try r.i64()))))
         }
@@ -307,27 +283,34 @@ enum UserStateCodec {
         return s
     }
 
-    /// Calendar, profile flag, first and last closed day: the same in both formats.
-    static func decodeHead(user: String, _ r: inout Reader) throws -> UserState {
-        var s = UserState(user: user, calendar: LocalCalendar.cached(try r.str()) ?? .utc)
+    /// Calendar, profile flag, first and last closed day: the same in every format.
+    static func decodeHead(user: String, _ r: inout Reader) throws -> UserSnapshot {
+        var s = UserSnapshot(user: user)
+        s.calendar = try r.str()
         s.hasProfile = try r.bool("profile flag")
         s.firstDay = try r.optI32("first day flag")
         s.lastClosedDay = try r.optI32("last closed day flag")
         return s
     }
 
-    /// The first format (schema v1 blobs): every day raw, string ids. Read into open days; the
-    /// next `advance` folds those past the allowed lateness.
-    static func decodeV1(user: String, _ bytes: [UInt8], alertNames: [String]) throws -> UserState {
+    /// The first format (schema v1 blobs): every day raw in buckets of one metric and day, string
+    /// ids. Read into open days (changed, nothing stored); the next `advance` folds those past the
+    /// allowed lateness.
+    static func decodeV1(user: String, _ bytes: [UInt8], alertNames: [String]) throws -> UserSnapshot {
         var r = Reader(b: bytes)
         var s = try decodeHead(user: user, &r)
+        var byDay: [DayNumber: [StoredValue]] = [:]
         for _ in 0..<(try r.count()) {
             let m: MetricKind = try r.tag("metric")
             let day = try r.i32()
             for _ in 0..<(try r.count()) {
                 let id = try r.str(), value = try r.f64(), end = try r.i64(), p: Provenance = try r.tag("provenance")
-                s.append(StoredValue(id: SampleID(id), metric: m, value: value, end: Timestamp(milliseconds: end), provenance: p), day: day)
+                byDay[day, default: []].append(StoredValue(id: SampleID(id), metric: m, value: value, end: Timestamp(milliseconds: end), provenance: p))
             }
+        }
+        for (day, values) in byDay.sorted(by: { $0.key < $1.key }) {
+            s.openDays.append(UserSnapshot.OpenDay(day: day, start: s.openValues.count, count: values.count, changedFrom: 0, storedCount: 0))
+            s.openValues += values
         }
         for _ in 0..<(try r.count()) {
             let k = try r.str(), v = try r.i64(), id = try r.str()

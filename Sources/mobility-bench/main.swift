@@ -152,9 +152,13 @@ if wanted("dayclose") || wanted("memory") || wanted("restart") {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         do {
             let store = try! StateStore(path: dir + "/state.sqlite")
-            let records = engine.allStates.map { StateStore.UserRecord(user: $0.user, appliedSeq: 1, eventNow: nil, state: $0) }
+            // Timed with the engine's part of a commit, the snapshots (the store writes those).
+            let ids = engine.allStates.map(\.user)
+            var records: [StateStore.UserRecord] = []
+            let snapshots = seconds { records = ids.map { StateStore.UserRecord(user: $0, appliedSeq: 1, eventNow: nil, state: engine.changes(of: $0)) } }
             let write = seconds { _ = try! store.commit(users: records, outbox: []) }
-            report("state store, commit all users", write, "s", "\(users) users")
+            report("state store, commit all users", snapshots + write, "s", "\(users) users, engine snapshots and the store's write")
+            report("  of which engine snapshots", snapshots, "s", "Engine.changes(of:) of every user")
         }
         // The store is closed here, as after a clean stop: SQLite copies the WAL into the database
         // file and removes it when the last connection closes. (Left open, the first load reads
@@ -294,11 +298,11 @@ func dayCloseRun(_ engine: inout Engine, _ close: Timestamp, _ out: inout [Engin
 /// (`valgrind --tool=callgrind --toggle-collect='*restartRun*' … restart`).
 @inline(never)
 func restartRun(_ path: String, _ program: Program, load: inout Double) -> Engine {
-    var loaded: [StateStore.UserRecord] = []
+    var loaded: [StoredUser<PreparedUser>] = []
     var e = Engine(program: program)
     load = seconds {
         let s = try! StateStore(path: path)
-        loaded = try! s.load(alertNames: e.alertNames).users
+        loaded = try! s.load(alertNames: e.alertNames, prepare: e.preparer).users  // states made on the load's threads, as mobilityd does
     }
     e.reserveUsers(loaded.count)
     for i in loaded.indices { if let st = loaded[i].state.take() { e.restore(st) } } // moved, as mobilityd does

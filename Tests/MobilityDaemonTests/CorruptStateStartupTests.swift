@@ -22,7 +22,7 @@ import TestSupport
             e.ingest(Sample(id: "a", metric: .walkingSpeed, value: 0.5, start: t, end: t), user: "patient-7", now: t, into: &out)
             e.advance(to: t.adding(seconds: 2 * 86_400), into: &out)
             try #require(e.state(of: "patient-7")?.alerts["slow_walk"]?.isFiring == true)
-            _ = try StateStore(path: path).commit(users: [.init(user: "patient-7", appliedSeq: 0, eventNow: nil, state: e.state(of: "patient-7"))],
+            _ = try StateStore(path: path).commit(users: [.init(user: "patient-7", appliedSeq: 0, eventNow: nil, state: e.changes(of: "patient-7"))],
                                                   outbox: [])
         }
         // The byte after the rule's name is its alert-state tag: 2 (firing) becomes 3.

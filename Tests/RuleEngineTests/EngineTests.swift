@@ -50,7 +50,7 @@ import TestSupport
         // A restored state (its filter rebuilt from the stored values) recognises them too, and
         // still accepts new ids.
         var restored = Engine(program: program(Self.rules))
-        restored.restore(engine.state(of: "u")!)
+        restored.restore(engine.snapshot(of: "u")!)
         for s in samples.shuffled() { #expect(restored.ingest(s, user: "u", now: close(6), into: &out) == .duplicate) }
         for i in 0..<200 { #expect(restored.ingest(sample("new-\(i)", 1.1, day: 6), user: "u", now: close(6), into: &out) == .accepted) }
         #expect(restored.state(of: "u")!.openValueCount == 800)
@@ -258,8 +258,8 @@ import TestSupport
         var old = Engine(program: program(EngineTests.rules))
         for d in 1...6 { old.ingest(sample("w\(d)", 0.8, day: d), user: "w", now: close(d), into: &out) }
         old.advance(to: close(6), into: &out)
-        restarted.restore(old.state(of: "w")!)
-        restarted.restore(old.state(of: "w")!)
+        restarted.restore(old.snapshot(of: "w")!)
+        restarted.restore(old.snapshot(of: "w")!)
         #expect(restarted.firingCounts[slow] == 1)
         #expect(restarted.firingCounts == restarted.countFiring())
     }

@@ -43,9 +43,11 @@ import TestSupport
     }
 
     @Test func aStateWithoutAFilterAnswersMaybeOnlyWhenItHasOpenDays() {
-        var st = UserState(user: "u", calendar: utc)
-        #expect(st.idFilter.isEmpty && !st.mightHold(SampleID("x")))
-        st.restoreOpenDay(day0, values: IDFilterTests.values(0..<3)[...])
+        #expect(UserState(user: "u", calendar: utc).idFilter.isEmpty && !UserState(user: "u", calendar: utc).mightHold(SampleID("x")))
+        var snapshot = UserSnapshot(user: "u")
+        snapshot.openValues = IDFilterTests.values(0..<3)
+        snapshot.openDays = [.init(day: day0, start: 0, count: 3, changedFrom: nil, storedCount: 3)]
+        var st = UserState(restoring: snapshot, alertNames: [], inputs: [])
         #expect(st.idFilter.isEmpty && st.mightHold(SampleID("x")) && st.locate(SampleID("x")) == nil)
         #expect(st.locate(SampleID("id-2"))! == (0, 2))
         // The first value noted builds the filter from every open value.

@@ -1,7 +1,7 @@
 import CSQLite
 import Foundation
 import MobilityModel
-import RuleEngine
+@testable import RuleEngine
 import RuleLanguage
 @testable import StateStore
 import Testing
@@ -38,8 +38,8 @@ import Testing
     }
 
     func commit(_ e: inout Engine, _ store: StateStore) throws {
-        let st = try #require(e.state(of: "u"))
-        _ = try store.commit(users: [.init(user: "u", appliedSeq: 1, eventNow: nil, state: st)], outbox: [])
+        let changes = try #require(e.changes(of: "u"))
+        _ = try store.commit(users: [.init(user: "u", appliedSeq: 1, eventNow: nil, state: changes)], outbox: [])
         e.markPersisted("u")
     }
 
@@ -67,7 +67,7 @@ import Testing
         try commit(&e, store)
         let now = try #require(e.state(of: "u"))
         #expect(try rows(path) == now.openDays.map { Int64($0.day) })
-        let loaded = try #require(try StateStore(path: path).load().users.first?.state)
+        let loaded = try #require(try StateStore(path: path).load().users.first?.state?.restored)
         #expect(loaded.openDays.map(\.day) == now.openDays.map(\.day))
         #expect(loaded.openDayValues == now.openDayValues)
         #expect(loaded.openDays.allSatisfy { !$0.dirty })
@@ -85,7 +85,7 @@ import Testing
                 e.ingest(Sample(id: "a\(i)", metric: .walkingSpeed, value: 1 + Double(i) / 1000, start: t, end: t), user: "u", now: t, into: &out)
             }
         }
-        func reloaded() throws -> [StoredValue] { try #require(try StateStore(path: path).load().users.first?.state?.openDayValues.first) }
+        func reloaded() throws -> [StoredValue] { try #require(try StateStore(path: path).load().users.first?.state?.restored.openDayValues.first) }
         add(0..<150)
         try commit(&e, store)
         #expect(try rows(path, chunksOf: 20_500) == [0, 1, 2])
@@ -121,12 +121,13 @@ import Testing
         let store = try StateStore(path: path)
         let first = try #require(try store.load().users.first)
         #expect(first.appliedSeq == 9)
-        let st = try #require(first.state)
+        let snapshot = try #require(first.state)
+        let st = snapshot.restored
         #expect(st.openDays.map(\.day) == [20_500, 20_501] && st.openDays.allSatisfy(\.dirty))
         // Written back in the current form: a v3 head and one row per open day.
-        _ = try store.commit(users: [.init(user: "u", appliedSeq: 9, eventNow: nil, state: st)], outbox: [])
+        _ = try store.commit(users: [.init(user: "u", appliedSeq: 9, eventNow: nil, state: snapshot)], outbox: [])
         #expect(try rows(path) == [20_500, 20_501])
-        let again = try #require(try StateStore(path: path).load().users.first?.state)
+        let again = try #require(try StateStore(path: path).load().users.first?.state?.restored)
         #expect(again.openDayValues == st.openDayValues)
         #expect(again.alerts == st.alerts && again.events.keys.sorted() == st.events.keys.sorted())
     }

@@ -1,7 +1,7 @@
 import CSQLite
 import Foundation
 import MobilityModel
-import RuleEngine
+@testable import RuleEngine
 import RuleLanguage
 import StateStore
 import Testing
@@ -43,7 +43,7 @@ private func tempDir() -> String {
         let engine = try populatedEngine()
         let state = engine.state(of: "u")!
         let store = try StateStore(path: dir + "/s.sqlite")
-        let ids = try store.commit(users: [.init(user: "u", appliedSeq: 42, eventNow: Timestamp(seconds: 99), eventClaims: [200_000, -5], state: state),
+        let ids = try store.commit(users: [.init(user: "u", appliedSeq: 42, eventNow: Timestamp(seconds: 99), eventClaims: [200_000, -5], state: engine.changes(of: "u")),
                                            .init(user: "ghost", appliedSeq: 7, eventNow: nil, state: nil)],
                                    outbox: [.init(topic: "a", payload: [1, 2], retain: true), .init(topic: "b", payload: [], retain: false)])
         #expect(ids.count == 2)
@@ -54,7 +54,8 @@ private func tempDir() -> String {
         let u = try #require(users.first { $0.user == "u" })
         #expect(u.appliedSeq == 42 && u.eventNow == Timestamp(seconds: 99) && u.eventClaims == [200_000, -5])
         #expect(try #require(users.first { $0.user == "ghost" }).eventClaims.isEmpty)
-        let r = try #require(u.state)
+        let snapshot = try #require(u.state)
+        let r = snapshot.restored
         #expect(r.calendar.identifier == "Europe/Zurich" && r.hasProfile)
         #expect(r.firstDay == state.firstDay && r.lastClosedDay == state.lastClosedDay)
         #expect(r.openDays.map(\.day) == state.openDays.map(\.day) && r.openValueCount == 6)
@@ -65,7 +66,7 @@ private func tempDir() -> String {
         #expect(users.first { $0.user == "ghost" }?.state == nil)
         // The restored engine continues exactly: the next day's evaluation matches an uninterrupted engine.
         var a = engine, b = Engine(program: engine.program)
-        b.restore(r)
+        b.restore(snapshot)
         var outA: [EngineOutput] = [], outB: [EngineOutput] = []
         let later = Timestamp(seconds: Int64(20_510) * 86_400)
         a.advance(to: later, into: &outA)
@@ -91,7 +92,7 @@ private func tempDir() -> String {
         }
         let store = try StateStore(path: dir + "/s.sqlite")
         let records = ids.enumerated().map { i, id in
-            StateStore.UserRecord(user: id, appliedSeq: UInt64(i), eventNow: nil, state: engine.state(of: id))
+            StateStore.UserRecord(user: id, appliedSeq: UInt64(i), eventNow: nil, state: engine.changes(of: id))
         }
         _ = try store.commit(users: records, outbox: [])
         let sequential = try StateStore(path: dir + "/s.sqlite")
@@ -102,14 +103,18 @@ private func tempDir() -> String {
         let b = try parallel.load(alertNames: engine.alertNames).users.sorted { $0.appliedSeq < $1.appliedSeq }
         #expect(a.count == 41 && b.count == 41)
         #expect(a.map(\.user) == ids && b.map(\.user) == ids)
-        #expect(a.map { $0.state?.openDayValues } == b.map { $0.state?.openDayValues })
+        #expect(a.map { $0.state } == b.map { $0.state })
         for (i, r) in b.enumerated() {
             guard i % 7 != 0 else { #expect(r.state == nil, "\(r.user) had no state"); continue }
-            let st = try #require(r.state, "\(r.user) lost its state")
+            let snapshot = try #require(r.state, "\(r.user) lost its state")
+            let st = snapshot.restored
             #expect(st.user == r.user && st.openValueCount == 6)
             #expect(st.openDayValues.joined().allSatisfy { $0.value == 0.5 + Double(i) / 100 }, "\(r.user) holds another user's rows")
             // Restored states share the rules' alert-name array instead of holding copies.
-            #expect(st.alertNames.withUnsafeBufferPointer { $0.baseAddress } == engine.alertNames.withUnsafeBufferPointer { $0.baseAddress })
+            var restoredEngine = Engine(program: engine.program)
+            restoredEngine.restore(snapshot)
+            #expect(restoredEngine.state(of: r.user)!.alertNames.withUnsafeBufferPointer { $0.baseAddress }
+                    == restoredEngine.alertNames.withUnsafeBufferPointer { $0.baseAddress })
         }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 import MobilityModel
-import RuleEngine
+@testable import RuleEngine
 import RuleLanguage
 @testable import StateStore
 import Testing
@@ -35,7 +35,7 @@ import TestSupport
     }
 
     @Test func theHandMadeBlobsReadWhenTheirTagsAreKnown() throws {
-        let s = try UserStateCodec.decode(user: "u", StrictDecodingTests.blob(alertTag: 2))
+        let s = try UserStateCodec.decode(user: "u", StrictDecodingTests.blob(alertTag: 2)).restored
         #expect(s.alerts["slow"]?.isFiring == true)
         var values: [StoredValue] = []
         try UserStateCodec.decodeChunk(StrictDecodingTests.chunk(provenance: Provenance.userEntered.rawValue), user: "u", into: &values)
@@ -100,8 +100,8 @@ import TestSupport
             e.advance(to: t.adding(seconds: 2 * 86_400), into: &out)
             #expect(e.state(of: "patient-7")!.alerts["slow"]?.isFiring == true)
             let store = try StateStore(path: path)
-            _ = try store.commit(users: [.init(user: "patient-7", appliedSeq: 1, eventNow: nil, state: e.state(of: "patient-7"))], outbox: [])
-            #expect(try store.load().users.first?.state?.alerts["slow"]?.isFiring == true)
+            _ = try store.commit(users: [.init(user: "patient-7", appliedSeq: 1, eventNow: nil, state: e.changes(of: "patient-7"))], outbox: [])
+            #expect(try store.load().users.first?.state?.restored.alerts["slow"]?.isFiring == true)
         }
         // Corrupt the firing tag (2) of the one alert state, as a disk or a newer build could.
         #expect(try StoredStateTampering.setAlertStateTag(database: path, user: "patient-7", rule: "slow", to: 3) == 2)

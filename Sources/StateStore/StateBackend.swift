@@ -1,0 +1,43 @@
+import CareReports
+import MobilityModel
+import struct RuleEngine.UserSnapshot
+
+/// What the daemon needs of durable state, whatever holds it: ``StateStore`` (SQLite) today; a
+/// second backend (PostgreSQL, issue 19) conforms to this. A backend persists each user's
+/// ``StateStore/UserRecord`` (the engine's `UserSnapshot` plus the journal position and event
+/// clock) together with the outbox in one transaction, and never needs the engine's insides.
+public protocol StateBackend: AnyObject, Sendable {
+    /// Every user's record (their whole snapshot, handed to `prepare` on the thread that read it)
+    /// and the pending outbox, oldest first. `alertNames`: the rules' alert names, to read equal
+    /// stored names as these instances.
+    func load<Prepared: Sendable>(alertNames: [String], prepare: @escaping @Sendable (UserSnapshot) -> Prepared) throws
+        -> (users: [StoredUser<Prepared>], outbox: [StateStore.OutboxItem])
+    /// Writes the users' changes (``StateStore/UserRecord/state`` as `Engine.changes(of:)` gives
+    /// them), appends `outbox`, removes the `acknowledged` outbox ids and records the `history`
+    /// rows (a series point replacing its day's earlier value), atomically; returns the new items'
+    /// ids in order.
+    func commit(users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord]) throws -> [Int64]
+    /// The care-team history of a user from `from` through `through` (series in SI units, alert
+    /// episodes), with the whole timeline; never waits for a commit.
+    func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory
+    /// The weekly report of `week` (`2026-W10`), or the latest; the digest's JSON.
+    func weeklyReport(of user: String, week: String?) throws -> (week: String, payload: [UInt8])?
+    /// The weeks a user has reports for, newest first.
+    func reportWeeks(of user: String) throws -> [String]
+    /// Weekly reports marked due and not built yet.
+    func dueReports() throws -> [(user: String, week: String)]
+    /// Deletes history before each user's `keepFrom` and reports before `reportsFrom`.
+    @discardableResult func pruneHistory(_ users: [(user: String, keepFrom: DayNumber, reportsFrom: DayNumber)]) throws -> Int
+    /// Removes acknowledged outbox items.
+    func acknowledge(_ ids: [Int64]) throws
+    /// Moves refused outbox items to the dead letters; returns how many dead letters there are.
+    @discardableResult func park(_ items: [(id: Int64, reason: String)], at: Int64) throws -> Int
+    /// The parked outputs, oldest first (topics and reasons only).
+    func deadLetters() throws -> [StateStore.DeadLetter]
+    /// Reads a metadata value.
+    func meta(_ key: String) throws -> String?
+    /// Writes a metadata value.
+    func setMeta(_ key: String, _ value: String) throws
+}
+
+extension StateStore: StateBackend {}
