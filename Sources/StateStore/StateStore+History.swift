@@ -155,9 +155,6 @@ extension StateStore {
         var alertRows: [(day: DayNumber, key: String, payload: [UInt8])] = []
         var timeline: [TimelineEvent] = []
         try reading { db in
-            var names: [Int64: (name: String, unit: String)] = [:]
-            let n = try db.prepare("SELECT id, name, unit FROM history_series")
-            while try n.step() { names[n.int(0)] = (n.text(1), n.text(2)) }
             let d = try db.prepare("SELECT day, data FROM history_days WHERE user = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day")
             d.bind(1, user)
             d.bind(2, Int64(from))
@@ -168,14 +165,15 @@ extension StateStore {
                     throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unreadable series row of day \(day)")
                 }
                 for (id, value) in packed.points {
-                    guard let s = names[id] else {
+                    guard let s = try db.series(id) else {
                         throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unknown series id \(id)")
                     }
                     h.record(SeriesPoint(user: user, name: s.name, day: CivilDate(dayNumber: day), value: value, unit: s.unit))
                 }
             }
-            let q = try db.prepare("SELECT kind, key, day, value, payload FROM history WHERE user = ?1 AND kind IN (1, 2) ORDER BY kind, day")
+            let q = try db.prepare("SELECT kind, key, day, value, payload FROM history WHERE user = ?1 AND kind IN (1, 2) AND day <= ?2 ORDER BY kind, day")
             q.bind(1, user)
+            q.bind(2, Int64(through))
             while try q.step() {
                 let day = DayNumber(truncatingIfNeeded: q.int(2))
                 switch q.int(0) {
@@ -382,4 +380,43 @@ struct SeriesDay {
 /// The commit path's cache of series ids (a series keeps its id for the store's life).
 struct SeriesIDs: Sendable {
     var ids: [String: Int64] = [:]
+}
+
+/// The reader connection of the history (reports, the HTTP API), with its statements prepared
+/// once and the series names it has seen; used only under the store's reader lock.
+final class HistoryReader {
+    private let db: SQLiteDatabase
+    private var statements: [String: SQLiteDatabase.Statement] = [:]
+    private var names: [Int64: (name: String, unit: String)] = [:]
+
+    /// Opens a connection that maps the database file (no copy of each page read) with a cache of
+    /// its own: a weekly close reads every user's recent days.
+    init(path: String) throws(SQLiteError) {
+        db = try SQLiteDatabase(path: path)
+        try db.exec("PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -65536;")
+    }
+
+    /// A statement of `sql`, prepared on first use, reset and unbound.
+    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteDatabase.Statement {
+        if let s = statements[sql] {
+            s.reset()
+            return s
+        }
+        let s = try db.prepare(sql)
+        statements[sql] = s
+        return s
+    }
+
+    /// Resets every statement, ending the connection's read transaction: the next read sees the
+    /// latest commit (a statement left stepped would pin an old snapshot and the WAL).
+    func finish() { for s in statements.values { s.reset() } }
+
+    /// The name and unit of a series id (re-read when a new series appeared since).
+    func series(_ id: Int64) throws(SQLiteError) -> (name: String, unit: String)? {
+        if let s = names[id] { return s }
+        let n = try prepare("SELECT id, name, unit FROM history_series")
+        while try n.step() { names[n.int(0)] = (n.text(1), n.text(2)) }
+        n.reset()
+        return names[id]
+    }
 }

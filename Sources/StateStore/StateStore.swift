@@ -51,7 +51,7 @@ public final class StateStore: @unchecked Sendable {
     private let checkpointLock = Mutex<Void>(())
     /// A connection for history reads (reports, the HTTP API), so that they never wait for a
     /// commit (WAL readers see the last committed state); used only under `readerLock`.
-    private var reader: SQLiteDatabase?
+    private var reader: HistoryReader?
     private let readerLock = Mutex<Void>(())
     /// Series names' ids in `history_series`, as the commit path has seen them.
     let seriesIDs = Mutex(SeriesIDs())
@@ -226,9 +226,10 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// Runs `body` on the reader connection.
-    func reading(_ body: (SQLiteDatabase) throws -> Void) throws {
+    func reading(_ body: (HistoryReader) throws -> Void) throws {
         try readerLock.withLock { _ in
-            if reader == nil { reader = try SQLiteDatabase(path: path) }
+            if reader == nil { reader = try HistoryReader(path: path) }
+            defer { reader!.finish() }
             try body(reader!)
         }
     }
