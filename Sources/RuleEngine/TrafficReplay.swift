@@ -68,6 +68,20 @@ public struct Replay: Sendable {
         }
     }
 
+    /// Feeds one traffic line, appending what the engine produced to `out` (for tools that read
+    /// the outputs as values, such as `mobilityctl report`); nil, or why the line is malformed.
+    public mutating func feed(line: [UInt8], into out: inout [EngineOutput]) -> TrafficError? {
+        switch TrafficRecord.parse(line) {
+        case .failure(let m): return m
+        case .success(let r):
+            ingestor.handle(topic: r.topic, payload: r.payload, now: Timestamp(milliseconds: 0), into: &out)
+            return nil
+        }
+    }
+
+    /// ``finish()``, appending the outputs to `out`.
+    public mutating func finish(into out: inout [EngineOutput]) { ingestor.closeOpenDays(into: &out) }
+
     /// The final watermark of a bounded input: closes each user's days up to and including the
     /// day of the latest sample seen from that user (in user-id order), as a batch engine's last
     /// watermark does, so that the last day of data is evaluated. Later, empty days stay open.

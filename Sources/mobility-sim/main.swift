@@ -269,10 +269,17 @@ case "verify":
                 count.add(1, ordering: .relaxed)
             }
         } catch { die(error.description, error.exitCode) }
-        guard play(gateways(access, for: recs), recs) else { die("not every message was acknowledged", 1) }
-        // Wait until alerts stop arriving (2 s of quiet, at most 60 s).
-        var last = -1, quietSince = Date()
+        // The daemon's retained per-user acks say when everything is committed, and with it every
+        // alert it produced is in its outbox: wait for them first (at most 60 s), so that a daemon
+        // that is slow to process (a loaded machine) is not taken for one that has finished.
+        let tracker = ResendTracker(recs)
+        let g = gateways(access, for: recs) { payload in tracker.acknowledged(payload) }
+        guard play(g, recs) else { die("not every message was acknowledged", 1) }
         let deadline = Date().addingTimeInterval(60)
+        while !tracker.complete && Date() < deadline { usleep(50_000) }
+        g.stop()
+        // Then until alerts stop arriving (2 s of quiet).
+        var last = -1, quietSince = Date()
         while Date() < deadline {
             let c = count.load(ordering: .relaxed)
             if c != last { last = c; quietSince = Date() }

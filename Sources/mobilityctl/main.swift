@@ -21,6 +21,11 @@ commands:
                                     user's days are closed through their last day of data
                                     (--no-final-close: leave them open). Exit 3 when lines
                                     were malformed (the rest was replayed)
+  report --rules DIR --traffic FILE --user USER [--week 2026-W10] [--format json] -o OUT|-
+                                    replay recorded traffic (or mobility-sim export's output) and
+                                    write the user's weekly care-team digest as JSON (mode 0600;
+                                    '-': stdout) for the week (default: the last complete week);
+                                    --format html is not available yet
   help                              show this help
 """
 
@@ -43,6 +48,8 @@ case "test":
     exit(TestCommand.run(args, colour: colour))
 case "replay":
     exit(ReplayCommand.run(args))
+case "report":
+    exit(ReportCommand.run(args))
 case "help", "-h", "--help":
     print(usage)
     exit(0)

@@ -38,6 +38,8 @@ import TestSupport
         #expect(eventually { rec.messages().count == 1 })
         let firing = try JSONValue.parse(rec.messages()[0].payload).get()
         try FileManager.default.removeItem(atPath: dir + "/six_minute_walk.rules")
+        // report.rules names the six-minute-walk series and rule: the set would not check without them
+        try FileManager.default.removeItem(atPath: dir + "/report.rules")
         daemon.process.signal(SIGHUP)
         #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
         // The removed rule's instance is resolved, saying why, and its retained state is cleared.
@@ -64,6 +66,8 @@ import TestSupport
         let firing = try JSONValue.parse(rec.messages()[0].payload).get()
         #expect(daemon.process.stop() == 0)
         try FileManager.default.removeItem(atPath: dir + "/six_minute_walk.rules")
+        // report.rules names the six-minute-walk series and rule: the set would not check without them
+        try FileManager.default.removeItem(atPath: dir + "/report.rules")
         daemon = try DaemonUnderTest(broker: broker, rules: dir, state: state)
         try expectResolvedAsRemoved(rec, firing: firing, broker: broker, topic: topic, log: daemon.process.log)
         #expect(daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == nil)

@@ -191,6 +191,8 @@ import TestSupport
         try pub.publish(samplesTopic("lee"), sampleJSON(id: "l1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
         #expect(eventually { daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == 1 })
         try FileManager.default.removeItem(atPath: dir + "/six_minute_walk.rules")
+        // report.rules names the six-minute-walk series and rule: the set would not check without them
+        try FileManager.default.removeItem(atPath: dir + "/report.rules")
         daemon.process.signal(SIGHUP)
         #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
         #expect(eventually { daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == nil })

@@ -1,0 +1,132 @@
+import CareReports
+import Foundation
+import MobilityModel
+import Testing
+import TestSupport
+
+/// `mobilityctl report`, the built executable, end to end: a shipped scenario recorded by
+/// `mobility-sim record`, an Apple Health export through `mobility-sim export`, and bad arguments.
+@Suite(.serialized) struct ReportCommandTests {
+    struct Run { var status: Int32; var stdout: String; var stderr: String }
+
+    static func run(_ tool: String, _ args: [String]) throws -> Run {
+        let exe = ChildProcess.product(tool)
+        guard FileManager.default.isExecutableFile(atPath: exe) else { throw HarnessError("\(exe) is not built; run 'swift build' first") }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    static func temp(_ suffix: String) -> String { NSTemporaryDirectory() + "mw-report-\(UUID().uuidString.prefix(8))\(suffix)" }
+
+    /// Jamie's heat wave: the digest of 2026-W09 (Mon 23 Feb – Sun 1 Mar, the heat wave's first
+    /// week) against numbers computed here from `mobilityctl replay --series` of the same traffic.
+    @Test func theHeatWaveWeekMatchesTheReplaysSeries() throws {
+        let traffic = Self.temp(".jsonl"), out = Self.temp(".json")
+        defer { try? FileManager.default.removeItem(atPath: traffic); try? FileManager.default.removeItem(atPath: out) }
+        let rec = try Self.run("mobility-sim", ["record", RepoPaths.root + "/simulator/scenarios/jamie-heat-wave.scenario", "-o", traffic])
+        try #require(rec.status == 0, "\(rec.stderr)")
+        let r = try Self.run("mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-heat-wave", "--week", "2026-W09", "-o", out])
+        try #require(r.status == 0, "\(r.stderr)")
+        let attrs = try FileManager.default.attributesOfItem(atPath: out)
+        #expect((attrs[.posixPermissions] as? Int) == 0o600)
+        let d = try WeeklyDigest.decode(Array(try Data(contentsOf: URL(fileURLWithPath: out)))).get()
+
+        // Independently: the replay's published series lines, by series and day.
+        let rep = try Self.run("mobilityctl", ["replay", "--rules", RepoPaths.rules, "--series", traffic])
+        try #require(rep.status == 0)
+        var series: [String: [String: Double?]] = [:]
+        var explanationFirings: [String] = []
+        for line in rep.stdout.split(separator: "\n") {
+            guard case .success(let v) = JSONValue.parse(String(line)) else { continue }
+            if case .string(let name)? = v["series"], case .string(let day)? = v["day"] {
+                if case .number(let x)? = v["value"] { series[name, default: [:]][day] = x } else { series[name, default: [:]][day] = .some(nil) }
+            } else if v["rule"] == .string("gait_quality_explanation"), v["status"] == .string("firing"), case .string(let day)? = v["day"],
+                      day >= "2026-02-23", day <= "2026-03-01", case .string(let s)? = v["summary"] {
+                explanationFirings.append(s)
+            }
+        }
+        func days(_ from: String, _ n: Int) -> [String] {
+            let start = CivilDate(parsing: Substring(from))!.dayNumber
+            return (0..<n).map { CivilDate(dayNumber: start + Int32($0)).description }
+        }
+        let week = days("2026-02-23", 7), lastWeek = days("2026-02-16", 7), baseline = days("2026-01-01", 30)  // injury on day 31, 2026-01-31
+        func mean(_ name: String, _ ds: [String]) -> Double? {
+            let v = ds.compactMap { series[name]?[$0] ?? nil }
+            return v.isEmpty ? nil : v.reduce(0, +) / Double(v.count)
+        }
+        let mph = 1 / 0.44704
+        let speed = try #require(d.metrics.first { $0.series == "speed_p95" })
+        // The series payload is rounded to 6 decimals, the digest computes on the engine's values.
+        #expect(abs(speed.thisWeek.dailyMean! - mean("speed_p95", week)! * mph) < 1e-5)
+        #expect(abs(speed.lastWeek.dailyMean! - mean("speed_p95", lastWeek)! * mph) < 1e-5)
+        #expect(abs(speed.baseline! - mean("speed_p95", baseline)! * mph) < 1e-5)
+        #expect(abs(speed.thisWeek.smoothedLast! - series["speed_7d"]!["2026-03-01"]!! * mph) < 1e-5)
+        #expect(speed.thisWeek.daysWithData == week.filter { (series["speed_p95"]?[$0] ?? nil) != nil }.count)
+        let smoothed: [String: Double?] = series["speed_7d"] ?? [:]
+        var ys: [Double] = []
+        for day in week { ys.append((smoothed[day] ?? nil)! * mph) }
+        // x = 0…6 (mean 3, Σ(x-3)² = 28)
+        var sxy = 0.0
+        for (k, y) in ys.enumerated() { sxy += (Double(k) - 3) * y }
+        let slope = sxy / 28
+        #expect(abs(speed.trendPerWeek! - slope * 7) < 1e-4)
+        let ds = try #require(d.metrics.first { $0.series == "double_support" })
+        #expect(abs(ds.thisWeek.dailyMean! - mean("double_support", week)!) < 1e-4 && ds.lowerIsBetter && ds.unit.symbol == "%")
+        // the heat wave slows Jamie while double support keeps improving: the explanation is quoted
+        #expect(!explanationFirings.isEmpty && d.explanations == explanationFirings)
+        #expect(d.annotations.contains { $0.kind == "heat_wave" })
+        let device = week.compactMap { series["speed_samples_device"]?[$0] ?? nil }.reduce(0, +)
+        #expect(d.conditions.first { $0.label == "device" }?.count == Int(device) && d.conditions.first { $0.label == "device" }?.share == 1)
+    }
+
+    @Test func anAppleHealthExportThroughMobilitySimExport() throws {
+        let traffic = Self.temp(".jsonl")
+        defer { try? FileManager.default.removeItem(atPath: traffic) }
+        let ex = try Self.run("mobility-sim", ["export", RepoPaths.root + "/Tests/SimulatorTests/Fixtures/export.xml", "--user", "ex", "-o", traffic])
+        try #require(ex.status == 0, "\(ex.stderr)")
+        let r = try Self.run("mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "ex", "-o", "-"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let d = try WeeklyDigest.decode(Array(r.stdout.utf8)).get()
+        #expect(d.user == "ex" && d.metrics.count == 2 && d.metrics[0].thisWeek.daysWithData > 0)
+    }
+
+    @Test(arguments: [
+        (["--traffic", "t.jsonl", "--user", "u", "-o", "-"], 2, "--rules, --traffic, --user and -o are required"),
+        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--week", "2026-W54", "-o", "-"], 2, "'2026-W54' is not an ISO week"),
+        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--format", "html", "-o", "-"], 2, "--format html is not available yet"),
+        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--format", "pdf", "-o", "-"], 2, "unknown format 'pdf'"),
+        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--colour", "-o", "-"], 2, "unknown argument --colour"),
+        (["--rules", "R", "--traffic", "T", "--user", "nobody", "-o", "-"], 1, "no traffic for user 'nobody'"),
+        (["--rules", "R", "--traffic", "/nonexistent/t.jsonl", "--user", "u", "-o", "-"], 1, "cannot read /nonexistent/t.jsonl"),
+        (["--rules", "R", "--traffic", "T", "--user"], 2, "--user needs a value"),
+    ] as [([String], Int32, String)])
+    func badArgumentsAreRefusedWithAReason(args: [String], status: Int32, message: String) throws {
+        let traffic = Self.temp(".jsonl")
+        defer { try? FileManager.default.removeItem(atPath: traffic) }
+        let rec = try Self.run("mobility-sim", ["record", RepoPaths.root + "/simulator/scenarios/jamie-heat-wave.scenario", "-o", traffic])
+        try #require(rec.status == 0)
+        let a = args.map { $0 == "R" ? RepoPaths.rules : $0 == "T" ? traffic : $0 }
+        let r = try Self.run("mobilityctl", ["report"] + a)
+        #expect(r.status == status, "\(r.stderr)")
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test func rulesWithoutAReportBlockAreRefused() throws {
+        let dir = Self.temp("")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "series s = mean(walkingSpeed)\n".write(toFile: dir + "/a.rules", atomically: true, encoding: .utf8)
+        try "".write(toFile: dir + "/t.jsonl", atomically: true, encoding: .utf8)
+        let r = try Self.run("mobilityctl", ["report", "--rules", dir, "--traffic", dir + "/t.jsonl", "--user", "u", "-o", "-"])
+        #expect(r.status == 1 && r.stderr.contains("the rules declare no report block"))
+    }
+}
