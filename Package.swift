@@ -42,7 +42,7 @@ let package = Package(
         .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
         .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"],
                           swiftSettings: strict),
-        .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting", "CareReports"], swiftSettings: strict),
+        .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore"], swiftSettings: strict),
 
         // Tests mirror the targets.
         .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint", "CSQLite"], path: "Tests/TestSupport", swiftSettings: strict),

@@ -3,18 +3,24 @@ import Foundation
 import MobilityModel
 import RuleEngine
 import RuleLanguage
+import StateStore
 
-/// `mobilityctl report --rules DIR --traffic FILE --user U [--week W] [--format json] -o OUT`: replays
+/// `mobilityctl report (--rules DIR --traffic FILE | --state DIR [--rules DIR]) --user U [--week W]
+/// [--page weekly|panel] [--format json|html] -o OUT`: the user's history, either replayed from
 /// recorded traffic (or what `mobility-sim export` made of an Apple Health export) through the
-/// engine, keeps the user's series points, alert transitions and timeline as a ``UserHistory``
-/// and writes the weekly digest of the week (default: the last complete week with data).
+/// engine, or read from a mobilityd state directory; then the weekly digest of the week (default:
+/// the last complete week with data; from a state directory, the daemon's stored report) as
+/// JSON, or a page (the weekly report, or the recovery panel) as HTML.
 enum ReportCommand {
-    static let usage = "usage: mobilityctl report --rules DIR --traffic FILE --user USER [--week 2026-W10] [--format json|html] -o OUT|-"
+    static let usage = """
+        usage: mobilityctl report --rules DIR --traffic FILE --user USER [--week 2026-W10] [--page weekly|panel] [--format json|html] -o OUT|-
+               mobilityctl report --state DIR [--rules DIR] --user USER [--week 2026-W10] [--page weekly|panel] [--format json|html] -o OUT|-
+        """
 
     static func run(_ args: [String]) -> Int32 {
         var rules: [String] = []
-        var traffic: String?, user: String?, weekText: String?, output: String?
-        var format = "json"
+        var traffic: String?, state: String?, user: String?, weekText: String?, output: String?
+        var formatOption: String?, page = "weekly"
         var config = EngineConfiguration()
         var i = 0
         func value() -> String {
@@ -26,28 +32,32 @@ enum ReportCommand {
             switch args[i] {
             case "--rules": rules.append(value())
             case "--traffic": traffic = value()
+            case "--state": state = value()
+            case "--page": page = value()
             case "--user": user = value()
             case "--week": weekText = value()
-            case "--format": format = value()
+            case "--format": formatOption = value()
             case "-o", "--output": output = value()
             case "--time-zone": config.defaultCalendar = LocalCalendar(identifier: value()) ?? { fail("mobilityctl report: unknown time zone") }()
             default: fail("mobilityctl report: unknown argument \(args[i])\n" + usage)
             }
             i += 1
         }
-        guard !rules.isEmpty, let traffic, let user, let output else {
-            fail("mobilityctl report: --rules, --traffic, --user and -o are required\n" + usage)
+        guard (traffic == nil) != (state == nil) else { fail("mobilityctl report: give either --traffic (with --rules) or --state\n" + usage) }
+        guard let user, let output, state != nil || !rules.isEmpty else {
+            fail("mobilityctl report: --user and -o are required, and --rules with --traffic\n" + usage)
         }
         var week: ISOWeek?
         if let weekText {
             guard let w = ISOWeek(parsing: weekText) else { fail("mobilityctl report: '\(weekText)' is not an ISO week such as 2026-W10") }
             week = w
         }
-        switch format {
-        case "json": break
-        case "html": fail("mobilityctl report: --format html is not available yet (the page renderer is not built in); use --format json")
-        default: fail("mobilityctl report: unknown format '\(format)'; expected json or html")
-        }
+        guard page == "weekly" || page == "panel" else { fail("mobilityctl report: unknown page '\(page)'; expected weekly or panel") }
+        let format = formatOption ?? (page == "panel" || output.hasSuffix(".html") ? "html" : "json")
+        guard format == "json" || format == "html" else { fail("mobilityctl report: unknown format '\(format)'; expected json or html") }
+        guard format == "html" || page == "weekly" else { fail("mobilityctl report: the panel is a page: use --format html") }
+        if let state { return fromState(state, rules: rules, user: user, week: week, page: page, format: format, output: output) }
+        guard let traffic else { return 2 }
         let (sources, errors) = RuleSet.load(rules)
         guard errors.isEmpty else { errors.forEach { writeErr("mobilityctl: \($0)\n") }; return 1 }
         let (program, diagnostics) = Checker.check(sources)
@@ -93,8 +103,21 @@ enum ReportCommand {
             writeErr("mobilityctl report: user '\(user)' has no complete week of closed days in \(traffic); name one with --week\n")
             return 1
         }
-        let digest = WeeklyDigest.make(history: history, spec: ReportSpec(declaration), week: w)
-        let text = digest.json + "\n"
+        let spec = ReportSpec(declaration)
+        let digest = WeeklyDigest.make(history: history, spec: spec, week: w)
+        guard write(render(digest: digest, history: history, spec: spec, page: page, format: format), to: output) else { return 1 }
+        writeErr("mobilityctl report: \(user) \(w) (\(CivilDate(dayNumber: w.monday))..\(CivilDate(dayNumber: w.sunday))), \(malformed) malformed line\(malformed == 1 ? "" : "s")\n")
+        return malformed > 0 ? ReplayCommand.malformedExit : 0
+    }
+
+    /// The output: the digest's JSON, or the page.
+    static func render(digest: WeeklyDigest, history: UserHistory, spec: ReportSpec, page: String, format: String) -> String {
+        if format == "json" { return digest.json + "\n" }
+        return page == "panel" ? ReportPage.panel(history: history, spec: spec) : ReportPage.weekly(digest: digest, history: history, spec: spec)
+    }
+
+    /// Writes `text` to `output` (`-`: standard output), readable by the owner only.
+    static func write(_ text: String, to output: String) -> Bool {
         if output == "-" {
             FileHandle.standardOutput.write(Data(text.utf8))
         } else {
@@ -102,11 +125,51 @@ enum ReportCommand {
             try? FileManager.default.removeItem(atPath: output)
             guard FileManager.default.createFile(atPath: output, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
                 writeErr("mobilityctl report: cannot write \(output)\n")
-                return 1
+                return false
             }
         }
-        writeErr("mobilityctl report: \(user) \(w) (\(CivilDate(dayNumber: w.monday))..\(CivilDate(dayNumber: w.sunday))), \(malformed) malformed line\(malformed == 1 ? "" : "s")\n")
-        return malformed > 0 ? ReplayCommand.malformedExit : 0
+        return true
+    }
+
+    /// From a mobilityd state directory: the stored weekly report (latest, or `week`) and the
+    /// stored history; the report block of `rules`, or of the rules the daemon last ran (kept in
+    /// its store).
+    static func fromState(_ dir: String, rules: [String], user: String, week: ISOWeek?, page: String, format: String, output: String) -> Int32 {
+        let path = dir + "/state.sqlite"
+        guard FileManager.default.fileExists(atPath: path) else { writeErr("mobilityctl report: \(dir) holds no mobilityd state (no state.sqlite)\n"); return 1 }
+        do {
+            let store = try StateStore(path: path)
+            var sources: [SourceFile]
+            if rules.isEmpty {
+                guard let text = try store.meta("rules_sources"), case .success(.object(let files)) = JSONValue.parse(Array(text.utf8)) else {
+                    writeErr("mobilityctl report: the state holds no rules; name them with --rules\n")
+                    return 1
+                }
+                sources = files.compactMap { if case .string(let t) = $0.1 { SourceFile(path: $0.0, text: t) } else { nil } }
+            } else {
+                let (loaded, errors) = RuleSet.load(rules)
+                guard errors.isEmpty else { errors.forEach { writeErr("mobilityctl: \($0)\n") }; return 1 }
+                sources = loaded
+            }
+            let (program, diagnostics) = Checker.check(sources)
+            guard let program else { writeErr(DiagnosticRenderer(files: sources).render(diagnostics)); return 1 }
+            guard let declaration = program.report else { writeErr("mobilityctl report: the rules declare no report block\n"); return 1 }
+            guard let stored = try store.weeklyReport(of: user, week: week?.description) else {
+                writeErr("mobilityctl report: no weekly report of '\(user)'\(week.map { " for \($0)" } ?? "") in \(dir)\n")
+                return 1
+            }
+            guard case .success(let digest) = WeeklyDigest.decode(stored.payload) else {
+                writeErr("mobilityctl report: the stored report of \(stored.week) cannot be read\n")
+                return 1
+            }
+            let history = try store.history(of: user, from: page == "panel" ? .min : digest.firstDay - 120, through: page == "panel" ? .max : digest.lastDay)
+            guard write(render(digest: digest, history: history, spec: ReportSpec(declaration), page: page, format: format), to: output) else { return 1 }
+            writeErr("mobilityctl report: \(user) \(digest.week) from \(dir)\n")
+            return 0
+        } catch {
+            writeErr("mobilityctl report: cannot read \(path): \(error)\n")
+            return 1
+        }
     }
 
     /// The last week whose Sunday is a closed day of the history (the latest day with a series point).

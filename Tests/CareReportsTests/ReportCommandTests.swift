@@ -87,6 +87,27 @@ import TestSupport
         #expect(d.conditions.first { $0.label == "device" }?.count == Int(device) && d.conditions.first { $0.label == "device" }?.share == 1)
     }
 
+    /// The pages from recorded traffic: the weekly report (chosen by the `.html` name) and the
+    /// panel, well-formed XHTML with one SVG chart or more, no script.
+    @Test func pagesFromRecordedTraffic() throws {
+        let traffic = Self.temp(".jsonl"), weekly = Self.temp(".html")
+        defer { try? FileManager.default.removeItem(atPath: traffic); try? FileManager.default.removeItem(atPath: weekly) }
+        let rec = try Self.run("mobility-sim", ["record", RepoPaths.root + "/simulator/scenarios/jamie-heat-wave.scenario", "-o", traffic])
+        try #require(rec.status == 0, "\(rec.stderr)")
+        let w = try Self.run("mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-heat-wave", "--week", "2026-W09", "-o", weekly])
+        try #require(w.status == 0, "\(w.stderr)")
+        let page = try String(contentsOfFile: weekly, encoding: .utf8)
+        #expect((try FileManager.default.attributesOfItem(atPath: weekly)[.posixPermissions] as? Int) == 0o600)
+        let panel = try Self.run("mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-heat-wave", "--page", "panel", "-o", "-"])
+        try #require(panel.status == 0, "\(panel.stderr)")
+        for html in [page, panel.stdout] {
+            let doc = try XMLTree(html)
+            #expect(!doc.all("svg").isEmpty)
+            #expect(doc.all("script").isEmpty)
+        }
+        #expect(page.contains("2026-W09") && page.contains("jamie-heat-wave"))
+    }
+
     @Test func anAppleHealthExportThroughMobilitySimExport() throws {
         let traffic = Self.temp(".jsonl")
         defer { try? FileManager.default.removeItem(atPath: traffic) }
@@ -99,9 +120,13 @@ import TestSupport
     }
 
     @Test(arguments: [
-        (["--traffic", "t.jsonl", "--user", "u", "-o", "-"], 2, "--rules, --traffic, --user and -o are required"),
+        (["--traffic", "t.jsonl", "--user", "u", "-o", "-"], 2, "--user and -o are required, and --rules with --traffic"),
+        (["--rules", "R", "--traffic", "T", "--state", "/tmp", "--user", "u", "-o", "-"], 2, "give either --traffic (with --rules) or --state"),
+        (["--rules", "R", "--user", "u", "-o", "-"], 2, "give either --traffic (with --rules) or --state"),
+        (["--state", "/nonexistent/state", "--user", "u", "-o", "-"], 1, "/nonexistent/state holds no mobilityd state"),
+        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--page", "chart", "-o", "-"], 2, "unknown page 'chart'"),
         (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--week", "2026-W54", "-o", "-"], 2, "'2026-W54' is not an ISO week"),
-        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--format", "html", "-o", "-"], 2, "--format html is not available yet"),
+        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--page", "panel", "--format", "json", "-o", "-"], 2, "the panel is a page: use --format html"),
         (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--format", "pdf", "-o", "-"], 2, "unknown format 'pdf'"),
         (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--colour", "-o", "-"], 2, "unknown argument --colour"),
         (["--rules", "R", "--traffic", "T", "--user", "nobody", "-o", "-"], 1, "no traffic for user 'nobody'"),

@@ -98,6 +98,18 @@ import TestSupport
             try panel.body.write(toFile: out + "/served-panel.html", atomically: true, encoding: .utf8)
             try page.body.write(toFile: out + "/served-weekly.html", atomically: true, encoding: .utf8)
         }
+        // mobilityctl report --state on the same state directory (the daemon running): the stored
+        // digest, and the same panel as served (the rules from the store, as the daemon ran them).
+        let ctl = try ChildProcess(ChildProcess.product("mobilityctl"), ["report", "--state", daemon.statePath, "--user", user, "-o", "-"])
+        #expect(ctl.wait(timeout: 30) == 0, "\(ctl.log)")
+        let json = ctl.log.split(separator: "\n").first { $0.hasPrefix("{") }.map(String.init) ?? ""
+        #expect((try? WeeklyDigest.decode(Array(json.utf8)).get()) == published.last)
+        let out = NSTemporaryDirectory() + "mw-panel-\(UUID().uuidString.prefix(8)).html"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let ctlPanel = try ChildProcess(ChildProcess.product("mobilityctl"), ["report", "--state", daemon.statePath, "--user", user, "--page", "panel", "-o", out])
+        #expect(ctlPanel.wait(timeout: 30) == 0, "\(ctlPanel.log)")
+        #expect(try String(contentsOfFile: out, encoding: .utf8) == panel.body)
+
         // Without a token: nothing.
         #expect(try Curl.get("http://127.0.0.1:\(port)/api/v1/users/\(user)/series").status == 401)
         #expect(try Curl.get("http://127.0.0.1:\(port)/users/\(user)/panel").status == 401)
