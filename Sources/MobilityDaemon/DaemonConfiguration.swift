@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MobilityModel
+import MobilityWire
 import MQTTTransport
 import RuleEngine
 
