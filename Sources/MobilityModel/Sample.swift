@@ -50,7 +50,7 @@ public enum MetadataKey {
     public static let syncVersion = "HKMetadataKeySyncVersion"
 
     /// Maps the short export spelling (`HKWasUserEntered`) to the long one (`HKMetadataKeyWasUserEntered`).
-    public static func canonical(_ key: String) -> String {
+    @inlinable public static func canonical(_ key: String) -> String {
         if key.hasPrefix("HK") && !key.hasPrefix("HKMetadataKey") { return "HKMetadataKey" + key.dropFirst(2) }
         return key
     }
@@ -82,7 +82,7 @@ public struct Sample: Hashable, Sendable {
     public var metadata: [String: MetadataValue]
 
     /// Creates a sample.
-    public init(id: String, metric: MetricKind, value: Double, start: Timestamp, end: Timestamp,
+    @inlinable public init(id: String, metric: MetricKind, value: Double, start: Timestamp, end: Timestamp,
                 utcOffset: Int32 = 0, timeZone: String? = nil, provenance: Provenance = .device,
                 bundleId: String? = nil, calibrated: Bool? = nil, metadata: [String: MetadataValue] = [:]) {
         self.id = id
