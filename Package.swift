@@ -20,40 +20,42 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
-        // A C API over Debian's simdjson (C++) for the samples payload: the one hot JSON path.
+        // A C API over Debian's simdjson (C++) for the samples payload: the one hot JSON path (MobilityWire's).
         .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
 
         // Layers, bottom to top.
-        .target(name: "MobilityModel", dependencies: ["CSimdJSON"], swiftSettings: strict),
+        .target(name: "MobilityModel", swiftSettings: strict),
+        .target(name: "MobilityWire", dependencies: ["MobilityModel", "CSimdJSON"], swiftSettings: strict),
         .target(name: "RuleLanguage", dependencies: ["MobilityModel"], swiftSettings: strict),
-        .target(name: "RuleEngine", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
+        .target(name: "RuleEngine", dependencies: ["MobilityModel", "MobilityWire", "RuleLanguage"], swiftSettings: strict),
         .target(name: "MQTTTransport", dependencies: ["CMosquitto"], swiftSettings: strict),
         .target(name: "StateStore", dependencies: ["CSQLite", "CZlib", "MobilityModel", "CareReports", "RuleEngine"], swiftSettings: strict),
         .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "MobilityModel"], swiftSettings: strict),
         .target(name: "MobilityDaemon",
-                dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CareReports", "CSystemd"],
+                dependencies: ["MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CareReports", "CSystemd"],
                 swiftSettings: strict),
-        .target(name: "Simulator", dependencies: ["MobilityModel", "RuleEngine", "RuleLanguage", "MQTTTransport", "CLibXML2", "CZlib"], swiftSettings: strict),
+        .target(name: "Simulator", dependencies: ["MobilityModel", "MobilityWire", "RuleEngine", "RuleLanguage", "MQTTTransport", "CLibXML2", "CZlib"], swiftSettings: strict),
         .target(name: "CareReports", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
 
         // Thin executables.
         .executableTarget(name: "mobilityd", dependencies: ["MobilityDaemon"], swiftSettings: strict),
-        .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
-        .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"],
+        .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MobilityWire", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
+        .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"],
                           swiftSettings: strict),
         .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore"], swiftSettings: strict),
 
         // Tests mirror the targets.
         .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint", "CSQLite"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MobilityModelTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "MobilityWireTests", dependencies: ["MobilityWire", "MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "RuleLanguageTests", dependencies: ["RuleLanguage", "TestSupport"],
                     exclude: ["Golden", "FuzzCrashes"], swiftSettings: strict),
         .testTarget(name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MQTTTransportTests", dependencies: ["CMosquitto", "MQTTTransport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MobilityDaemonTests", dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "CareReports", "TestSupport", "CSQLite"],
                     swiftSettings: strict),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "MobilityWire", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "CareReports", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
                     swiftSettings: strict),

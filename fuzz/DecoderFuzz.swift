@@ -1,4 +1,5 @@
 import MobilityModel
+import MobilityWire
 
 /// libFuzzer entry: every inbound payload decoder must reject garbage without crashing.
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: scripts/fuzz.sh decoder|rules [SECONDS]}
 seconds=${2:-60}
 case "$target" in
-  decoder) modules="MobilityModel"; file=fuzz/DecoderFuzz.swift ;;
+  decoder) modules="MobilityModel MobilityWire"; file=fuzz/DecoderFuzz.swift ;;
   rules) modules="MobilityModel RuleLanguage"; file=fuzz/RulesFuzz.swift ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac
@@ -13,10 +13,16 @@ build=.build-fuzz
 for m in $modules; do
   swift build --build-path "$build" --target "$m" -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library >/dev/null
 done
-objects=("$build"/debug/CSimdJSON.build/*.o)   # MobilityModel's C++ shim over libsimdjson
-for m in $modules; do objects+=("$build"/debug/"$m".build/*.o); done
-swiftc -sanitize=fuzzer,address -parse-as-library -I "$build/debug/Modules" -Xcc -fmodule-map-file="$build/debug/CSimdJSON.build/module.modulemap" \
-  -Xcc -I -Xcc Sources/CSimdJSON/include "$file" "${objects[@]}" -lsimdjson -lstdc++ -o "$build/fuzz-$target" 2>&1 | grep -v "warning: Cannot export local symbol" || true
+objects=() link=()
+# Each module's objects by its current sources (a stale object of a moved file would be linked too).
+for m in $modules; do for f in Sources/"$m"/*.swift; do objects+=("$build/debug/$m.build/$(basename "$f").o"); done; done
+# Only the decoder links C++: MobilityWire's shim over libsimdjson. The rules front end is pure Swift.
+if [ "$target" = decoder ]; then
+  objects+=("$build"/debug/CSimdJSON.build/*.o)
+  link=(-Xcc -fmodule-map-file="$build/debug/CSimdJSON.build/module.modulemap" -Xcc -I -Xcc Sources/CSimdJSON/include -lsimdjson -lstdc++)
+fi
+swiftc -sanitize=fuzzer,address -parse-as-library -I "$build/debug/Modules" "${link[@]}" \
+  "$file" "${objects[@]}" -o "$build/fuzz-$target" 2>&1 | grep -v "warning: Cannot export local symbol" || true
 # Seeds: the decoder's hand-written payloads in fuzz/corpus/decoder; for the rules, the shipped
 # rule pack and the diagnostic golden cases themselves (gathered here, so there are no copies to drift).
 seeds="$build/seeds-$target"

@@ -65,7 +65,7 @@ final class BoundedQueue<Element>: @unchecked Sendable {
         return items.count
     }
 
-    /// Refuses further pushes; the consumer drains what is left, then gets nil.
+    /// Refuses further pushes; the consumer drains what is left, then `waitForItems` returns false.
     func close() {
         condition.lock()
         closed = true

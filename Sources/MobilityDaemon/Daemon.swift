@@ -1,6 +1,7 @@
 import Foundation
 import HTTPEndpoint
 import MobilityModel
+import MobilityWire
 import MQTTTransport
 import RuleEngine
 import RuleLanguage

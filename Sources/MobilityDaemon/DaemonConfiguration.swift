@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import HTTPEndpoint
 import MobilityModel
+import MobilityWire
 import MQTTTransport
 import RuleEngine
 

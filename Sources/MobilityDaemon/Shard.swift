@@ -1,13 +1,15 @@
 import Foundation
 import MobilityModel
+import MobilityWire
 import RuleEngine
 import RuleLanguage
 import StateStore
 import Synchronization
 
 /// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
-/// queue. After each batch it commits the changed users, the journal position they applied and
-/// the outputs they produced in one SQLite transaction, then publishes those outputs.
+/// queue. It commits the changed users, the journal position they applied and the outputs they
+/// produced in one SQLite transaction, then publishes those outputs — when its
+/// `ShardCommitPolicy` says (at once for a batch with outputs, else every commit interval).
 ///
 /// Sendability: `ingestor`, `applied` and the pending lists are only touched by the shard's own
 /// thread (in `run`, or in `restore` before `start`); shared state is in a Mutex or Atomic.
@@ -73,10 +75,11 @@ final class Shard: @unchecked Sendable {
         self.layout = ingestor.layout
     }
 
-    /// Restores a user before the thread starts.
     /// Makes room for `n` users (before restoring).
     func reserveUsers(_ n: Int) { ingestor.reserveUsers(n) }
 
+    /// Restores a user before the thread starts: moves the record's state into the engine (the
+    /// record is left without it) and notes the journal position the user's state applied.
     func restore(_ r: inout StoredUser<PreparedUser>) {
         ingestor.restore(user: r.user, prepared: r.state.take(), eventNow: r.eventNow, claims: r.eventClaims)
         applied[r.user] = r.appliedSeq

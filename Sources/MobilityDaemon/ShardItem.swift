@@ -1,5 +1,6 @@
 import Dispatch
 import MobilityModel
+import MobilityWire
 import RuleEngine
 import RuleLanguage
 

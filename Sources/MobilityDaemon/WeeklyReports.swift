@@ -1,6 +1,7 @@
 import CareReports
 import Foundation
 import MobilityModel
+import MobilityWire
 import RuleLanguage
 import StateStore
 

@@ -83,9 +83,6 @@ public struct MeasureUnit: Hashable, Sendable, CustomStringConvertible {
 
     /// Looks up a HealthKit unit string.
     public static func healthKit(_ s: String) -> MeasureUnit? { healthKitUnits[s] }
-    private static let healthKitByBytes = ByteTable(healthKitUnits)
-    /// Looks up a HealthKit unit string given as UTF-8 bytes (the decoder's hot path).
-    public static func healthKit(utf8 b: UnsafeBufferPointer<UInt8>) -> MeasureUnit? { healthKitByBytes[utf8: b] }
     /// Looks up a rule-language unit spelling.
     public static func rule(_ s: String) -> MeasureUnit? { ruleUnits[s] }
 }

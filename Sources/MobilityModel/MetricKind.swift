@@ -67,24 +67,18 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
         }
     }
 
-    private static let byName: [String: MetricKind] = {
+    /// Every identifier a metric is known by (its short name, its HealthKit identifier, and
+    /// `VO2Max`), to the metric.
+    public static let identifiers: [String: MetricKind] = {
         var t: [String: MetricKind] = [:]
         for k in allCases { t[k.name] = k; t[k.healthKitIdentifier] = k }
         t["VO2Max"] = .vo2Max
         return t
     }()
 
-    private static let byBytes = ByteTable(byName)
-
-    /// Looks up a metric by its identifier given as UTF-8 bytes (the decoder's hot path).
-    public init?(utf8 b: UnsafeBufferPointer<UInt8>) {
-        guard let k = Self.byBytes[utf8: b] else { return nil }
-        self = k
-    }
-
     /// Looks up a metric by its short or long HealthKit identifier.
     public init?(identifier: String) {
-        guard let k = Self.byName[identifier] else { return nil }
+        guard let k = Self.identifiers[identifier] else { return nil }
         self = k
     }
 

@@ -49,23 +49,8 @@ public enum MetadataKey {
     public static let syncIdentifier = "HKMetadataKeySyncIdentifier"
     public static let syncVersion = "HKMetadataKeySyncVersion"
 
-    /// What the decoder does with a key it knows.
-    public enum Role: Sendable { case wasUserEntered, appleDeviceCalibrated, timeZone, other }
-
-    /// The keys the product reads, in both spellings, to their long spelling (one shared string,
-    /// so that a sample's metadata costs no key allocation) and role.
-    public static let table = ByteTable<(key: String, role: Role)>({
-        var t: [String: (key: String, role: Role)] = [:]
-        for (k, r) in [(wasUserEntered, Role.wasUserEntered), (appleDeviceCalibrated, .appleDeviceCalibrated), (timeZone, .timeZone),
-                       (syncIdentifier, .other), (syncVersion, .other)] {
-            t[k] = (k, r)
-            t["HK" + k.dropFirst("HKMetadataKey".count)] = (k, r)
-        }
-        return t
-    }())
-
     /// Maps the short export spelling (`HKWasUserEntered`) to the long one (`HKMetadataKeyWasUserEntered`).
-    public static func canonical(_ key: String) -> String {
+    @inlinable public static func canonical(_ key: String) -> String {
         if key.hasPrefix("HK") && !key.hasPrefix("HKMetadataKey") { return "HKMetadataKey" + key.dropFirst(2) }
         return key
     }
@@ -97,7 +82,7 @@ public struct Sample: Hashable, Sendable {
     public var metadata: [String: MetadataValue]
 
     /// Creates a sample.
-    public init(id: String, metric: MetricKind, value: Double, start: Timestamp, end: Timestamp,
+    @inlinable public init(id: String, metric: MetricKind, value: Double, start: Timestamp, end: Timestamp,
                 utcOffset: Int32 = 0, timeZone: String? = nil, provenance: Provenance = .device,
                 bundleId: String? = nil, calibrated: Bool? = nil, metadata: [String: MetadataValue] = [:]) {
         self.id = id

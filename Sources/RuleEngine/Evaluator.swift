@@ -70,14 +70,21 @@ struct Evaluator {
         return slot * Evaluator.span + back
     }
 
-    /// A memoised value: .some(v) when known (v nil for unknown), nil when not computed.
-    @inline(__always) private mutating func recall(_ kind: Int64, _ slot: Int, _ d: DayNumber) -> Double?? {
+    /// What the memo holds for a value: nothing yet, or the value computed (nil: unknown).
+    private enum Memo {
+        case notComputed
+        case known(Double?)
+    }
+
+    /// A memoised value.
+    @inline(__always) private mutating func recall(_ kind: Int64, _ slot: Int, _ d: DayNumber) -> Memo {
         if let i = nearIndex(slot, d) {
             let v = near[i]
-            if v.bitPattern == UserState.notComputed.bitPattern { return nil }
-            return .some(v.isNaN ? nil : v)
+            if v.bitPattern == UserState.notComputed.bitPattern { return .notComputed }
+            return .known(v.isNaN ? nil : v)
         }
-        return far[Evaluator.key(kind, slot, d)]
+        guard let v = far[Evaluator.key(kind, slot, d)] else { return .notComputed }
+        return .known(v)
     }
 
     @inline(__always) private mutating func remember(_ kind: Int64, _ slot: Int, _ d: DayNumber, _ v: Double?) {
@@ -136,7 +143,7 @@ struct Evaluator {
 
     /// The value of series `i` on day `d` (memoised).
     mutating func series(_ i: Int, _ d: DayNumber) -> Double? {
-        if let hit = recall(1, i, d) { return hit }
+        if case .known(let hit) = recall(1, i, d) { return hit }
         let v = number(code.series[i], d)
         remember(1, i, d, v)
         return v
@@ -145,7 +152,7 @@ struct Evaluator {
     /// The value of a numeric let (by slot: its alert's `letBase` plus its index) on day `d` (memoised).
     mutating func local(_ slot: Int, _ d: DayNumber) -> Double? {
         _ = nearIndex(0, d)
-        if let hit = recall(2, slot, d) { return hit }
+        if case .known(let hit) = recall(2, slot, d) { return hit }
         let v = number(code.lets[slot - code.series.count], d)
         remember(2, slot, d, v)
         return v
@@ -154,7 +161,7 @@ struct Evaluator {
     /// The value of a boolean let (by slot) on day `d` (memoised).
     mutating func localBoolean(_ slot: Int, _ d: DayNumber) -> Bool? {
         _ = nearIndex(0, d)
-        if let hit = recall(3, slot, d) { return hit.map { $0 != 0 } }
+        if case .known(let hit) = recall(3, slot, d) { return hit.map { $0 != 0 } }
         let v = boolean(code.lets[slot - code.series.count], d)
         remember(3, slot, d, v.map { $0 ? 1 : 0 })
         return v

@@ -1,4 +1,5 @@
 import MobilityModel
+import MobilityWire
 import RuleLanguage
 
 /// How the engine's "now" advances.

@@ -1,4 +1,5 @@
 import MobilityModel
+import MobilityWire
 import RuleLanguage
 
 /// One line of recorded traffic: `{"topic": "...", "payload": <JSON value or raw string>}`.

@@ -101,7 +101,7 @@ public struct Checker {
             diagnostics += d
             if n > 0 { dropped[i] = n }
         }
-        var alertDecls: [(String, SourceRange, [SyntaxClause], SourceRange)] = []
+        var alertDecls: [AlertDeclaration] = []
         var reportDecl: (items: [SyntaxReportItem], keywordRange: SourceRange)?
         var seenNames: [String: SourceRange] = [:]
         func declare(_ n: String, _ r: SourceRange, what: String) -> Bool {
@@ -122,8 +122,8 @@ public struct Checker {
                 case .series(let n, let nr, let e, _):
                     if MetricKind(identifier: n) != nil { error(.seriesNamedLikeMetric(n), nr); continue }
                     if declare(n, nr, what: "series") { seriesSyntax[n] = (e, nr) }
-                case .alert(let n, let nr, let clauses, let r):
-                    if declare(n, nr, what: "alert") { alertDecls.append((n, nr, clauses, r)) }
+                case .alert(let n, let nr, let clauses, _):
+                    if declare(n, nr, what: "alert") { alertDecls.append(AlertDeclaration(name: n, nameRange: nr, clauses: clauses)) }
                 case .report(let items, let kr, _):
                     if let first = reportDecl {
                         error(.duplicateReport, kr, notes: [Note(message: .firstDefinedHere, range: first.keywordRange)])
@@ -138,14 +138,14 @@ public struct Checker {
             for case .series(let n, _, _, _) in f.decls where seriesSyntax[n] != nil { _ = resolveSeries(n) }
         }
         var inhibitors: [[(String, SourceRange)]] = []
-        for (n, nr, clauses, r) in alertDecls {
-            if let a = checkAlert(n, nr, clauses, r) {
-                program.alerts.append(a.0)
-                inhibitors.append(a.1)
+        for decl in alertDecls {
+            if let a = checkAlert(decl) {
+                program.alerts.append(a.rule)
+                inhibitors.append(a.inhibitedBy)
             }
         }
         orderByInhibition(inhibitors)
-        if let reportDecl { program.report = checkReport(reportDecl.items, alerts: Set(alertDecls.map(\.0))) }
+        if let reportDecl { program.report = checkReport(reportDecl.items, alerts: Set(alertDecls.map(\.name))) }
         checkCost()
         return program
     }
@@ -182,7 +182,16 @@ public struct Checker {
 
     static let singleClauses: Set<String> = ["on", "when", "for", "keep_firing_for", "repeat", "cooldown", "severity", "labels", "summary"]
 
-    mutating func checkAlert(_ name: String, _ nr: SourceRange, _ clauses: [SyntaxClause], _ r: SourceRange) -> (AlertRule, [(String, SourceRange)])? {
+    /// An alert's declaration as the parser gave it, held until every series is resolved.
+    struct AlertDeclaration {
+        let name: String
+        let nameRange: SourceRange
+        let clauses: [SyntaxClause]
+    }
+
+    /// Checks one alert: its rule, and the names (with their places) of the alerts it is inhibited by.
+    mutating func checkAlert(_ decl: AlertDeclaration) -> (rule: AlertRule, inhibitedBy: [(String, SourceRange)])? {
+        let name = decl.name, nr = decl.nameRange, clauses = decl.clauses
         locals = [:]
         usedLocals = []
         failedLocals = []

@@ -1,6 +1,7 @@
 import Foundation
 import MQTTTransport
 import MobilityModel
+import MobilityWire
 import RuleEngine
 
 /// The simulated gateways' connections, made before anything is published.

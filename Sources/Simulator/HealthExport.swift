@@ -1,6 +1,7 @@
 import CLibXML2
 import Foundation
 import MobilityModel
+import MobilityWire
 import RuleEngine
 
 /// Replays a real Apple Health export (`export.xml`, or `export.zip` containing it) as gateway traffic.

@@ -1,5 +1,6 @@
 import Foundation
 import MobilityModel
+import MobilityWire
 
 /// A scenario file (`simulator/scenarios/*.scenario`): a persona, a timeline and the alerts a
 /// clinician expects. See `simulator/scenarios/README.md`.

@@ -1,4 +1,5 @@
 import MobilityModel
+import MobilityWire
 import RuleEngine
 
 /// Generates the MQTT traffic a gateway would publish for a persona and timeline: HealthKit-shaped

@@ -1,6 +1,7 @@
 import Foundation
 import CareReports
 import MobilityModel
+import MobilityWire
 import RuleEngine
 import RuleLanguage
 import Simulator

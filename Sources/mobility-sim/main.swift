@@ -1,5 +1,6 @@
 import Foundation
 import MobilityModel
+import MobilityWire
 import MQTTTransport
 import RuleEngine
 import RuleLanguage

@@ -62,7 +62,7 @@ import TestSupport
             for r in records[next..<min(next + chunk, records.count)] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
             next += chunk
             if kills < 4, Bool.random(using: &rng) || next >= records.count - chunk {
-                usleep(UInt32.random(in: 0...150_000, using: &rng)) // somewhere in the middle of processing
+                usleep(UInt32.random(in: 0...150_000, using: &rng)) // a random moment to crash at, not a wait: any delay is a valid test
                 daemon.process.signal(SIGKILL)
                 _ = daemon.process.wait()
                 kills += 1
@@ -110,7 +110,11 @@ import TestSupport
         for r in records[..<cut] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         #expect(daemon.waitProcessed(cut + quiet.count, timeout: 60))
         #expect(eventually { !rec.messages().filter { !$0.payload.isEmpty }.isEmpty }) // alerts went out
-        usleep(1_200_000) // two housekeeping rounds
+        // Two housekeeping rounds. Once the input has stopped, only the housekeeping timer hands the
+        // shard work (event clock: no ticks), one batch a round, and a round releases the journal
+        // before the next round is queued: three batches more, and a release ran after the alerts.
+        let settled = daemon.metric("mobilityd_evaluation_seconds_count") ?? -1
+        #expect(eventually { (daemon.metric("mobilityd_evaluation_seconds_count") ?? -1) >= settled + 3 })
         // Batches that published nothing were not committed: fewer commits than batches.
         let m = daemon.metrics()
         let commits = m["mobilityd_state_commits_total"] ?? -1, batches = m["mobilityd_evaluation_seconds_count"] ?? -1
@@ -160,7 +164,13 @@ import TestSupport
         // Whichever refuses first (the journal append or the SQLite commit) is named.
         let body = httpGet(port: daemon.metricsPort, path: "/healthz")?.body ?? ""
         #expect(body.contains("journal") || body.contains("state store"), "\(body)")
-        usleep(500_000)
+        // The daemon has done all it can: the journal refuses (the subscriber's callback waits, so
+        // nothing more is taken or acknowledged) and every message it took is processed.
+        #expect(eventually {
+            let m = daemon.metrics()
+            return m["mobilityd_journal_writable"] == 0
+                && m.filter { $0.key.hasPrefix("mobilityd_queue_depth") || $0.key.hasPrefix("mobilityd_shard_busy_seconds") }.values.allSatisfy { $0 == 0 }
+        })
         let stuck = daemon.metric("mobilityd_messages_received_total") ?? 0
         #expect(stuck < 250) // not everything got through while the disk was full
         // Space is back: everything arrives, nothing lost.

@@ -1,6 +1,7 @@
 import CZlib
 import Foundation
 import MobilityModel
+import MobilityWire
 import RuleEngine
 import RuleLanguage
 import Simulator

@@ -1,4 +1,5 @@
 import MobilityModel
+import MobilityWire
 import Testing
 import TestSupport
 
@@ -64,24 +65,6 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
         #expect(s.metadata == ["HKMetadataKeyTimeZone": .string("Asia/Tokyo"), "HKMetadataKeyWasUserEntered": .string("1"), "clinicNote": .string("x")])
         let t = try one(sampleJSON(["metadata": #"{"HKMetadataKeyTimeZone":"America/Denver","HKMetadataKeyAppleDeviceCalibrated":true}"#])).get()
         #expect(t.timeZone == "America/Denver" && t.calibrated == true && t.provenance == .device)
-    }
-
-    @Test func byteTableFindsLongKeysThatShareTheirEnds() {
-        // Keys of 8+ bytes hash by length and their first and last 8 bytes: keys equal there
-        // collide, and must still be told apart by their bytes.
-        var entries: [String: Int] = [:]
-        for i in 0..<200 { entries["HKQuantityTypeIdentifier\(i)WalkingSpeed"] = i }
-        for i in 0..<10 { entries["HKQuantityTypeIdentifierXX\(i)XWalkingSpeed"] = 1000 + i } // same length and ends
-        for k in ["", "a", "m/s", "1234567", "12345678"] { entries[k] = k.count }
-        let table = ByteTable(entries)
-        for (k, v) in entries {
-            var key = k
-            #expect(key.withUTF8 { table[utf8: $0] } == v, "\(k)")
-        }
-        for k in ["HKQuantityTypeIdentifierXX9YWalkingSpeed", "HKQuantityTypeIdentifier200WalkingSpeed", "m/t", "123456789"] {
-            var key = k
-            #expect(key.withUTF8 { table[utf8: $0] } == nil, "\(k)")
-        }
     }
 
     @Test func nonAppleSourceIsUserEntered() throws {
@@ -150,20 +133,6 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
         #expect(r.reason == .invalidTimeZone)
     }
 
-    @Test func topicLayout() {
-        let l = TopicLayout(root: "mobility/v1")
-        #expect(l.parse("mobility/v1/users/jamie-01/samples") == .inbound(user: "jamie-01", kind: .samples))
-        #expect(l.parse("mobility/v1/users/bad user/samples") == .invalidUser("bad user"))
-        #expect(l.parse("mobility/v1/users/jamie/alerts/x") == .other)
-        #expect(l.parse("mobility/v1/users/jämie/events") == .invalidUser("jämie"))
-        #expect(l.parse("mobility/v1/users//profile") == .invalidUser(""))
-        #expect(l.parse("mobility/v1/users/a/b/deletions") == .invalidUser("a/b"))
-        #expect(l.parse("mobility/v1/users/samples") == .other)
-        #expect(l.parse("mobility/v1/users/jamie/samples/") == .other)
-        #expect(l.parse("mobility/v2/users/jamie/samples") == .other)
-        #expect(TopicLayout(root: "clinic/a").parse("clinic/a/users/j.d_1/profile") == .inbound(user: "j.d_1", kind: .profile))
-        #expect(!TopicLayout.isValidUser(String(repeating: "a", count: 65)))
-    }
 }
 
 /// The default limits are consistent: a full batch of typical samples fits the payload limit, so
