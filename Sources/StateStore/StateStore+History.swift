@@ -159,17 +159,23 @@ extension StateStore {
             d.bind(1, user)
             d.bind(2, Int64(from))
             d.bind(3, Int64(through))
+            // Gathered by series, then stored once each (a dictionary write per series, not per point).
+            var bySeries: [Int64: [DayNumber: Double?]] = [:]
             while try d.step() {
                 let day = DayNumber(truncatingIfNeeded: d.int(0))
                 guard let packed = SeriesDay(validating: d.blob(1)) else {
                     throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unreadable series row of day \(day)")
                 }
-                for (id, value) in packed.points {
-                    guard let s = try db.series(id) else {
-                        throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unknown series id \(id)")
-                    }
-                    h.record(SeriesPoint(user: user, name: s.name, day: CivilDate(dayNumber: day), value: value, unit: s.unit))
+                for (id, value) in packed.points { bySeries[id, default: [:]][day] = .some(value) }
+            }
+            for (id, days) in bySeries {
+                guard let s = try db.series(id) else {
+                    throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unknown series id \(id)")
                 }
+                // As UserHistory.record converts a published point: to SI from the series' unit.
+                let toSI = (MeasureUnit.rule(s.unit) ?? .one).toSI
+                h.series[s.name] = toSI == 1 ? days : days.mapValues { $0.map { $0 * toSI } }
+                h.units[s.name] = s.unit
             }
             let q = try db.prepare("SELECT kind, key, day, value, payload FROM history WHERE user = ?1 AND kind IN (1, 2) AND day <= ?2 ORDER BY kind, day")
             q.bind(1, user)
