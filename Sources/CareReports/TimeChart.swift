@@ -126,7 +126,7 @@ struct TimeChart {
             let state = e.resolvedDay.map { "resolved \(NumberText.iso($0))" } ?? "active"
             return .init(first: scale.clamp(e.firedDay), last: last,
                          label: XMLText.bounded(e.rule.replacingUnderscores(), limit: 40) + (e.resolvedDay == nil ? " (active)" : ""),
-                         detail: "\(e.rule) (\(e.severity.rawValue)), fired \(NumberText.iso(e.firedDay)), \(state): \(XMLText.bounded(e.summary))",
+                         detail: "\(e.rule) (\(e.severity.rawValue)), fired \(NumberText.iso(e.firedDay)), \(state): \(XMLText.bounded(e.reportedSummary))",
                          fill: colours.0, ink: colours.1, cssClass: "alert alert-\(e.severity.rawValue)", open: e.resolvedDay == nil)
         }
     }

@@ -296,6 +296,34 @@ import Testing
         }
     }
 
+    @Test func aResolvedAlertShowsWhatHeldWhileItFired() throws {
+        // A resolution's summary has the numbers of the day the condition stopped holding ("unknown"
+        // once the clinic test left the window); the pages show the firing's.
+        func transitions(_ out: [EngineOutput], _ rule: String) -> [AlertTransition] {
+            out.compactMap { if case .alert(let a) = $0, a.rule == rule { return a } else { return nil } }
+        }
+        let (h, _, out) = try ScenarioHistory.replay("clinic-disagreement")
+        let disagreement = transitions(out, "six_minute_walk_disagreement")
+        let fired = try #require(disagreement.first { $0.status == .firing }), resolved = try #require(disagreement.last { $0.status == .resolved })
+        #expect(resolved.summary.contains("unknown") && !fired.summary.contains("unknown"))
+        let week = ISOWeek(containing: fired.day.dayNumber)
+        let weekly = ReportPage.weekly(digest: WeeklyDigest.make(history: h, spec: spec, week: week), history: h, spec: spec)
+        let panel = ReportPage.panel(history: h, spec: spec)
+        for page in [weekly, panel] {
+            #expect(!page.contains(resolved.summary))
+            let bands = try XMLTree(page).withClass("alert").filter { $0.allText.contains("six_minute_walk_disagreement") }
+            #expect(!bands.isEmpty && bands.allSatisfy { $0.allText.contains(fired.summary) })
+        }
+        #expect(try XMLTree(weekly).all("td").contains { $0.allText == fired.summary })
+        // The gait-quality explanation of the heat wave resolved with other numbers: the card quotes the firing.
+        let (hw, _, hwOut) = try ScenarioHistory.replay("jamie-heat-wave")
+        let explanation = transitions(hwOut, "gait_quality_explanation")
+        let said = try #require(explanation.last { $0.status == .firing }), ended = try #require(explanation.last { $0.status == .resolved })
+        #expect(said.summary != ended.summary)
+        let card = try #require(try XMLTree(ReportPage.panel(history: hw, spec: spec)).withClass("gait-quality").first)
+        #expect(card.descendants.filter { $0.classes.contains("explanation") }.map(\.allText) == [said.summary])
+    }
+
     @Test func aLongHistoryDrawsAtMostTheBoundedWindow() throws {
         var h = UserHistory(user: "long")
         for d: DayNumber in 10_000..<13_000 { h.series["speed_p95", default: [:]][d] = 1.0 + Double(d % 7) / 100 }
