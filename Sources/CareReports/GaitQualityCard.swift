@@ -24,7 +24,8 @@ enum GaitQualityCard {
         let chart = TimeChart(title: "Gait-quality card: \(quality.title) under \(spec.speed?.title ?? "") of \(XMLText.bounded(history.user, limit: 80))",
                               desc: descs.joined(separator: " "), window: window, plots: plots, history: history, week: week)
         m.append(chart.render())
-        Legend.render([(.dot("#4f86c6"), "daily value"), (.line("#0b3d73"), "smoothed series"), (.dashed("#555"), "pre-injury baseline")], into: &m)
+        Legend.render([(.dot("#4f86c6"), "daily value"), (.line("#0b3d73"), "smoothed series"), (.dashed("#555"), "pre-injury baseline")]
+            + Legend.timeline(chart.shown()), into: &m)
         if quality.lowerIsBetter { m.element("p", [("class", "note")], text: "Lower \(quality.title.lowercased()) is better.") }
         m.close("section")
     }

@@ -38,7 +38,8 @@ enum SixMinuteWalkChart {
                               desc: desc, window: window, plots: [plot], history: history, week: week)
         m.append(chart.render())
         Legend.render([(.square("#c62828"), "clinic test (\(panel.clinic))"), (.dot("#2e7d32"), "watch estimate (\(panel.watch))"),
-                       (.hollowDot("#2e7d32"), "provisional watch estimate" + (panel.provisionalRule.map { " (\($0) active)" } ?? ""))], into: &m)
+                       (.hollowDot("#2e7d32"), "provisional watch estimate" + (panel.provisionalRule.map { " (\($0) active)" } ?? ""))]
+            + Legend.timeline(chart.shown()), into: &m)
         m.close("section")
     }
 }
