@@ -3,7 +3,8 @@ import Foundation
 import MobilityModel
 import Testing
 
-/// Each chart's legend lists what that chart draws on its time axis, and only that: checked against
+/// Each chart's legend lists what that chart draws on its time axis (and the six-minute walk's kinds
+/// of point), and only that: checked against
 /// the parsed SVG of every shipped scenario's pages.
 @Suite struct LegendTests {
     /// `(section class, legend entries, the section's chart)` of a page.
@@ -38,6 +39,11 @@ import Testing
                 #expect(entry.first.map { $0.hasSuffix("(arrow: still active)") == active } ?? true, "\(label) \(severity)")
             }
             #expect(listed("report week").count == (has("report-week") ? 1 : 0), "\(label)")
+            if c == "six-minute-walk" {
+                #expect(listed("clinic test").count == (has("clinic") ? 1 : 0), "\(label)")
+                #expect(listed("watch estimate").count == (drawn.contains { $0.classes == ["watch"] } ? 1 : 0), "\(label)")
+                #expect(listed("provisional watch estimate").count == (has("provisional") ? 1 : 0), "\(label)")
+            }
         }
     }
 
