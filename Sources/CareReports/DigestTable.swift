@@ -92,7 +92,7 @@ enum DigestTable {
     private static func alerts(_ digest: WeeklyDigest, into m: inout Markup) {
         var rows = digest.alerts.prefix(100).map { a -> [(String, Bool)] in
             [(a.episode.rule, false), (a.episode.severity.rawValue, false), (a.state.rawValue, false), (NumberText.iso(a.episode.firedDay), false),
-             (a.episode.resolvedDay.map(NumberText.iso) ?? "still active", false), (XMLText.bounded(a.episode.summary), false)]
+             (a.episode.resolvedDay.map(NumberText.iso) ?? "still active", false), (XMLText.bounded(a.episode.reportedSummary), false)]
         }
         if rows.isEmpty { rows.append([("No alert fired, was active or resolved", false), ("", false), ("", false), ("", false), ("", false), ("", false)]) }
         table("Alerts of the week", ["Rule", "Severity", "This week", "Fired", "Resolved", "Summary"], rows, into: &m)

@@ -24,17 +24,19 @@ enum GaitQualityCard {
         let chart = TimeChart(title: "Gait-quality card: \(quality.title) under \(spec.speed?.title ?? "") of \(XMLText.bounded(history.user, limit: 80))",
                               desc: descs.joined(separator: " "), window: window, plots: plots, history: history, week: week)
         m.append(chart.render())
-        Legend.render([(.dot("#4f86c6"), "daily value"), (.line("#0b3d73"), "smoothed series"), (.dashed("#555"), "pre-injury baseline")], into: &m)
+        Legend.render([(.dot("#4f86c6"), "daily value"), (.line("#0b3d73"), "smoothed series"), (.dashed("#555"), "pre-injury baseline")]
+            + Legend.timeline(chart.shown()), into: &m)
         if quality.lowerIsBetter { m.element("p", [("class", "note")], text: "Lower \(quality.title.lowercased()) is better.") }
         m.close("section")
     }
 
-    /// The summaries of the explanation rules' episodes that overlap the window, latest first.
+    /// What the explanation rules said while they fired (``AlertEpisode/reportedSummary``) in the
+    /// episodes that overlap the window, latest first.
     static func explanations(_ history: UserHistory, _ spec: ReportSpec, window: ClosedRange<DayNumber>) -> [String] {
         let rules = Set(spec.explanations)
         var seen = Set<String>()
         return history.alerts.filter { rules.contains($0.rule) && $0.firedDay <= window.upperBound && ($0.resolvedDay ?? .max) >= window.lowerBound }
             .sorted { ($0.firedDay, $0.id) > ($1.firedDay, $1.id) }
-            .compactMap { seen.insert($0.summary).inserted ? $0.summary : nil }
+            .compactMap { seen.insert($0.reportedSummary).inserted ? $0.reportedSummary : nil }
     }
 }

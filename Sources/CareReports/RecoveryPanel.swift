@@ -15,7 +15,7 @@ enum RecoveryPanel {
         Legend.render([(.dot("#4f86c6"), "daily value (\(panel.daily))")]
             + (panel.smoothed.map { [(.line("#0b3d73"), "\($0), broken at clinical events")] } ?? [])
             + (panel.baselineDays.map { [(.dashed("#555"), "baseline: mean of the \($0) days before the latest clinical event")] } ?? [])
-            + Legend.timeline, into: &m)
+            + Legend.timeline(chart.shown()), into: &m)
         m.close("section")
     }
 }

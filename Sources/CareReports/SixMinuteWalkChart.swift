@@ -37,8 +37,14 @@ enum SixMinuteWalkChart {
         let chart = TimeChart(title: "Clinic tests and watch estimates of the six-minute walk of \(XMLText.bounded(history.user, limit: 80))",
                               desc: desc, window: window, plots: [plot], history: history, week: week)
         m.append(chart.render())
-        Legend.render([(.square("#c62828"), "clinic test (\(panel.clinic))"), (.dot("#2e7d32"), "watch estimate (\(panel.watch))"),
-                       (.hollowDot("#2e7d32"), "provisional watch estimate" + (panel.provisionalRule.map { " (\($0) active)" } ?? ""))], into: &m)
+        // Only the kinds of point the chart draws (the desc says how many of each there are).
+        var entries: [(Legend.Symbol, String)] = []
+        if !data.clinic.isEmpty { entries.append((.square("#c62828"), "clinic test (\(panel.clinic))")) }
+        if data.watch.contains(where: { !$0.provisional }) { entries.append((.dot("#2e7d32"), "watch estimate (\(panel.watch))")) }
+        if provisional > 0 {
+            entries.append((.hollowDot("#2e7d32"), "provisional watch estimate" + (panel.provisionalRule.map { " (\($0) active)" } ?? "")))
+        }
+        Legend.render(entries + Legend.timeline(chart.shown()), into: &m)
         m.close("section")
     }
 }

@@ -37,12 +37,61 @@ struct TimeChart {
     /// The report week, highlighted.
     var week: ClosedRange<DayNumber>?
 
+    /// What the chart draws on its time axis besides the data, for its legend.
+    struct Shown {
+        /// A plot shades a day without data.
+        var missingDays = false
+        /// The kinds of the clinical events marked, in time order, each once.
+        var clinicalKinds: [String] = []
+        /// The kinds of the annotations drawn, in time order, each once.
+        var annotationKinds: [String] = []
+        /// The severities of the alert bands drawn (most severe first), and whether one of them is still active.
+        var alerts: [(Severity, open: Bool)] = []
+        /// The report week is outlined.
+        var reportWeek = false
+    }
+
+    private var scale: DayScale { DayScale(first: window.lowerBound, last: window.upperBound, left: Layout.plotLeft, width: Layout.plotWidth) }
+
+    private func clinicalEvents(_ scale: DayScale) -> [TimelineEvent] {
+        plots.isEmpty ? [] : history.timeline.filter { $0.category == .clinical && scale.contains($0.firstDay) }
+    }
+
+    /// What ``render()`` draws besides the data (the same selections, so the legend cannot disagree with the chart).
+    func shown() -> Shown {
+        let scale = self.scale
+        func once(_ kinds: [String]) -> [String] {
+            var seen = Set<String>()
+            return kinds.filter { seen.insert($0).inserted }
+        }
+        var s = Shown()
+        s.missingDays = plots.contains { !$0.missing.isEmpty }
+        s.clinicalKinds = once(clinicalEvents(scale).map(\.kind))
+        s.annotationKinds = once(history.timeline.filter { $0.category == .annotation && $0.lastDay >= scale.first && $0.firstDay <= scale.last }.map(\.kind))
+        let drawn = TimelineLanes(alertItems(scale), scale: scale, maxLanes: Layout.maxLanes).lanes.joined().map(\.item)
+        for severity in [Severity.critical, .warning, .info] {
+            let bands = drawn.filter { $0.key == severity.rawValue }
+            if !bands.isEmpty { s.alerts.append((severity, bands.contains(where: \.open))) }
+        }
+        s.reportWeek = !plots.isEmpty && week.map { $0.upperBound >= scale.first && $0.lowerBound <= scale.last } == true
+        return s
+    }
+
+    /// The fill and ink of an alert band of a severity.
+    static func alertColours(_ s: Severity) -> (fill: String, ink: String) {
+        switch s {
+        case .critical: ("#f4c7c3", "#7f1d16")
+        case .warning: ("#f9d9a8", "#6b3d00")
+        case .info: ("#d5dde6", "#2b3a4a")
+        }
+    }
+
     /// The SVG element.
     func render() -> Markup {
-        let scale = DayScale(first: window.lowerBound, last: window.upperBound, left: Layout.plotLeft, width: Layout.plotWidth)
+        let scale = self.scale
         let annotations = TimelineLanes(annotationItems(scale), scale: scale, maxLanes: Layout.maxLanes)
         let alerts = TimelineLanes(alertItems(scale), scale: scale, maxLanes: Layout.maxLanes)
-        let clinical = history.timeline.filter { $0.category == .clinical && scale.contains($0.firstDay) }
+        let clinical = clinicalEvents(scale)
         var y = 4.0
         let annotationTop = y
         y += Double(annotations.lanes.count) * Layout.lane
@@ -118,16 +167,13 @@ struct TimeChart {
     private func alertItems(_ scale: DayScale) -> [TimelineLanes.Item] {
         history.alerts.filter { $0.firedDay <= scale.last && ($0.resolvedDay.map { $0 > scale.first } ?? true) }.map { e in
             let last = e.resolvedDay.map { scale.clamp(max($0 - 1, e.firedDay)) } ?? scale.last
-            let colours: (String, String) = switch e.severity {
-            case .critical: ("#f4c7c3", "#7f1d16")
-            case .warning: ("#f9d9a8", "#6b3d00")
-            case .info: ("#d5dde6", "#2b3a4a")
-            }
+            let colours = Self.alertColours(e.severity)
             let state = e.resolvedDay.map { "resolved \(NumberText.iso($0))" } ?? "active"
             return .init(first: scale.clamp(e.firedDay), last: last,
                          label: XMLText.bounded(e.rule.replacingUnderscores(), limit: 40) + (e.resolvedDay == nil ? " (active)" : ""),
-                         detail: "\(e.rule) (\(e.severity.rawValue)), fired \(NumberText.iso(e.firedDay)), \(state): \(XMLText.bounded(e.summary))",
-                         fill: colours.0, ink: colours.1, cssClass: "alert alert-\(e.severity.rawValue)", open: e.resolvedDay == nil)
+                         detail: "\(e.rule) (\(e.severity.rawValue)), fired \(NumberText.iso(e.firedDay)), \(state): \(XMLText.bounded(e.reportedSummary))",
+                         fill: colours.0, ink: colours.1, cssClass: "alert alert-\(e.severity.rawValue)", open: e.resolvedDay == nil,
+                         key: e.severity.rawValue)
         }
     }
 

@@ -19,6 +19,8 @@ struct TimelineLanes {
         var cssClass: String
         /// True when it runs on past the right edge (an active alert).
         var open: Bool = false
+        /// What the legend groups it by (an alert's severity).
+        var key: String = ""
     }
 
     /// The lanes, top first.

@@ -49,6 +49,10 @@ public struct AlertEpisode: Hashable, Sendable {
     /// Its labels.
     public var labels: [String: String]
 
+    /// The summary the pages quote: what held while it fired (``firedSummary``), else the latest
+    /// transition's (a history begun at its resolution).
+    public var reportedSummary: String { firedSummary ?? summary }
+
     /// Creates an episode.
     public init(id: String, rule: String, severity: Severity, firedDay: DayNumber, resolvedDay: DayNumber?, summary: String,
                 labels: [String: String] = [:], firedSummary: String? = nil) {

@@ -35,7 +35,7 @@ extension WeeklyDigest {
         for e in h.alerts where e.firedDay <= sun && (e.resolvedDay.map { $0 >= mon } ?? true) {
             let state: AlertInWeek.State = e.firedDay >= mon ? .fired : e.resolvedDay.map { $0 <= sun } == true ? .resolved : .active
             d.alerts.append(AlertInWeek(episode: e, state: state))
-            if spec.explanations.contains(e.rule) { d.explanations.append(e.firedSummary ?? e.summary) }
+            if spec.explanations.contains(e.rule) { d.explanations.append(e.reportedSummary) }
         }
         d.annotations = h.timeline.filter { $0.firstDay <= sun && $0.lastDay >= mon }
         return d

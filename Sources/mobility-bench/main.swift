@@ -10,7 +10,7 @@ import StateStore
 /// `mobility-bench`: measures the pieces of the hot path. Build with `swift build -c release`.
 /// Each figure is the median of `--runs` runs. `--smoke` uses tiny sizes (CI checks it works).
 let usage = """
-usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart|history ...]
+usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart|history|reports ...]
        mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N] [--runs N] [--latency on|off]   (see scripts/bench-e2e.sh)
 """
 
@@ -243,6 +243,54 @@ if wanted("decode") {
     let batch = median((0..<runs).map { _ in seconds { for (u, p) in batches { _ = decoder.samples(p, user: u) } } })
     report("decode, batches", Double(batchCount) / batch, "samples/s", "\(batchCount / max(batches.count, 1)) per payload, one core")
     if accepted == 0 { exit(1) }
+}
+
+if wanted("reports") {
+    // The care-team pages of a realistic 90-day history: the heat-wave scenario's traffic through
+    // the engine with the rules, every output recorded as the store's history holds it.
+    let path = "simulator/scenarios/jamie-heat-wave.scenario"
+    guard let scenario = try? Scenario.load(path) else {
+        FileHandle.standardError.write(Data("mobility-bench: cannot read \(path) (run from the repository's root)\n".utf8))
+        exit(1)
+    }
+    var ingestor = Ingestor(engine: Engine(program: program, configuration: EngineConfiguration()), clock: .event)
+    var out: [EngineOutput] = []
+    for r in ScenarioVerifier.traffic([scenario]) { ingestor.handle(topic: r.topic, payload: r.payload, now: Timestamp(milliseconds: 0), into: &out) }
+    ingestor.closeOpenDays(into: &out)
+    var history = UserHistory(user: scenario.persona.user)
+    for o in out {
+        switch o {
+        case .series(let p): history.record(p)
+        case .alert(let a): history.record(a)
+        case .rejected: break
+        }
+    }
+    for e in ingestor.engine.timeline(of: history.user) { history.record(e) }
+    guard let declared = program.report else {
+        FileHandle.standardError.write(Data("mobility-bench: the rules in \(rules) declare no report block\n".utf8))
+        exit(1)
+    }
+    let spec = ReportSpec(declared)
+    let heat = scenario.timeline.heatWave.map { ($0.lowerBound + $0.upperBound) / 2 } ?? scenario.timeline.days - 7
+    let week = ISOWeek(containing: scenario.timeline.start.dayNumber - 1 + DayNumber(heat))
+    let pagesPerRun = smoke ? 2 : 50
+    var panelBytes = 0, weeklyBytes = 0
+    let digestTime = median((0..<runs).map { _ in
+        seconds { for _ in 0..<pagesPerRun { weeklyBytes = WeeklyDigest.make(history: history, spec: spec, week: week).json.utf8.count } }
+    }) / Double(pagesPerRun)
+    let digest = WeeklyDigest.make(history: history, spec: spec, week: week)
+    let panelTime = median((0..<runs).map { _ in
+        seconds { for _ in 0..<pagesPerRun { panelBytes = ReportPage.panel(history: history, spec: spec).utf8.count } }
+    }) / Double(pagesPerRun)
+    let digestBytes = weeklyBytes
+    let weeklyTime = median((0..<runs).map { _ in
+        seconds { for _ in 0..<pagesPerRun { weeklyBytes = ReportPage.weekly(digest: digest, history: history, spec: spec).utf8.count } }
+    }) / Double(pagesPerRun)
+    let points = history.series.values.reduce(0) { $0 + $1.count }
+    let note = "\(history.user): \(scenario.timeline.days) days, \(points) series points, \(history.alerts.count) alert episodes"
+    report("reports: weekly digest (\(week))", digestTime * 1e3, "ms", "\(digestBytes) bytes of JSON")
+    report("reports: recovery page", panelTime * 1e3, "ms", "\(panelBytes) bytes; \(note)")
+    report("reports: weekly page (\(week))", weeklyTime * 1e3, "ms", "\(weeklyBytes) bytes")
 }
 
 /// The timed engine loop, kept out of line so that a profiler can isolate it

@@ -20,26 +20,14 @@ import Testing
         return day0 + DayNumber(s.timeline.days) - 7
     }
 
-    /// The sentence the gait-quality explanation rule will say for the heat wave (its numbers computed
-    /// here from the series, until the rule language's `report` block produces it).
-    static func explanation(_ h: UserHistory, _ s: Scenario) -> [String] {
-        guard let hw = s.timeline.heatWave else { return [] }
-        let day0 = s.timeline.start.dayNumber - 1, a = day0 + DayNumber(hw.lowerBound), b = day0 + DayNumber(hw.upperBound)
-        guard let s0 = h.series["speed_7d"]?[a - 1] ?? nil, let s1 = h.series["speed_7d"]?[b] ?? nil,
-              let d0 = h.series["double_support_7d"]?[a - 1] ?? nil, let d1 = h.series["double_support_7d"]?[b] ?? nil else { return [] }
-        func f(_ v: Double, _ n: Int) -> String { String(format: "%.\(n)f", v) }
-        return ["Walking speed dipped during the heat wave (7-day mean \(f(s0 / 0.44704, 2)) → \(f(s1 / 0.44704, 2)) mph), "
-                + "but double support kept improving (\(f(d0, 1)) % → \(f(d1, 1)) %): gait quality is still recovering."]
-    }
-
     @Test func everyShippedScenarioHasWellFormedPages() throws {
         let out = ProcessInfo.processInfo.environment["RENDER_REPORTS_DIR"]
         for name in Self.scenarios {
             let (h, s) = try ScenarioHistory.load(name)
             let spec = ScenarioHistory.spec
             let panel = ReportPage.panel(history: h, spec: spec)
-            let weekly = ReportPage.weekly(digest: DigestFixture.make(h, spec, weekOf: Self.weekDay(h, s), explanations: Self.explanation(h, s)),
-                                           history: h, spec: spec)
+            let digest = WeeklyDigest.make(history: h, spec: spec, week: ISOWeek(containing: Self.weekDay(h, s)))
+            let weekly = ReportPage.weekly(digest: digest, history: h, spec: spec)
             for page in [panel, weekly] {
                 let t = try XMLTree(page)
                 #expect(t.all("svg").filter { $0.classes.contains("chart") }.count == 3, "\(name)")
@@ -54,8 +42,8 @@ import Testing
 
     @Test func headlessChromiumRendersAPageThatIsNotBlank() throws {
         let (h, s) = try ScenarioHistory.load("jamie-heat-wave")
-        let page = ReportPage.weekly(digest: DigestFixture.make(h, ScenarioHistory.spec, weekOf: Self.weekDay(h, s), explanations: Self.explanation(h, s)),
-                                     history: h, spec: ScenarioHistory.spec)
+        let digest = WeeklyDigest.make(history: h, spec: ScenarioHistory.spec, week: ISOWeek(containing: Self.weekDay(h, s)))
+        let page = ReportPage.weekly(digest: digest, history: h, spec: ScenarioHistory.spec)
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("care-reports-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -1,5 +1,7 @@
 import CareReports
+import Foundation
 import MobilityModel
+import RuleEngine
 import Testing
 
 /// The pages parsed as XML and checked against values computed here from the history: one point
@@ -228,31 +230,98 @@ import Testing
     }
 
     @Test func theWeeklyPageHoldsTheDigestAndTheThreeChartsWithTheWeek() throws {
-        let (h, s) = try ScenarioHistory.load("jamie-heat-wave")
-        let day = s.timeline.start.dayNumber - 1 + 60
-        let digest = DigestFixture.make(h, spec, weekOf: day, explanations: ["Walking speed dipped, but double support keeps improving."])
+        // The heat-wave week (2026-W09, Monday 23 February), its digest by WeeklyDigest.make; the
+        // numbers checked here are worked out from the engine's published series points.
+        let (h, s, out) = try ScenarioHistory.replay("jamie-heat-wave")
+        let week = ISOWeek(containing: ScenarioHistory.day(s, 60))
+        #expect(week.description == "2026-W09")
+        let digest = WeeklyDigest.make(history: h, spec: spec, week: week)
         let t = try XMLTree(ReportPage.weekly(digest: digest, history: h, spec: spec))
         #expect(charts(t).count == 3)
         for c in charts(t) {
-            let week = try #require(c.descendants.first { $0.classes.contains("report-week") })
-            #expect(abs(try #require(week.number("x")) - (expectedX(digest.firstDay, first: self.day(c.attributes["data-first-day"])!,
-                                                                    last: self.day(c.attributes["data-last-day"])!) - ChartGeometry.plotWidth / Double(56) / 2)) < 0.1)
-            #expect(self.day(c.attributes["data-last-day"]) == digest.lastDay)
+            let w = try #require(c.descendants.first { $0.classes.contains("report-week") })
+            #expect(abs(try #require(w.number("x")) - (expectedX(week.monday, first: self.day(c.attributes["data-first-day"])!,
+                                                                 last: self.day(c.attributes["data-last-day"])!) - ChartGeometry.plotWidth / Double(56) / 2)) < 0.1)
+            #expect(self.day(c.attributes["data-last-day"]) == week.sunday)
         }
-        let speed = digest.metrics[0]
+        // Published values (m/s, %), as the series topic carries them.
+        var published: [String: [DayNumber: Double]] = [:]
+        for case .series(let p) in out { if let v = p.value { published[p.name, default: [:]][p.day.dayNumber] = v } }
+        func mean(_ name: String, _ days: some Sequence<DayNumber>) -> Double {
+            let v = days.compactMap { published[name]?[$0] }
+            return v.reduce(0, +) / Double(v.count)
+        }
+        let injury = ScenarioHistory.day(s, s.timeline.injuryDay!)
         let cells = t.all("td").map(\.allText)
-        #expect(cells.contains("\(fixed2(speed.thisWeek.dailyMean!)) mph"))
-        #expect(cells.contains("\(fixed2(speed.baseline!)) mph"))
+        #expect(cells.contains("\(fixed(mean("speed_p95", week.monday...week.sunday) / 0.44704, 2)) mph"))
+        #expect(cells.contains("\(fixed(mean("speed_p95", (injury - 30)..<injury) / 0.44704, 2)) mph"))
+        // Double support in % from the rule's `unit %`: the published percentages, not the SI fractions.
+        let ds = mean("double_support", week.monday...week.sunday)
+        #expect(ds > 20 && ds < 40)
+        #expect(cells.contains("\(fixed(ds, 1)) %"))
         #expect(t.all("caption").map(\.allText).contains("Alerts of the week"))
         #expect(t.root.allText.contains("heat wave"))
-        #expect(t.withClass("explanation").count == 2)  // in the digest's words and on the gait-quality card
+        // The rule gait_quality_explanation's sentence, in the digest's words and on the gait-quality card.
+        let fired = try #require(out.lazy.compactMap { o -> AlertTransition? in
+            if case .alert(let a) = o, a.rule == "gait_quality_explanation", a.status == .firing { return a } else { return nil }
+        }.first)
+        #expect(week.monday...week.sunday ~= fired.day.dayNumber)
+        #expect(fired.summary.hasSuffix("gait quality is still recovering"))
+        #expect(t.withClass("explanation").map(\.allText) == [fired.summary, fired.summary])
     }
 
-    func fixed2(_ v: Double) -> String {
-        let r = (v * 100).rounded() / 100
-        let s = String(r)
-        let parts = s.split(separator: ".")
-        return parts.count == 2 ? parts[0] + "." + parts[1].padding(toLength: 2, withPad: "0", startingAt: 0) : s + ".00"
+    /// `v` with `n` decimals, by Foundation's formatter (not the pages' NumberText).
+    func fixed(_ v: Double, _ n: Int) -> String { String(format: "%.\(n)f", v) }
+
+    @Test func valuesAreSIAndShownInTheReportBlocksUnits() throws {
+        // The history holds SI values (28 % as 0.28); the shipped report block says `unit %` and
+        // `unit mph`, so the pages show the published percentages and miles per hour.
+        #expect(spec.doubleSupport?.displayUnit == DisplayUnit(symbol: "%", factor: 100))
+        #expect(spec.speed?.displayUnit.symbol == "mph")
+        let (h, _, out) = try ScenarioHistory.replay("jamie-plateau")
+        var published: [DayNumber: Double] = [:]
+        for case .series(let p) in out where p.name == "double_support" { if let v = p.value { published[p.day.dayNumber] = v } }
+        #expect(published.values.allSatisfy { $0 > 10 && $0 < 60 })
+        for (d, v) in published { #expect(abs((h.series["double_support"]![d]!)! - v / 100) < 1e-12) }
+        let card = try chart(try XMLTree(ReportPage.panel(history: h, spec: spec)), in: "gait-quality")
+        #expect(card.descendants.filter { $0.classes.contains("axis-title") }.map(\.allText) == ["Walking speed (mph)", "Double support (%)"])
+        // The double-support dots (the second plot's) carry the published percentages in their titles.
+        let dots = card.descendants.filter { $0.classes.contains("daily") && $0.allText.hasSuffix(" %") }
+        #expect(!dots.isEmpty)
+        for dot in dots {
+            let d = try #require(day(dot.attributes["data-day"]))
+            let text = dot.allText.split(separator: " ")[1]
+            let decimals = text.split(separator: ".").dropFirst().first?.count ?? 0
+            #expect(abs(try #require(Double(text)) - published[d]!) <= 0.5 * pow(10, -Double(decimals)) + 1e-9, "\(dot.allText)")
+        }
+    }
+
+    @Test func aResolvedAlertShowsWhatHeldWhileItFired() throws {
+        // A resolution's summary has the numbers of the day the condition stopped holding ("unknown"
+        // once the clinic test left the window); the pages show the firing's.
+        func transitions(_ out: [EngineOutput], _ rule: String) -> [AlertTransition] {
+            out.compactMap { if case .alert(let a) = $0, a.rule == rule { return a } else { return nil } }
+        }
+        let (h, _, out) = try ScenarioHistory.replay("clinic-disagreement")
+        let disagreement = transitions(out, "six_minute_walk_disagreement")
+        let fired = try #require(disagreement.first { $0.status == .firing }), resolved = try #require(disagreement.last { $0.status == .resolved })
+        #expect(resolved.summary.contains("unknown") && !fired.summary.contains("unknown"))
+        let week = ISOWeek(containing: fired.day.dayNumber)
+        let weekly = ReportPage.weekly(digest: WeeklyDigest.make(history: h, spec: spec, week: week), history: h, spec: spec)
+        let panel = ReportPage.panel(history: h, spec: spec)
+        for page in [weekly, panel] {
+            #expect(!page.contains(resolved.summary))
+            let bands = try XMLTree(page).withClass("alert").filter { $0.allText.contains("six_minute_walk_disagreement") }
+            #expect(!bands.isEmpty && bands.allSatisfy { $0.allText.contains(fired.summary) })
+        }
+        #expect(try XMLTree(weekly).all("td").contains { $0.allText == fired.summary })
+        // The gait-quality explanation of the heat wave resolved with other numbers: the card quotes the firing.
+        let (hw, _, hwOut) = try ScenarioHistory.replay("jamie-heat-wave")
+        let explanation = transitions(hwOut, "gait_quality_explanation")
+        let said = try #require(explanation.last { $0.status == .firing }), ended = try #require(explanation.last { $0.status == .resolved })
+        #expect(said.summary != ended.summary)
+        let card = try #require(try XMLTree(ReportPage.panel(history: hw, spec: spec)).withClass("gait-quality").first)
+        #expect(card.descendants.filter { $0.classes.contains("explanation") }.map(\.allText) == [said.summary])
     }
 
     @Test func aLongHistoryDrawsAtMostTheBoundedWindow() throws {
