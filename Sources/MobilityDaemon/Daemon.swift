@@ -22,6 +22,8 @@ public final class Daemon: Sendable {
     let reloader: RuleReloader
     private let readySent = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
+    /// Which care teams each user belongs to (the mapping file, else the profile).
+    public let careTeams: CareTeams
 
     /// Creates a daemon from its configuration.
     public init(configuration: DaemonConfiguration) {
@@ -29,6 +31,7 @@ public final class Daemon: Sendable {
         self.log = Logger(format: configuration.logFormat, level: configuration.logLevel)
         self.layout = TopicLayout(root: configuration.topicRoot)
         self.notifier = ServiceNotifier()
+        self.careTeams = CareTeams(assigned: configuration.careTeams)
         self.reloader = RuleReloader(rules: configuration.rules, log: log, notifier: notifier)
     }
 
@@ -131,7 +134,7 @@ public final class Daemon: Sendable {
                                                decoder: decoder, clock: config.clock, boundedByWallClock: true),
                   capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
                   ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
-                  historyDays: config.historyDays, publishesSeries: config.publishSeries, acknowledge: { user, lastID in
+                  historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, acknowledge: { user, lastID in
                       var w = JSONWriter()
                       w.beginObject()
                       w.string("user", user)

@@ -59,6 +59,8 @@ public struct DaemonConfiguration: Sendable {
     /// Days of care-team history kept before each user's latest day (series, alerts, timeline;
     /// also the 30 days before the latest clinical event); nil: no history (and no weekly reports).
     public var historyDays: Int? = 90
+    /// The operator's care-team mapping (`--care-teams`): user → teams; see ``CareTeams``.
+    public var careTeams: [String: [String]] = [:]
     public var checkConfig = false
     public var help = false
 
@@ -104,7 +106,7 @@ public struct DaemonConfiguration: Sendable {
         Option(name: "ack-interval", value: "MS", help: "publish commit acknowledgements at most this often, coalesced per user (default 250; 0: every commit)"),
         Option(name: "commit-interval", value: "MS", help: "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch)"),
         Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)"),
-    ] + httpOptions + [
+    ] + httpOptions + careTeamOptions + [
         Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
         Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
         Option(name: "time-zone", value: "ZONE", help: "IANA zone of users without a profile (default UTC)"),
@@ -204,6 +206,7 @@ public struct DaemonConfiguration: Sendable {
         }
         try c.apply(merged)
         try c.applyHTTP(merged)
+        try c.applyCareTeams(merged)
         return c
     }
 

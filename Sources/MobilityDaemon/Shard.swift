@@ -53,10 +53,12 @@ final class Shard: @unchecked Sendable {
     /// When to commit, release the journal and acknowledge (set when the thread starts).
     private var policy: ShardCommitPolicy
     private let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
+    /// The copies of alerts and reports under the users' care teams.
+    private var teamOutputs: TeamOutputs
 
     init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
          acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
-         historyDays: Int? = 90, publishesSeries: Bool = true, acknowledge: (@Sendable (String, String) -> Void)? = nil) {
+         historyDays: Int? = 90, publishesSeries: Bool = true, careTeams: CareTeams = CareTeams(), acknowledge: (@Sendable (String, String) -> Void)? = nil) {
         self.acknowledge = acknowledge
         self.recordsHistory = historyDays != nil
         self.historyDays = historyDays
@@ -73,6 +75,7 @@ final class Shard: @unchecked Sendable {
         self.acks = acks
         self.log = log
         self.layout = ingestor.layout
+        self.teamOutputs = TeamOutputs(careTeams: careTeams, layout: ingestor.layout)
     }
 
     /// Makes room for `n` users (before restoring).
@@ -119,6 +122,7 @@ final class Shard: @unchecked Sendable {
                 let payload = Array(try reports.digest(d, timeline: timeline, store: store).json.utf8)
                 rows.append(HistoryRecord(user: d.user, kind: .weekly, key: d.week.description, day: d.week.monday, payload: payload))
                 items.append(.init(topic: layout.weeklyReport(d.user), payload: payload, retain: true))
+                items += teamOutputs.reportItems(user: d.user, payload: payload)
                 prune.append((d.user, reports.keepFrom(d, timeline: timeline), d.week.monday - WeeklyReports.reportDays))
             } catch {
                 log.error("cannot build a weekly report; it stays due", ["shard": String(index), "error": "\(error)"])
@@ -136,7 +140,7 @@ final class Shard: @unchecked Sendable {
         dueWeeks.removeAll(keepingCapacity: true)
         let failures = sink.publish(items)
         stats.withLock { s in
-            s.weeklyReports += items.count
+            s.weeklyReports += rows.count
             s.publishErrors += failures
         }
     }
@@ -158,6 +162,7 @@ final class Shard: @unchecked Sendable {
             let wall = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
             var barriers: [DispatchSemaphore] = []
             var replayedNow = 0
+            var teamsChanged = false
             batchUsers.removeAll(keepingCapacity: true)
             for item in batch {
                 switch item {
@@ -166,6 +171,7 @@ final class Shard: @unchecked Sendable {
                     if case .inbound(let u, _) = parsed { user = u }
                     if seq > 0, let u = user, seq <= applied[u, default: 0] { replayedNow += 1; continue } // already applied before a restart
                     ingestor.handle(topic: topic, parsed: parsed, payload: payload, now: wall, into: &out)
+                    if case .inbound(let u, .profile) = parsed, !payload.isEmpty { teamsChanged = profileTeams(u, payload) || teamsChanged }
                     if seq > 0, let u = user { applied[u] = seq; batchUsers.insert(u) }
                     if recordsHistory, case .inbound(let u, .events) = parsed {
                         for e in ingestor.engine.timeline(of: u) { pendingHistory.append(.timeline(user: u, e)) }
@@ -185,14 +191,18 @@ final class Shard: @unchecked Sendable {
             batchUsers.formUnion(ingestor.engine.takeTouched())
             pendingUsers.formUnion(batchUsers)
             for o in out {
-                if publishesSeries || !o.isSeries { pendingOutbox += Shard.outboxItems(o, layout: layout) }
+                if publishesSeries || !o.isSeries {
+                    let items = Shard.outboxItems(o, layout: layout)
+                    pendingOutbox += items
+                    if case .alert(let a) = o { pendingOutbox += teamOutputs.alertItems(a, userItems: items) }
+                }
                 if recordsHistory { if let h = Shard.historyRecord(o) { pendingHistory.append(h) } }
                 if reports != nil, case .series(let s) = o, let week = WeeklyReports.closes(s) {
                     let due = WeeklyReports.Due(user: s.user, week: week)
                     if dueWeeks.insert(due).inserted { pendingHistory.append(WeeklyReports.marker(due)) }
                 }
             }
-            let scope = policy.batchProcessed(outputs: !out.isEmpty, barrier: !barriers.isEmpty, pendingUsers: pendingUsers.count, now: started)
+            let scope = policy.batchProcessed(outputs: !out.isEmpty || teamsChanged, barrier: !barriers.isEmpty, pendingUsers: pendingUsers.count, now: started)
             // Group commit: with scope .none these changes go with a later batch's; the journal
             // holds their messages meanwhile.
             var committed: [StateStore.OutboxItem]?
@@ -253,6 +263,18 @@ final class Shard: @unchecked Sendable {
             publishAcks()
         }
         finished.signal()
+    }
+
+    /// Applies the care teams of an accepted profile (the ingestor rejected a bad one, and counted
+    /// it); returns whether the change queued team outputs.
+    private func profileTeams(_ user: String, _ payload: [UInt8]) -> Bool {
+        guard case .success(let p) = ingestor.decoder.userProfile(payload) else { return false }
+        let items = teamOutputs.profileTeams(p.careTeams, user: user, rules: ingestor.engine.alertNames) {
+            guard reports != nil else { return nil }
+            return (try? store.weeklyReport(of: user, week: nil))?.payload
+        }
+        pendingOutbox += items
+        return !items.isEmpty
     }
 
     /// Moves the pending acknowledgements of the users just committed (everyone's, or this batch's) to the durable ones.

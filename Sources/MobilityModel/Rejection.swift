@@ -16,6 +16,8 @@ public enum RejectionReason: String, CaseIterable, Hashable, Sendable {
     case userMismatch = "user_mismatch"
     case invalidUser = "invalid_user"
     case invalidTimeZone = "invalid_time_zone"
+    /// A profile's `careTeams` is not a list of at most 8 team ids (`a-z 0-9 - _`, 1–64).
+    case invalidTeam = "invalid_team"
     case tooManyItems = "too_many_items"
     /// A timeline entry dated outside the user's history horizon or after the user's today.
     case dateOutOfRange = "date_out_of_range"

@@ -111,8 +111,15 @@ public struct WireDecoder: Sendable {
         }
     }
 
-    /// Decodes a `profile` payload: `{"timeZone": "Europe/Zurich"}`.
+    /// Decodes a `profile` payload: `{"timeZone": "Europe/Zurich"}` (its care teams are checked too:
+    /// a profile with a bad `careTeams` is refused whole).
     public func profile(_ payload: [UInt8]) -> Result<LocalCalendar, Rejection> {
+        userProfile(payload).map(\.calendar)
+    }
+
+    /// Decodes a `profile` payload with its care teams:
+    /// `{"timeZone": "Europe/Zurich", "careTeams": ["physio-north"]}` (`careTeams` optional).
+    public func userProfile(_ payload: [UInt8]) -> Result<UserProfile, Rejection> {
         items(payload).flatMap { list in
             guard list.count == 1, case .object = list[0] else { return .failure(Rejection(.invalidField, "a profile is one JSON object")) }
             var f = Fields(list[0])
@@ -120,7 +127,10 @@ public struct WireDecoder: Sendable {
             case .failure(let r): return .failure(r)
             case .success(let tz):
                 guard let cal = LocalCalendar.cached(tz) else { return .failure(Rejection(.invalidTimeZone, "unknown IANA time zone '\(tz.prefix(64))'")) }
-                return .success(cal)
+                switch UserProfile.careTeams(list[0]["careTeams"]) {
+                case .failure(let r): return .failure(r)
+                case .success(let teams): return .success(UserProfile(calendar: cal, careTeams: teams))
+                }
             }
         }
     }

@@ -238,6 +238,45 @@ private let notAuthorized: Int32 = 135
         #expect(throws: (any Error).self) { _ = try MQTTRecorder(url: d.tlsURL, filters: [], caFile: d.ca, version: .v5) }
     }
 
+    /// The shipped team account (`staff-ward-a`): it receives its team's alerts and nothing of a
+    /// user in another team, and it publishes nothing; a gateway cannot write team topics.
+    @Test func teamStaffSeeExactlyTheirTeam() throws {
+        let d = try ShippedDeployment(gateways: ["staff-ward-a"])
+        try d.startDaemon()
+        let staff = try d.client("staff-ward-a", filters: ["mobility/v1/teams/+/users/+/alerts/#", "mobility/v1/users/+/alerts/#"])
+        let jamie = try d.client("jamie", filters: ["mobility/v1/users/jamie/acks"])
+        let alex = try d.client("alex", filters: ["mobility/v1/users/alex/acks"])
+        for (gw, user, team) in [(jamie, "jamie", "ward-a"), (alex, "alex", "ward-b")] {
+            #expect(try gw.publishAwaitingAnswer("mobility/v1/users/\(user)/profile",
+                                                 "{\"timeZone\":\"UTC\",\"careTeams\":[\"\(team)\"]}", retain: true) == 0)
+            let estimate = sampleJSON(id: "\(user)-6mwd", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: isoNow())
+            #expect(try gw.publishAwaitingAnswer(samplesTopic(user), estimate) == 0)
+        }
+        // Both alerts are out (the daemon idle, everything acknowledged by the broker)…
+        #expect(eventually { d.metrics()["mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"firing\"}"] == 2 }, "\(d.daemon!.log)")
+        #expect(eventually { d.metrics()["mobilityd_outputs_unacknowledged"] == 0 })
+        #expect(eventually { staff.messages().count == 1 })
+        // …and the staff of ward-a have exactly jamie's, on their team's topic.
+        let barrier = try d.client("mobilityd-pub", filters: [])  // the daemon's publisher may write team topics
+        #expect(try barrier.publishAwaitingAnswer("mobility/v1/teams/ward-a/users/mw-barrier/alerts/end", "{}") == 0)
+        barrier.stop()
+        #expect(eventually { staff.messages().count == 2 })
+        let topics = staff.messages().map(\.topic)
+        #expect(topics == ["mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd", "mobility/v1/teams/ward-a/users/mw-barrier/alerts/end"])
+        // Refused (135): staff publishing under another team or their own, a gateway on any team topic.
+        staff.stop()
+        jamie.stop()
+        for (account, topic) in [("staff-ward-a", "mobility/v1/teams/ward-b/users/alex/alerts/uncalibrated_6mwd"),
+                                 ("staff-ward-a", "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd"),
+                                 ("staff-ward-a", samplesTopic("staff-ward-a")),
+                                 ("jamie", "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd"),
+                                 ("jamie", "mobility/v1/teams/ward-a/users/jamie/reports/weekly")] {
+            let forger = try d.client(account, filters: [])
+            #expect(try forger.publishAwaitingAnswer(topic, "{\"forged\":1}") == notAuthorized, "\(account) → \(topic)")
+            forger.stop()
+        }
+    }
+
     /// A gateway that connects with the daemon's client id (and a clean session) neither kicks
     /// the daemon nor wipes its persistent session: samples queued while the daemon was down
     /// still arrive.

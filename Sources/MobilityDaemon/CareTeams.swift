@@ -1,0 +1,74 @@
+import MobilityWire
+import Synchronization
+
+/// Which care teams each user belongs to — the one place to ask (`teams(of:)`), for the team
+/// topics and for anything that checks a member of staff's team against a user.
+///
+/// Two sources, and the operator's wins: a user listed in the mapping file (`--care-teams`) has
+/// exactly the teams listed there, whatever the user's profile says; any other user has the
+/// teams their retained profile names (`careTeams`). A gateway publishes its user's profile, so
+/// without the file a gateway decides its user's teams; with the file it cannot move a listed
+/// user into another team's view (or out of one). The file is read at start.
+///
+/// Sendability: `assigned` is immutable; the profile teams are in a Mutex. Each user's profile
+/// teams are written only by the user's shard; any thread may read.
+public final class CareTeams: Sendable {
+    /// The operator's mapping: user → teams (validated, deduplicated).
+    public let assigned: [String: [String]]
+    private let claimed = Mutex<[String: [String]]>([:])
+
+    /// Creates the teams with the operator's mapping (empty: every user's profile decides).
+    public init(assigned: [String: [String]] = [:]) { self.assigned = assigned }
+
+    /// The user's care teams: the mapping file's if it lists the user, else the profile's (often none).
+    public func teams(of user: String) -> [String] {
+        if let a = assigned[user] { return a }
+        return claimed.withLock { $0[user] ?? [] }
+    }
+
+    /// Whether `team` is one of the user's care teams.
+    public func user(_ user: String, belongsTo team: String) -> Bool { teams(of: user).contains(team) }
+
+    /// Records the teams a user's accepted profile names; returns the user's effective teams
+    /// before and after (equal when the mapping file lists the user, or nothing changed).
+    @discardableResult
+    public func setProfileTeams(_ teams: [String], of user: String) -> (before: [String], after: [String]) {
+        let before = claimed.withLock { c in
+            let old = c[user] ?? []
+            if teams.isEmpty { c.removeValue(forKey: user) } else { c[user] = teams }
+            return old
+        }
+        if let a = assigned[user] { return (a, a) }
+        return (before, teams)
+    }
+
+    /// A line of a mapping file that is not `USER TEAM[,TEAM…]`.
+    public struct FileError: Error, CustomStringConvertible {
+        /// The 1-based line.
+        public var line: Int
+        /// What is wrong, lower case.
+        public var message: String
+        public var description: String { "\(line): \(message)" }
+    }
+
+    /// Parses a mapping file: `USER TEAM[,TEAM…]` lines, `#` comments and blank lines ignored, a
+    /// user at most once. Every bad line is reported (the file is good when `errors` is empty).
+    public static func parse(_ text: String) -> (assigned: [String: [String]], errors: [FileError]) {
+        var map: [String: [String]] = [:], errors: [FileError] = []
+        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
+            if words.isEmpty { continue }
+            func fail(_ m: String) { errors.append(FileError(line: n + 1, message: m)) }
+            guard words.count == 2 else { fail("expected USER TEAM[,TEAM...], got \(words.count) fields"); continue }
+            let user = String(words[0])
+            guard TopicLayout.isValidUser(user) else { fail("user '\(user.prefix(64))' must be 1-64 characters of A-Z a-z 0-9 . _ -"); continue }
+            guard map[user] == nil else { fail("user '\(user)' is listed twice"); continue }
+            switch UserProfile.checkTeams(words[1].split(separator: ",", omittingEmptySubsequences: false).map(String.init)) {
+            case .failure(let r): fail(r.detail)
+            case .success(let teams): map[user] = teams
+            }
+        }
+        return (map, errors)
+    }
+}
