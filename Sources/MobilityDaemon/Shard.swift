@@ -53,6 +53,8 @@ final class Shard: @unchecked Sendable {
     /// When to commit, release the journal and acknowledge (set when the thread starts).
     private var policy: ShardCommitPolicy
     private let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
+    /// Care-staff acknowledgements of alert instances (nil: commands are not taken).
+    var desk: AcknowledgementDesk?
 
     init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
          acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
@@ -179,10 +181,14 @@ final class Shard: @unchecked Sendable {
                     reports = WeeklyReports(program: p, historyDays: historyDays)
                 case .housekeeping: break
                 case .barrier(let s): barriers.append(s)
+                case .acknowledge(let c, let taken):
+                    desk?.acknowledge(c, instance: ingestor.engine.firingInstance(user: c.user, id: c.alert), now: wall)
+                    taken?.signal()
                 }
             }
             let evaluated = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             batchUsers.formUnion(ingestor.engine.takeTouched())
+            desk?.screen(&out)  // no reminders of acknowledged instances
             pendingUsers.formUnion(batchUsers)
             for o in out {
                 if publishesSeries || !o.isSeries { pendingOutbox += Shard.outboxItems(o, layout: layout) }
