@@ -43,7 +43,7 @@ let package = Package(
         .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MobilityWire", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
         .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"],
                           swiftSettings: strict),
-        .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore"], swiftSettings: strict),
+        .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore", "Simulator", "MQTTTransport"], swiftSettings: strict),
 
         // Tests mirror the targets.
         .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint", "CSQLite"], path: "Tests/TestSupport", swiftSettings: strict),

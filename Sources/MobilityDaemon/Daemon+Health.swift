@@ -62,8 +62,11 @@ final class LastStatus: @unchecked Sendable {
 final class HealthSources: Sendable {
     let shards: [Shard]
     let sink: MQTTOutputSink
-    init(shards: [Shard], sink: MQTTOutputSink) {
+    /// The acknowledgements (their counters).
+    let desk: AcknowledgementDesk?
+    init(shards: [Shard], sink: MQTTOutputSink, desk: AcknowledgementDesk? = nil) {
         self.shards = shards
         self.sink = sink
+        self.desk = desk
     }
 }

@@ -143,12 +143,17 @@ public final class Daemon: Sendable {
                       sink.publishUntracked(topic: layout.acks(user), payload: Array(w.text.utf8), retain: true)
                   })
         }
+        let desk = AcknowledgementDesk(layout: layout, store: store, sink: sink, teams: careTeams, log: log) { sink.publishUntracked(topic: $0, payload: $1, retain: false) }
+        do { try desk.restore() } catch { log.error("cannot read the acknowledgements", ["error": "\(error)"]); return 1 }
+        for s in shards { s.desk = desk }
         let count = UInt64(shards.count)
         /// Parses a topic once and routes it: its user's shard, with the parse for the shard to reuse.
         @Sendable func route(_ topic: String, seq: UInt64, payload: [UInt8]) {
             let parsed = layout.parse(topic)
             var shard = 0
-            if case .inbound(let user, _) = parsed { shard = Int(Daemon.hash(user) % count) }
+            if case .inbound(let user, _) = parsed {
+                shard = Int(Daemon.hash(user) % count)
+            }
             shards[shard].queue.push(.message(seq: seq, topic: topic, parsed: parsed, payload: payload))
         }
 
@@ -157,13 +162,21 @@ public final class Daemon: Sendable {
         applyCommon(&subConfig)
         subConfig.cleanSession = false
         // mosquitto's count of messages it dropped for its queue limits (it says nothing else).
-        subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic]
+        subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic, desk.subscription]
         // A payload the decoder would reject for its size is neither copied nor journalled.
         subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
         let subscriber: MQTTClient
         do {
             subscriber = try MQTTClient(subConfig, onMessage: { [self] topic, payload in
                 if topic.utf8.first == UInt8(ascii: "$") { brokerReported(topic, payload); return }
+                if desk.commandTeam(topic) != nil {  // a command: taken by its user's shard before it is acknowledged, not journalled
+                    desk.received(topic: topic, payload: payload) { c in
+                        let taken = DispatchSemaphore(value: 0)
+                        shards[Int(Daemon.hash(c.user) % count)].queue.push(.acknowledge(c, taken: taken))
+                        _ = taken.wait(timeout: .now() + 10)
+                    }
+                    return
+                }
                 // Journal it before returning (libmosquitto acknowledges after we return), then hand
                 // it to its user's shard. A refused write blocks here: no acknowledgement, no loss.
                 var seq: UInt64 = 0
@@ -183,6 +196,7 @@ public final class Daemon: Sendable {
                 route(topic, seq: seq, payload: payload)
                 journal.markQueued(seq)
             }, onEvent: { [self] e in connectionEvent(e, role: "subscriber") }, onOversized: { topic, size in
+                if desk.commandTeam(topic) != nil { desk.oversized(topic: topic, size: size); return }
                 let parsed = layout.parse(topic)
                 var shard = 0
                 if case .inbound(let user, _) = parsed { shard = Int(Daemon.hash(user) % count) }
@@ -192,7 +206,7 @@ public final class Daemon: Sendable {
             log.error("cannot create MQTT subscriber", ["error": error.description])
             return 1
         }
-        healthSources.set(HealthSources(shards: shards, sink: sink))
+        healthSources.set(HealthSources(shards: shards, sink: sink, desk: desk))
 
         // The services, in dependency order; stopped in reverse, which is the drain: stop the
         // signal handlers and timers, stop reading (messages already taken are queued), finish the
@@ -424,6 +438,7 @@ public final class Daemon: Sendable {
         }
         m.family("mobilityd_alert_reminders_total", "counter", "Repeat reminders of firing alerts, by rule.")
         for (rule, n) in total.repeats.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alert_reminders_total", ["rule": rule], Double(n)) }
+        healthSources.value?.desk?.metrics(into: &m)
         m.family("mobilityd_alerts_firing", "gauge", "Alerts firing now, by rule.")
         for (rule, n) in total.firing.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alerts_firing", ["rule": rule], Double(n)) }
         m.family("mobilityd_series_published_total", "counter", "Recorded series points published.")

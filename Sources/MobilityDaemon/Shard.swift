@@ -55,6 +55,8 @@ final class Shard: @unchecked Sendable {
     private let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
     /// The copies of alerts and reports under the users' care teams.
     private var teamOutputs: TeamOutputs
+    /// Care-staff acknowledgements of alert instances (nil: commands are not taken).
+    var desk: AcknowledgementDesk?
 
     init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
          acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
@@ -185,10 +187,14 @@ final class Shard: @unchecked Sendable {
                     reports = WeeklyReports(program: p, historyDays: historyDays)
                 case .housekeeping: break
                 case .barrier(let s): barriers.append(s)
+                case .acknowledge(let c, let taken):
+                    desk?.acknowledge(c, instance: ingestor.engine.firingInstance(user: c.user, id: c.alert), now: wall)
+                    taken?.signal()
                 }
             }
             let evaluated = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             batchUsers.formUnion(ingestor.engine.takeTouched())
+            desk?.screen(&out)  // no reminders of acknowledged instances
             pendingUsers.formUnion(batchUsers)
             for o in out {
                 if publishesSeries || !o.isSeries {

@@ -17,4 +17,7 @@ enum ShardItem: Sendable {
     case housekeeping
     /// Signalled once everything queued before it has been processed, committed and handed to the broker.
     case barrier(DispatchSemaphore)
+    /// A care-staff acknowledgement of an alert instance of one of the shard's users; `taken` is
+    /// signalled once it is committed and handed to the broker (or refused).
+    case acknowledge(AckCommand, taken: DispatchSemaphore?)
 }

@@ -64,6 +64,8 @@ public struct AlertTransition: Hashable, Sendable {
     /// Why a transition happened when it was not the rule's condition (`rule_removed`: a reload
     /// removed the rule, which resolves its firing instances); nil otherwise.
     public var reason: String?
+    /// The acknowledgement of a firing instance (set by the daemon, never by the engine).
+    public var acknowledged: AlertAcknowledgement?
 
     /// Creates a transition.
     public init(id: String, rule: String, user: String, severity: Severity, status: AlertStatus, activeSince: Timestamp,
@@ -116,6 +118,7 @@ public struct AlertTransition: Hashable, Sendable {
         if let resolvedAt { w.string("resolvedAt", resolvedAt.description) }
         if isRepeat { w.bool("repeat", true) }
         if let reason { w.string("reason", reason) }
+        acknowledged?.write(into: &w)
         w.string("summary", summary)
         w.beginObject("labels")
         for (k, v) in labels { w.string(k, v) }
@@ -196,8 +199,14 @@ extension AlertTransition {
         }
         var notes: [String] = []
         if case .array(let a)? = v["annotations"] { for x in a { if case .string(let s) = x { notes.append(s) } } }
-        return AlertTransition(id: id, rule: rule, user: user, severity: sev, status: status, activeSince: since, firedAt: fired,
-                               resolvedAt: time("resolvedAt"), day: day, summary: str("summary") ?? "", labels: labels,
-                               evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true), reason: str("reason"))
+        var a = AlertTransition(id: id, rule: rule, user: user, severity: sev, status: status, activeSince: since, firedAt: fired,
+                                resolvedAt: time("resolvedAt"), day: day, summary: str("summary") ?? "", labels: labels,
+                                evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true), reason: str("reason"))
+        if let k = v["acknowledged"], case .string(let by)? = k["by"], case .string(let at)? = k["at"], let t = ISO8601.parse(at)?.0 {
+            var note: String?
+            if case .string(let n)? = k["note"] { note = n }
+            a.acknowledged = AlertAcknowledgement(by: by, at: t, note: note)
+        }
+        return a
     }
 }

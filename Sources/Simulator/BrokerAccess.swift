@@ -45,6 +45,11 @@ public struct BrokerAccess: Sendable {
         return c
     }
 
+    /// Connects a publisher for one-off commands (`mobilityctl ack`) as `account` (nil: anonymous).
+    public func commander(account: String?) throws(SimulatorConnectionError) -> SimulatorConnection {
+        try connect(account: account, clientID: "mobilityctl-\(getpid())")
+    }
+
     /// Starts a connection without waiting for the broker's answer (see ``SimulatorConnection/awaitLogin(timeout:)``).
     func start(account: String?, clientID: String, subscriptions: [String] = [],
                onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }) throws(SimulatorConnectionError) -> SimulatorConnection {
@@ -117,6 +122,22 @@ public final class SimulatorConnection: Sendable {
 
     /// Disconnects.
     public func stop() { client.stop() }
+
+    /// Publishes one message at QoS 1 (not retained) and waits for the broker's answer; throws
+    /// (exit 1) when it refused the message (MQTT 5 reason code) or did not answer in time.
+    public func publishConfirmed(topic: String, payload: [UInt8], timeout: TimeInterval = 10) throws(SimulatorConnectionError) {
+        let mid: Int32
+        do { mid = try client.publish(topic: topic, payload: payload, qos: 1, retain: false) } catch {
+            throw SimulatorConnectionError("cannot publish to \(topic): \(error)", exitCode: 1)
+        }
+        ledger.published(mid, topic: topic)
+        let deadline = Date().addingTimeInterval(timeout)
+        while inFlight > 0 && Date() < deadline { usleep(5_000) }
+        if let r = ledger.firstRefusal {
+            throw SimulatorConnectionError("the broker refused the publish to \(r.topic) (reason code \(r.reason)); does the ACL let \(account ?? "this account") write it?", exitCode: 1)
+        }
+        guard inFlight == 0 else { throw SimulatorConnectionError("the broker did not acknowledge the publish to \(topic) within \(Int(timeout)) s", exitCode: 1) }
+    }
 
     /// Messages handed to the broker and not answered yet.
     var inFlight: Int { client.publishedCount - client.acknowledgedCount - client.refusedCount }

@@ -38,6 +38,17 @@ public protocol StateBackend: AnyObject, Sendable {
     func meta(_ key: String) throws -> String?
     /// Writes a metadata value.
     func setMeta(_ key: String, _ value: String) throws
+    /// Records an acknowledgement with its audit row and outputs, atomically (fails if the instance is already acknowledged).
+    func recordAcknowledgement(_ a: StoredAcknowledgement, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws
+        -> (seq: Int64, outbox: [StateStore.OutboxItem])
+    /// The acknowledgements of instances still firing.
+    func alertAcknowledgements() throws -> [StoredAcknowledgement]
+    /// Forgets the acknowledgements of resolved instances.
+    func clearAcknowledgements(_ alerts: [String]) throws
+    /// The last recorded firing payload of an alert instance (nil without history).
+    func firingPayload(user: String, alert: String) throws -> [UInt8]?
+    /// The audit trail, oldest first.
+    func auditTrail(limit: Int) throws -> [AuditEntry]
 }
 
 extension StateStore: StateBackend {}

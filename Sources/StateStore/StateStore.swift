@@ -10,7 +10,7 @@ import Synchronization
 /// Sendability: the connection is only used while holding `lock`.
 public final class StateStore: @unchecked Sendable {
     /// The schema version this build writes; older stores are migrated on open.
-    public static let schemaVersion = 5
+    public static let schemaVersion = 6
     static let migrations: [String] = [
         // 0 → 1
         """
@@ -36,6 +36,8 @@ public final class StateStore: @unchecked Sendable {
         """,
         // 4 → 5: the care-team history (series points, alert transitions, timeline, weekly reports).
         StateStore.historyMigration,
+        // 5 → 6: care-staff acknowledgements of firing alerts and the audit trail.
+        StateStore.acknowledgementsMigration,
     ]
 
     let db: SQLiteDatabase

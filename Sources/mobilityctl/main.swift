@@ -26,6 +26,15 @@ commands:
                                     write the user's weekly care-team digest as JSON (mode 0600;
                                     '-': stdout) for the week (default: the last complete week);
                                     --format html is not available yet
+  ack --broker URL --team T --user U --alert ID --by NAME [--note TEXT]
+      [--credentials FILE --account NAME] [--ca-file F] [--cert-file F --key-file F]
+      [--mqtt-version 3.1.1|5] [--topic-root ROOT]
+                                    acknowledge a firing alert instance: publish the command on
+                                    {root}/teams/T/commands/ack and wait for the broker's answer
+                                    (account default care-dashboard; MQTT 5 by default, so that a
+                                    publish the ACL refuses fails with exit 1)
+  audit --state DIR [--output table|json]
+                                    list the audit trail (acknowledgements) of the daemon's store
   help                              show this help
 """
 
@@ -50,6 +59,10 @@ case "replay":
     exit(ReplayCommand.run(args))
 case "report":
     exit(ReportCommand.run(args))
+case "ack":
+    exit(AckCommandLine.run(args))
+case "audit":
+    exit(AuditCommandLine.run(args))
 case "help", "-h", "--help":
     print(usage)
     exit(0)

@@ -1,0 +1,73 @@
+import MobilityModel
+import MobilityWire
+
+/// An acknowledgement command as taken from `{root}/teams/{team}/commands/ack`:
+/// `{"alert": id, "user": u, "by": name, "note": text}` (`note` optional).
+struct AckCommand: Hashable, Sendable {
+    var team: String
+    var alert: String
+    var user: String
+    var by: String
+    var note: String?
+
+    /// The largest command payload taken, in bytes.
+    static let maxPayloadBytes = 4096
+
+    /// Why a command was refused; the raw value is the stable reason published and counted.
+    enum Refusal: String, Sendable, CaseIterable {
+        case payloadTooLarge = "payload_too_large"
+        case malformedJSON = "malformed_json"
+        case missingField = "missing_field"
+        case invalidField = "invalid_field"
+        case unknownField = "unknown_field"
+        case teamDoesNotOwnUser = "team_does_not_own_user"
+        case unknownAlert = "unknown_alert"
+        case alertResolved = "alert_resolved"
+        case alreadyAcknowledged = "already_acknowledged"
+        case storeUnavailable = "store_unavailable"
+    }
+
+    /// A refusal with what was readable of the command (for the rejection message).
+    struct Rejection: Error, Sendable {
+        var refusal: Refusal
+        var message: String
+        var alert: String?
+        var user: String?
+    }
+
+    /// Parses a payload (bounded: the size, each field's length, no other members).
+    static func parse(team: String, payload: [UInt8]) -> Result<AckCommand, Rejection> {
+        func no(_ r: Refusal, _ m: String, _ alert: String? = nil, _ user: String? = nil) -> Result<AckCommand, Rejection> {
+            .failure(Rejection(refusal: r, message: m, alert: alert, user: user))
+        }
+        guard payload.count <= maxPayloadBytes else { return no(.payloadTooLarge, "an acknowledgement is at most \(maxPayloadBytes) bytes, got \(payload.count)") }
+        guard case .success(let v) = JSONValue.parse(payload), case .object(let members) = v else {
+            return no(.malformedJSON, "expected a JSON object {\"alert\", \"user\", \"by\", \"note\"}")
+        }
+        for (k, _) in members where !["alert", "user", "by", "note"].contains(k) {
+            return no(.unknownField, "unknown member '\(k.prefix(40))'; expected alert, user, by, note")
+        }
+        func str(_ k: String) -> String?? {
+            guard let x = v[k] else { return .some(nil) }
+            if case .string(let s) = x { return .some(s) }
+            return nil
+        }
+        guard let alertField = str("alert"), let userField = str("user"), let byField = str("by"), let note = str("note") else {
+            return no(.invalidField, "alert, user, by and note are strings")
+        }
+        guard let alert = alertField else { return no(.missingField, "missing 'alert' (the alert instance id)") }
+        guard let user = userField else { return no(.missingField, "missing 'user'", alert) }
+        guard let by = byField else { return no(.missingField, "missing 'by' (who acknowledges)", alert, user) }
+        guard !alert.isEmpty, alert.utf8.count <= 64, alert.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+            return no(.invalidField, "'alert' is an instance id: 1-64 lower-case hex digits")
+        }
+        guard TopicLayout.isValidUser(user) else { return no(.invalidField, "'user' is 1-64 of A-Z a-z 0-9 . _ -", alert) }
+        guard !by.isEmpty, by.utf8.count <= AlertAcknowledgement.maxByBytes, !by.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            return no(.invalidField, "'by' is 1-\(AlertAcknowledgement.maxByBytes) bytes without control characters", alert, user)
+        }
+        if let note, note.utf8.count > AlertAcknowledgement.maxNoteBytes {
+            return no(.invalidField, "'note' is at most \(AlertAcknowledgement.maxNoteBytes) bytes of UTF-8", alert, user)
+        }
+        return .success(AckCommand(team: team, alert: alert, user: user, by: by, note: note.flatMap { $0.isEmpty ? nil : $0 }))
+    }
+}

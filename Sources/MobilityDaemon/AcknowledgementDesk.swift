@@ -1,0 +1,196 @@
+import Foundation
+import MobilityModel
+import MobilityWire
+import RuleEngine
+import RuleLanguage
+import StateStore
+import Synchronization
+
+/// Care-staff acknowledgements of firing alert instances, and the audit trail they append to.
+///
+/// Commands arrive on `{root}/teams/{team}/commands/ack` (parsed on the subscriber's thread, not
+/// journalled: the subscriber waits until the user's shard has taken the command). The shard
+/// that owns the user checks the instance against its engine, then ``acknowledge(_:instance:now:)``
+/// commits the acknowledgement, its audit row and the announcing outputs (the retained firing
+/// message with `"acknowledged"`, the audit message) before publishing them. The engine is not
+/// told: ``screen(_:)`` drops the reminders (`repeat`) of acknowledged instances from a shard's
+/// outputs and forgets an acknowledgement when its instance resolves.
+final class AcknowledgementDesk: Sendable {
+    let layout: TopicLayout
+    private let store: any StateBackend
+    private let sink: any OutputSink
+    private let publishNow: @Sendable (_ topic: String, _ payload: [UInt8]) -> Void
+    let teams: any TeamDirectory
+    private let log: Logger
+    private let commandsPrefix: String
+
+    private struct Book {
+        /// Acknowledged instances still firing, by id.
+        var acknowledged: [String: StoredAcknowledgement] = [:]
+        /// The last firing (or reminder) transition of each firing instance the daemon has seen.
+        var lastFiring: [String: AlertTransition] = [:]
+        /// Recently resolved instance ids (bounded), to say "resolved" rather than "unknown".
+        var resolved: Set<String> = []
+        var resolvedOrder: [String] = []
+        var counts: [String: Int] = [:]
+        var suppressedReminders = 0
+    }
+    private let book = Mutex(Book())
+    private static let resolvedMemory = 4096
+
+    init(layout: TopicLayout, store: any StateBackend, sink: any OutputSink, teams: any TeamDirectory, log: Logger,
+         publishNow: @escaping @Sendable (String, [UInt8]) -> Void) {
+        self.layout = layout
+        self.store = store
+        self.sink = sink
+        self.teams = teams
+        self.log = log
+        self.publishNow = publishNow
+        commandsPrefix = layout.root + "/teams/"
+    }
+
+    /// Reads the stored acknowledgements (at start, before the shards run).
+    func restore() throws {
+        let stored = try store.alertAcknowledgements()
+        book.withLock { b in for a in stored { b.acknowledged[a.alert] = a } }
+    }
+
+    /// The command subscription.
+    var subscription: String { commandsPrefix + "+/commands/ack" }
+    /// Where the audit trail is published (QoS 1, not retained).
+    var auditTopic: String { layout.root + "/audit" }
+    /// Where a team's refused commands are answered.
+    func rejectedTopic(team: String) -> String { commandsPrefix + team + "/commands/rejected" }
+
+    /// The team of a command topic `{root}/teams/{team}/commands/ack`, nil for any other topic;
+    /// `.some(nil)` for a command topic whose team segment is not a valid id.
+    func commandTeam(_ topic: String) -> String?? {
+        guard topic.hasPrefix(commandsPrefix), topic.hasSuffix("/commands/ack") else { return nil }
+        let team = String(topic.dropFirst(commandsPrefix.count).dropLast("/commands/ack".count))
+        return .some(TopicLayout.isValidUser(team) ? team : nil)
+    }
+
+    /// A command message: parsed and handed to `deliver` (which returns once the shard has taken
+    /// it), or refused with a reason.
+    func received(topic: String, payload: [UInt8], deliver: (AckCommand) -> Void) {
+        guard let team = commandTeam(topic) else { return }
+        guard let team else {
+            refuse(.init(refusal: .invalidField, message: "the team in the topic is 1-64 of A-Z a-z 0-9 . _ -"), team: nil)
+            return
+        }
+        switch AckCommand.parse(team: team, payload: payload) {
+        case .success(let c): deliver(c)
+        case .failure(let r): refuse(r, team: team)
+        }
+    }
+
+    /// A command too large to be copied (over `--max-payload-bytes`).
+    func oversized(topic: String, size: Int) {
+        guard let team = commandTeam(topic) else { return }
+        refuse(.init(refusal: .payloadTooLarge, message: "an acknowledgement is at most \(AckCommand.maxPayloadBytes) bytes, got \(size)"), team: team)
+    }
+
+    /// Publishes a refusal (not retained) and counts it; nothing else changes.
+    private func refuse(_ r: AckCommand.Rejection, team: String?) {
+        var w = JSONWriter()
+        w.beginObject()
+        w.string("command", "ack")
+        w.string("reason", r.refusal.rawValue)
+        w.string("message", r.message)
+        if let a = r.alert { w.string("alert", a) }
+        if let u = r.user { w.string("user", u) }
+        if let team { w.string("team", team) }
+        w.endObject()
+        book.withLock { $0.counts[r.refusal.rawValue, default: 0] += 1 }
+        publishNow(team.map { rejectedTopic(team: $0) } ?? layout.rejectedUnknown, Array(w.text.utf8))
+    }
+
+    /// Acknowledges a command's instance (on the user's shard thread; `instance` from its
+    /// engine, nil when no instance fires with that id). Committed, then published.
+    func acknowledge(_ c: AckCommand, instance: (rule: AlertRule, activeSince: Int64, firedAt: Int64)?, now: Timestamp) {
+        func no(_ r: AckCommand.Refusal, _ m: String) {
+            refuse(.init(refusal: r, message: m, alert: c.alert, user: c.user), team: c.team)
+        }
+        if let t = teams.knownTeams(of: c.user), !t.contains(c.team) {
+            return no(.teamDoesNotOwnUser, "team \(c.team) is not a care team of this user")
+        }
+        guard let instance else {
+            let resolved = book.withLock { $0.resolved.contains(c.alert) }
+            return resolved ? no(.alertResolved, "the alert instance has resolved; a new firing has a new id")
+                : no(.unknownAlert, "no firing alert instance of this user has this id")
+        }
+        let (already, cached) = book.withLock { ($0.acknowledged[c.alert], $0.lastFiring[c.alert]) }
+        if let already {
+            return no(.alreadyAcknowledged, "already acknowledged by \(already.acknowledgement.by) at \(already.acknowledgement.at)")
+        }
+        var alert = cached ?? (try? store.firingPayload(user: c.user, alert: c.alert)).flatMap { $0.flatMap(AlertTransition.parse) }
+            ?? AcknowledgementDesk.minimal(c, instance: instance)
+        alert.acknowledged = AlertAcknowledgement(by: c.by, at: now, note: c.note)
+        let stored = StoredAcknowledgement(alert: c.alert, user: c.user, rule: instance.rule.name, team: c.team,
+                                           acknowledgement: alert.acknowledged!, payload: Array(alert.json.utf8))
+        let entry = AuditEntry(at: now, action: "acknowledge", actor: c.by, team: c.team, user: c.user, rule: instance.rule.name,
+                               subject: c.alert, note: c.note)
+        let topic = layout.alert(c.user, rule: instance.rule.name), audit = auditTopic
+        let items: [StateStore.OutboxItem]
+        do {
+            items = try store.recordAcknowledgement(stored, audit: entry) { e in
+                [.init(topic: topic, payload: stored.payload, retain: true), .init(topic: audit, payload: Array(e.json.utf8), retain: false)]
+            }.outbox
+        } catch {
+            log.error("cannot store an acknowledgement; refused", ["error": "\(error)"])
+            return no(.storeUnavailable, "the daemon could not store the acknowledgement; try again")
+        }
+        book.withLock { b in
+            b.acknowledged[c.alert] = stored
+            b.counts["accepted", default: 0] += 1
+        }
+        _ = sink.publish(items)
+    }
+
+    /// Drops the reminders of acknowledged instances from a shard's outputs, remembers the last
+    /// firing transition of each instance, and forgets the acknowledgement of a resolved one.
+    func screen(_ out: inout [EngineOutput]) {
+        guard out.contains(where: { if case .alert = $0 { true } else { false } }) else { return }
+        var cleared: [String] = []
+        book.withLock { b in
+            out.removeAll { o in
+                guard case .alert(let a) = o else { return false }
+                switch a.status {
+                case .firing:
+                    if a.isRepeat, b.acknowledged[a.id] != nil { b.suppressedReminders += 1; return true }
+                    b.lastFiring[a.id] = a
+                case .resolved:
+                    b.lastFiring[a.id] = nil
+                    if b.acknowledged.removeValue(forKey: a.id) != nil { cleared.append(a.id) }
+                    if b.resolved.insert(a.id).inserted {
+                        b.resolvedOrder.append(a.id)
+                        if b.resolvedOrder.count > AcknowledgementDesk.resolvedMemory { b.resolved.remove(b.resolvedOrder.removeFirst()) }
+                    }
+                }
+                return false
+            }
+        }
+        // The resolved transition's outputs replace the acknowledged retained message (cleared).
+        do { try store.clearAcknowledgements(cleared) } catch {
+            log.warn("cannot forget resolved acknowledgements; they are forgotten at the next resolution or start", ["error": "\(error)"])
+        }
+    }
+
+    /// A firing transition made from the engine's state alone (no cached or recorded payload:
+    /// history off and the daemon restarted since the instance fired): no evidence or summary.
+    static func minimal(_ c: AckCommand, instance: (rule: AlertRule, activeSince: Int64, firedAt: Int64)) -> AlertTransition {
+        AlertTransition(id: c.alert, rule: instance.rule.name, user: c.user, severity: instance.rule.severity, status: .firing,
+                        activeSince: Timestamp(milliseconds: instance.activeSince), firedAt: Timestamp(milliseconds: instance.firedAt),
+                        resolvedAt: nil, day: CivilDate(dayNumber: LocalCalendar.utc.day(of: Timestamp(milliseconds: instance.firedAt))),
+                        summary: "", labels: instance.rule.labels, evidence: [], annotations: [])
+    }
+
+    /// The acknowledgement metrics.
+    func metrics(into m: inout MetricsText) {
+        let (counts, suppressed) = book.withLock { ($0.counts, $0.suppressedReminders) }
+        m.family("mobilityd_acknowledgements_total", "counter", "Alert acknowledgement commands, by result (accepted or the refusal reason).")
+        for r in ["accepted"] + AckCommand.Refusal.allCases.map(\.rawValue) { m.sample("mobilityd_acknowledgements_total", ["result": r], Double(counts[r] ?? 0)) }
+        m.family("mobilityd_alert_reminders_acknowledged_total", "counter", "Reminders (repeat) not sent because their instance is acknowledged.")
+        m.sample("mobilityd_alert_reminders_acknowledged_total", Double(suppressed))
+    }
+}

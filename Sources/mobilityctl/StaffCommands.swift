@@ -1,0 +1,119 @@
+import Foundation
+import MobilityModel
+import MQTTTransport
+import Simulator
+import StateStore
+
+/// `mobilityctl ack`: publishes an acknowledgement command on the team's command topic and
+/// waits for the broker's acknowledgement (the daemon's answer is the retained alert, the audit
+/// topic, or a refusal on `{root}/teams/{team}/commands/rejected`).
+enum AckCommandLine {
+    static func run(_ args: [String]) -> Int32 {
+        var broker: String?, team: String?, user: String?, alert: String?, by: String?, note: String?
+        var credentials: String?, account = "care-dashboard", caFile: String?, certFile: String?, keyFile: String?, version: String?
+        var root = "mobility/v1"
+        var i = 0
+        func value() -> String {
+            i += 1
+            guard i < args.count else { fail("mobilityctl ack: \(args[i - 1]) needs a value") }
+            return args[i]
+        }
+        while i < args.count {
+            switch args[i] {
+            case "--broker": broker = value()
+            case "--team": team = value()
+            case "--user": user = value()
+            case "--alert": alert = value()
+            case "--by": by = value()
+            case "--note": note = value()
+            case "--topic-root": root = value()
+            case "--credentials": credentials = value()
+            case "--account": account = value()
+            case "--ca-file": caFile = value()
+            case "--cert-file": certFile = value()
+            case "--key-file": keyFile = value()
+            case "--mqtt-version": version = value()
+            default: fail("mobilityctl ack: unknown option '\(args[i])'\n\n" + usage)
+            }
+            i += 1
+        }
+        guard let broker, let team, let user, let alert, let by else {
+            fail("mobilityctl ack: --broker, --team, --user, --alert and --by are required\n\n" + usage)
+        }
+        // The same bounds the daemon applies, so that a typo is told here and not on the rejected topic.
+        guard isID(team) else { fail("mobilityctl ack: --team is 1-64 of A-Z a-z 0-9 . _ -") }
+        guard isID(user) else { fail("mobilityctl ack: --user is 1-64 of A-Z a-z 0-9 . _ -") }
+        guard !alert.isEmpty, alert.utf8.count <= 64, alert.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+            fail("mobilityctl ack: --alert is an alert instance id (the 'id' of the firing message: lower-case hex)")
+        }
+        guard !by.isEmpty, by.utf8.count <= AlertAcknowledgement.maxByBytes else { fail("mobilityctl ack: --by is 1-\(AlertAcknowledgement.maxByBytes) bytes") }
+        if let note, note.utf8.count > AlertAcknowledgement.maxNoteBytes { fail("mobilityctl ack: --note is at most \(AlertAcknowledgement.maxNoteBytes) bytes") }
+        let url: BrokerURL
+        do { url = try BrokerURL(parsing: broker) } catch { fail("mobilityctl ack: \(error.description)") }
+        var creds: BrokerCredentials?
+        if let credentials { do { creds = try BrokerCredentials.load(credentials) } catch { fail("mobilityctl ack: \(error.description)") } }
+        var protocolVersion: MQTTClientConfiguration.ProtocolVersion = .v5
+        if let version {
+            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: version == "3" || version == "311" ? "3.1.1" : version) else { fail("mobilityctl ack: --mqtt-version must be 3.1.1 or 5") }
+            protocolVersion = p
+        }
+        if (certFile == nil) != (keyFile == nil) { fail("mobilityctl ack: --cert-file and --key-file go together") }
+        let access = BrokerAccess(broker: url, credentials: creds, caFile: caFile, certFile: certFile, keyFile: keyFile, protocolVersion: protocolVersion)
+        var w = JSONWriter()
+        w.beginObject()
+        w.string("alert", alert)
+        w.string("user", user)
+        w.string("by", by)
+        if let note { w.string("note", note) }
+        w.endObject()
+        let topic = "\(root)/teams/\(team)/commands/ack"
+        do {
+            let c = try access.commander(account: creds == nil ? nil : account)
+            defer { c.stop() }
+            try c.publishConfirmed(topic: topic, payload: Array(w.text.utf8))
+        } catch {
+            writeErr("mobilityctl ack: \(error.description)\n")
+            return error.exitCode
+        }
+        print("acknowledgement of \(alert) sent to \(topic); the daemon answers on the retained alert, \(root)/audit, or \(root)/teams/\(team)/commands/rejected")
+        return 0
+    }
+
+    static func isID(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 || $0 == 46 || $0 == 95 }
+    }
+}
+
+/// `mobilityctl audit --state DIR [--output table|json]`: the audit trail the daemon stored.
+enum AuditCommandLine {
+    static func run(_ args: [String]) -> Int32 {
+        var state: String?, output = "table"
+        var i = 0
+        while i < args.count {
+            switch args[i] {
+            case "--state", "--output":
+                guard i + 1 < args.count else { fail("mobilityctl audit: \(args[i]) needs a value") }
+                if args[i] == "--state" { state = args[i + 1] } else { output = args[i + 1] }
+                i += 2
+            default: fail("mobilityctl audit: unknown option '\(args[i])'\n\n" + usage)
+            }
+        }
+        guard let state else { fail("mobilityctl audit: --state DIR is required (the daemon's --state)\n\n" + usage) }
+        guard output == "table" || output == "json" else { fail("mobilityctl audit: --output is table or json") }
+        let path = state + "/state.sqlite"
+        guard FileManager.default.fileExists(atPath: path) else { writeErr("mobilityctl audit: no state store at \(path)\n"); return 1 }
+        let rows: [AuditEntry]
+        do { rows = try StateStore(path: path).auditTrail() } catch { writeErr("mobilityctl audit: cannot read \(path): \(error)\n"); return 1 }
+        if output == "json" {
+            for r in rows { print(r.json) }
+            return 0
+        }
+        let header = ["SEQ", "AT", "ACTION", "BY", "TEAM", "USER", "RULE", "SUBJECT", "NOTE"]
+        let table = [header] + rows.map { [String($0.seq), $0.at.description, $0.action, $0.actor, $0.team, $0.user, $0.rule, $0.subject, $0.note ?? ""] }
+        let widths = header.indices.map { c in table.map { $0[c].count }.max() ?? 0 }
+        for row in table {
+            print(row.indices.map { c in c == row.count - 1 ? row[c] : row[c].padding(toLength: widths[c], withPad: " ", startingAt: 0) }.joined(separator: "  "))
+        }
+        return 0
+    }
+}
