@@ -8,20 +8,27 @@ public struct MQTTClientConfiguration: Sendable {
     /// MQTT protocol versions.
     public enum ProtocolVersion: String, Sendable { case v311 = "3.1.1", v5 = "5" }
 
+    /// The broker to connect to (`mqtt://` or `mqtts://`).
     public var broker: BrokerURL
     /// A fixed client id, so the broker keeps the session across reconnects and restarts.
     public var clientID: String
     /// Clean session (3.1.1) / clean start (5). Off for a persistent session.
     public var cleanSession = false
+    /// The MQTT protocol spoken (default 3.1.1).
     public var protocolVersion = ProtocolVersion.v311
+    /// The keep-alive interval (seconds) the broker uses to detect a vanished client.
     public var keepAliveSeconds: Int32 = 30
     /// MQTT 5 session expiry (seconds). Without it a v5 broker keeps no session.
     public var sessionExpirySeconds: Int32 = 7 * 86_400
+    /// The user name sent on connect (nil: none).
     public var username: String?
+    /// The password sent with `username` (nil: none).
     public var password: String?
     /// CA file for `mqtts://` (system store when nil).
     public var caFile: String?
+    /// A client certificate (PEM) for TLS client authentication; needs `keyFile`.
     public var certFile: String?
+    /// The private key (PEM) of `certFile`.
     public var keyFile: String?
     /// The last will: published by the broker if this client vanishes.
     public var will: (topic: String, payload: [UInt8], retain: Bool)?
@@ -29,6 +36,7 @@ public struct MQTTClientConfiguration: Sendable {
     public var subscriptions: [String] = []
     /// Reconnect backoff: first delay and cap, seconds, doubling in between.
     public var reconnectMinSeconds: UInt32 = 1
+    /// The longest reconnect delay (seconds).
     public var reconnectMaxSeconds: UInt32 = 30
     /// Outgoing QoS 1 messages in flight at once.
     public var maxInflight: Int32 = 1000

@@ -12,9 +12,13 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
         case configuration
     }
 
+    /// What failed: a libmosquitto code, a refusal by the broker, or a bad configuration.
     public let code: Code
+    /// A readable explanation, with libmosquitto's own text where there is one.
     public let message: String
+    /// The `#fileID` where the error was made.
     public let file: String
+    /// The line where the error was made.
     public let line: UInt
 
     init(_ code: Code, _ message: String, file: String = #fileID, line: UInt = #line) {
@@ -45,8 +49,11 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
         MQTTError(.configuration, m, file: file, line: line)
     }
 
+    /// The message.
     public var description: String { message }
 
+    /// Equal when code and message are equal (where it was made is not compared).
     public static func == (a: MQTTError, b: MQTTError) -> Bool { a.code == b.code && a.message == b.message }
+    /// Hashes the code and message (consistent with `==`).
     public func hash(into h: inout Hasher) { h.combine(code); h.combine(message) }
 }

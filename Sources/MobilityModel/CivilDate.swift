@@ -56,6 +56,7 @@ public struct CivilDate: Hashable, Comparable, Sendable, CustomStringConvertible
         }
     }
 
+    /// Earlier dates sort first.
     public static func < (a: CivilDate, b: CivilDate) -> Bool { a.dayNumber < b.dayNumber }
 
     /// `YYYY-MM-DD`.

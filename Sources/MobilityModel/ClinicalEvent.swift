@@ -5,6 +5,7 @@ public enum EventCategory: UInt8, Hashable, Sendable, CustomStringConvertible {
     /// Pain, fatigue, heat wave, change of exercise plan…: context, never a boundary.
     case annotation
 
+    /// `clinical` or `annotation`, as the wire format and rules spell it.
     public var description: String { self == .clinical ? "clinical" : "annotation" }
 }
 

@@ -5,6 +5,7 @@ extension JSONValue {
         public var offset: Int
         /// What is wrong, lower case.
         public var message: String
+        /// `message at byte offset`.
         public var description: String { "\(message) at byte \(offset)" }
     }
 

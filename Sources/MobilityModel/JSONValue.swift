@@ -7,6 +7,7 @@ public enum JSONValue: Hashable, Sendable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
+    /// Structural equality; objects compare their members in order.
     public static func == (a: JSONValue, b: JSONValue) -> Bool {
         switch (a, b) {
         case (.null, .null): true
@@ -19,6 +20,7 @@ public enum JSONValue: Hashable, Sendable {
         }
     }
 
+    /// Hashes the structure (consistent with `==`).
     public func hash(into h: inout Hasher) {
         switch self {
         case .null: h.combine(0)

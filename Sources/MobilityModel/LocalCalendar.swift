@@ -25,7 +25,9 @@ public struct LocalCalendar: Hashable, Sendable {
         self.offsets = ZoneOffsets(timeZone)
     }
 
+    /// Equal when the time zones are equal.
     public static func == (a: LocalCalendar, b: LocalCalendar) -> Bool { a.timeZone == b.timeZone }
+    /// Hashes the time zone (consistent with `==`).
     public func hash(into h: inout Hasher) { h.combine(timeZone) }
 
     /// UTC.

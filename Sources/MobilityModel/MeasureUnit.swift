@@ -29,12 +29,17 @@ public struct MeasureUnit: Hashable, Sendable, CustomStringConvertible {
     /// Seconds in a day.
     public static let secondsPerDay = 86_400.0
 
+    /// Metres per second, the SI unit of speed.
     public static let metresPerSecond = MeasureUnit(symbol: "m/s", dimension: .speed, toSI: 1)
+    /// The metre, the SI unit of length.
     public static let metre = MeasureUnit(symbol: "m", dimension: .length, toSI: 1)
+    /// Percent: 1 % is 0.01 in SI (a fraction).
     public static let percent = MeasureUnit(symbol: "%", dimension: .dimensionless, toSI: 0.01)
     /// A pure number (a HealthKit fraction, a count).
     public static let one = MeasureUnit(symbol: "", dimension: .dimensionless, toSI: 1)
+    /// The second, the SI unit of time.
     public static let second = MeasureUnit(symbol: "s", dimension: .time, toSI: 1)
+    /// A day of 86 400 s (a duration, not a calendar day).
     public static let day = MeasureUnit(symbol: "d", dimension: .time, toSI: secondsPerDay)
     /// ml/(kg·min) expressed in SI (m³ kg⁻¹ s⁻¹).
     public static let vo2 = MeasureUnit(symbol: "ml/(kg*min)", dimension: .oxygenUptake, toSI: 1e-6 / 60)

@@ -82,5 +82,6 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
         self = k
     }
 
+    /// The short HealthKit name (`walkingSpeed`).
     public var description: String { name }
 }

@@ -44,6 +44,7 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
         self.index = index
     }
 
+    /// `reason: detail`, e.g. `invalid_field: field 'value' must be a number`.
     public var description: String { "\(reason.rawValue): \(detail)" }
 
     /// The JSON published on the `rejected` topic.

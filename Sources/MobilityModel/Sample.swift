@@ -5,6 +5,7 @@ public enum Provenance: UInt8, Hashable, Sendable, CustomStringConvertible {
     /// Entered by a person (`HKMetadataKeyWasUserEntered`) or written by a non-Apple source, e.g. a clinic app.
     case userEntered
 
+    /// `device` or `user_entered`, as rules spell it.
     public var description: String { self == .device ? "device" : "user_entered" }
 }
 
@@ -32,6 +33,7 @@ public enum MetadataValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The value as text: a string as is, a whole number without a decimal point, `true`/`false`.
     public var description: String {
         switch self {
         case .string(let s): s
@@ -43,10 +45,15 @@ public enum MetadataValue: Hashable, Sendable, CustomStringConvertible {
 
 /// Canonical HealthKit metadata key names.
 public enum MetadataKey {
+    /// The key of the boolean saying a person entered the sample by hand.
     public static let wasUserEntered = "HKMetadataKeyWasUserEntered"
+    /// The key of the boolean saying the Apple Watch was calibrated when it recorded the sample.
     public static let appleDeviceCalibrated = "HKMetadataKeyAppleDeviceCalibrated"
+    /// The key of the IANA time zone the sample was recorded in.
     public static let timeZone = "HKMetadataKeyTimeZone"
+    /// The key of the writer's own id for a sample, shared by its later versions.
     public static let syncIdentifier = "HKMetadataKeySyncIdentifier"
+    /// The key of a synced sample's version: a higher version replaces the sample of the same sync id, a lower or equal one is stale.
     public static let syncVersion = "HKMetadataKeySyncVersion"
 
     /// Maps the short export spelling (`HKWasUserEntered`) to the long one (`HKMetadataKeyWasUserEntered`).

@@ -13,6 +13,7 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     /// Whole seconds since the epoch (rounded down).
     @inlinable public var seconds: Int64 { milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000 }
 
+    /// Earlier instants sort first.
     @inlinable public static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
     /// Adds a number of seconds.
     @inlinable public func adding(seconds s: Int64) -> Timestamp { Timestamp(milliseconds: milliseconds + s * 1000) }

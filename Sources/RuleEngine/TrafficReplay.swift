@@ -112,5 +112,6 @@ public struct Replay: Sendable {
 public struct TrafficError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What is wrong.
     public var message: String
+    /// The message.
     public var description: String { message }
 }

@@ -46,11 +46,13 @@ public struct SyntaxClause: Hashable, Sendable {
     /// `labels { k = "v" }` pairs.
     public var pairs: [(key: String, value: String, range: SourceRange)]
 
+    /// Equal when keyword, position, name, expression, words and pairs are equal (the ranges of words and pairs are not compared).
     public static func == (a: SyntaxClause, b: SyntaxClause) -> Bool {
         a.keyword == b.keyword && a.keywordRange == b.keywordRange && a.name == b.name && a.expr == b.expr
             && a.words.map(\.0) == b.words.map(\.0) && a.pairs.map(\.key) == b.pairs.map(\.key) && a.pairs.map(\.value) == b.pairs.map(\.value)
     }
 
+    /// Hashes the keyword, its position and the expression (consistent with `==`).
     public func hash(into h: inout Hasher) { h.combine(keyword); h.combine(keywordRange); h.combine(expr) }
 }
 
@@ -81,10 +83,12 @@ public struct SyntaxReportItem: Hashable, Sendable {
     /// A panel's fields.
     public var fields: [SyntaxReportItem]
 
+    /// Equal when keyword, position, words, expression and fields are equal (the ranges of the words are not compared).
     public static func == (a: SyntaxReportItem, b: SyntaxReportItem) -> Bool {
         a.keyword == b.keyword && a.keywordRange == b.keywordRange && a.words.map(\.0) == b.words.map(\.0) && a.expr == b.expr && a.fields == b.fields
     }
 
+    /// Hashes the keyword, its position and the expression (consistent with `==`).
     public func hash(into h: inout Hasher) { h.combine(keyword); h.combine(keywordRange); h.combine(expr) }
 }
 

@@ -8,6 +8,7 @@ public enum Aggregation: Hashable, Sendable, CustomStringConvertible {
     /// The value of the latest sample of the day (by end time).
     case last
 
+    /// The aggregation as written in rules: `mean`, `p90`, `p90/nearest`, `last`, ….
     public var description: String {
         switch self {
         case .percentile(let q, let m): "p\(JSONWriter.format(q))\(m == .nearestRank ? "/nearest" : "")"
@@ -33,9 +34,11 @@ public enum PercentileMethod: Hashable, Sendable {
 /// A daily input: one metric, optionally one provenance, one aggregation. The engine computes
 /// each once per user and day.
 public struct DailyInput: Hashable, Sendable {
+    /// The metric whose samples are aggregated.
     public var metric: MetricKind
     /// Restrict to one provenance; nil means all samples.
     public var provenance: Provenance?
+    /// How the day's values are reduced to one number.
     public var aggregation: Aggregation
 
     /// Creates a daily input.
@@ -115,6 +118,7 @@ public enum ValueType: Hashable, Sendable, CustomStringConvertible {
     case bool
     case string
 
+    /// The type's name in diagnostics: the dimension's name, `boolean` or `string`.
     public var description: String {
         switch self {
         case .number(let d): d.description
@@ -126,8 +130,11 @@ public enum ValueType: Hashable, Sendable, CustomStringConvertible {
 
 /// A named value with its type and the unit it is shown in.
 public struct Binding: Hashable, Sendable {
+    /// The name rules refer to it by.
     public var name: String
+    /// The checked expression computing its value (in SI).
     public var expr: Expr
+    /// The expression's static type.
     public var type: ValueType
     /// The unit used for evidence and series payloads.
     public var displayUnit: MeasureUnit
@@ -159,11 +166,15 @@ public enum TemplatePart: Hashable, Sendable {
 
 /// A checked alerting rule.
 public struct AlertRule: Hashable, Sendable {
+    /// The alert's name; on reload a rule that kept its name keeps its users' alert state.
     public var name: String
+    /// When the alert is evaluated: once a day or on each sample of a metric.
     public var trigger: Trigger
     /// For `on sample M where …`: samples failing the filter are ignored by this rule.
     public var filter: Expr?
+    /// The alert-local `let` bindings in definition order, referred to by `Expr.local(index)`.
     public var lets: [Binding]
+    /// The boolean condition; when it is unknown (insufficient data), a pending alert resets and a firing one holds.
     public var condition: Expr
     /// How long the condition must hold before firing (seconds of event time).
     public var forSeconds: Int64
@@ -173,14 +184,18 @@ public struct AlertRule: Hashable, Sendable {
     public var repeatSeconds: Int64
     /// After resolving, do not fire again for this long (0: no cooldown).
     public var cooldownSeconds: Int64
+    /// The severity published with the alert.
     public var severity: Severity
     /// Sorted by key.
     public var labels: [(String, String)]
+    /// The summary template, rendered into each published transition.
     public var summary: [TemplatePart]
     /// Indices of alerts whose firing suppresses this one for the same user.
     public var inhibitedBy: [Int]
+    /// Where the alert is defined in its rule file.
     public var range: SourceRange
 
+    /// Equal when everything but the source range is equal (a moved but unchanged rule is the same rule).
     public static func == (a: AlertRule, b: AlertRule) -> Bool {
         a.name == b.name && a.trigger == b.trigger && a.filter == b.filter && a.lets == b.lets && a.condition == b.condition && a.forSeconds == b.forSeconds
             && a.keepFiringForSeconds == b.keepFiringForSeconds && a.repeatSeconds == b.repeatSeconds && a.cooldownSeconds == b.cooldownSeconds
@@ -188,6 +203,7 @@ public struct AlertRule: Hashable, Sendable {
             && a.summary == b.summary && a.inhibitedBy == b.inhibitedBy
     }
 
+    /// Hashes the name and condition only (consistent with `==`).
     public func hash(into h: inout Hasher) { h.combine(name); h.combine(condition) }
 }
 

@@ -16,22 +16,36 @@ public struct RuleTestFile: Sendable {
 
 /// One `test "…" { … }` case.
 public struct RuleTestCase: Sendable {
+    /// The quoted name after `test`, shown in PASS/FAIL lines.
     public var name: String
+    /// The 1-based line of the `test` statement in the file.
     public var line: Int
+    /// The IANA time zone of the simulated user (`time_zone`; default UTC).
     public var timeZone = "UTC"
+    /// The civil date of day 1 (`start`; default 2026-01-01).
     public var start = CivilDate(year: 2026, month: 1, day: 1)
+    /// Samples generated per `input` value, spread over 09:00–18:00 (`samples_per_day`, 1–100; default 5).
     public var samplesPerDay = 5
+    /// The last day to replay (`until day N`); nil replays to the last day with input.
     public var until: Int?
+    /// The `input` lines, in file order.
     public var inputs: [Input] = []
+    /// The single `sample` lines, in file order.
     public var samples: [SampleLine] = []
+    /// Clinical events and annotations (`event`, `annotation`), already placed on absolute day numbers.
     public var events: [TimelineEvent] = []
+    /// The `expect` lines, checked in file order.
     public var expectations: [Expectation] = []
 
     /// `input METRIC UNIT [user_entered] [from day N]: values`: one value per day, expanded into samples.
     public struct Input: Sendable {
+        /// The metric the values are samples of.
         public var metric: MetricKind
+        /// The unit the values are written in (a unit of the metric's dimension).
         public var unit: MeasureUnit
+        /// Device or user-entered (`user_entered`); decides the generated samples' source bundle.
         public var provenance: Provenance
+        /// The day of the first value (`from day N`; default 1).
         public var firstDay: Int
         /// Per day: a value or nil (missing).
         public var values: [Double?]
@@ -39,12 +53,19 @@ public struct RuleTestCase: Sendable {
 
     /// `sample day N [HH:MM] METRIC VALUE UNIT [user_entered] [calibrated=BOOL]`.
     public struct SampleLine: Sendable {
+        /// The day the sample ends on, counted from the case's start (day 1).
         public var day: Int
+        /// The local time of the sample's end, in minutes after midnight (default 12:00).
         public var minuteOfDay: Int
+        /// The metric the sample measures.
         public var metric: MetricKind
+        /// The sample's value, in `unit`.
         public var value: Double
+        /// The unit `value` is written in.
         public var unit: MeasureUnit
+        /// Device or user-entered (`user_entered`).
         public var provenance: Provenance
+        /// The `calibrated=` flag (Apple's device-calibrated metadata), or nil when not given.
         public var calibrated: Bool?
     }
 
@@ -61,9 +82,13 @@ public struct RuleTestCase: Sendable {
 
 /// A problem in a test file, with its position.
 public struct RuleTestError: Error, Sendable, CustomStringConvertible {
+    /// The test file the problem is in.
     public var path: String
+    /// The 1-based line of the problem (for an unclosed case, the line of its `test`).
     public var line: Int
+    /// What is wrong: lower case, no trailing period.
     public var message: String
+    /// `path:line: error: message`, as printed by `mobilityctl test`.
     public var description: String { "\(path):\(line): error: \(message)" }
 }
 

@@ -7,7 +7,9 @@ import RuleLanguage
 public struct RuleTestReport: Sendable {
     /// Human-readable report, ending with `N passed, N failed`.
     public var text: String
+    /// The number of cases whose expectations all held.
     public var passed: Int
+    /// The number of cases with at least one failed expectation.
     public var failed: Int
     /// True when every test passed and every file parsed.
     public var ok: Bool
@@ -107,7 +109,9 @@ public enum RuleTestRunner {
 
     /// The transitions and series a case produced, by day number relative to its start (day 1).
     public struct Outcome: Sendable {
+        /// Every alert transition published, in order: rule, status word (`firing`, `resolved`, `repeat`), day and summary.
         public var transitions: [(rule: String, status: String, day: Int, summary: String)] = []
+        /// Series values by series name, then day; in SI units, nil for a day published as missing.
         public var series: [String: [Int: Double?]] = [:]
     }
 

@@ -130,6 +130,7 @@ final class ByteSource {
 
 /// An export that cannot be read.
 public struct ExportError: Error, CustomStringConvertible, Sendable {
+    /// What is wrong with the export, e.g. `truncated zip entry`.
     public let description: String
     init(_ d: String) { description = d }
 }

@@ -134,6 +134,7 @@ public struct PlayReport: Sendable, CustomStringConvertible {
     /// Every message was accepted.
     public var complete: Bool { acknowledged >= published }
 
+    /// `published N messages (N acknowledged) in S s`, then any refusals.
     public var description: String {
         var s = "published \(published) messages (\(acknowledged) acknowledged) in \(String(format: "%.2f", seconds)) s"
         if refused > 0 {

@@ -12,10 +12,15 @@ import RuleEngine
 /// the daemon; metadata keys keep their export spelling (`HKWasUserEntered`, `HKTimeZone`) and
 /// `"1"`/`"0"` booleans, which the wire contract accepts. Malformed records are reported and skipped.
 public struct HealthExport: Sendable {
+    /// The export file: `export.xml`, or an `export.zip` containing it.
     public let path: String
+    /// The user id the traffic is published for (topic-safe).
     public let user: String
+    /// The IANA time zone published in the user's profile message, ahead of the samples (default UTC).
     public let defaultTimeZone: String
+    /// The topics the traffic is addressed to.
     public var layout = TopicLayout()
+    /// The most samples in one published batch (default 50, as an anchored query delivers them).
     public var batchSize = 50
 
     /// Creates a reader.
@@ -27,10 +32,15 @@ public struct HealthExport: Sendable {
 
     /// What the parse found.
     public struct Report: Sendable, CustomStringConvertible {
+        /// Every `Record` element read, mobility or not.
         public var records = 0
+        /// The mobility records kept and published.
         public var mobility = 0
+        /// Kept records per metric name.
         public var byType: [String: Int] = [:]
+        /// The records skipped as malformed: the XML line and why.
         public var malformed: [(line: Int, reason: String)] = []
+        /// A summary for the console: the counts, then the first 20 malformed records.
         public var description: String {
             var s = "export: \(records) records, \(mobility) mobility samples"
             if !byType.isEmpty { s += " (" + byType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")" }

@@ -20,6 +20,7 @@ public struct Persona: Sendable, Hashable {
     public var samplesPerDay: ClosedRange<Int> = 10...30
     /// Day-to-day and sample noise (standard deviations, m/s and fraction).
     public var speedNoise: Double = 0.07
+    /// Double-support noise (standard deviation, fraction).
     public var doubleSupportNoise: Double = 0.012
     /// Share of speed samples written in mi/hr (display unit of US phones) rather than m/s.
     public var imperialShare: Double = 0.5
@@ -30,7 +31,9 @@ public struct Persona: Sendable, Hashable {
 
 /// What happens to the persona, day by day (day 1 is `start`).
 public struct Timeline: Sendable, Hashable {
+    /// The civil date of day 1 (default 2026-01-01).
     public var start = CivilDate(year: 2026, month: 1, day: 1)
+    /// The number of days simulated (default 90).
     public var days = 90
     /// The injury (a clinical event), if any.
     public var injuryDay: Int?
@@ -42,12 +45,15 @@ public struct Timeline: Sendable, Hashable {
     public var plateauDay: Int?
     /// Double support right after the injury (fraction) and its change per day afterwards.
     public var injuredDoubleSupport: Double = 0.36
+    /// Double support's change per day after the injury (fraction per day; negative: improving).
     public var doubleSupportPerDay: Double = -0.0015
     /// From this day on double support rises by `regressionPerDay` (a gait-quality regression).
     public var doubleSupportRegressionDay: Int?
+    /// Double support's rise per day from `doubleSupportRegressionDay` on (fraction per day).
     public var regressionPerDay: Double = 0.004
     /// Days of a heat wave: speed multiplied by `heatWaveFactor`; annotated if `annotate`.
     public var heatWave: ClosedRange<Int>?
+    /// The factor walking speed is multiplied by during the heat wave (default 0.85).
     public var heatWaveFactor: Double = 0.85
     /// Days without any data (phone left at home).
     public var missing: [ClosedRange<Int>] = []
@@ -65,6 +71,8 @@ public struct Timeline: Sendable, Hashable {
     /// Creates a timeline.
     public init() {}
 
+    /// Equal when start, length, injury and plateau days are equal (the other fields are not compared).
     public static func == (a: Timeline, b: Timeline) -> Bool { a.start == b.start && a.days == b.days && a.injuryDay == b.injuryDay && a.plateauDay == b.plateauDay }
+    /// Hashes the start and the number of days (consistent with `==`).
     public func hash(into h: inout Hasher) { h.combine(start); h.combine(days) }
 }

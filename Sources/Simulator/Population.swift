@@ -5,8 +5,11 @@ import RuleEngine
 /// day (one day of the cohort in memory at a time), with ground-truth labels for measuring alert
 /// precision and recall.
 public struct Population: Sendable {
+    /// The number of users in the cohort (`u0` … `u<users-1>`).
     public let users: Int
+    /// The number of days simulated for each user.
     public let days: Int
+    /// The cohort's seed; each user's persona, pattern and traffic derive from it and the user's index.
     public let seed: UInt64
 
     /// The recovery patterns and their share of the cohort.
@@ -46,9 +49,13 @@ public struct Population: Sendable {
 
     /// Ground truth for one user.
     public struct Label: Sendable {
+        /// The user id.
         public var user: String
+        /// The recovery pattern the user was given.
         public var pattern: Pattern
+        /// The labelled rules that should fire for this user (the ground truth).
         public var expected: Set<String>
+        /// The label as one JSON object: user, pattern and `expected` with a boolean per labelled rule.
         public var json: String {
             var w = JSONWriter()
             w.beginObject()
@@ -161,7 +168,9 @@ extension Population {
         public var truePositive = 0, falsePositive = 0, falseNegative = 0, trueNegative = 0
         /// Zero counts.
         public init() {}
+        /// Of the users alerted, the fraction that should have been (nil when none was alerted).
         public var precision: Double? { truePositive + falsePositive == 0 ? nil : Double(truePositive) / Double(truePositive + falsePositive) }
+        /// Of the users that should have been alerted, the fraction that were (nil when none should have been).
         public var recall: Double? { truePositive + falseNegative == 0 ? nil : Double(truePositive) / Double(truePositive + falseNegative) }
     }
 

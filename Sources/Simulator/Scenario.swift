@@ -5,23 +5,33 @@ import MobilityWire
 /// A scenario file (`simulator/scenarios/*.scenario`): a persona, a timeline and the alerts a
 /// clinician expects. See `simulator/scenarios/README.md`.
 public struct Scenario: Sendable {
+    /// The scenario file's path, for error messages.
     public var path: String
+    /// The quoted title of the `scenario` line (default: the file name without extension).
     public var title: String
+    /// The simulated person: user, time zone, baseline gait and recording habits.
     public var persona: Persona
+    /// What happens to the person day by day: injury, recovery, gaps, travel, ….
     public var timeline: Timeline
+    /// The traffic generator's random seed (`seed`; default 1): the same seed gives the same traffic.
     public var seed: UInt64 = 1
     /// Days whose first walking-speed sample is retracted (a deletion published the next morning).
     public var deletions: [Int] = []
+    /// The `expect` lines, checked in file order.
     public var expectations: [Expectation] = []
 
     /// An expected alert outcome.
     public struct Expectation: Sendable, CustomStringConvertible {
+        /// The name of the alert rule expected.
         public var rule: String
         /// `firing` or `resolved`; nil means "no transition of this rule at all".
         public var status: String?
+        /// The days (1-based) the transition is expected on, any one of them satisfying it; unused when `status` is nil.
         public var days: ClosedRange<Int>
+        /// The 1-based line of the `expect` statement.
         public var line: Int
 
+        /// The expectation as written, e.g. `stalled_recovery firing day 60..65` or `no data_gap`.
         public var description: String {
             guard let status else { return "no \(rule)" }
             return "\(rule) \(status) day \(days.lowerBound)\(days.count > 1 ? "..\(days.upperBound)" : "")"
@@ -41,9 +51,13 @@ public struct Scenario: Sendable {
 
 /// A scenario file error with its line.
 public struct ScenarioError: Error, CustomStringConvertible, Sendable {
+    /// The scenario file the error is in.
     public var path: String
+    /// The 1-based line of the error (0 when the file cannot be read).
     public var line: Int
+    /// What is wrong: lower case, no trailing period.
     public var message: String
+    /// `path:line: error: message`, as `mobility-sim verify` prints it.
     public var description: String { "\(path):\(line): error: \(message)" }
 }
 

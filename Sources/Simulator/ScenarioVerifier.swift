@@ -4,6 +4,7 @@ import RuleLanguage
 
 /// Compares the alert transitions a run produced with the scenarios' expectations.
 public struct ScenarioVerifier: Sendable {
+    /// The scenarios checked, in report order.
     public let scenarios: [Scenario]
 
     /// Creates a verifier.
@@ -11,8 +12,11 @@ public struct ScenarioVerifier: Sendable {
 
     /// One scenario's outcome.
     public struct Result: Sendable {
+        /// The scenario checked.
         public var scenario: Scenario
+        /// One report line per expectation (`ok`/`FAIL`), then unexpected transitions and a `note` of unchecked ones.
         public var lines: [String]
+        /// Whether every expectation held and no expected rule fired on a day no expectation matched.
         public var passed: Bool
     }
 

@@ -6,9 +6,13 @@ import RuleEngine
 /// samples (walking speed, double support, asymmetry, step length, weekly 6MWD) in batches as an
 /// anchored query would deliver them, plus the profile and clinical events. Deterministic for a seed.
 public struct TrafficGenerator: Sendable {
+    /// The simulated person.
     public var persona: Persona
+    /// What happens to the person day by day.
     public var timeline: Timeline
+    /// The random seed; the same seed, persona and timeline give the same traffic.
     public var seed: UInt64
+    /// The topics the traffic is addressed to.
     public var layout = TopicLayout()
     /// Days whose first walking-speed sample is retracted the next morning.
     public var deletions: [Int] = []
@@ -22,7 +26,9 @@ public struct TrafficGenerator: Sendable {
 
     /// A record with the time it is published (event time of the gateway).
     public struct Timed: Sendable {
+        /// When the gateway publishes the record (event time).
         public var at: Timestamp
+        /// The topic and payload published.
         public var record: TrafficRecord
     }
 

@@ -15,8 +15,11 @@ import Synchronization
 public final class IngestJournal: Sendable {
     /// One journalled message.
     public struct Entry: Sendable {
+        /// The message's sequence number, one more than the message journalled before it.
         public var seq: UInt64
+        /// The MQTT topic the message arrived on.
         public var topic: String
+        /// The message payload as received.
         public var payload: [UInt8]
     }
 
@@ -28,6 +31,7 @@ public final class IngestJournal: Sendable {
         var sinceSync = 0
     }
 
+    /// The directory holding the journal's segment files.
     public let directory: String
     private let segmentBytes: Int
     private let syncEvery: Int
@@ -156,6 +160,7 @@ public final class IngestJournal: Sendable {
 
 /// A journal I/O failure.
 public struct JournalError: Error, CustomStringConvertible, Sendable {
+    /// What failed, with the path and the `errno` text where there is one.
     public let description: String
     init(_ d: String) { description = d }
 }

@@ -13,6 +13,7 @@ public enum PrivateFiles {
 
     /// Why a path could not be made private.
     public struct Failure: Error, CustomStringConvertible, Sendable {
+        /// The path and what failed, e.g. the `errno` text of `chmod`.
         public let description: String
     }
 

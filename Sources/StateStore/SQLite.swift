@@ -2,8 +2,11 @@ import CSQLite
 
 /// An SQLite error with the library's message.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    /// The SQLite result code (`SQLITE_*`).
     public let code: Int32
+    /// SQLite's message (`sqlite3_errmsg`), prefixed by the path when opening failed.
     public let message: String
+    /// `sqlite error CODE: message`.
     public var description: String { "sqlite error \(code): \(message)" }
 }
 

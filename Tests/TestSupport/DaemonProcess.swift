@@ -5,7 +5,9 @@ import Glibc
 /// mask and default dispositions** — test-runner threads block signals and children would inherit
 /// that, so SIGTERM/SIGHUP would never arrive. Output goes to a log file. Reaped with `waitpid`.
 public final class ChildProcess: @unchecked Sendable {
+    /// The child's process id.
     public let pid: pid_t
+    /// The file the child's stdout and stderr go to.
     public let logPath: String
     private let lock = NSLock()
     private var status: Int32?

@@ -6,8 +6,11 @@ import Synchronization
 public final class MQTTRecorder: Sendable {
     /// A received message.
     public struct Message: Sendable {
+        /// The topic it was published on.
         public let topic: String
+        /// The payload bytes.
         public let payload: [UInt8]
+        /// The payload decoded as UTF-8.
         public var text: String { String(decoding: payload, as: UTF8.self) }
     }
 

@@ -66,7 +66,9 @@ public final class MosquittoBroker: @unchecked Sendable {
 
 /// A harness failure.
 public struct HarnessError: Error, CustomStringConvertible {
+    /// What went wrong in the harness, e.g. a product that is not built.
     public let description: String
+    /// Creates a harness error with its description.
     public init(_ d: String) { description = d }
 }
 
