@@ -114,6 +114,7 @@ public struct DigestDecodingError: Error, Hashable, Sendable, CustomStringConver
     public var path: String
     /// What is wrong with it.
     public var message: String
+    /// The member path and the problem.
     public var description: String { path.isEmpty ? message : "\(path): \(message)" }
 }
 

@@ -48,6 +48,7 @@ public final class CareTeams: Sendable {
         public var line: Int
         /// What is wrong, lower case.
         public var message: String
+        /// The line and the problem, `line: message`.
         public var description: String { "\(line): \(message)" }
     }
 

@@ -21,6 +21,7 @@ public enum LogLevel: Int, Comparable, Sendable {
 
     var name: String { ["debug", "info", "warn", "error"][rawValue] }
 
+    /// Orders levels from the most verbose to the most severe.
     public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 }
 

@@ -39,9 +39,13 @@ public struct Evidence: Hashable, Sendable {
 public struct AlertTransition: Hashable, Sendable {
     /// Stable id: the same alert (rule, user, active-since) always has the same id.
     public var id: String
+    /// The rule that fired.
     public var rule: String
+    /// The user it is about.
     public var user: String
+    /// The rule's severity.
     public var severity: Severity
+    /// Firing or resolved.
     public var status: AlertStatus
     /// When the condition started to hold (the start of the first true day, or the sample's end).
     public var activeSince: Timestamp
@@ -88,7 +92,9 @@ public struct AlertTransition: Hashable, Sendable {
         self.reason = reason
     }
 
+    /// Equal when the published payloads are equal.
     public static func == (a: AlertTransition, b: AlertTransition) -> Bool { a.json == b.json }
+    /// Hashes the published payload, as `==` compares it.
     public func hash(into h: inout Hasher) { h.combine(json) }
 
     /// The stable id of an alert instance: FNV-1a 64 of rule, user and active-since, in hex.
@@ -141,11 +147,15 @@ public struct AlertTransition: Hashable, Sendable {
 
 /// One value of a recorded series: what is published on `users/{user}/series/{name}`.
 public struct SeriesPoint: Hashable, Sendable {
+    /// The user it is about.
     public var user: String
+    /// The series' name (its rule).
     public var name: String
+    /// The user's local day the value is of.
     public var day: CivilDate
     /// The value in `unit`, nil when missing.
     public var value: Double?
+    /// The unit `value` is in (the rule's display unit).
     public var unit: String
     /// True when late data changed an already published day.
     public var revised: Bool

@@ -14,13 +14,21 @@ public enum ClockMode: String, Sendable {
 
 /// Counters of what the ingestor did (exported as metrics by the daemon).
 public struct IngestCounters: Sendable, Equatable {
+    /// Messages handled.
     public var messages = 0
+    /// Samples accepted into a user's days.
     public var samplesAccepted = 0
+    /// Samples ignored as already held (same id).
     public var duplicates = 0
+    /// Samples ignored because a higher sync version is held.
     public var superseded = 0
+    /// Samples ignored because an equal or higher sync version is held.
     public var stale = 0
+    /// Samples retracted by deletions.
     public var deletions = 0
+    /// Timeline entries accepted.
     public var events = 0
+    /// Rejections by reason.
     public var rejected: [RejectionReason: Int] = [:]
     /// Zero counters.
     public init() {}

@@ -4,10 +4,13 @@ import MobilityModel
 public struct StoredAcknowledgement: Hashable, Sendable {
     /// The alert instance id.
     public var alert: String
+    /// The user the alert is about.
     public var user: String
+    /// The alert's rule.
     public var rule: String
     /// The team whose command topic it came on.
     public var team: String
+    /// Who acknowledged it, when, and their note.
     public var acknowledgement: AlertAcknowledgement
     /// The acknowledged firing payload (retained on the alert topic while the instance fires).
     public var payload: [UInt8]
@@ -30,13 +33,19 @@ public struct AuditEntry: Hashable, Sendable {
     public var seq: Int64
     /// When (daemon wall clock).
     public var at: Timestamp
+    /// What was done: `acknowledge` (later `silence`, `expire`).
     public var action: String
     /// Who (the command's `by`).
     public var actor: String
+    /// The team whose command topic it came on.
     public var team: String
+    /// The user the alert is about.
     public var user: String
+    /// The alert's rule.
     public var rule: String
+    /// What it acts on: an alert instance id (later a silence id).
     public var subject: String
+    /// The free-text note, if any (bounded; never logged).
     public var note: String?
 
     /// Creates an entry.

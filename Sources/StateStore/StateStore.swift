@@ -65,9 +65,13 @@ public final class StateStore: @unchecked Sendable {
 
     /// An output waiting for the broker's acknowledgement.
     public struct OutboxItem: Sendable {
+        /// The row id (0 before it is stored).
         public var id: Int64
+        /// The MQTT topic.
         public var topic: String
+        /// The payload bytes.
         public var payload: [UInt8]
+        /// Whether it is published retained.
         public var retain: Bool
 
         /// Creates an item (the id is assigned on commit).
@@ -398,8 +402,11 @@ public final class StateStore: @unchecked Sendable {
 
     /// One parked output.
     public struct DeadLetter: Sendable, Equatable {
+        /// The outbox id the output had.
         public var id: Int64
+        /// The MQTT topic.
         public var topic: String
+        /// Why the broker or libmosquitto refused it.
         public var reason: String
         /// When it was parked, milliseconds since the epoch.
         public var at: Int64
@@ -494,6 +501,7 @@ extension StateStore {
 /// One user's persisted record: the engine state (`State`: a ``UserSnapshot``, or what a load's
 /// `prepare` made of one) with the ingest-journal position and event clock it goes with.
 public struct StoredUser<State: Sendable>: Sendable {
+    /// The user id.
     public var user: String
     /// The highest journal sequence number applied to this user.
     public var appliedSeq: UInt64
