@@ -43,7 +43,7 @@ let package = Package(
         .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MobilityWire", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
         .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"],
                           swiftSettings: strict),
-        .executableTarget(name: "mobilityctl", dependencies: ["RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore", "Simulator", "MQTTTransport"], swiftSettings: strict),
+        .executableTarget(name: "mobilityctl", dependencies: ["MobilityModel", "MQTTTransport", "RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore", "Simulator"], swiftSettings: strict),
 
         // Tests mirror the targets.
         .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint", "CSQLite"], path: "Tests/TestSupport", swiftSettings: strict),
@@ -60,6 +60,7 @@ let package = Package(
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "CareReports", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "mobilityctlTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "CareReportsTests", dependencies: ["CareReports", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "CLibXML2", "CZlib", "TestSupport"],
                     swiftSettings: strict),

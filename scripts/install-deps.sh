@@ -6,6 +6,7 @@ command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mos
 command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
 [ -x /usr/sbin/nats-server ] || need+=(nats-server)              # a broker that speaks MQTT 3.1.1 only (tests)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)          # the TLS test mints a throwaway CA
+command -v tmux >/dev/null 2>&1 || need+=(tmux)                # mobilityctl alerts is tested in a terminal, as a person uses it
 command -v curl >/dev/null 2>&1 || need+=(curl)                # the HTTPS tests use a real client
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 pkg-config --exists libmosquitto 2>/dev/null || need+=(libmosquitto-dev)

@@ -26,6 +26,16 @@ commands:
                                     write the user's weekly care-team digest as JSON (mode 0600;
                                     '-': stdout) for the week (default: the last complete week);
                                     --format html is not available yet
+  alerts [--broker URL] [--username USER --password-file FILE] [--ca-file FILE]
+         [--cert-file FILE --key-file FILE] [--mqtt-version 3.1.1|5] [--topic-root ROOT]
+         [--team TEAM] [--user USER] [--rule RULE] [--severity info|warning|critical]
+         [--follow] [--output table|json]
+                                    what is firing now, from the retained alert topics (with
+                                    --team: the team's topics), as a table sorted by severity,
+                                    rule and user; --follow: then each transition as it arrives,
+                                    one line each, until Ctrl-C; --output json: the payloads as
+                                    published, one a line. Exit 1 when the broker cannot be
+                                    reached or refuses the login
   ack --broker URL --team T --user U --alert ID --by NAME [--note TEXT]
       [--credentials FILE --account NAME] [--ca-file F] [--cert-file F --key-file F]
       [--mqtt-version 3.1.1|5] [--topic-root ROOT]
@@ -63,6 +73,8 @@ case "ack":
     exit(AckCommandLine.run(args))
 case "audit":
     exit(AuditCommandLine.run(args))
+case "alerts":
+    exit(AlertsCommand.run(args))
 case "help", "-h", "--help":
     print(usage)
     exit(0)

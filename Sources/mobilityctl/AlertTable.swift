@@ -1,0 +1,67 @@
+import MobilityModel
+
+/// How `mobilityctl alerts` prints: the table of what is firing (like `amtool alert query`) and
+/// one line per transition for `--follow`, with severity colour only on a terminal.
+struct AlertTable {
+    /// ANSI colours; only when stdout is a terminal and NO_COLOR is unset.
+    var colour: Bool
+    /// Lines are cut to this many characters (the summary gives way, ending in `…`); nil: never.
+    var width: Int?
+
+    static let header = ["RULE", "USER", "SEVERITY", "SINCE", "SUMMARY"]
+
+    /// Most severe first, then by rule, user and id: the same set always prints the same.
+    static func sorted(_ alerts: [AlertTransition]) -> [AlertTransition] {
+        func rank(_ s: Severity) -> Int { s == .critical ? 0 : s == .warning ? 1 : 2 }
+        return alerts.sorted { (rank($0.severity), $0.rule, $0.user, $0.id) < (rank($1.severity), $1.rule, $1.user, $1.id) }
+    }
+
+    /// The table: a header and one row per alert, columns padded to their widest cell.
+    func table(_ alerts: [AlertTransition]) -> String {
+        let rows = AlertTable.sorted(alerts).map { [$0.rule, $0.user, $0.severity.rawValue, $0.firedAt.description, oneLine($0.summary)] }
+        var widths = AlertTable.header.map(\.count)
+        for r in rows { for k in 0..<4 { widths[k] = max(widths[k], r[k].count) } }
+        func line(_ cells: [String], severity: Severity?) -> String {
+            var prefix = "", visible = 0
+            for k in 0..<4 {
+                let cell = cells[k].padding(toLength: widths[k], withPad: " ", startingAt: 0) + "  "
+                prefix += k == 2 && severity != nil ? paint(cell, severity!) : cell
+                visible += cell.count
+            }
+            return prefix + cut(cells[4], room: width.map { $0 - visible })
+        }
+        var out = line(AlertTable.header, severity: nil) + "\n"
+        for (r, a) in zip(rows, AlertTable.sorted(alerts)) { out += line(r, severity: a.severity) + "\n" }
+        return out
+    }
+
+    /// One transition as it arrives: time, status, severity, rule, user, summary.
+    func line(_ a: AlertTransition) -> String {
+        let status = a.isRepeat ? "repeat" : a.status.rawValue
+        let time = (a.status == .resolved ? a.resolvedAt ?? a.firedAt : a.firedAt).description
+        let fields = "\(time)  \(status.padding(toLength: 8, withPad: " ", startingAt: 0))"
+        let sev = a.severity.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + "  "
+        let rest = "\(a.rule)  \(a.user)  "
+        let visible = fields.count + 2 + sev.count + rest.count
+        let statusText = colour && a.status == .resolved ? "\u{1B}[32m\(fields)\u{1B}[0m" : fields
+        return statusText + "  " + paint(sev, a.severity) + rest + cut(oneLine(a.summary), room: width.map { $0 - visible })
+    }
+
+    /// `text` in the severity's colour (critical red, warning yellow, info cyan) when colouring.
+    func paint(_ text: String, _ s: Severity) -> String {
+        guard colour else { return text }
+        let code = s == .critical ? "1;31" : s == .warning ? "33" : "36"
+        return "\u{1B}[\(code)m\(text)\u{1B}[0m"
+    }
+
+    /// `text` cut to `room` characters, the last one `…` when cut (nothing when there is no room).
+    func cut(_ text: String, room: Int?) -> String {
+        guard let room, text.count > room else { return text }
+        return room <= 0 ? "" : String(text.prefix(room - 1)) + "…"
+    }
+
+    /// Control characters (a newline in a summary) would break the table: shown as spaces.
+    func oneLine(_ s: String) -> String {
+        String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : Character($0) })
+    }
+}

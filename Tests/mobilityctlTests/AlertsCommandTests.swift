@@ -1,0 +1,253 @@
+import Foundation
+import Glibc
+import MobilityModel
+import Testing
+import TestSupport
+
+/// `mobilityctl alerts`, the built executable, against a real mosquitto holding retained alerts
+/// published here: the table, the filters, JSON lines, `--follow` piped and in a tmux terminal,
+/// and bad arguments.
+@Suite(.serialized) struct AlertsCommandTests {
+    struct Run { var status: Int32; var stdout: String; var stderr: String }
+
+    static let exe = ChildProcess.product("mobilityctl")
+
+    /// Runs `mobilityctl alerts …` with stdout and stderr piped (not a terminal).
+    static func alerts(_ args: [String], environment: [String: String] = [:]) throws -> Run {
+        guard FileManager.default.isExecutableFile(atPath: exe) else { throw HarnessError("\(exe) is not built; run 'swift build' first") }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = ["alerts"] + args
+        var env = ProcessInfo.processInfo.environment
+        env["COLUMNS"] = nil
+        for (k, v) in environment { env[k] = v }
+        p.environment = env
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    static func transition(_ rule: String, _ user: String, _ severity: Severity, status: AlertStatus = .firing, day: Int = 5,
+                           summary: String? = nil) -> AlertTransition {
+        let since = Timestamp(seconds: 1_772_524_800 + Int64(day) * 86_400)
+        return AlertTransition(id: AlertTransition.stableID(rule: rule, user: user, activeSince: since), rule: rule, user: user,
+                               severity: severity, status: status, activeSince: since, firedAt: Timestamp(seconds: since.milliseconds / 1000 + 3600),
+                               resolvedAt: status == .resolved ? Timestamp(seconds: since.milliseconds / 1000 + 7200) : nil,
+                               day: CivilDate(year: 2026, month: 3, day: day), summary: summary ?? "\(rule) of \(user)",
+                               labels: [("team", "physio-north")], evidence: [Evidence(name: "recent", value: 0.99, unit: "m/s")], annotations: [])
+    }
+
+    /// A broker holding: three firing alerts, one fired and cleared again, one malformed payload,
+    /// and one firing under a team prefix.
+    static func seededBroker() throws -> (MosquittoBroker, MQTTRecorder) {
+        let broker = try MosquittoBroker()
+        let pub = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/#"])
+        func retain(_ topic: String, _ payload: String) throws {
+            let answer = try pub.publishAwaitingAnswer(topic, payload, retain: true)
+            try #require(answer == 0, "no PUBACK for \(topic)")
+        }
+        for t in [transition("stalled_recovery", "jamie", .warning), transition("fall_risk", "alex", .critical),
+                  transition("low_activity", "sam", .info), transition("low_activity", "jamie", .warning)] {
+            try retain("mobility/v1/users/\(t.user)/alerts/\(t.rule)", t.json)
+        }
+        try retain("mobility/v1/users/jamie/alerts/low_activity", "")   // resolved: the retained message is cleared
+        try retain("mobility/v1/users/kim/alerts/broken", "{\"not\": \"an alert\"}")
+        let team = transition("gait_quality", "robin", .critical)
+        try retain("mobility/v1/teams/physio-north/users/robin/alerts/gait_quality", team.json)
+        return (broker, pub)
+    }
+
+    static func rows(_ table: String) -> [[String]] {
+        table.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+    }
+
+    @Test func theTableListsExactlyTheFiringOnesMostSevereFirst() throws {
+        let (broker, _) = try Self.seededBroker()
+        let r = try Self.alerts(["--broker", broker.url])
+        #expect(r.status == 0, "\(r.stderr)")
+        let rows = Self.rows(r.stdout)
+        #expect(rows.first == ["RULE", "USER", "SEVERITY", "SINCE", "SUMMARY"])
+        #expect(rows.dropFirst().map { Array($0.prefix(3)) } == [
+            ["fall_risk", "alex", "critical"], ["stalled_recovery", "jamie", "warning"], ["low_activity", "sam", "info"],
+        ])
+        #expect(rows.dropFirst().first?[3] == Self.transition("fall_risk", "alex", .critical).firedAt.description)
+        #expect(!r.stdout.contains("\u{1B}"), "no colour when piped")
+        #expect(!r.stdout.contains("robin"), "team topics only with --team")
+        #expect(r.stderr.contains("mobility/v1/users/kim/alerts/broken") && r.stderr.contains("not an alert transition"))
+    }
+
+    @Test(arguments: [
+        (["--user", "jamie"], ["stalled_recovery"]),
+        (["--rule", "low_activity"], ["low_activity"]),
+        (["--severity", "critical"], ["fall_risk"]),
+        (["--severity", "warning", "--user", "alex"], []),
+        (["--team", "physio-north"], ["gait_quality"]),
+        (["--team", "physio-south"], []),
+    ])
+    func filters(_ args: [String], _ rules: [String]) throws {
+        let (broker, _) = try Self.seededBroker()
+        let r = try Self.alerts(["--broker", broker.url] + args)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(Self.rows(r.stdout).dropFirst().map { $0[0] } == rules)
+    }
+
+    @Test func jsonLinesAreThePayloadsAsPublished() throws {
+        let (broker, _) = try Self.seededBroker()
+        let r = try Self.alerts(["--broker", broker.url, "--output", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        let expected = [Self.transition("stalled_recovery", "jamie", .warning), Self.transition("fall_risk", "alex", .critical),
+                        Self.transition("low_activity", "sam", .info)]
+        #expect(Set(lines) == Set(expected.map(\.json)))
+        #expect(lines.count == 3)
+        for l in lines { #expect(AlertTransition.parse(Array(l.utf8)) != nil) }
+    }
+
+    @Test func summariesAreCutToTheWidth() throws {
+        let broker = try MosquittoBroker()
+        let pub = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/#"])
+        let long = Self.transition("stalled_recovery", "jamie", .warning, summary: String(repeating: "slow walking ", count: 20))
+        _ = try pub.publishAwaitingAnswer("mobility/v1/users/jamie/alerts/stalled_recovery", long.json, retain: true)
+        let r = try Self.alerts(["--broker", broker.url], environment: ["COLUMNS": "72"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let row = try #require(r.stdout.split(separator: "\n").last)
+        #expect(row.count == 72 && row.hasSuffix("…"), "\(row)")
+        let wide = try Self.alerts(["--broker", broker.url])
+        #expect(wide.stdout.contains(long.summary), "not cut when piped without COLUMNS")
+    }
+
+    /// `--follow` piped: a transition published after start is printed, plain; SIGINT exits 0.
+    @Test func followPrintsTransitionsAsTheyArrive() throws {
+        let (broker, pub) = try Self.seededBroker()
+        let p = try ChildProcess(Self.exe, ["alerts", "--broker", broker.url, "--follow", "--user", "alex"])
+        defer { p.stop(signal: SIGKILL) }
+        try #require(eventually { p.log.contains("following") }, "\(p.log)")
+        let fired = Self.transition("fall_risk", "alex", .critical, day: 9, summary: "a fresh fall risk")
+        try pub.publish("mobility/v1/users/alex/alerts/fall_risk", fired.json, retain: true)
+        try pub.publish("mobility/v1/users/jamie/alerts/stalled_recovery", Self.transition("stalled_recovery", "jamie", .critical).json)
+        let resolved = Self.transition("fall_risk", "alex", .critical, status: .resolved, day: 9, summary: "resolved now")
+        try pub.publish("mobility/v1/users/alex/alerts/fall_risk", resolved.json)
+        try #require(eventually { p.log.contains("resolved now") }, "\(p.log)")
+        let lines = p.log.split(separator: "\n").filter { $0.contains("fall_risk") }
+        #expect(lines.count == 3, "the table row, the firing and the resolution: \(p.log)")
+        #expect(lines.contains { $0.contains("firing") && $0.contains("a fresh fall risk") && $0.hasPrefix(fired.firedAt.description) })
+        #expect(lines.contains { $0.contains("resolved") && $0.hasPrefix(resolved.resolvedAt!.description) })
+        #expect(!p.log.contains("jamie"), "filtered out")
+        #expect(!p.log.contains("\u{1B}"))
+        #expect(p.stop(signal: SIGINT) == 0)
+    }
+
+    @Test func followJSONPrintsEachPayload() throws {
+        let broker = try MosquittoBroker()
+        let pub = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/#"])
+        let p = try ChildProcess(Self.exe, ["alerts", "--broker", broker.url, "--follow", "--output", "json"])
+        defer { p.stop(signal: SIGKILL) }
+        try #require(eventually { p.log.contains("0 firing; following") }, "\(p.log)")
+        let t = Self.transition("fall_risk", "alex", .critical)
+        try pub.publish("mobility/v1/users/alex/alerts/fall_risk", t.json, retain: true)
+        try #require(eventually { p.log.contains(t.json + "\n") }, "\(p.log)")
+        #expect(p.stop(signal: SIGTERM) == 0)
+    }
+
+    /// As a person would: in a terminal (tmux), colour on; Ctrl-C ends it with status 0.
+    @Test func inATerminalWithColourUntilCtrlC() throws {
+        let tmux = "/usr/bin/tmux"
+        try #require(FileManager.default.isExecutableFile(atPath: tmux), "tmux is missing: run scripts/install-deps.sh")
+        let broker = try MosquittoBroker()
+        let pub = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/#"])
+        _ = try pub.publishAwaitingAnswer("mobility/v1/users/sam/alerts/low_activity", Self.transition("low_activity", "sam", .warning).json, retain: true)
+        let socket = "mw-alerts-\(UUID().uuidString.prefix(8))"
+        let conf = NSTemporaryDirectory() + socket + ".conf"
+        try "set -g remain-on-exit on\n".write(toFile: conf, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: conf) }
+        @discardableResult
+        func run(_ args: [String]) throws -> String {
+            // A ChildProcess, not Foundation's Process: the tmux server it forks must not inherit
+            // the test runner's blocked signals (with them, new-session never returned).
+            let p = try ChildProcess(tmux, ["-L", socket, "-f", conf] + args)
+            guard p.wait(timeout: 10) == 0 else { throw HarnessError("tmux \(args.joined(separator: " ")): \(p.log)") }
+            return p.log
+        }
+        try run(["new-session", "-d", "-s", "alerts", "-x", "100", "-y", "30",
+                 "exec env -u NO_COLOR -u COLUMNS \(Self.exe) alerts --broker \(broker.url) --follow"])
+        defer { _ = try? run(["kill-server"]) }
+        func screen() -> String { (try? run(["capture-pane", "-p", "-e", "-t", "alerts"])) ?? "" }
+        try #require(eventually { screen().contains("following") }, "\(screen())")
+        #expect(screen().contains("\u{1B}[33mwarning"), "the table's severity in colour: \(screen())")
+        let t = Self.transition("fall_risk", "alex", .critical, summary: String(repeating: "very long summary ", count: 10))
+        try pub.publish("mobility/v1/users/alex/alerts/fall_risk", t.json, retain: true)
+        try #require(eventually { screen().contains("fall_risk") }, "\(screen())")
+        let line = try #require(screen().split(separator: "\n").first { $0.contains("fall_risk") })
+        #expect(line.contains("\u{1B}[31mcritical"), "tmux re-encodes bold red as ESC[1m ESC[31m: \(line)")
+        let plain = try #require(try run(["capture-pane", "-p", "-t", "alerts"]).split(separator: "\n").first { $0.contains("fall_risk") })
+        #expect(plain.count == 100 && plain.hasSuffix("…"), "cut to the pane's width: \(plain)")
+        try run(["send-keys", "-t", "alerts", "C-c"])
+        try #require(eventually { (try? run(["display-message", "-p", "-t", "alerts", "#{pane_dead}"]))?.hasPrefix("1") == true })
+        #expect(try run(["display-message", "-p", "-t", "alerts", "#{pane_dead_status}"]).trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+    }
+
+    @Test(arguments: [
+        (["--bogus"], "unknown argument --bogus"),
+        (["--severity", "loud"], "--severity must be info, warning or critical, not 'loud'"),
+        (["--broker"], "--broker needs a value"),
+        (["--output", "yaml"], "--output must be table or json"),
+        (["--user", "a/b"], "--user 'a/b' must be one topic level"),
+        (["--mqtt-version", "4"], "--mqtt-version must be 3.1.1 or 5"),
+        (["--password", "hunter2"], "--password is refused on the command line"),
+        (["--broker", "http://x"], "must start with mqtt:// or mqtts://"),
+        (["--cert-file", "c.pem"], "--cert-file and --key-file go together"),
+    ])
+    func badArgumentsAreUsageErrors(_ args: [String], _ message: String) throws {
+        let r = try Self.alerts(args)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+        #expect(!r.stderr.contains("hunter2"))
+    }
+
+    @Test func anUnreachableBrokerIsAConnectionFailure() throws {
+        let port = try freePort()
+        let r = try Self.alerts(["--broker", "mqtt://127.0.0.1:\(port)"])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("cannot connect to mqtt://127.0.0.1:\(port)"), "\(r.stderr)")
+    }
+
+    @Test func aRefusedLoginIsAConnectionFailureAndThePasswordIsNeverPrinted() throws {
+        let dir = NSTemporaryDirectory() + "mw-alerts-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let passwd = try ChildProcess("/usr/bin/mosquitto_passwd", ["-c", "-b", dir + "/passwd", "nurse", "right-one"])
+        try #require(passwd.wait() == 0, "\(passwd.log)")
+        let port = try freePort()
+        try """
+        per_listener_settings false
+        allow_anonymous false
+        password_file \(dir)/passwd
+        listener \(port) 127.0.0.1
+        \(getuid() == 0 ? "user root" : "")
+
+        """.write(toFile: dir + "/m.conf", atomically: true, encoding: .utf8)
+        let broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", dir + "/m.conf"])
+        defer { broker.stop() }
+        try #require(eventually { canConnect(port: port) })
+        func passwordFile(_ name: String, _ secret: String, mode: Int) throws -> String {
+            let path = dir + "/" + name
+            try FileManager.default.createFile(atPath: path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: mode]) ? () : { throw HarnessError("cannot write \(path)") }()
+            return path
+        }
+        let url = "mqtt://127.0.0.1:\(port)"
+        let wrong = try Self.alerts(["--broker", url, "--username", "nurse", "--password-file", try passwordFile("wrong", "wrong-one", mode: 0o600)])
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.contains("refused the login as nurse"), "\(wrong.stderr)")
+        #expect(!wrong.stderr.contains("wrong-one") && !wrong.stdout.contains("wrong-one"))
+        let loose = try Self.alerts(["--broker", url, "--username", "nurse", "--password-file", try passwordFile("loose", "right-one", mode: 0o644)])
+        #expect(loose.status == 2)
+        #expect(loose.stderr.contains("accessible to group or others") && !loose.stderr.contains("right-one"), "\(loose.stderr)")
+        let right = try Self.alerts(["--broker", url, "--username", "nurse", "--password-file", try passwordFile("right", "right-one", mode: 0o400)])
+        #expect(right.status == 0, "\(right.stderr)")
+        #expect(right.stdout.hasPrefix("RULE"))
+    }
+}
