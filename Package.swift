@@ -9,7 +9,7 @@ let package = Package(
     products: [
         .executable(name: "mobilityctl", targets: ["mobilityctl"]),
         .executable(name: "mobilityd", targets: ["mobilityd"]),
-        .executable(name: "mobility-sim", targets: ["mobility-sim"]),
+        .executable(name: "mobility-sim", targets: ["mobility-sim"])
     ],
     targets: [
         // System-library shims: one per C library.
@@ -31,39 +31,59 @@ let package = Package(
         .target(name: "MQTTTransport", dependencies: ["CMosquitto"], swiftSettings: strict),
         .target(name: "StateStore", dependencies: ["CSQLite", "CZlib", "MobilityModel", "CareReports", "RuleEngine"], swiftSettings: strict),
         .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "MobilityModel"], swiftSettings: strict),
-        .target(name: "MobilityDaemon",
-                dependencies: ["MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CareReports", "CSystemd"],
-                swiftSettings: strict),
-        .target(name: "Simulator", dependencies: ["MobilityModel", "MobilityWire", "RuleEngine", "RuleLanguage", "MQTTTransport", "CLibXML2", "CZlib"], swiftSettings: strict),
+        .target(
+            name: "MobilityDaemon",
+            dependencies: [
+                "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CareReports", "CSystemd"
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "Simulator", dependencies: ["MobilityModel", "MobilityWire", "RuleEngine", "RuleLanguage", "MQTTTransport", "CLibXML2", "CZlib"],
+            swiftSettings: strict),
         .target(name: "CareReports", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
 
         // Thin executables.
         .executableTarget(name: "mobilityd", dependencies: ["MobilityDaemon"], swiftSettings: strict),
         .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MobilityWire", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
-        .executableTarget(name: "mobility-bench", dependencies: ["MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"],
-                          swiftSettings: strict),
-        .executableTarget(name: "mobilityctl", dependencies: ["MobilityModel", "MQTTTransport", "RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore", "Simulator"], swiftSettings: strict),
+        .executableTarget(
+            name: "mobility-bench",
+            dependencies: [
+                "MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"
+            ],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "mobilityctl",
+            dependencies: ["MobilityModel", "MQTTTransport", "RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore", "Simulator"],
+            swiftSettings: strict),
 
         // Tests mirror the targets.
-        .target(name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint", "CSQLite"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(
+            name: "TestSupport", dependencies: ["MobilityModel", "MQTTTransport", "HTTPEndpoint", "CSQLite"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MobilityModelTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MobilityWireTests", dependencies: ["MobilityWire", "MobilityModel", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "RuleLanguageTests", dependencies: ["RuleLanguage", "TestSupport"],
-                    exclude: ["Golden", "FuzzCrashes"], swiftSettings: strict),
+        .testTarget(
+            name: "RuleLanguageTests", dependencies: ["RuleLanguage", "TestSupport"],
+            exclude: ["Golden", "FuzzCrashes"], swiftSettings: strict),
         .testTarget(name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MQTTTransportTests", dependencies: ["CMosquitto", "MQTTTransport", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "MobilityDaemonTests", dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "CareReports", "TestSupport", "CSQLite"],
-                    swiftSettings: strict),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "MobilityWire", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],
-                    exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "CareReports", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
-                    swiftSettings: strict),
+        .testTarget(
+            name: "MobilityDaemonTests",
+            dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "CareReports", "TestSupport", "CSQLite"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "SimulatorTests", dependencies: ["Simulator", "MobilityWire", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],
+            exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "StateStoreTests", dependencies: ["StateStore", "CareReports", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "mobilityctlTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "CareReportsTests", dependencies: ["CareReports", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "CLibXML2", "CZlib", "TestSupport"],
-                    swiftSettings: strict),
+        .testTarget(
+            name: "CareReportsTests",
+            dependencies: ["CareReports", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "CLibXML2", "CZlib", "TestSupport"],
+            swiftSettings: strict)
     ],
     cxxLanguageStandard: .cxx17
 )

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite, the one command CI runs: installs what is missing, builds, checks and
+# The whole test suite, the one command CI runs: installs what is missing, checks the formatting, builds, checks and
 # unit-tests the shipped rules, checks the scenarios and the benchmark suite in-process, runs each
 # fuzz target briefly, then `swift test` (which starts its own mosquitto brokers) last.
 # Warnings are errors; `swift test` gets the same flag, so it reuses the build instead of redoing it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# The tree is formatted with the repository's .swift-format (swift-format ships with the toolchain):
+# fix with `swift format format -i -r Sources Tests`. Its rules include a `///` summary on every
+# public declaration.
+swift format lint --strict -r Sources Tests
 swift build -Xswiftc -warnings-as-errors
 .build/debug/mobilityctl check rules/
 .build/debug/mobilityctl test rules/tests

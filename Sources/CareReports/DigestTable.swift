@@ -52,29 +52,43 @@ enum DigestTable {
         var rows: [[(String, Bool)]] = []
         for s in digest.metrics {
             let n = decimals(s.unit)
-            let trend: String = s.trendPerWeek.map { t in
-                let better = s.lowerIsBetter ? t < 0 : t > 0
-                let word = abs(t) < 1e-9 ? "flat" : better ? "improving" : "worsening"
-                return "\(NumberText.signed(t, n + 1)) \(s.unit.symbol) \(word)"
-            } ?? "not enough data"
-            rows.append([("\(s.title), daily: mean", false), (value(s.thisWeek.dailyMean, s.unit, n), true),
-                         (value(s.lastWeek.dailyMean, s.unit, n), true), (value(s.baseline, s.unit, n), true), (trend, false),
-                         ("\(s.thisWeek.daysWithoutData) (last week \(s.lastWeek.daysWithoutData))", true)])
-            rows.append([("\(s.title), smoothed: last", false), (value(s.thisWeek.smoothedLast, s.unit, n), true),
-                         (value(s.lastWeek.smoothedLast, s.unit, n), true), ("", false), ("", false), ("", false)])
+            let trend: String =
+                s.trendPerWeek.map { t in
+                    let better = s.lowerIsBetter ? t < 0 : t > 0
+                    let word = abs(t) < 1e-9 ? "flat" : better ? "improving" : "worsening"
+                    return "\(NumberText.signed(t, n + 1)) \(s.unit.symbol) \(word)"
+                } ?? "not enough data"
+            rows.append([
+                ("\(s.title), daily: mean", false), (value(s.thisWeek.dailyMean, s.unit, n), true),
+                (value(s.lastWeek.dailyMean, s.unit, n), true), (value(s.baseline, s.unit, n), true), (trend, false),
+                ("\(s.thisWeek.daysWithoutData) (last week \(s.lastWeek.daysWithoutData))", true)
+            ])
+            rows.append([
+                ("\(s.title), smoothed: last", false), (value(s.thisWeek.smoothedLast, s.unit, n), true),
+                (value(s.lastWeek.smoothedLast, s.unit, n), true), ("", false), ("", false), ("", false)
+            ])
         }
-        table("This week against last week and the pre-injury baseline" + (digest.metrics.contains(where: \.lowerIsBetter) ? " (double support: lower is better)" : ""),
-              ["Measure", "This week", "Last week", "Baseline", "Trend per week", "Days without data"], rows, into: &m)
+        table(
+            "This week against last week and the pre-injury baseline"
+                + (digest.metrics.contains(where: \.lowerIsBetter) ? " (double support: lower is better)" : ""),
+            ["Measure", "This week", "Last week", "Baseline", "Trend per week", "Days without data"], rows, into: &m)
     }
 
     private static func sixMinuteWalk(_ digest: WeeklyDigest, into m: inout Markup) {
         guard let w = digest.sixMinuteWalk else { return }
         let n = decimals(w.unit)
         var rows: [[(String, Bool)]] = []
-        for c in w.clinic { rows.append([("Clinic test", false), (NumberText.iso(c.day), false), ("\(NumberText.fixed(c.value, n)) \(w.unit.symbol)", true), ("clinic (user-entered)", false)]) }
+        for c in w.clinic {
+            rows.append([
+                ("Clinic test", false), (NumberText.iso(c.day), false), ("\(NumberText.fixed(c.value, n)) \(w.unit.symbol)", true),
+                ("clinic (user-entered)", false)
+            ])
+        }
         for e in w.watch {
-            rows.append([("Watch estimate", false), (NumberText.iso(e.day), false), ("\(NumberText.fixed(e.value, n)) \(w.unit.symbol)", true),
-                         (e.provisional ? "provisional (uncalibrated or capped)" : "calibrated", false)])
+            rows.append([
+                ("Watch estimate", false), (NumberText.iso(e.day), false), ("\(NumberText.fixed(e.value, n)) \(w.unit.symbol)", true),
+                (e.provisional ? "provisional (uncalibrated or capped)" : "calibrated", false)
+            ])
         }
         if rows.isEmpty { rows.append([("No six-minute walk this week", false), ("", false), ("", true), ("", false)]) }
         table("Six-minute walks of the week", ["Source", "Day", "Distance", "Status"], rows, into: &m)
@@ -83,16 +97,20 @@ enum DigestTable {
     private static func conditions(_ digest: WeeklyDigest, into m: inout Markup) {
         guard !digest.conditions.isEmpty else { return }
         let rows = digest.conditions.prefix(50).map { c -> [(String, Bool)] in
-            [(XMLText.bounded(c.group, limit: 60), false), (XMLText.bounded(c.label, limit: 60), false), (String(c.count), true),
-             ("\(NumberText.fixed(c.share * 100, 0)) %", true)]
+            [
+                (XMLText.bounded(c.group, limit: 60), false), (XMLText.bounded(c.label, limit: 60), false), (String(c.count), true),
+                ("\(NumberText.fixed(c.share * 100, 0)) %", true)
+            ]
         }
         table("Collection conditions (shares of the week's samples)", ["Group", "Condition", "Samples", "Share"], rows, into: &m)
     }
 
     private static func alerts(_ digest: WeeklyDigest, into m: inout Markup) {
         var rows = digest.alerts.prefix(100).map { a -> [(String, Bool)] in
-            [(a.episode.rule, false), (a.episode.severity.rawValue, false), (a.state.rawValue, false), (NumberText.iso(a.episode.firedDay), false),
-             (a.episode.resolvedDay.map(NumberText.iso) ?? "still active", false), (XMLText.bounded(a.episode.reportedSummary), false)]
+            [
+                (a.episode.rule, false), (a.episode.severity.rawValue, false), (a.state.rawValue, false), (NumberText.iso(a.episode.firedDay), false),
+                (a.episode.resolvedDay.map(NumberText.iso) ?? "still active", false), (XMLText.bounded(a.episode.reportedSummary), false)
+            ]
         }
         if rows.isEmpty { rows.append([("No alert fired, was active or resolved", false), ("", false), ("", false), ("", false), ("", false), ("", false)]) }
         table("Alerts of the week", ["Rule", "Severity", "This week", "Fired", "Resolved", "Summary"], rows, into: &m)
@@ -100,9 +118,11 @@ enum DigestTable {
 
     private static func annotations(_ digest: WeeklyDigest, into m: inout Markup) {
         var rows = digest.annotations.prefix(100).map { a -> [(String, Bool)] in
-            [(NumberText.kind(XMLText.bounded(a.kind, limit: 60)), false), (a.category.description, false),
-             (a.firstDay == a.lastDay ? NumberText.iso(a.firstDay) : "\(NumberText.iso(a.firstDay)) to \(NumberText.iso(a.lastDay))", false),
-             (a.note.map { XMLText.bounded($0) } ?? "", false)]
+            [
+                (NumberText.kind(XMLText.bounded(a.kind, limit: 60)), false), (a.category.description, false),
+                (a.firstDay == a.lastDay ? NumberText.iso(a.firstDay) : "\(NumberText.iso(a.firstDay)) to \(NumberText.iso(a.lastDay))", false),
+                (a.note.map { XMLText.bounded($0) } ?? "", false)
+            ]
         }
         if rows.isEmpty { rows.append([("No clinical event or annotation", false), ("", false), ("", false), ("", false)]) }
         table("Clinical events and annotations of the week", ["Kind", "Category", "Days", "Note"], rows, into: &m)

@@ -4,8 +4,10 @@ import MobilityModel
 /// on one time axis, with the explanation sentences above it when there are any.
 enum GaitQualityCard {
     /// The card's `<section>`, or nothing without a double-support panel.
-    static func render(_ history: UserHistory, _ spec: ReportSpec, window: ClosedRange<DayNumber>, week: ClosedRange<DayNumber>?,
-                       explanations: [String], into m: inout Markup) {
+    static func render(
+        _ history: UserHistory, _ spec: ReportSpec, window: ClosedRange<DayNumber>, week: ClosedRange<DayNumber>?,
+        explanations: [String], into m: inout Markup
+    ) {
         guard let quality = spec.doubleSupport else { return }
         m.open("section", [("class", "chart-card gait-quality")])
         m.element("h2", text: "Gait quality: \(quality.title.lowercased())" + (spec.speed.map { " under \($0.title.lowercased())" } ?? ""))
@@ -21,11 +23,13 @@ enum GaitQualityCard {
         let (p, d) = TrendPlot.plot(history, quality, window: window, height: 105)
         plots.append(p)
         descs.append(d)
-        let chart = TimeChart(title: "Gait-quality card: \(quality.title) under \(spec.speed?.title ?? "") of \(XMLText.bounded(history.user, limit: 80))",
-                              desc: descs.joined(separator: " "), window: window, plots: plots, history: history, week: week)
+        let chart = TimeChart(
+            title: "Gait-quality card: \(quality.title) under \(spec.speed?.title ?? "") of \(XMLText.bounded(history.user, limit: 80))",
+            desc: descs.joined(separator: " "), window: window, plots: plots, history: history, week: week)
         m.append(chart.render())
-        Legend.render([(.dot("#4f86c6"), "daily value"), (.line("#0b3d73"), "smoothed series"), (.dashed("#555"), "pre-injury baseline")]
-            + Legend.timeline(chart.shown()), into: &m)
+        Legend.render(
+            [(.dot("#4f86c6"), "daily value"), (.line("#0b3d73"), "smoothed series"), (.dashed("#555"), "pre-injury baseline")]
+                + Legend.timeline(chart.shown()), into: &m)
         if quality.lowerIsBetter { m.element("p", [("class", "note")], text: "Lower \(quality.title.lowercased()) is better.") }
         m.close("section")
     }

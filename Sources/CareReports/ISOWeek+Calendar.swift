@@ -21,8 +21,9 @@ extension ISOWeek {
     public init?(parsing s: String) {
         let parts = s.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].count == 4, parts[0].allSatisfy({ $0.isASCII && $0.isNumber }), parts[1].count == 3, parts[1].first == "W",
-              let y = Int(parts[0]), let w = Int(parts[1].dropFirst()), parts[1].dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }),
-              w >= 1, w <= ISOWeek.weeks(in: y) else { return nil }
+            let y = Int(parts[0]), let w = Int(parts[1].dropFirst()), parts[1].dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }),
+            w >= 1, w <= ISOWeek.weeks(in: y)
+        else { return nil }
         self.init(year: y, week: w)
     }
 

@@ -9,13 +9,15 @@ enum RecoveryPanel {
         let (plot, desc) = TrendPlot.plot(history, panel, window: window, height: 150)
         m.open("section", [("class", "chart-card recovery-panel")])
         m.element("h2", text: "Recovery: \(panel.title.lowercased())")
-        let chart = TimeChart(title: "Recovery panel: \(panel.title) of \(XMLText.bounded(history.user, limit: 80))", desc: desc,
-                              window: window, plots: [plot], history: history, week: week)
+        let chart = TimeChart(
+            title: "Recovery panel: \(panel.title) of \(XMLText.bounded(history.user, limit: 80))", desc: desc,
+            window: window, plots: [plot], history: history, week: week)
         m.append(chart.render())
-        Legend.render([(.dot("#4f86c6"), "daily value (\(panel.daily))")]
-            + (panel.smoothed.map { [(.line("#0b3d73"), "\($0), broken at clinical events")] } ?? [])
-            + (panel.baselineDays.map { [(.dashed("#555"), "baseline: mean of the \($0) days before the latest clinical event")] } ?? [])
-            + Legend.timeline(chart.shown()), into: &m)
+        Legend.render(
+            [(.dot("#4f86c6"), "daily value (\(panel.daily))")]
+                + (panel.smoothed.map { [(.line("#0b3d73"), "\($0), broken at clinical events")] } ?? [])
+                + (panel.baselineDays.map { [(.dashed("#555"), "baseline: mean of the \($0) days before the latest clinical event")] } ?? [])
+                + Legend.timeline(chart.shown()), into: &m)
         m.close("section")
     }
 }

@@ -18,8 +18,9 @@ public enum ReportPage {
             }
             subtitle(window, history, into: &m)
             RecoveryPanel.render(history, spec, window: window, week: nil, into: &m)
-            GaitQualityCard.render(history, spec, window: window, week: nil,
-                                   explanations: GaitQualityCard.explanations(history, spec, window: window), into: &m)
+            GaitQualityCard.render(
+                history, spec, window: window, week: nil,
+                explanations: GaitQualityCard.explanations(history, spec, window: window), into: &m)
             SixMinuteWalkChart.render(history, spec, window: window, week: nil, into: &m)
         }
         return m.text
@@ -32,12 +33,15 @@ public enum ReportPage {
         let user = XMLText.bounded(digest.user, limit: 80)
         shell(title: "Weekly report \(digest.week) of \(user)", into: &m) { m in
             m.element("h1", text: "Weekly report of \(user)")
-            m.element("p", [("class", "subtitle")],
-                      text: "Week \(digest.week): Monday \(NumberText.iso(digest.firstDay)) to Sunday \(NumberText.iso(digest.lastDay)).")
+            m.element(
+                "p", [("class", "subtitle")],
+                text: "Week \(digest.week): Monday \(NumberText.iso(digest.firstDay)) to Sunday \(NumberText.iso(digest.lastDay)).")
             DigestTable.render(digest, into: &m)
             let window = ReportWindow.weekly(digest, history, spec)
             let week = digest.firstDay...max(digest.firstDay, digest.lastDay)
-            m.element("p", [("class", "subtitle")], text: "Charts: \(NumberText.iso(window.lowerBound)) to \(NumberText.iso(window.upperBound)), the report week outlined in blue.")
+            m.element(
+                "p", [("class", "subtitle")],
+                text: "Charts: \(NumberText.iso(window.lowerBound)) to \(NumberText.iso(window.upperBound)), the report week outlined in blue.")
             RecoveryPanel.render(history, spec, window: window, week: week, into: &m)
             GaitQualityCard.render(history, spec, window: window, week: week, explanations: digest.explanations, into: &m)
             SixMinuteWalkChart.render(history, spec, window: window, week: week, into: &m)
@@ -48,7 +52,8 @@ public enum ReportPage {
     private static func subtitle(_ window: ClosedRange<DayNumber>, _ history: UserHistory, into m: inout Markup) {
         var s = "\(NumberText.iso(window.lowerBound)) to \(NumberText.iso(window.upperBound))"
         if let e = ReportWindow.latestClinicalEvent(history) {
-            s += ": \(ReportWindow.daysBefore) days before to \(ReportWindow.daysAfter) days after the \(NumberText.kind(e.kind)) on \(NumberText.iso(e.firstDay)) (as far as recorded)."
+            s +=
+                ": \(ReportWindow.daysBefore) days before to \(ReportWindow.daysAfter) days after the \(NumberText.kind(e.kind)) on \(NumberText.iso(e.firstDay)) (as far as recorded)."
         } else {
             s += " (no clinical event recorded)."
         }
@@ -68,7 +73,9 @@ public enum ReportPage {
         m.close("head")
         m.open("body")
         body(&m)
-        m.element("p", [("class", "footer")], text: "MobilityWatch care-team report. Values are from the phone and watch as recorded; a day without data is missing, not zero.")
+        m.element(
+            "p", [("class", "footer")],
+            text: "MobilityWatch care-team report. Values are from the phone and watch as recorded; a day without data is missing, not zero.")
         m.close("body")
         m.close("html")
         m.trusted("\n")
@@ -77,24 +84,24 @@ public enum ReportPage {
     /// The style sheet: phone first, wider on a desk, black on white on paper. It holds no `<` or
     /// `&`, so it is valid XML text.
     private static let style: StaticString = """
-    body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;color:#1a1a1a;background:#fff;margin:0 auto;max-width:780px;padding:10px 12px;line-height:1.4;font-size:15px}
-    h1{font-size:1.35em;margin:.3em 0}
-    h2{font-size:1.08em;margin:1.1em 0 .3em}
-    .subtitle{color:#444;margin:.2em 0 .6em}
-    svg.chart{width:100%;max-width:640px;height:auto;display:block}
-    .chart-card{break-inside:avoid;page-break-inside:avoid;margin-bottom:1.2em}
-    .legend{list-style:none;padding:0;margin:.3em 0;font-size:.82em;display:flex;flex-wrap:wrap;gap:2px 14px}
-    .legend svg{width:1.1em;height:1.1em;vertical-align:-.2em}
-    .explanation{border-left:4px solid #2e7d32;background:#edf6ee;padding:5px 10px;margin:.4em 0}
-    .note,.footer{color:#555;font-size:.85em}
-    .scroll{overflow-x:auto}
-    table{border-collapse:collapse;width:100%;font-size:.86em;margin:.4em 0 1em}
-    caption{text-align:left;font-weight:bold;padding:4px 0}
-    th,td{border-bottom:1px solid #d0d0d0;padding:4px 6px;text-align:left;vertical-align:top}
-    thead th{border-bottom:2px solid #888}
-    td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
-    @media (max-width:480px){body{font-size:14px;padding:8px}table{font-size:.78em}th,td{padding:3px 3px}td.num{white-space:normal}th,td{overflow-wrap:anywhere}}
-    @media print{body{max-width:none;padding:0;font-size:10pt}.scroll{overflow:visible}.chart-card{margin-bottom:8mm}.explanation{background:none}}
+        body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;color:#1a1a1a;background:#fff;margin:0 auto;max-width:780px;padding:10px 12px;line-height:1.4;font-size:15px}
+        h1{font-size:1.35em;margin:.3em 0}
+        h2{font-size:1.08em;margin:1.1em 0 .3em}
+        .subtitle{color:#444;margin:.2em 0 .6em}
+        svg.chart{width:100%;max-width:640px;height:auto;display:block}
+        .chart-card{break-inside:avoid;page-break-inside:avoid;margin-bottom:1.2em}
+        .legend{list-style:none;padding:0;margin:.3em 0;font-size:.82em;display:flex;flex-wrap:wrap;gap:2px 14px}
+        .legend svg{width:1.1em;height:1.1em;vertical-align:-.2em}
+        .explanation{border-left:4px solid #2e7d32;background:#edf6ee;padding:5px 10px;margin:.4em 0}
+        .note,.footer{color:#555;font-size:.85em}
+        .scroll{overflow-x:auto}
+        table{border-collapse:collapse;width:100%;font-size:.86em;margin:.4em 0 1em}
+        caption{text-align:left;font-weight:bold;padding:4px 0}
+        th,td{border-bottom:1px solid #d0d0d0;padding:4px 6px;text-align:left;vertical-align:top}
+        thead th{border-bottom:2px solid #888}
+        td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+        @media (max-width:480px){body{font-size:14px;padding:8px}table{font-size:.78em}th,td{padding:3px 3px}td.num{white-space:normal}th,td{overflow-wrap:anywhere}}
+        @media print{body{max-width:none;padding:0;font-size:10pt}.scroll{overflow:visible}.chart-card{margin-bottom:8mm}.explanation{background:none}}
 
-    """
+        """
 }

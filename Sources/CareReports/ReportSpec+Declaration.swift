@@ -6,17 +6,19 @@ extension ReportSpec {
     public init(_ d: ReportDeclaration) {
         func trend(_ p: ReportDeclaration.TrendPanel?, _ title: String, lowerIsBetter: Bool) -> TrendPanel? {
             p.map {
-                TrendPanel(title: $0.title ?? title, daily: $0.daily, smoothed: $0.smoothed, baselineDays: $0.baselineDays,
-                           displayUnit: DisplayUnit($0.unit), lowerIsBetter: lowerIsBetter, baselineEvent: $0.baselineEvent)
+                TrendPanel(
+                    title: $0.title ?? title, daily: $0.daily, smoothed: $0.smoothed, baselineDays: $0.baselineDays,
+                    displayUnit: DisplayUnit($0.unit), lowerIsBetter: lowerIsBetter, baselineEvent: $0.baselineEvent)
             }
         }
-        self.init(speed: trend(d.speed, "Walking speed", lowerIsBetter: false),
-                  doubleSupport: trend(d.doubleSupport, "Double support", lowerIsBetter: true),
-                  sixMinuteWalk: d.sixMinuteWalk.map {
-                      SixMinuteWalkPanel(clinic: $0.clinic, watch: $0.watch, provisionalRule: $0.provisionalRule, displayUnit: DisplayUnit($0.unit))
-                  },
-                  conditions: d.conditions.map { Condition(group: $0.group, label: $0.label, series: $0.series) },
-                  explanations: d.explanations)
+        self.init(
+            speed: trend(d.speed, "Walking speed", lowerIsBetter: false),
+            doubleSupport: trend(d.doubleSupport, "Double support", lowerIsBetter: true),
+            sixMinuteWalk: d.sixMinuteWalk.map {
+                SixMinuteWalkPanel(clinic: $0.clinic, watch: $0.watch, provisionalRule: $0.provisionalRule, displayUnit: DisplayUnit($0.unit))
+            },
+            conditions: d.conditions.map { Condition(group: $0.group, label: $0.label, series: $0.series) },
+            explanations: d.explanations)
     }
 }
 

@@ -15,8 +15,10 @@ public struct ReportSpec: Hashable, Sendable {
     public var explanations: [String]
 
     /// Creates a spec.
-    public init(speed: TrendPanel? = nil, doubleSupport: TrendPanel? = nil, sixMinuteWalk: SixMinuteWalkPanel? = nil,
-                conditions: [Condition] = [], explanations: [String] = []) {
+    public init(
+        speed: TrendPanel? = nil, doubleSupport: TrendPanel? = nil, sixMinuteWalk: SixMinuteWalkPanel? = nil,
+        conditions: [Condition] = [], explanations: [String] = []
+    ) {
         self.speed = speed
         self.doubleSupport = doubleSupport
         self.sixMinuteWalk = sixMinuteWalk
@@ -42,8 +44,10 @@ public struct ReportSpec: Hashable, Sendable {
         public var lowerIsBetter: Bool
 
         /// Creates a panel.
-        public init(title: String, daily: String, smoothed: String?, baselineDays: Int?, displayUnit: DisplayUnit, lowerIsBetter: Bool = false,
-                    baselineEvent: String? = nil) {
+        public init(
+            title: String, daily: String, smoothed: String?, baselineDays: Int?, displayUnit: DisplayUnit, lowerIsBetter: Bool = false,
+            baselineEvent: String? = nil
+        ) {
             self.title = title
             self.baselineEvent = baselineEvent
             self.daily = daily

@@ -109,10 +109,14 @@ struct TimeChart {
         let height = axisY + 24
 
         var m = Markup(capacity: 16_384)
-        m.open("svg", [("xmlns", "http://www.w3.org/2000/svg"), ("viewBox", "0 0 \(Int(Layout.width)) \(Int(height.rounded(.up)))"),
-                       ("role", "img"), ("class", "chart"), ("data-first-day", NumberText.iso(scale.first)),
-                       ("data-last-day", NumberText.iso(scale.last)), ("font-family", "DejaVu Sans, Helvetica, Arial, sans-serif"),
-                       ("font-size", "12")])
+        m.open(
+            "svg",
+            [
+                ("xmlns", "http://www.w3.org/2000/svg"), ("viewBox", "0 0 \(Int(Layout.width)) \(Int(height.rounded(.up)))"),
+                ("role", "img"), ("class", "chart"), ("data-first-day", NumberText.iso(scale.first)),
+                ("data-last-day", NumberText.iso(scale.last)), ("font-family", "DejaVu Sans, Helvetica, Arial, sans-serif"),
+                ("font-size", "12")
+            ])
         m.element("title", text: title)
         m.element("desc", text: desc)
 
@@ -123,8 +127,12 @@ struct TimeChart {
             let values = ValueScale(minimum: p.range?.lowerBound ?? 0, maximum: p.range?.upperBound ?? 1, top: top, height: p.height)
             background(p, scale, values, firstPlotTop: plotTops[0], eventRowText: eventRow + 10, into: &m)
             if p.range == nil {
-                m.element("text", [("x", NumberText.coord(scale.left + scale.width / 2)), ("y", NumberText.coord(top + p.height / 2)),
-                                   ("text-anchor", "middle"), ("fill", "#555")], text: "no data in this range")
+                m.element(
+                    "text",
+                    [
+                        ("x", NumberText.coord(scale.left + scale.width / 2)), ("y", NumberText.coord(top + p.height / 2)),
+                        ("text-anchor", "middle"), ("fill", "#555")
+                    ], text: "no data in this range")
             } else {
                 p.draw(&m, scale, values)
             }
@@ -136,15 +144,23 @@ struct TimeChart {
                 m.open("g", [("class", "clinical-event"), ("data-day", NumberText.iso(e.firstDay))])
                 m.element("title", text: "\(NumberText.kind(e.kind)) on \(NumberText.iso(e.firstDay))" + (e.note.map { ": " + XMLText.bounded($0) } ?? ""))
                 for (p, top) in zip(plots, plotTops) {  // within the plots, not over their titles
-                    m.element("line", [("class", "clinical-marker"), ("x1", NumberText.coord(x)), ("x2", NumberText.coord(x)),
-                                       ("y1", NumberText.coord(top)), ("y2", NumberText.coord(top + p.height)),
-                                       ("stroke", "#6a1b9a"), ("stroke-width", "1.5")])
+                    m.element(
+                        "line",
+                        [
+                            ("class", "clinical-marker"), ("x1", NumberText.coord(x)), ("x2", NumberText.coord(x)),
+                            ("y1", NumberText.coord(top)), ("y2", NumberText.coord(top + p.height)),
+                            ("stroke", "#6a1b9a"), ("stroke-width", "1.5")
+                        ])
                 }
                 let label = "\(NumberText.kind(e.kind)) \(NumberText.short(e.firstDay))"
                 let w = Double(label.count) * 7.4
                 let lx = min(max(x, scale.left + w / 2), scale.left + scale.width - w / 2)
-                m.element("text", [("x", NumberText.coord(lx)), ("y", NumberText.coord(eventRow + 10)), ("text-anchor", "middle"),
-                                   ("fill", "#6a1b9a"), ("font-weight", "bold")], text: label)
+                m.element(
+                    "text",
+                    [
+                        ("x", NumberText.coord(lx)), ("y", NumberText.coord(eventRow + 10)), ("text-anchor", "middle"),
+                        ("fill", "#6a1b9a"), ("font-weight", "bold")
+                    ], text: label)
                 m.close("g")
             }
         }
@@ -158,9 +174,10 @@ struct TimeChart {
     private func annotationItems(_ scale: DayScale) -> [TimelineLanes.Item] {
         history.timeline.filter { $0.category == .annotation && $0.lastDay >= scale.first && $0.firstDay <= scale.last }.map { a in
             let range = a.firstDay == a.lastDay ? NumberText.iso(a.firstDay) : "\(NumberText.iso(a.firstDay)) to \(NumberText.iso(a.lastDay))"
-            return .init(first: scale.clamp(a.firstDay), last: scale.clamp(a.lastDay), label: XMLText.bounded(NumberText.kind(a.kind), limit: 40),
-                         detail: "\(NumberText.kind(a.kind)), \(range)" + (a.note.map { ": " + XMLText.bounded($0) } ?? ""),
-                         fill: "#f3dfa2", ink: "#5b4300", cssClass: "annotation")
+            return .init(
+                first: scale.clamp(a.firstDay), last: scale.clamp(a.lastDay), label: XMLText.bounded(NumberText.kind(a.kind), limit: 40),
+                detail: "\(NumberText.kind(a.kind)), \(range)" + (a.note.map { ": " + XMLText.bounded($0) } ?? ""),
+                fill: "#f3dfa2", ink: "#5b4300", cssClass: "annotation")
         }
     }
 
@@ -169,11 +186,12 @@ struct TimeChart {
             let last = e.resolvedDay.map { scale.clamp(max($0 - 1, e.firedDay)) } ?? scale.last
             let colours = Self.alertColours(e.severity)
             let state = e.resolvedDay.map { "resolved \(NumberText.iso($0))" } ?? "active"
-            return .init(first: scale.clamp(e.firedDay), last: last,
-                         label: XMLText.bounded(e.rule.replacingUnderscores(), limit: 40) + (e.resolvedDay == nil ? " (active)" : ""),
-                         detail: "\(e.rule) (\(e.severity.rawValue)), fired \(NumberText.iso(e.firedDay)), \(state): \(XMLText.bounded(e.reportedSummary))",
-                         fill: colours.0, ink: colours.1, cssClass: "alert alert-\(e.severity.rawValue)", open: e.resolvedDay == nil,
-                         key: e.severity.rawValue)
+            return .init(
+                first: scale.clamp(e.firedDay), last: last,
+                label: XMLText.bounded(e.rule.replacingUnderscores(), limit: 40) + (e.resolvedDay == nil ? " (active)" : ""),
+                detail: "\(e.rule) (\(e.severity.rawValue)), fired \(NumberText.iso(e.firedDay)), \(state): \(XMLText.bounded(e.reportedSummary))",
+                fill: colours.0, ink: colours.1, cssClass: "alert alert-\(e.severity.rawValue)", open: e.resolvedDay == nil,
+                key: e.severity.rawValue)
         }
     }
 
@@ -185,14 +203,24 @@ struct TimeChart {
                 let x0 = scale.slotStart(item.first), x1 = scale.slotStart(item.last + 1)
                 m.open("g", [("class", item.cssClass), ("data-first-day", NumberText.iso(item.first)), ("data-last-day", NumberText.iso(item.last))])
                 m.element("title", text: item.detail)
-                m.element("rect", [("x", NumberText.coord(x0)), ("y", NumberText.coord(y)), ("width", NumberText.coord(max(x1 - x0, 2))),
-                                   ("height", "13"), ("rx", "2"), ("fill", item.fill), ("stroke", item.ink), ("stroke-width", "0.6")])
+                m.element(
+                    "rect",
+                    [
+                        ("x", NumberText.coord(x0)), ("y", NumberText.coord(y)), ("width", NumberText.coord(max(x1 - x0, 2))),
+                        ("height", "13"), ("rx", "2"), ("fill", item.fill), ("stroke", item.ink), ("stroke-width", "0.6")
+                    ])
                 if item.open {
-                    m.element("path", [("d", "M\(NumberText.coord(x1 - 5)),\(NumberText.coord(y + 1))l5,5l-5,5"), ("fill", "none"),
-                                       ("stroke", item.ink)])
+                    m.element(
+                        "path",
+                        [
+                            ("d", "M\(NumberText.coord(x1 - 5)),\(NumberText.coord(y + 1))l5,5l-5,5"), ("fill", "none"),
+                            ("stroke", item.ink)
+                        ])
                 }
-                m.element("text", [("x", NumberText.coord(labelX)), ("y", NumberText.coord(y + 10.5)), ("font-size", "11"), ("fill", item.ink)]
-                          + (anchorEnd ? [("text-anchor", "end")] : []), text: item.label)
+                m.element(
+                    "text",
+                    [("x", NumberText.coord(labelX)), ("y", NumberText.coord(y + 10.5)), ("font-size", "11"), ("fill", item.ink)]
+                        + (anchorEnd ? [("text-anchor", "end")] : []), text: item.label)
                 m.close("g")
             }
         }
@@ -202,26 +230,50 @@ struct TimeChart {
 
     private func background(_ p: Plot, _ x: DayScale, _ v: ValueScale, firstPlotTop: Double, eventRowText: Double, into m: inout Markup) {
         let top = v.top, h = v.height
-        m.element("text", [("x", NumberText.coord(x.left)), ("y", NumberText.coord(top - 5)), ("font-weight", "bold"), ("fill", "#222"),
-                           ("class", "axis-title")], text: p.axisTitle)
-        m.element("rect", [("x", NumberText.coord(x.left)), ("y", NumberText.coord(top)), ("width", NumberText.coord(x.width)),
-                           ("height", NumberText.coord(h)), ("fill", "#ffffff"), ("stroke", "#888"), ("stroke-width", "0.8")])
+        m.element(
+            "text",
+            [
+                ("x", NumberText.coord(x.left)), ("y", NumberText.coord(top - 5)), ("font-weight", "bold"), ("fill", "#222"),
+                ("class", "axis-title")
+            ], text: p.axisTitle)
+        m.element(
+            "rect",
+            [
+                ("x", NumberText.coord(x.left)), ("y", NumberText.coord(top)), ("width", NumberText.coord(x.width)),
+                ("height", NumberText.coord(h)), ("fill", "#ffffff"), ("stroke", "#888"), ("stroke-width", "0.8")
+            ])
         for a in history.timeline where a.category == .annotation && a.lastDay >= x.first && a.firstDay <= x.last {
             let x0 = x.slotStart(x.clamp(a.firstDay)), x1 = x.slotStart(x.clamp(a.lastDay) + 1)
-            m.element("rect", [("class", "annotation-range"), ("x", NumberText.coord(x0)), ("y", NumberText.coord(top)),
-                               ("width", NumberText.coord(x1 - x0)), ("height", NumberText.coord(h)), ("fill", "#f3dfa2"), ("fill-opacity", "0.35")])
+            m.element(
+                "rect",
+                [
+                    ("class", "annotation-range"), ("x", NumberText.coord(x0)), ("y", NumberText.coord(top)),
+                    ("width", NumberText.coord(x1 - x0)), ("height", NumberText.coord(h)), ("fill", "#f3dfa2"), ("fill-opacity", "0.35")
+                ])
         }
         if let week, week.upperBound >= x.first, week.lowerBound <= x.last {
             let x0 = x.slotStart(x.clamp(week.lowerBound)), x1 = x.slotStart(x.clamp(week.upperBound) + 1)
             // Outlined, not filled: a fill would mix with the annotation and no-data shades.
-            m.element("rect", [("class", "report-week"), ("x", NumberText.coord(x0)), ("y", NumberText.coord(top)),
-                               ("width", NumberText.coord(x1 - x0)), ("height", NumberText.coord(h)), ("fill", "none"), ("stroke", "#1f4e8c"),
-                               ("stroke-width", "1.2"), ("stroke-dasharray", "3 2")])
-            m.element("rect", [("x", NumberText.coord(x0)), ("y", NumberText.coord(top)), ("width", NumberText.coord(x1 - x0)), ("height", "4"),
-                               ("fill", "#1f4e8c")])
+            m.element(
+                "rect",
+                [
+                    ("class", "report-week"), ("x", NumberText.coord(x0)), ("y", NumberText.coord(top)),
+                    ("width", NumberText.coord(x1 - x0)), ("height", NumberText.coord(h)), ("fill", "none"), ("stroke", "#1f4e8c"),
+                    ("stroke-width", "1.2"), ("stroke-dasharray", "3 2")
+                ])
+            m.element(
+                "rect",
+                [
+                    ("x", NumberText.coord(x0)), ("y", NumberText.coord(top)), ("width", NumberText.coord(x1 - x0)), ("height", "4"),
+                    ("fill", "#1f4e8c")
+                ])
             if top == firstPlotTop {
-                m.element("text", [("class", "report-week-label"), ("x", NumberText.coord(x1 - 1)), ("y", NumberText.coord(eventRowText)),
-                                   ("text-anchor", "end"), ("fill", "#1f4e8c"), ("font-size", "11")], text: "report week ▾")
+                m.element(
+                    "text",
+                    [
+                        ("class", "report-week-label"), ("x", NumberText.coord(x1 - 1)), ("y", NumberText.coord(eventRowText)),
+                        ("text-anchor", "end"), ("fill", "#1f4e8c"), ("font-size", "11")
+                    ], text: "report week ▾")
             }
         }
         var runs: [ClosedRange<DayNumber>] = []
@@ -231,24 +283,43 @@ struct TimeChart {
         for r in runs {
             let x0 = x.slotStart(r.lowerBound), x1 = x.slotStart(r.upperBound + 1)
             m.open("g", [("class", "missing"), ("data-first-day", NumberText.iso(r.lowerBound)), ("data-last-day", NumberText.iso(r.upperBound))])
-            m.element("title", text: r.count == 1 ? "no data on \(NumberText.iso(r.lowerBound))"
-                                                    : "no data from \(NumberText.iso(r.lowerBound)) to \(NumberText.iso(r.upperBound))")
-            m.element("rect", [("x", NumberText.coord(x0)), ("y", NumberText.coord(top)), ("width", NumberText.coord(x1 - x0)),
-                               ("height", NumberText.coord(h)), ("fill", "#bdbdbd"), ("fill-opacity", "0.45")])
+            m.element(
+                "title",
+                text: r.count == 1
+                    ? "no data on \(NumberText.iso(r.lowerBound))"
+                    : "no data from \(NumberText.iso(r.lowerBound)) to \(NumberText.iso(r.upperBound))")
+            m.element(
+                "rect",
+                [
+                    ("x", NumberText.coord(x0)), ("y", NumberText.coord(top)), ("width", NumberText.coord(x1 - x0)),
+                    ("height", NumberText.coord(h)), ("fill", "#bdbdbd"), ("fill-opacity", "0.45")
+                ])
             if x1 - x0 >= 40 {
-                m.element("text", [("x", NumberText.coord((x0 + x1) / 2)), ("y", NumberText.coord(top + h - 5)), ("text-anchor", "middle"),
-                                   ("font-size", "9.5"), ("fill", "#444")], text: "no data")
+                m.element(
+                    "text",
+                    [
+                        ("x", NumberText.coord((x0 + x1) / 2)), ("y", NumberText.coord(top + h - 5)), ("text-anchor", "middle"),
+                        ("font-size", "9.5"), ("fill", "#444")
+                    ], text: "no data")
             }
             m.close("g")
         }
         for t in v.ticks {
             let y = v.y(t)
             if t > v.lo && t < v.hi {
-                m.element("line", [("x1", NumberText.coord(x.left)), ("x2", NumberText.coord(x.left + x.width)), ("y1", NumberText.coord(y)),
-                                   ("y2", NumberText.coord(y)), ("stroke", "#e0e0e0"), ("stroke-width", "0.7")])
+                m.element(
+                    "line",
+                    [
+                        ("x1", NumberText.coord(x.left)), ("x2", NumberText.coord(x.left + x.width)), ("y1", NumberText.coord(y)),
+                        ("y2", NumberText.coord(y)), ("stroke", "#e0e0e0"), ("stroke-width", "0.7")
+                    ])
             }
-            m.element("text", [("class", "value-label"), ("x", NumberText.coord(x.left - 4)), ("y", NumberText.coord(y + 3.5)),
-                               ("text-anchor", "end"), ("fill", "#333")], text: NumberText.fixed(t, v.decimals))
+            m.element(
+                "text",
+                [
+                    ("class", "value-label"), ("x", NumberText.coord(x.left - 4)), ("y", NumberText.coord(y + 3.5)),
+                    ("text-anchor", "end"), ("fill", "#333")
+                ], text: NumberText.fixed(t, v.decimals))
         }
     }
 
@@ -270,8 +341,12 @@ struct TimeChart {
         }
         if !tick.isEmpty { m.element("path", [("d", tick), ("stroke", "#555"), ("fill", "none")]) }
         for (px, s) in labels {
-            m.element("text", [("class", "date-label"), ("x", NumberText.coord(px)), ("y", NumberText.coord(y + 17)), ("text-anchor", "middle"),
-                               ("fill", "#333")], text: s)
+            m.element(
+                "text",
+                [
+                    ("class", "date-label"), ("x", NumberText.coord(px)), ("y", NumberText.coord(y + 17)), ("text-anchor", "middle"),
+                    ("fill", "#333")
+                ], text: s)
         }
     }
 }

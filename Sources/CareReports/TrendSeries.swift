@@ -28,7 +28,9 @@ struct TrendSeries {
                     segments.append(run)
                     run = []
                 }
-                if let v = smoothed[d] ?? nil, v.isFinite { run.append((d, v * f)) } else if !run.isEmpty {
+                if let v = smoothed[d] ?? nil, v.isFinite {
+                    run.append((d, v * f))
+                } else if !run.isEmpty {
                     segments.append(run)
                     run = []
                 }

@@ -21,8 +21,10 @@ extension UserHistory {
             return
         }
         let labels = Dictionary(t.labels, uniquingKeysWith: { a, _ in a })
-        alerts.append(AlertEpisode(id: t.id, rule: t.rule, severity: t.severity, firedDay: day, resolvedDay: t.status == .resolved ? day : nil,
-                                   summary: t.summary, labels: labels, firedSummary: t.status == .firing ? t.summary : nil))
+        alerts.append(
+            AlertEpisode(
+                id: t.id, rule: t.rule, severity: t.severity, firedDay: day, resolvedDay: t.status == .resolved ? day : nil,
+                summary: t.summary, labels: labels, firedSummary: t.status == .firing ? t.summary : nil))
     }
 
     /// Records a timeline entry, replacing one with the same id; the timeline stays sorted by first day.

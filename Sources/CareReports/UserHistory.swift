@@ -19,8 +19,10 @@ public struct UserHistory: Hashable, Sendable {
     public var timeline: [TimelineEvent]
 
     /// Creates a history.
-    public init(user: String, series: [String: [DayNumber: Double?]] = [:], units: [String: String] = [:],
-                alerts: [AlertEpisode] = [], timeline: [TimelineEvent] = []) {
+    public init(
+        user: String, series: [String: [DayNumber: Double?]] = [:], units: [String: String] = [:],
+        alerts: [AlertEpisode] = [], timeline: [TimelineEvent] = []
+    ) {
         self.user = user
         self.series = series
         self.units = units
@@ -54,8 +56,10 @@ public struct AlertEpisode: Hashable, Sendable {
     public var reportedSummary: String { firedSummary ?? summary }
 
     /// Creates an episode.
-    public init(id: String, rule: String, severity: Severity, firedDay: DayNumber, resolvedDay: DayNumber?, summary: String,
-                labels: [String: String] = [:], firedSummary: String? = nil) {
+    public init(
+        id: String, rule: String, severity: Severity, firedDay: DayNumber, resolvedDay: DayNumber?, summary: String,
+        labels: [String: String] = [:], firedSummary: String? = nil
+    ) {
         self.firedSummary = firedSummary
         self.id = id
         self.rule = rule

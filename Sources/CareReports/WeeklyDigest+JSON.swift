@@ -208,12 +208,14 @@ struct DigestReader {
                 try f.only(["dailyMean", "smoothedLast", "daysWithData", "daysWithoutData"])
                 let with = try f.int("daysWithData", 0...7), without = try f.int("daysWithoutData", 0...7)
                 guard with + without == 7 else { throw f.fail("daysWithoutData", "days with and without data must add up to 7") }
-                return .init(dailyMean: try f.optionalNumber("dailyMean"), smoothedLast: try f.optionalNumber("smoothedLast"),
-                             daysWithData: with, daysWithoutData: without)
+                return .init(
+                    dailyMean: try f.optionalNumber("dailyMean"), smoothedLast: try f.optionalNumber("smoothedLast"),
+                    daysWithData: with, daysWithoutData: without)
             }
-            return .init(title: try m.string("title"), series: try m.string("series"), unit: try m.unit(), thisWeek: try figures("thisWeek"),
-                         lastWeek: try figures("lastWeek"), baseline: try m.optionalNumber("baseline"), trendPerWeek: try m.optionalNumber("trendPerWeek"),
-                         lowerIsBetter: try m.bool("lowerIsBetter"))
+            return .init(
+                title: try m.string("title"), series: try m.string("series"), unit: try m.unit(), thisWeek: try figures("thisWeek"),
+                lastWeek: try figures("lastWeek"), baseline: try m.optionalNumber("baseline"), trendPerWeek: try m.optionalNumber("trendPerWeek"),
+                lowerIsBetter: try m.bool("lowerIsBetter"))
         }
         if try r.value("sixMinuteWalk") != .null {
             let s = try r.object("sixMinuteWalk")
@@ -228,12 +230,15 @@ struct DigestReader {
         }
         d.conditions = try r.objects("conditions").map { c in
             try c.only(["group", "label", "count", "share"])
-            return .init(group: try c.string("group"), label: try c.string("label"), count: try c.int("count", 0...Int(Int32.max)),
-                         share: try c.number("share"))
+            return .init(
+                group: try c.string("group"), label: try c.string("label"), count: try c.int("count", 0...Int(Int32.max)),
+                share: try c.number("share"))
         }
         d.alerts = try r.objects("alerts").map { a in
             try a.only(["state", "id", "rule", "severity", "firedDay", "resolvedDay", "summary", "firedSummary", "labels"])
-            guard let state = WeeklyDigest.AlertInWeek.State(rawValue: try a.string("state")) else { throw a.fail("state", "expected fired, active or resolved") }
+            guard let state = WeeklyDigest.AlertInWeek.State(rawValue: try a.string("state")) else {
+                throw a.fail("state", "expected fired, active or resolved")
+            }
             guard let severity = Severity(rawValue: try a.string("severity")) else { throw a.fail("severity", "expected info, warning or critical") }
             let l = try a.object("labels")
             var labels: [String: String] = [:]
@@ -241,9 +246,10 @@ struct DigestReader {
                 guard case .string(let s) = v else { throw l.fail(k, "expected a string") }
                 labels[k] = s
             }
-            let e = AlertEpisode(id: try a.string("id"), rule: try a.string("rule"), severity: severity, firedDay: try a.day("firedDay"),
-                                 resolvedDay: try a.optionalDay("resolvedDay"), summary: try a.string("summary"), labels: labels,
-                                 firedSummary: try a.optionalString("firedSummary"))
+            let e = AlertEpisode(
+                id: try a.string("id"), rule: try a.string("rule"), severity: severity, firedDay: try a.day("firedDay"),
+                resolvedDay: try a.optionalDay("resolvedDay"), summary: try a.string("summary"), labels: labels,
+                firedSummary: try a.optionalString("firedSummary"))
             return .init(episode: e, state: state)
         }
         d.annotations = try r.objects("annotations").map { t in
@@ -254,8 +260,9 @@ struct DigestReader {
             case "annotation": category = .annotation
             default: throw t.fail("category", "expected clinical or annotation")
             }
-            return TimelineEvent(id: try t.string("id"), category: category, kind: try t.string("kind"), firstDay: try t.day("firstDay"),
-                                 lastDay: try t.day("lastDay"), note: try t.optionalString("note"))
+            return TimelineEvent(
+                id: try t.string("id"), category: category, kind: try t.string("kind"), firstDay: try t.day("firstDay"),
+                lastDay: try t.day("lastDay"), note: try t.optionalString("note"))
         }
         guard case .array(let ex) = try r.value("explanations") else { throw r.fail("explanations", "expected an array") }
         d.explanations = try ex.enumerated().map { i, x in

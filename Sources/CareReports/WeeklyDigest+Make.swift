@@ -23,8 +23,9 @@ extension WeeklyDigest {
                     return DayValue(day: day, value: v * w.displayUnit.factor, provisional: p)
                 }
             }
-            d.sixMinuteWalk = SixMinuteWalkSummary(unit: w.displayUnit, clinic: values(w.clinic, checkProvisional: false),
-                                                   watch: values(w.watch, checkProvisional: true))
+            d.sixMinuteWalk = SixMinuteWalkSummary(
+                unit: w.displayUnit, clinic: values(w.clinic, checkProvisional: false),
+                watch: values(w.watch, checkProvisional: true))
         }
         var totals: [String: Double] = [:]
         let counts = spec.conditions.map { c in (c, (mon...sun).reduce(0.0) { $0 + ((h.series[c.series]?[$1] ?? nil) ?? 0) }) }
@@ -50,8 +51,9 @@ extension WeeklyDigest {
             let days = first...(first + 6)
             let known = days.compactMap { value(daily, $0) }
             let last = days.reversed().lazy.compactMap { value(smoothed, $0) }.first
-            return WeekFigures(dailyMean: known.isEmpty ? nil : known.reduce(0, +) / Double(known.count) * f, smoothedLast: last.map { $0 * f },
-                               daysWithData: known.count, daysWithoutData: 7 - known.count)
+            return WeekFigures(
+                dailyMean: known.isEmpty ? nil : known.reduce(0, +) / Double(known.count) * f, smoothedLast: last.map { $0 * f },
+                daysWithData: known.count, daysWithoutData: 7 - known.count)
         }
         var baseline: Double?
         if let n = p.baselineDays {
@@ -71,7 +73,8 @@ extension WeeklyDigest {
             let sxx = points.reduce(0) { $0 + ($1.0 - mx) * ($1.0 - mx) }, sxy = points.reduce(0) { $0 + ($1.0 - mx) * ($1.1 - my) }
             trend = sxy / sxx * 7
         }
-        return MetricSummary(title: p.title, series: p.daily, unit: p.displayUnit, thisWeek: figures(mon), lastWeek: figures(mon - 7),
-                             baseline: baseline, trendPerWeek: trend, lowerIsBetter: p.lowerIsBetter)
+        return MetricSummary(
+            title: p.title, series: p.daily, unit: p.displayUnit, thisWeek: figures(mon), lastWeek: figures(mon - 7),
+            baseline: baseline, trendPerWeek: trend, lowerIsBetter: p.lowerIsBetter)
     }
 }

@@ -46,9 +46,11 @@ public struct WeeklyDigest: Hashable, Sendable {
     public var explanations: [String]
 
     /// Creates a digest.
-    public init(user: String, week: ISOWeek, firstDay: DayNumber, lastDay: DayNumber, metrics: [MetricSummary] = [],
-                sixMinuteWalk: SixMinuteWalkSummary? = nil, conditions: [ConditionShare] = [], alerts: [AlertInWeek] = [],
-                annotations: [TimelineEvent] = [], explanations: [String] = []) {
+    public init(
+        user: String, week: ISOWeek, firstDay: DayNumber, lastDay: DayNumber, metrics: [MetricSummary] = [],
+        sixMinuteWalk: SixMinuteWalkSummary? = nil, conditions: [ConditionShare] = [], alerts: [AlertInWeek] = [],
+        annotations: [TimelineEvent] = [], explanations: [String] = []
+    ) {
         self.user = user
         self.week = week
         self.firstDay = firstDay
@@ -81,8 +83,10 @@ public struct WeeklyDigest: Hashable, Sendable {
         public var lowerIsBetter: Bool
 
         /// Creates a summary.
-        public init(title: String, series: String, unit: DisplayUnit, thisWeek: WeekFigures, lastWeek: WeekFigures, baseline: Double?,
-                    trendPerWeek: Double?, lowerIsBetter: Bool) {
+        public init(
+            title: String, series: String, unit: DisplayUnit, thisWeek: WeekFigures, lastWeek: WeekFigures, baseline: Double?,
+            trendPerWeek: Double?, lowerIsBetter: Bool
+        ) {
             self.title = title
             self.series = series
             self.unit = unit

@@ -43,7 +43,11 @@ public struct BearerTokens: Sendable {
                 throw Problem(line: n + 1, message: "the token of '\(name)' must be printable ASCII without spaces")
             }
             guard token.count >= BearerTokens.minimumTokenLength, token.count <= BearerTokens.maximumTokenLength else {
-                throw Problem(line: n + 1, message: "the token of '\(name)' must be \(BearerTokens.minimumTokenLength)-\(BearerTokens.maximumTokenLength) characters (e.g. 'openssl rand -hex 32')")
+                throw Problem(
+                    line: n + 1,
+                    message:
+                        "the token of '\(name)' must be \(BearerTokens.minimumTokenLength)-\(BearerTokens.maximumTokenLength) characters (e.g. 'openssl rand -hex 32')"
+                )
             }
             if entries.contains(where: { $0.name == name }) { throw Problem(line: n + 1, message: "the name '\(name)' is given twice") }
             if entries.contains(where: { $0.token == token }) { throw Problem(line: n + 1, message: "the token of '\(name)' is also another name's token") }

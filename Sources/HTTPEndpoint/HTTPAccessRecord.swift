@@ -34,8 +34,10 @@ public struct HTTPAccessRecord: Sendable, Equatable {
 
     /// The log fields, in order.
     public var fields: [(String, String)] {
-        [("token", principal), ("method", method), ("route", route), ("query", queryNames.isEmpty ? "-" : queryNames.joined(separator: ",")),
-         ("status", String(status)), ("bytes", String(bytes)), ("peer", peer), ("tls", tls ? "true" : "false")]
+        [
+            ("token", principal), ("method", method), ("route", route), ("query", queryNames.isEmpty ? "-" : queryNames.joined(separator: ",")),
+            ("status", String(status)), ("bytes", String(bytes)), ("peer", peer), ("tls", tls ? "true" : "false")
+        ]
     }
 
     /// The methods logged by name; others as `OTHER`.

@@ -24,8 +24,10 @@ public struct HTTPRequest: Sendable {
     public internal(set) var principal: String?
 
     /// Creates a request.
-    public init(method: String, path: String, query: [(name: String, value: String)] = [], queryOverflow: Bool = false,
-                authorization: String? = nil, peer: String? = nil, isTLS: Bool = false) {
+    public init(
+        method: String, path: String, query: [(name: String, value: String)] = [], queryOverflow: Bool = false,
+        authorization: String? = nil, peer: String? = nil, isTLS: Bool = false
+    ) {
         self.method = method
         self.path = path
         self.query = query

@@ -58,6 +58,6 @@ public struct HTTPResponse: Sendable {
         ("Cache-Control", "no-store"),
         ("X-Content-Type-Options", "nosniff"),
         ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"),
-        ("Referrer-Policy", "no-referrer"),
+        ("Referrer-Policy", "no-referrer")
     ]
 }

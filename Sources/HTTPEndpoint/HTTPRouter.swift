@@ -82,14 +82,17 @@ public struct HTTPRouter: Sendable {
 
     /// Mounts a route for `method`. A pattern mounted twice for one method is a programmer error.
     public mutating func add(method: String, _ pattern: String, query: Set<String> = [], access: Access = .token, _ handler: @escaping Handler) {
-        precondition(pattern.hasPrefix("/") && (pattern == "/" || !pattern.hasSuffix("/")), "route pattern '\(pattern)' must be an absolute path without a trailing slash")
+        precondition(
+            pattern.hasPrefix("/") && (pattern == "/" || !pattern.hasSuffix("/")),
+            "route pattern '\(pattern)' must be an absolute path without a trailing slash")
         let segments: [Route.Segment] = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { s in
             if s.hasPrefix("{"), s.hasSuffix("}"), s.count > 2 { return .parameter(String(s.dropFirst().dropLast())) }
             precondition(!s.contains("{") && !s.contains("}"), "route pattern '\(pattern)': '{' and '}' only around a whole segment")
             return .literal(String(s))
         }
-        precondition(!routes.contains { $0.method == method && $0.segments.map(Self.shape) == segments.map(Self.shape) },
-                     "route \(method) \(pattern) is mounted twice")
+        precondition(
+            !routes.contains { $0.method == method && $0.segments.map(Self.shape) == segments.map(Self.shape) },
+            "route \(method) \(pattern) is mounted twice")
         routes.append(Route(method: method, pattern: pattern, segments: segments, query: query, access: access, handler: handler))
     }
 
@@ -104,9 +107,10 @@ public struct HTTPRouter: Sendable {
         r.headers += HTTPResponse.securityHeaders
         if request.isTLS { r.headers.append(("Strict-Transport-Security", "max-age=31536000")) }
         let accepted = route.map { route in request.query.map(\.name).filter { route.query.contains($0) } } ?? []
-        let record = HTTPAccessRecord(method: HTTPAccessRecord.loggedMethod(request.method), route: route?.pattern ?? "-",
-                                      queryNames: r.status < 400 ? accepted : [], principal: request.principal ?? "-",
-                                      status: r.status, bytes: r.bytes.count, peer: request.peer ?? "-", tls: request.isTLS)
+        let record = HTTPAccessRecord(
+            method: HTTPAccessRecord.loggedMethod(request.method), route: route?.pattern ?? "-",
+            queryNames: r.status < 400 ? accepted : [], principal: request.principal ?? "-",
+            status: r.status, bytes: r.bytes.count, peer: request.peer ?? "-", tls: request.isTLS)
         return (r, record)
     }
 
@@ -124,17 +128,26 @@ public struct HTTPRouter: Sendable {
         let method = request.method == "HEAD" ? "GET" : request.method
         guard let route = candidates.first(where: { $0.method == method }) else {
             let allowed = Set(candidates.map(\.method) + (candidates.contains { $0.method == "GET" } ? ["HEAD"] : [])).sorted()
-            return (fail(.methodNotAllowed, "method \(HTTPAccessRecord.loggedMethod(request.method)) is not allowed here; allowed: \(allowed.joined(separator: ", "))")
-                .adding("Allow", allowed.joined(separator: ", ")), route0(candidates))
+            return (
+                fail(
+                    .methodNotAllowed,
+                    "method \(HTTPAccessRecord.loggedMethod(request.method)) is not allowed here; allowed: \(allowed.joined(separator: ", "))"
+                )
+                .adding("Allow", allowed.joined(separator: ", ")), route0(candidates)
+            )
         }
         if route.access == .token {
             guard let header = request.authorization else {
-                return (fail(.unauthorized, "authentication required: send 'Authorization: Bearer TOKEN'")
-                    .adding("WWW-Authenticate", "Bearer realm=\"mobilityd\""), route)
+                return (
+                    fail(.unauthorized, "authentication required: send 'Authorization: Bearer TOKEN'")
+                        .adding("WWW-Authenticate", "Bearer realm=\"mobilityd\""), route
+                )
             }
             guard let name = tokens?.name(forAuthorization: header) else {
-                return (fail(.unauthorized, "the bearer token is not valid")
-                    .adding("WWW-Authenticate", "Bearer realm=\"mobilityd\", error=\"invalid_token\""), route)
+                return (
+                    fail(.unauthorized, "the bearer token is not valid")
+                        .adding("WWW-Authenticate", "Bearer realm=\"mobilityd\", error=\"invalid_token\""), route
+                )
             }
             request.principal = name
         }

@@ -76,26 +76,39 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Starts a plain-HTTP, GET-only server that hands `handler` the method and path (other
     /// methods get 405). For `/metrics` and `/healthz`; nothing is access-logged.
-    public convenience init(address: String, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
-                            handler: @escaping @Sendable (String, String) -> HTTPResponse) throws(HTTPServerError) {
-        try self.init(address: address, connectionLimit: connectionLimit, idleTimeoutSeconds: idleTimeoutSeconds, responder: { request in
-            let r = request.method == "GET" || request.method == "HEAD" ? handler(request.method, request.path)
-                : HTTPResponse(status: 405, body: "method not allowed\n")
-            return (r, nil)
-        })
+    public convenience init(
+        address: String, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
+        handler: @escaping @Sendable (String, String) -> HTTPResponse
+    ) throws(HTTPServerError) {
+        try self.init(
+            address: address, connectionLimit: connectionLimit, idleTimeoutSeconds: idleTimeoutSeconds,
+            responder: { request in
+                let r =
+                    request.method == "GET" || request.method == "HEAD"
+                    ? handler(request.method, request.path)
+                    : HTTPResponse(status: 405, body: "method not allowed\n")
+                return (r, nil)
+            })
     }
 
     /// Starts a server for `router` (with TLS when `tls` is given) that hands each exchange's
     /// record to `accessLog`.
-    public convenience init(address: String, tls: TLS? = nil, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
-                            router: HTTPRouter, accessLog: (@Sendable (HTTPAccessRecord) -> Void)? = nil) throws(HTTPServerError) {
-        try self.init(address: address, tls: tls, connectionLimit: connectionLimit, idleTimeoutSeconds: idleTimeoutSeconds,
-                      responder: { request in let (r, a) = router.respond(to: request); return (r, a) }, accessLog: accessLog)
+    public convenience init(
+        address: String, tls: TLS? = nil, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
+        router: HTTPRouter, accessLog: (@Sendable (HTTPAccessRecord) -> Void)? = nil
+    ) throws(HTTPServerError) {
+        try self.init(
+            address: address, tls: tls, connectionLimit: connectionLimit, idleTimeoutSeconds: idleTimeoutSeconds,
+            responder: { request in
+                let (r, a) = router.respond(to: request); return (r, a)
+            }, accessLog: accessLog)
     }
 
     /// Starts listening on `host:port` (IPv4 literal; use 127.0.0.1 for loopback only).
-    public init(address: String, tls: TLS? = nil, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
-                responder: @escaping Responder, accessLog: (@Sendable (HTTPAccessRecord) -> Void)? = nil) throws(HTTPServerError) {
+    public init(
+        address: String, tls: TLS? = nil, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
+        responder: @escaping Responder, accessLog: (@Sendable (HTTPAccessRecord) -> Void)? = nil
+    ) throws(HTTPServerError) {
         self.responder = responder
         self.accessLog = accessLog
         self.isTLS = tls != nil
@@ -116,15 +129,17 @@ public final class HTTPServer: @unchecked Sendable {
         errno = 0
         let d = withUnsafePointer(to: &sin) { ptr in
             ptr.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                mw_mhd_start_tls(sa, { cls, conn, url, method, _, _, uploadSize, conCls in
-                    guard let cls, let conn, let url, let method else { return .NO }
-                    // The first call per request only sets up state; answer on the last.
-                    if conCls?.pointee == nil { conCls?.pointee = UnsafeMutableRawPointer(bitPattern: 1); return .YES }
-                    if let uploadSize, uploadSize.pointee != 0 { uploadSize.pointee = 0; return .YES }
-                    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-                    return server.answer(conn, method: String(cString: method), path: String(cString: url))
-                }, me, UInt32(clamping: max(1, connectionLimit)), UInt32(clamping: max(1, idleTimeoutSeconds)), 16 * 1024,
-                pem?.cert, pem?.key)
+                mw_mhd_start_tls(
+                    sa,
+                    { cls, conn, url, method, _, _, uploadSize, conCls in
+                        guard let cls, let conn, let url, let method else { return .NO }
+                        // The first call per request only sets up state; answer on the last.
+                        if conCls?.pointee == nil { conCls?.pointee = UnsafeMutableRawPointer(bitPattern: 1); return .YES }
+                        if let uploadSize, uploadSize.pointee != 0 { uploadSize.pointee = 0; return .YES }
+                        let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+                        return server.answer(conn, method: String(cString: method), path: String(cString: url))
+                    }, me, UInt32(clamping: max(1, connectionLimit)), UInt32(clamping: max(1, idleTimeoutSeconds)), 16 * 1024,
+                    pem?.cert, pem?.key)
             }
         }
         guard let d else {
@@ -144,20 +159,23 @@ public final class HTTPServer: @unchecked Sendable {
     private func answer(_ conn: OpaquePointer, method: String, path: String) -> MHD_Result {
         var collector = QueryCollector()
         withUnsafeMutablePointer(to: &collector) { c in
-            _ = mw_mhd_query_arguments(conn, { cls, _, key, value in
-                guard let cls, let key else { return .YES }
-                let c = cls.assumingMemoryBound(to: QueryCollector.self)
-                guard c.pointee.items.count < HTTPServer.maxQueryParameters else { c.pointee.overflow = true; return .NO }
-                c.pointee.items.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
-                return .YES
-            }, c)
+            _ = mw_mhd_query_arguments(
+                conn,
+                { cls, _, key, value in
+                    guard let cls, let key else { return .YES }
+                    let c = cls.assumingMemoryBound(to: QueryCollector.self)
+                    guard c.pointee.items.count < HTTPServer.maxQueryParameters else { c.pointee.overflow = true; return .NO }
+                    c.pointee.items.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+                    return .YES
+                }, c)
         }
         var ip: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
         let peer: String? = withUnsafeMutableBytes(of: &ip) { b in
             mw_mhd_peer_ipv4(conn, b.baseAddress!.assumingMemoryBound(to: UInt8.self)) != 0 ? b.map(String.init).joined(separator: ".") : nil
         }
-        let request = HTTPRequest(method: method, path: path, query: collector.items, queryOverflow: collector.overflow,
-                                  authorization: mw_mhd_header(conn, "Authorization").map { String(cString: $0) }, peer: peer, isTLS: isTLS)
+        let request = HTTPRequest(
+            method: method, path: path, query: collector.items, queryOverflow: collector.overflow,
+            authorization: mw_mhd_header(conn, "Authorization").map { String(cString: $0) }, peer: peer, isTLS: isTLS)
         let (r, record) = responder(request)
         var bytes = r.bytes
         let resp = bytes.withUnsafeMutableBytes { mw_mhd_response_copy($0.count, $0.baseAddress) }

@@ -37,7 +37,9 @@ public enum LoopbackHTTP {
             data += buf[0..<n]
         }
         // Headers end at the first CR LF CR LF.
-        guard let end = (0..<max(0, data.count - 3)).first(where: { data[$0] == 13 && data[$0 + 1] == 10 && data[$0 + 2] == 13 && data[$0 + 3] == 10 }) else { return nil }
+        guard let end = (0..<max(0, data.count - 3)).first(where: { data[$0] == 13 && data[$0 + 1] == 10 && data[$0 + 2] == 13 && data[$0 + 3] == 10 }) else {
+            return nil
+        }
         let statusLine = String(decoding: data[0..<(data.firstIndex(of: 13) ?? end)], as: UTF8.self)
         let parts = statusLine.split(separator: " ")
         guard parts.count >= 2, let status = Int(parts[1]) else { return nil }

@@ -11,13 +11,17 @@ public struct BrokerURL: Hashable, Sendable, CustomStringConvertible {
     public init(parsing s: String) throws(MQTTError) {
         let tls: Bool
         var rest: Substring
-        if s.hasPrefix("mqtt://") { tls = false; rest = s.dropFirst(7) } else if s.hasPrefix("mqtts://") { tls = true; rest = s.dropFirst(8) } else {
+        if s.hasPrefix("mqtt://") {
+            tls = false; rest = s.dropFirst(7)
+        } else if s.hasPrefix("mqtts://") {
+            tls = true; rest = s.dropFirst(8)
+        } else {
             throw .configuration("broker URL '\(s)' must start with mqtt:// or mqtts://")
         }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         var port: Int32 = tls ? 8883 : 1883
         var host = rest
-        if rest.hasPrefix("[") { // [::1]:1883
+        if rest.hasPrefix("[") {  // [::1]:1883
             guard let close = rest.firstIndex(of: "]") else { throw .configuration("bad IPv6 address in '\(s)'") }
             host = rest[rest.index(after: rest.startIndex)..<close]
             let after = rest[rest.index(after: close)...]

@@ -91,7 +91,9 @@ public final class MQTTClient: @unchecked Sendable {
     private let subscribeMid = Atomic<Int32>(0)
     private let subscribedFlag = Atomic<Bool>(false)
 
-    private static let libraryInit: Void = { mosquitto_lib_init(); return () }()
+    private static let libraryInit: Void = {
+        mosquitto_lib_init(); return ()
+    }()
 
     /// Whether the client is connected now.
     public var isConnected: Bool { connectedFlag.load(ordering: .relaxed) }
@@ -119,10 +121,12 @@ public final class MQTTClient: @unchecked Sendable {
     ///     PUBACK cannot say no, and mosquitto acknowledges a denied publish like any other.
     ///   - onOversized: called instead of `onMessage` for a payload over
     ///     ``MQTTClientConfiguration/maxIncomingPayloadBytes``, which is not copied.
-    public init(_ configuration: MQTTClientConfiguration, onMessage: @escaping @Sendable (String, [UInt8]) -> Void,
-                onEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void = { _ in },
-                onPublished: @escaping @Sendable (_ mid: Int32, _ reasonCode: Int32) -> Void = { _, _ in },
-                onOversized: @escaping @Sendable (_ topic: String, _ size: Int) -> Void = { _, _ in }) throws(MQTTError) {
+    public init(
+        _ configuration: MQTTClientConfiguration, onMessage: @escaping @Sendable (String, [UInt8]) -> Void,
+        onEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void = { _ in },
+        onPublished: @escaping @Sendable (_ mid: Int32, _ reasonCode: Int32) -> Void = { _, _ in },
+        onOversized: @escaping @Sendable (_ topic: String, _ size: Int) -> Void = { _, _ in }
+    ) throws(MQTTError) {
         _ = MQTTClient.libraryInit
         self.configuration = configuration
         self.onMessage = onMessage
@@ -151,7 +155,9 @@ public final class MQTTClient: @unchecked Sendable {
         let v5 = c.protocolVersion == .v5
         try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311), "protocol version")
         try check(mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1), "TCP_NODELAY")
-        if v5 { try check(mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, c.maxInflight), "send maximum") } else {
+        if v5 {
+            try check(mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, c.maxInflight), "send maximum")
+        } else {
             try check(mosquitto_max_inflight_messages_set(handle, UInt32(c.maxInflight)), "max inflight")
         }
         if let u = c.username { try check(mosquitto_username_pw_set(handle, u, c.password), "credentials") }
@@ -198,7 +204,8 @@ public final class MQTTClient: @unchecked Sendable {
                 me.onOversized(topic, Int(m.payloadlen))
                 return
             }
-            let payload: [UInt8] = m.payloadlen > 0 && m.payload != nil
+            let payload: [UInt8] =
+                m.payloadlen > 0 && m.payload != nil
                 ? Array(UnsafeRawBufferPointer(start: m.payload, count: Int(m.payloadlen))) : []
             me.onMessage(topic, payload)
         }
@@ -331,9 +338,11 @@ public final class MQTTClient: @unchecked Sendable {
     /// broker's maximum packet size, an invalid topic or UTF-8, a QoS or retain the broker does
     /// not support). Anything else (not connected, out of memory, a lost connection) may pass later.
     public static func publishFailureIsPermanent(_ rc: Int32) -> Bool {
-        let permanent: [mosq_err_t] = [MOSQ_ERR_INVAL, MOSQ_ERR_PAYLOAD_SIZE, MOSQ_ERR_MALFORMED_UTF8, MOSQ_ERR_OVERSIZE_PACKET,
-                                       MOSQ_ERR_QOS_NOT_SUPPORTED, MOSQ_ERR_RETAIN_NOT_SUPPORTED, MOSQ_ERR_TOPIC_ALIAS_INVALID,
-                                       MOSQ_ERR_NOT_SUPPORTED]
+        let permanent: [mosq_err_t] = [
+            MOSQ_ERR_INVAL, MOSQ_ERR_PAYLOAD_SIZE, MOSQ_ERR_MALFORMED_UTF8, MOSQ_ERR_OVERSIZE_PACKET,
+            MOSQ_ERR_QOS_NOT_SUPPORTED, MOSQ_ERR_RETAIN_NOT_SUPPORTED, MOSQ_ERR_TOPIC_ALIAS_INVALID,
+            MOSQ_ERR_NOT_SUPPORTED
+        ]
         return permanent.contains { $0.rawValue == rc }
     }
 
@@ -356,7 +365,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// Disconnects cleanly (the will is not sent) and stops the network thread.
     public func stop() {
         guard started.exchange(false, ordering: .sequentiallyConsistent) else { return }
-        if retrying.load(ordering: .sequentiallyConsistent) { retryDone.wait() } // the retry thread sees `started` within 50 ms
+        if retrying.load(ordering: .sequentiallyConsistent) { retryDone.wait() }  // the retry thread sees `started` within 50 ms
         if loopRunning.exchange(false, ordering: .sequentiallyConsistent) {
             mosquitto_disconnect(handle)
             mosquitto_loop_stop(handle, false)

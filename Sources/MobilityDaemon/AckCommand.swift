@@ -40,7 +40,9 @@ struct AckCommand: Hashable, Sendable {
         func no(_ r: Refusal, _ m: String, _ alert: String? = nil, _ user: String? = nil) -> Result<AckCommand, Rejection> {
             .failure(Rejection(refusal: r, message: m, alert: alert, user: user))
         }
-        guard payload.count <= maxPayloadBytes else { return no(.payloadTooLarge, "an acknowledgement is at most \(maxPayloadBytes) bytes, got \(payload.count)") }
+        guard payload.count <= maxPayloadBytes else {
+            return no(.payloadTooLarge, "an acknowledgement is at most \(maxPayloadBytes) bytes, got \(payload.count)")
+        }
         guard case .success(let v) = JSONValue.parse(payload), case .object(let members) = v else {
             return no(.malformedJSON, "expected a JSON object {\"alert\", \"user\", \"by\", \"note\"}")
         }
@@ -62,7 +64,8 @@ struct AckCommand: Hashable, Sendable {
             return no(.invalidField, "'alert' is an instance id: 1-64 lower-case hex digits")
         }
         guard TopicLayout.isValidUser(user) else { return no(.invalidField, "'user' is 1-64 of A-Z a-z 0-9 . _ -", alert) }
-        guard !by.isEmpty, by.utf8.count <= AlertAcknowledgement.maxByBytes, !by.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !by.isEmpty, by.utf8.count <= AlertAcknowledgement.maxByBytes, !by.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
             return no(.invalidField, "'by' is 1-\(AlertAcknowledgement.maxByBytes) bytes without control characters", alert, user)
         }
         if let note, note.utf8.count > AlertAcknowledgement.maxNoteBytes {

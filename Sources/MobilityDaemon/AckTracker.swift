@@ -22,7 +22,13 @@ enum OutputKind: String, Sendable, CaseIterable {
             return
         }
         let n = parts.count
-        if parts.last == "rejected" { self = .rejected } else if n >= 3, parts[n - 3] == "daemon", parts[n - 1] == "status" { self = .status } else { self = .other }
+        if parts.last == "rejected" {
+            self = .rejected
+        } else if n >= 3, parts[n - 3] == "daemon", parts[n - 1] == "status" {
+            self = .status
+        } else {
+            self = .other
+        }
     }
 }
 
@@ -107,11 +113,19 @@ final class AckTracker: Sendable {
     }
 
     /// Takes the acknowledged outbox ids.
-    func drain() -> [Int64] { state.withLock { s in defer { s.acked.removeAll() }; return s.acked } }
+    func drain() -> [Int64] {
+        state.withLock { s in
+            defer { s.acked.removeAll() }; return s.acked
+        }
+    }
     /// Puts ids back after a failed commit.
     func restore(_ ids: [Int64]) { state.withLock { $0.acked += ids } }
     /// Takes the refusals collected since the last call.
-    func drainRefused() -> [Refusal] { state.withLock { s in defer { s.refused.removeAll() }; return s.refused } }
+    func drainRefused() -> [Refusal] {
+        state.withLock { s in
+            defer { s.refused.removeAll() }; return s.refused
+        }
+    }
     /// Puts refusals back after the store failed to park them.
     func restoreRefused(_ r: [Refusal]) { state.withLock { $0.refused = r + $0.refused } }
     /// Publishes not yet answered.

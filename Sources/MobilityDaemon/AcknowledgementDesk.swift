@@ -38,8 +38,10 @@ final class AcknowledgementDesk: Sendable {
     private let book = Mutex(Book())
     private static let resolvedMemory = 4096
 
-    init(layout: TopicLayout, store: any StateBackend, sink: any OutputSink, teams: any TeamDirectory, log: Logger,
-         publishNow: @escaping @Sendable (String, [UInt8]) -> Void) {
+    init(
+        layout: TopicLayout, store: any StateBackend, sink: any OutputSink, teams: any TeamDirectory, log: Logger,
+        publishNow: @escaping @Sendable (String, [UInt8]) -> Void
+    ) {
         self.layout = layout
         self.store = store
         self.sink = sink
@@ -116,20 +118,24 @@ final class AcknowledgementDesk: Sendable {
         }
         guard let instance else {
             let resolved = book.withLock { $0.resolved.contains(c.alert) }
-            return resolved ? no(.alertResolved, "the alert instance has resolved; a new firing has a new id")
+            return resolved
+                ? no(.alertResolved, "the alert instance has resolved; a new firing has a new id")
                 : no(.unknownAlert, "no firing alert instance of this user has this id")
         }
         let (already, cached) = book.withLock { ($0.acknowledged[c.alert], $0.lastFiring[c.alert]) }
         if let already {
             return no(.alreadyAcknowledged, "already acknowledged by \(already.acknowledgement.by) at \(already.acknowledgement.at)")
         }
-        var alert = cached ?? (try? store.firingPayload(user: c.user, alert: c.alert)).flatMap { $0.flatMap(AlertTransition.parse) }
+        var alert =
+            cached ?? (try? store.firingPayload(user: c.user, alert: c.alert)).flatMap { $0.flatMap(AlertTransition.parse) }
             ?? AcknowledgementDesk.minimal(c, instance: instance)
         alert.acknowledged = AlertAcknowledgement(by: c.by, at: now, note: c.note)
-        let stored = StoredAcknowledgement(alert: c.alert, user: c.user, rule: instance.rule.name, team: c.team,
-                                           acknowledgement: alert.acknowledged!, payload: Array(alert.json.utf8))
-        let entry = AuditEntry(at: now, action: "acknowledge", actor: c.by, team: c.team, user: c.user, rule: instance.rule.name,
-                               subject: c.alert, note: c.note)
+        let stored = StoredAcknowledgement(
+            alert: c.alert, user: c.user, rule: instance.rule.name, team: c.team,
+            acknowledgement: alert.acknowledged!, payload: Array(alert.json.utf8))
+        let entry = AuditEntry(
+            at: now, action: "acknowledge", actor: c.by, team: c.team, user: c.user, rule: instance.rule.name,
+            subject: c.alert, note: c.note)
         let topic = layout.alert(c.user, rule: instance.rule.name), audit = auditTopic
         let items: [StateStore.OutboxItem]
         do {
@@ -179,17 +185,20 @@ final class AcknowledgementDesk: Sendable {
     /// A firing transition made from the engine's state alone (no cached or recorded payload:
     /// history off and the daemon restarted since the instance fired): no evidence or summary.
     static func minimal(_ c: AckCommand, instance: (rule: AlertRule, activeSince: Int64, firedAt: Int64)) -> AlertTransition {
-        AlertTransition(id: c.alert, rule: instance.rule.name, user: c.user, severity: instance.rule.severity, status: .firing,
-                        activeSince: Timestamp(milliseconds: instance.activeSince), firedAt: Timestamp(milliseconds: instance.firedAt),
-                        resolvedAt: nil, day: CivilDate(dayNumber: LocalCalendar.utc.day(of: Timestamp(milliseconds: instance.firedAt))),
-                        summary: "", labels: instance.rule.labels, evidence: [], annotations: [])
+        AlertTransition(
+            id: c.alert, rule: instance.rule.name, user: c.user, severity: instance.rule.severity, status: .firing,
+            activeSince: Timestamp(milliseconds: instance.activeSince), firedAt: Timestamp(milliseconds: instance.firedAt),
+            resolvedAt: nil, day: CivilDate(dayNumber: LocalCalendar.utc.day(of: Timestamp(milliseconds: instance.firedAt))),
+            summary: "", labels: instance.rule.labels, evidence: [], annotations: [])
     }
 
     /// The acknowledgement metrics.
     func metrics(into m: inout MetricsText) {
         let (counts, suppressed) = book.withLock { ($0.counts, $0.suppressedReminders) }
         m.family("mobilityd_acknowledgements_total", "counter", "Alert acknowledgement commands, by result (accepted or the refusal reason).")
-        for r in ["accepted"] + AckCommand.Refusal.allCases.map(\.rawValue) { m.sample("mobilityd_acknowledgements_total", ["result": r], Double(counts[r] ?? 0)) }
+        for r in ["accepted"] + AckCommand.Refusal.allCases.map(\.rawValue) {
+            m.sample("mobilityd_acknowledgements_total", ["result": r], Double(counts[r] ?? 0))
+        }
         m.family("mobilityd_alert_reminders_acknowledged_total", "counter", "Reminders (repeat) not sent because their instance is acknowledged.")
         m.sample("mobilityd_alert_reminders_acknowledged_total", Double(suppressed))
     }

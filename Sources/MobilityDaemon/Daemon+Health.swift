@@ -40,8 +40,11 @@ extension Daemon {
             let status = problems.isEmpty ? "running: \(shards.count) shards" : "degraded: " + problems.joined(separator: "; ")
             if last.swap(status) != status { notifier.status(status) }
             if last.swapStalled(stalled) != stalled {
-                if stalled { log.error("shard stalled; /healthz fails and the watchdog is not pinged", ["status": status]) }
-                else { log.info("no shard stalled any more") }
+                if stalled {
+                    log.error("shard stalled; /healthz fails and the watchdog is not pinged", ["status": status])
+                } else {
+                    log.info("no shard stalled any more")
+                }
             }
         }
         timer.resume()

@@ -1,5 +1,5 @@
-import HTTPEndpoint
 import CareReports
+import HTTPEndpoint
 import MobilityModel
 import RuleLanguage
 import StateStore

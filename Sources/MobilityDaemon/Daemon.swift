@@ -1,8 +1,8 @@
 import Foundation
 import HTTPEndpoint
+import MQTTTransport
 import MobilityModel
 import MobilityWire
-import MQTTTransport
 import RuleEngine
 import RuleLanguage
 import StateStore
@@ -48,7 +48,9 @@ public final class Daemon: Sendable {
         }
         if config.mqttVersion == .v311, config.username != nil {
             // An authenticating broker has an ACL; under 3.1.1 a publish it denies looks delivered.
-            log.warn("under MQTT 3.1.1 a publish the broker refuses cannot be seen: an output its ACL denies is lost without a trace; use --mqtt-version 5 where the broker speaks it")
+            log.warn(
+                "under MQTT 3.1.1 a publish the broker refuses cannot be seen: an output its ACL denies is lost without a trace; use --mqtt-version 5 where the broker speaks it"
+            )
         }
         if config.checkConfig {
             print("configuration ok: \(program.alerts.count) alerts, \(program.series.count) series, broker \(broker), clock \(config.clock.rawValue)")
@@ -84,10 +86,12 @@ public final class Daemon: Sendable {
         // rule's firing alerts resolve and their retained topics clear, as on SIGHUP.
         var restoreProgram = program
         if let previous = try? store.meta("rules_identity"), previous != program.identity {
-            log.info("rules changed since the last run; state carries over for rules that kept their name",
-                     ["previous": previous, "current": program.identity])
+            log.info(
+                "rules changed since the last run; state carries over for rules that kept their name",
+                ["previous": previous, "current": program.identity])
             if let text = try? store.meta("rules_sources"), let old = RuleReloader.program(fromStored: text),
-               old.alerts.contains(where: { a in !program.alerts.contains { $0.name == a.name } }) {
+                old.alerts.contains(where: { a in !program.alerts.contains { $0.name == a.name } })
+            {
                 restoreProgram = old
             }
         }
@@ -113,12 +117,16 @@ public final class Daemon: Sendable {
         pubConfig.will = (statusTopic, Array("offline".utf8), true)
         let publisher: MQTTClient
         do {
-            publisher = try MQTTClient(pubConfig, onMessage: { _, _ in }, onEvent: { [self] e in
-                connectionEvent(e, role: "publisher")
-                if case .connected = e, let p = publisherRef.value, let mid = try? p.publish(topic: statusTopic, payload: Array("online".utf8), retain: true) {
-                    acks.published(mid: mid, id: nil, topic: statusTopic)
-                }
-            }, onPublished: { mid, reason in acks.answered(mid: mid, reasonCode: reason) })
+            publisher = try MQTTClient(
+                pubConfig, onMessage: { _, _ in },
+                onEvent: { [self] e in
+                    connectionEvent(e, role: "publisher")
+                    if case .connected = e, let p = publisherRef.value,
+                        let mid = try? p.publish(topic: statusTopic, payload: Array("online".utf8), retain: true)
+                    {
+                        acks.published(mid: mid, id: nil, topic: statusTopic)
+                    }
+                }, onPublished: { mid, reason in acks.answered(mid: mid, reasonCode: reason) })
         } catch {
             log.error("cannot create MQTT publisher", ["error": error.description])
             return 1
@@ -130,20 +138,26 @@ public final class Daemon: Sendable {
         var decoder = WireDecoder()
         decoder.maxPayloadBytes = config.maxPayloadBytes
         let shards = (0..<config.shards).map { i in
-            Shard(index: i, ingestor: Ingestor(engine: Engine(program: restoreProgram, configuration: config.engine), layout: layout,
-                                               decoder: decoder, clock: config.clock, boundedByWallClock: true),
-                  capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
-                  ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
-                  historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, acknowledge: { user, lastID in
-                      var w = JSONWriter()
-                      w.beginObject()
-                      w.string("user", user)
-                      w.string("lastId", lastID)
-                      w.endObject()
-                      sink.publishUntracked(topic: layout.acks(user), payload: Array(w.text.utf8), retain: true)
-                  })
+            Shard(
+                index: i,
+                ingestor: Ingestor(
+                    engine: Engine(program: restoreProgram, configuration: config.engine), layout: layout,
+                    decoder: decoder, clock: config.clock, boundedByWallClock: true),
+                capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
+                ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
+                historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams,
+                acknowledge: { user, lastID in
+                    var w = JSONWriter()
+                    w.beginObject()
+                    w.string("user", user)
+                    w.string("lastId", lastID)
+                    w.endObject()
+                    sink.publishUntracked(topic: layout.acks(user), payload: Array(w.text.utf8), retain: true)
+                })
         }
-        let desk = AcknowledgementDesk(layout: layout, store: store, sink: sink, teams: careTeams, log: log) { sink.publishUntracked(topic: $0, payload: $1, retain: false) }
+        let desk = AcknowledgementDesk(layout: layout, store: store, sink: sink, teams: careTeams, log: log) {
+            sink.publishUntracked(topic: $0, payload: $1, retain: false)
+        }
         do { try desk.restore() } catch { log.error("cannot read the acknowledgements", ["error": "\(error)"]); return 1 }
         for s in shards { s.desk = desk }
         let count = UInt64(shards.count)
@@ -167,41 +181,44 @@ public final class Daemon: Sendable {
         subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
         let subscriber: MQTTClient
         do {
-            subscriber = try MQTTClient(subConfig, onMessage: { [self] topic, payload in
-                if topic.utf8.first == UInt8(ascii: "$") { brokerReported(topic, payload); return }
-                if desk.commandTeam(topic) != nil {  // a command: taken by its user's shard before it is acknowledged, not journalled
-                    desk.received(topic: topic, payload: payload) { c in
-                        let taken = DispatchSemaphore(value: 0)
-                        shards[Int(Daemon.hash(c.user) % count)].queue.push(.acknowledge(c, taken: taken))
-                        _ = taken.wait(timeout: .now() + 10)
-                    }
-                    return
-                }
-                // Journal it before returning (libmosquitto acknowledges after we return), then hand
-                // it to its user's shard. A refused write blocks here: no acknowledgement, no loss.
-                var seq: UInt64 = 0
-                while true {
-                    do {
-                        seq = try journal.append(topic: topic, payload: payload)
-                        if !journalHealthy.exchange(true, ordering: .relaxed) { log.info("journal writable again") }
-                        break
-                    } catch {
-                        if journalHealthy.exchange(false, ordering: .relaxed) {
-                            log.error("cannot journal an incoming message; not acknowledging until the disk accepts it", ["error": "\(error)"])
+            subscriber = try MQTTClient(
+                subConfig,
+                onMessage: { [self] topic, payload in
+                    if topic.utf8.first == UInt8(ascii: "$") { brokerReported(topic, payload); return }
+                    if desk.commandTeam(topic) != nil {  // a command: taken by its user's shard before it is acknowledged, not journalled
+                        desk.received(topic: topic, payload: payload) { c in
+                            let taken = DispatchSemaphore(value: 0)
+                            shards[Int(Daemon.hash(c.user) % count)].queue.push(.acknowledge(c, taken: taken))
+                            _ = taken.wait(timeout: .now() + 10)
                         }
-                        if stopping.load(ordering: .relaxed) { return }
-                        usleep(200_000)
+                        return
                     }
-                }
-                route(topic, seq: seq, payload: payload)
-                journal.markQueued(seq)
-            }, onEvent: { [self] e in connectionEvent(e, role: "subscriber") }, onOversized: { topic, size in
-                if desk.commandTeam(topic) != nil { desk.oversized(topic: topic, size: size); return }
-                let parsed = layout.parse(topic)
-                var shard = 0
-                if case .inbound(let user, _) = parsed { shard = Int(Daemon.hash(user) % count) }
-                shards[shard].queue.push(.oversized(topic: topic, parsed: parsed, size: size))
-            })
+                    // Journal it before returning (libmosquitto acknowledges after we return), then hand
+                    // it to its user's shard. A refused write blocks here: no acknowledgement, no loss.
+                    var seq: UInt64 = 0
+                    while true {
+                        do {
+                            seq = try journal.append(topic: topic, payload: payload)
+                            if !journalHealthy.exchange(true, ordering: .relaxed) { log.info("journal writable again") }
+                            break
+                        } catch {
+                            if journalHealthy.exchange(false, ordering: .relaxed) {
+                                log.error("cannot journal an incoming message; not acknowledging until the disk accepts it", ["error": "\(error)"])
+                            }
+                            if stopping.load(ordering: .relaxed) { return }
+                            usleep(200_000)
+                        }
+                    }
+                    route(topic, seq: seq, payload: payload)
+                    journal.markQueued(seq)
+                }, onEvent: { [self] e in connectionEvent(e, role: "subscriber") },
+                onOversized: { topic, size in
+                    if desk.commandTeam(topic) != nil { desk.oversized(topic: topic, size: size); return }
+                    let parsed = layout.parse(topic)
+                    var shard = 0
+                    if case .inbound(let user, _) = parsed { shard = Int(Daemon.hash(user) % count) }
+                    shards[shard].queue.push(.oversized(topic: topic, parsed: parsed, size: size))
+                })
         } catch {
             log.error("cannot create MQTT subscriber", ["error": error.description])
             return 1
@@ -234,45 +251,57 @@ public final class Daemon: Sendable {
             if !refused.isEmpty { park(refused, store: store, acks: acks) }
         }
         services.append(PublisherService(publisher: publisher, sink: sink, acks: acks, statusTopic: statusTopic, settle: settleOutputs))
-        services.append(ShardsService(shards: shards, users: restored.users, reloadAfterRestore: restoreProgram.identity == program.identity ? nil : program,
-                                      outboxCount: restored.outbox.count, journal: journal,
-                                      storePath: store.path, dueReports: (try? store.dueReports()) ?? [], log: log, route: { route($0, seq: $1, payload: $2) }))
+        services.append(
+            ShardsService(
+                shards: shards, users: restored.users, reloadAfterRestore: restoreProgram.identity == program.identity ? nil : program,
+                outboxCount: restored.outbox.count, journal: journal,
+                storePath: store.path, dueReports: (try? store.dueReports()) ?? [], log: log, route: { route($0, seq: $1, payload: $2) }))
         services.append(PublisherConnectionService(publisher: publisher, sink: sink, outbox: restored.outbox, log: log))
         services.append(SubscriberService(subscriber: subscriber, log: log))
         if config.clock == .wall {
-            services.append(TimerService(name: "ticker", label: "tick", delay: .seconds(1), interval: .seconds(config.tickSeconds)) {
-                let now = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
-                for s in shards { s.queue.push(.tick(now)) }
-            })
+            services.append(
+                TimerService(name: "ticker", label: "tick", delay: .seconds(1), interval: .seconds(config.tickSeconds)) {
+                    let now = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+                    for s in shards { s.queue.push(.tick(now)) }
+                })
         }
         // Housekeeping: commit acknowledgements and retries, release journal segments every shard has committed.
         let checkpointLog = log
-        services.append(TimerService(name: "housekeeping", label: "housekeeping", delay: .milliseconds(500), interval: .milliseconds(500)) {
-            if sink.backlog > 0 { _ = sink.publish([]) }
-            for s in shards { s.queue.push(.housekeeping) }
-            journal.release(through: shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0)
-            // WAL → database file here, on this timer's thread, not inside a shard's commit.
-            do { try store.checkpoint() } catch { checkpointLog.warn("state checkpoint failed", ["error": "\(error)"]) }
-        })
+        services.append(
+            TimerService(name: "housekeeping", label: "housekeeping", delay: .milliseconds(500), interval: .milliseconds(500)) {
+                if sink.backlog > 0 { _ = sink.publish([]) }
+                for s in shards { s.queue.push(.housekeeping) }
+                journal.release(through: shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0)
+                // WAL → database file here, on this timer's thread, not inside a shard's commit.
+                do { try store.checkpoint() } catch { checkpointLog.warn("state checkpoint failed", ["error": "\(error)"]) }
+            })
         // Forget acknowledged outputs quickly: the window in which a crash re-publishes an output
         // the broker already has is the time between its acknowledgement and this deletion.
         services.append(TimerService(name: "ack flush", label: "acks", delay: .milliseconds(20), interval: .milliseconds(20), handler: settleOutputs))
-        services.append(ServiceNotifierService(startupPings: startupPings) { [self] in
-            startServiceTimer(notifier, shards: shards, subscriber: subscriber, publisher: publisher)
-        })
-        var signalHandlers: [(Int32, @Sendable () -> Void)] = [SIGTERM, SIGINT].map { s in
-            (s, { [self] in
-                log.info("shutting down", ["signal": s == SIGTERM ? "SIGTERM" : "SIGINT"])
-                notifier.stopping(status: "stopping: draining the shard queues")
-                stopping.store(true, ordering: .relaxed)
-                shutdown.signal()
+        services.append(
+            ServiceNotifierService(startupPings: startupPings) { [self] in
+                startServiceTimer(notifier, shards: shards, subscriber: subscriber, publisher: publisher)
             })
+        var signalHandlers: [(Int32, @Sendable () -> Void)] = [SIGTERM, SIGINT].map { s in
+            (
+                s,
+                { [self] in
+                    log.info("shutting down", ["signal": s == SIGTERM ? "SIGTERM" : "SIGINT"])
+                    notifier.stopping(status: "stopping: draining the shard queues")
+                    stopping.store(true, ordering: .relaxed)
+                    shutdown.signal()
+                }
+            )
         }
-        signalHandlers.append((SIGHUP, { [self] in
-            guard let identity = reloader.reload(shards, notify: readySent.load(ordering: .relaxed)) else { return }
-            try? store.setMeta("rules_identity", identity)
-            try? store.setMeta("rules_sources", reloader.storedSources)
-        }))
+        signalHandlers.append(
+            (
+                SIGHUP,
+                { [self] in
+                    guard let identity = reloader.reload(shards, notify: readySent.load(ordering: .relaxed)) else { return }
+                    try? store.setMeta("rules_identity", identity)
+                    try? store.setMeta("rules_sources", reloader.storedSources)
+                }
+            ))
         services.append(SignalService(signalHandlers))
 
         let group = ServiceGroup(services, log: log)
@@ -281,9 +310,13 @@ public final class Daemon: Sendable {
         // unit restarts; everything else is 1, which it does not.
         // A TLS certificate or key libmicrohttpd refuses is a configuration error: 2.
         do { try group.start() } catch let e as HTTPServerError { return e.code == .cannotListen ? 75 : 2 } catch { return 1 }
-        log.info("started", ["broker": broker.description, "client_id": clientID, "clock": config.clock.rawValue, "shards": String(shards.count),
-                             "rules": config.rules, "alerts": String(program.alerts.count), "rules_identity": program.identity,
-                             "metrics": http?.boundAddress ?? "off", "http": reports?.boundAddress.map { (config.httpTLS == nil ? "http://" : "https://") + $0 } ?? "off"])
+        log.info(
+            "started",
+            [
+                "broker": broker.description, "client_id": clientID, "clock": config.clock.rawValue, "shards": String(shards.count),
+                "rules": config.rules, "alerts": String(program.alerts.count), "rules_identity": program.identity,
+                "metrics": http?.boundAddress ?? "off", "http": reports?.boundAddress.map { (config.httpTLS == nil ? "http://" : "https://") + $0 } ?? "off"
+            ])
 
         shutdown.wait()
         group.stop()
@@ -322,9 +355,12 @@ public final class Daemon: Sendable {
             return firsts
         }
         for r in firsts {
-            log.error(r.outboxID == nil ? "broker refused an output" : "broker refused an output; parked as a dead letter",
-                      ["kind": r.kind.rawValue, "reason": r.reason,
-                       "note": "logged once per kind and reason; see mobilityd_publish_refused_total and mobilityd_dead_letters"])
+            log.error(
+                r.outboxID == nil ? "broker refused an output" : "broker refused an output; parked as a dead letter",
+                [
+                    "kind": r.kind.rawValue, "reason": r.reason,
+                    "note": "logged once per kind and reason; see mobilityd_publish_refused_total and mobilityd_dead_letters"
+                ])
         }
     }
 
@@ -339,9 +375,13 @@ public final class Daemon: Sendable {
         guard topic == Daemon.brokerDroppedTopic, let n = Int64(String(decoding: payload, as: UTF8.self)) else { return }
         let before = brokerDropped.exchange(n, ordering: .relaxed)
         if n > max(before, 0) {
-            log.warn("the broker dropped messages: they were acknowledged to their publishers but never delivered",
-                     ["dropped_total": String(n), "since_last_report": String(before < 0 ? n : n - before),
-                      "remedy": "lift the broker's max_queued_messages (deploy/mosquitto.conf); gateways re-send what users/{u}/acks does not cover (docs/mqtt-api.md)"])
+            log.warn(
+                "the broker dropped messages: they were acknowledged to their publishers but never delivered",
+                [
+                    "dropped_total": String(n), "since_last_report": String(before < 0 ? n : n - before),
+                    "remedy":
+                        "lift the broker's max_queued_messages (deploy/mosquitto.conf); gateways re-send what users/{u}/acks does not cover (docs/mqtt-api.md)"
+                ])
         }
     }
 
@@ -391,8 +431,9 @@ public final class Daemon: Sendable {
             if problems.isEmpty { return HTTPResponse(body: "ok\n") }
             return HTTPResponse(status: 503, body: problems.joined(separator: "; ") + "\n")
         case "/metrics":
-            return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8",
-                                body: metrics(shards: shards, subscriber: subscriber, publisher: publisher))
+            return HTTPResponse(
+                contentType: "text/plain; version=0.0.4; charset=utf-8",
+                body: metrics(shards: shards, subscriber: subscriber, publisher: publisher))
         default:
             return HTTPResponse(status: 404, body: "not found; try /metrics or /healthz\n")
         }
@@ -424,7 +465,8 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_users", Double(total.users))
         m.family("mobilityd_queue_depth", "gauge", "Messages waiting per shard.")
         for (i, d) in depths.enumerated() { m.sample("mobilityd_queue_depth", ["shard": String(i)], Double(d)) }
-        m.family("mobilityd_shard_busy_seconds", "gauge", "How long each shard's batch at hand has run (0 while idle); past --stall-timeout the shard is stalled.")
+        m.family(
+            "mobilityd_shard_busy_seconds", "gauge", "How long each shard's batch at hand has run (0 while idle); past --stall-timeout the shard is stalled.")
         let now = DispatchTime.now().uptimeNanoseconds
         for s in shards { m.sample("mobilityd_shard_busy_seconds", ["shard": String(s.index)], Double(s.busyNanoseconds(now: now)) / 1e9) }
         m.family("mobilityd_evaluation_seconds", "summary", "Time spent ingesting and evaluating rules, per batch.")
@@ -447,9 +489,13 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_weekly_reports_total", Double(total.weeklyReports))
         m.family("mobilityd_publish_errors_total", "counter", "Publishes that libmosquitto refused.")
         m.sample("mobilityd_publish_errors_total", Double(total.publishErrors))
-        m.family("mobilityd_publish_refused_total", "counter", "Outputs refused for good, by kind and reason: by the broker (MQTT 5 reason code) or by libmosquitto (a message it can never send).")
+        m.family(
+            "mobilityd_publish_refused_total", "counter",
+            "Outputs refused for good, by kind and reason: by the broker (MQTT 5 reason code) or by libmosquitto (a message it can never send).")
         let (refusedCounts, deadLetters) = refusals.withLock { ($0.counts, $0.deadLetters) }
-        for (k, n) in refusedCounts.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_publish_refused_total", ["kind": k.kind, "reason": k.reason], Double(n)) }
+        for (k, n) in refusedCounts.sorted(by: { $0.key < $1.key }) {
+            m.sample("mobilityd_publish_refused_total", ["kind": k.kind, "reason": k.reason], Double(n))
+        }
         m.family("mobilityd_dead_letters", "gauge", "Refused outputs parked in the state store (dead_letters), not retried.")
         m.sample("mobilityd_dead_letters", Double(deadLetters))
         m.family("mobilityd_state_commits_total", "counter", "State store commits (users, journal positions and outputs together).")
@@ -465,7 +511,9 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_outputs_unacknowledged", Double((hs?.sink.acks.inFlight ?? 0) + (hs?.sink.backlog ?? 0)))
         let dropped = brokerDropped.load(ordering: .relaxed)
         if dropped >= 0 {
-            m.family("mobilityd_broker_messages_dropped", "gauge", "Messages the broker reports it dropped for its queue limits ($SYS/broker/publish/messages/dropped; mosquitto only).")
+            m.family(
+                "mobilityd_broker_messages_dropped", "gauge",
+                "Messages the broker reports it dropped for its queue limits ($SYS/broker/publish/messages/dropped; mosquitto only).")
             m.sample("mobilityd_broker_messages_dropped", Double(dropped))
         }
         m.family("mobilityd_broker_connected", "gauge", "1 when the connection is up, by role.")

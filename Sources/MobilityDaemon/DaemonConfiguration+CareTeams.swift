@@ -4,7 +4,7 @@
 /// moves users between teams' views, and which team treats a user is health data.
 extension DaemonConfiguration {
     static let careTeamOptions: [Option] = [
-        Option(name: "care-teams", value: "FILE", help: "USER TEAM[,TEAM...] lines (mode 0600 or 0400); a listed user's teams are these, not the profile's"),
+        Option(name: "care-teams", value: "FILE", help: "USER TEAM[,TEAM...] lines (mode 0600 or 0400); a listed user's teams are these, not the profile's")
     ]
 
     mutating func applyCareTeams(_ m: [String: String]) throws(Problem) {

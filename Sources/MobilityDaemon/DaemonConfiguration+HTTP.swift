@@ -11,10 +11,12 @@ import HTTPEndpoint
 /// needs TLS. The TLS key must be private like the tokens; the certificate may be public.
 extension DaemonConfiguration {
     static let httpOptions: [Option] = [
-        Option(name: "http-address", value: "HOST:PORT|off", help: "care-team reports and the JSON API, bearer tokens required (default off; off loopback TLS too)"),
+        Option(
+            name: "http-address", value: "HOST:PORT|off", help: "care-team reports and the JSON API, bearer tokens required (default off; off loopback TLS too)"
+        ),
         Option(name: "http-tokens", value: "FILE", help: "NAME:TOKEN lines, one per client (mode 0600 or 0400); the access log shows NAME"),
         Option(name: "http-tls-cert", value: "FILE", help: "PEM certificate (chain) of the report listener"),
-        Option(name: "http-tls-key", value: "FILE", help: "PEM private key of the report listener (mode 0600 or 0400)"),
+        Option(name: "http-tls-key", value: "FILE", help: "PEM private key of the report listener (mode 0600 or 0400)")
     ]
 
     /// Whether an IPv4 `HOST:PORT` is on a loopback address (127.0.0.0/8).
@@ -34,13 +36,15 @@ extension DaemonConfiguration {
         }
         let loopback = Self.isLoopback(address)
         guard let tokensPath = m["http-tokens"] else {
-            throw Problem(description: "the report listener on \(address) serves health data and needs --http-tokens FILE "
-                + "(NAME:TOKEN lines, mode 0600; e.g. 'care-team:' followed by the output of 'openssl rand -hex 32'), even on loopback, "
-                + "which every local user can reach; or set --http-address off")
+            throw Problem(
+                description: "the report listener on \(address) serves health data and needs --http-tokens FILE "
+                    + "(NAME:TOKEN lines, mode 0600; e.g. 'care-team:' followed by the output of 'openssl rand -hex 32'), even on loopback, "
+                    + "which every local user can reach; or set --http-address off")
         }
         if !loopback, m["http-tls-cert"] == nil {
-            throw Problem(description: "refusing to serve health data on \(address), which is not loopback, without TLS: "
-                + "give --http-tls-cert FILE and --http-tls-key FILE, or listen on 127.0.0.1 behind a TLS-terminating proxy")
+            throw Problem(
+                description: "refusing to serve health data on \(address), which is not loopback, without TLS: "
+                    + "give --http-tls-cert FILE and --http-tls-key FILE, or listen on 127.0.0.1 behind a TLS-terminating proxy")
         }
         let (text, mode) = try Self.readPrivate(tokensPath, what: "http tokens file")
         if mode & 0o077 != 0 { throw Problem(description: Self.looseFile(tokensPath, mode: mode, what: "http tokens file", holds: "bearer tokens")) }

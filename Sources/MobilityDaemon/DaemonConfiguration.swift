@@ -1,9 +1,9 @@
 import Foundation
 import Glibc
 import HTTPEndpoint
+import MQTTTransport
 import MobilityModel
 import MobilityWire
-import MQTTTransport
 import RuleEngine
 
 /// Everything `mobilityd` can be told. Precedence: flags, then `MOBILITYD_*` environment
@@ -113,56 +113,65 @@ public struct DaemonConfiguration: Sendable {
         let help: String
     }
 
-    static let options: [Option] = [
-        Option(name: "broker", value: "URL", help: "broker, mqtt://HOST:PORT or mqtts://HOST:PORT (default mqtt://127.0.0.1:1883)"),
-        Option(name: "rules", value: "DIR", help: "rule files directory (default rules)"),
-        Option(name: "state", value: "DIR", help: "state directory (default state)"),
-        Option(name: "clock", value: "wall|event", help: "wall: days close by the wall clock (default); event: by each user's latest sample time (replays)"),
-        Option(name: "instance", value: "NAME", help: "instance name in the status topic (default mobilityd)"),
-        Option(name: "client-id", value: "ID", help: "MQTT client id of the persistent session (default mobilityd-INSTANCE)"),
-        Option(name: "username", value: "NAME", help: "MQTT username"),
-        Option(name: "publisher-username", value: "NAME", help: "MQTT username of the publisher connection, same password (default: --username)"),
-        Option(name: "password", value: "SECRET", help: "MQTT password: config file (mode 0600) or MOBILITYD_PASSWORD only, refused on the command line"),
-        Option(name: "password-file", value: "FILE", help: "read the MQTT password from FILE (mode 0600 or 0400; e.g. a systemd credential)"),
-        Option(name: "ca-file", value: "PATH", help: "CA certificate for mqtts:// (default: system store)"),
-        Option(name: "cert-file", value: "PATH", help: "client certificate for mqtts://"),
-        Option(name: "key-file", value: "PATH", help: "client key for mqtts://"),
-        Option(name: "mqtt-version", value: "3.1.1|5", help: "MQTT protocol version (default 3.1.1)"),
-        Option(name: "topic-root", value: "ROOT", help: "topic root (default mobility/v1)"),
-        Option(name: "shards", value: "N", help: "worker shards; users are hashed to shards (default: cores - 1, at least 1)"),
-        Option(name: "queue-capacity", value: "N", help: "messages queued per shard before reading pauses (default 10000)"),
-        Option(name: "ack-interval", value: "MS", help: "publish commit acknowledgements at most this often, coalesced per user (default 250; 0: every commit)"),
-        Option(name: "commit-interval", value: "MS", help: "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch)"),
-        Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)"),
-    ] + httpOptions + careTeamOptions + [
-        Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
-        Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
-        Option(name: "time-zone", value: "ZONE", help: "IANA zone of users without a profile (default UTC)"),
-        Option(name: "grace", value: "SECONDS", help: "a day closes this long after local midnight (default 3600)"),
-        Option(name: "lateness", value: "DAYS", help: "samples older than this are rejected as too late (default 7)"),
-        Option(name: "max-future", value: "SECONDS", help: "clock-skew guard for future samples (default 600)"),
-        Option(name: "max-event-age", value: "DAYS", help: "timeline entries may start at most this long before the user's today (default 730)"),
-        Option(name: "max-payload", value: "BYTES", help: "largest accepted payload (default 262144)"),
-        Option(name: "tick", value: "SECONDS", help: "wall clock: how often days are closed (default 60)"),
-        Option(name: "stall-timeout", value: "SECONDS", help: "a shard busy with one batch longer than this is stalled: /healthz 503, systemd watchdog pings stop (default 30)"),
-        Option(name: "publish-series", value: "true|false", help: "publish recorded series on MQTT (default true; the history records them either way)"),
-        Option(name: "history-days", value: "DAYS|off", help: "care-team history kept before each user's latest day, for reports (default 90; off: none)"),
-        Option(name: "config", value: "FILE", help: "read KEY = VALUE lines (same keys as the flags)"),
-        Option(name: "check-config", value: nil, help: "check the configuration and rules, then exit 0 or 1"),
-        Option(name: "help", value: nil, help: "show this help"),
-    ]
+    static let options: [Option] =
+        [
+            Option(name: "broker", value: "URL", help: "broker, mqtt://HOST:PORT or mqtts://HOST:PORT (default mqtt://127.0.0.1:1883)"),
+            Option(name: "rules", value: "DIR", help: "rule files directory (default rules)"),
+            Option(name: "state", value: "DIR", help: "state directory (default state)"),
+            Option(
+                name: "clock", value: "wall|event", help: "wall: days close by the wall clock (default); event: by each user's latest sample time (replays)"),
+            Option(name: "instance", value: "NAME", help: "instance name in the status topic (default mobilityd)"),
+            Option(name: "client-id", value: "ID", help: "MQTT client id of the persistent session (default mobilityd-INSTANCE)"),
+            Option(name: "username", value: "NAME", help: "MQTT username"),
+            Option(name: "publisher-username", value: "NAME", help: "MQTT username of the publisher connection, same password (default: --username)"),
+            Option(name: "password", value: "SECRET", help: "MQTT password: config file (mode 0600) or MOBILITYD_PASSWORD only, refused on the command line"),
+            Option(name: "password-file", value: "FILE", help: "read the MQTT password from FILE (mode 0600 or 0400; e.g. a systemd credential)"),
+            Option(name: "ca-file", value: "PATH", help: "CA certificate for mqtts:// (default: system store)"),
+            Option(name: "cert-file", value: "PATH", help: "client certificate for mqtts://"),
+            Option(name: "key-file", value: "PATH", help: "client key for mqtts://"),
+            Option(name: "mqtt-version", value: "3.1.1|5", help: "MQTT protocol version (default 3.1.1)"),
+            Option(name: "topic-root", value: "ROOT", help: "topic root (default mobility/v1)"),
+            Option(name: "shards", value: "N", help: "worker shards; users are hashed to shards (default: cores - 1, at least 1)"),
+            Option(name: "queue-capacity", value: "N", help: "messages queued per shard before reading pauses (default 10000)"),
+            Option(
+                name: "ack-interval", value: "MS", help: "publish commit acknowledgements at most this often, coalesced per user (default 250; 0: every commit)"
+            ),
+            Option(
+                name: "commit-interval", value: "MS",
+                help:
+                    "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch)"),
+            Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)")
+        ] + httpOptions + careTeamOptions + [
+            Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
+            Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
+            Option(name: "time-zone", value: "ZONE", help: "IANA zone of users without a profile (default UTC)"),
+            Option(name: "grace", value: "SECONDS", help: "a day closes this long after local midnight (default 3600)"),
+            Option(name: "lateness", value: "DAYS", help: "samples older than this are rejected as too late (default 7)"),
+            Option(name: "max-future", value: "SECONDS", help: "clock-skew guard for future samples (default 600)"),
+            Option(name: "max-event-age", value: "DAYS", help: "timeline entries may start at most this long before the user's today (default 730)"),
+            Option(name: "max-payload", value: "BYTES", help: "largest accepted payload (default 262144)"),
+            Option(name: "tick", value: "SECONDS", help: "wall clock: how often days are closed (default 60)"),
+            Option(
+                name: "stall-timeout", value: "SECONDS",
+                help: "a shard busy with one batch longer than this is stalled: /healthz 503, systemd watchdog pings stop (default 30)"),
+            Option(name: "publish-series", value: "true|false", help: "publish recorded series on MQTT (default true; the history records them either way)"),
+            Option(name: "history-days", value: "DAYS|off", help: "care-team history kept before each user's latest day, for reports (default 90; off: none)"),
+            Option(name: "config", value: "FILE", help: "read KEY = VALUE lines (same keys as the flags)"),
+            Option(name: "check-config", value: nil, help: "check the configuration and rules, then exit 0 or 1"),
+            Option(name: "help", value: nil, help: "show this help")
+        ]
 
     /// The `--help` text.
     public static var usage: String {
         var s = """
-        usage: mobilityd [options]
+            usage: mobilityd [options]
 
-        Subscribes to samples on an MQTT broker, evaluates the rules, publishes alerts.
-        Every option can also be given as MOBILITYD_<NAME> (e.g. MOBILITYD_BROKER) or in --config.
+            Subscribes to samples on an MQTT broker, evaluates the rules, publishes alerts.
+            Every option can also be given as MOBILITYD_<NAME> (e.g. MOBILITYD_BROKER) or in --config.
 
-        options:
+            options:
 
-        """
+            """
         for o in options {
             let left = "  --\(o.name)" + (o.value.map { " \($0)" } ?? "")
             s += left.padding(toLength: max(left.count + 2, 34), withPad: " ", startingAt: 0) + o.help + "\n"
@@ -254,7 +263,8 @@ public struct DaemonConfiguration: Sendable {
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw Problem(description: "\(what) \(path) is not a regular file") }
         guard st.st_size <= 1 << 20, let data = try? FileHandle(fileDescriptor: fd, closeOnDealloc: false).readToEnd() ?? Data(),
-              let text = String(data: data, encoding: .utf8) else {
+            let text = String(data: data, encoding: .utf8)
+        else {
             throw Problem(description: "cannot read \(what) \(path): not UTF-8 text of at most 1 MiB")
         }
         return (text, st.st_mode & 0o7777)
@@ -269,7 +279,9 @@ public struct DaemonConfiguration: Sendable {
     mutating func apply(_ m: [String: String]) throws(Problem) {
         func int(_ k: String, _ range: ClosedRange<Int>) throws(Problem) -> Int? {
             guard let v = m[k] else { return nil }
-            guard let n = Int(v), range.contains(n) else { throw Problem(description: "--\(k) must be a whole number in \(range.lowerBound)...\(range.upperBound), not '\(v)'") }
+            guard let n = Int(v), range.contains(n) else {
+                throw Problem(description: "--\(k) must be a whole number in \(range.lowerBound)...\(range.upperBound), not '\(v)'")
+            }
             return n
         }
         if let v = m["broker"] {
@@ -294,11 +306,15 @@ public struct DaemonConfiguration: Sendable {
         if let v = m["cert-file"] { certFile = v }
         if let v = m["key-file"] { keyFile = v }
         if let v = m["mqtt-version"] {
-            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else { throw Problem(description: "--mqtt-version must be 3.1.1 or 5") }
+            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else {
+                throw Problem(description: "--mqtt-version must be 3.1.1 or 5")
+            }
             mqttVersion = p
         }
         if let v = m["topic-root"] {
-            guard !v.isEmpty, !v.contains("+"), !v.contains("#"), !v.hasSuffix("/") else { throw Problem(description: "--topic-root must be a topic without wildcards or a trailing /") }
+            guard !v.isEmpty, !v.contains("+"), !v.contains("#"), !v.hasSuffix("/") else {
+                throw Problem(description: "--topic-root must be a topic without wildcards or a trailing /")
+            }
             topicRoot = v
         }
         if let n = try int("shards", 1...256) { shards = n }

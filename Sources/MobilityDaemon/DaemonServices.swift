@@ -3,8 +3,9 @@ import Foundation
 import HTTPEndpoint
 import MQTTTransport
 import RuleLanguage
-import struct RuleEngine.PreparedUser
 import StateStore
+
+import struct RuleEngine.PreparedUser
 
 // The daemon's services, in the order `Daemon.run` starts them (see docs/architecture.md,
 // "Concurrency (daemon)"); each is stopped in reverse.
@@ -107,8 +108,10 @@ final class ShardsService: Service {
     /// - Parameter reloadAfterRestore: the current rules, when the state was restored into the
     ///   rules it was made with (a rule set changed across a restart): each shard reloads them
     ///   before it takes anything from the journal, as on SIGHUP.
-    init(shards: [Shard], users: [StoredUser<PreparedUser>], reloadAfterRestore: Program? = nil, outboxCount: Int, journal: IngestJournal, storePath: String,
-         dueReports: [(user: String, week: String)] = [], log: Logger, route: @escaping (String, UInt64, [UInt8]) -> Void) {
+    init(
+        shards: [Shard], users: [StoredUser<PreparedUser>], reloadAfterRestore: Program? = nil, outboxCount: Int, journal: IngestJournal, storePath: String,
+        dueReports: [(user: String, week: String)] = [], log: Logger, route: @escaping (String, UInt64, [UInt8]) -> Void
+    ) {
         self.shards = shards
         self.dueReports = dueReports
         self.users = users
@@ -131,7 +134,7 @@ final class ShardsService: Service {
         // Hashing spreads users evenly; a little room over the even share avoids a last doubling.
         let share = users.count / Int(count)
         for shard in shards { shard.reserveUsers(share + share / 8 + 16) }
-        for i in users.indices { shards[Int(Daemon.hash(users[i].user) % count)].restore(&users[i]) } // moves each state
+        for i in users.indices { shards[Int(Daemon.hash(users[i].user) % count)].restore(&users[i]) }  // moves each state
         if let p = reloadAfterRestore { for s in shards { s.queue.push(.reload(p)) } }
         for d in dueReports {
             guard let week = ISOWeek(parsing: d.week) else { continue }
@@ -146,8 +149,12 @@ final class ShardsService: Service {
             replayed += 1
         }
         journal.markQueued(journal.lastSeq)
-        log.info("state restored", ["users": String(restoredUsers), "outbox": String(outboxCount),
-                                    "journal_records": String(replayed), "store": storePath])
+        log.info(
+            "state restored",
+            [
+                "users": String(restoredUsers), "outbox": String(outboxCount),
+                "journal_records": String(replayed), "store": storePath
+            ])
     }
 
     func stop() {

@@ -9,8 +9,9 @@ extension Engine {
         let names = alertNames
         for (j, sm) in st.alertStates.enumerated() {
             guard j < names.count, case .firing(let since, let fired, _, _) = sm.state,
-                  AlertTransition.stableID(rule: names[j], user: user, activeSince: Timestamp(milliseconds: since)) == id,
-                  let rule = program.alerts.first(where: { $0.name == names[j] }) else { continue }
+                AlertTransition.stableID(rule: names[j], user: user, activeSince: Timestamp(milliseconds: since)) == id,
+                let rule = program.alerts.first(where: { $0.name == names[j] })
+            else { continue }
             return (rule, since, fired)
         }
         return nil

@@ -74,7 +74,8 @@ public final class Logger: Sendable {
 
     static func logfmt(_ s: String) -> String {
         if !s.isEmpty, !s.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "\n" }) { return s }
-        return "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n") + "\""
+        return "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+            + "\""
     }
 
 }

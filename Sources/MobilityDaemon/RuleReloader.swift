@@ -39,8 +39,9 @@ final class RuleReloader: Sendable {
         let (program, diagnostics) = Checker.check(sources)
         let renderer = DiagnosticRenderer(files: sources)
         for d in diagnostics {
-            log.log(d.severity == .error ? .error : .warn, "rule diagnostic",
-                    ["at": renderer.position(d.range), "id": d.id.rawValue, "message": d.message])
+            log.log(
+                d.severity == .error ? .error : .warn, "rule diagnostic",
+                ["at": renderer.position(d.range), "id": d.id.rawValue, "message": d.message])
         }
         guard errors.isEmpty, let program else { return nil }
         currentSources.withLock { $0 = RuleReloader.stored(sources) }

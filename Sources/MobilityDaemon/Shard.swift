@@ -58,16 +58,19 @@ final class Shard: @unchecked Sendable {
     /// Care-staff acknowledgements of alert instances (nil: commands are not taken).
     var desk: AcknowledgementDesk?
 
-    init(index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
-         acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
-         historyDays: Int? = 90, publishesSeries: Bool = true, careTeams: CareTeams = CareTeams(), acknowledge: (@Sendable (String, String) -> Void)? = nil) {
+    init(
+        index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
+        acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
+        historyDays: Int? = 90, publishesSeries: Bool = true, careTeams: CareTeams = CareTeams(), acknowledge: (@Sendable (String, String) -> Void)? = nil
+    ) {
         self.acknowledge = acknowledge
         self.recordsHistory = historyDays != nil
         self.historyDays = historyDays
         self.publishesSeries = publishesSeries
         self.reports = WeeklyReports(program: ingestor.engine.program, historyDays: historyDays)
-        self.policy = ShardCommitPolicy(intervalNs: UInt64(commitIntervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
-                                        journaled: journal != nil, now: 0)
+        self.policy = ShardCommitPolicy(
+            intervalNs: UInt64(commitIntervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
+            journaled: journal != nil, now: 0)
         self.index = index
         self.ingestor = ingestor
         self.queue = BoundedQueue(capacity: capacity)
@@ -171,7 +174,7 @@ final class Shard: @unchecked Sendable {
                 case .message(let seq, let topic, let parsed, let payload):
                     var user: String?
                     if case .inbound(let u, _) = parsed { user = u }
-                    if seq > 0, let u = user, seq <= applied[u, default: 0] { replayedNow += 1; continue } // already applied before a restart
+                    if seq > 0, let u = user, seq <= applied[u, default: 0] { replayedNow += 1; continue }  // already applied before a restart
                     ingestor.handle(topic: topic, parsed: parsed, payload: payload, now: wall, into: &out)
                     if case .inbound(let u, .profile) = parsed, !payload.isEmpty { teamsChanged = profileTeams(u, payload) || teamsChanged }
                     if seq > 0, let u = user { applied[u] = seq; batchUsers.insert(u) }
@@ -309,8 +312,9 @@ final class Shard: @unchecked Sendable {
         let users = all ? pendingUsers : batchUsers
         if users.isEmpty && pendingOutbox.isEmpty && acked.isEmpty && pendingHistory.isEmpty { return [] }
         let records = users.map { u in
-            StateStore.UserRecord(user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.clocks[u]?.now,
-                                  eventClaims: ingestor.clocks[u]?.claims ?? [], state: ingestor.engine.changes(of: u))
+            StateStore.UserRecord(
+                user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.clocks[u]?.now,
+                eventClaims: ingestor.clocks[u]?.claims ?? [], state: ingestor.engine.changes(of: u))
         }
         do {
             let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked, history: pendingHistory)
@@ -346,10 +350,13 @@ extension Shard {
     static let maxPendingUsers = ShardCommitPolicy.maxPendingUsers
 
     /// What a batch commits (``ShardCommitPolicy/scope(outputs:earlierOutputs:barrier:journaled:pendingUsers:sinceLastCommitNs:intervalNs:)``).
-    static func commitScope(outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int,
-                            sinceLastCommitNs: UInt64, intervalNs: UInt64) -> CommitScope {
-        ShardCommitPolicy.scope(outputs: outputs, earlierOutputs: earlierOutputs, barrier: barrier, journaled: journaled,
-                                pendingUsers: pendingUsers, sinceLastCommitNs: sinceLastCommitNs, intervalNs: intervalNs)
+    static func commitScope(
+        outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int,
+        sinceLastCommitNs: UInt64, intervalNs: UInt64
+    ) -> CommitScope {
+        ShardCommitPolicy.scope(
+            outputs: outputs, earlierOutputs: earlierOutputs, barrier: barrier, journaled: journaled,
+            pendingUsers: pendingUsers, sinceLastCommitNs: sinceLastCommitNs, intervalNs: intervalNs)
     }
 
     /// What a batch commits.
@@ -374,7 +381,9 @@ extension Shard {
         case .series(let s):
             return [.init(topic: layout.series(s.user, name: s.name), payload: Array(s.json.utf8), retain: false)]
         case .rejected(let user, let topic, let r):
-            return [.init(topic: user.map { layout.rejected($0) } ?? layout.rejectedUnknown, payload: Array(r.json(user: user, topic: topic).utf8), retain: false)]
+            return [
+                .init(topic: user.map { layout.rejected($0) } ?? layout.rejectedUnknown, payload: Array(r.json(user: user, topic: topic).utf8), retain: false)
+            ]
         }
     }
 }

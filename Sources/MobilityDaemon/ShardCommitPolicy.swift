@@ -75,8 +75,9 @@ struct ShardCommitPolicy: Sendable {
     ///   - pendingUsers: users with uncommitted changes, this batch's included.
     mutating func batchProcessed(outputs: Bool, barrier: Bool, pendingUsers: Int, now: UInt64) -> Scope {
         precondition(state == .idle, "a batch while a commit is in progress or after closing")
-        let scope = Self.scope(outputs: outputs, earlierOutputs: outputsHeld, barrier: barrier, journaled: journaled,
-                               pendingUsers: pendingUsers, sinceLastCommitNs: now &- lastCommitNs, intervalNs: intervalNs)
+        let scope = Self.scope(
+            outputs: outputs, earlierOutputs: outputsHeld, barrier: barrier, journaled: journaled,
+            pendingUsers: pendingUsers, sinceLastCommitNs: now &- lastCommitNs, intervalNs: intervalNs)
         if scope == .all { lastCommitNs = now }
         if scope != .none {
             state = .committing(scope, barrier: barrier)
@@ -131,8 +132,10 @@ struct ShardCommitPolicy: Sendable {
     }
 
     /// The batch's commit scope from its facts (the policy's one rule, kept pure for tables).
-    static func scope(outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int,
-                      sinceLastCommitNs: UInt64, intervalNs: UInt64) -> Scope {
+    static func scope(
+        outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int,
+        sinceLastCommitNs: UInt64, intervalNs: UInt64
+    ) -> Scope {
         if intervalNs == 0 || !journaled || barrier || earlierOutputs || sinceLastCommitNs >= intervalNs || pendingUsers >= maxPendingUsers {
             return .all
         }

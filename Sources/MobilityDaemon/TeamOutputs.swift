@@ -50,8 +50,10 @@ struct TeamOutputs {
     /// under each team left, an empty retained message on every rule's alert topic (also those
     /// that fired before this start) and on the weekly report; under each team joined, the
     /// firing alerts and the latest report (`latestReport`, read only when a team was joined).
-    mutating func profileTeams(_ teams: [String], user: String, rules: [String],
-                               latestReport: () -> [UInt8]?) -> [StateStore.OutboxItem] {
+    mutating func profileTeams(
+        _ teams: [String], user: String, rules: [String],
+        latestReport: () -> [UInt8]?
+    ) -> [StateStore.OutboxItem] {
         let (before, after) = careTeams.setProfileTeams(teams, of: user)
         let left = before.filter { !after.contains($0) }, joined = after.filter { !before.contains($0) }
         var out: [StateStore.OutboxItem] = []

@@ -72,9 +72,11 @@ public struct AlertTransition: Hashable, Sendable {
     public var acknowledged: AlertAcknowledgement?
 
     /// Creates a transition.
-    public init(id: String, rule: String, user: String, severity: Severity, status: AlertStatus, activeSince: Timestamp,
-                firedAt: Timestamp, resolvedAt: Timestamp?, day: CivilDate, summary: String,
-                labels: [(String, String)], evidence: [Evidence], annotations: [String], isRepeat: Bool = false, reason: String? = nil) {
+    public init(
+        id: String, rule: String, user: String, severity: Severity, status: AlertStatus, activeSince: Timestamp,
+        firedAt: Timestamp, resolvedAt: Timestamp?, day: CivilDate, summary: String,
+        labels: [(String, String)], evidence: [Evidence], annotations: [String], isRepeat: Bool = false, reason: String? = nil
+    ) {
         self.id = id
         self.rule = rule
         self.user = user
@@ -192,8 +194,9 @@ extension AlertTransition {
         func str(_ k: String) -> String? { if case .string(let s)? = v[k] { return s }; return nil }
         func time(_ k: String) -> Timestamp? { str(k).flatMap { ISO8601.parse($0)?.0 } }
         guard let id = str("id"), let rule = str("rule"), let user = str("user"), let sev = str("severity").flatMap(Severity.init),
-              let status = str("status").flatMap(AlertStatus.init), let day = str("day").flatMap({ CivilDate(parsing: Substring($0)) }),
-              let since = time("activeSince"), let fired = time("firedAt") else { return nil }
+            let status = str("status").flatMap(AlertStatus.init), let day = str("day").flatMap({ CivilDate(parsing: Substring($0)) }),
+            let since = time("activeSince"), let fired = time("firedAt")
+        else { return nil }
         var labels: [(String, String)] = []
         if case .object(let o)? = v["labels"] { for (k, x) in o { if case .string(let s) = x { labels.append((k, s)) } } }
         var evidence: [Evidence] = []
@@ -209,9 +212,10 @@ extension AlertTransition {
         }
         var notes: [String] = []
         if case .array(let a)? = v["annotations"] { for x in a { if case .string(let s) = x { notes.append(s) } } }
-        var a = AlertTransition(id: id, rule: rule, user: user, severity: sev, status: status, activeSince: since, firedAt: fired,
-                                resolvedAt: time("resolvedAt"), day: day, summary: str("summary") ?? "", labels: labels,
-                                evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true), reason: str("reason"))
+        var a = AlertTransition(
+            id: id, rule: rule, user: user, severity: sev, status: status, activeSince: since, firedAt: fired,
+            resolvedAt: time("resolvedAt"), day: day, summary: str("summary") ?? "", labels: labels,
+            evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true), reason: str("reason"))
         if let k = v["acknowledged"], case .string(let by)? = k["by"], case .string(let at)? = k["at"], let t = ISO8601.parse(at)?.0 {
             var note: String?
             if case .string(let n)? = k["note"] { note = n }

@@ -18,8 +18,9 @@ public struct CivilDate: Hashable, Comparable, Sendable, CustomStringConvertible
     public init?(parsing s: Substring) {
         let parts = s.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
-              (1...12).contains(m), d >= 1, d <= CivilDate.daysInMonth(year: y, month: m) else { return nil }
+            let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
+            (1...12).contains(m), d >= 1, d <= CivilDate.daysInMonth(year: y, month: m)
+        else { return nil }
         self.init(year: y, month: m, day: d)
     }
 

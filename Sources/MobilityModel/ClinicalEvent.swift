@@ -37,5 +37,7 @@ public struct TimelineEvent: Hashable, Sendable {
     /// Built-in clinical event kinds.
     public static let clinicalKinds: Set<String> = ["injury", "surgery", "fall", "discharge", "hospital_admission", "treatment_start"]
     /// Built-in annotation kinds.
-    public static let annotationKinds: Set<String> = ["pain", "fatigue", "heat_wave", "cold_spell", "illness", "exercise_plan_change", "travel", "new_device", "note"]
+    public static let annotationKinds: Set<String> = [
+        "pain", "fatigue", "heat_wave", "cold_spell", "illness", "exercise_plan_change", "travel", "new_device", "note"
+    ]
 }

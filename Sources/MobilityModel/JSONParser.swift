@@ -124,7 +124,7 @@ struct JSONParser {
     }
 
     mutating func string() throws -> String {
-        i += 1 // opening quote
+        i += 1  // opening quote
         let start = i
         var plain = true
         while i < b.count {

@@ -64,7 +64,9 @@ public struct JSONWriter: Sendable {
                 if u.value < 0x20 {
                     let h = String(u.value, radix: 16)
                     out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
-                } else { out.unicodeScalars.append(u) }
+                } else {
+                    out.unicodeScalars.append(u)
+                }
             }
         }
         out += "\""

@@ -79,7 +79,7 @@ public struct MeasureUnit: Hashable, Sendable, CustomStringConvertible {
     public static let healthKitUnits: [String: MeasureUnit] = {
         var t: [String: MeasureUnit] = [:]
         for (k, v) in ruleUnits where v.dimension != .dimensionless && v.dimension != .time { t[k] = v }
-        t["%"] = one           // HealthKit stores percentages as fractions 0–1
+        t["%"] = one  // HealthKit stores percentages as fractions 0–1
         t["count"] = one
         t[""] = one
         t["m/s"] = metresPerSecond

@@ -58,10 +58,10 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
     /// The physiologically plausible range of SI values; anything outside is rejected on ingest.
     public var plausibleRange: ClosedRange<Double> {
         switch self {
-        case .walkingSpeed: 0...5                 // m/s; elite race walking is below 4.5
+        case .walkingSpeed: 0...5  // m/s; elite race walking is below 4.5
         case .stairAscentSpeed, .stairDescentSpeed: 0...5
-        case .walkingStepLength: 0...3            // m
-        case .sixMinuteWalkTestDistance: 0...1500 // m; world-class 6-minute run < 2 km
+        case .walkingStepLength: 0...3  // m
+        case .sixMinuteWalkTestDistance: 0...1500  // m; world-class 6-minute run < 2 km
         case .walkingDoubleSupportPercentage, .walkingAsymmetryPercentage, .appleWalkingSteadiness: 0...1
         case .vo2Max: MeasureUnit.vo2.si(5)...MeasureUnit.vo2.si(100)
         }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Where a sample came from, as far as the rules care.
 public enum Provenance: UInt8, Hashable, Sendable, CustomStringConvertible {
     /// Recorded by an Apple device (source bundle `com.apple.health…`) and not user-entered.
@@ -89,9 +91,11 @@ public struct Sample: Hashable, Sendable {
     public var metadata: [String: MetadataValue]
 
     /// Creates a sample.
-    @inlinable public init(id: String, metric: MetricKind, value: Double, start: Timestamp, end: Timestamp,
-                utcOffset: Int32 = 0, timeZone: String? = nil, provenance: Provenance = .device,
-                bundleId: String? = nil, calibrated: Bool? = nil, metadata: [String: MetadataValue] = [:]) {
+    @inlinable public init(
+        id: String, metric: MetricKind, value: Double, start: Timestamp, end: Timestamp,
+        utcOffset: Int32 = 0, timeZone: String? = nil, provenance: Provenance = .device,
+        bundleId: String? = nil, calibrated: Bool? = nil, metadata: [String: MetadataValue] = [:]
+    ) {
         self.id = id
         self.metric = metric
         self.value = value
@@ -139,8 +143,6 @@ extension LocalCalendar {
     /// A calendar for an IANA identifier, cached (zone lookups allocate).
     public static func cached(_ identifier: String) -> LocalCalendar? { cache.get(identifier) }
 }
-
-import Synchronization
 
 final class ZoneCache: Sendable {
     private let zones = Mutex<[String: LocalCalendar?]>([:])

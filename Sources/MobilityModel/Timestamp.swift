@@ -55,13 +55,13 @@ public enum ISO8601 {
             return true
         }
         guard let year = digits(4), expect(45), let month = digits(2), expect(45), let day = digits(2) else { return nil }
-        guard i < n, b[i] == 84 || b[i] == 116 || b[i] == 32 else { return nil } // T t space
+        guard i < n, b[i] == 84 || b[i] == 116 || b[i] == 32 else { return nil }  // T t space
         i += 1
         guard let hour = digits(2), expect(58), let minute = digits(2), expect(58), let second = digits(2) else { return nil }
         guard (1...12).contains(month), (1...31).contains(day), hour <= 23, minute <= 59, second <= 60 else { return nil }
         guard day <= CivilDate.daysInMonth(year: year, month: month) else { return nil }
         var millis = 0
-        if i < n, b[i] == 46 || b[i] == 44 { // . or ,
+        if i < n, b[i] == 46 || b[i] == 44 {  // . or ,
             i += 1
             var scale = 100
             var any = false
@@ -73,11 +73,11 @@ public enum ISO8601 {
             }
             guard any else { return nil }
         }
-        if i < n, b[i] == 32 { i += 1 } // export form: space before the offset
+        if i < n, b[i] == 32 { i += 1 }  // export form: space before the offset
         guard i < n else { return nil }  // an offset is mandatory: local times without one are ambiguous
         var offset = 0
         switch b[i] {
-        case 90, 122: i += 1 // Z z
+        case 90, 122: i += 1  // Z z
         case 43, 45:
             let sign = b[i] == 45 ? -1 : 1
             i += 1
@@ -103,7 +103,9 @@ public enum ISO8601 {
         let c = CivilDate(dayNumber: day)
         var out = c.description + "T" + pad2(sod / 3600) + ":" + pad2(sod / 60 % 60) + ":" + pad2(sod % 60)
         if ms != 0 { out += "." + String(ms + 1000).dropFirst() }
-        if offsetSeconds == 0 { out += "Z" } else {
+        if offsetSeconds == 0 {
+            out += "Z"
+        } else {
             let o = abs(Int(offsetSeconds))
             out += (offsetSeconds < 0 ? "-" : "+") + pad2(o / 3600) + ":" + pad2(o / 60 % 60)
         }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A read-only map from short UTF-8 keys to values, looked up by raw bytes without making a

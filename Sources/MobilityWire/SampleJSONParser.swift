@@ -1,8 +1,9 @@
 import CSimdJSON
-#if canImport(Glibc)
-import Glibc
-#endif
 import MobilityModel
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One simdjson parser per thread (a parser is reusable but not shareable), created on first use
 /// and freed when the thread exits.

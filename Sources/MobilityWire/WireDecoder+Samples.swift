@@ -1,8 +1,9 @@
 import CSimdJSON
-#if canImport(Glibc)
-import Glibc
-#endif
 import MobilityModel
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 extension WireDecoder {
     /// Decodes a `samples` payload (one sample object or an array of them) sent on `user`'s topic.
@@ -43,22 +44,23 @@ extension WireDecoder {
             list = a
         }
         let many = list.count > 1
-        return .success(list.enumerated().map { idx, item in
-            var r: Item<Sample>
-            if item.containsNonFiniteNumber {
-                var id: String?
-                if case .string(let s)? = item["id"] { id = s }
-                r = .failure(Rejection(.notFinite, "a number in the sample is not a finite double", itemID: id))
-            } else {
-                switch samples(Array(item.text.utf8), user: user) {
-                case .success(let one) where one.count == 1: r = one[0]
-                case .success: r = .failure(Rejection(.invalidField, "a sample must be a JSON object"))
-                case .failure(let e): r = .failure(e)
+        return .success(
+            list.enumerated().map { idx, item in
+                var r: Item<Sample>
+                if item.containsNonFiniteNumber {
+                    var id: String?
+                    if case .string(let s)? = item["id"] { id = s }
+                    r = .failure(Rejection(.notFinite, "a number in the sample is not a finite double", itemID: id))
+                } else {
+                    switch samples(Array(item.text.utf8), user: user) {
+                    case .success(let one) where one.count == 1: r = one[0]
+                    case .success: r = .failure(Rejection(.invalidField, "a sample must be a JSON object"))
+                    case .failure(let e): r = .failure(e)
+                    }
                 }
-            }
-            if many, case .failure(var rej) = r { rej.index = idx; r = .failure(rej) }
-            return r
-        })
+                if many, case .failure(var rej) = r { rej.index = idx; r = .failure(rej) }
+                return r
+            })
     }
 
     /// Validates one sample item's fields.
@@ -94,7 +96,9 @@ extension WireDecoder {
         }
         guard raw.isFinite else { return fail(Rejection(.notFinite, "field 'value' is not a finite number")) }
         guard fp.pointee.unit.isString else { return fail(fp.pointee.unit.typeError("unit")) }
-        guard let unit = MeasureUnit.healthKit(utf8: fp.pointee.unit.bytes) else { return fail(Rejection(.unknownUnit, "unknown unit '\(fp.pointee.unit.text.prefix(40))'")) }
+        guard let unit = MeasureUnit.healthKit(utf8: fp.pointee.unit.bytes) else {
+            return fail(Rejection(.unknownUnit, "unknown unit '\(fp.pointee.unit.text.prefix(40))'"))
+        }
         guard unit.dimension == metric.dimension else {
             return fail(Rejection(.unitMismatch, "unit '\(fp.pointee.unit.text)' is not a unit of \(metric.dimension) as \(metric.name) needs"))
         }
@@ -103,8 +107,14 @@ extension WireDecoder {
             return fail(Rejection(.outOfRange, "\(metric.name) value \(raw) \(fp.pointee.unit.text) is outside the plausible range"))
         }
         let start: (Timestamp, offsetSeconds: Int32), end: (Timestamp, offsetSeconds: Int32)
-        switch fp.pointee.start.time("start") { case .success(let t): start = t; case .failure(let r): return fail(r) }
-        switch fp.pointee.end.time("end") { case .success(let t): end = t; case .failure(let r): return fail(r) }
+        switch fp.pointee.start.time("start") {
+        case .success(let t): start = t;
+        case .failure(let r): return fail(r)
+        }
+        switch fp.pointee.end.time("end") {
+        case .success(let t): end = t;
+        case .failure(let r): return fail(r)
+        }
         guard end.0 >= start.0 else { return fail(Rejection(.endBeforeStart, "'end' is before 'start'")) }
 
         var metadata: [String: MetadataValue] = [:]
@@ -119,7 +129,7 @@ extension WireDecoder {
                     // HealthKit's keys, in either spelling, without building a string.
                     let known = MetadataKey.table[utf8: m.key.bytes]
                     let key = known?.key ?? MetadataKey.canonical(m.key.text)
-                    if metadata[key] != nil { continue } // the first of a duplicated key wins
+                    if metadata[key] != nil { continue }  // the first of a duplicated key wins
                     let v: MetadataValue
                     switch Int(m.value.type) {
                     case Int(MW_STRING.rawValue): v = .string(String(m.value.text.prefix(256)))
@@ -156,8 +166,10 @@ extension WireDecoder {
             return fail(Rejection(.invalidTimeZone, "unknown IANA time zone '\(tz.prefix(64))'"))
         }
         let apple = fp.pointee.bundle_id.isString ? fp.pointee.bundle_id.len >= 16 && memcmp(fp.pointee.bundle_id.str, "com.apple.health", 16) == 0 : true
-        return .success(Sample(id: id, metric: metric, value: value, start: start.0, end: end.0, utcOffset: end.1,
-                               timeZone: timeZone, provenance: (userEntered || !apple) ? .userEntered : .device,
-                               bundleId: bundleId, calibrated: calibrated, metadata: metadata))
+        return .success(
+            Sample(
+                id: id, metric: metric, value: value, start: start.0, end: end.0, utcOffset: end.1,
+                timeZone: timeZone, provenance: (userEntered || !apple) ? .userEntered : .device,
+                bundleId: bundleId, calibrated: calibrated, metadata: metadata))
     }
 }

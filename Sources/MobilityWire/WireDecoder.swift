@@ -45,7 +45,9 @@ public struct WireDecoder: Sendable {
     public func events(_ payload: [UInt8], user: String) -> Result<[Item<TimelineEvent>], Rejection> {
         items(payload).map { list in
             list.enumerated().map { idx, v in
-                event(v).mapError { r in var r = r; if list.count > 1 { r.index = idx }; return r }
+                event(v).mapError { r in
+                    var r = r; if list.count > 1 { r.index = idx }; return r
+                }
             }
         }
     }
@@ -55,8 +57,14 @@ public struct WireDecoder: Sendable {
         guard case .object = v else { return .failure(Rejection(.invalidField, "an event must be a JSON object")) }
         var f = Fields(v)
         let id: String, kind: String
-        switch f.string("id") { case .success(let s): id = s; case .failure(let r): return .failure(r) }
-        switch f.string("kind") { case .success(let s): kind = s; case .failure(let r): return .failure(r) }
+        switch f.string("id") {
+        case .success(let s): id = s;
+        case .failure(let r): return .failure(r)
+        }
+        switch f.string("kind") {
+        case .success(let s): kind = s;
+        case .failure(let r): return .failure(r)
+        }
         guard !kind.isEmpty, kind.utf8.count <= 64, kind.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || $0 == 95 || ($0 >= 48 && $0 <= 57) }) else {
             return .failure(Rejection(.invalidField, "field 'kind' must be a lower_snake_case name", itemID: id))
         }

@@ -87,8 +87,10 @@ public struct AlertStateMachine: Hashable, Sendable {
     ///   - activeSince: when the condition would count as having started (the day's start, or the sample's end).
     ///   - rule: the durations of the rule (ms).
     ///   - clock: how the durations are counted: `.days` for daily rules, `.wall` for per-sample rules.
-    public mutating func evaluate(_ condition: Bool?, at: Int64, activeSince: Int64, forMs: Int64, keepFiringForMs: Int64,
-                                  repeatMs: Int64, cooldownMs: Int64, clock: Clock = .wall) -> Action {
+    public mutating func evaluate(
+        _ condition: Bool?, at: Int64, activeSince: Int64, forMs: Int64, keepFiringForMs: Int64,
+        repeatMs: Int64, cooldownMs: Int64, clock: Clock = .wall
+    ) -> Action {
         guard at > lastEvaluated else { return .none }
         lastEvaluated = at
         switch state {
@@ -117,7 +119,7 @@ public struct AlertStateMachine: Hashable, Sendable {
                 state = .firing(activeSince: since, firedAt: fired, lastTrue: at, lastSent: lastSent)
                 return .none
             case nil:
-                return .none // unknown holds a firing alert: missing data never resolves it
+                return .none  // unknown holds a firing alert: missing data never resolves it
             case false?:
                 guard clock.elapsed(lastTrue, at) >= clock.span(keepFiringForMs) else { return .none }
                 state = .inactive

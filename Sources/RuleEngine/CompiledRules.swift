@@ -74,10 +74,11 @@ struct CompiledRules: Sendable {
             }
             conditions.append(add(a.condition, alert: j))
             filters.append(a.filter.map { add($0, alert: j) } ?? -1)
-            summaries.append(a.summary.map { part in
-                if case .value(let e, _, _, _) = part { return add(e, alert: j) }
-                return -1
-            })
+            summaries.append(
+                a.summary.map { part in
+                    if case .value(let e, _, _, _) = part { return add(e, alert: j) }
+                    return -1
+                })
         }
     }
 

@@ -61,8 +61,11 @@ final class DayCloser: Sendable {
         let date = CivilDate(dayNumber: d)
         for (i, s) in program.series.enumerated() {
             let v = ev.series(i, d)
-            out.append(.series(SeriesPoint(user: ev.user.user, name: s.name, day: date, value: v.map { s.displayUnit.fromSI($0) },
-                                           unit: s.displayUnit.symbol, revised: revised)))
+            out.append(
+                .series(
+                    SeriesPoint(
+                        user: ev.user.user, name: s.name, day: date, value: v.map { s.displayUnit.fromSI($0) },
+                        unit: s.displayUnit.symbol, revised: revised)))
         }
     }
 
@@ -73,8 +76,9 @@ final class DayCloser: Sendable {
         let dayEnd = ev.user.calendar.startOfDay(d + 1).milliseconds
         for j in program.alerts.indices where program.alerts[j].trigger == .day {
             ev.alert = j
-            Engine.step(program.alerts[j], program: program, at: dayEnd, activeSince: dayStart, clock: .days(ev.user.calendar), ev: &ev,
-                        day: d, into: &out)
+            Engine.step(
+                program.alerts[j], program: program, at: dayEnd, activeSince: dayStart, clock: .days(ev.user.calendar), ev: &ev,
+                day: d, into: &out)
         }
     }
 }

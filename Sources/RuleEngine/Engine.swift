@@ -201,7 +201,8 @@ public struct Engine: Sendable {
             return .rejected(Rejection(.inFuture, "sample ends at \(s.end), more than \(configuration.maxFutureSeconds) s after now (\(future))", itemID: s.id))
         }
         if s.end.milliseconds < now.milliseconds - configuration.allowedLatenessSeconds * 1000 {
-            return .rejected(Rejection(.tooLate, "sample ends at \(s.end), more than \(configuration.allowedLatenessSeconds / 86_400) d before now (\(now))", itemID: s.id))
+            return .rejected(
+                Rejection(.tooLate, "sample ends at \(s.end), more than \(configuration.allowedLatenessSeconds / 86_400) d before now (\(now))", itemID: s.id))
         }
         let rules: DayCloser? = sampleMask & (1 << UInt64(s.metric.rawValue)) != 0 ? closer : nil
         let k = slot(user, create: true)!
@@ -211,8 +212,10 @@ public struct Engine: Sendable {
         return outcome
     }
 
-    private static func ingest(_ s: Sample, into st: inout UserState, publishSeries: Bool, rules: DayCloser?,
-                               ev: inout Evaluator, out: inout [EngineOutput]) -> IngestOutcome {
+    private static func ingest(
+        _ s: Sample, into st: inout UserState, publishSeries: Bool, rules: DayCloser?,
+        ev: inout Evaluator, out: inout [EngineOutput]
+    ) -> IngestOutcome {
         let day = s.localDay(default: st.calendar)
         if let folded = st.lastFoldedDay, day <= folded {
             // Only reachable when the clock went backwards: the day is final.
@@ -283,7 +286,9 @@ public struct Engine: Sendable {
         let st = slots[user].map { states[$0] }
         let cal = st?.calendar ?? configuration.defaultCalendar
         func refuse(_ why: String) -> Rejection {
-            let range = e.firstDay == e.lastDay ? "\(CivilDate(dayNumber: e.firstDay))"
+            let range =
+                e.firstDay == e.lastDay
+                ? "\(CivilDate(dayNumber: e.firstDay))"
                 : "\(CivilDate(dayNumber: e.firstDay))..\(CivilDate(dayNumber: e.lastDay))"
             return Rejection(.dateOutOfRange, "entry dated \(range) " + why, itemID: e.id)
         }
@@ -361,9 +366,10 @@ public struct Engine: Sendable {
         if closer.advance(&states[k], to: now, ev: &evaluator, into: &out) { markTouched(k) }
     }
 
-
-    static func runSampleRules(_ rules: DayCloser, _ s: Sample, day: DayNumber, state st: inout UserState, ev: inout Evaluator,
-                               into out: inout [EngineOutput]) {
+    static func runSampleRules(
+        _ rules: DayCloser, _ s: Sample, day: DayNumber, state st: inout UserState, ev: inout Evaluator,
+        into out: inout [EngineOutput]
+    ) {
         let program = rules.program
         ev.begin()
         swap(&ev.user, &st)
@@ -373,24 +379,28 @@ public struct Engine: Sendable {
         for j in program.alerts.indices where program.alerts[j].trigger == .sample(s.metric) {
             ev.alert = j
             if !ev.passesFilter(j, day) { continue }
-            step(program.alerts[j], program: program, at: s.end.milliseconds, activeSince: s.end.milliseconds, clock: .wall, ev: &ev,
-                 day: day, into: &out)
+            step(
+                program.alerts[j], program: program, at: s.end.milliseconds, activeSince: s.end.milliseconds, clock: .wall, ev: &ev,
+                day: day, into: &out)
         }
     }
 
     /// One evaluation of an alert (`ev.alert` set): its condition unless inhibited, its state
     /// machine, and the transition that produces, if any.
     /// `clock`: `.days` (the user's calendar) for daily rules, so that their durations count local days.
-    static func step(_ rule: AlertRule, program: Program, at: Int64, activeSince: Int64, clock: AlertStateMachine.Clock,
-                     ev: inout Evaluator, day: DayNumber, into out: inout [EngineOutput]) {
+    static func step(
+        _ rule: AlertRule, program: Program, at: Int64, activeSince: Int64, clock: AlertStateMachine.Clock,
+        ev: inout Evaluator, day: DayNumber, into out: inout [EngineOutput]
+    ) {
         let j = ev.alert
         let inhibited = rule.inhibitedBy.contains { ev.user.alertStates[$0].isFiring }
         let cond = inhibited ? nil : ev.condition(j, day)
         var sm = ev.user.alertStates[j]
         let wasFiring = sm.isFiring
-        let action = sm.evaluate(cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
-                                 keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
-                                 cooldownMs: rule.cooldownSeconds * 1000, clock: clock)
+        let action = sm.evaluate(
+            cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
+            keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
+            cooldownMs: rule.cooldownSeconds * 1000, clock: clock)
         ev.user.alertStates[j] = sm
         if sm.isFiring != wasFiring { ev.firing[j] += sm.isFiring ? 1 : -1 }
         if let t = transition(action, rule: rule, ev: &ev, day: day) { out.append(.alert(t)) }
@@ -416,7 +426,8 @@ public struct Engine: Sendable {
         }
         let user = ev.user.user
         let notes = ev.user.annotations(from: day - 13, to: day).map { e in
-            e.firstDay == e.lastDay ? "\(e.kind) \(CivilDate(dayNumber: e.firstDay))"
+            e.firstDay == e.lastDay
+                ? "\(e.kind) \(CivilDate(dayNumber: e.firstDay))"
                 : "\(e.kind) \(CivilDate(dayNumber: e.firstDay))..\(CivilDate(dayNumber: e.lastDay))"
         }
         let date = CivilDate(dayNumber: day)
@@ -441,10 +452,11 @@ public struct Engine: Sendable {
             }
         }
         let sinceTs = Timestamp(milliseconds: since)
-        return AlertTransition(id: AlertTransition.stableID(rule: rule.name, user: user, activeSince: sinceTs), rule: rule.name, user: user,
-                               severity: rule.severity, status: status, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired),
-                               resolvedAt: resolved.map { Timestamp(milliseconds: $0) }, day: date, summary: summary,
-                               labels: rule.labels, evidence: evidence, annotations: notes, isRepeat: isRepeat)
+        return AlertTransition(
+            id: AlertTransition.stableID(rule: rule.name, user: user, activeSince: sinceTs), rule: rule.name, user: user,
+            severity: rule.severity, status: status, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired),
+            resolvedAt: resolved.map { Timestamp(milliseconds: $0) }, day: date, summary: summary,
+            labels: rule.labels, evidence: evidence, annotations: notes, isRepeat: isRepeat)
     }
 
     /// Formats a number with a fixed number of decimals (or up to 3 significant decimals).
@@ -496,13 +508,16 @@ public struct Engine: Sendable {
     private static func resolveRemoved(_ removed: [AlertRule], in st: UserState, now: Timestamp, into out: inout [EngineOutput]) {
         for rule in removed {
             guard let i = st.alertNames.firstIndex(of: rule.name),
-                  case .firing(let since, let fired, _, _) = st.alertStates[i].state else { continue }
+                case .firing(let since, let fired, _, _) = st.alertStates[i].state
+            else { continue }
             let sinceTs = Timestamp(milliseconds: since), at = Timestamp(milliseconds: max(now.milliseconds, fired))
-            out.append(.alert(AlertTransition(
-                id: AlertTransition.stableID(rule: rule.name, user: st.user, activeSince: sinceTs), rule: rule.name, user: st.user,
-                severity: rule.severity, status: .resolved, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired), resolvedAt: at,
-                day: CivilDate(dayNumber: st.calendar.day(of: at)), summary: "\(rule.name) for \(st.user) resolved: the rule was removed",
-                labels: rule.labels, evidence: [], annotations: [], reason: "rule_removed")))
+            out.append(
+                .alert(
+                    AlertTransition(
+                        id: AlertTransition.stableID(rule: rule.name, user: st.user, activeSince: sinceTs), rule: rule.name, user: st.user,
+                        severity: rule.severity, status: .resolved, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired), resolvedAt: at,
+                        day: CivilDate(dayNumber: st.calendar.day(of: at)), summary: "\(rule.name) for \(st.user) resolved: the rule was removed",
+                        labels: rule.labels, evidence: [], annotations: [], reason: "rule_removed")))
         }
     }
 
@@ -555,7 +570,9 @@ public struct Engine: Sendable {
         if let k = slots[s.user] {
             for j in states[k].alertStates.indices where states[k].alertStates[j].isFiring { evaluator.firing[j] -= 1 }
             states[k] = s
-        } else { _ = insert(s) }
+        } else {
+            _ = insert(s)
+        }
     }
 }
 

@@ -61,8 +61,11 @@ struct Evaluator {
     @inline(__always) private mutating func nearIndex(_ slot: Int, _ d: DayNumber) -> Int? {
         if memoTop == .min {
             let size = code.letBase.last! * Evaluator.span
-            if near.count != size { near = Array(repeating: UserState.notComputed, count: size) }
-            else { for k in near.indices { near[k] = UserState.notComputed } }
+            if near.count != size {
+                near = Array(repeating: UserState.notComputed, count: size)
+            } else {
+                for k in near.indices { near[k] = UserState.notComputed }
+            }
             memoTop = d
         }
         let back = Int(memoTop) - Int(d)

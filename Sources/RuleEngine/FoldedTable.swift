@@ -188,7 +188,7 @@ extension UserState {
     /// new ones have none, dropped ones are forgotten.
     mutating func remapFolded(to inputs: [DailyInput]) {
         if foldedRuns.isEmpty { foldedInputs = inputs; foldedValues = []; foldedColumns = 0; return }
-        if foldedInputs == inputs { foldedInputs = inputs; return } // share the rules' array (one per user after a restore)
+        if foldedInputs == inputs { foldedInputs = inputs; return }  // share the rules' array (one per user after a restore)
         guard inputs.count <= 64 else { rebuildFolded([]); foldedInputs = inputs; return }
         let old = foldedInputs
         let map: [Int?] = inputs.map { n in old.firstIndex(of: n) }
@@ -196,7 +196,7 @@ extension UserState {
         forEachFoldedDay { d, m, vs in
             var mask: UInt64 = 0, values: [Double] = []
             for (j, o) in map.enumerated() {
-                guard let o, o < 64, case let bit: UInt64 = 1 << UInt64(o), m & bit != 0 else { continue }
+                guard let o, o < 64, case let bit:UInt64 = 1 << UInt64(o), m & bit != 0 else { continue }
                 mask |= 1 << UInt64(j)
                 values.append(vs[m.rank(of: bit)])
             }

@@ -62,8 +62,10 @@ public struct Ingestor: Sendable {
     public private(set) var lastSampleID: [String: String] = [:]
 
     /// Creates an ingestor.
-    public init(engine: Engine, layout: TopicLayout = TopicLayout(), decoder: WireDecoder = WireDecoder(), clock: ClockMode = .event,
-                boundedByWallClock: Bool = false) {
+    public init(
+        engine: Engine, layout: TopicLayout = TopicLayout(), decoder: WireDecoder = WireDecoder(), clock: ClockMode = .event,
+        boundedByWallClock: Bool = false
+    ) {
         self.engine = engine
         self.layout = layout
         self.decoder = decoder
@@ -110,7 +112,8 @@ public struct Ingestor: Sendable {
                         let e = s.end.milliseconds
                         if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
                     }
-                    now = clocks[user, default: EventClock()].observe(inStep: inStep, beyond: beyond, policy: clockPolicy)
+                    now =
+                        clocks[user, default: EventClock()].observe(inStep: inStep, beyond: beyond, policy: clockPolicy)
                         ?? Timestamp(milliseconds: .min / 2)
                 }
                 for (index, item) in items.enumerated() {
@@ -159,7 +162,7 @@ public struct Ingestor: Sendable {
             case .success(let ids): counters.deletions += engine.delete(ids: ids, user: user)
             }
         case .profile:
-            if payload.isEmpty { return } // a cleared retained profile
+            if payload.isEmpty { return }  // a cleared retained profile
             switch decoder.profile(payload) {
             case .failure(let r): reject(user, topic, r, into: &out)
             case .success(let cal): engine.setProfile(user: user, calendar: cal)

@@ -33,7 +33,9 @@ public struct TrafficRecord: Hashable, Sendable {
         var out = "{\"topic\":"
         JSONWriter.quote(topic, into: &out)
         out += ",\"payload\":"
-        if case .success(let v) = JSONValue.parse(payload) { out += v.text } else {
+        if case .success(let v) = JSONValue.parse(payload) {
+            out += v.text
+        } else {
             JSONWriter.quote(String(decoding: payload, as: UTF8.self), into: &out)
         }
         return out + "}"

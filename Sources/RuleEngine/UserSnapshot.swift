@@ -160,8 +160,10 @@ extension UserSnapshot.FoldedInput {
     /// The stored form of a daily input.
     init(_ d: DailyInput) {
         switch d.aggregation {
-        case .percentile(let q, let m): self.init(metric: d.metric, provenance: d.provenance, reduction: .percentile, percentile: q,
-                                                  method: m == .linear ? .linear : .nearestRank)
+        case .percentile(let q, let m):
+            self.init(
+                metric: d.metric, provenance: d.provenance, reduction: .percentile, percentile: q,
+                method: m == .linear ? .linear : .nearestRank)
         case .mean: self.init(metric: d.metric, provenance: d.provenance, reduction: .mean)
         case .median: self.init(metric: d.metric, provenance: d.provenance, reduction: .median)
         case .min: self.init(metric: d.metric, provenance: d.provenance, reduction: .min)

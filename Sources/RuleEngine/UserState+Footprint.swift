@@ -17,7 +17,7 @@ extension UserState {
             "alert states": bytes(alertStates),
             "boundaries": bytes(boundaries),
             "events, revised days": (events.isEmpty ? 0 : events.capacity * 64) + (revisedDays.isEmpty ? 0 : revisedDays.capacity * 4 + 48),
-            "user id": user.utf8.count > 15 ? user.utf8.count + 48 : 0,
+            "user id": user.utf8.count > 15 ? user.utf8.count + 48 : 0
         ]
     }
 }

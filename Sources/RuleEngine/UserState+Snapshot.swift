@@ -29,8 +29,10 @@ extension UserState {
         if s.alerts.count > 1 { s.alerts.sort { $0.rule < $1.rule } }
         if !revisedDays.isEmpty { s.revisedDays = revisedDays.sorted() }
         for d in openDays where !changesOnly || d.dirty {
-            s.openDays.append(UserSnapshot.OpenDay(day: d.day, start: Int(d.start), count: Int(d.count),
-                                                   changedFrom: changesOnly ? d.dirtyFrom : 0, storedCount: changesOnly ? Int(d.storedCount) : 0))
+            s.openDays.append(
+                UserSnapshot.OpenDay(
+                    day: d.day, start: Int(d.start), count: Int(d.count),
+                    changedFrom: changesOnly ? d.dirtyFrom : 0, storedCount: changesOnly ? Int(d.storedCount) : 0))
         }
         s.openValues = openValues
         s.foldedBefore = changesOnly ? foldedBefore : nil
@@ -71,7 +73,11 @@ extension UserState {
             let width = columns.nonzeroBitCount
             var rows = 0, runs = 0, previous: DayNumber?
             for d in s.foldedDays where d.mask != 0 {
-                if let p = previous, d.day > p, UserState.fillsFoldedGap(Int(d.day - p) - 1, width: width) { rows += Int(d.day - p) } else { rows += 1; runs += 1 }
+                if let p = previous, d.day > p, UserState.fillsFoldedGap(Int(d.day - p) - 1, width: width) {
+                    rows += Int(d.day - p)
+                } else {
+                    rows += 1; runs += 1
+                }
                 previous = d.day
             }
             reserveFolded(columns: columns, rows: rows, runs: runs)
@@ -101,8 +107,10 @@ extension UserState {
             s.openValues = []
             openDays.reserveCapacity(s.openDays.count)
             for d in s.openDays {
-                openDays.append(OpenDay(day: d.day, start: Int32(d.start), count: Int32(d.count), changedFrom: Int32(d.changedFrom ?? -1),
-                                        storedCount: Int32(d.storedCount)))
+                openDays.append(
+                    OpenDay(
+                        day: d.day, start: Int32(d.start), count: Int32(d.count), changedFrom: Int32(d.changedFrom ?? -1),
+                        storedCount: Int32(d.storedCount)))
             }
             return
         }

@@ -14,7 +14,8 @@ public indirect enum SyntaxExpr: Hashable, Sendable {
     public var range: SourceRange {
         switch self {
         case .number(_, _, let r, _), .string(_, let r), .bool(_, let r), .name(_, let r), .call(_, _, _, let r),
-             .unary(_, _, let r), .binary(_, _, _, _, let r), .error(let r): r
+            .unary(_, _, let r), .binary(_, _, _, _, let r), .error(let r):
+            r
         }
     }
 }

@@ -57,7 +57,9 @@ extension Checker {
             for e in [a.condition] + (a.filter.map { [$0] } ?? []) + a.summary.compactMap({ if case .value(let e, _, _, _) = $0 { e } else { nil } }) {
                 var usesDeep = false
                 let d = Checker.depth(e, series: seriesDepth, lets: letDepth, deep: deepSeries, usesDeep: &usesDeep)
-                if d > RuleLimits.maxEvaluationDepth { deepAlerts.insert(j); if !usesDeep, !reported { reportDepth("alert '\(a.name)'", d, a.range); reported = true } }
+                if d > RuleLimits.maxEvaluationDepth {
+                    deepAlerts.insert(j); if !usesDeep, !reported { reportDepth("alert '\(a.name)'", d, a.range); reported = true }
+                }
             }
         }
         // Cost, for what is not already refused for its depth (the cost walk recurses as deep).

@@ -2,11 +2,11 @@ import MobilityModel
 
 extension Checker {
     static let aggregationNames: [String: Aggregation] = [
-        "mean": .mean, "median": .median, "min": .min, "max": .max, "sum": .sum, "count": .count, "last": .last,
+        "mean": .mean, "median": .median, "min": .min, "max": .max, "sum": .sum, "count": .count, "last": .last
     ]
     static let windowNames: [String: WindowFunction] = [
         "mean": .mean, "median": .median, "min": .min, "max": .max, "sum": .sum, "last": .last, "slope": .slope,
-        "days_with_data": .daysWithData,
+        "days_with_data": .daysWithData
     ]
     static let otherFunctions = ["percentile", "abs", "is_known", "starts_with", "metadata", "days_since", "annotated", "missing_days", "change"]
 
@@ -80,7 +80,7 @@ extension Checker {
             usedLocals.insert(n)
             return Typed(expr: .local(i), type: t.type, unit: t.unit, usesSample: t.usesSample, constant: t.constant, lookback: t.lookback)
         }
-        if failedLocals.contains(n) { return nil } // its own error was reported
+        if failedLocals.contains(n) { return nil }  // its own error was reported
         if seriesSyntax[n] != nil {
             guard let (i, t) = resolveSeries(n) else { return nil }
             return Typed(expr: .series(i), type: t.type, unit: t.unit, lookback: t.lookback)
@@ -164,8 +164,9 @@ extension Checker {
                 if let x = lt.constant, let y = rt.constant, y != 0 { constant = x / y }
             }
             if unit.dimension != dim { unit = Checker.defaultUnit(dim) }
-            return Typed(expr: .binary(bop, lt.expr, rt.expr), type: .number(dim), unit: unit, usesSample: sample,
-                         constant: constant, lookback: lookback)
+            return Typed(
+                expr: .binary(bop, lt.expr, rt.expr), type: .number(dim), unit: unit, usesSample: sample,
+                constant: constant, lookback: lookback)
         }
     }
 
@@ -193,11 +194,14 @@ extension Checker {
         // A daily aggregation of a metric: p95(walkingSpeed), mean(walkingSpeed, source: device).
         let pct = percentileName(fname)
         if let first = positional.first, case .name(let mname, let mr) = first.value, MetricKind(identifier: mname) != nil,
-           pct != nil || fname == "percentile" || Checker.aggregationNames[fname] != nil {
+            pct != nil || fname == "percentile" || Checker.aggregationNames[fname] != nil
+        {
             return dailyAggregate(ctx, metric: MetricKind(identifier: mname)!, metricRange: mr, pct: pct, named)
         }
         if pct != nil || fname == "percentile" {
-            if let first = positional.first { error(.needsMetricArgument(function: fname), first.value.range) } else {
+            if let first = positional.first {
+                error(.needsMetricArgument(function: fname), first.value.range)
+            } else {
                 _ = arity(1...1, "\(fname)(walkingSpeed)")
             }
             return nil
@@ -208,7 +212,9 @@ extension Checker {
         switch fname {
         case "abs":
             guard allow([]), arity(1...1, "abs(x)"), let t = check(positional[0].value) else { return nil }
-            guard case .number = t.type else { error(.needsOperand(op: "abs", needs: "a number", found: describe(t.type)), positional[0].value.range); return nil }
+            guard case .number = t.type else {
+                error(.needsOperand(op: "abs", needs: "a number", found: describe(t.type)), positional[0].value.range); return nil
+            }
             var o = t
             o.expr = .abs(t.expr)
             o.constant = t.constant.map { Swift.abs($0) }
@@ -218,7 +224,8 @@ extension Checker {
             return Typed(expr: .isKnown(t.expr), type: .bool, unit: .one, usesSample: t.usesSample, lookback: t.lookback)
         case "starts_with":
             guard allow([]), arity(2...2, "starts_with(bundle_id, \"com.apple.health\")"),
-                  let a = check(positional[0].value), let b = check(positional[1].value) else { return nil }
+                let a = check(positional[0].value), let b = check(positional[1].value)
+            else { return nil }
             guard a.type == .string, b.type == .string else { error(.startsWithNeedsStrings, range); return nil }
             return Typed(expr: .startsWith(a.expr, b.expr), type: .bool, unit: .one, usesSample: a.usesSample || b.usesSample)
         case "metadata":
@@ -239,7 +246,8 @@ extension Checker {
             return Typed(expr: .missingDays(t.expr), type: .number(.time), unit: .day, lookback: t.lookback + 90)
         case "change":
             guard allow([]), arity(2...2, "change(speed_7d, 14 d)"), let t = dailyOperand(positional[0].value, fname),
-                  let s = duration(positional[1].value, after: "the series in 'change'", wholeDays: true) else { return nil }
+                let s = duration(positional[1].value, after: "the series in 'change'", wholeDays: true)
+            else { return nil }
             var o = t
             o.expr = .change(t.expr, days: Int(s / 86_400))
             o.constant = nil
@@ -272,7 +280,8 @@ extension Checker {
         let known = clinical ? program.clinicalKinds : program.annotationKinds.union(program.clinicalKinds)
         guard known.contains(k) else {
             let s = suggestion(for: k, among: known)
-            error(.unknownKind(clinical: clinical, name: k), r, notes: [Note(message: .declareKinds(clinical: clinical, name: k))], fixIts: didYouMean(s, at: r))
+            error(
+                .unknownKind(clinical: clinical, name: k), r, notes: [Note(message: .declareKinds(clinical: clinical, name: k))], fixIts: didYouMean(s, at: r))
             return nil
         }
         return k
@@ -285,8 +294,10 @@ extension Checker {
         return t
     }
 
-    mutating func dailyAggregate(_ ctx: CallContext, metric: MetricKind, metricRange: SourceRange, pct: Double?,
-                                 _ named: [String: SyntaxArgument]) -> Typed? {
+    mutating func dailyAggregate(
+        _ ctx: CallContext, metric: MetricKind, metricRange: SourceRange, pct: Double?,
+        _ named: [String: SyntaxArgument]
+    ) -> Typed? {
         let fname = ctx.fname, positional = ctx.positional
         func allow(_ labels: Set<String>) -> Bool { ctx.allow(labels, &self) }
         func arity(_ n: ClosedRange<Int>, _ usage: String) -> Bool { ctx.arity(n, usage, &self) }
@@ -328,14 +339,19 @@ extension Checker {
         let agg: Aggregation = isPct ? .percentile(q, method) : Checker.aggregationNames[fname]!
         let input = DailyInput(metric: metric, provenance: provenance, aggregation: agg)
         let idx: Int
-        if let i = inputIndex[input] { idx = i } else {
+        if let i = inputIndex[input] {
+            idx = i
+        } else {
             idx = program.inputs.count
             program.inputs.append(input)
             inputIndex[input] = idx
         }
-        let (type, unit): (ValueType, MeasureUnit) = agg == .count ? (.number(.dimensionless), .one)
-            : agg == .sum && metric.dimension == .dimensionless ? (.number(.dimensionless), .one)
-            : (.number(metric.dimension), metric.displayUnit)
+        let (type, unit): (ValueType, MeasureUnit) =
+            agg == .count
+            ? (.number(.dimensionless), .one)
+            : agg == .sum && metric.dimension == .dimensionless
+                ? (.number(.dimensionless), .one)
+                : (.number(metric.dimension), metric.displayUnit)
         return Typed(expr: .daily(idx), type: type, unit: unit)
     }
 
@@ -373,14 +389,16 @@ extension Checker {
         case .slope:
             guard case .number(let d) = t.type else { return nil }
             type = .number(d / .time)
-            unit = MeasureUnit(symbol: (t.unit.symbol.isEmpty ? "1" : t.unit.symbol) + "/d", dimension: d / .time, toSI: t.unit.toSI / MeasureUnit.secondsPerDay)
+            unit = MeasureUnit(
+                symbol: (t.unit.symbol.isEmpty ? "1" : t.unit.symbol) + "/d", dimension: d / .time, toSI: t.unit.toSI / MeasureUnit.secondsPerDay)
         case .daysWithData:
             type = .number(.time)
             unit = .day
         default: break
         }
-        return Typed(expr: .window(wf, t.expr, days: days, minDays: minDays, anchor: anchor), type: type, unit: unit,
-                     lookback: t.lookback + days)
+        return Typed(
+            expr: .window(wf, t.expr, days: days, minDays: minDays, anchor: anchor), type: type, unit: unit,
+            lookback: t.lookback + days)
     }
 }
 
@@ -396,8 +414,9 @@ struct CallContext {
             guard let l = a.label, !labels.contains(l) else { continue }
             let s = suggestion(for: l, among: labels)
             let at = a.labelRange ?? range
-            c.error(.unknownArgument(function: fname, label: l), at,
-                    notes: labels.isEmpty ? [] : [Note(message: .takesArguments(labels.sorted()))], fixIts: c.didYouMean(s, at: at))
+            c.error(
+                .unknownArgument(function: fname, label: l), at,
+                notes: labels.isEmpty ? [] : [Note(message: .takesArguments(labels.sorted()))], fixIts: c.didYouMean(s, at: at))
             return false
         }
         return true
@@ -406,8 +425,9 @@ struct CallContext {
     func arity(_ n: ClosedRange<Int>, _ usage: String, _ c: inout Checker) -> Bool {
         guard !n.contains(positional.count) else { return true }
         let count = n.lowerBound == n.upperBound ? "\(n.lowerBound)" : "\(n.lowerBound) to \(n.upperBound)"
-        c.error(.arityMismatch(function: fname, expected: count, plural: n.upperBound != 1, found: positional.count), range,
-                notes: [Note(message: .usage(usage))])
+        c.error(
+            .arityMismatch(function: fname, expected: count, plural: n.upperBound != 1, found: positional.count), range,
+            notes: [Note(message: .usage(usage))])
         return false
     }
 }

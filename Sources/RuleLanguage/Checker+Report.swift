@@ -74,7 +74,9 @@ extension Checker {
         if let s = fields["smoothed"]?.words.first {
             if let st = reportSeries(s.0, s.1) {
                 if let unit = unit ?? (dt == nil ? st.unit : nil) { ok = reportFits(s.0, st, s.1, unit) && ok }
-            } else { ok = false }
+            } else {
+                ok = false
+            }
             smoothed = s.0
         }
         var days: Int?, event: String?
@@ -117,7 +119,7 @@ extension Checker {
             error(.unknownReportSeries(name), r, fixIts: didYouMean(s, at: r))
             return nil
         }
-        return resolveSeries(name)?.1 // a series with errors was reported where it is defined
+        return resolveSeries(name)?.1  // a series with errors was reported where it is defined
     }
 
     mutating func reportUnit(_ u: (String, SourceRange)) -> MeasureUnit? {

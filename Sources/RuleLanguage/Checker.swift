@@ -224,14 +224,19 @@ public struct Checker {
         var filter: Expr?
         if let on = clauses.first(where: { $0.keyword == "on" }), let fe = on.expr, case .sample = trigger {
             if let t = check(fe) {
-                if t.type == .bool { filter = t.expr } else {
+                if t.type == .bool {
+                    filter = t.expr
+                } else {
                     error(.filterNotBoolean(type: "\(t.type)"), fe.range)
                     ok = false
                 }
-            } else { ok = false }
+            } else {
+                ok = false
+            }
         }
-        var rule = AlertRule(name: name, trigger: trigger, filter: filter, lets: [], condition: .bool(false), forSeconds: 0, keepFiringForSeconds: 0,
-                             repeatSeconds: 0, cooldownSeconds: 0, severity: .warning, labels: [], summary: [], inhibitedBy: [], range: nr)
+        var rule = AlertRule(
+            name: name, trigger: trigger, filter: filter, lets: [], condition: .bool(false), forSeconds: 0, keepFiringForSeconds: 0,
+            repeatSeconds: 0, cooldownSeconds: 0, severity: .warning, labels: [], summary: [], inhibitedBy: [], range: nr)
         var condition: Typed?
         var inhibit: [(String, SourceRange)] = []
         for c in clauses {
@@ -267,7 +272,9 @@ public struct Checker {
                 }
             case "severity":
                 guard let w = c.words.first else { continue }
-                if let s = Severity(rawValue: w.0) { rule.severity = s } else {
+                if let s = Severity(rawValue: w.0) {
+                    rule.severity = s
+                } else {
                     error(.unknownSeverity(w.0), w.1)
                     ok = false
                 }
@@ -399,7 +406,9 @@ public struct Checker {
             if let colon = spec.lastIndex(of: ":") {
                 let fmt = spec[spec.index(after: colon)...]
                 spec = String(spec[..<colon]).trimmingCharacters(in: .whitespaces)
-                if fmt.hasPrefix("."), fmt.hasSuffix("f"), let d = Int(fmt.dropFirst().dropLast()), (0...6).contains(d) { decimals = d } else {
+                if fmt.hasPrefix("."), fmt.hasSuffix("f"), let d = Int(fmt.dropFirst().dropLast()), (0...6).contains(d) {
+                    decimals = d
+                } else {
                     error(.invalidTemplateFormat(String(fmt)), r)
                     ok = false
                     continue

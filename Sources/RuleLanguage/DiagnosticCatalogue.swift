@@ -215,8 +215,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .metadataOutsideSample, .pastDaysUseSample, .sampleFieldOutsideSample: .sampleContext
         case .tooManyDiagnostics: .tooManyDiagnostics
         case .expectedKind, .filterNotBoolean, .metadataKeyNotString, .metricNeedsAggregation, .needsMetricArgument, .needsOperand,
-             .notComparable, .orderingNeedsNumbers, .percentileNotNumber, .reportConditionNotCount, .seriesNotNumber, .startsWithNeedsStrings,
-             .whenNotBoolean:
+            .notComparable, .orderingNeedsNumbers, .percentileNotNumber, .reportConditionNotCount, .seriesNotNumber, .startsWithNeedsStrings,
+            .whenNotBoolean:
             .typeMismatch
         case .undefinedName, .unknownAlert, .unknownKind, .unknownReportSeries, .unknownSampleType: .undefinedName
         case .unexpectedCharacters: .unexpectedCharacter

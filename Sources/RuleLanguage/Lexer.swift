@@ -59,9 +59,13 @@ public struct Lexer {
     private mutating func skipTrivia() {
         while i < bytes.count {
             let c = bytes[i]
-            if c == 32 || c == 9 || c == 10 || c == 13 { i += 1 } else if c == 35 { // # comment
+            if c == 32 || c == 9 || c == 10 || c == 13 {
+                i += 1
+            } else if c == 35 {  // # comment
                 while i < bytes.count, bytes[i] != 10 { i += 1 }
-            } else { return }
+            } else {
+                return
+            }
         }
     }
 
@@ -102,7 +106,8 @@ public struct Lexer {
         if isDigit(c) || (c == 46 && i + 1 < bytes.count && isDigit(bytes[i + 1])) {
             while i < bytes.count, isDigit(bytes[i]) || bytes[i] == 46 || bytes[i] == 95 { i += 1 }
             if i < bytes.count, bytes[i] == 101 || bytes[i] == 69, i + 1 < bytes.count,
-               isDigit(bytes[i + 1]) || ((bytes[i + 1] == 45 || bytes[i + 1] == 43) && i + 2 < bytes.count && isDigit(bytes[i + 2])) {
+                isDigit(bytes[i + 1]) || ((bytes[i + 1] == 45 || bytes[i + 1] == 43) && i + 2 < bytes.count && isDigit(bytes[i + 2]))
+            {
                 i += 2
                 while i < bytes.count, isDigit(bytes[i]) { i += 1 }
             }
@@ -151,13 +156,13 @@ public struct Lexer {
         while j < bytes.count {
             let b = bytes[j]
             if isIdentStart(b) || isDigit(b) || b == 37 || b == 42 { j += 1; continue }
-            if b == 47 { // '/' continues a unit only if a unit atom follows
+            if b == 47 {  // '/' continues a unit only if a unit atom follows
                 if j + 1 < bytes.count, isIdentStart(bytes[j + 1]) || bytes[j + 1] == 40 || bytes[j + 1] == 37 { j += 1; continue }
                 break
             }
             if b == 40, j > start, bytes[j - 1] == 47 { depth += 1; j += 1; continue }
             if b == 41, depth > 0 { depth -= 1; j += 1; continue }
-            if b == 0xC2, j + 1 < bytes.count, bytes[j + 1] == 0xB7 { j += 2; continue } // ·
+            if b == 0xC2, j + 1 < bytes.count, bytes[j + 1] == 0xB7 { j += 2; continue }  // ·
             break
         }
         let word = text(start..<j)

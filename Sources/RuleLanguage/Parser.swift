@@ -23,8 +23,10 @@ public struct Parser {
     /// Fields of the `six_minute_walk` panel.
     public static let walkFields: Set<String> = ["title", "clinic", "watch", "provisional", "unit"]
     /// Keywords that start a clause inside an alert block.
-    public static let clauseKeywords: Set<String> = ["on", "let", "when", "for", "keep_firing_for", "repeat", "cooldown",
-                                                     "severity", "labels", "summary", "inhibited_by"]
+    public static let clauseKeywords: Set<String> = [
+        "on", "let", "when", "for", "keep_firing_for", "repeat", "cooldown",
+        "severity", "labels", "summary", "inhibited_by"
+    ]
 
     /// Lexes and parses a source file.
     public static func parse(_ source: SourceFile, file: Int) -> (SyntaxFile, [Diagnostic]) {
@@ -105,7 +107,9 @@ public struct Parser {
                 error(.expectedTopLevel(found: describe(tok)), r(tok), fixIts: didYouMean(among: Parser.topKeywords))
                 _ = advance()
             }
-            if let parsed { decls.append(parsed) } else {
+            if let parsed {
+                decls.append(parsed)
+            } else {
                 if p == before { _ = advance() }
                 syncTop()
             }
@@ -158,7 +162,9 @@ public struct Parser {
             if p == before { _ = advance() }
             // Recover: skip to the next clause keyword or the end of the block.
             var reported = false
-            while !isPunct("}"), tok.kind != .eof, !(tok.kind == .identifier && (Parser.clauseKeywords.contains(tok.text) || Parser.topKeywords.contains(tok.text))) {
+            while !isPunct("}"), tok.kind != .eof,
+                !(tok.kind == .identifier && (Parser.clauseKeywords.contains(tok.text) || Parser.topKeywords.contains(tok.text)))
+            {
                 if !reported {
                     error(.unexpectedInAlert(found: describe(tok), alert: name.text), r(tok), fixIts: didYouMean(among: Parser.clauseKeywords))
                     reported = true
@@ -167,7 +173,9 @@ public struct Parser {
             }
         }
         let end = tok
-        if !expectPunct("}", after: "the clauses of alert '\(name.text)'") { return .alert(name: name.text, nameRange: r(name), clauses: clauses, range: r(kw).union(r(end))) }
+        if !expectPunct("}", after: "the clauses of alert '\(name.text)'") {
+            return .alert(name: name.text, nameRange: r(name), clauses: clauses, range: r(kw).union(r(end)))
+        }
         return .alert(name: name.text, nameRange: r(name), clauses: clauses, range: r(kw).union(r(end)))
     }
 
@@ -285,12 +293,15 @@ public struct Parser {
                         if closing && balance == 1 { _ = advance(); return }
                         if balance == 0 { return }
                         balance -= 1
-                    } else if balance == 0 { return }
+                    } else if balance == 0 {
+                        return
+                    }
                 case "{", "}": return
                 default: break
                 }
             } else if tok.kind == .identifier, balance <= (closing ? 1 : 0),
-                      Parser.topKeywords.contains(tok.text) || (Parser.clauseKeywords.contains(tok.text) && tok.text != "on" && tok.text != "repeat") {
+                Parser.topKeywords.contains(tok.text) || (Parser.clauseKeywords.contains(tok.text) && tok.text != "on" && tok.text != "repeat")
+            {
                 return
             }
             _ = advance()
@@ -396,7 +407,9 @@ public struct Parser {
         case .identifier where t.text == "true" || t.text == "false":
             _ = advance()
             return .bool(t.text == "true", range: r(t))
-        case .identifier where Parser.clauseKeywords.contains(t.text) && t.text != "on" && t.text != "repeat" || Parser.topKeywords.contains(t.text) || ["and", "or", "not"].contains(t.text):
+        case .identifier
+        where Parser.clauseKeywords.contains(t.text) && t.text != "on" && t.text != "repeat" || Parser.topKeywords.contains(t.text)
+            || ["and", "or", "not"].contains(t.text):
             error(.expectedExpression(found: describe(t)), r(t))
             return .error(range: SourceRange(file: file, t.range.lowerBound..<t.range.lowerBound))
         case .identifier:

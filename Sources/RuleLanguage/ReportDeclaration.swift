@@ -15,8 +15,10 @@ public struct ReportDeclaration: Hashable, Sendable {
     public var explanations: [String]
 
     /// Creates a declaration.
-    public init(speed: TrendPanel? = nil, doubleSupport: TrendPanel? = nil, sixMinuteWalk: SixMinuteWalkPanel? = nil,
-                conditions: [Condition] = [], explanations: [String] = []) {
+    public init(
+        speed: TrendPanel? = nil, doubleSupport: TrendPanel? = nil, sixMinuteWalk: SixMinuteWalkPanel? = nil,
+        conditions: [Condition] = [], explanations: [String] = []
+    ) {
         self.speed = speed
         self.doubleSupport = doubleSupport
         self.sixMinuteWalk = sixMinuteWalk

@@ -117,7 +117,8 @@ extension RuleTestFile {
                     file.rulePathLines += named.map { _ in n }
                 case "test":
                     guard let q1 = line.firstIndex(of: "\""), let q2 = line[line.index(after: q1)...].firstIndex(of: "\""),
-                          line.hasSuffix("{") else { err("expected 'test \"name\" {'"); continue }
+                        line.hasSuffix("{")
+                    else { err("expected 'test \"name\" {'"); continue }
                     current = RuleTestCase(name: String(line[line.index(after: q1)..<q2]), line: n)
                 default: err("expected 'rules' or 'test', found '\(words[0])'")
                 }
@@ -199,12 +200,16 @@ extension RuleTestFile {
             guard w.count >= 4, w[2] == "day" else { throw LineError(message: "expected '\(w[0]) KIND day N\(w[0] == "annotation" ? " [to M]" : "")'") }
             let first = try int(w[3], "a day number")
             var last = first
-            if w.count == 6, w[4] == "to" { last = try int(w[5], "a day number") } else if w.count != 4 {
+            if w.count == 6, w[4] == "to" {
+                last = try int(w[5], "a day number")
+            } else if w.count != 4 {
                 throw LineError(message: "unexpected '\(w[4...].joined(separator: " "))'")
             }
             let base = c.start.dayNumber - 1
-            c.events.append(TimelineEvent(id: "\(w[0])-\(c.events.count)", category: w[0] == "event" ? .clinical : .annotation, kind: w[1],
-                                          firstDay: base + DayNumber(first), lastDay: base + DayNumber(last)))
+            c.events.append(
+                TimelineEvent(
+                    id: "\(w[0])-\(c.events.count)", category: w[0] == "event" ? .clinical : .annotation, kind: w[1],
+                    firstDay: base + DayNumber(first), lastDay: base + DayNumber(last)))
         case "input":
             guard let colon = line.firstIndex(of: ":") else { throw LineError(message: "expected ':' before the values of 'input'") }
             let head = line[..<colon].split(separator: " ").map(String.init)
@@ -214,14 +219,20 @@ extension RuleTestFile {
             var prov = Provenance.device, first = 1
             var k = 3
             while k < head.count {
-                if head[k] == "user_entered" { prov = .userEntered; k += 1 } else if head[k] == "from", k + 2 < head.count, head[k + 1] == "day" {
+                if head[k] == "user_entered" {
+                    prov = .userEntered; k += 1
+                } else if head[k] == "from", k + 2 < head.count, head[k + 1] == "day" {
                     first = try int(head[k + 2], "a day number"); k += 3
-                } else { throw LineError(message: "unexpected '\(head[k])' in 'input'") }
+                } else {
+                    throw LineError(message: "unexpected '\(head[k])' in 'input'")
+                }
             }
             let values = try expand(line[line.index(after: colon)...].split(separator: " ").map(String.init))
             c.inputs.append(.init(metric: m, unit: u, provenance: prov, firstDay: first, values: values))
         case "sample":
-            guard w.count >= 6, w[1] == "day" else { throw LineError(message: "expected 'sample day N [HH:MM] METRIC VALUE UNIT [user_entered] [calibrated=true|false]'") }
+            guard w.count >= 6, w[1] == "day" else {
+                throw LineError(message: "expected 'sample day N [HH:MM] METRIC VALUE UNIT [user_entered] [calibrated=true|false]'")
+            }
             let day = try int(w[2], "a day number")
             var k = 3, minute = 12 * 60
             if w[k].contains(":") {
@@ -245,7 +256,9 @@ extension RuleTestFile {
             }
             c.samples.append(s)
         case "expect":
-            guard w.count >= 3 else { throw LineError(message: "expected 'expect RULE none', 'expect RULE firing day N, …' or 'expect series NAME day N = V UNIT'") }
+            guard w.count >= 3 else {
+                throw LineError(message: "expected 'expect RULE none', 'expect RULE firing day N, …' or 'expect series NAME day N = V UNIT'")
+            }
             if w[1] == "series" {
                 // expect series NAME day N = V UNIT [+- T] | expect series NAME day N missing
                 guard w.count >= 5, w[3] == "day" else { throw LineError(message: "expected 'expect series NAME day N = VALUE UNIT [+- TOL]'") }
@@ -273,14 +286,16 @@ extension RuleTestFile {
                 for item in rest {
                     let p = item.split(separator: " ")
                     guard p.count == 3, ["firing", "resolved", "repeat"].contains(p[0]), p[1] == "day" else {
-                        throw LineError(message: "expected 'firing day N', 'resolved day N' or 'repeat day N', found '\(item.trimmingCharacters(in: .whitespaces))'")
+                        throw LineError(
+                            message: "expected 'firing day N', 'resolved day N' or 'repeat day N', found '\(item.trimmingCharacters(in: .whitespaces))'")
                     }
                     list.append((String(p[0]), try int(String(p[2]), "a day number")))
                 }
                 c.expectations.append(.transitions(rule: w[1], list, line: n))
             }
         default:
-            throw LineError(message: "unknown statement '\(w[0])'; expected time_zone, start, samples_per_day, input, sample, event, annotation, until or expect")
+            throw LineError(
+                message: "unknown statement '\(w[0])'; expected time_zone, start, samples_per_day, input, sample, event, annotation, until or expect")
         }
     }
 }

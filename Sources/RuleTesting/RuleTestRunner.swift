@@ -31,7 +31,9 @@ public enum RuleTestRunner {
             if isDir.boolValue {
                 let found = (fm.enumerator(atPath: p)?.compactMap { $0 as? String } ?? []).filter { $0.hasSuffix(".test") }.sorted()
                 files += found.map { (p as NSString).appendingPathComponent($0) }
-            } else { files.append(p) }
+            } else {
+                files.append(p)
+            }
         }
         if files.isEmpty { text += "no .test files found\n"; broken = true }
         for f in files {
@@ -81,8 +83,10 @@ public enum RuleTestRunner {
         // pointing out) is refused unread, so no diagnostic can show another file's lines.
         let roots = [allowedRoot(forTestAt: path)] + rulesRoots
         for (p, line) in zip(file.rulePaths, file.rulePathLines) where !isInside(p, roots) {
-            errors.append(RuleTestError(path: path, line: line,
-                                        message: "rule path '\(p)' is outside the test's tree \(roots[0]); allow it with --rules-root DIR"))
+            errors.append(
+                RuleTestError(
+                    path: path, line: line,
+                    message: "rule path '\(p)' is outside the test's tree \(roots[0]); allow it with --rules-root DIR"))
         }
         guard errors.isEmpty else {
             return RuleTestReport(text: errors.map { "\($0)\n" }.joined(), passed: 0, failed: 0, ok: false)
@@ -90,8 +94,9 @@ public enum RuleTestRunner {
         let (sources, loadErrors) = RuleSet.load(file.rulePaths)
         let (program, diagnostics) = Checker.check(sources)
         guard loadErrors.isEmpty, let program else {
-            return RuleTestReport(text: "\(path): the rules under test do not check:\n" + loadErrors.map { "  \($0)\n" }.joined()
-                                  + DiagnosticRenderer(files: sources).render(diagnostics), passed: 0, failed: 0, ok: false)
+            return RuleTestReport(
+                text: "\(path): the rules under test do not check:\n" + loadErrors.map { "  \($0)\n" }.joined()
+                    + DiagnosticRenderer(files: sources).render(diagnostics), passed: 0, failed: 0, ok: false)
         }
         var out = "", passed = 0, failed = 0
         for c in file.cases {
@@ -132,10 +137,12 @@ public enum RuleTestRunner {
                 for j in 0..<c.samplesPerDay {
                     let minute = 9 * 60 + j * (9 * 60 / max(c.samplesPerDay, 1))
                     let end = start.adding(seconds: Int64(minute * 60))
-                    samples.append(Sample(id: "\(input.metric.name)-\(input.provenance)-\(day)-\(j)", metric: input.metric,
-                                          value: input.unit.si(v), start: end.adding(seconds: -60), end: end,
-                                          utcOffset: Int32(cal.offset(at: end)), provenance: input.provenance,
-                                          bundleId: input.provenance == .device ? "com.apple.health.test" : "org.example.clinic"))
+                    samples.append(
+                        Sample(
+                            id: "\(input.metric.name)-\(input.provenance)-\(day)-\(j)", metric: input.metric,
+                            value: input.unit.si(v), start: end.adding(seconds: -60), end: end,
+                            utcOffset: Int32(cal.offset(at: end)), provenance: input.provenance,
+                            bundleId: input.provenance == .device ? "com.apple.health.test" : "org.example.clinic"))
                 }
             }
         }
@@ -145,10 +152,12 @@ public enum RuleTestRunner {
             var md: [String: MetadataValue] = [:]
             if let cb = s.calibrated { md[MetadataKey.appleDeviceCalibrated] = .bool(cb) }
             if s.provenance == .userEntered { md[MetadataKey.wasUserEntered] = .bool(true) }
-            samples.append(Sample(id: "sample-\(k)", metric: s.metric, value: s.unit.si(s.value), start: end, end: end,
-                                  utcOffset: Int32(cal.offset(at: end)), provenance: s.provenance,
-                                  bundleId: s.provenance == .device ? "com.apple.health.test" : "org.example.clinic",
-                                  calibrated: s.calibrated, metadata: md))
+            samples.append(
+                Sample(
+                    id: "sample-\(k)", metric: s.metric, value: s.unit.si(s.value), start: end, end: end,
+                    utcOffset: Int32(cal.offset(at: end)), provenance: s.provenance,
+                    bundleId: s.provenance == .device ? "com.apple.health.test" : "org.example.clinic",
+                    calibrated: s.calibrated, metadata: md))
         }
         samples.sort { ($0.end, $0.id) < ($1.end, $1.id) }
         for e in c.events { engine.record(event: e, user: user) }
@@ -203,7 +212,9 @@ public enum RuleTestRunner {
                 if let value {
                     guard unit.dimension == s.type.dimension else { failures.append("line \(line): series '\(name)' is not in \(unit.symbol)"); continue }
                     if got == nil || Swift.abs(unit.fromSI(got!) - value) > tol {
-                        failures.append("line \(line): series \(name) day \(day)\n  expected: \(Engine.format(value, decimals: 4)) \(unit.symbol) ± \(tol)\n  got:      \(show(got))")
+                        failures.append(
+                            "line \(line): series \(name) day \(day)\n  expected: \(Engine.format(value, decimals: 4)) \(unit.symbol) ± \(tol)\n  got:      \(show(got))"
+                        )
                     }
                 } else if got != nil {
                     failures.append("line \(line): series \(name) day \(day)\n  expected: missing\n  got:      \(show(got))")
@@ -211,7 +222,8 @@ public enum RuleTestRunner {
             case .summary(let rule, let day, let text, let line):
                 let t = outcome.transitions.first { $0.rule == rule && $0.day == day }
                 if t == nil || !t!.summary.contains(text) {
-                    failures.append("line \(line): \(rule) summary on day \(day)\n  expected to contain: \(text)\n  got: \(t?.summary ?? "no transition that day")")
+                    failures.append(
+                        "line \(line): \(rule) summary on day \(day)\n  expected to contain: \(text)\n  got: \(t?.summary ?? "no transition that day")")
                 }
             }
         }

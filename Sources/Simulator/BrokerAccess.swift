@@ -17,8 +17,10 @@ public struct BrokerAccess: Sendable {
     public var protocolVersion: MQTTClientConfiguration.ProtocolVersion
 
     /// Creates access settings.
-    public init(broker: BrokerURL, credentials: BrokerCredentials? = nil, caFile: String? = nil, certFile: String? = nil,
-                keyFile: String? = nil, protocolVersion: MQTTClientConfiguration.ProtocolVersion = .v311) {
+    public init(
+        broker: BrokerURL, credentials: BrokerCredentials? = nil, caFile: String? = nil, certFile: String? = nil,
+        keyFile: String? = nil, protocolVersion: MQTTClientConfiguration.ProtocolVersion = .v311
+    ) {
         self.broker = broker
         self.credentials = credentials
         self.caFile = caFile
@@ -29,8 +31,10 @@ public struct BrokerAccess: Sendable {
 
     /// Connects (as `account`, whose password must be in ``credentials``) and waits up to
     /// `timeout` for the broker's answer.
-    func connect(account: String?, clientID: String, subscriptions: [String] = [],
-                 onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }) throws(SimulatorConnectionError) -> SimulatorConnection {
+    func connect(
+        account: String?, clientID: String, subscriptions: [String] = [],
+        onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }
+    ) throws(SimulatorConnectionError) -> SimulatorConnection {
         let c = try start(account: account, clientID: clientID, subscriptions: subscriptions, onMessage: onMessage)
         try c.awaitLogin(timeout: 10)
         return c
@@ -38,10 +42,12 @@ public struct BrokerAccess: Sendable {
 
     /// Connects a reader (`verify` reads alerts with it) as `account` (nil: anonymous), subscribed
     /// to `filters`; throws (exit 1) when the login is refused or the broker does not answer.
-    public func reader(account: String?, filters: [String],
-                       onMessage: @escaping @Sendable (String, [UInt8]) -> Void) throws(SimulatorConnectionError) -> SimulatorConnection {
+    public func reader(
+        account: String?, filters: [String],
+        onMessage: @escaping @Sendable (String, [UInt8]) -> Void
+    ) throws(SimulatorConnectionError) -> SimulatorConnection {
         let c = try connect(account: account, clientID: "mobility-sim-\(getpid())-sub", subscriptions: filters, onMessage: onMessage)
-        usleep(100_000) // let the SUBACK arrive
+        usleep(100_000)  // let the SUBACK arrive
         return c
     }
 
@@ -51,11 +57,13 @@ public struct BrokerAccess: Sendable {
     }
 
     /// Starts a connection without waiting for the broker's answer (see ``SimulatorConnection/awaitLogin(timeout:)``).
-    func start(account: String?, clientID: String, subscriptions: [String] = [],
-               onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }) throws(SimulatorConnectionError) -> SimulatorConnection {
+    func start(
+        account: String?, clientID: String, subscriptions: [String] = [],
+        onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }
+    ) throws(SimulatorConnectionError) -> SimulatorConnection {
         var c = MQTTClientConfiguration(broker: broker, clientID: clientID)
         c.cleanSession = true
-        c.sessionExpirySeconds = 0 // a simulator keeps no session on the broker
+        c.sessionExpirySeconds = 0  // a simulator keeps no session on the broker
         c.protocolVersion = protocolVersion
         c.subscriptions = subscriptions
         c.caFile = caFile
@@ -63,7 +71,8 @@ public struct BrokerAccess: Sendable {
         c.keyFile = keyFile
         if let account {
             guard let password = credentials?.password(for: account) else {
-                throw SimulatorConnectionError("\(credentials.map { "credentials file \($0.path)" } ?? "no --credentials file") has no line for \(account)", exitCode: 2)
+                throw SimulatorConnectionError(
+                    "\(credentials.map { "credentials file \($0.path)" } ?? "no --credentials file") has no line for \(account)", exitCode: 2)
             }
             c.username = account
             c.password = password
@@ -115,8 +124,9 @@ public final class SimulatorConnection: Sendable {
         }
         guard client.isConnected else {
             client.stop()
-            throw SimulatorConnectionError("cannot connect to \(broker)\(account.map { " as \($0)" } ?? "")"
-                + (ledger.lastProblem.map { ": \($0)" } ?? ""), exitCode: 1)
+            throw SimulatorConnectionError(
+                "cannot connect to \(broker)\(account.map { " as \($0)" } ?? "")"
+                    + (ledger.lastProblem.map { ": \($0)" } ?? ""), exitCode: 1)
         }
     }
 
@@ -134,9 +144,12 @@ public final class SimulatorConnection: Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while inFlight > 0 && Date() < deadline { usleep(5_000) }
         if let r = ledger.firstRefusal {
-            throw SimulatorConnectionError("the broker refused the publish to \(r.topic) (reason code \(r.reason)); does the ACL let \(account ?? "this account") write it?", exitCode: 1)
+            throw SimulatorConnectionError(
+                "the broker refused the publish to \(r.topic) (reason code \(r.reason)); does the ACL let \(account ?? "this account") write it?", exitCode: 1)
         }
-        guard inFlight == 0 else { throw SimulatorConnectionError("the broker did not acknowledge the publish to \(topic) within \(Int(timeout)) s", exitCode: 1) }
+        guard inFlight == 0 else {
+            throw SimulatorConnectionError("the broker did not acknowledge the publish to \(topic) within \(Int(timeout)) s", exitCode: 1)
+        }
     }
 
     /// Messages handed to the broker and not answered yet.

@@ -29,11 +29,13 @@ public struct BrokerCredentials: Sendable {
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw Problem(description: "credentials file \(path) is not a regular file") }
         let mode = st.st_mode & 0o7777
         guard mode & 0o077 == 0 else {
-            throw Problem(description: "credentials file \(path) holds passwords but is accessible to group or others "
-                + "(mode 0\(String(mode, radix: 8))); run 'chmod 600 \(path)'")
+            throw Problem(
+                description: "credentials file \(path) holds passwords but is accessible to group or others "
+                    + "(mode 0\(String(mode, radix: 8))); run 'chmod 600 \(path)'")
         }
         guard st.st_size <= 16 << 20, let data = try? FileHandle(fileDescriptor: fd, closeOnDealloc: false).readToEnd() ?? Data(),
-              let text = String(data: data, encoding: .utf8) else {
+            let text = String(data: data, encoding: .utf8)
+        else {
             throw Problem(description: "cannot read credentials file \(path): not UTF-8 text of at most 16 MiB")
         }
         return try BrokerCredentials(path: path, text: text)

@@ -5,7 +5,7 @@ import Foundation
 /// Memory stays constant whatever the file size.
 final class ByteSource {
     private let handle: FileHandle
-    private var remaining: UInt64?      // compressed bytes left for a zip entry
+    private var remaining: UInt64?  // compressed bytes left for a zip entry
     private var inflating = false
     private var stream = z_stream()
     private var input = [UInt8]()
@@ -38,7 +38,8 @@ final class ByteSource {
         let tail = UInt64(min(size, 65_557))
         handle.seek(toFileOffset: size - tail)
         let t = readExactly(Int(tail))
-        guard let eocd = stride(from: t.count - 22, through: 0, by: -1).first(where: { t[$0] == 0x50 && t[$0 + 1] == 0x4b && t[$0 + 2] == 5 && t[$0 + 3] == 6 }) else {
+        guard let eocd = stride(from: t.count - 22, through: 0, by: -1).first(where: { t[$0] == 0x50 && t[$0 + 1] == 0x4b && t[$0 + 2] == 5 && t[$0 + 3] == 6 })
+        else {
             throw ExportError("not a zip archive (no end of central directory)")
         }
         var cdOffset = ByteSource.le(t, eocd + 16, 4), cdEntries = ByteSource.le(t, eocd + 10, 2)
@@ -64,7 +65,7 @@ final class ByteSource {
             var k = 0
             while k + 4 <= extra.count {
                 let id = ByteSource.le(extra, k, 2), len = Int(ByteSource.le(extra, k + 2, 2))
-                if id == 1 { // zip64 extended information, fields present only when the 32-bit one is saturated
+                if id == 1 {  // zip64 extended information, fields present only when the 32-bit one is saturated
                     var o = k + 4
                     if uncompressed == 0xFFFF_FFFF, o + 8 <= extra.count { uncompressed = ByteSource.le(extra, o, 8); o += 8 }
                     if compressed == 0xFFFF_FFFF, o + 8 <= extra.count { compressed = ByteSource.le(extra, o, 8); o += 8 }

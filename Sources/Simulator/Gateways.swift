@@ -35,22 +35,25 @@ public final class Gateways: Sendable {
         self.access = access
         let onMessage: @Sendable (String, [UInt8]) -> Void = { _, payload in onAck?(payload) }
         guard let credentials = access.credentials else {
-            shared = try access.connect(account: nil, clientID: "mobility-sim-\(getpid())-pub",
-                                        subscriptions: onAck == nil ? [] : ["\(Gateways.layout.root)/users/+/acks"], onMessage: onMessage)
+            shared = try access.connect(
+                account: nil, clientID: "mobility-sim-\(getpid())-pub",
+                subscriptions: onAck == nil ? [] : ["\(Gateways.layout.root)/users/+/acks"], onMessage: onMessage)
             perUser = [:]
-            usleep(100_000) // let the SUBACK arrive
+            usleep(100_000)  // let the SUBACK arrive
             return
         }
         let missing = credentials.missing(users)
         guard missing.isEmpty else {
-            throw SimulatorConnectionError("credentials file \(credentials.path) has no line for \(missing.joined(separator: ", ")) "
-                + "(each gateway logs in as its user id)", exitCode: 2)
+            throw SimulatorConnectionError(
+                "credentials file \(credentials.path) has no line for \(missing.joined(separator: ", ")) "
+                    + "(each gateway logs in as its user id)", exitCode: 2)
         }
         var started: [String: SimulatorConnection] = [:]
         do {
             for u in users {
-                started[u] = try access.start(account: u, clientID: "mobility-sim-\(getpid())-\(u)",
-                                              subscriptions: onAck == nil ? [] : [Gateways.layout.acks(u)], onMessage: onMessage)
+                started[u] = try access.start(
+                    account: u, clientID: "mobility-sim-\(getpid())-\(u)",
+                    subscriptions: onAck == nil ? [] : [Gateways.layout.acks(u)], onMessage: onMessage)
             }
             for u in users { try started[u]!.awaitLogin(timeout: 10) }
         } catch {
@@ -59,7 +62,7 @@ public final class Gateways: Sendable {
         }
         shared = nil
         perUser = started
-        usleep(100_000) // let the SUBACKs arrive
+        usleep(100_000)  // let the SUBACKs arrive
     }
 
     private func connection(for topic: String) throws(SimulatorConnectionError) -> SimulatorConnection {
@@ -110,8 +113,9 @@ public final class Gateways: Sendable {
         while answered().acked + answered().refused < records.count && Date() < deadline { usleep(1000) }
         let (acked, refused) = answered()
         let first = refused == 0 ? nil : connections.compactMap { $0.ledger.firstRefusal }.first
-        return PlayReport(published: records.count, acknowledged: acked, refused: refused, firstRefusal: first,
-                          seconds: Date().timeIntervalSince(began))
+        return PlayReport(
+            published: records.count, acknowledged: acked, refused: refused, firstRefusal: first,
+            seconds: Date().timeIntervalSince(began))
     }
 
     /// Disconnects every connection.

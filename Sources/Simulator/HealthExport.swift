@@ -64,16 +64,19 @@ public struct HealthExport: Sendable {
         do { source = try ByteSource(path: path) } catch let e as ExportError { throw e } catch { throw ExportError("\(error)") }
         let box = Unmanaged.passRetained(SourceBox(source))
         defer { box.release() }
-        guard let reader = xmlReaderForIO({ ctx, buf, len in
-            guard let ctx, let buf else { return -1 }
-            let b = Unmanaged<SourceBox>.fromOpaque(ctx).takeUnretainedValue()
-            do {
-                return Int32(try buf.withMemoryRebound(to: UInt8.self, capacity: Int(len)) { try b.source.read(into: $0, count: Int(len)) })
-            } catch {
-                b.error = "\(error)"
-                return -1
-            }
-        }, nil, box.toOpaque(), path, nil, Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOBLANKS.rawValue | XML_PARSE_HUGE.rawValue)) else {
+        guard
+            let reader = xmlReaderForIO(
+                { ctx, buf, len in
+                    guard let ctx, let buf else { return -1 }
+                    let b = Unmanaged<SourceBox>.fromOpaque(ctx).takeUnretainedValue()
+                    do {
+                        return Int32(try buf.withMemoryRebound(to: UInt8.self, capacity: Int(len)) { try b.source.read(into: $0, count: Int(len)) })
+                    } catch {
+                        b.error = "\(error)"
+                        return -1
+                    }
+                }, nil, box.toOpaque(), path, nil, Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOBLANKS.rawValue | XML_PARSE_HUGE.rawValue))
+        else {
             throw ExportError("cannot start the XML reader")
         }
         defer { xmlFreeTextReader(reader) }
@@ -102,7 +105,10 @@ public struct HealthExport: Sendable {
                     rc = xmlTextReaderRead(reader)
                     while rc == 1, xmlTextReaderDepth(reader) > depth {
                         if metric != nil, xmlTextReaderNodeType(reader) == 1, let cn = xmlTextReaderConstName(reader), strcmp(cn, "MetadataEntry") == 0,
-                           let k = attr("key"), let v = attr("value") { metadata.append((k, v)) }
+                            let k = attr("key"), let v = attr("value")
+                        {
+                            metadata.append((k, v))
+                        }
                         rc = xmlTextReaderRead(reader)
                     }
                     if rc != 1 { break }
@@ -118,13 +124,14 @@ public struct HealthExport: Sendable {
                     case .failure(let e): report.malformed.append((line, e.description))
                     }
                 }
-                continue // the reader already stands on the next node
+                continue  // the reader already stands on the next node
             }
             rc = xmlTextReaderRead(reader)
         }
         if let e = box.takeUnretainedValue().error { throw ExportError("reading \(path): \(e)") }
         if rc < 0 {
-            throw ExportError("\(path):\(xmlTextReaderGetParserLineNumber(reader)): the XML is not well-formed; \(report.mobility) mobility samples read before the error")
+            throw ExportError(
+                "\(path):\(xmlTextReaderGetParserLineNumber(reader)): the XML is not well-formed; \(report.mobility) mobility samples read before the error")
         }
         kept.sort { ($0.created, $0.order) < ($1.created, $1.order) }
         var out = [TrafficRecord(topic: layout.profile(user), payload: Array("{\"timeZone\":\"\(defaultTimeZone)\"}".utf8))]
@@ -139,7 +146,9 @@ public struct HealthExport: Sendable {
 
     func record(_ metric: MetricKind, _ f: [String: String], _ metadata: [(String, String)], order: Int) -> Result<Kept, ExportError> {
         guard let unit = f["unit"] else { return .failure(ExportError("\(metric.name) without a unit")) }
-        guard let vs = f["value"], let value = Double(vs), value.isFinite else { return .failure(ExportError("\(metric.name) with a missing or invalid value")) }
+        guard let vs = f["value"], let value = Double(vs), value.isFinite else {
+            return .failure(ExportError("\(metric.name) with a missing or invalid value"))
+        }
         guard let s = f["startDate"], let start = ISO8601.parse(s) else { return .failure(ExportError("\(metric.name) with an invalid startDate")) }
         guard let e = f["endDate"], let end = ISO8601.parse(e) else { return .failure(ExportError("\(metric.name) with an invalid endDate")) }
         let created = f["creationDate"].flatMap { ISO8601.parse($0)?.0 } ?? end.0

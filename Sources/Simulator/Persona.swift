@@ -72,7 +72,9 @@ public struct Timeline: Sendable, Hashable {
     public init() {}
 
     /// Equal when start, length, injury and plateau days are equal (the other fields are not compared).
-    public static func == (a: Timeline, b: Timeline) -> Bool { a.start == b.start && a.days == b.days && a.injuryDay == b.injuryDay && a.plateauDay == b.plateauDay }
+    public static func == (a: Timeline, b: Timeline) -> Bool {
+        a.start == b.start && a.days == b.days && a.injuryDay == b.injuryDay && a.plateauDay == b.plateauDay
+    }
     /// Hashes the start and the number of days (consistent with `==`).
     public func hash(into h: inout Hasher) { h.combine(start); h.combine(days) }
 }

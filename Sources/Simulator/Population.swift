@@ -1,5 +1,6 @@
 import MobilityModel
 import RuleEngine
+import RuleLanguage
 
 /// A synthetic cohort: many users with a configurable mix of recovery patterns, streamed day by
 /// day (one day of the cohort in memory at a time), with ground-truth labels for measuring alert
@@ -177,7 +178,12 @@ extension Population {
     /// Streams the cohort through an in-process engine (event time) and scores each labelled rule:
     /// a user counts as alerted when the rule fired at least once.
     public func evaluate(program: Program) -> (quality: [String: Quality], messages: Int, firedBy: [String: [Pattern: Int]]) {
-        var ing = Ingestor(engine: Engine(program: program, configuration: { var c = EngineConfiguration(); c.publishSeries = false; return c }()), clock: .event)
+        var ing = Ingestor(
+            engine: Engine(
+                program: program,
+                configuration: {
+                    var c = EngineConfiguration(); c.publishSeries = false; return c
+                }()), clock: .event)
         var out: [EngineOutput] = []
         var fired: [String: Set<String>] = [:]
         var messages = 0
@@ -207,5 +213,3 @@ extension Population {
         return (quality, messages, firedBy)
     }
 }
-
-import RuleLanguage

@@ -155,7 +155,9 @@ extension Scenario {
                 if w.count == 3, w[1] == "no" {
                     s.expectations.append(Expectation(rule: w[2], status: nil, days: 0...0, line: n))
                 } else {
-                    guard w.count >= 5, ["firing", "resolved"].contains(w[2]) else { throw fail("expected 'expect RULE firing|resolved day A [to B]' or 'expect no RULE'") }
+                    guard w.count >= 5, ["firing", "resolved"].contains(w[2]) else {
+                        throw fail("expected 'expect RULE firing|resolved day A [to B]' or 'expect no RULE'")
+                    }
                     s.expectations.append(Expectation(rule: w[1], status: w[2], days: try dayRange(3), line: n))
                 }
             default:

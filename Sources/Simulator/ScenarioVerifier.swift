@@ -45,8 +45,10 @@ public struct ScenarioVerifier: Sendable {
             func show(_ t: AlertTransition) -> String { "\(t.rule) \(t.status.rawValue) day \(s.dayIndex(t.day)) (\(t.day))" }
             for e in s.expectations {
                 if let status = e.status {
-                    if let (i, t) = mine.enumerated().first(where: { !matched.contains($0.offset) && $0.element.rule == e.rule
-                        && $0.element.status.rawValue == status && e.days.contains(s.dayIndex($0.element.day)) }) {
+                    if let (i, t) = mine.enumerated().first(where: {
+                        !matched.contains($0.offset) && $0.element.rule == e.rule
+                            && $0.element.status.rawValue == status && e.days.contains(s.dayIndex($0.element.day))
+                    }) {
                         matched.insert(i)
                         lines.append("  ok    \(e): \(show(t))")
                     } else {
@@ -56,7 +58,9 @@ public struct ScenarioVerifier: Sendable {
                     }
                 } else {
                     let got = mine.filter { $0.rule == e.rule }
-                    if got.isEmpty { lines.append("  ok    \(e)") } else {
+                    if got.isEmpty {
+                        lines.append("  ok    \(e)")
+                    } else {
                         ok = false
                         lines.append("  FAIL  \(e): got \(got.map(show).joined(separator: ", "))")
                     }

@@ -1,3 +1,4 @@
+import Foundation
 import MobilityModel
 import MobilityWire
 import RuleEngine
@@ -71,18 +72,27 @@ public struct TrafficGenerator: Sendable {
         let user = persona.user
         let dayNumber = startDay + DayNumber(d)
         if d == 1 {
-            out.append(Timed(at: home.startOfDay(dayNumber).adding(seconds: -3600),
-                             record: TrafficRecord(topic: layout.profile(user), payload: Array("{\"timeZone\":\"\(persona.timeZone)\"}".utf8))))
+            out.append(
+                Timed(
+                    at: home.startOfDay(dayNumber).adding(seconds: -3600),
+                    record: TrafficRecord(topic: layout.profile(user), payload: Array("{\"timeZone\":\"\(persona.timeZone)\"}".utf8))))
         }
         if let inj = timeline.injuryDay, inj == d {
             let date = CivilDate(dayNumber: dayNumber)
-            out.append(Timed(at: home.startOfDay(dayNumber).adding(seconds: 20 * 3600),
-                             record: TrafficRecord(topic: layout.events(user), payload: Array("{\"id\":\"injury-\(user)\",\"kind\":\"injury\",\"date\":\"\(date)\"}".utf8))))
+            out.append(
+                Timed(
+                    at: home.startOfDay(dayNumber).adding(seconds: 20 * 3600),
+                    record: TrafficRecord(
+                        topic: layout.events(user), payload: Array("{\"id\":\"injury-\(user)\",\"kind\":\"injury\",\"date\":\"\(date)\"}".utf8))))
         }
         if let hw = timeline.heatWave, hw.lowerBound == d {
             let a = CivilDate(dayNumber: startDay + DayNumber(hw.lowerBound)), b = CivilDate(dayNumber: startDay + DayNumber(hw.upperBound))
-            out.append(Timed(at: home.startOfDay(dayNumber).adding(seconds: 21 * 3600),
-                             record: TrafficRecord(topic: layout.events(user), payload: Array("{\"id\":\"heat-\(user)\",\"kind\":\"heat_wave\",\"start\":\"\(a)\",\"end\":\"\(b)\"}".utf8))))
+            out.append(
+                Timed(
+                    at: home.startOfDay(dayNumber).adding(seconds: 21 * 3600),
+                    record: TrafficRecord(
+                        topic: layout.events(user), payload: Array("{\"id\":\"heat-\(user)\",\"kind\":\"heat_wave\",\"start\":\"\(a)\",\"end\":\"\(b)\"}".utf8))
+                ))
         }
         if timeline.missing.contains(where: { $0.contains(d) }) { return out }
         let zone = timeline.travel.first { $0.0.contains(d) }?.1
@@ -102,44 +112,58 @@ public struct TrafficGenerator: Sendable {
             let imperial = rng.uniform() < persona.imperialShare
             let offset = Int32(cal.offset(at: end))
             let idBase = "\(user)-\(d)-\(k)"
-            byHour[hour, default: []].append(sample(id: idBase + "-ws", type: "HKQuantityTypeIdentifierWalkingSpeed",
-                                                    value: imperial ? speed / 0.44704 : speed, unit: imperial ? "mi/hr" : "m/s",
-                                                    start: start, end: end, offset: offset, zone: zone))
+            byHour[hour, default: []].append(
+                sample(
+                    id: idBase + "-ws", type: "HKQuantityTypeIdentifierWalkingSpeed",
+                    value: imperial ? speed / 0.44704 : speed, unit: imperial ? "mi/hr" : "m/s",
+                    start: start, end: end, offset: offset, zone: zone))
             if k % 2 == 0 {
                 let ds = min(0.6, max(0.1, dsMean + rng.normal() * persona.doubleSupportNoise))
-                byHour[hour, default: []].append(sample(id: idBase + "-ds", type: "walkingDoubleSupportPercentage", value: ds, unit: "%",
-                                                        start: start, end: end, offset: offset, zone: zone))
+                byHour[hour, default: []].append(
+                    sample(
+                        id: idBase + "-ds", type: "walkingDoubleSupportPercentage", value: ds, unit: "%",
+                        start: start, end: end, offset: offset, zone: zone))
                 let asym = min(1, max(0, persona.asymmetry + rng.normal() * 0.03))
-                byHour[hour, default: []].append(sample(id: idBase + "-as", type: "walkingAsymmetryPercentage", value: asym, unit: "%",
-                                                        start: start, end: end, offset: offset, zone: zone,
-                                                        metadata: "\"HKMetadataKeyDevicePlacementSide\":2"))
+                byHour[hour, default: []].append(
+                    sample(
+                        id: idBase + "-as", type: "walkingAsymmetryPercentage", value: asym, unit: "%",
+                        start: start, end: end, offset: offset, zone: zone,
+                        metadata: "\"HKMetadataKeyDevicePlacementSide\":2"))
                 let step = max(0.2, persona.stepLength * speed / persona.walkingSpeed + rng.normal() * 0.02)
-                byHour[hour, default: []].append(sample(id: idBase + "-sl", type: "walkingStepLength", value: step / 0.0254, unit: "in",
-                                                        start: start, end: end, offset: offset, zone: zone))
+                byHour[hour, default: []].append(
+                    sample(
+                        id: idBase + "-sl", type: "walkingStepLength", value: step / 0.0254, unit: "in",
+                        start: start, end: end, offset: offset, zone: zone))
             }
         }
         // The watch: a few stair ascents a day, and the weekly six-minute-walk estimate.
         for k in 0..<Int.random(in: 0...3, using: &rng) {
             let end = dayStart.adding(seconds: Int64(10 * 3600 + k * 5400))
             let v = max(0.1, 0.45 * meanSpeed(day: d) / persona.walkingSpeed + rng.normal() * 0.05)
-            byHour[10 + k, default: []].append(sample(id: "\(user)-\(d)-\(k)-sa", type: "stairAscentSpeed", value: v, unit: "m/s",
-                                                      start: end.adding(seconds: -15), end: end, offset: Int32(cal.offset(at: end)), zone: zone,
-                                                      bundle: "com.apple.health.5A1E7C3B"))
+            byHour[10 + k, default: []].append(
+                sample(
+                    id: "\(user)-\(d)-\(k)-sa", type: "stairAscentSpeed", value: v, unit: "m/s",
+                    start: end.adding(seconds: -15), end: end, offset: Int32(cal.offset(at: end)), zone: zone,
+                    bundle: "com.apple.health.5A1E7C3B"))
         }
         if let wd = timeline.sixMinuteWalkWeekday, d % 7 == wd {
             let est = min(500, (persona.sixMinuteWalk * meanSpeed(day: d) / persona.walkingSpeed).rounded())
             let end = dayStart.adding(seconds: 7 * 3600)
             let calibrated = d > timeline.uncalibratedUntil ? "1" : "0"
-            byHour[7, default: []].append(sample(id: "\(user)-\(d)-6mwd", type: "HKQuantityTypeIdentifierSixMinuteWalkTestDistance", value: est, unit: "m",
-                                                 start: end, end: end, offset: Int32(cal.offset(at: end)), zone: zone,
-                                                 bundle: "com.apple.health.5A1E7C3B",
-                                                 metadata: "\"HKMetadataKeyAppleDeviceCalibrated\":\"\(calibrated)\""))
+            byHour[7, default: []].append(
+                sample(
+                    id: "\(user)-\(d)-6mwd", type: "HKQuantityTypeIdentifierSixMinuteWalkTestDistance", value: est, unit: "m",
+                    start: end, end: end, offset: Int32(cal.offset(at: end)), zone: zone,
+                    bundle: "com.apple.health.5A1E7C3B",
+                    metadata: "\"HKMetadataKeyAppleDeviceCalibrated\":\"\(calibrated)\""))
         }
         for (cd, metres) in timeline.clinicTests where cd == d {
             let end = dayStart.adding(seconds: 14 * 3600)
-            byHour[14, default: []].append(sample(id: "\(user)-\(d)-clinic", type: "sixMinuteWalkTestDistance", value: metres, unit: "m",
-                                                  start: end, end: end, offset: Int32(cal.offset(at: end)), zone: zone,
-                                                  bundle: "org.example.clinic", metadata: "\"HKWasUserEntered\":\"1\""))
+            byHour[14, default: []].append(
+                sample(
+                    id: "\(user)-\(d)-clinic", type: "sixMinuteWalkTestDistance", value: metres, unit: "m",
+                    start: end, end: end, offset: Int32(cal.offset(at: end)), zone: zone,
+                    bundle: "org.example.clinic", metadata: "\"HKWasUserEntered\":\"1\""))
         }
         if deletions.contains(d) {
             let at = cal.startOfDay(dayNumber + 1).adding(seconds: 8 * 3600 + 1800)
@@ -157,8 +181,10 @@ public struct TrafficGenerator: Sendable {
         return out
     }
 
-    func sample(id: String, type: String, value: Double, unit: String, start: Timestamp, end: Timestamp, offset: Int32, zone: String?,
-                bundle: String = "com.apple.health.9C2F5E1A", metadata: String? = nil) -> String {
+    func sample(
+        id: String, type: String, value: Double, unit: String, start: Timestamp, end: Timestamp, offset: Int32, zone: String?,
+        bundle: String = "com.apple.health.9C2F5E1A", metadata: String? = nil
+    ) -> String {
         var s = "{\"id\":\"\(id)\",\"type\":\"\(type)\",\"value\":\((value * 100_000).rounded() / 100_000),\"unit\":\"\(unit)\","
         s += "\"start\":\"\(ISO8601.format(start, offsetSeconds: offset))\",\"end\":\"\(ISO8601.format(end, offsetSeconds: offset))\","
         s += "\"source\":{\"bundleId\":\"\(bundle)\",\"name\":\"\(persona.user)'s iPhone\"}"
@@ -188,5 +214,3 @@ struct SplitMix: RandomNumberGenerator {
         return (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
     }
 }
-
-import Foundation

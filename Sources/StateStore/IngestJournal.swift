@@ -50,7 +50,9 @@ public final class IngestJournal: Sendable {
             try PrivateFiles.tightenIfPresent(path)
             var lastInSegment = first - 1
             var goodBytes = 0
-            IngestJournal.scan(path) { e, endOffset in lastInSegment = e.seq; goodBytes = endOffset }
+            IngestJournal.scan(path) { e, endOffset in
+                lastInSegment = e.seq; goodBytes = endOffset
+            }
             // Cut a torn tail so later appends follow an intact record.
             truncate(path, off_t(goodBytes))
             segments.append((first, max(lastInSegment, first - 1), path))

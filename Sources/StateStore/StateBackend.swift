@@ -1,5 +1,6 @@
 import CareReports
 import MobilityModel
+
 import struct RuleEngine.UserSnapshot
 
 /// What the daemon needs of durable state, whatever holds it: ``StateStore`` (SQLite) today; a
@@ -10,7 +11,9 @@ public protocol StateBackend: AnyObject, Sendable {
     /// Every user's record (their whole snapshot, handed to `prepare` on the thread that read it)
     /// and the pending outbox, oldest first. `alertNames`: the rules' alert names, to read equal
     /// stored names as these instances.
-    func load<Prepared: Sendable>(alertNames: [String], prepare: @escaping @Sendable (UserSnapshot) -> Prepared) throws
+    func load<Prepared: Sendable>(
+        alertNames: [String], prepare: @escaping @Sendable (UserSnapshot) -> Prepared
+    ) throws
         -> (users: [StoredUser<Prepared>], outbox: [StateStore.OutboxItem])
     /// Writes the users' changes (``StateStore/UserRecord/state`` as `Engine.changes(of:)` gives
     /// them), appends `outbox`, removes the `acknowledged` outbox ids and records the `history`
@@ -39,7 +42,9 @@ public protocol StateBackend: AnyObject, Sendable {
     /// Writes a metadata value.
     func setMeta(_ key: String, _ value: String) throws
     /// Records an acknowledgement with its audit row and outputs, atomically (fails if the instance is already acknowledged).
-    func recordAcknowledgement(_ a: StoredAcknowledgement, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws
+    func recordAcknowledgement(
+        _ a: StoredAcknowledgement, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]
+    ) throws
         -> (seq: Int64, outbox: [StateStore.OutboxItem])
     /// The acknowledgements of instances still firing.
     func alertAcknowledgements() throws -> [StoredAcknowledgement]

@@ -92,11 +92,14 @@ extension StateStore {
     /// retained firing message, the audit message) in one transaction; returns the audit row's
     /// sequence number and the outputs' outbox ids. Fails (nothing changed) when the instance is
     /// already acknowledged.
-    public func recordAcknowledgement(_ a: StoredAcknowledgement, audit: AuditEntry, outbox: (AuditEntry) -> [OutboxItem]) throws -> (seq: Int64, outbox: [OutboxItem]) {
+    public func recordAcknowledgement(
+        _ a: StoredAcknowledgement, audit: AuditEntry, outbox: (AuditEntry) -> [OutboxItem]
+    ) throws -> (seq: Int64, outbox: [OutboxItem]) {
         try lock.withLock { _ in
             try db.exec("BEGIN IMMEDIATE")
             do {
-                let ins = try db.prepare("INSERT INTO acknowledgements (alert, user, rule, team, by, at, note, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+                let ins = try db.prepare(
+                    "INSERT INTO acknowledgements (alert, user, rule, team, by, at, note, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
                 ins.bind(1, a.alert); ins.bind(2, a.user); ins.bind(3, a.rule); ins.bind(4, a.team)
                 ins.bind(5, a.acknowledgement.by); ins.bind(6, a.acknowledgement.at.milliseconds)
                 if let n = a.acknowledgement.note { ins.bind(7, n) }
@@ -162,12 +165,15 @@ extension StateStore {
     /// The audit trail, oldest first (at most the last `limit` rows).
     public func auditTrail(limit: Int = 10_000) throws -> [AuditEntry] {
         try lock.withLock { _ in
-            let q = try db.prepare("SELECT seq, at, action, actor, team, user, rule, subject, note FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT ?1) ORDER BY seq")
+            let q = try db.prepare(
+                "SELECT seq, at, action, actor, team, user, rule, subject, note FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT ?1) ORDER BY seq")
             q.bind(1, Int64(limit))
             var out: [AuditEntry] = []
             while try q.step() {
-                out.append(AuditEntry(seq: q.int(0), at: Timestamp(milliseconds: q.int(1)), action: q.text(2), actor: q.text(3), team: q.text(4),
-                                      user: q.text(5), rule: q.text(6), subject: q.text(7), note: q.isNull(8) ? nil : q.text(8)))
+                out.append(
+                    AuditEntry(
+                        seq: q.int(0), at: Timestamp(milliseconds: q.int(1)), action: q.text(2), actor: q.text(3), team: q.text(4),
+                        user: q.text(5), rule: q.text(6), subject: q.text(7), note: q.isNull(8) ? nil : q.text(8)))
             }
             return out
         }

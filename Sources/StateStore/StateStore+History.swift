@@ -46,8 +46,9 @@ public struct HistoryRecord: Sendable, Equatable {
 
     /// The row of an alert transition.
     public static func alert(_ a: AlertTransition) -> HistoryRecord {
-        HistoryRecord(user: a.user, kind: .alert, key: a.id + (a.status == .firing ? (a.isRepeat ? "/repeat" : "/firing") : "/resolved"),
-                      day: a.day.dayNumber, payload: Array(a.json.utf8))
+        HistoryRecord(
+            user: a.user, kind: .alert, key: a.id + (a.status == .firing ? (a.isRepeat ? "/repeat" : "/firing") : "/resolved"),
+            day: a.day.dayNumber, payload: Array(a.json.utf8))
     }
 
     /// The row of a timeline entry.
@@ -67,9 +68,10 @@ public struct HistoryRecord: Sendable, Equatable {
     /// Decodes a timeline row's payload; nil if malformed.
     static func timelineEntry(_ payload: [UInt8]) -> TimelineEvent? {
         guard case .success(let v) = JSONValue.parse(payload), case .string(let id)? = v["id"], case .string(let c)? = v["category"],
-              case .string(let kind)? = v["kind"], case .number(let f)? = v["firstDay"], case .number(let l)? = v["lastDay"],
-              let category: EventCategory = c == "clinical" ? .clinical : c == "annotation" ? .annotation : nil,
-              let first = DayNumber(exactly: f), let last = DayNumber(exactly: l) else { return nil }
+            case .string(let kind)? = v["kind"], case .number(let f)? = v["firstDay"], case .number(let l)? = v["lastDay"],
+            let category: EventCategory = c == "clinical" ? .clinical : c == "annotation" ? .annotation : nil,
+            let first = DayNumber(exactly: f), let last = DayNumber(exactly: l)
+        else { return nil }
         var note: String?
         if case .string(let n)? = v["note"] { note = n }
         return TimelineEvent(id: id, category: category, kind: kind, firstDay: first, lastDay: last, note: note)
@@ -98,8 +100,10 @@ extension StateStore {
     /// Writes history rows inside the commit's transaction (call only while holding the lock).
     /// Series points are merged into their user-day's packed row (a revised point replaces its
     /// series' value there); the other rows are upserted by key.
-    func write(history rows: [HistoryRecord], upsert up: SQLiteDatabase.Statement,
-               replacing del: SQLiteDatabase.Statement, readDay: SQLiteDatabase.Statement, writeDay: SQLiteDatabase.Statement) throws(SQLiteError) {
+    func write(
+        history rows: [HistoryRecord], upsert up: SQLiteDatabase.Statement,
+        replacing del: SQLiteDatabase.Statement, readDay: SQLiteDatabase.Statement, writeDay: SQLiteDatabase.Statement
+    ) throws(SQLiteError) {
         var days: [UserDay: [(id: Int64, value: Double?)]] = [:]
         for r in rows {
             if r.kind == .series {
@@ -221,7 +225,8 @@ extension StateStore {
     public func weeklyReport(of user: String, week: String? = nil) throws -> (week: String, payload: [UInt8])? {
         var found: (String, [UInt8])?
         try reading { db in
-            let q = week == nil
+            let q =
+                week == nil
                 ? try db.prepare("SELECT key, payload FROM history WHERE user = ?1 AND kind = 3 AND length(payload) > 0 ORDER BY day DESC LIMIT 1")
                 : try db.prepare("SELECT key, payload FROM history WHERE user = ?1 AND kind = 3 AND key = ?2 AND length(payload) > 0")
             q.bind(1, user)
@@ -298,8 +303,10 @@ extension StateStore {
     public func historySize() throws -> (rows: Int, bytes: Int) {
         var r = (0, 0)
         try reading { db in
-            for sql in ["SELECT count(*), coalesce(sum(length(user) + length(key) + length(payload) + 24), 0) FROM history",
-                        "SELECT count(*), coalesce(sum(length(user) + length(data) + 8), 0) FROM history_days"] {
+            for sql in [
+                "SELECT count(*), coalesce(sum(length(user) + length(key) + length(payload) + 24), 0) FROM history",
+                "SELECT count(*), coalesce(sum(length(user) + length(data) + 8), 0) FROM history_days"
+            ] {
                 let q = try db.prepare(sql)
                 if try q.step() { r = (r.0 + Int(q.int(0)), r.1 + Int(q.int(1))) }
             }

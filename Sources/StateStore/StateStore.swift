@@ -1,8 +1,10 @@
+import CSQLite
 import Foundation
 import MobilityModel
+import Synchronization
+
 import struct RuleEngine.StoredValue
 import struct RuleEngine.UserSnapshot
-import Synchronization
 
 /// Durable engine state on SQLite (WAL): per-user state with the ingest-journal position it has
 /// applied, and an outbox of outputs not yet acknowledged by the broker, committed together.
@@ -37,7 +39,7 @@ public final class StateStore: @unchecked Sendable {
         // 4 → 5: the care-team history (series points, alert transitions, timeline, weekly reports).
         StateStore.historyMigration,
         // 5 → 6: care-staff acknowledgements of firing alerts and the audit trail.
-        StateStore.acknowledgementsMigration,
+        StateStore.acknowledgementsMigration
     ]
 
     let db: SQLiteDatabase
@@ -140,8 +142,11 @@ public final class StateStore: @unchecked Sendable {
     /// Reads every user and the pending outbox, each user's snapshot handed to `prepare` on the
     /// thread that read it (``parallelLoadThreshold``): the engine makes its states there
     /// (`Engine.preparer`), so that building them runs on the load's two threads too.
-    public func load<Prepared: Sendable>(alertNames: [String] = [], prepare: @escaping @Sendable (UserSnapshot) -> Prepared) throws
-        -> (users: [StoredUser<Prepared>], outbox: [OutboxItem]) {
+    public func load<Prepared: Sendable>(
+        alertNames: [String] = [], prepare: @escaping @Sendable (UserSnapshot) -> Prepared
+    ) throws
+        -> (users: [StoredUser<Prepared>], outbox: [OutboxItem])
+    {
         try lock.withLock { _ in
             let count = try db.scalarInt("SELECT count(*) FROM users")
             var split: String?
@@ -171,8 +176,10 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// Users with ids in [from, below) (nil: unbounded), their heads and open-day rows.
-    static func loadUsers<Prepared>(_ db: SQLiteDatabase, from lo: String?, below hi: String?, alertNames: [String],
-                                    prepare: (UserSnapshot) -> Prepared) throws -> [StoredUser<Prepared>] {
+    static func loadUsers<Prepared>(
+        _ db: SQLiteDatabase, from lo: String?, below hi: String?, alertNames: [String],
+        prepare: (UserSnapshot) -> Prepared
+    ) throws -> [StoredUser<Prepared>] {
         var range: [String] = []
         if lo != nil { range.append("user >= ?1") }
         if hi != nil { range.append("user < ?2") }
@@ -315,8 +322,11 @@ public final class StateStore: @unchecked Sendable {
                     try ins.run()
                     ids.append(db.lastInsertRowID)
                 }
-                if !history.isEmpty { try write(history: history, upsert: try statement(.upsertHistory), replacing: try statement(.deleteTimelineRow),
-                                                     readDay: try statement(.readHistoryDay), writeDay: try statement(.writeHistoryDay)) }
+                if !history.isEmpty {
+                    try write(
+                        history: history, upsert: try statement(.upsertHistory), replacing: try statement(.deleteTimelineRow),
+                        readDay: try statement(.readHistoryDay), writeDay: try statement(.writeHistoryDay))
+                }
                 if !acknowledged.isEmpty {
                     let del = try statement(.deleteOutbox)
                     for id in acknowledged { del.bind(1, id); try del.run() }
@@ -381,7 +391,9 @@ public final class StateStore: @unchecked Sendable {
         try lock.withLock { (_) throws(SQLiteError) -> Int in
             try db.exec("BEGIN IMMEDIATE")
             do throws(SQLiteError) {
-                let move = try db.prepare("INSERT OR IGNORE INTO dead_letters (id, topic, payload, retain, reason, at) SELECT id, topic, payload, retain, ?2, ?3 FROM outbox WHERE id = ?1")
+                let move = try db.prepare(
+                    "INSERT OR IGNORE INTO dead_letters (id, topic, payload, retain, reason, at) SELECT id, topic, payload, retain, ?2, ?3 FROM outbox WHERE id = ?1"
+                )
                 let del = try db.prepare("DELETE FROM outbox WHERE id = ?1")
                 for item in items {
                     move.bind(1, item.id); move.bind(2, item.reason); move.bind(3, at)
@@ -426,8 +438,6 @@ public final class StateStore: @unchecked Sendable {
     public func outboxCount() throws -> Int { try lock.withLock { _ in Int(try db.scalarInt("SELECT count(*) FROM outbox")) } }
 }
 
-import CSQLite
-
 extension SQLiteDatabase {
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 }
@@ -436,12 +446,14 @@ func sqlite3ColumnIsNull(_ s: SQLiteDatabase.Statement, _ c: Int32) -> Bool { sq
 
 /// The statements of a commit, named so that finding one costs an array index, not hashing its SQL.
 private enum CommitSQL: Int, CaseIterable {
-    case begin, upsertUser, deleteFoldedDays, upsertChunk, deleteChunksFrom, insertOutbox, deleteOutbox, upsertHistory, deleteTimelineRow, readHistoryDay, writeHistoryDay, commit
+    case begin, upsertUser, deleteFoldedDays, upsertChunk, deleteChunksFrom, insertOutbox, deleteOutbox, upsertHistory, deleteTimelineRow, readHistoryDay,
+        writeHistoryDay, commit
 
     var text: String {
         switch self {
         case .begin: "BEGIN IMMEDIATE"
-        case .upsertUser: "INSERT INTO users (user, applied_seq, event_now, state, event_claims) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(user) DO UPDATE SET applied_seq = ?2, event_now = ?3, state = ?4, event_claims = ?5"
+        case .upsertUser:
+            "INSERT INTO users (user, applied_seq, event_now, state, event_claims) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(user) DO UPDATE SET applied_seq = ?2, event_now = ?3, state = ?4, event_claims = ?5"
         case .deleteFoldedDays: "DELETE FROM user_days WHERE user = ?1 AND day < ?2"
         case .upsertChunk: "INSERT INTO user_days (user, day, chunk, data) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user, day, chunk) DO UPDATE SET data = ?4"
         case .deleteChunksFrom: "DELETE FROM user_days WHERE user = ?1 AND day = ?2 AND chunk >= ?3"

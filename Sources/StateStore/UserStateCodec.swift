@@ -1,4 +1,5 @@
 import MobilityModel
+
 import struct RuleEngine.AlertStateMachine
 import struct RuleEngine.SampleID
 import struct RuleEngine.StoredValue
@@ -276,8 +277,10 @@ enum UserStateCodec {
         let syncCount = try r.count()
         if syncCount > 0 { s.syncIndex.reserveCapacity(min(Int(syncCount), (r.b.count - r.i) / 24)) }
         for _ in 0..<syncCount {
-            s.syncIndex.append(SyncEntry(sync: SampleID(rawValue: UInt64(bitPattern: try r.i64())), version: try r.i64(),
-                                         id: SampleID(rawValue: UInt64(bitPattern: try r.i64()))))
+            s.syncIndex.append(
+                SyncEntry(
+                    sync: SampleID(rawValue: UInt64(bitPattern: try r.i64())), version: try r.i64(),
+                    id: SampleID(rawValue: UInt64(bitPattern: try r.i64()))))
         }
         try decodeTail(&s, &r, alertNames: alertNames)
         return s

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPEndpoint
-import MobilityModel
 import MQTTTransport
+import MobilityModel
 import Synchronization
 
 /// End-to-end measurements against a live broker and mobilityd (see scripts/bench-e2e.sh).
@@ -11,7 +11,9 @@ enum EndToEnd {
         let stamps = Mutex<[UInt64]>([])
     }
 
-    static func client(_ url: String, _ id: String, subscriptions: [String] = [], onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }) throws -> MQTTClient {
+    static func client(
+        _ url: String, _ id: String, subscriptions: [String] = [], onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }
+    ) throws -> MQTTClient {
         var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: url), clientID: id)
         c.cleanSession = true
         c.subscriptions = subscriptions
@@ -36,7 +38,8 @@ enum EndToEnd {
 
     static func sample(_ id: String, ms: Int64, metric: String = "walkingSpeed", value: Double = 1.2, unit: String = "m/s", extra: String = "") -> String {
         let t = Timestamp(milliseconds: ms).description
-        return "{\"id\":\"\(id)\",\"type\":\"\(metric)\",\"value\":\(value),\"unit\":\"\(unit)\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.b\"}\(extra)}"
+        return
+            "{\"id\":\"\(id)\",\"type\":\"\(metric)\",\"value\":\(value),\"unit\":\"\(unit)\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.b\"}\(extra)}"
     }
 
     /// Reads one metric from mobilityd's `/metrics` on loopback.
@@ -66,13 +69,17 @@ enum EndToEnd {
             let payload = Array(sample("x", ms: wallMs).utf8)
             var t0 = now()
             try flood(pub, Array(repeating: ("bench/ceiling", payload), count: messages))
-            guard wait(120, { counter.n.load(ordering: .relaxed) >= messages }) else { print("ceiling: only \(counter.n.load(ordering: .relaxed)) of \(messages) arrived"); return }
+            guard wait(120, { counter.n.load(ordering: .relaxed) >= messages }) else {
+                print("ceiling: only \(counter.n.load(ordering: .relaxed)) of \(messages) arrived"); return
+            }
             let ceiling = Double(messages) / (Double(now() - t0) / 1e9)
             sub.stop()
             print("round \(round + 1): broker ceiling, 1 publisher → 1 counting subscriber, QoS 1    \(Int(ceiling)) messages/s")
 
             // 2. Through mobilityd: the same rate of sample messages, batch samples per message.
-            guard let before = metric(metricsPort, "mobilityd_samples_accepted_total") else { print("cannot read mobilityd metrics on port \(metricsPort)"); return }
+            guard let before = metric(metricsPort, "mobilityd_samples_accepted_total") else {
+                print("cannot read mobilityd metrics on port \(metricsPort)"); return
+            }
             var payloads: [(String, [UInt8])] = []
             payloads.reserveCapacity(messages)
             for i in 0..<messages {
@@ -86,13 +93,17 @@ enum EndToEnd {
             // Polled every 10 ms: each poll renders mobilityd's /metrics, which at 0.5 ms intervals
             // (2 000 requests/s) took CPU from the daemon being measured. Resolution: 10 ms of a ~1 s run.
             guard wait(300, every: 10_000, { (metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) >= target }) else {
-                print("mobilityd: only \(Int((metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) - before)) of \(messages * batch) samples accepted"); return
+                print(
+                    "mobilityd: only \(Int((metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) - before)) of \(messages * batch) samples accepted");
+                return
             }
             let secs = Double(now() - t0) / 1e9
             let rate = Double(messages) / secs
             ratios.append(rate / ceiling)
             rates.append(rate * Double(batch))
-            print("round \(round + 1): mobilityd, \(batch) sample\(batch == 1 ? "" : "s") per message, durability on   \(Int(rate)) messages/s = \(Int(rate * Double(batch))) samples/s; ratio to ceiling \(String(format: "%.2f", rate / ceiling))")
+            print(
+                "round \(round + 1): mobilityd, \(batch) sample\(batch == 1 ? "" : "s") per message, durability on   \(Int(rate)) messages/s = \(Int(rate * Double(batch))) samples/s; ratio to ceiling \(String(format: "%.2f", rate / ceiling))"
+            )
 
             // 3. Alert latency at ~1000 samples/s: per-sample rule, fire/resolve alternating.
             guard latency else { continue }
@@ -110,8 +121,9 @@ enum EndToEnd {
             let n = 3000
             for i in 0..<n {
                 let capped = i % 2 == 0
-                let s = sample("lat-\(i)-\(wallMs)", ms: wallMs - Int64(n - i) * 1000, metric: "sixMinuteWalkTestDistance", value: capped ? 500 : 420, unit: "m",
-                               extra: ",\"metadata\":{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}")
+                let s = sample(
+                    "lat-\(i)-\(wallMs)", ms: wallMs - Int64(n - i) * 1000, metric: "sixMinuteWalkTestDistance", value: capped ? 500 : 420, unit: "m",
+                    extra: ",\"metadata\":{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}")
                 sent.append(now())
                 try pub.publish(topic: "mobility/v1/users/\(latUser)/samples", payload: Array(s.utf8), qos: 1)
                 usleep(1000)
@@ -124,10 +136,13 @@ enum EndToEnd {
             guard lat.count == n else { print("alert latency: only \(got.count) of \(n) alerts arrived"); continue }
             p50s.append(lat[n / 2])
             p99s.append(lat[n * 99 / 100])
-            print("round \(round + 1): alert latency, sample published → alert received, ~1k/s   p50 \(String(format: "%.3f", lat[n / 2])) ms, p99 \(String(format: "%.3f", lat[n * 99 / 100])) ms (\(n) alerts)")
+            print(
+                "round \(round + 1): alert latency, sample published → alert received, ~1k/s   p50 \(String(format: "%.3f", lat[n / 2])) ms, p99 \(String(format: "%.3f", lat[n * 99 / 100])) ms (\(n) alerts)"
+            )
         }
-        print("median of \(runs): \(batch) sample\(batch == 1 ? "" : "s") per message: \(Int(median(rates))) samples/s, ratio to ceiling \(String(format: "%.2f", median(ratios)))"
-              + (p99s.isEmpty ? "" : "; alert latency p50 \(String(format: "%.3f", median(p50s))) ms, p99 \(String(format: "%.3f", median(p99s))) ms"))
+        print(
+            "median of \(runs): \(batch) sample\(batch == 1 ? "" : "s") per message: \(Int(median(rates))) samples/s, ratio to ceiling \(String(format: "%.2f", median(ratios)))"
+                + (p99s.isEmpty ? "" : "; alert latency p50 \(String(format: "%.3f", median(p50s))) ms, p99 \(String(format: "%.3f", median(p99s))) ms"))
         pub.stop()
     }
 }

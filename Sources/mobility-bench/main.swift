@@ -1,5 +1,5 @@
-import Foundation
 import CareReports
+import Foundation
 import MobilityModel
 import MobilityWire
 import RuleEngine
@@ -10,9 +10,9 @@ import StateStore
 /// `mobility-bench`: measures the pieces of the hot path. Build with `swift build -c release`.
 /// Each figure is the median of `--runs` runs. `--smoke` uses tiny sizes (CI checks it works).
 let usage = """
-usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart|history|reports ...]
-       mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N] [--runs N] [--latency on|off]   (see scripts/bench-e2e.sh)
-"""
+    usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart|history|reports ...]
+           mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N] [--runs N] [--latency on|off]   (see scripts/bench-e2e.sh)
+    """
 
 var args = Array(CommandLine.arguments.dropFirst())
 if args.first == "e2e" {
@@ -30,7 +30,9 @@ if args.first == "e2e" {
         }
         j += 2
     }
-    do { try EndToEnd.run(broker: broker, metricsPort: port, messages: messages, batch: batch, runs: e2eRuns, latency: latency) } catch { print("e2e failed: \(error)"); exit(1) }
+    do { try EndToEnd.run(broker: broker, metricsPort: port, messages: messages, batch: batch, runs: e2eRuns, latency: latency) } catch {
+        print("e2e failed: \(error)"); exit(1)
+    }
     exit(0)
 }
 var smoke = false, runs = 5, users = 10_000, days = 30, rules = "rules"
@@ -79,11 +81,15 @@ func residentBytes() -> Int {
 }
 func report(_ name: String, _ value: Double, _ unit: String, _ note: String = "") {
     let v = value >= 100 ? String(format: "%.0f", value) : String(format: "%.3g", value)
-    print("\(name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(v.padding(toLength: 12, withPad: " ", startingAt: 0)) \(unit)\(note.isEmpty ? "" : "  (\(note))")")
+    print(
+        "\(name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(v.padding(toLength: 12, withPad: " ", startingAt: 0)) \(unit)\(note.isEmpty ? "" : "  (\(note))")"
+    )
 }
 
 print("mobility-bench: runs \(runs), users \(users), days \(days), \(ProcessInfo.processInfo.activeProcessorCount) cores\(smoke ? ", smoke" : "")")
-print("rules: \(program.alerts.count) alerts, \(program.series.count) series, \(program.inputs.count) daily inputs, look-back \(program.lookbackDays) d, anchored windows \(program.anchoredWindowDays) d")
+print(
+    "rules: \(program.alerts.count) alerts, \(program.series.count) series, \(program.inputs.count) daily inputs, look-back \(program.lookbackDays) d, anchored windows \(program.anchoredWindowDays) d"
+)
 
 /// Realistic payloads from the simulator (one sample per message, and batches of 50).
 let cohort = Population(users: max(users / 10, 2), days: min(days, 10), seed: 1)
@@ -113,7 +119,11 @@ let decoder = WireDecoder()
 if wanted("dayclose") || wanted("memory") || wanted("restart") {
     // Every user with `days` days of history (10 speed samples/day): then one more day closes.
     let base = residentBytes()
-    var engine = Engine(program: program, configuration: { var c = EngineConfiguration(); c.publishSeries = false; return c }())
+    var engine = Engine(
+        program: program,
+        configuration: {
+            var c = EngineConfiguration(); c.publishSeries = false; return c
+        }())
     var out: [EngineOutput] = []
     let day0 = CivilDate(year: 2026, month: 1, day: 1).dayNumber
     // Day by day, as the data arrives in production: each user's day is ingested, then closed.
@@ -122,8 +132,9 @@ if wanted("dayclose") || wanted("memory") || wanted("restart") {
         for (u, id) in ids.enumerated() {
             for j in 0..<10 {
                 let t = Timestamp(seconds: Int64(day0 + Int32(d)) * 86_400 + Int64(8 * 3600 + j * 3000))
-                engine.ingest(Sample(id: "\(id)-\(d)-\(j)", metric: .walkingSpeed, value: 1.0 + Double((u + d + j) % 7) * 0.05, start: t, end: t),
-                              user: id, now: t, into: &out)
+                engine.ingest(
+                    Sample(id: "\(id)-\(d)-\(j)", metric: .walkingSpeed, value: 1.0 + Double((u + d + j) % 7) * 0.05, start: t, end: t),
+                    user: id, now: t, into: &out)
             }
             engine.advance(user: id, to: Timestamp(seconds: Int64(day0 + Int32(d)) * 86_400 + 9 * 3600), into: &out)
             out.removeAll(keepingCapacity: true)
@@ -165,17 +176,18 @@ if wanted("dayclose") || wanted("memory") || wanted("restart") {
         // file and removes it when the last connection closes. (Left open, the first load reads
         // every page through the WAL index of one huge transaction: 1.9 s instead of ~0.8 s at 100 k.)
         var loads: [Double] = []
-        let restart = median((0..<runs).map { _ in
-            // Timed to "serving": the restored engine is torn down outside the timing (freeing
-            // every user's state is not part of a restart; at 100 k users it took longer than the load).
-            var restored: Engine?
-            var load = 0.0
-            let t = seconds { restored = restartRun(dir + "/state.sqlite", program, load: &load) }
-            loads.append(load)
-            precondition(restored?.userCount == users)
-            restored = nil
-            return t
-        })
+        let restart = median(
+            (0..<runs).map { _ in
+                // Timed to "serving": the restored engine is torn down outside the timing (freeing
+                // every user's state is not part of a restart; at 100 k users it took longer than the load).
+                var restored: Engine?
+                var load = 0.0
+                let t = seconds { restored = restartRun(dir + "/state.sqlite", program, load: &load) }
+                loads.append(load)
+                precondition(restored?.userCount == users)
+                restored = nil
+                return t
+            })
         report("restart: open, load, restore", restart, "s", "\(users) users")
         report("  of which open and load", median(loads), "s", "SQLite and decoding, two threads")
     }
@@ -199,7 +211,8 @@ if wanted("history") {
             rows.removeAll(keepingCapacity: true)
             for (k, u) in ids[start..<min(start + 1000, historyUsers)].enumerated() {
                 for (j, n) in names.enumerated() {
-                    rows.append(.series(SeriesPoint(user: u, name: n, day: day, value: (k + j + d) % 9 == 0 ? nil : 1.0 + Double((k + d) % 13) * 0.01, unit: "m/s")))
+                    rows.append(
+                        .series(SeriesPoint(user: u, name: n, day: day, value: (k + j + d) % 9 == 0 ? nil : 1.0 + Double((k + d) % 13) * 0.01, unit: "m/s")))
                 }
             }
             commitSeconds += seconds { _ = try! store.commit(users: [], outbox: [], history: rows) }
@@ -209,7 +222,9 @@ if wanted("history") {
     let attributes = try? FileManager.default.attributesOfItem(atPath: dir + "/state.sqlite")
     let fileBytes = (attributes?[.size] as? Int) ?? 0
     let userDays = Double(historyUsers * historyDays)
-    report("history: commit per user-day", commitSeconds / userDays * 1e6, "µs", "\(names.count) series points a user-day, \(historyUsers) users × \(historyDays) days")
+    report(
+        "history: commit per user-day", commitSeconds / userDays * 1e6, "µs",
+        "\(names.count) series points a user-day, \(historyUsers) users × \(historyDays) days")
     report("history: bytes per user-day", Double(fileBytes) / userDays, "bytes", "SQLite file after checkpoint")
     let readUsers = ids.prefix(smoke ? 50 : 1000)
     let read = seconds { for u in readUsers { _ = try! store.history(of: u, from: .min, through: .max) } }
@@ -235,9 +250,10 @@ if wanted("history") {
 
 if wanted("decode") {
     var accepted = 0
-    let single = median((0..<runs).map { _ in
-        seconds { for (u, p) in singles { if case .success(let items) = decoder.samples(p, user: u) { accepted += items.count } } }
-    })
+    let single = median(
+        (0..<runs).map { _ in
+            seconds { for (u, p) in singles { if case .success(let items) = decoder.samples(p, user: u) { accepted += items.count } } }
+        })
     report("decode, 1 sample per payload", Double(singles.count) / single, "samples/s", "one core")
     let batchCount = batches.reduce(0) { $0 + (try! decoder.samples($1.1, user: $1.0).get().count) }
     let batch = median((0..<runs).map { _ in seconds { for (u, p) in batches { _ = decoder.samples(p, user: u) } } })
@@ -275,17 +291,23 @@ if wanted("reports") {
     let week = ISOWeek(containing: scenario.timeline.start.dayNumber - 1 + DayNumber(heat))
     let pagesPerRun = smoke ? 2 : 50
     var panelBytes = 0, weeklyBytes = 0
-    let digestTime = median((0..<runs).map { _ in
-        seconds { for _ in 0..<pagesPerRun { weeklyBytes = WeeklyDigest.make(history: history, spec: spec, week: week).json.utf8.count } }
-    }) / Double(pagesPerRun)
+    let digestTime =
+        median(
+            (0..<runs).map { _ in
+                seconds { for _ in 0..<pagesPerRun { weeklyBytes = WeeklyDigest.make(history: history, spec: spec, week: week).json.utf8.count } }
+            }) / Double(pagesPerRun)
     let digest = WeeklyDigest.make(history: history, spec: spec, week: week)
-    let panelTime = median((0..<runs).map { _ in
-        seconds { for _ in 0..<pagesPerRun { panelBytes = ReportPage.panel(history: history, spec: spec).utf8.count } }
-    }) / Double(pagesPerRun)
+    let panelTime =
+        median(
+            (0..<runs).map { _ in
+                seconds { for _ in 0..<pagesPerRun { panelBytes = ReportPage.panel(history: history, spec: spec).utf8.count } }
+            }) / Double(pagesPerRun)
     let digestBytes = weeklyBytes
-    let weeklyTime = median((0..<runs).map { _ in
-        seconds { for _ in 0..<pagesPerRun { weeklyBytes = ReportPage.weekly(digest: digest, history: history, spec: spec).utf8.count } }
-    }) / Double(pagesPerRun)
+    let weeklyTime =
+        median(
+            (0..<runs).map { _ in
+                seconds { for _ in 0..<pagesPerRun { weeklyBytes = ReportPage.weekly(digest: digest, history: history, spec: spec).utf8.count } }
+            }) / Double(pagesPerRun)
     let points = history.series.values.reduce(0) { $0 + $1.count }
     let note = "\(history.user): \(scenario.timeline.days) days, \(points) series points, \(history.alerts.count) alert episodes"
     report("reports: weekly digest (\(week))", digestTime * 1e3, "ms", "\(digestBytes) bytes of JSON")
@@ -299,7 +321,7 @@ if wanted("reports") {
 func engineRun(_ engine: inout Engine, _ decoded: [DecodedSample], users: Int) -> Int {
     var out: [EngineOutput] = []
     var alerts = 0
-    var clock = [Timestamp](repeating: Timestamp(milliseconds: .min), count: users) // each user's event clock
+    var clock = [Timestamp](repeating: Timestamp(milliseconds: .min), count: users)  // each user's event clock
     // Read in place through the buffer: copying each element (strings, a dictionary) would be harness cost.
     decoded.withUnsafeBufferPointer { items in
         for i in items.indices {
@@ -325,12 +347,18 @@ if wanted("engine") {
         let u = String(r.topic.split(separator: "/")[3])
         let k = userIndex[u] ?? userIndex.count
         userIndex[u] = k
-        if case .success(let items) = decoder.samples(r.payload, user: u) { for case .success(let s) in items { decoded.append(DecodedSample(user: u, slot: k, sample: s)) } }
+        if case .success(let items) = decoder.samples(r.payload, user: u) {
+            for case .success(let s) in items { decoded.append(DecodedSample(user: u, slot: k, sample: s)) }
+        }
     }
     var times: [Double] = []
     var alerts = 0
     for _ in 0..<runs {
-        var engine = Engine(program: program, configuration: { var c = EngineConfiguration(); c.publishSeries = false; return c }())
+        var engine = Engine(
+            program: program,
+            configuration: {
+                var c = EngineConfiguration(); c.publishSeries = false; return c
+            }())
         times.append(seconds { alerts += engineRun(&engine, decoded, users: userIndex.count) })
     }
     report("engine, ingest + rules", Double(decoded.count) / median(times), "samples/s", "\(users) users × \(days) days, one core")
@@ -354,7 +382,7 @@ func restartRun(_ path: String, _ program: Program, load: inout Double) -> Engin
         loaded = try! s.load(alertNames: e.alertNames, prepare: e.preparer).users  // states made on the load's threads, as mobilityd does
     }
     e.reserveUsers(loaded.count)
-    for i in loaded.indices { if let st = loaded[i].state.take() { e.restore(st) } } // moved, as mobilityd does
+    for i in loaded.indices { if let st = loaded[i].state.take() { e.restore(st) } }  // moved, as mobilityd does
     loaded.removeAll()  // the loaded copies go as they would in the daemon (the engine holds the states)
     return e
 }

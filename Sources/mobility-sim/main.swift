@@ -1,7 +1,7 @@
 import Foundation
+import MQTTTransport
 import MobilityModel
 import MobilityWire
-import MQTTTransport
 import RuleEngine
 import RuleLanguage
 import Simulator
@@ -9,36 +9,36 @@ import Synchronization
 
 /// `mobility-sim`: stands in for the gateways. Exit codes: 0 ok, 1 failure, 2 usage.
 let usage = """
-usage: mobility-sim <command> [options]
+    usage: mobility-sim <command> [options]
 
-commands:
-  play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max] [--resend] [BROKER OPTIONS]
-        publish the traffic at QoS 1 in order, as gateways would (Nx: N times event time);
-        --resend keeps what mobilityd has not acknowledged on users/{user}/acks and re-sends it
-  record SCENARIO... -o TRAFFIC.jsonl
-        write the same traffic as {"topic","payload"} JSON lines (for mobilityctl replay)
-  verify SCENARIO... (--broker URL [BROKER OPTIONS] [--reader ACCOUNT] | --rules DIR)
-        play and compare the alerts with each scenario's expectations; with --rules, run the
-        engine in-process instead of a live mobilityd --clock event; exit 0 if all pass;
-        with --credentials the alerts are read as ACCOUNT (default care-dashboard)
-  export EXPORT.xml|export.zip --user ID (--broker URL | -o TRAFFIC.jsonl) [--time-zone ZONE]
-        replay a real Apple Health export (streaming parse, mobility records only)
-  population --users N --days D --seed S -o TRAFFIC.jsonl
-        a cohort with a mix of recovery patterns; ground-truth labels go to TRAFFIC.labels.jsonl
-  quality --users N --days D --seed S --rules DIR
-        run such a cohort through the engine in-process; print each rule's precision and recall
+    commands:
+      play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max] [--resend] [BROKER OPTIONS]
+            publish the traffic at QoS 1 in order, as gateways would (Nx: N times event time);
+            --resend keeps what mobilityd has not acknowledged on users/{user}/acks and re-sends it
+      record SCENARIO... -o TRAFFIC.jsonl
+            write the same traffic as {"topic","payload"} JSON lines (for mobilityctl replay)
+      verify SCENARIO... (--broker URL [BROKER OPTIONS] [--reader ACCOUNT] | --rules DIR)
+            play and compare the alerts with each scenario's expectations; with --rules, run the
+            engine in-process instead of a live mobilityd --clock event; exit 0 if all pass;
+            with --credentials the alerts are read as ACCOUNT (default care-dashboard)
+      export EXPORT.xml|export.zip --user ID (--broker URL | -o TRAFFIC.jsonl) [--time-zone ZONE]
+            replay a real Apple Health export (streaming parse, mobility records only)
+      population --users N --days D --seed S -o TRAFFIC.jsonl
+            a cohort with a mix of recovery patterns; ground-truth labels go to TRAFFIC.labels.jsonl
+      quality --users N --days D --seed S --rules DIR
+            run such a cohort through the engine in-process; print each rule's precision and recall
 
-broker options (for a secured broker such as deploy/mosquitto.conf):
-  --credentials FILE   log in from FILE (mode 0600 or 0400): 'account password' lines; each user's
-                       traffic is published on a connection of its own, as its user id
-  --ca-file PATH       CA certificate for mqtts:// (default: system store)
-  --cert-file PATH, --key-file PATH   client certificate and key for mqtts://
-  --mqtt-version 3.1.1|5   default 5 with --credentials (a refused publish fails the run), else 3.1.1
-  Passwords are never taken from the command line (every local user can read it).
+    broker options (for a secured broker such as deploy/mosquitto.conf):
+      --credentials FILE   log in from FILE (mode 0600 or 0400): 'account password' lines; each user's
+                           traffic is published on a connection of its own, as its user id
+      --ca-file PATH       CA certificate for mqtts:// (default: system store)
+      --cert-file PATH, --key-file PATH   client certificate and key for mqtts://
+      --mqtt-version 3.1.1|5   default 5 with --credentials (a refused publish fails the run), else 3.1.1
+      Passwords are never taken from the command line (every local user can read it).
 
-SCENARIO is a .scenario file (see simulator/scenarios/README.md), a directory of them, or a
-built-in story: \(BuiltinScenario.allCases.map(\.rawValue).joined(separator: ", ")).
-"""
+    SCENARIO is a .scenario file (see simulator/scenarios/README.md), a directory of them, or a
+    built-in story: \(BuiltinScenario.allCases.map(\.rawValue).joined(separator: ", ")).
+    """
 
 func die(_ m: String, _ code: Int32 = 2) -> Never {
     FileHandle.standardError.write(Data("mobility-sim: \(m)\n".utf8))
@@ -92,8 +92,9 @@ while i < args.count {
     case "--key-file": o.keyFile = value()
     case "--mqtt-version": o.mqttVersion = value()
     case "--password", "--password-file", "--username":
-        die("\(a == "--password" ? "--password is refused on the command line (every local user can read a process's arguments)" : "\(a) is not an option"); "
-            + "put one 'account password' line per user (the account is the user id) in a file of mode 0600 and pass --credentials FILE")
+        die(
+            "\(a == "--password" ? "--password is refused on the command line (every local user can read a process's arguments)" : "\(a) is not an option"); "
+                + "put one 'account password' line per user (the account is the user id) in a file of mode 0600 and pass --credentials FILE")
     case "-h", "--help": print(usage); exit(0)
     default:
         if a.hasPrefix("-") { die("unknown option \(a)") }
@@ -109,7 +110,8 @@ func loadInputs(_ inputs: [String]) -> (scenarios: [Scenario], files: [String]) 
         if let b = BuiltinScenario(rawValue: p) { scenarios.append(b.scenario); continue }
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: p, isDirectory: &isDir) else { die("\(p): no such file, directory or built-in scenario", 1) }
-        let paths = isDir.boolValue
+        let paths =
+            isDir.boolValue
             ? ((try? FileManager.default.contentsOfDirectory(atPath: p)) ?? []).filter { $0.hasSuffix(".scenario") }.sorted().map { p + "/" + $0 }
             : [p]
         for f in paths {
@@ -153,7 +155,8 @@ func brokerAccess(_ url: String, _ o: Options) -> BrokerAccess {
     if (o.certFile == nil) != (o.keyFile == nil) { die("--cert-file and --key-file go together") }
     if !broker.tls, o.caFile != nil || o.certFile != nil { die("--ca-file and --cert-file need an mqtts:// broker") }
     if credentials != nil, version == .v311 {
-        FileHandle.standardError.write(Data("mobility-sim: note: under MQTT 3.1.1 a publish the broker refuses is acknowledged like any other; --mqtt-version 5 reports it\n".utf8))
+        FileHandle.standardError.write(
+            Data("mobility-sim: note: under MQTT 3.1.1 a publish the broker refuses is acknowledged like any other; --mqtt-version 5 reports it\n".utf8))
     }
     return BrokerAccess(broker: broker, credentials: credentials, caFile: o.caFile, certFile: o.certFile, keyFile: o.keyFile, protocolVersion: version)
 }
@@ -337,9 +340,9 @@ default:
 /// far mobilityd's retained `users/{user}/acks` (`{"user", "lastId"}`) says they are committed.
 final class ResendTracker: Sendable {
     private struct State {
-        var perUser: [String: [Int]] = [:]          // user → record indices in order
-        var position: [String: [String: Int]] = [:] // user → sample id → position in perUser
-        var ackedThrough: [String: Int] = [:]       // user → last acknowledged position
+        var perUser: [String: [Int]] = [:]  // user → record indices in order
+        var position: [String: [String: Int]] = [:]  // user → sample id → position in perUser
+        var ackedThrough: [String: Int] = [:]  // user → last acknowledged position
         var lastSamplePosition: [String: Int] = [:]
         var acks = 0
     }

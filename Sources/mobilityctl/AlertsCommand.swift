@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
 import Glibc
-import MobilityModel
 import MQTTTransport
+import MobilityModel
 import Synchronization
 
 /// `mobilityctl alerts`: what is firing now, read from the retained alert topics, as a table (or
@@ -60,8 +60,9 @@ enum AlertsCommand {
             case "--username": o.username = value()
             case "--password-file": o.passwordFile = value()
             case "--password":
-                fail("mobilityctl alerts: --password is refused on the command line (every local user can read a process's arguments); "
-                     + "put the password in a file of mode 0600 and pass --password-file FILE")
+                fail(
+                    "mobilityctl alerts: --password is refused on the command line (every local user can read a process's arguments); "
+                        + "put the password in a file of mode 0600 and pass --password-file FILE")
             case "--ca-file": o.caFile = value()
             case "--cert-file": o.certFile = value()
             case "--key-file": o.keyFile = value()
@@ -73,7 +74,9 @@ enum AlertsCommand {
                 o.version = p
             case "--topic-root":
                 let v = value()
-                guard !v.contains("+"), !v.contains("#"), !v.hasSuffix("/") else { fail("mobilityctl alerts: --topic-root must be a topic without wildcards or a trailing /") }
+                guard !v.contains("+"), !v.contains("#"), !v.hasSuffix("/") else {
+                    fail("mobilityctl alerts: --topic-root must be a topic without wildcards or a trailing /")
+                }
                 o.root = v
             case "--team": o.team = level("--team")
             case "--user": o.user = level("--user")
@@ -152,8 +155,9 @@ enum AlertsCommand {
             return 1
         }
         guard feed.awaitBarrier(token, timeout: 10) else {
-            writeErr("mobilityctl alerts: the broker at \(broker) did not return the barrier message on \(barrierTopic) within 10 s; "
-                     + "the account\(who) needs to read and write that topic (see docs/operations.md, \"Looking at alerts\")\n")
+            writeErr(
+                "mobilityctl alerts: the broker at \(broker) did not return the barrier message on \(barrierTopic) within 10 s; "
+                    + "the account\(who) needs to read and write that topic (see docs/operations.md, \"Looking at alerts\")\n")
             return 1
         }
 
@@ -174,7 +178,9 @@ enum AlertsCommand {
         for s in [SIGINT, SIGTERM] {
             signal(s, SIG_IGN)
             let src = DispatchSource.makeSignalSource(signal: s, queue: .global())
-            src.setEventHandler { stop.store(true, ordering: .sequentiallyConsistent); feed.wake() }
+            src.setEventHandler {
+                stop.store(true, ordering: .sequentiallyConsistent); feed.wake()
+            }
             src.resume()
             sources.append(src)
         }
@@ -303,11 +309,17 @@ final class AlertFeed: Sendable {
     /// Waits for something to happen (a message, an event, ``wake()``); returns the transitions queued.
     func next() -> [([UInt8], AlertTransition)] {
         signal.wait()
-        return state.withLock { s in defer { s.queue.removeAll() }; return s.queue }
+        return state.withLock { s in
+            defer { s.queue.removeAll() }; return s.queue
+        }
     }
 
     /// Notes for stderr since the last call.
-    func notes() -> [String] { state.withLock { s in defer { s.notes.removeAll() }; return s.notes } }
+    func notes() -> [String] {
+        state.withLock { s in
+            defer { s.notes.removeAll() }; return s.notes
+        }
+    }
 
     /// Wakes ``next()`` (a signal arrived).
     func wake() { signal.signal() }

@@ -117,7 +117,9 @@ enum ReplayCommand {
         let total = rejected.values.reduce(0, +)
         var s = "mobilityctl replay: \(lines) line\(lines == 1 ? "" : "s"), \(malformed) malformed, \(total) rejected"
         if total > 0 {
-            s += " (" + rejected.sorted { ($1.value, $0.key.rawValue) < ($0.value, $1.key.rawValue) }
+            s +=
+                " ("
+                + rejected.sorted { ($1.value, $0.key.rawValue) < ($0.value, $1.key.rawValue) }
                 .map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ") + ")"
         }
         if malformed > maxMalformedShown { s += "; first \(maxMalformedShown) malformed lines shown" }

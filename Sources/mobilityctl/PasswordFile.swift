@@ -19,10 +19,12 @@ enum PasswordFile {
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return .failure(Problem(description: "password file \(path) is not a regular file")) }
         let mode = st.st_mode & 0o7777
         guard mode & 0o077 == 0 else {
-            return .failure(Problem(description: "password file \(path) is accessible to group or others (mode 0\(String(mode, radix: 8))); run 'chmod 600 \(path)'"))
+            return .failure(
+                Problem(description: "password file \(path) is accessible to group or others (mode 0\(String(mode, radix: 8))); run 'chmod 600 \(path)'"))
         }
         guard st.st_size <= 1 << 16, let data = try? FileHandle(fileDescriptor: fd, closeOnDealloc: false).readToEnd() ?? Data(),
-              let text = String(data: data, encoding: .utf8) else {
+            let text = String(data: data, encoding: .utf8)
+        else {
             return .failure(Problem(description: "cannot read password file \(path): not UTF-8 text of at most 64 KiB"))
         }
         let secret = text.trimmingCharacters(in: .newlines)

@@ -106,7 +106,9 @@ enum ReportCommand {
         let spec = ReportSpec(declaration)
         let digest = WeeklyDigest.make(history: history, spec: spec, week: w)
         guard write(render(digest: digest, history: history, spec: spec, page: page, format: format), to: output) else { return 1 }
-        writeErr("mobilityctl report: \(user) \(w) (\(CivilDate(dayNumber: w.monday))..\(CivilDate(dayNumber: w.sunday))), \(malformed) malformed line\(malformed == 1 ? "" : "s")\n")
+        writeErr(
+            "mobilityctl report: \(user) \(w) (\(CivilDate(dayNumber: w.monday))..\(CivilDate(dayNumber: w.sunday))), \(malformed) malformed line\(malformed == 1 ? "" : "s")\n"
+        )
         return malformed > 0 ? ReplayCommand.malformedExit : 0
     }
 
@@ -136,7 +138,9 @@ enum ReportCommand {
     /// its store).
     static func fromState(_ dir: String, rules: [String], user: String, week: ISOWeek?, page: String, format: String, output: String) -> Int32 {
         let path = dir + "/state.sqlite"
-        guard FileManager.default.fileExists(atPath: path) else { writeErr("mobilityctl report: \(dir) holds no mobilityd state (no state.sqlite)\n"); return 1 }
+        guard FileManager.default.fileExists(atPath: path) else {
+            writeErr("mobilityctl report: \(dir) holds no mobilityd state (no state.sqlite)\n"); return 1
+        }
         do {
             let store = try StateStore(path: path)
             var sources: [SourceFile]

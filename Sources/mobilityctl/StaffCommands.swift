@@ -1,6 +1,6 @@
 import Foundation
-import MobilityModel
 import MQTTTransport
+import MobilityModel
 import Simulator
 import StateStore
 
@@ -47,14 +47,18 @@ enum AckCommandLine {
             fail("mobilityctl ack: --alert is an alert instance id (the 'id' of the firing message: lower-case hex)")
         }
         guard !by.isEmpty, by.utf8.count <= AlertAcknowledgement.maxByBytes else { fail("mobilityctl ack: --by is 1-\(AlertAcknowledgement.maxByBytes) bytes") }
-        if let note, note.utf8.count > AlertAcknowledgement.maxNoteBytes { fail("mobilityctl ack: --note is at most \(AlertAcknowledgement.maxNoteBytes) bytes") }
+        if let note, note.utf8.count > AlertAcknowledgement.maxNoteBytes {
+            fail("mobilityctl ack: --note is at most \(AlertAcknowledgement.maxNoteBytes) bytes")
+        }
         let url: BrokerURL
         do { url = try BrokerURL(parsing: broker) } catch { fail("mobilityctl ack: \(error.description)") }
         var creds: BrokerCredentials?
         if let credentials { do { creds = try BrokerCredentials.load(credentials) } catch { fail("mobilityctl ack: \(error.description)") } }
         var protocolVersion: MQTTClientConfiguration.ProtocolVersion = .v5
         if let version {
-            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: version == "3" || version == "311" ? "3.1.1" : version) else { fail("mobilityctl ack: --mqtt-version must be 3.1.1 or 5") }
+            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: version == "3" || version == "311" ? "3.1.1" : version) else {
+                fail("mobilityctl ack: --mqtt-version must be 3.1.1 or 5")
+            }
             protocolVersion = p
         }
         if (certFile == nil) != (keyFile == nil) { fail("mobilityctl ack: --cert-file and --key-file go together") }
@@ -75,12 +79,14 @@ enum AckCommandLine {
             writeErr("mobilityctl ack: \(error.description)\n")
             return error.exitCode
         }
-        print("acknowledgement of \(alert) sent to \(topic); the daemon answers on the retained alert, \(root)/audit, or \(root)/teams/\(team)/commands/rejected")
+        print(
+            "acknowledgement of \(alert) sent to \(topic); the daemon answers on the retained alert, \(root)/audit, or \(root)/teams/\(team)/commands/rejected")
         return 0
     }
 
     static func isID(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 || $0 == 46 || $0 == 95 }
+        !s.isEmpty && s.utf8.count <= 64
+            && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 || $0 == 46 || $0 == 95 }
     }
 }
 
@@ -112,7 +118,8 @@ enum AuditCommandLine {
         let table = [header] + rows.map { [String($0.seq), $0.at.description, $0.action, $0.actor, $0.team, $0.user, $0.rule, $0.subject, $0.note ?? ""] }
         let widths = header.indices.map { c in table.map { $0[c].count }.max() ?? 0 }
         for row in table {
-            print(row.indices.map { c in c == row.count - 1 ? row[c] : row[c].padding(toLength: widths[c], withPad: " ", startingAt: 0) }.joined(separator: "  "))
+            print(
+                row.indices.map { c in c == row.count - 1 ? row[c] : row[c].padding(toLength: widths[c], withPad: " ", startingAt: 0) }.joined(separator: "  "))
         }
         return 0
     }

@@ -6,47 +6,47 @@ import RuleTesting
 /// `mobilityctl`: check rules, run rule tests, replay recorded traffic. Exit codes like promtool:
 /// 0 ok, 1 failures, 2 usage error; `replay`: 3 when traffic lines were malformed.
 let usage = """
-usage: mobilityctl <command> [options]
+    usage: mobilityctl <command> [options]
 
-commands:
-  check FILE|DIR...                 parse and check rule files; print all diagnostics
-  test [--rules-root DIR]... FILE|DIR...
-                                    run rule unit tests (*.test files); a test's rule paths must
-                                    lie under the directory above it, or under a --rules-root
-  replay --rules DIR [--series] [--grace SECONDS] [--lateness DAYS] [--verbose] [--no-final-close] FILE
-                                    feed recorded traffic (JSON lines of {"topic","payload"})
-                                    through the engine; print alert transitions as JSON lines;
-                                    on stderr a summary (lines, malformed, rejections by reason),
-                                    with --verbose each rejection. At the end of the file each
-                                    user's days are closed through their last day of data
-                                    (--no-final-close: leave them open). Exit 3 when lines
-                                    were malformed (the rest was replayed)
-  report --rules DIR --traffic FILE --user USER [--week 2026-W10] [--format json] -o OUT|-
-                                    replay recorded traffic (or mobility-sim export's output) and
-                                    write the user's weekly care-team digest as JSON (mode 0600;
-                                    '-': stdout) for the week (default: the last complete week);
-                                    --format html is not available yet
-  alerts [--broker URL] [--username USER --password-file FILE] [--ca-file FILE]
-         [--cert-file FILE --key-file FILE] [--mqtt-version 3.1.1|5] [--topic-root ROOT]
-         [--team TEAM] [--user USER] [--rule RULE] [--severity info|warning|critical]
-         [--follow] [--output table|json]
-                                    what is firing now, from the retained alert topics (with
-                                    --team: the team's topics), as a table sorted by severity,
-                                    rule and user; --follow: then each transition as it arrives,
-                                    one line each, until Ctrl-C; --output json: the payloads as
-                                    published, one a line. Exit 1 when the broker cannot be
-                                    reached or refuses the login
-  ack --broker URL --team T --user U --alert ID --by NAME [--note TEXT]
-      [--credentials FILE --account NAME] [--ca-file F] [--cert-file F --key-file F]
-      [--mqtt-version 3.1.1|5] [--topic-root ROOT]
-                                    acknowledge a firing alert instance: publish the command on
-                                    {root}/teams/T/commands/ack and wait for the broker's answer
-                                    (account default care-dashboard; MQTT 5 by default, so that a
-                                    publish the ACL refuses fails with exit 1)
-  audit --state DIR [--output table|json]
-                                    list the audit trail (acknowledgements) of the daemon's store
-  help                              show this help
-"""
+    commands:
+      check FILE|DIR...                 parse and check rule files; print all diagnostics
+      test [--rules-root DIR]... FILE|DIR...
+                                        run rule unit tests (*.test files); a test's rule paths must
+                                        lie under the directory above it, or under a --rules-root
+      replay --rules DIR [--series] [--grace SECONDS] [--lateness DAYS] [--verbose] [--no-final-close] FILE
+                                        feed recorded traffic (JSON lines of {"topic","payload"})
+                                        through the engine; print alert transitions as JSON lines;
+                                        on stderr a summary (lines, malformed, rejections by reason),
+                                        with --verbose each rejection. At the end of the file each
+                                        user's days are closed through their last day of data
+                                        (--no-final-close: leave them open). Exit 3 when lines
+                                        were malformed (the rest was replayed)
+      report --rules DIR --traffic FILE --user USER [--week 2026-W10] [--format json] -o OUT|-
+                                        replay recorded traffic (or mobility-sim export's output) and
+                                        write the user's weekly care-team digest as JSON (mode 0600;
+                                        '-': stdout) for the week (default: the last complete week);
+                                        --format html is not available yet
+      alerts [--broker URL] [--username USER --password-file FILE] [--ca-file FILE]
+             [--cert-file FILE --key-file FILE] [--mqtt-version 3.1.1|5] [--topic-root ROOT]
+             [--team TEAM] [--user USER] [--rule RULE] [--severity info|warning|critical]
+             [--follow] [--output table|json]
+                                        what is firing now, from the retained alert topics (with
+                                        --team: the team's topics), as a table sorted by severity,
+                                        rule and user; --follow: then each transition as it arrives,
+                                        one line each, until Ctrl-C; --output json: the payloads as
+                                        published, one a line. Exit 1 when the broker cannot be
+                                        reached or refuses the login
+      ack --broker URL --team T --user U --alert ID --by NAME [--note TEXT]
+          [--credentials FILE --account NAME] [--ca-file F] [--cert-file F --key-file F]
+          [--mqtt-version 3.1.1|5] [--topic-root ROOT]
+                                        acknowledge a firing alert instance: publish the command on
+                                        {root}/teams/T/commands/ack and wait for the broker's answer
+                                        (account default care-dashboard; MQTT 5 by default, so that a
+                                        publish the ACL refuses fails with exit 1)
+      audit --state DIR [--output table|json]
+                                        list the audit trail (acknowledgements) of the daemon's store
+      help                              show this help
+    """
 
 func fail(_ msg: String) -> Never {
     FileHandle.standardError.write(Data((msg + "\n").utf8))

@@ -5,8 +5,9 @@ import MobilityDaemon
 /// (invalid rules, broker refusal), 2 usage or configuration error.
 let configuration: DaemonConfiguration
 do {
-    configuration = try DaemonConfiguration.load(arguments: Array(CommandLine.arguments.dropFirst()),
-                                                 environment: ProcessInfo.processInfo.environment)
+    configuration = try DaemonConfiguration.load(
+        arguments: Array(CommandLine.arguments.dropFirst()),
+        environment: ProcessInfo.processInfo.environment)
 } catch {
     FileHandle.standardError.write(Data("mobilityd: \(error)\n\nrun 'mobilityd --help' for the options\n".utf8))
     exit(2)

@@ -11,7 +11,7 @@ import Testing
         ("2025-12-29", "2026-W01"),  // 2026 begins on a Thursday: its week 1 starts in 2025
         ("2026-12-28", "2026-W53"), ("2027-01-03", "2026-W53"), ("2027-01-04", "2027-W01"),
         ("2021-01-03", "2020-W53"), ("2021-01-04", "2021-W01"), ("2024-12-30", "2025-W01"),
-        ("1969-12-29", "1970-W01"), ("1970-01-01", "1970-W01"),
+        ("1969-12-29", "1970-W01"), ("1970-01-01", "1970-W01")
     ])
     func theWeekOfADay(date: String, week: String) {
         #expect(ISOWeek(containing: Self.day(date)).description == week)

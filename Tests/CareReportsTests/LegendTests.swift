@@ -70,8 +70,11 @@ import Testing
         let last = h.series.values.flatMap(\.keys).max()!
         h.alerts.append(AlertEpisode(id: "x", rule: "low_gait_speed", severity: .critical, firedDay: last - 5, resolvedDay: nil, summary: "still low"))
         let (_, entries, _) = try #require(try cards(ReportPage.panel(history: h, spec: ScenarioHistory.spec)).first)
-        #expect(entries.filter { $0.contains(" alert, ") } == ["critical alert, from firing to resolved (arrow: still active)",
-                                                              "warning alert, from firing to resolved"])
+        #expect(
+            entries.filter { $0.contains(" alert, ") } == [
+                "critical alert, from firing to resolved (arrow: still active)",
+                "warning alert, from firing to resolved"
+            ])
         try check(ReportPage.panel(history: h, spec: ScenarioHistory.spec), "data-gap with an active alert")
     }
 }

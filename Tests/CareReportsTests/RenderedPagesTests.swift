@@ -8,8 +8,10 @@ import Testing
 /// parsed, written to `RENDER_REPORTS_DIR` when it is set (scripts/render-reports.sh turns them into
 /// PNGs), and one of them rendered by headless Chromium and checked not to be blank.
 @Suite struct RenderedPagesTests {
-    static let scenarios = ["clinic-disagreement", "data-gap", "double-support-regression", "jamie-heat-wave", "jamie-normal",
-                            "jamie-plateau", "offline-late-sync", "traveller-dst", "uncalibrated-watch"]
+    static let scenarios = [
+        "clinic-disagreement", "data-gap", "double-support-regression", "jamie-heat-wave", "jamie-normal",
+        "jamie-plateau", "offline-late-sync", "traveller-dst", "uncalibrated-watch"
+    ]
 
     /// The week a scenario's weekly page shows: the heat wave's middle, else the latest alert's
     /// firing, else the last full week.
@@ -52,8 +54,10 @@ import Testing
 
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir=" + dir.appendingPathComponent("profile").path,
-                       "--window-size=390,1200", "--screenshot=" + png.path, html.absoluteString]
+        p.arguments = [
+            "chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir=" + dir.appendingPathComponent("profile").path,
+            "--window-size=390,1200", "--screenshot=" + png.path, html.absoluteString
+        ]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()

@@ -1,8 +1,8 @@
 import CareReports
 import Foundation
 import MobilityModel
-import Testing
 import TestSupport
+import Testing
 
 /// `mobilityctl report`, the built executable, end to end: a shipped scenario recorded by
 /// `mobility-sim record`, an Apple Health export through `mobility-sim export`, and bad arguments.
@@ -33,7 +33,8 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: traffic); try? FileManager.default.removeItem(atPath: out) }
         let rec = try Self.run("mobility-sim", ["record", RepoPaths.root + "/simulator/scenarios/jamie-heat-wave.scenario", "-o", traffic])
         try #require(rec.status == 0, "\(rec.stderr)")
-        let r = try Self.run("mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-heat-wave", "--week", "2026-W09", "-o", out])
+        let r = try Self.run(
+            "mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-heat-wave", "--week", "2026-W09", "-o", out])
         try #require(r.status == 0, "\(r.stderr)")
         let attrs = try FileManager.default.attributesOfItem(atPath: out)
         #expect((attrs[.posixPermissions] as? Int) == 0o600)
@@ -49,7 +50,8 @@ import TestSupport
             if case .string(let name)? = v["series"], case .string(let day)? = v["day"] {
                 if case .number(let x)? = v["value"] { series[name, default: [:]][day] = x } else { series[name, default: [:]][day] = .some(nil) }
             } else if v["rule"] == .string("gait_quality_explanation"), v["status"] == .string("firing"), case .string(let day)? = v["day"],
-                      day >= "2026-02-23", day <= "2026-03-01", case .string(let s)? = v["summary"] {
+                day >= "2026-02-23", day <= "2026-03-01", case .string(let s)? = v["summary"]
+            {
                 explanationFirings.append(s)
             }
         }
@@ -94,11 +96,13 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: traffic); try? FileManager.default.removeItem(atPath: weekly) }
         let rec = try Self.run("mobility-sim", ["record", RepoPaths.root + "/simulator/scenarios/jamie-heat-wave.scenario", "-o", traffic])
         try #require(rec.status == 0, "\(rec.stderr)")
-        let w = try Self.run("mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-heat-wave", "--week", "2026-W09", "-o", weekly])
+        let w = try Self.run(
+            "mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-heat-wave", "--week", "2026-W09", "-o", weekly])
         try #require(w.status == 0, "\(w.stderr)")
         let page = try String(contentsOfFile: weekly, encoding: .utf8)
         #expect((try FileManager.default.attributesOfItem(atPath: weekly)[.posixPermissions] as? Int) == 0o600)
-        let panel = try Self.run("mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-heat-wave", "--page", "panel", "-o", "-"])
+        let panel = try Self.run(
+            "mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-heat-wave", "--page", "panel", "-o", "-"])
         try #require(panel.status == 0, "\(panel.stderr)")
         for html in [page, panel.stdout] {
             let doc = try XMLTree(html)
@@ -119,20 +123,24 @@ import TestSupport
         #expect(d.user == "ex" && d.metrics.count == 2 && d.metrics[0].thisWeek.daysWithData > 0)
     }
 
-    @Test(arguments: [
-        (["--traffic", "t.jsonl", "--user", "u", "-o", "-"], 2, "--user and -o are required, and --rules with --traffic"),
-        (["--rules", "R", "--traffic", "T", "--state", "/tmp", "--user", "u", "-o", "-"], 2, "give either --traffic (with --rules) or --state"),
-        (["--rules", "R", "--user", "u", "-o", "-"], 2, "give either --traffic (with --rules) or --state"),
-        (["--state", "/nonexistent/state", "--user", "u", "-o", "-"], 1, "/nonexistent/state holds no mobilityd state"),
-        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--page", "chart", "-o", "-"], 2, "unknown page 'chart'"),
-        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--week", "2026-W54", "-o", "-"], 2, "'2026-W54' is not an ISO week"),
-        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--page", "panel", "--format", "json", "-o", "-"], 2, "the panel is a page: use --format html"),
-        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--format", "pdf", "-o", "-"], 2, "unknown format 'pdf'"),
-        (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--colour", "-o", "-"], 2, "unknown argument --colour"),
-        (["--rules", "R", "--traffic", "T", "--user", "nobody", "-o", "-"], 1, "no traffic for user 'nobody'"),
-        (["--rules", "R", "--traffic", "/nonexistent/t.jsonl", "--user", "u", "-o", "-"], 1, "cannot read /nonexistent/t.jsonl"),
-        (["--rules", "R", "--traffic", "T", "--user"], 2, "--user needs a value"),
-    ] as [([String], Int32, String)])
+    @Test(
+        arguments: [
+            (["--traffic", "t.jsonl", "--user", "u", "-o", "-"], 2, "--user and -o are required, and --rules with --traffic"),
+            (["--rules", "R", "--traffic", "T", "--state", "/tmp", "--user", "u", "-o", "-"], 2, "give either --traffic (with --rules) or --state"),
+            (["--rules", "R", "--user", "u", "-o", "-"], 2, "give either --traffic (with --rules) or --state"),
+            (["--state", "/nonexistent/state", "--user", "u", "-o", "-"], 1, "/nonexistent/state holds no mobilityd state"),
+            (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--page", "chart", "-o", "-"], 2, "unknown page 'chart'"),
+            (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--week", "2026-W54", "-o", "-"], 2, "'2026-W54' is not an ISO week"),
+            (
+                ["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--page", "panel", "--format", "json", "-o", "-"], 2,
+                "the panel is a page: use --format html"
+            ),
+            (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--format", "pdf", "-o", "-"], 2, "unknown format 'pdf'"),
+            (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--colour", "-o", "-"], 2, "unknown argument --colour"),
+            (["--rules", "R", "--traffic", "T", "--user", "nobody", "-o", "-"], 1, "no traffic for user 'nobody'"),
+            (["--rules", "R", "--traffic", "/nonexistent/t.jsonl", "--user", "u", "-o", "-"], 1, "cannot read /nonexistent/t.jsonl"),
+            (["--rules", "R", "--traffic", "T", "--user"], 2, "--user needs a value")
+        ] as [([String], Int32, String)])
     func badArgumentsAreRefusedWithAReason(args: [String], status: Int32, message: String) throws {
         let traffic = Self.temp(".jsonl")
         defer { try? FileManager.default.removeItem(atPath: traffic) }

@@ -135,8 +135,10 @@ import Testing
             h.series["speed_p95", default: [:]][d] = 1.2
             h.series["speed_7d", default: [:]][d] = d < injury ? 1.3 : 0.8
         }
-        let spec = ReportSpec(speed: .init(title: "Walking speed", daily: "speed_p95", smoothed: "speed_7d", baselineDays: 30,
-                                           displayUnit: DisplayUnit(symbol: "m/s", factor: 1)))
+        let spec = ReportSpec(
+            speed: .init(
+                title: "Walking speed", daily: "speed_p95", smoothed: "speed_7d", baselineDays: 30,
+                displayUnit: DisplayUnit(symbol: "m/s", factor: 1)))
         func segments(_ h: UserHistory) throws -> [XMLTree.Element] {
             try chart(try XMLTree(ReportPage.panel(history: h, spec: spec)), in: "recovery-panel").descendants.filter { $0.classes.contains("smoothed") }
         }
@@ -212,11 +214,14 @@ import Testing
         let note = "pain & fatigue <script>alert(1)</script> ]]> \u{1}"
         var h = UserHistory(user: user)
         for d: DayNumber in 20_000...20_070 { h.series["speed_p95", default: [:]][d] = 1.1 }
-        h.timeline = [TimelineEvent(id: "a", category: .annotation, kind: "pain<b>", firstDay: 20_010, lastDay: 20_012, note: note),
-                      TimelineEvent(id: "i", category: .clinical, kind: "injury", firstDay: 20_020, lastDay: 20_020, note: note)]
+        h.timeline = [
+            TimelineEvent(id: "a", category: .annotation, kind: "pain<b>", firstDay: 20_010, lastDay: 20_012, note: note),
+            TimelineEvent(id: "i", category: .clinical, kind: "injury", firstDay: 20_020, lastDay: 20_020, note: note)
+        ]
         h.alerts = [AlertEpisode(id: "e", rule: "r<&>", severity: .warning, firedDay: 20_030, resolvedDay: nil, summary: "speed < 0.8 & falling")]
-        let digest = WeeklyDigest(user: user, week: ISOWeek(year: 2024, week: 40), firstDay: 20_002, lastDay: 20_008,
-                                  alerts: [.init(episode: h.alerts[0], state: .active)], annotations: h.timeline, explanations: ["<i>x</i> & y"])
+        let digest = WeeklyDigest(
+            user: user, week: ISOWeek(year: 2024, week: 40), firstDay: 20_002, lastDay: 20_008,
+            alerts: [.init(episode: h.alerts[0], state: .active)], annotations: h.timeline, explanations: ["<i>x</i> & y"])
         for page in [ReportPage.panel(history: h, spec: spec), ReportPage.weekly(digest: digest, history: h, spec: spec)] {
             #expect(!page.contains("<script") && !page.contains("<b>") && !page.contains("<i>") && !page.contains("\u{1}"))
             let t = try XMLTree(page)
@@ -240,8 +245,12 @@ import Testing
         #expect(charts(t).count == 3)
         for c in charts(t) {
             let w = try #require(c.descendants.first { $0.classes.contains("report-week") })
-            #expect(abs(try #require(w.number("x")) - (expectedX(week.monday, first: self.day(c.attributes["data-first-day"])!,
-                                                                 last: self.day(c.attributes["data-last-day"])!) - ChartGeometry.plotWidth / Double(56) / 2)) < 0.1)
+            #expect(
+                abs(
+                    try #require(w.number("x"))
+                        - (expectedX(
+                            week.monday, first: self.day(c.attributes["data-first-day"])!,
+                            last: self.day(c.attributes["data-last-day"])!) - ChartGeometry.plotWidth / Double(56) / 2)) < 0.1)
             #expect(self.day(c.attributes["data-last-day"]) == week.sunday)
         }
         // Published values (m/s, %), as the series topic carries them.
@@ -262,9 +271,10 @@ import Testing
         #expect(t.all("caption").map(\.allText).contains("Alerts of the week"))
         #expect(t.root.allText.contains("heat wave"))
         // The rule gait_quality_explanation's sentence, in the digest's words and on the gait-quality card.
-        let fired = try #require(out.lazy.compactMap { o -> AlertTransition? in
-            if case .alert(let a) = o, a.rule == "gait_quality_explanation", a.status == .firing { return a } else { return nil }
-        }.first)
+        let fired = try #require(
+            out.lazy.compactMap { o -> AlertTransition? in
+                if case .alert(let a) = o, a.rule == "gait_quality_explanation", a.status == .firing { return a } else { return nil }
+            }.first)
         #expect(week.monday...week.sunday ~= fired.day.dayNumber)
         #expect(fired.summary.hasSuffix("gait quality is still recovering"))
         #expect(t.withClass("explanation").map(\.allText) == [fired.summary, fired.summary])
@@ -327,7 +337,12 @@ import Testing
     @Test func aLongHistoryDrawsAtMostTheBoundedWindow() throws {
         var h = UserHistory(user: "long")
         for d: DayNumber in 10_000..<13_000 { h.series["speed_p95", default: [:]][d] = 1.0 + Double(d % 7) / 100 }
-        for i in 0..<2000 { h.timeline.append(TimelineEvent(id: "a\(i)", category: .annotation, kind: "note", firstDay: 10_000 + DayNumber(i), lastDay: 10_000 + DayNumber(i), note: String(repeating: "n", count: 5000))) }
+        for i in 0..<2000 {
+            h.timeline.append(
+                TimelineEvent(
+                    id: "a\(i)", category: .annotation, kind: "note", firstDay: 10_000 + DayNumber(i), lastDay: 10_000 + DayNumber(i),
+                    note: String(repeating: "n", count: 5000)))
+        }
         let page = ReportPage.panel(history: h, spec: spec)
         let t = try XMLTree(page)
         let svg = try chart(t, in: "recovery-panel")

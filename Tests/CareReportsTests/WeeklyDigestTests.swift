@@ -24,22 +24,25 @@ import Testing
         speed[mon + 6] = 1.00
         for k in 0..<7 { smooth[mon + DayNumber(k)] = 0.90 + 0.01 * Double(k) }
         smooth[mon - 1] = 0.88
-        h.series = ["speed_p95": speed, "speed_7d": smooth,
-                    "dev": [mon: 10, mon + 1: 20, mon + 2: Double?.none, mon - 1: 100], "user": [mon: 10],
-                    "clinic": [mon + 1: 380], "watch": [mon + 2: 420, mon + 5: 430, mon - 3: 400]]
+        h.series = [
+            "speed_p95": speed, "speed_7d": smooth,
+            "dev": [mon: 10, mon + 1: 20, mon + 2: Double?.none, mon - 1: 100], "user": [mon: 10],
+            "clinic": [mon + 1: 380], "watch": [mon + 2: 420, mon + 5: 430, mon - 3: 400]
+        ]
         h.timeline = [
             TimelineEvent(id: "f", category: .clinical, kind: "fall", firstDay: injury - 35, lastDay: injury - 35),
             TimelineEvent(id: "i", category: .clinical, kind: "injury", firstDay: injury, lastDay: injury),
             TimelineEvent(id: "h", category: .annotation, kind: "heat_wave", firstDay: mon - 3, lastDay: mon + 1),
-            TimelineEvent(id: "p", category: .annotation, kind: "pain", firstDay: mon + 7, lastDay: mon + 8),
+            TimelineEvent(id: "p", category: .annotation, kind: "pain", firstDay: mon + 7, lastDay: mon + 8)
         ]
         h.alerts = [
             AlertEpisode(id: "a", rule: "stalled_recovery", severity: .warning, firedDay: mon - 10, resolvedDay: nil, summary: "s"),
             AlertEpisode(id: "b", rule: "uncalibrated_6mwd", severity: .info, firedDay: mon + 2, resolvedDay: mon + 5, summary: "u"),
             AlertEpisode(id: "c", rule: "data_gap", severity: .warning, firedDay: mon - 9, resolvedDay: mon + 3, summary: "g"),
             AlertEpisode(id: "d", rule: "data_gap", severity: .warning, firedDay: mon - 20, resolvedDay: mon - 1, summary: "old"),
-            AlertEpisode(id: "e", rule: "explain", severity: .info, firedDay: mon + 1, resolvedDay: mon + 3, summary: "resolved numbers",
-                         firedSummary: "Walking speed dipped by 0.05 m/s"),
+            AlertEpisode(
+                id: "e", rule: "explain", severity: .info, firedDay: mon + 1, resolvedDay: mon + 3, summary: "resolved numbers",
+                firedSummary: "Walking speed dipped by 0.05 m/s")
         ]
         return h
     }
@@ -47,8 +50,10 @@ import Testing
     static let spec = ReportSpec(
         speed: .init(title: "Walking speed", daily: "speed_p95", smoothed: "speed_7d", baselineDays: 30, displayUnit: mph, baselineEvent: "injury"),
         sixMinuteWalk: .init(clinic: "clinic", watch: "watch", provisionalRule: "uncalibrated_6mwd", displayUnit: DisplayUnit(symbol: "m", factor: 1)),
-        conditions: [.init(group: "source", label: "device", series: "dev"), .init(group: "source", label: "user_entered", series: "user"),
-                     .init(group: "other", label: "none", series: "absent")],
+        conditions: [
+            .init(group: "source", label: "device", series: "dev"), .init(group: "source", label: "user_entered", series: "user"),
+            .init(group: "other", label: "none", series: "absent")
+        ],
         explanations: ["explain"])
 
     @Test func trendPanelFigures() throws {
@@ -88,8 +93,11 @@ import Testing
 
     @Test func conditionSharesSumOverTheWeekPerGroup() {
         let c = WeeklyDigest.make(history: Self.history(), spec: Self.spec, week: Self.week).conditions
-        #expect(c == [.init(group: "source", label: "device", count: 30, share: 0.75), .init(group: "source", label: "user_entered", count: 10, share: 0.25),
-                      .init(group: "other", label: "none", count: 0, share: 0)])
+        #expect(
+            c == [
+                .init(group: "source", label: "device", count: 30, share: 0.75), .init(group: "source", label: "user_entered", count: 10, share: 0.25),
+                .init(group: "other", label: "none", count: 0, share: 0)
+            ])
     }
 
     @Test func alertsAnnotationsAndExplanations() {
@@ -113,8 +121,11 @@ import Testing
         #expect(refused(j.replacingOccurrences(of: "\"user\":\"jamie\",", with: "\"user\":\"jamie\",\"extra\":1,")) == "unknown member 'extra'")
         #expect(refused(j.replacingOccurrences(of: "\"daysWithData\":5,", with: "")) == "metrics[0].thisWeek.daysWithData: missing")
         #expect(refused(j.replacingOccurrences(of: "2026-W10", with: "2026-W11")) == "firstDay: the week 2026-W11 runs from its Monday to its Sunday")
-        #expect(refused(j.replacingOccurrences(of: "\"state\":\"fired\"", with: "\"state\":\"burning\"")) == "alerts[1].state: expected fired, active or resolved")
-        #expect(refused(j.replacingOccurrences(of: "\"daysWithoutData\":2", with: "\"daysWithoutData\":3")) == "metrics[0].thisWeek.daysWithoutData: days with and without data must add up to 7")
+        #expect(
+            refused(j.replacingOccurrences(of: "\"state\":\"fired\"", with: "\"state\":\"burning\"")) == "alerts[1].state: expected fired, active or resolved")
+        #expect(
+            refused(j.replacingOccurrences(of: "\"daysWithoutData\":2", with: "\"daysWithoutData\":3"))
+                == "metrics[0].thisWeek.daysWithoutData: days with and without data must add up to 7")
         #expect(refused("[]") == "expected an object")
         #expect(refused("{") == "not JSON")
     }

@@ -1,5 +1,6 @@
-@testable import CareReports
 import Testing
+
+@testable import CareReports
 
 /// Text escaping for the pages' markup.
 @Suite struct XMLTextTests {

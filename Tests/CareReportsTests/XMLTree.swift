@@ -41,11 +41,14 @@ final class XMLTree {
     /// Parses `text`; throws when it is not well-formed.
     init(_ text: String) throws {
         let bytes = Array(text.utf8)
-        guard let reader = bytes.withUnsafeBufferPointer({ b in
-            b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: b.count) {
-                xmlReaderForMemory($0, Int32(b.count), "page.html", "UTF-8", Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue))
-            }
-        }) else { throw ParseError(description: "cannot create a reader") }
+        guard
+            let reader = bytes.withUnsafeBufferPointer({ b in
+                b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: b.count) {
+                    xmlReaderForMemory(
+                        $0, Int32(b.count), "page.html", "UTF-8", Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue))
+                }
+            })
+        else { throw ParseError(description: "cannot create a reader") }
         defer { xmlFreeTextReader(reader) }
         var stack: [Element] = []
         var top: Element?

@@ -37,7 +37,7 @@ import Testing
         ("care-team:short\n", "line 1: the token of 'care-team' must be 32-512 characters (e.g. 'openssl rand -hex 32')"),
         ("care-team:\(Self.a) \n", "line 1: the token of 'care-team' must be printable ASCII without spaces"),
         ("x:\(Self.a)\nx:\(Self.b)\n", "line 2: the name 'x' is given twice"),
-        ("x:\(Self.a)\ny:\(Self.a)\n", "line 2: the token of 'y' is also another name's token"),
+        ("x:\(Self.a)\ny:\(Self.a)\n", "line 2: the token of 'y' is also another name's token")
     ]
 
     @Test(arguments: badFiles)

@@ -19,10 +19,15 @@ import Testing
         return r
     }
 
-    static func get(_ path: String, query: [(String, String)] = [], method: String = "GET", auth: String? = "Bearer \(token)", tls: Bool = false)
-        throws -> (HTTPResponse, HTTPAccessRecord) {
-        try router().respond(to: HTTPRequest(method: method, path: path, query: query.map { (name: $0.0, value: $0.1) },
-                                             authorization: auth, peer: "127.0.0.1", isTLS: tls))
+    static func get(
+        _ path: String, query: [(String, String)] = [], method: String = "GET", auth: String? = "Bearer \(token)", tls: Bool = false
+    )
+        throws -> (HTTPResponse, HTTPAccessRecord)
+    {
+        try router().respond(
+            to: HTTPRequest(
+                method: method, path: path, query: query.map { (name: $0.0, value: $0.1) },
+                authorization: auth, peer: "127.0.0.1", isTLS: tls))
     }
 
     /// The body parsed as a JSON object (its members by key).
@@ -83,8 +88,10 @@ import Testing
         #expect(record.principal == "-")
     }
 
-    @Test(arguments: ["Bearer " + String(repeating: "a1", count: 19), "Bearer " + HTTPRouterTests.token + "x", "Basic " + HTTPRouterTests.token,
-                      "Bearer", "Bearer  ", HTTPRouterTests.token, "Bearer " + String(HTTPRouterTests.token.dropLast()) + "2"])
+    @Test(arguments: [
+        "Bearer " + String(repeating: "a1", count: 19), "Bearer " + HTTPRouterTests.token + "x", "Basic " + HTTPRouterTests.token,
+        "Bearer", "Bearer  ", HTTPRouterTests.token, "Bearer " + String(HTTPRouterTests.token.dropLast()) + "2"
+    ])
     func aWrongTokenIs401(auth: String) throws {
         let (r, record) = try Self.get("/users/jamie/report", auth: auth)
         #expect(r.status == 401)
@@ -110,12 +117,13 @@ import Testing
         #expect(r.respond(to: HTTPRequest(method: "GET", path: "/api/v1/status", authorization: "Bearer \(Self.token)")).0.status == 401)
     }
 
-    @Test(arguments: [
-        ([("week", "1"), ("week", "2")], "more than once"),
-        ([("user", "alex")], "unknown query parameter"),
-        ([("week", String(repeating: "w", count: 257))], "longer than 256 bytes"),
-        ((0..<9).map { _ in ("week", "x") }, "more than 8 query parameters"),
-    ] as [([(String, String)], String)])
+    @Test(
+        arguments: [
+            ([("week", "1"), ("week", "2")], "more than once"),
+            ([("user", "alex")], "unknown query parameter"),
+            ([("week", String(repeating: "w", count: 257))], "longer than 256 bytes"),
+            ((0..<9).map { _ in ("week", "x") }, "more than 8 query parameters")
+        ] as [([(String, String)], String)])
     func aBadQueryIsA400Envelope(query: [(String, String)], message: String) throws {
         let (r, record) = try Self.get("/api/v1/users/jamie/reports", query: query)
         #expect(r.status == 400)
@@ -128,8 +136,10 @@ import Testing
     }
 
     @Test func theServersOwnQueryOverflowIsA400() throws {
-        let r = try Self.router().respond(to: HTTPRequest(method: "GET", path: "/api/v1/users/jamie/reports", queryOverflow: true,
-                                                          authorization: "Bearer \(Self.token)"))
+        let r = try Self.router().respond(
+            to: HTTPRequest(
+                method: "GET", path: "/api/v1/users/jamie/reports", queryOverflow: true,
+                authorization: "Bearer \(Self.token)"))
         #expect(r.0.status == 400)
     }
 
@@ -162,8 +172,11 @@ import Testing
 
     @Test func theAccessRecordHasThePatternTheTokensNameAndNoValues() throws {
         let (r, record) = try Self.get("/api/v1/users/jamie/reports", query: [("week", "2026-W10")])
-        #expect(record == HTTPAccessRecord(method: "GET", route: "/api/v1/users/{u}/reports", queryNames: ["week"], principal: "care-team",
-                                           status: 200, bytes: r.bytes.count, peer: "127.0.0.1", tls: false))
+        #expect(
+            record
+                == HTTPAccessRecord(
+                    method: "GET", route: "/api/v1/users/{u}/reports", queryNames: ["week"], principal: "care-team",
+                    status: 200, bytes: r.bytes.count, peer: "127.0.0.1", tls: false))
         let line = record.fields.map { "\($0.0)=\($0.1)" }.joined(separator: " ")
         #expect(!line.contains("jamie") && !line.contains("2026") && !line.contains(Self.token))
     }

@@ -2,8 +2,8 @@ import Foundation
 import Glibc
 import HTTPEndpoint
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The router behind a real libmicrohttpd listener, over TLS with a throwaway CA, against a real
 /// client (curl): the handshake, the token, the query and the access log as they cross the wire.
@@ -30,8 +30,9 @@ import TestSupport
     init() throws { dir = try Self.minted.get() }
 
     func tls(key: String = "server.key") throws -> HTTPServer.TLS {
-        HTTPServer.TLS(certificatePEM: try String(contentsOfFile: dir + "/server.crt", encoding: .utf8),
-                       keyPEM: try String(contentsOfFile: dir + "/" + key, encoding: .utf8))
+        HTTPServer.TLS(
+            certificatePEM: try String(contentsOfFile: dir + "/server.crt", encoding: .utf8),
+            keyPEM: try String(contentsOfFile: dir + "/" + key, encoding: .utf8))
     }
 
     func server(tls: HTTPServer.TLS?) throws -> HTTPServer {
@@ -57,8 +58,11 @@ import TestSupport
         #expect(r.headers["content-security-policy"]?.hasPrefix("default-src 'none'") == true)
         // The access log: the token's name, the pattern, the parameter's name; nothing else.
         let logged = try #require(records.withLock { $0.last })
-        #expect(logged == HTTPAccessRecord(method: "GET", route: "/api/v1/users/{u}/reports", queryNames: ["week"], principal: "care-team",
-                                           status: 200, bytes: r.body.utf8.count, peer: "127.0.0.1", tls: true))
+        #expect(
+            logged
+                == HTTPAccessRecord(
+                    method: "GET", route: "/api/v1/users/{u}/reports", queryNames: ["week"], principal: "care-team",
+                    status: 200, bytes: r.body.utf8.count, peer: "127.0.0.1", tls: true))
     }
 
     @Test func withoutOrWithAWrongTokenIs401() throws {

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import HTTPEndpoint
-import Testing
 import TestSupport
+import Testing
 
 /// The server's bounds: a connection limit, an idle timeout, the address it reports.
 @Suite struct HTTPServerTests {
@@ -35,7 +35,7 @@ import TestSupport
         var fds: [Int32] = []
         defer { fds.forEach { close($0) } }
         for _ in 0..<8 { if let fd = LoopbackHTTP.connect(port: Int(s.port)) { fds.append(fd) } }
-        #expect(fds.count == 8) // the kernel's backlog holds the ones past the limit
+        #expect(fds.count == 8)  // the kernel's backlog holds the ones past the limit
         #expect(eventually(timeout: 2) { s.connections == 4 })
         #expect(s.connections <= 4)
         // As idle ones time out, waiting ones are accepted, and a request is answered.

@@ -2,8 +2,8 @@ import CMosquitto
 import Foundation
 import MQTTTransport
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct BrokerURLTests {
     @Test(arguments: [
@@ -11,7 +11,7 @@ import TestSupport
         ("mqtt://broker", "broker", 1883, false),
         ("mqtts://broker.example:8884", "broker.example", 8884, true),
         ("mqtts://broker", "broker", 8883, true),
-        ("mqtt://[::1]:1884", "::1", 1884, false),
+        ("mqtt://[::1]:1884", "::1", 1884, false)
     ])
     func parses(url: String, host: String, port: Int32, tls: Bool) throws {
         let u = try BrokerURL(parsing: url)
@@ -31,7 +31,7 @@ import TestSupport
         let pub = try MQTTRecorder(url: broker.url, filters: [])
         for i in 0..<100 { try pub.publish("t/\(i % 3)", "m\(i)") }
         #expect(eventually { rec.messages().count == 100 })
-        #expect(rec.messages().map(\.text) == (0..<100).map { "m\($0)" }) // one publisher: in order
+        #expect(rec.messages().map(\.text) == (0..<100).map { "m\($0)" })  // one publisher: in order
     }
 
     @Test(arguments: [MQTTClientConfiguration.ProtocolVersion.v311, .v5])
@@ -47,7 +47,7 @@ import TestSupport
         client!.stop()
         client = nil
         let pub = try MQTTRecorder(url: broker.url, filters: [])
-        for i in 0..<50 { #expect(try pub.publishAwaitingAnswer("q/x", "m\(i)") == 0) } // the broker has queued it for the session
+        for i in 0..<50 { #expect(try pub.publishAwaitingAnswer("q/x", "m\(i)") == 0) }  // the broker has queued it for the session
         client = try MQTTClient(c, onMessage: { _, _ in received.add() })
         try client!.start()
         // Subscriptions survive in the session; queued QoS 1 messages are delivered on reconnect.
@@ -77,8 +77,10 @@ import TestSupport
     /// while sending CONNECT, seen once when a killed daemon restarted) is retried by the network
     /// thread; only the client's own misconfiguration stops `start()`.
     @Test func firstConnectFailuresAreRetriedUnlessTheSettingsAreWrong() {
-        for rc in [MOSQ_ERR_CONN_LOST, MOSQ_ERR_ERRNO, MOSQ_ERR_NO_CONN, MOSQ_ERR_CONN_REFUSED, MOSQ_ERR_EAI,
-                   MOSQ_ERR_TLS, MOSQ_ERR_TLS_HANDSHAKE, MOSQ_ERR_PROTOCOL, MOSQ_ERR_TIMEOUT, MOSQ_ERR_UNKNOWN] {
+        for rc in [
+            MOSQ_ERR_CONN_LOST, MOSQ_ERR_ERRNO, MOSQ_ERR_NO_CONN, MOSQ_ERR_CONN_REFUSED, MOSQ_ERR_EAI,
+            MOSQ_ERR_TLS, MOSQ_ERR_TLS_HANDSHAKE, MOSQ_ERR_PROTOCOL, MOSQ_ERR_TIMEOUT, MOSQ_ERR_UNKNOWN
+        ] {
             #expect(MQTTClient.connectFailureIsRetryable(rc.rawValue), "\(rc)")
         }
         for rc in [MOSQ_ERR_INVAL, MOSQ_ERR_NOMEM, MOSQ_ERR_NOT_SUPPORTED, MOSQ_ERR_MALFORMED_UTF8] {
@@ -89,9 +91,9 @@ import TestSupport
     /// Refusals that retrying cannot change: credentials, authorisation, the protocol version.
     @Test func finalRefusals() {
         for rc: Int32 in [1, 4, 5] { #expect(MQTTClient.refusalIsFinal(rc, v5: false), "3.1.1 \(rc)") }
-        for rc: Int32 in [2, 3] { #expect(!MQTTClient.refusalIsFinal(rc, v5: false), "3.1.1 \(rc)") } // id rejected, server unavailable
+        for rc: Int32 in [2, 3] { #expect(!MQTTClient.refusalIsFinal(rc, v5: false), "3.1.1 \(rc)") }  // id rejected, server unavailable
         for rc: Int32 in [132, 134, 135] { #expect(MQTTClient.refusalIsFinal(rc, v5: true), "5 \(rc)") }
-        for rc: Int32 in [136, 137, 159] { #expect(!MQTTClient.refusalIsFinal(rc, v5: true), "5 \(rc)") } // unavailable, busy, rate
+        for rc: Int32 in [136, 137, 159] { #expect(!MQTTClient.refusalIsFinal(rc, v5: true), "5 \(rc)") }  // unavailable, busy, rate
     }
 
     /// `isSubscribed` follows the SUBACK of the subscriptions made on each connection: false
@@ -107,7 +109,7 @@ import TestSupport
         try client.start()
         #expect(eventually { client.isSubscribed })
         let pub = try MQTTRecorder(url: broker.url, filters: [])
-        try pub.publish("s/1", "first") // no wait between the flag and the publish: the subscription is live
+        try pub.publish("s/1", "first")  // no wait between the flag and the publish: the subscription is live
         #expect(eventually { received.value == 1 })
         broker.stop()
         #expect(eventually { !client.isConnected })
@@ -137,7 +139,7 @@ import TestSupport
         #expect(eventually { client.isConnected && client.connectionCount == 2 && client.isSubscribed })
         let pub = try MQTTRecorder(url: broker.url, filters: [])
         try pub.publish("r/1", "after restart")
-        #expect(eventually { received.value == 1 }) // resubscribed in the connect callback
+        #expect(eventually { received.value == 1 })  // resubscribed in the connect callback
         client.stop()
     }
 }

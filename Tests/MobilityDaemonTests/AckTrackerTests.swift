@@ -1,11 +1,12 @@
-@testable import MobilityDaemon
 import Testing
+
+@testable import MobilityDaemon
 
 /// The publisher's acknowledgement bookkeeping, without a broker.
 @Suite struct AckTrackerTests {
     @Test func anAnswerBeforeItsRegistrationIsClaimedByIt() {
         let t = AckTracker()
-        t.answered(mid: 7, reasonCode: 0)          // the PUBACK raced ahead of published(mid:)
+        t.answered(mid: 7, reasonCode: 0)  // the PUBACK raced ahead of published(mid:)
         t.published(mid: 7, id: 70, topic: "mobility/v1/users/u/series/s")
         #expect(t.drain() == [70])
         #expect(t.inFlight == 0)
@@ -18,7 +19,7 @@ import Testing
         t.published(mid: 9, id: nil, topic: "mobility/v1/users/u/acks")
         t.answered(mid: 9, reasonCode: 0)
         t.published(mid: 9, id: 90, topic: "mobility/v1/users/u/alerts/r")  // the id wrapped around
-        #expect(t.drain().isEmpty)                 // not acknowledged by the old answer
+        #expect(t.drain().isEmpty)  // not acknowledged by the old answer
         t.answered(mid: 9, reasonCode: 0)
         #expect(t.drain() == [90])
     }
@@ -31,17 +32,19 @@ import Testing
         t.published(mid: 3, id: 30, topic: "mobility/v1/users/u/series/speed_7d")
         t.answered(mid: 1, reasonCode: code)
         t.answered(mid: 2, reasonCode: code)
-        t.answered(mid: 3, reasonCode: 0x10)        // "no matching subscribers" is a success
+        t.answered(mid: 3, reasonCode: 0x10)  // "no matching subscribers" is a success
         #expect(t.drain() == [30])
         #expect(t.drainRefused() == [Refusal(outboxID: 10, kind: .alert, reason: reason), Refusal(outboxID: nil, kind: .ack, reason: reason)])
         #expect(t.drainRefused().isEmpty)
     }
 
-    @Test(arguments: [("mobility/v1/users/u/alerts/r", OutputKind.alert), ("mobility/v1/users/u/series/s", .series),
-                      ("mobility/v1/users/u/rejected", .rejected), ("mobility/v1/rejected", .rejected),
-                      ("mobility/v1/users/u/acks", .ack), ("mobility/v1/daemon/d/status", .status), ("x/y", .other),
-                      ("mobility/v1/users/alerts/acks", .ack), ("mobility/v1/users/series/rejected", .rejected),
-                      ("mobility/v1/users/acks/alerts/r", .alert)])
+    @Test(arguments: [
+        ("mobility/v1/users/u/alerts/r", OutputKind.alert), ("mobility/v1/users/u/series/s", .series),
+        ("mobility/v1/users/u/rejected", .rejected), ("mobility/v1/rejected", .rejected),
+        ("mobility/v1/users/u/acks", .ack), ("mobility/v1/daemon/d/status", .status), ("x/y", .other),
+        ("mobility/v1/users/alerts/acks", .ack), ("mobility/v1/users/series/rejected", .rejected),
+        ("mobility/v1/users/acks/alerts/r", .alert)
+    ])
     func outputKinds(topic: String, kind: OutputKind) {
         #expect(OutputKind(topic: topic) == kind)
     }

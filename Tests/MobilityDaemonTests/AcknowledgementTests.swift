@@ -3,8 +3,8 @@ import MobilityModel
 import RuleEngine
 import RuleLanguage
 import Simulator
-import Testing
 import TestSupport
+import Testing
 
 /// Care-staff acknowledgements end to end: a real mosquitto, mobilityd, the plateau scenario
 /// (stalled_recovery fires, then reminds every 7 days), restarts, mobilityctl ack and audit.
@@ -74,10 +74,13 @@ import TestSupport
         try pub.publish(Self.ackTopic, Self.ack(fired.id, note: "called, physio Tuesday"))
         #expect(eventually { rec.messages(prefix: alertTopic).last.flatMap { AlertTransition.parse($0.payload)?.acknowledged } != nil })
         let acked = try #require(AlertTransition.parse(rec.messages(prefix: alertTopic).last!.payload))
-        #expect(acked.id == fired.id && acked.status == .firing && acked.acknowledged?.by == "nurse.kim" && acked.acknowledged?.note == "called, physio Tuesday")
+        #expect(
+            acked.id == fired.id && acked.status == .firing && acked.acknowledged?.by == "nurse.kim" && acked.acknowledged?.note == "called, physio Tuesday")
         #expect(eventually { rec.messages(prefix: "mobility/v1/audit").count == 1 })
         let audit = try #require(rec.messages(prefix: "mobility/v1/audit").first)
-        #expect(audit.text.contains("\"action\":\"acknowledge\"") && audit.text.contains("\"subject\":\"\(fired.id)\"") && audit.text.contains("\"team\":\"physio-north\""))
+        #expect(
+            audit.text.contains("\"action\":\"acknowledge\"") && audit.text.contains("\"subject\":\"\(fired.id)\"")
+                && audit.text.contains("\"team\":\"physio-north\""))
         let retained = try MQTTRecorder(url: broker.url, filters: [alertTopic])
         #expect(eventually { retained.messages().last.flatMap { AlertTransition.parse($0.payload)?.acknowledged?.by } == "nurse.kim" })
         retained.stop()
@@ -136,8 +139,12 @@ import TestSupport
         let all = rec.messages(prefix: topic).compactMap { AlertTransition.parse($0.payload) }
         let resolvedID = try #require(all.first { $0.status == .resolved }?.id)
         // mobilityctl ack of the resolved instance: the broker takes it, the daemon refuses it.
-        let ctl = try ChildProcess(ChildProcess.product("mobilityctl"), ["ack", "--broker", broker.url, "--team", "physio-north", "--user", Self.user,
-                                                                          "--alert", resolvedID, "--by", "nurse.kim", "--note", "seen"])
+        let ctl = try ChildProcess(
+            ChildProcess.product("mobilityctl"),
+            [
+                "ack", "--broker", broker.url, "--team", "physio-north", "--user", Self.user,
+                "--alert", resolvedID, "--by", "nurse.kim", "--note", "seen"
+            ])
         #expect(ctl.wait() == 0, "\(ctl.log)")
         #expect(eventually { rejections(rec) == ["alert_resolved"] }, "\(rejections(rec))")
         // A new instance (a re-fire) has a new id: the old acknowledgement would not cover it.
@@ -145,10 +152,12 @@ import TestSupport
         #expect(ids.count == all.filter { $0.status == .firing && !$0.isRepeat }.count)
 
         // Wrong arguments: usage errors, exit 2, nothing published.
-        for args in [["ack"], ["ack", "--broker", broker.url, "--team", "t", "--user", Self.user, "--alert", "XYZ", "--by", "n"],
-                     ["ack", "--broker", broker.url, "--team", "t/x", "--user", Self.user, "--alert", "ab", "--by", "n"],
-                     ["ack", "--broker", broker.url, "--team", "t", "--user", Self.user, "--alert", "ab", "--by", "n", "--note", String(repeating: "x", count: 501)],
-                     ["ack", "--bogus"], ["audit"], ["audit", "--state", daemon.statePath, "--output", "yaml"]] {
+        for args in [
+            ["ack"], ["ack", "--broker", broker.url, "--team", "t", "--user", Self.user, "--alert", "XYZ", "--by", "n"],
+            ["ack", "--broker", broker.url, "--team", "t/x", "--user", Self.user, "--alert", "ab", "--by", "n"],
+            ["ack", "--broker", broker.url, "--team", "t", "--user", Self.user, "--alert", "ab", "--by", "n", "--note", String(repeating: "x", count: 501)],
+            ["ack", "--bogus"], ["audit"], ["audit", "--state", daemon.statePath, "--output", "yaml"]
+        ] {
             let p = try ChildProcess(ChildProcess.product("mobilityctl"), args)
             #expect(p.wait() == 2, "\(args): \(p.log)")
             #expect(p.log.contains("mobilityctl"), "\(p.log)")

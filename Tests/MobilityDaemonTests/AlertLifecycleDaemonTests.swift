@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import MobilityModel
-import Testing
 import TestSupport
+import Testing
 
 /// Alert instances across a reload and a restart of the real daemon (issue 14, items 4 and 5).
 @Suite(.serialized) struct AlertLifecycleDaemonTests {
@@ -94,8 +94,11 @@ import TestSupport
         // Restarted on the same state: the two firing alerts are counted.
         daemon = try DaemonUnderTest(broker: broker, state: state)
         #expect(daemon.metric(gauge) == 2)
-        try rec.publish(samplesTopic("ann"), sampleJSON(id: "ann2", type: "sixMinuteWalkTestDistance", value: 420, unit: "m",
-                                                         end: "2026-03-08T10:00:00Z", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}"))
+        try rec.publish(
+            samplesTopic("ann"),
+            sampleJSON(
+                id: "ann2", type: "sixMinuteWalkTestDistance", value: 420, unit: "m",
+                end: "2026-03-08T10:00:00Z", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}"))
         #expect(eventually { rec.messages().contains { $0.text.contains("\"status\":\"resolved\"") } })
         #expect(eventually { daemon.metric(gauge) == 1 })
         #expect(daemon.process.stop() == 0)

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// mobilityd against a broker that speaks only MQTT 3.1.1 (NATS 2.9's MQTT listener, from Debian).
 @Suite(.serialized) struct BrokerCompatibilityTests {
@@ -36,18 +36,22 @@ import TestSupport
         let nats = try NATSServer()
         let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let v5 = try ChildProcess(ChildProcess.product("mobilityd"), [
-            "--broker", "mqtt://127.0.0.1:\(nats.mqttPort)", "--mqtt-version", "5", "--rules", RepoPaths.rules,
-            "--state", state, "--clock", "event", "--metrics-address", "off",
-        ])
+        let v5 = try ChildProcess(
+            ChildProcess.product("mobilityd"),
+            [
+                "--broker", "mqtt://127.0.0.1:\(nats.mqttPort)", "--mqtt-version", "5", "--rules", RepoPaths.rules,
+                "--state", state, "--clock", "event", "--metrics-address", "off"
+            ])
         #expect(v5.wait(timeout: 20) == 1, "\(v5.log)")
         #expect(v5.log.contains("broker refused the connection; giving up") && v5.log.contains("use MQTT 3.1.1"), "\(v5.log)")
         // The same broker with MQTT 3.1.1 is fine.
         let metrics = try freePort()
-        let v311 = try ChildProcess(ChildProcess.product("mobilityd"), [
-            "--broker", "mqtt://127.0.0.1:\(nats.mqttPort)", "--mqtt-version", "3.1.1", "--rules", RepoPaths.rules,
-            "--state", state, "--clock", "event", "--metrics-address", "127.0.0.1:\(metrics)",
-        ])
+        let v311 = try ChildProcess(
+            ChildProcess.product("mobilityd"),
+            [
+                "--broker", "mqtt://127.0.0.1:\(nats.mqttPort)", "--mqtt-version", "3.1.1", "--rules", RepoPaths.rules,
+                "--state", state, "--clock", "event", "--metrics-address", "127.0.0.1:\(metrics)"
+            ])
         #expect(eventually(timeout: 20) { httpGet(port: metrics, path: "/healthz")?.status == 200 }, "\(v311.log)")
         #expect(v311.stop() == 0)
     }

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import MobilityModel
-import Testing
 import TestSupport
+import Testing
 
 /// Alerts under the users' care teams (issue 17, teams), with a real broker and daemon.
 @Suite(.serialized) struct CareTeamsDaemonTests {
@@ -24,8 +24,11 @@ import TestSupport
         let (pt, pp) = profile("lee", "[\"physio-north\",\"gait-lab\"]")
         try rec.publish(pt, pp, retain: true)
         try fire(rec, "lee")
-        try rec.publish(samplesTopic("lee"), sampleJSON(id: "lee2", type: "sixMinuteWalkTestDistance", value: 420, unit: "m",
-                                                         end: "2026-02-08T08:00:00Z", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}"))
+        try rec.publish(
+            samplesTopic("lee"),
+            sampleJSON(
+                id: "lee2", type: "sixMinuteWalkTestDistance", value: 420, unit: "m",
+                end: "2026-02-08T08:00:00Z", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}"))
         #expect(eventually { rec.messages(prefix: alertTopic("lee", Self.rule)).count == 3 })
         #expect(daemon.waitIdle())
         #expect(try rec.barrier())
@@ -66,8 +69,10 @@ import TestSupport
     @Test func theMappingFileOverridesTheProfile() throws {
         let file = NSTemporaryDirectory() + "mw-teams-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: file) }
-        #expect(FileManager.default.createFile(atPath: file, contents: Data("# operator's teams\nann physio-south\n".utf8),
-                                               attributes: [.posixPermissions: 0o600]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: file, contents: Data("# operator's teams\nann physio-south\n".utf8),
+                attributes: [.posixPermissions: 0o600]))
         let broker = try MosquittoBroker()
         let daemon = try DaemonUnderTest(broker: broker, extra: ["--care-teams", file])
         let rec = try MQTTRecorder(url: broker.url, filters: [teamAlerts("+", "ann")])

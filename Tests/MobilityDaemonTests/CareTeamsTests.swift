@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-@testable import MobilityDaemon
 import Testing
+
+@testable import MobilityDaemon
 
 /// The care-team mapping file and the `CareTeams` lookup (the mapping wins over the profile).
 struct CareTeamsTests {

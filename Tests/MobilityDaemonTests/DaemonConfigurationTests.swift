@@ -1,14 +1,16 @@
 import Foundation
-@testable import MobilityDaemon
 import Testing
+
+@testable import MobilityDaemon
 
 @Suite struct DaemonConfigurationTests {
     @Test func flagsBeatEnvironmentBeatFile() throws {
         let file = NSTemporaryDirectory() + "mw-conf-\(UUID().uuidString.prefix(8)).conf"
         try "# comment\nbroker = mqtt://file:1\nshards = 3\nrules = file-rules\n".write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let c = try DaemonConfiguration.load(arguments: ["--config", file, "--broker=mqtt://flag:2", "--clock", "event"],
-                                             environment: ["MOBILITYD_BROKER": "mqtt://env:3", "MOBILITYD_SHARDS": "5"])
+        let c = try DaemonConfiguration.load(
+            arguments: ["--config", file, "--broker=mqtt://flag:2", "--clock", "event"],
+            environment: ["MOBILITYD_BROKER": "mqtt://env:3", "MOBILITYD_SHARDS": "5"])
         #expect(c.broker == "mqtt://flag:2")
         #expect(c.shards == 5)
         #expect(c.rules == "file-rules")
@@ -18,7 +20,7 @@ import Testing
     @Test(arguments: [
         ["--clock", "sundial"], ["--broker", "http://x"], ["--shards", "0"], ["--nope"], ["--broker"], ["stray"],
         ["--time-zone", "Mars/Base"], ["--cert-file", "c.pem"], ["--mqtt-version", "4"], ["--topic-root", "a/#"],
-        ["--commit-interval", "-1"], ["--commit-interval", "soon"],
+        ["--commit-interval", "-1"], ["--commit-interval", "soon"]
     ])
     func rejectsBadOptions(args: [String]) {
         #expect(throws: DaemonConfiguration.Problem.self) { try DaemonConfiguration.load(arguments: args, environment: [:]) }
@@ -56,18 +58,21 @@ import Testing
 @Suite struct CommitPolicyTests {
     @Test func onlyJournalledChangesWithoutOutputsWait() {
         let ms: UInt64 = 1_000_000
-        func scope(outputs: Bool = false, earlier: Bool = false, barrier: Bool = false, journaled: Bool = true, users: Int = 10,
-                   since: UInt64 = 5 * ms, interval: UInt64 = 100 * ms) -> Shard.CommitScope {
-            Shard.commitScope(outputs: outputs, earlierOutputs: earlier, barrier: barrier, journaled: journaled, pendingUsers: users,
-                              sinceLastCommitNs: since, intervalNs: interval)
+        func scope(
+            outputs: Bool = false, earlier: Bool = false, barrier: Bool = false, journaled: Bool = true, users: Int = 10,
+            since: UInt64 = 5 * ms, interval: UInt64 = 100 * ms
+        ) -> Shard.CommitScope {
+            Shard.commitScope(
+                outputs: outputs, earlierOutputs: earlier, barrier: barrier, journaled: journaled, pendingUsers: users,
+                sinceLastCommitNs: since, intervalNs: interval)
         }
-        #expect(scope() == .none)                           // state changes only, within the interval: they wait
-        #expect(scope(outputs: true) == .batch)             // outputs go out at once, with the users that made them
-        #expect(scope(outputs: true, earlier: true) == .all) // outputs of a failed commit: everything, in order
-        #expect(scope(barrier: true) == .all)               // a caller waits for durability
-        #expect(scope(journaled: false) == .all)            // nothing else holds the messages
-        #expect(scope(since: 100 * ms) == .all)             // the interval has passed
-        #expect(scope(users: Shard.maxPendingUsers) == .all) // a commit stays bounded
-        #expect(scope(interval: 0) == .all)                 // --commit-interval 0: every batch
+        #expect(scope() == .none)  // state changes only, within the interval: they wait
+        #expect(scope(outputs: true) == .batch)  // outputs go out at once, with the users that made them
+        #expect(scope(outputs: true, earlier: true) == .all)  // outputs of a failed commit: everything, in order
+        #expect(scope(barrier: true) == .all)  // a caller waits for durability
+        #expect(scope(journaled: false) == .all)  // nothing else holds the messages
+        #expect(scope(since: 100 * ms) == .all)  // the interval has passed
+        #expect(scope(users: Shard.maxPendingUsers) == .all)  // a commit stays bounded
+        #expect(scope(interval: 0) == .all)  // --commit-interval 0: every batch
     }
 }

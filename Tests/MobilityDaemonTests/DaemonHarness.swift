@@ -14,26 +14,35 @@ final class DaemonUnderTest: @unchecked Sendable {
     /// - Parameters:
     ///   - umask: started through `/bin/sh`, which sets this umask and `exec`s mobilityd (same pid).
     ///   - watchdogPID: with `umask`'s shell, sets `WATCHDOG_PID` to the daemon's own pid, as systemd does.
-    init(broker: MosquittoBroker, rules: String = RepoPaths.rules, clock: String = "event", clientID: String = "mobilityd-test",
-         state: String? = nil, extra: [String] = [], environment: [String: String] = [:], umask: String? = nil,
-         watchdogPID: Bool = false) throws {
+    init(
+        broker: MosquittoBroker, rules: String = RepoPaths.rules, clock: String = "event", clientID: String = "mobilityd-test",
+        state: String? = nil, extra: [String] = [], environment: [String: String] = [:], umask: String? = nil,
+        watchdogPID: Bool = false
+    ) throws {
         self.broker = broker
         metricsPort = try freePort()
         let state = state ?? NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
         statePath = state
-        let arguments = [
-            "--broker", broker.url, "--rules", rules, "--state", state, "--clock", clock, "--client-id", clientID,
-            "--metrics-address", "127.0.0.1:\(metricsPort)", "--log-level", "debug",
-        ] + extra
+        let arguments =
+            [
+                "--broker", broker.url, "--rules", rules, "--state", state, "--clock", clock, "--client-id", clientID,
+                "--metrics-address", "127.0.0.1:\(metricsPort)", "--log-level", "debug"
+            ] + extra
         if umask != nil || watchdogPID {
             let script = "umask \(umask ?? "022") && " + (watchdogPID ? "WATCHDOG_PID=$$ " : "") + "exec \"$0\" \"$@\""
             process = try ChildProcess("/bin/sh", ["-c", script, ChildProcess.product("mobilityd")] + arguments, environment: environment)
         } else {
             process = try ChildProcess(ChildProcess.product("mobilityd"), arguments, environment: environment)
         }
-        guard eventually(timeout: 15, { self.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 1
-                && self.metric("mobilityd_broker_connected{role=\"publisher\"}") == 1
-                && self.metric("mobilityd_broker_subscribed") == 1 }) else {
+        guard
+            eventually(
+                timeout: 15,
+                {
+                    self.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 1
+                        && self.metric("mobilityd_broker_connected{role=\"publisher\"}") == 1
+                        && self.metric("mobilityd_broker_subscribed") == 1
+                })
+        else {
             throw HarnessError("mobilityd did not connect and subscribe:\n\(process.log)")
         }
     }
@@ -68,9 +77,12 @@ final class DaemonUnderTest: @unchecked Sendable {
 }
 
 /// A sample payload.
-func sampleJSON(id: String, type: String = "walkingSpeed", value: Double, unit: String = "m/s", end: String,
-                bundle: String = "com.apple.health.test", metadata: String? = nil) -> String {
-    var s = "{\"id\":\"\(id)\",\"type\":\"\(type)\",\"value\":\(value),\"unit\":\"\(unit)\",\"start\":\"\(end)\",\"end\":\"\(end)\",\"source\":{\"bundleId\":\"\(bundle)\"}"
+func sampleJSON(
+    id: String, type: String = "walkingSpeed", value: Double, unit: String = "m/s", end: String,
+    bundle: String = "com.apple.health.test", metadata: String? = nil
+) -> String {
+    var s =
+        "{\"id\":\"\(id)\",\"type\":\"\(type)\",\"value\":\(value),\"unit\":\"\(unit)\",\"start\":\"\(end)\",\"end\":\"\(end)\",\"source\":{\"bundleId\":\"\(bundle)\"}"
     if let metadata { s += ",\"metadata\":\(metadata)" }
     return s + "}"
 }

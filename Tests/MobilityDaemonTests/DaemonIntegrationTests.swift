@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import MobilityModel
-import Testing
 import TestSupport
+import Testing
 
 /// mobilityd against a real mosquitto on a free loopback port.
 @Suite(.serialized) struct DaemonIntegrationTests {
@@ -20,16 +20,19 @@ import TestSupport
         #expect(eventually { late.messages().count == 1 })
         #expect(late.messages().first?.payload == rec.messages(prefix: topic)[0].payload)
         // A calibrated estimate below the cap resolves it: resolved transition, then the retained state is cleared.
-        try rec.publish(samplesTopic("jamie"), sampleJSON(id: "w2", type: "sixMinuteWalkTestDistance", value: 420, unit: "m",
-                                                          end: "2026-03-08T10:00:00Z", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}"))
+        try rec.publish(
+            samplesTopic("jamie"),
+            sampleJSON(
+                id: "w2", type: "sixMinuteWalkTestDistance", value: 420, unit: "m",
+                end: "2026-03-08T10:00:00Z", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}"))
         #expect(eventually { rec.messages(prefix: topic).count == 3 })
         let msgs = rec.messages(prefix: topic)
         let resolved = try JSONValue.parse(msgs[1].payload).get()
         #expect(resolved["status"] == .string("resolved"))
-        #expect(resolved["id"] == firing["id"]) // same alert, same id
-        #expect(msgs[2].payload.isEmpty)      // the retained message cleared
+        #expect(resolved["id"] == firing["id"])  // same alert, same id
+        #expect(msgs[2].payload.isEmpty)  // the retained message cleared
         let later = try MQTTRecorder(url: broker.url, filters: [topic])
-        #expect(try later.barrier()) // a retained message would have come before it
+        #expect(try later.barrier())  // a retained message would have come before it
         #expect(later.messages().isEmpty)
         let m = daemon.metrics()
         #expect(m["mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"firing\"}"] == 1)
@@ -52,19 +55,27 @@ import TestSupport
             (samplesTopic("u1"), sampleJSON(id: "c", type: "heartRate", value: 1, end: now), .unknownType),
             (samplesTopic("u1"), sampleJSON(id: "d", value: 1, unit: "furlong/fortnight", end: now), .unknownUnit),
             (samplesTopic("u1"), sampleJSON(id: "e", value: 1, unit: "%", end: now), .unitMismatch),
-            (samplesTopic("u1"), "{\"id\":\"f\",\"type\":\"walkingSpeed\",\"value\":\"NaN\",\"unit\":\"m/s\",\"start\":\"\(now)\",\"end\":\"\(now)\"}", .notFinite),
+            (
+                samplesTopic("u1"), "{\"id\":\"f\",\"type\":\"walkingSpeed\",\"value\":\"NaN\",\"unit\":\"m/s\",\"start\":\"\(now)\",\"end\":\"\(now)\"}",
+                .notFinite
+            ),
             (samplesTopic("u1"), sampleJSON(id: "g", value: 40, end: now), .outOfRange),
-            (samplesTopic("u1"), "{\"id\":\"h\",\"type\":\"walkingSpeed\",\"value\":1,\"unit\":\"m/s\",\"start\":\"\(isoNow(days: 0.01))\",\"end\":\"\(now)\"}", .endBeforeStart),
+            (
+                samplesTopic("u1"),
+                "{\"id\":\"h\",\"type\":\"walkingSpeed\",\"value\":1,\"unit\":\"m/s\",\"start\":\"\(isoNow(days: 0.01))\",\"end\":\"\(now)\"}", .endBeforeStart
+            ),
             (samplesTopic("u1"), sampleJSON(id: "i", value: 1, end: "2100-01-01T00:00:00Z"), .inFuture),
             (samplesTopic("u1"), sampleJSON(id: "j", value: 1, end: "1970-01-01T00:00:00Z"), .tooLate),
             (samplesTopic("u1"), "{\"user\":\"u2\"," + sampleJSON(id: "k", value: 1, end: now).dropFirst(), .userMismatch),
             ("mobility/v1/users/bad user!/samples", sampleJSON(id: "l", value: 1, end: now), .invalidUser),
-            (samplesTopic("u1"), "{\"timeZone\":\"Mars/Base\"," + sampleJSON(id: "m", value: 1, end: now).dropFirst(), .invalidTimeZone),
+            (samplesTopic("u1"), "{\"timeZone\":\"Mars/Base\"," + sampleJSON(id: "m", value: 1, end: now).dropFirst(), .invalidTimeZone)
         ]
         for (topic, payload, _) in cases { try rec.publish(topic, payload) }
         // One bad sample in a batch rejects that sample only.
-        try rec.publish(samplesTopic("u1"), "[" + sampleJSON(id: "ok1", value: 1.1, end: now) + "," + sampleJSON(id: "bad", value: -1, end: now)
-                        + "," + sampleJSON(id: "ok2", value: 1.2, end: now) + "]")
+        try rec.publish(
+            samplesTopic("u1"),
+            "[" + sampleJSON(id: "ok1", value: 1.1, end: now) + "," + sampleJSON(id: "bad", value: -1, end: now)
+                + "," + sampleJSON(id: "ok2", value: 1.2, end: now) + "]")
         #expect(daemon.waitProcessed(cases.count + 1))
         #expect(eventually { rec.messages().count == cases.count + 1 })
         let reasons = rec.messages().compactMap { m -> String? in
@@ -72,24 +83,34 @@ import TestSupport
             return r
         }
         for (_, _, reason) in cases { #expect(reasons.contains(reason.rawValue), "no rejection with reason \(reason.rawValue)") }
-        #expect(rec.messages(prefix: "mobility/v1/rejected").count == 1) // the invalid user has no user topic
+        #expect(rec.messages(prefix: "mobility/v1/rejected").count == 1)  // the invalid user has no user topic
         let m = daemon.metrics()
         #expect(m["mobilityd_samples_accepted_total"] == 2)
         #expect(m["mobilityd_rejected_total{reason=\"out_of_range\"}"] == 2)
         #expect(m["mobilityd_rejected_total{reason=\"not_json\"}"] == 2)
         #expect(m["mobilityd_rejected_total{reason=\"too_late\"}"] == 1)
-        #expect(daemon.process.isRunning) // bad input never stops the daemon
+        #expect(daemon.process.isRunning)  // bad input never stops the daemon
     }
 
     @Test func stockClientsDriveAndObserve() throws {
         let broker = try MosquittoBroker()
         let daemon = try DaemonUnderTest(broker: broker)
-        let sub = try ChildProcess("/usr/bin/stdbuf", ["-oL", "/usr/bin/mosquitto_sub", "-d", "-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-C", "1", "-W", "10",
-                                                       "-t", alertTopic("pat", "uncalibrated_6mwd")])
-        #expect(eventually { sub.log.contains("received SUBACK") }, "\(sub.log)") // -d, line-buffered: the subscription is live
-        let pub = try ChildProcess("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-t", samplesTopic("pat"),
-                                                              "-m", sampleJSON(id: "p1", type: "sixMinuteWalkTestDistance", value: 380, unit: "m",
-                                                                               end: "2026-05-01T09:00:00+02:00", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":0}")])
+        let sub = try ChildProcess(
+            "/usr/bin/stdbuf",
+            [
+                "-oL", "/usr/bin/mosquitto_sub", "-d", "-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-C", "1", "-W", "10",
+                "-t", alertTopic("pat", "uncalibrated_6mwd")
+            ])
+        #expect(eventually { sub.log.contains("received SUBACK") }, "\(sub.log)")  // -d, line-buffered: the subscription is live
+        let pub = try ChildProcess(
+            "/usr/bin/mosquitto_pub",
+            [
+                "-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-t", samplesTopic("pat"),
+                "-m",
+                sampleJSON(
+                    id: "p1", type: "sixMinuteWalkTestDistance", value: 380, unit: "m",
+                    end: "2026-05-01T09:00:00+02:00", metadata: "{\"HKMetadataKeyAppleDeviceCalibrated\":0}")
+            ])
         #expect(pub.wait() == 0)
         #expect(sub.wait() == 0)
         #expect(sub.log.contains("\"rule\":\"uncalibrated_6mwd\"") && sub.log.contains("\"status\":\"firing\""))
@@ -103,7 +124,7 @@ import TestSupport
         daemon = nil
         let pub = try MQTTRecorder(url: broker.url, filters: [])
         for i in 0..<300 { try pub.publish(samplesTopic("u\(i % 7)"), sampleJSON(id: "s\(i)", value: 1.1, end: "2026-04-01T12:00:00Z")) }
-        #expect(eventually { pub.acknowledgedCount == 300 }) // the broker has queued them for the session
+        #expect(eventually { pub.acknowledgedCount == 300 })  // the broker has queued them for the session
         daemon = try DaemonUnderTest(broker: broker, clientID: "mobilityd-restart")
         #expect(daemon!.waitProcessed(300))
         #expect(daemon!.metric("mobilityd_samples_accepted_total") == 300)
@@ -115,13 +136,15 @@ import TestSupport
         broker.stop()
         #expect(eventually { daemon.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 0 })
         try broker.start()
-        #expect(eventually(timeout: 20) {
-            daemon.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 1 && daemon.metric("mobilityd_broker_reconnects_total{role=\"subscriber\"}") == 1
-        })
+        #expect(
+            eventually(timeout: 20) {
+                daemon.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 1
+                    && daemon.metric("mobilityd_broker_reconnects_total{role=\"subscriber\"}") == 1
+            })
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#", "mobility/v1/daemon/#"])
         try rec.publish(samplesTopic("kim"), sampleJSON(id: "k1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
         #expect(eventually { rec.messages(prefix: alertTopic("kim", "uncalibrated_6mwd")).count == 1 })
-        #expect(rec.messages(prefix: "mobility/v1/daemon/").last?.text == "online") // re-announced after the reconnect
+        #expect(rec.messages(prefix: "mobility/v1/daemon/").last?.text == "online")  // re-announced after the reconnect
     }
 
     @Test func sighupWithABrokenRuleKeepsTheOldRules() throws {
@@ -136,7 +159,7 @@ import TestSupport
         #expect(daemon.process.log.contains("broken.rules:2:"))
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
         try rec.publish(samplesTopic("lee"), sampleJSON(id: "l1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
-        #expect(eventually { rec.messages(prefix: alertTopic("lee", "uncalibrated_6mwd")).count == 1 }) // old rules still run
+        #expect(eventually { rec.messages(prefix: alertTopic("lee", "uncalibrated_6mwd")).count == 1 })  // old rules still run
         // A valid new rule is loaded on the next SIGHUP.
         try "alert slow_walk {\n  when speed_7d < 0.5 m/s\n}\n".write(toFile: dir + "/broken.rules", atomically: true, encoding: .utf8)
         daemon.process.signal(SIGHUP)
@@ -170,10 +193,12 @@ import TestSupport
         #expect(eventually { rec.messages(prefix: alertTopic("lee", "uncalibrated_6mwd")).count == 1 })
         // At start: exit 1 with the diagnostics logged, no crash.
         try nots.write(toFile: dir + "/hostile.rules", atomically: true, encoding: .utf8)
-        let start = try ChildProcess(ChildProcess.product("mobilityd"), [
-            "--broker", broker.url, "--rules", dir, "--state", NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))",
-            "--metrics-address", "127.0.0.1:\(try freePort())",
-        ])
+        let start = try ChildProcess(
+            ChildProcess.product("mobilityd"),
+            [
+                "--broker", broker.url, "--rules", dir, "--state", NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))",
+                "--metrics-address", "127.0.0.1:\(try freePort())"
+            ])
         #expect(start.wait() == 1)
         #expect(start.log.contains("nesting-too-deep"))
         #expect(start.log.contains("rules are invalid; not starting"))
@@ -265,15 +290,15 @@ import TestSupport
             ("empty", [], .notJSON),
             ("metadata object", Array(sampleJSON(id: "m", value: 1, end: now, metadata: "{\"HKWasUserEntered\":{\"a\":1}}").utf8), .invalidField),
             ("array of junk", Array("[1, \"x\", null]".utf8), .invalidField),
-            ("wrong unit", Array(sampleJSON(id: "u", value: 1, unit: "m", end: now).utf8), .unitMismatch),
+            ("wrong unit", Array(sampleJSON(id: "u", value: 1, unit: "m", end: now).utf8), .unitMismatch)
         ]
         for (_, payload, _) in cases { try rec.client_publish(samplesTopic("h1"), payload) }
-        try rec.publish("mobility/v1/users/jäm!e/samples", good)   // outside the topic-safe alphabet
+        try rec.publish("mobility/v1/users/jäm!e/samples", good)  // outside the topic-safe alphabet
         try rec.publish("mobility/v1/users/\(String(repeating: "u", count: 80))/samples", good)
         #expect(daemon.waitProcessed(cases.count + 2))
         let m = daemon.metrics()
         #expect(m["mobilityd_samples_accepted_total"] == 0)
-        #expect(m["mobilityd_users"] == 0) // nothing created state
+        #expect(m["mobilityd_users"] == 0)  // nothing created state
         let reasons = rec.messages().compactMap { msg -> String? in
             guard case .string(let r)? = try? JSONValue.parse(msg.payload).get()["reason"] else { return nil }
             return r
@@ -306,32 +331,36 @@ extension MQTTRecorder {
         try run("/usr/bin/mosquitto_passwd", ["-c", "-b", dir + "/passwd", "mobilityd", "s3cret"])
         let port = try freePort()
         let conf = """
-        per_listener_settings false
-        allow_anonymous false
-        password_file \(dir)/passwd
-        listener \(port) 127.0.0.1
-        certfile \(dir)/server.crt
-        keyfile \(dir)/server.key
-        cafile \(dir)/ca.crt
-        \(getuid() == 0 ? "user root" : "")
-        """
+            per_listener_settings false
+            allow_anonymous false
+            password_file \(dir)/passwd
+            listener \(port) 127.0.0.1
+            certfile \(dir)/server.crt
+            keyfile \(dir)/server.key
+            cafile \(dir)/ca.crt
+            \(getuid() == 0 ? "user root" : "")
+            """
         try conf.write(toFile: dir + "/m.conf", atomically: true, encoding: .utf8)
         let broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", dir + "/m.conf"])
         defer { broker.stop() }
         #expect(eventually { canConnect(port: port) })
         let metrics = try freePort()
-        let daemon = try ChildProcess(ChildProcess.product("mobilityd"), [
-            "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", dir + "/ca.crt", "--username", "mobilityd", "--mqtt-version", "5",
-            "--rules", RepoPaths.rules, "--state", dir + "/state", "--clock", "event", "--metrics-address", "127.0.0.1:\(metrics)",
-        ], environment: ["MOBILITYD_PASSWORD": "s3cret"])
+        let daemon = try ChildProcess(
+            ChildProcess.product("mobilityd"),
+            [
+                "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", dir + "/ca.crt", "--username", "mobilityd", "--mqtt-version", "5",
+                "--rules", RepoPaths.rules, "--state", dir + "/state", "--clock", "event", "--metrics-address", "127.0.0.1:\(metrics)"
+            ], environment: ["MOBILITYD_PASSWORD": "s3cret"])
         #expect(eventually(timeout: 15) { httpGet(port: metrics, path: "/healthz")?.status == 200 }, "\(daemon.log)")
         #expect(daemon.log.contains("role=subscriber") && !daemon.log.contains("refused"))
         #expect(daemon.stop() == 0)
         // Wrong password: the broker refuses; retrying cannot help, so mobilityd exits 1.
-        let wrong = try ChildProcess(ChildProcess.product("mobilityd"), [
-            "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", dir + "/ca.crt", "--username", "mobilityd",
-            "--rules", RepoPaths.rules, "--state", dir + "/state2", "--metrics-address", "off",
-        ], environment: ["MOBILITYD_PASSWORD": "nope"]) // never on the command line (refused there)
+        let wrong = try ChildProcess(
+            ChildProcess.product("mobilityd"),
+            [
+                "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", dir + "/ca.crt", "--username", "mobilityd",
+                "--rules", RepoPaths.rules, "--state", dir + "/state2", "--metrics-address", "off"
+            ], environment: ["MOBILITYD_PASSWORD": "nope"])  // never on the command line (refused there)
         #expect(wrong.wait(timeout: 20) == 1, "\(wrong.log)")
         #expect(wrong.log.contains("refused"))
     }

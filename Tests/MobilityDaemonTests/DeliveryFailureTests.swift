@@ -2,8 +2,8 @@ import Foundation
 import Glibc
 import MobilityModel
 import StateStore
-import Testing
 import TestSupport
+import Testing
 
 /// Outputs the broker refuses (an ACL that misses a topic) are counted, logged once and parked as
 /// dead letters; the other outputs keep flowing and the publisher does not reconnect in a loop.
@@ -28,21 +28,23 @@ import TestSupport
         #expect(eventually(timeout: 15) { dashboard.messages(prefix: alert).count == 1 }, "\(d.daemon!.log)")
         // Every series output is refused and parked; so is the first ack (acks are not stored).
         var m: [String: Double] = [:]
-        #expect(eventually(timeout: 10) {
-            m = d.metrics()
-            return m["mobilityd_series_published_total"].map { $0 > 0 && m["mobilityd_dead_letters"] == $0 } ?? false
-        }, "\(m)")
+        #expect(
+            eventually(timeout: 10) {
+                m = d.metrics()
+                return m["mobilityd_series_published_total"].map { $0 > 0 && m["mobilityd_dead_letters"] == $0 } ?? false
+            }, "\(m)")
         #expect(m["mobilityd_publish_refused_total{kind=\"series\",reason=\"not_authorized\"}"] == m["mobilityd_series_published_total"])
         #expect((m["mobilityd_publish_refused_total{kind=\"ack\",reason=\"not_authorized\"}"] ?? 0) >= 1)
         #expect(m["mobilityd_publish_refused_total{kind=\"alert\",reason=\"not_authorized\"}"] == nil)
         // No reconnection loop: the publisher stayed connected throughout.
         #expect(m["mobilityd_broker_reconnects_total{role=\"publisher\"}"] == 0, "\(m)")
-        #expect(eventually(timeout: 10) { httpGet(port: d.metricsPort, path: "/healthz")?.status == 200 && d.metrics()["mobilityd_outputs_unacknowledged"] == 0 })
+        #expect(
+            eventually(timeout: 10) { httpGet(port: d.metricsPort, path: "/healthz")?.status == 200 && d.metrics()["mobilityd_outputs_unacknowledged"] == 0 })
         let log = d.daemon!.log
-        #expect(log.components(separatedBy: "parked as a dead letter").count - 1 == 1, "\(log)") // once, however many series
-        #expect(log.components(separatedBy: "broker refused an output\"").count - 1 == 1, "\(log)") // the ack, once
+        #expect(log.components(separatedBy: "parked as a dead letter").count - 1 == 1, "\(log)")  // once, however many series
+        #expect(log.components(separatedBy: "broker refused an output\"").count - 1 == 1, "\(log)")  // the ack, once
         #expect(log.contains("\"kind\":\"series\"") && log.contains("\"reason\":\"not_authorized\""))
-        #expect(!log.contains("1.2345"), "a health value reached the log") // the refusal logs kinds and reasons only
+        #expect(!log.contains("1.2345"), "a health value reached the log")  // the refusal logs kinds and reasons only
         let parked = m["mobilityd_dead_letters"] ?? -1
         #expect(d.daemon!.stop() == 0, "\(d.daemon!.log)")
         // The dead letters are in the store, with their topic and reason; the outbox is empty.

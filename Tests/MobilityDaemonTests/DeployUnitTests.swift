@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// `deploy/mobilityd.service` as shipped: systemd's own checks, and its `ExecStart` line run
 /// against a test broker the way systemd would start it (only paths, the port and the secret
@@ -19,8 +19,9 @@ import TestSupport
     static var systemdAnalyze: String {
         get throws {
             // scripts/install-deps.sh installs the systemd package; a missing tool fails the test.
-            try #require(["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) },
-                         "systemd-analyze is missing: run scripts/install-deps.sh")
+            try #require(
+                ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) },
+                "systemd-analyze is missing: run scripts/install-deps.sh")
         }
     }
 
@@ -74,15 +75,15 @@ import TestSupport
         try FileManager.default.createDirectory(atPath: dir + "/credentials", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try "test-secret\n".write(toFile: dir + "/credentials/mqtt-password", atomically: true, encoding: .utf8)
-        chmod(dir + "/credentials/mqtt-password", 0o400) // as systemd leaves a credential
+        chmod(dir + "/credentials/mqtt-password", 0o400)  // as systemd leaves a credential
         let port = try freePort()
         let conf = try String(contentsOfFile: RepoPaths.root + "/deploy/mobilityd.conf.example", encoding: .utf8)
-            .replacingOccurrences(of: "mqtts://mqtt.example.org:8883", with: broker.url) // TLS is the broker tests' part
+            .replacingOccurrences(of: "mqtts://mqtt.example.org:8883", with: broker.url)  // TLS is the broker tests' part
             .replacingOccurrences(of: "/etc/mobilitywatch/rules", with: RepoPaths.rules)
             .replacingOccurrences(of: "/var/lib/mobilitywatch", with: dir + "/state")
             .replacingOccurrences(of: "127.0.0.1:9464", with: "127.0.0.1:\(port)")
         try conf.write(toFile: dir + "/mobilityd.conf", atomically: true, encoding: .utf8)
-        chmod(dir + "/mobilityd.conf", 0o644) // holds no secret
+        chmod(dir + "/mobilityd.conf", 0o644)  // holds no secret
 
         let exec = try #require(try Self.unitSettings()["ExecStart"]?.first)
         let argv = exec.split(separator: " ").map {
@@ -90,12 +91,13 @@ import TestSupport
                 .replacingOccurrences(of: "/etc/mobilitywatch/mobilityd.conf", with: dir + "/mobilityd.conf")
                 .replacingOccurrences(of: "${CREDENTIALS_DIRECTORY}", with: dir + "/credentials")
         }
-        let p = try ChildProcess(argv[0], Array(argv.dropFirst()),
-                                 environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "30000000"])
+        let p = try ChildProcess(
+            argv[0], Array(argv.dropFirst()),
+            environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "30000000"])
         #expect(eventually(timeout: 15) { !notify.messages(with: "READY=1").isEmpty }, "\(p.log)")
         #expect(eventually { !notify.messages(with: "WATCHDOG=1").isEmpty })
         #expect(httpGet(port: port, path: "/healthz")?.status == 200)
-        #expect(p.log.contains("\"msg\":\"started\"")) // log-format = json, as configured
+        #expect(p.log.contains("\"msg\":\"started\""))  // log-format = json, as configured
         #expect(p.stop() == 0)
         #expect(!notify.messages(with: "STOPPING=1").isEmpty)
     }

@@ -4,8 +4,8 @@ import MobilityModel
 import RuleEngine
 import RuleLanguage
 import Simulator
-import Testing
 import TestSupport
+import Testing
 
 /// Durable state end to end: restarts and crashes of mobilityd against a real mosquitto.
 @Suite(.serialized) struct DurabilityTests {
@@ -39,7 +39,7 @@ import TestSupport
         #expect(daemon.waitProcessed(records.count - cut, timeout: 60))
         #expect(eventually { rec.messages().filter { !$0.payload.isEmpty }.count >= expected.count })
         #expect(daemon.waitIdle())
-        #expect(try rec.barrier()) // nothing more arrives
+        #expect(try rec.barrier())  // nothing more arrives
         #expect(rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted() == expected)
     }
 
@@ -62,7 +62,7 @@ import TestSupport
             for r in records[next..<min(next + chunk, records.count)] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
             next += chunk
             if kills < 4, Bool.random(using: &rng) || next >= records.count - chunk {
-                usleep(UInt32.random(in: 0...150_000, using: &rng)) // a random moment to crash at, not a wait: any delay is a valid test
+                usleep(UInt32.random(in: 0...150_000, using: &rng))  // a random moment to crash at, not a wait: any delay is a valid test
                 daemon.process.signal(SIGKILL)
                 _ = daemon.process.wait()
                 kills += 1
@@ -73,10 +73,10 @@ import TestSupport
             }
         }
         #expect(kills >= 3)
-        #expect(replayedRecords > 0) // restarts really recovered from the journal
+        #expect(replayedRecords > 0)  // restarts really recovered from the journal
         #expect(eventually(timeout: 60) { rec.messages().filter { !$0.payload.isEmpty }.count >= expected.count })
         #expect(daemon.waitIdle())
-        #expect(try rec.barrier()) // nothing more arrives
+        #expect(try rec.barrier())  // nothing more arrives
         let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted()
         #expect(Set(live) == Set(expected), "lost: \(Set(expected).subtracting(live).count), spurious: \(Set(live).subtracting(expected).count)")
         // Outputs are at least once: a kill between the broker's acknowledgement of an output and
@@ -112,7 +112,7 @@ import TestSupport
         #expect(daemon.waitProcessed(quiet.count))
         for r in records[..<cut] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         #expect(daemon.waitProcessed(cut + quiet.count, timeout: 60))
-        #expect(eventually { !rec.messages().filter { !$0.payload.isEmpty }.isEmpty }) // alerts went out
+        #expect(eventually { !rec.messages().filter { !$0.payload.isEmpty }.isEmpty })  // alerts went out
         // Two housekeeping rounds. Once the input has stopped, only the housekeeping timer hands the
         // shard work (event clock: no ticks), one batch a round, and a round releases the journal
         // before the next round is queued: three batches more, and a release ran after the alerts.
@@ -137,7 +137,7 @@ import TestSupport
         for r in records[cut...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         #expect(eventually(timeout: 60) { rec.messages().filter { !$0.payload.isEmpty }.count >= expected.count })
         #expect(daemon.waitIdle())
-        #expect(try rec.barrier()) // nothing more arrives
+        #expect(try rec.barrier())  // nothing more arrives
         #expect(Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)) == Set(expected))
     }
 }
@@ -169,13 +169,14 @@ import TestSupport
         #expect(body.contains("journal") || body.contains("state store"), "\(body)")
         // The daemon has done all it can: the journal refuses (the subscriber's callback waits, so
         // nothing more is taken or acknowledged) and every message it took is processed.
-        #expect(eventually {
-            let m = daemon.metrics()
-            return m["mobilityd_journal_writable"] == 0
-                && m.filter { $0.key.hasPrefix("mobilityd_queue_depth") || $0.key.hasPrefix("mobilityd_shard_busy_seconds") }.values.allSatisfy { $0 == 0 }
-        })
+        #expect(
+            eventually {
+                let m = daemon.metrics()
+                return m["mobilityd_journal_writable"] == 0
+                    && m.filter { $0.key.hasPrefix("mobilityd_queue_depth") || $0.key.hasPrefix("mobilityd_shard_busy_seconds") }.values.allSatisfy { $0 == 0 }
+            })
         let stuck = daemon.metric("mobilityd_messages_received_total") ?? 0
-        #expect(stuck < 250) // not everything got through while the disk was full
+        #expect(stuck < 250)  // not everything got through while the disk was full
         // Space is back: everything arrives, nothing lost.
         try FileManager.default.removeItem(atPath: filler)
         #expect(daemon.waitProcessed(250, timeout: 30))
@@ -203,17 +204,18 @@ import TestSupport
         let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: state) }
         var daemon = try DaemonUnderTest(broker: broker, state: state, extra: ["--publish-series", "false"])
-        #expect(daemon.process.stop() == 0) // its session queues what the gateway publishes
+        #expect(daemon.process.stop() == 0)  // its session queues what the gateway publishes
         let play = try ChildProcess(ChildProcess.product("mobility-sim"), ["play", file, "--broker", broker.url, "--resend"])
         #expect(eventually(timeout: 30) { play.log.contains("published \(records.count) messages (\(records.count) acknowledged)") }, "\(play.log)")
-        broker.stop(signal: SIGKILL) // the broker had acknowledged everything; now it is gone
+        broker.stop(signal: SIGKILL)  // the broker had acknowledged everything; now it is gone
         try broker.start()
         daemon = try DaemonUnderTest(broker: broker, state: state, extra: ["--publish-series", "false"])
         #expect(play.wait(timeout: 120) == 0, "\(play.log)")
         #expect(play.log.contains("every user's samples acknowledged"))
         #expect(play.log.contains("re-sending"), "the gateway had to re-send what the broker lost:\n\(play.log)")
-        #expect(eventually(timeout: 30) { daemon.metric("mobilityd_samples_accepted_total") == Double(ids.count) },
-                "accepted \(daemon.metric("mobilityd_samples_accepted_total") ?? -1) of \(ids.count)\n\(play.log)")
+        #expect(
+            eventually(timeout: 30) { daemon.metric("mobilityd_samples_accepted_total") == Double(ids.count) },
+            "accepted \(daemon.metric("mobilityd_samples_accepted_total") ?? -1) of \(ids.count)\n\(play.log)")
     }
 }
 
@@ -222,7 +224,8 @@ import TestSupport
 @Suite(.serialized) struct BackpressureTests {
     static func residentKB(_ pid: pid_t) -> Int {
         guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+            let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return 0 }
         return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
     }
 
@@ -238,13 +241,14 @@ import TestSupport
             if i % 500 == 0 { peak = max(peak, Self.residentKB(daemon.process.pid)) }
         }
         var depthSeen = 0.0
-        #expect(eventually(timeout: 120) {
-            let m = daemon.metrics()
-            depthSeen = max(depthSeen, m["mobilityd_queue_depth{shard=\"0\"}"] ?? 0)
-            peak = max(peak, Self.residentKB(daemon.process.pid))
-            return m["mobilityd_messages_received_total"] == Double(records.count)
-        })
-        #expect(depthSeen <= 50) // the queue never grows past its capacity
+        #expect(
+            eventually(timeout: 120) {
+                let m = daemon.metrics()
+                depthSeen = max(depthSeen, m["mobilityd_queue_depth{shard=\"0\"}"] ?? 0)
+                peak = max(peak, Self.residentKB(daemon.process.pid))
+                return m["mobilityd_messages_received_total"] == Double(records.count)
+            })
+        #expect(depthSeen <= 50)  // the queue never grows past its capacity
         #expect(daemon.metric("mobilityd_rejected_total{reason=\"not_json\"}") == 0)
         // Bounded: the daemon's memory grows with its users' state, not with the backlog.
         #expect(peak - start < 150_000, "resident grew from \(start) kB to \(peak) kB")

@@ -5,8 +5,8 @@ import MobilityModel
 import RuleLanguage
 import Simulator
 import StateStore
-import Testing
 import TestSupport
+import Testing
 
 /// The care-team history over the report listener (`/api/v1/users/{u}/…`), from a live daemon
 /// that took a recovery story: what the API answers equals what the daemon published on MQTT.
@@ -59,7 +59,9 @@ import TestSupport
         #expect(march.count >= 28)  // the story's last day is still open
         let series = try api("\(user)/series?from=2026-03-01&to=2026-03-31")
         #expect(series.status == 200)
-        guard case .array(let points)? = series.data?["series"]?["speed_p95"]?["points"] else { Issue.record("no points: \(String(describing: series.data))"); return }
+        guard case .array(let points)? = series.data?["series"]?["speed_p95"]?["points"] else {
+            Issue.record("no points: \(String(describing: series.data))"); return
+        }
         #expect(points.count == march.count)
         for p in points {
             guard case .string(let d)? = p["day"] else { Issue.record("a point without a day"); continue }
@@ -106,7 +108,8 @@ import TestSupport
         #expect((try? WeeklyDigest.decode(Array(json.utf8)).get()) == published.last)
         let out = NSTemporaryDirectory() + "mw-panel-\(UUID().uuidString.prefix(8)).html"
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let ctlPanel = try ChildProcess(ChildProcess.product("mobilityctl"), ["report", "--state", daemon.statePath, "--user", user, "--page", "panel", "-o", out])
+        let ctlPanel = try ChildProcess(
+            ChildProcess.product("mobilityctl"), ["report", "--state", daemon.statePath, "--user", user, "--page", "panel", "-o", out])
         #expect(ctlPanel.wait(timeout: 30) == 0, "\(ctlPanel.log)")
         #expect(try String(contentsOfFile: out, encoding: .utf8) == panel.body)
 

@@ -4,8 +4,8 @@ import MobilityModel
 import RuleLanguage
 import Simulator
 import StateStore
-import Testing
 import TestSupport
+import Testing
 
 /// Issue 16, history: a live mobilityd keeps every series point (a revised day replacing its
 /// earlier value), every alert transition and every timeline entry in its state store, in the
@@ -47,35 +47,35 @@ import TestSupport
         let store = try StateStore(path: state + "/state.sqlite")
         #expect(try store.historyUsers() == stories.map(\.rawValue).sorted())
         for story in stories {
-        let user = story.rawValue, published = publishedBy[user] ?? [:], transitions = transitionsBy[user] ?? [:]
-        #expect(published.count >= 5, "series published: \(published.keys.sorted())")
-        let h = try store.history(of: user, from: .min, through: .max)
-        #expect(h.series.count == published.count)
-        for (name, days) in published {
-            let kept = h.series[name] ?? [:]
-            #expect(kept.count == days.count, "\(name): \(kept.count) days kept, \(days.count) published")
-            for (d, v) in days {
-                // The store keeps full precision; the wire rounds to 1e-6.
-                switch (kept[d], v) {
-                case (.some(.some(let a)), .some(let b)): #expect(abs(a - b) <= 1e-6, "\(name) on day \(d): \(a) vs \(b)")
-                case (.some(.none), .none): break
-                default: Issue.record("\(name) on day \(d): kept \(String(describing: kept[d])), published \(String(describing: v))")
+            let user = story.rawValue, published = publishedBy[user] ?? [:], transitions = transitionsBy[user] ?? [:]
+            #expect(published.count >= 5, "series published: \(published.keys.sorted())")
+            let h = try store.history(of: user, from: .min, through: .max)
+            #expect(h.series.count == published.count)
+            for (name, days) in published {
+                let kept = h.series[name] ?? [:]
+                #expect(kept.count == days.count, "\(name): \(kept.count) days kept, \(days.count) published")
+                for (d, v) in days {
+                    // The store keeps full precision; the wire rounds to 1e-6.
+                    switch (kept[d], v) {
+                    case (.some(.some(let a)), .some(let b)): #expect(abs(a - b) <= 1e-6, "\(name) on day \(d): \(a) vs \(b)")
+                    case (.some(.none), .none): break
+                    default: Issue.record("\(name) on day \(d): kept \(String(describing: kept[d])), published \(String(describing: v))")
+                    }
                 }
             }
-        }
-        #expect(Set(h.alerts.map(\.id)) == Set(transitions.keys))
-        for e in h.alerts {
-            let resolved = transitions[e.id]?.last == "resolved"
-            #expect((e.resolvedDay != nil) == resolved, "episode \(e.rule) \(e.id)")
-            #expect(e.resolvedDay.map { $0 >= e.firedDay } ?? true)
-        }
-        // The story's injury and heat wave, as the events topic sent them.
-        if story == .jamieHeatWave {
-            #expect(h.timeline.map(\.kind).sorted() == ["heat_wave", "injury"])
-            #expect(h.timeline.first { $0.kind == "heat_wave" }.map { $0.lastDay > $0.firstDay } == true)
-        } else {
-            #expect(h.timeline.map(\.kind) == ["injury"])
-        }
+            #expect(Set(h.alerts.map(\.id)) == Set(transitions.keys))
+            for e in h.alerts {
+                let resolved = transitions[e.id]?.last == "resolved"
+                #expect((e.resolvedDay != nil) == resolved, "episode \(e.rule) \(e.id)")
+                #expect(e.resolvedDay.map { $0 >= e.firedDay } ?? true)
+            }
+            // The story's injury and heat wave, as the events topic sent them.
+            if story == .jamieHeatWave {
+                #expect(h.timeline.map(\.kind).sorted() == ["heat_wave", "injury"])
+                #expect(h.timeline.first { $0.kind == "heat_wave" }.map { $0.lastDay > $0.firstDay } == true)
+            } else {
+                #expect(h.timeline.map(\.kind) == ["injury"])
+            }
         }
     }
 
@@ -139,7 +139,8 @@ import TestSupport
         for m in rec.messages() where !m.payload.isEmpty {
             if m.topic.contains("/series/") {
                 guard case .success(let v) = JSONValue.parse(m.payload), case .string(let name)? = v["series"], case .string(let d)? = v["day"],
-                      case .string(let unit)? = v["unit"], let day = CivilDate(parsing: Substring(d)) else { continue }
+                    case .string(let unit)? = v["unit"], let day = CivilDate(parsing: Substring(d))
+                else { continue }
                 var value: Double?
                 if case .number(let n)? = v["value"] { value = n }
                 series.append(SeriesPoint(user: user, name: name, day: day, value: value, unit: unit))

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import HTTPEndpoint
-import Testing
 import TestSupport
+import Testing
 
 /// `/healthz` and `/metrics` of a real mobilityd under many idle connections, and the address it reports.
 @Suite(.serialized) struct MetricsEndpointTests {
@@ -48,10 +48,12 @@ import TestSupport
     @Test func startedLineShowsTheBoundAddress() throws {
         let broker = try MosquittoBroker()
         // Port 0 on another loopback address: the log must say which host and port it got.
-        let p = try ChildProcess(ChildProcess.product("mobilityd"), [
-            "--broker", broker.url, "--rules", RepoPaths.rules, "--state", NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))",
-            "--metrics-address", "127.0.0.2:0",
-        ])
+        let p = try ChildProcess(
+            ChildProcess.product("mobilityd"),
+            [
+                "--broker", broker.url, "--rules", RepoPaths.rules, "--state", NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))",
+                "--metrics-address", "127.0.0.2:0"
+            ])
         #expect(eventually { p.log.contains("msg=started") })
         let line = try #require(p.log.split(separator: "\n").first { $0.contains("msg=started") })
         let field = try #require(line.split(separator: " ").first { $0.hasPrefix("metrics=") }).dropFirst("metrics=".count)

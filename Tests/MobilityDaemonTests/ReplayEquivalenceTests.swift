@@ -3,8 +3,8 @@ import MobilityModel
 import RuleEngine
 import RuleLanguage
 import Simulator
-import Testing
 import TestSupport
+import Testing
 
 /// The same traffic through `mobilityd --clock event` and through `mobilityctl replay` gives the
 /// same alert transitions.
@@ -32,7 +32,7 @@ import TestSupport
         let got = { rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted() }
         #expect(eventually { got().count >= expected.count })
         #expect(daemon.waitIdle())
-        #expect(try rec.barrier()) // nothing more arrives
+        #expect(try rec.barrier())  // nothing more arrives
         #expect(got() == expected)
     }
 }
@@ -64,7 +64,7 @@ import TestSupport
         let got = { rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted() }
         #expect(eventually { got().count >= expected.count })
         #expect(daemon.waitIdle())
-        #expect(try rec.barrier()) // nothing more arrives
+        #expect(try rec.barrier())  // nothing more arrives
         #expect(got() == expected)
         let m = daemon.metrics()
         #expect(m["mobilityd_rejected_total{reason=\"too_late\"}"] == 0)

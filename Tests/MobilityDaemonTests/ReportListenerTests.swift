@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// The report listener as mobilityd runs it: refused where it would expose health data (exit 2
 /// before anything starts), served over TLS with bearer tokens, each access logged by the
@@ -50,7 +50,8 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (code, log) = try Self.refused(["--http-address", "127.0.0.1:9465", "--http-tokens", dir + "/tokens"])
         #expect(code == 2)
-        #expect(log.contains("http tokens file \(dir)/tokens holds bearer tokens but is accessible to group or others (mode 0\(String(mode, radix: 8)))"), "\(log)")
+        #expect(
+            log.contains("http tokens file \(dir)/tokens holds bearer tokens but is accessible to group or others (mode 0\(String(mode, radix: 8)))"), "\(log)")
         #expect(!log.contains(Self.token))
     }
 
@@ -58,8 +59,10 @@ import TestSupport
         let dir = try Self.scratch(tls: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         chmod(dir + "/server.key", 0o644)
-        let (code, log) = try Self.refused(["--http-address", "127.0.0.1:9465", "--http-tokens", dir + "/tokens",
-                                            "--http-tls-cert", dir + "/server.crt", "--http-tls-key", dir + "/server.key"])
+        let (code, log) = try Self.refused([
+            "--http-address", "127.0.0.1:9465", "--http-tokens", dir + "/tokens",
+            "--http-tls-cert", dir + "/server.crt", "--http-tls-key", dir + "/server.key"
+        ])
         #expect(code == 2)
         #expect(log.contains("http TLS key \(dir)/server.key holds the private key but is accessible to group or others (mode 0644)"), "\(log)")
     }
@@ -81,8 +84,10 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: dir) }
         chmod(dir + "/ca.key", 0o600)
         let state = dir + "/state"
-        let (code, log) = try Self.refused(["--state", state, "--http-address", "127.0.0.1:0", "--http-tokens", dir + "/tokens",
-                                            "--http-tls-cert", dir + "/server.crt", "--http-tls-key", dir + "/ca.key"])
+        let (code, log) = try Self.refused([
+            "--state", state, "--http-address", "127.0.0.1:0", "--http-tokens", dir + "/tokens",
+            "--http-tls-cert", dir + "/server.crt", "--http-tls-key", dir + "/ca.key"
+        ])
         #expect(code == 2, "\(log)")
         #expect(log.contains("cannot serve reports"), "\(log)")
         #expect(log.contains("check that the certificate and the key are PEM and belong together"))
@@ -95,10 +100,12 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let broker = try MosquittoBroker()
         let port = try freePort()
-        let daemon = try DaemonUnderTest(broker: broker, extra: [
-            "--http-address", "127.0.0.1:\(port)", "--http-tokens", dir + "/tokens",
-            "--http-tls-cert", dir + "/server.crt", "--http-tls-key", dir + "/server.key",
-        ])
+        let daemon = try DaemonUnderTest(
+            broker: broker,
+            extra: [
+                "--http-address", "127.0.0.1:\(port)", "--http-tokens", dir + "/tokens",
+                "--http-tls-cert", dir + "/server.crt", "--http-tls-key", dir + "/server.key"
+            ])
         defer { daemon.process.stop() }
         let url = "https://127.0.0.1:\(port)/api/v1/status"
         let ca = dir + "/ca.crt"
@@ -114,7 +121,8 @@ import TestSupport
         let withQuery = try Curl.get(url + "?week=2026-W10", headers: ["Authorization: Bearer \(Self.token)"], caFile: ca)
         #expect(withQuery.status == 400)
         #expect(withQuery.body.contains("\"errorType\":\"bad_data\""))
-        let unknown = try Curl.get("https://127.0.0.1:\(port)/api/v1/users/jamie-7/nothing?week=2026-W11", headers: ["Authorization: Bearer \(Self.token)"], caFile: ca)
+        let unknown = try Curl.get(
+            "https://127.0.0.1:\(port)/api/v1/users/jamie-7/nothing?week=2026-W11", headers: ["Authorization: Bearer \(Self.token)"], caFile: ca)
         #expect(unknown.status == 404)
         // The metrics listener is another port and stays open to Prometheus without a token.
         #expect(httpGet(port: daemon.metricsPort, path: "/metrics")?.status == 200)
@@ -124,7 +132,9 @@ import TestSupport
         #expect(access.count == 5)
         #expect(access[0].contains("token=- method=GET route=/api/v1/status query=- status=401"), "\(access[0])")
         #expect(access[1].contains("token=- method=GET route=/api/v1/status query=- status=401"))
-        #expect(access[2].contains("token=care-team method=GET route=/api/v1/status query=- status=200 bytes=\(right.body.utf8.count) peer=127.0.0.1 tls=true"), "\(access[2])")
+        #expect(
+            access[2].contains("token=care-team method=GET route=/api/v1/status query=- status=200 bytes=\(right.body.utf8.count) peer=127.0.0.1 tls=true"),
+            "\(access[2])")
         #expect(access[3].contains("token=care-team method=GET route=/api/v1/status query=- status=400"))
         #expect(access[4].contains("token=- method=GET route=- query=- status=404"))
         let log = daemon.process.log

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
-@testable import MobilityDaemon
-import Testing
 import TestSupport
+import Testing
+
+@testable import MobilityDaemon
 
 /// The MQTT password: never on the command line, never in a file others can read.
 @Suite struct SecretsTests {
@@ -21,7 +22,7 @@ import TestSupport
     func aPasswordOnTheCommandLineIsRefused(args: [String]) throws {
         let p = try #require(Self.problem(args))
         #expect(p.contains("--password-file") && p.contains("command line"))
-        #expect(!p.contains("hunter2")) // the refusal does not echo the secret
+        #expect(!p.contains("hunter2"))  // the refusal does not echo the secret
     }
 
     @Test func thePasswordComesFromAPrivateFileTheConfigOrTheEnvironment() throws {
@@ -31,7 +32,7 @@ import TestSupport
         let conf = try Self.file("password = fromfile\n", mode: 0o600)
         defer { unlink(conf) }
         #expect(try DaemonConfiguration.load(arguments: ["--config", conf], environment: [:]).password == "fromfile")
-        let confWithFile = try Self.file("password-file = \(pw)\n", mode: 0o644) // names the secret, holds none
+        let confWithFile = try Self.file("password-file = \(pw)\n", mode: 0o644)  // names the secret, holds none
         defer { unlink(confWithFile) }
         #expect(try DaemonConfiguration.load(arguments: ["--config", confWithFile], environment: [:]).password == "s3cret")
         #expect(try DaemonConfiguration.load(arguments: [], environment: ["MOBILITYD_PASSWORD": "env"]).password == "env")
@@ -76,7 +77,7 @@ import TestSupport
     /// The shipped example, with only paths and the broker substituted, is a valid configuration.
     @Test func theShippedExampleConfigurationLoads() throws {
         var text = try String(contentsOfFile: RepoPaths.root + "/deploy/mobilityd.conf.example", encoding: .utf8)
-        #expect(!text.split(separator: "\n").contains { $0.hasPrefix("password =") || $0.hasPrefix("password=") }) // no secret in it
+        #expect(!text.split(separator: "\n").contains { $0.hasPrefix("password =") || $0.hasPrefix("password=") })  // no secret in it
         let pw = try Self.file("s3cret\n", mode: 0o600)
         defer { unlink(pw) }
         text = text.replacingOccurrences(of: "/etc/mobilitywatch/rules", with: RepoPaths.rules)

@@ -1,5 +1,6 @@
-@testable import MobilityDaemon
 import Testing
+
+@testable import MobilityDaemon
 
 /// The service group's order, with fake services that record what happens to them (the daemon
 /// tests run the real services: DaemonIntegrationTests, DurabilityTests, ServiceNotifierTests).

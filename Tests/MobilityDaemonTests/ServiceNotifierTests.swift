@@ -1,8 +1,8 @@
 import CSQLite
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// The systemd notify protocol as a real mobilityd speaks it to a `NOTIFY_SOCKET` of the test's
 /// own (no systemd needed): readiness, reload, stop, status and the watchdog, which stops being
@@ -19,7 +19,7 @@ import TestSupport
         #expect(eventually { notify.messages(with: "READY=1").count == 1 })
         let ready = try #require(notify.messages(with: "READY=1").first)
         #expect(ready.contains("STATUS=running"))
-        #expect(notify.messages.first?.text == "STATUS=restoring state") // before READY, while state loads
+        #expect(notify.messages.first?.text == "STATUS=restoring state")  // before READY, while state loads
         // Pinged at half the interval (200 ms) while healthy.
         #expect(eventually(timeout: 5) { notify.messages(with: "WATCHDOG=1").count >= 5 })
 
@@ -29,7 +29,7 @@ import TestSupport
         let texts = notify.messages.map(\.text)
         let reloading = try #require(texts.firstIndex { $0.hasPrefix("RELOADING=1\n") })
         #expect(texts[reloading].split(separator: "\n").contains { $0.hasPrefix("MONOTONIC_USEC=") && UInt64($0.dropFirst(15)) != nil })
-        #expect(texts.lastIndex { $0.hasPrefix("READY=1") }! > reloading) // READY again after the reload
+        #expect(texts.lastIndex { $0.hasPrefix("READY=1") }! > reloading)  // READY again after the reload
 
         #expect(daemon.process.stop() == 0)
         #expect(notify.messages(with: "STOPPING=1").count == 1)
@@ -55,15 +55,16 @@ import TestSupport
         let broker = try MosquittoBroker()
         let state = NSTemporaryDirectory() + "mw-stall-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let daemon = try DaemonUnderTest(broker: broker, state: state, extra: ["--stall-timeout", "1", "--commit-interval", "0", "--shards", "1"],
-                                         environment: Self.environment(notify, watchdogUsec: 200_000), watchdogPID: true)
+        let daemon = try DaemonUnderTest(
+            broker: broker, state: state, extra: ["--stall-timeout", "1", "--commit-interval", "0", "--shards", "1"],
+            environment: Self.environment(notify, watchdogUsec: 200_000), watchdogPID: true)
         #expect(eventually { notify.messages(with: "WATCHDOG=1").count >= 3 })
         #expect(httpGet(port: daemon.metricsPort, path: "/healthz")?.status == 200)
 
         var db: OpaquePointer?
         #expect(sqlite3_open(state + "/state.sqlite", &db) == SQLITE_OK)
         defer { sqlite3_close(db) }
-        #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK) // the write lock; the daemon's commit waits up to 5 s
+        #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)  // the write lock; the daemon's commit waits up to 5 s
         let pub = try MQTTRecorder(url: broker.url, filters: [])
         try pub.publish(samplesTopic("sam"), sampleJSON(id: "s1", value: 1.1, end: "2026-04-01T12:00:00Z"))
 
@@ -80,9 +81,9 @@ import TestSupport
             let stalled = httpGet(port: daemon.metricsPort, path: "/healthz")?.body.contains("stalled") == true
             if stalled, let p = previous { pingsWhileStalled += pings - p.pings; stalledSeconds += Date().timeIntervalSince(p.at) }
             previous = stalled ? (Date(), pings) : nil
-            usleep(50_000) // the sampling period of this observation, not a synchronisation
+            usleep(50_000)  // the sampling period of this observation, not a synchronisation
         }
-        #expect(stalledSeconds > 0.5) // observed for long enough to have seen pings every 100 ms
+        #expect(stalledSeconds > 0.5)  // observed for long enough to have seen pings every 100 ms
         #expect(pingsWhileStalled <= 1, "\(pingsWhileStalled) pings in \(stalledSeconds) s of stall")
         #expect(notify.messages.contains { $0.text.hasPrefix("STATUS=degraded: ") && $0.text.contains("shard 0 stalled") })
         let pings = notify.messages(with: "WATCHDOG=1").count

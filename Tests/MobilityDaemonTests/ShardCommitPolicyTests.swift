@@ -1,4 +1,5 @@
 import Testing
+
 @testable import MobilityDaemon
 
 /// The shard's commit policy as events in, actions out: no threads, no SQLite, no clock.
@@ -48,49 +49,73 @@ import Testing
     }
 
     static let scenarios: [(String, [Step])] = [
-        ("state changes wait within the interval, then everything is committed", [
-            .batch(at: 5, expect: .none),
-            .batch(at: 50, users: 3, expect: .none),
-            .batch(at: 100, users: 3, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 100, publish: true),
-            .batch(at: 150, expect: .none),      // the interval restarts at the commit of everything
-        ]),
-        ("outputs are committed at once with their users; the journal waits for the others", [
-            .batch(at: 5, users: 2, expect: .none),
-            .batch(at: 10, outputs: true, users: 3, expect: .batch), .succeeded(left: 2, release: false, acks: .batch),
-            .acks(at: 10, publish: true),
-            .batch(at: 20, outputs: true, users: 3, expect: .batch), .succeeded(left: 2, release: false, acks: .batch),
-            .acks(at: 20, publish: false),       // coalesced: one round per ack interval
-            .batch(at: 100, users: 2, expect: .all), .succeeded(release: true, acks: .all),
-            .acks(at: 100, publish: false),
-            .batch(at: 200, expect: .all), .succeeded(release: true, acks: .all),
-            .acks(at: 260, publish: true),       // 250 ms after the last round
-        ]),
-        ("a failed commit holding outputs makes the next batches commit everything, in order", [
-            .batch(at: 5, outputs: true, expect: .batch), .failed,
-            .batch(at: 10, expect: .all), .failed,                // still held
-            .batch(at: 20, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 20, publish: true),
-            .batch(at: 30, expect: .none),                        // nothing held any more
-        ]),
-        ("a failed commit without outputs changes nothing", [
-            .batch(at: 100, expect: .all), .failed,
-            .batch(at: 110, expect: .none),
-        ]),
-        ("a barrier commits everything and publishes acknowledgements whatever the interval", [
-            .batch(at: 1, outputs: true, expect: .batch), .succeeded(release: true, acks: .batch), .acks(at: 1, publish: true),
-            .batch(at: 2, barrier: true, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 2, publish: true),
-            .batch(at: 3, barrier: true, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 3, waiting: false, publish: false),
-        ]),
-        ("a commit stays bounded in users", [
-            .batch(at: 1, users: ShardCommitPolicy.maxPendingUsers - 1, expect: .none),
-            .batch(at: 2, users: ShardCommitPolicy.maxPendingUsers, expect: .all), .succeeded(release: true, acks: .all),
-        ]),
-        ("closing commits everything and publishes acknowledgements, even after a failure; the journal is not released", [
-            .batch(at: 1, expect: .none),
-            .close, .succeeded(release: false, acks: .all), .acks(at: 2, publish: true),
-        ]),
-        ("closing after a failed last commit still publishes what was durable before", [
-            .close, .failed, .acks(at: 1, publish: true),
-        ]),
+        (
+            "state changes wait within the interval, then everything is committed",
+            [
+                .batch(at: 5, expect: .none),
+                .batch(at: 50, users: 3, expect: .none),
+                .batch(at: 100, users: 3, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 100, publish: true),
+                .batch(at: 150, expect: .none)  // the interval restarts at the commit of everything
+            ]
+        ),
+        (
+            "outputs are committed at once with their users; the journal waits for the others",
+            [
+                .batch(at: 5, users: 2, expect: .none),
+                .batch(at: 10, outputs: true, users: 3, expect: .batch), .succeeded(left: 2, release: false, acks: .batch),
+                .acks(at: 10, publish: true),
+                .batch(at: 20, outputs: true, users: 3, expect: .batch), .succeeded(left: 2, release: false, acks: .batch),
+                .acks(at: 20, publish: false),  // coalesced: one round per ack interval
+                .batch(at: 100, users: 2, expect: .all), .succeeded(release: true, acks: .all),
+                .acks(at: 100, publish: false),
+                .batch(at: 200, expect: .all), .succeeded(release: true, acks: .all),
+                .acks(at: 260, publish: true)  // 250 ms after the last round
+            ]
+        ),
+        (
+            "a failed commit holding outputs makes the next batches commit everything, in order",
+            [
+                .batch(at: 5, outputs: true, expect: .batch), .failed,
+                .batch(at: 10, expect: .all), .failed,  // still held
+                .batch(at: 20, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 20, publish: true),
+                .batch(at: 30, expect: .none)  // nothing held any more
+            ]
+        ),
+        (
+            "a failed commit without outputs changes nothing",
+            [
+                .batch(at: 100, expect: .all), .failed,
+                .batch(at: 110, expect: .none)
+            ]
+        ),
+        (
+            "a barrier commits everything and publishes acknowledgements whatever the interval",
+            [
+                .batch(at: 1, outputs: true, expect: .batch), .succeeded(release: true, acks: .batch), .acks(at: 1, publish: true),
+                .batch(at: 2, barrier: true, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 2, publish: true),
+                .batch(at: 3, barrier: true, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 3, waiting: false, publish: false)
+            ]
+        ),
+        (
+            "a commit stays bounded in users",
+            [
+                .batch(at: 1, users: ShardCommitPolicy.maxPendingUsers - 1, expect: .none),
+                .batch(at: 2, users: ShardCommitPolicy.maxPendingUsers, expect: .all), .succeeded(release: true, acks: .all)
+            ]
+        ),
+        (
+            "closing commits everything and publishes acknowledgements, even after a failure; the journal is not released",
+            [
+                .batch(at: 1, expect: .none),
+                .close, .succeeded(release: false, acks: .all), .acks(at: 2, publish: true)
+            ]
+        ),
+        (
+            "closing after a failed last commit still publishes what was durable before",
+            [
+                .close, .failed, .acks(at: 1, publish: true)
+            ]
+        )
     ]
 
     @Test(arguments: scenarios) func scenario(_ name: String, _ steps: [Step]) {
@@ -99,7 +124,10 @@ import Testing
 
     @Test func withoutJournalOrIntervalEveryBatchCommitsEverything() {
         Self.run([.batch(at: 1, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 1, publish: true)], journaled: false)
-        Self.run([.batch(at: 1, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 1, publish: true),
-                  .batch(at: 2, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 2, publish: false)], interval: 0)
+        Self.run(
+            [
+                .batch(at: 1, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 1, publish: true),
+                .batch(at: 2, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 2, publish: false)
+            ], interval: 0)
     }
 }

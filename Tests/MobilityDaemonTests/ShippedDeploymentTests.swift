@@ -2,8 +2,8 @@ import Foundation
 import Glibc
 import MobilityModel
 import StateStore
-import Testing
 import TestSupport
+import Testing
 
 /// The broker and daemon configuration of `deploy/`, as shipped: mosquitto runs the shipped
 /// `mosquitto.conf` and `mosquitto.acl`, mobilityd the shipped `mobilityd.conf.example`, with only
@@ -39,18 +39,20 @@ final class ShippedDeployment: @unchecked Sendable {
         plainPort = try freePort()
         metricsPort = try freePort()
         let shipped = try String(contentsOfFile: RepoPaths.root + "/deploy/mosquitto.conf", encoding: .utf8)
-        let conf = try ShippedDeployment.substitute(shipped, [
-            ("listener 8883", "listener \(tlsPort) 127.0.0.2"),
-            ("listener 1883 127.0.0.1", "listener \(plainPort) 127.0.0.1"),
-            ("/etc/mosquitto/certs/", dir + "/"),
-            ("/etc/mosquitto/mobilitywatch.passwd", dir + "/passwd"),
-            ("/etc/mosquitto/mobilitywatch.acl", dir + "/mobilitywatch.acl"),
-            ("/var/lib/mosquitto/", dir + "/persist/"),
-        ])
+        let conf = try ShippedDeployment.substitute(
+            shipped,
+            [
+                ("listener 8883", "listener \(tlsPort) 127.0.0.2"),
+                ("listener 1883 127.0.0.1", "listener \(plainPort) 127.0.0.1"),
+                ("/etc/mosquitto/certs/", dir + "/"),
+                ("/etc/mosquitto/mobilitywatch.passwd", dir + "/passwd"),
+                ("/etc/mosquitto/mobilitywatch.acl", dir + "/mobilitywatch.acl"),
+                ("/var/lib/mosquitto/", dir + "/persist/")
+            ])
         try conf.write(toFile: dir + "/mosquitto.conf", atomically: true, encoding: .utf8)
         let acl = try String(contentsOfFile: RepoPaths.root + "/deploy/mosquitto.acl", encoding: .utf8)
         try ShippedDeployment.substitute(acl, editACL).write(toFile: dir + "/mobilitywatch.acl", atomically: true, encoding: .utf8)
-        if getuid() == 0 { try run("/bin/chown", ["-R", "mosquitto", dir]) } // mosquitto drops root for its own user
+        if getuid() == 0 { try run("/bin/chown", ["-R", "mosquitto", dir]) }  // mosquitto drops root for its own user
         broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", dir + "/mosquitto.conf"], logPath: dir + "/broker.log")
         guard eventually(timeout: 10, { canConnect(port: plainPort) && canConnect(host: "127.0.0.2", port: tlsPort) }) else {
             throw HarnessError("the shipped mosquitto.conf did not start:\n\(broker.log)")
@@ -66,14 +68,16 @@ final class ShippedDeployment: @unchecked Sendable {
     /// Starts mobilityd with the shipped example configuration.
     func startDaemon(edit: [(String, String)] = []) throws {
         let example = try String(contentsOfFile: RepoPaths.root + "/deploy/mobilityd.conf.example", encoding: .utf8)
-        let conf = try ShippedDeployment.substitute(example, [
-            ("mqtts://mqtt.example.org:8883", tlsURL),
-            ("/etc/mobilitywatch/ca.crt", ca),
-            ("# password-file = /etc/mobilitywatch/mqtt-password", "password-file = \(dir)/mqtt-password"),
-            ("/etc/mobilitywatch/rules", RepoPaths.rules),
-            ("/var/lib/mobilitywatch", dir + "/state"),
-            ("127.0.0.1:9464", "127.0.0.1:\(metricsPort)"),
-        ] + edit)
+        let conf = try ShippedDeployment.substitute(
+            example,
+            [
+                ("mqtts://mqtt.example.org:8883", tlsURL),
+                ("/etc/mobilitywatch/ca.crt", ca),
+                ("# password-file = /etc/mobilitywatch/mqtt-password", "password-file = \(dir)/mqtt-password"),
+                ("/etc/mobilitywatch/rules", RepoPaths.rules),
+                ("/var/lib/mobilitywatch", dir + "/state"),
+                ("127.0.0.1:9464", "127.0.0.1:\(metricsPort)")
+            ] + edit)
         try conf.write(toFile: dir + "/mobilityd.conf", atomically: true, encoding: .utf8)
         try (passwords["mobilityd"]! + "\n").write(toFile: dir + "/mqtt-password", atomically: true, encoding: .utf8)
         chmod(dir + "/mqtt-password", 0o600)
@@ -82,15 +86,19 @@ final class ShippedDeployment: @unchecked Sendable {
         guard eventually(timeout: 15, { httpGet(port: self.metricsPort, path: "/healthz")?.status == 200 }) else {
             throw HarnessError("mobilityd did not become healthy:\n\(d.log)")
         }
-        guard eventually(timeout: 5, { (try? parsePrometheus(httpGet(port: self.metricsPort, path: "/metrics")?.body ?? ""))?["mobilityd_broker_subscribed"] == 1 }) else {
+        guard
+            eventually(
+                timeout: 5, { (try? parsePrometheus(httpGet(port: self.metricsPort, path: "/metrics")?.body ?? ""))?["mobilityd_broker_subscribed"] == 1 })
+        else {
             throw HarnessError("mobilityd did not subscribe:\n\(d.log)")
         }
     }
 
     /// A client logged in as `account` over TLS (MQTT 5, so refusals come back as reason codes).
     func client(_ account: String, filters: [String], clientID: String? = nil, cleanSession: Bool = true) throws -> MQTTRecorder {
-        try MQTTRecorder(url: tlsURL, filters: filters, clientID: clientID ?? "\(account)-\(UUID().uuidString.prefix(6))",
-                         cleanSession: cleanSession, username: account, password: passwords[account], caFile: ca, version: .v5)
+        try MQTTRecorder(
+            url: tlsURL, filters: filters, clientID: clientID ?? "\(account)-\(UUID().uuidString.prefix(6))",
+            cleanSession: cleanSession, username: account, password: passwords[account], caFile: ca, version: .v5)
     }
 
     /// Writes a `mobility-sim --credentials` file (`account password` lines) for `accounts`, with
@@ -174,24 +182,28 @@ private let notAuthorized: Int32 = 135
             }
         }
         jamie.stop()
-        try forge("jamie", [
-            (samplesTopic("alex"), sampleJSON(id: "forged-1", value: 1.1, end: now)),      // another user's samples
-            ("mobility/v1/users/alex/events", "{\"id\":\"forged-2\",\"kind\":\"injury\",\"date\":\"2026-01-01\"}"),
-            ("mobility/v1/users/jamie/alerts/stalled_recovery", "{\"forged\":3}"),          // a forged alert
-            ("mobility/v1/users/jamie/series/speed_7d", "{\"forged\":4}"),
-            ("mobility/v1/users/jamie/reports/weekly", "{\"forged\":12}"),                 // a forged care-team report
-            (acks, "{\"forged\":5}"),                                                          // a forged ack
-            ("mobility/v1/users/jamie/rejected", "{\"forged\":6}"),
-            ("mobility/v1/daemon/mobilityd-1/status", "forged-7"),
-        ])
+        try forge(
+            "jamie",
+            [
+                (samplesTopic("alex"), sampleJSON(id: "forged-1", value: 1.1, end: now)),  // another user's samples
+                ("mobility/v1/users/alex/events", "{\"id\":\"forged-2\",\"kind\":\"injury\",\"date\":\"2026-01-01\"}"),
+                ("mobility/v1/users/jamie/alerts/stalled_recovery", "{\"forged\":3}"),  // a forged alert
+                ("mobility/v1/users/jamie/series/speed_7d", "{\"forged\":4}"),
+                ("mobility/v1/users/jamie/reports/weekly", "{\"forged\":12}"),  // a forged care-team report
+                (acks, "{\"forged\":5}"),  // a forged ack
+                ("mobility/v1/users/jamie/rejected", "{\"forged\":6}"),
+                ("mobility/v1/daemon/mobilityd-1/status", "forged-7")
+            ])
         let jamie2 = try d.client("jamie", filters: ["mobility/v1/#"])
         dashboard.stop()
-        try forge("care-dashboard", [
-            (samplesTopic("jamie"), sampleJSON(id: "forged-8", value: 1.1, end: now)),
-            (samplesTopic("care-dashboard"), sampleJSON(id: "forged-9", value: 1.1, end: now)), // a service account is no gateway
-            (alert, "{\"forged\":10}"),
-            ("mobility/v1/daemon/mobilityd-1/status", "forged-11"),
-        ])
+        try forge(
+            "care-dashboard",
+            [
+                (samplesTopic("jamie"), sampleJSON(id: "forged-8", value: 1.1, end: now)),
+                (samplesTopic("care-dashboard"), sampleJSON(id: "forged-9", value: 1.1, end: now)),  // a service account is no gateway
+                (alert, "{\"forged\":10}"),
+                ("mobility/v1/daemon/mobilityd-1/status", "forged-11")
+            ])
         let dashboard2 = try d.client("care-dashboard", filters: ["mobility/v1/#"])
         // A payload over the shipped size limit is dropped by the broker (149: packet too large).
         let huge = "[" + String(repeating: estimate + ",", count: 300_000 / estimate.utf8.count) + estimate + "]"
@@ -203,7 +215,7 @@ private let notAuthorized: Int32 = 135
         // A barrier: a last real sample, processed after everything above.
         #expect(try alex2.publishAwaitingAnswer(samplesTopic("alex"), sampleJSON(id: "alex-1", value: 1.2, end: now)) == 0)
         #expect(eventually { alex2.messages(prefix: "mobility/v1/users/alex/acks").contains { $0.text.contains("alex-1") } })
-        #expect(d.metrics()["mobilityd_messages_received_total"] == (received ?? -1) + 1) // none of the forgeries reached the daemon
+        #expect(d.metrics()["mobilityd_messages_received_total"] == (received ?? -1) + 1)  // none of the forgeries reached the daemon
         let observers = [("dashboard", dashboard), ("dashboard", dashboard2), ("jamie", jamie), ("jamie", jamie2), ("alex", alex), ("alex", alex2)]
         for (name, client) in observers {
             #expect(!client.messages().contains { $0.text.contains("forged") }, "\(name) received a forged message")
@@ -218,10 +230,13 @@ private let notAuthorized: Int32 = 135
         }
         #expect(Set(jamie.messages().map { $0.topic.split(separator: "/")[4] }) == ["acks", "rejected"])
         for dashboard in [dashboard, dashboard2] {
-            #expect(dashboard.messages().allSatisfy { $0.topic.contains("/alerts/") || $0.topic.contains("/series/") || $0.topic.contains("/reports/") || $0.topic.hasSuffix("/status") })
+            #expect(
+                dashboard.messages().allSatisfy {
+                    $0.topic.contains("/alerts/") || $0.topic.contains("/series/") || $0.topic.contains("/reports/") || $0.topic.hasSuffix("/status")
+                })
             #expect(dashboard.messages().contains { $0.topic == "mobility/v1/daemon/mobilityd-1/status" && $0.text == "online" })
         }
-        #expect(dashboard2.messages(prefix: alert).count == 1) // the retained firing alert, for a dashboard that connects later
+        #expect(dashboard2.messages(prefix: alert).count == 1)  // the retained firing alert, for a dashboard that connects later
 
         // Nothing was refused on the daemon's side, and its connections never dropped.
         let m = d.metrics()
@@ -247,8 +262,10 @@ private let notAuthorized: Int32 = 135
         let jamie = try d.client("jamie", filters: ["mobility/v1/users/jamie/acks"])
         let alex = try d.client("alex", filters: ["mobility/v1/users/alex/acks"])
         for (gw, user, team) in [(jamie, "jamie", "ward-a"), (alex, "alex", "ward-b")] {
-            #expect(try gw.publishAwaitingAnswer("mobility/v1/users/\(user)/profile",
-                                                 "{\"timeZone\":\"UTC\",\"careTeams\":[\"\(team)\"]}", retain: true) == 0)
+            #expect(
+                try gw.publishAwaitingAnswer(
+                    "mobility/v1/users/\(user)/profile",
+                    "{\"timeZone\":\"UTC\",\"careTeams\":[\"\(team)\"]}", retain: true) == 0)
             let estimate = sampleJSON(id: "\(user)-6mwd", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: isoNow())
             #expect(try gw.publishAwaitingAnswer(samplesTopic(user), estimate) == 0)
         }
@@ -266,11 +283,13 @@ private let notAuthorized: Int32 = 135
         // Refused (135): staff publishing under another team or their own, a gateway on any team topic.
         staff.stop()
         jamie.stop()
-        for (account, topic) in [("staff-ward-a", "mobility/v1/teams/ward-b/users/alex/alerts/uncalibrated_6mwd"),
-                                 ("staff-ward-a", "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd"),
-                                 ("staff-ward-a", samplesTopic("staff-ward-a")),
-                                 ("jamie", "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd"),
-                                 ("jamie", "mobility/v1/teams/ward-a/users/jamie/reports/weekly")] {
+        for (account, topic) in [
+            ("staff-ward-a", "mobility/v1/teams/ward-b/users/alex/alerts/uncalibrated_6mwd"),
+            ("staff-ward-a", "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd"),
+            ("staff-ward-a", samplesTopic("staff-ward-a")),
+            ("jamie", "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd"),
+            ("jamie", "mobility/v1/teams/ward-a/users/jamie/reports/weekly")
+        ] {
             let forger = try d.client(account, filters: [])
             #expect(try forger.publishAwaitingAnswer(topic, "{\"forged\":1}") == notAuthorized, "\(account) → \(topic)")
             forger.stop()
@@ -321,7 +340,7 @@ private let notAuthorized: Int32 = 135
             ("# http-address = 127.0.0.1:9465", "http-address = 127.0.0.1:\(port)"),
             ("# http-tokens = /run/credentials/mobilityd.service/http-tokens", "http-tokens = \(d.dir)/http-tokens"),
             ("# http-tls-cert = /etc/mobilitywatch/http.crt", "http-tls-cert = \(d.dir)/server.crt"),
-            ("# http-tls-key = /run/credentials/mobilityd.service/http-key", "http-tls-key = \(d.dir)/server.key"),
+            ("# http-tls-key = /run/credentials/mobilityd.service/http-key", "http-tls-key = \(d.dir)/server.key")
         ])
         let url = "https://127.0.0.1:\(port)/api/v1/status"
         #expect(try Curl.get(url, caFile: d.ca).status == 401)

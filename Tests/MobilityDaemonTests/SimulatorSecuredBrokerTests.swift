@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// `mobility-sim` against the shipped TLS + password broker (`ShippedDeployment`: deploy/'s
 /// mosquitto.conf, mosquitto.acl and mobilityd.conf.example): one gateway login per user from a
@@ -9,9 +9,9 @@ import TestSupport
 @Suite(.serialized) struct SimulatorSecuredBrokerTests {
     let sim = ChildProcess.product("mobility-sim")
     let scenarios = RepoPaths.root + "/simulator/scenarios"
-    var plateau: String { scenarios + "/jamie-plateau.scenario" }        // user jamie-plateau
+    var plateau: String { scenarios + "/jamie-plateau.scenario" }  // user jamie-plateau
     var newWatch: String { scenarios + "/uncalibrated-watch.scenario" }  // user new-watch
-    var dataGap: String { scenarios + "/data-gap.scenario" }             // user data-gap
+    var dataGap: String { scenarios + "/data-gap.scenario" }  // user data-gap
 
     func tls(_ d: ShippedDeployment, _ credentials: String) -> [String] {
         ["--broker", d.tlsURL, "--ca-file", d.ca, "--credentials", credentials]
@@ -33,13 +33,14 @@ import TestSupport
         let play = try ChildProcess(sim, ["play", file] + tls(d, creds))
         #expect(play.wait(timeout: 120) == 0, "\(play.log)")
         #expect(play.log.contains("published \(lines) messages (\(lines) acknowledged)"), "\(play.log)")
-        #expect(eventually(timeout: 30) { d.metrics()["mobilityd_messages_received_total"] == Double(lines) },
-                "mobilityd received \(String(describing: d.metrics()["mobilityd_messages_received_total"])) of \(lines)")
+        #expect(
+            eventually(timeout: 30) { d.metrics()["mobilityd_messages_received_total"] == Double(lines) },
+            "mobilityd received \(String(describing: d.metrics()["mobilityd_messages_received_total"])) of \(lines)")
 
         let resend = try ChildProcess(sim, ["play", dataGap, "--resend"] + tls(d, creds))
         #expect(resend.wait(timeout: 120) == 0, "\(resend.log)")
         #expect(resend.log.contains("every user's samples acknowledged"), "\(resend.log)")
-        #expect(!resend.log.contains("re-sending"), "\(resend.log)") // the acks arrived: nothing was lost
+        #expect(!resend.log.contains("re-sending"), "\(resend.log)")  // the acks arrived: nothing was lost
     }
 
     /// Shipped scenarios pass `verify` through the shipped broker: gateways publish as their

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// What a real mobilityd leaves on disk is private to its user, whatever the umask it was started with.
 @Suite(.serialized) struct StatePermissionsTests {

@@ -1,6 +1,6 @@
 import MobilityModel
-import Testing
 import TestSupport
+import Testing
 
 /// The tree parser: strict RFC 8259, bounded nesting, never a crash.
 @Suite struct JSONParserTests {
@@ -10,7 +10,7 @@ import TestSupport
             let n = Int.random(in: 0..<64, using: &rng)
             let alphabet = Array(#"{}[]",:0123456789.eE+-tfnrulasx\ "#.utf8) + [0xC3, 0xFF, 0x80]
             let bytes = (0..<n).map { _ in alphabet.randomElement(using: &rng)! }
-            _ = JSONValue.parse(bytes) // must not crash
+            _ = JSONValue.parse(bytes)  // must not crash
         }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import MobilityModel
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct ISO8601Tests {
     @Test(arguments: [
@@ -9,7 +9,7 @@ import TestSupport
         ("2026-03-01T08:15:00.250Z", 1_772_352_900_250, 0),
         ("2026-03-01T00:15:00-08:00", 1_772_352_900_000, -28_800),
         ("2026-03-01T09:15:00+0100", 1_772_352_900_000, 3600),
-        ("2026-03-01 00:15:00 -0800", 1_772_352_900_000, -28_800),
+        ("2026-03-01 00:15:00 -0800", 1_772_352_900_000, -28_800)
     ])
     func parsesForms(text: String, millis: Int64, offset: Int32) throws {
         let (t, o) = try #require(ISO8601.parse(text))
@@ -17,8 +17,10 @@ import TestSupport
         #expect(o == offset)
     }
 
-    @Test(arguments: ["", "2026-03-01", "2026-03-01T08:15:00", "2026-02-30T00:00:00Z", "2026-13-01T00:00:00Z",
-                      "2026-03-01T24:00:00Z", "2026-03-01T08:15:00Zjunk", "2026-03-01T08:15:00+25:00", "yesterday"])
+    @Test(arguments: [
+        "", "2026-03-01", "2026-03-01T08:15:00", "2026-02-30T00:00:00Z", "2026-13-01T00:00:00Z",
+        "2026-03-01T24:00:00Z", "2026-03-01T08:15:00Zjunk", "2026-03-01T08:15:00+25:00", "yesterday"
+    ])
     func rejectsInvalid(text: String) {
         #expect(ISO8601.parse(text) == nil)
     }
@@ -61,8 +63,10 @@ import TestSupport
         #expect(la.day(of: la.startOfDay(fall).adding(seconds: -1)) == fall - 1)
     }
 
-    @Test(arguments: ["Europe/Zurich", "America/Los_Angeles", "America/Santiago", "Europe/Moscow", "Australia/Lord_Howe",
-                      "Pacific/Apia", "Asia/Kolkata", "Africa/Casablanca", "UTC"])
+    @Test(arguments: [
+        "Europe/Zurich", "America/Los_Angeles", "America/Santiago", "Europe/Moscow", "Australia/Lord_Howe",
+        "Pacific/Apia", "Asia/Kolkata", "Africa/Casablanca", "UTC"
+    ])
     func offsetTableAgreesWithTheZone(identifier: String) throws {
         // The calendar reads offsets from a transition table; the zone itself is the reference,
         // at random instants 1900–2100 and at each side of every transition in the table.

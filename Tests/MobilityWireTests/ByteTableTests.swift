@@ -8,7 +8,7 @@ import Testing
         // collide, and must still be told apart by their bytes.
         var entries: [String: Int] = [:]
         for i in 0..<200 { entries["HKQuantityTypeIdentifier\(i)WalkingSpeed"] = i }
-        for i in 0..<10 { entries["HKQuantityTypeIdentifierXX\(i)XWalkingSpeed"] = 1000 + i } // same length and ends
+        for i in 0..<10 { entries["HKQuantityTypeIdentifierXX\(i)XWalkingSpeed"] = 1000 + i }  // same length and ends
         for k in ["", "a", "m/s", "1234567", "12345678"] { entries[k] = k.count }
         let table = ByteTable(entries)
         for (k, v) in entries {

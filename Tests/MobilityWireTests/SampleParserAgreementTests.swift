@@ -1,7 +1,7 @@
 import MobilityModel
 import MobilityWire
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct SampleParserAgreementTests {
     /// The samples path (simdjson) and the tree parser used for the other topics must agree on
@@ -9,7 +9,9 @@ import TestSupport
     @Test func simdjsonAndTreeParserAgreeOnValidity() {
         var rng = SplitMix64(seed: 7)
         let decoder = WireDecoder()
-        let good = Array(#"[{"id":"s1","type":"walkingSpeed","value":1.25,"unit":"m/s","start":"2026-03-01T08:15:00Z","end":"2026-03-01T08:15:30Z","metadata":{"HKWasUserEntered":"0","n":[1,{"x":null}]}}]"#.utf8)
+        let good = Array(
+            #"[{"id":"s1","type":"walkingSpeed","value":1.25,"unit":"m/s","start":"2026-03-01T08:15:00Z","end":"2026-03-01T08:15:30Z","metadata":{"HKWasUserEntered":"0","n":[1,{"x":null}]}}]"#
+                .utf8)
         let alphabet = Array(#"{}[]",:0123456789.eE+-tfnrulasx\ "#.utf8) + [0xC3, 0xFF, 0x80, 0x09, 0x0A]
         var checked = 0, valid = 0
         for round in 0..<6000 {
@@ -34,6 +36,6 @@ import TestSupport
             checked += 1
             if treeOK { valid += 1 }
         }
-        #expect(valid > 100 && checked - valid > 100) // both outcomes are exercised
+        #expect(valid > 100 && checked - valid > 100)  // both outcomes are exercised
     }
 }

@@ -1,13 +1,13 @@
 import MobilityModel
 import MobilityWire
-import Testing
 import TestSupport
+import Testing
 
 private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> = []) -> String {
     var fields: [(String, String)] = [
         ("id", "\"s1\""), ("type", "\"walkingSpeed\""), ("value", "1.25"), ("unit", "\"m/s\""),
         ("start", "\"2026-03-01T08:15:00-08:00\""), ("end", "\"2026-03-01T08:15:30-08:00\""),
-        ("source", "{\"bundleId\":\"com.apple.health.81F2\",\"name\":\"iPhone\"}"),
+        ("source", "{\"bundleId\":\"com.apple.health.81F2\",\"name\":\"iPhone\"}")
     ]
     for (k, v) in overrides { if let i = fields.firstIndex(where: { $0.0 == k }) { fields[i].1 = v } else { fields.append((k, v)) } }
     return "{" + fields.filter { !drop.contains($0.0) }.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
@@ -31,7 +31,7 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
     }
 
     @Test(arguments: [
-        ("mi/hr", 2.52774, 2.52774 * 0.44704), ("km/hr", 4.5, 1.25), ("m/s", 1.1, 1.1),
+        ("mi/hr", 2.52774, 2.52774 * 0.44704), ("km/hr", 4.5, 1.25), ("m/s", 1.1, 1.1)
     ])
     func normalisesSpeedUnits(unit: String, value: Double, si: Double) throws {
         let s = try one(sampleJSON(["unit": "\"\(unit)\"", "value": "\(value)"])).get()
@@ -48,7 +48,7 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
     }
 
     @Test(arguments: [
-        ("HKWasUserEntered", "\"1\""), ("HKMetadataKeyWasUserEntered", "true"), ("HKWasUserEntered", "1"),
+        ("HKWasUserEntered", "\"1\""), ("HKMetadataKeyWasUserEntered", "true"), ("HKWasUserEntered", "1")
     ])
     func userEnteredForms(key: String, value: String) throws {
         let s = try one(sampleJSON(["metadata": "{\"\(key)\":\(value)}"])).get()
@@ -59,7 +59,12 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
         // The zone in the short export spelling, then repeated in the long one (ignored); the
         // user-entered flag twice with opposite values (the first wins, for the flag as for the
         // stored metadata); an unknown key kept as written.
-        let s = try one(sampleJSON(["metadata": #"{"HKTimeZone":"Asia/Tokyo","HKMetadataKeyTimeZone":"Europe/Paris","HKWasUserEntered":"1","HKMetadataKeyWasUserEntered":"0","clinicNote":"x"}"#])).get()
+        let s = try one(
+            sampleJSON([
+                "metadata":
+                    #"{"HKTimeZone":"Asia/Tokyo","HKMetadataKeyTimeZone":"Europe/Paris","HKWasUserEntered":"1","HKMetadataKeyWasUserEntered":"0","clinicNote":"x"}"#
+            ])
+        ).get()
         #expect(s.timeZone == "Asia/Tokyo")
         #expect(s.provenance == .userEntered)
         #expect(s.metadata == ["HKMetadataKeyTimeZone": .string("Asia/Tokyo"), "HKMetadataKeyWasUserEntered": .string("1"), "clinicNote": .string("x")])
@@ -73,8 +78,12 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
     }
 
     @Test func calibratedAndSyncMetadata() throws {
-        let s = try one(sampleJSON(["type": "\"sixMinuteWalkTestDistance\"", "unit": "\"m\"", "value": "500",
-                                    "metadata": "{\"HKMetadataKeyAppleDeviceCalibrated\":\"0\",\"HKMetadataKeySyncIdentifier\":\"X\",\"HKMetadataKeySyncVersion\":2}"])).get()
+        let s = try one(
+            sampleJSON([
+                "type": "\"sixMinuteWalkTestDistance\"", "unit": "\"m\"", "value": "500",
+                "metadata": "{\"HKMetadataKeyAppleDeviceCalibrated\":\"0\",\"HKMetadataKeySyncIdentifier\":\"X\",\"HKMetadataKeySyncVersion\":2}"
+            ])
+        ).get()
         #expect(s.calibrated == false)
         #expect(s.syncIdentifier == "X" && s.syncVersion == 2)
     }
@@ -98,7 +107,7 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
         ("", .notJSON),
         (String(repeating: "[", count: 100) + String(repeating: "]", count: 100), .notJSON),
         ("{\"id\":\"" + String(repeating: "x", count: 5000) + "\"}", .payloadTooLarge),
-        ("[" + Array(repeating: sampleJSON(), count: 11).joined(separator: ",") + "]", .tooManyItems),
+        ("[" + Array(repeating: sampleJSON(), count: 11).joined(separator: ",") + "]", .tooManyItems)
     ])
     func rejectsWithReason(json: String, reason: RejectionReason) {
         guard case .failure(let r) = one(json) else { Issue.record("accepted: \(json.prefix(80))"); return }
@@ -123,7 +132,9 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
     }
 
     @Test func eventsAndDeletionsAndProfile() throws {
-        let ev = try decoder.events(Array(#"[{"id":"e1","kind":"injury","date":"2026-02-01"},{"id":"a1","kind":"heat_wave","start":"2026-03-01","end":"2026-03-05"}]"#.utf8), user: "u").get()
+        let ev = try decoder.events(
+            Array(#"[{"id":"e1","kind":"injury","date":"2026-02-01"},{"id":"a1","kind":"heat_wave","start":"2026-03-01","end":"2026-03-05"}]"#.utf8), user: "u"
+        ).get()
         let e1 = try ev[0].get(), a1 = try ev[1].get()
         #expect(e1.category == .clinical && e1.firstDay == CivilDate(year: 2026, month: 2, day: 1).dayNumber)
         #expect(a1.category == .annotation && a1.lastDay - a1.firstDay == 4)

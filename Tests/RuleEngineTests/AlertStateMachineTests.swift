@@ -1,6 +1,7 @@
-@testable import RuleEngine
 import MobilityModel
 import Testing
+
+@testable import RuleEngine
 
 @Suite struct AlertStateMachineTests {
     typealias A = AlertStateMachine.Action
@@ -11,8 +12,10 @@ import Testing
         var sm = AlertStateMachine()
         return conds.enumerated().map { i, c in
             let at = Int64(i + 1) * day
-            switch sm.evaluate(c, at: at, activeSince: Int64(i) * day, forMs: forDays * day, keepFiringForMs: keep * day,
-                               repeatMs: repeatDays * day, cooldownMs: cooldown * day) {
+            switch sm.evaluate(
+                c, at: at, activeSince: Int64(i) * day, forMs: forDays * day, keepFiringForMs: keep * day,
+                repeatMs: repeatDays * day, cooldownMs: cooldown * day)
+            {
             case .none: return "."
             case .fire: return "F"
             case .repeatFiring: return "R"
@@ -25,14 +28,14 @@ import Testing
         // conditions: T true, F false, ? unknown
         func c(_ s: String) -> [Bool?] { s.map { $0 == "T" ? true : $0 == "F" ? false : nil } }
         #expect(run(c("FTTFF")).joined() == ".F.X.")
-        #expect(run(c("TTTTF"), forDays: 3).joined() == "..F.X")            // fires when held for 3 days
-        #expect(run(c("TT?TTTF"), forDays: 3).joined() == ".....FX")        // unknown resets pending
-        #expect(run(c("TTFTT"), forDays: 3).joined() == ".....")            // false resets pending
-        #expect(run(c("T??F"), forDays: 0).joined() == "F..X")              // unknown holds firing
-        #expect(run(c("TFFF"), keep: 2).joined() == "F.X.")                 // keep_firing_for 2 days
-        #expect(run(c("TFTF"), keep: 2).joined() == "F...")                 // true again within keep: still firing
-        #expect(run(c("TTTTTTTT"), repeatDays: 3).joined() == "F..R..R.")   // reminders every 3 days
-        #expect(run(c("TFTTTT"), cooldown: 3).joined() == "FX..F.")         // no new firing within the cooldown
+        #expect(run(c("TTTTF"), forDays: 3).joined() == "..F.X")  // fires when held for 3 days
+        #expect(run(c("TT?TTTF"), forDays: 3).joined() == ".....FX")  // unknown resets pending
+        #expect(run(c("TTFTT"), forDays: 3).joined() == ".....")  // false resets pending
+        #expect(run(c("T??F"), forDays: 0).joined() == "F..X")  // unknown holds firing
+        #expect(run(c("TFFF"), keep: 2).joined() == "F.X.")  // keep_firing_for 2 days
+        #expect(run(c("TFTF"), keep: 2).joined() == "F...")  // true again within keep: still firing
+        #expect(run(c("TTTTTTTT"), repeatDays: 3).joined() == "F..R..R.")  // reminders every 3 days
+        #expect(run(c("TFTTTT"), cooldown: 3).joined() == "FX..F.")  // no new firing within the cooldown
     }
 
     @Test func localDayClockCountsA23HourDayAsADay() throws {
@@ -44,13 +47,17 @@ import Testing
             var sm = AlertStateMachine()
             for k: Int32 in 0..<4 {
                 // Day d0+k evaluated at its end; active since the start of day d0.
-                if case .fire = sm.evaluate(true, at: midnight(k + 1), activeSince: midnight(0), forMs: 3 * day, keepFiringForMs: 0,
-                                            repeatMs: 0, cooldownMs: 0, clock: clock) { return Int(k) }
+                if case .fire = sm.evaluate(
+                    true, at: midnight(k + 1), activeSince: midnight(0), forMs: 3 * day, keepFiringForMs: 0,
+                    repeatMs: 0, cooldownMs: 0, clock: clock)
+                {
+                    return Int(k)
+                }
             }
             return nil
         }
         #expect(fires(.days(la)) == 2)  // the third local day (03-08)
-        #expect(fires(.wall) == 3)      // 71 h is not 72 h: the wall clock slips a day (per-sample rules keep it)
+        #expect(fires(.wall) == 3)  // 71 h is not 72 h: the wall clock slips a day (per-sample rules keep it)
         // Cooldown on the local-day clock ends at a local midnight.
         var sm = AlertStateMachine()
         _ = sm.evaluate(true, at: midnight(0), activeSince: midnight(0), forMs: 0, keepFiringForMs: 0, repeatMs: 0, cooldownMs: 0, clock: .days(la))

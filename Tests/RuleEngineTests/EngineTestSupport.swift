@@ -1,8 +1,9 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
 
 func program(_ text: String) -> Program {
     let r = Checker.check(text: text)
@@ -14,14 +15,18 @@ let utc = LocalCalendar.utc
 let day0 = CivilDate(year: 2026, month: 1, day: 1).dayNumber
 
 /// A sample at hour `h` of day `d` (UTC) in SI units.
-func sample(_ id: String, _ value: Double, day d: Int, hour h: Int = 12, provenance: Provenance = .device,
-            metadata: [String: MetadataValue] = [:]) -> Sample {
+func sample(
+    _ id: String, _ value: Double, day d: Int, hour h: Int = 12, provenance: Provenance = .device,
+    metadata: [String: MetadataValue] = [:]
+) -> Sample {
     sample(id, .walkingSpeed, value, day: d, hour: h, provenance: provenance, metadata: metadata)
 }
 
 /// A sample of any metric.
-func sample(_ id: String, _ metric: MetricKind, _ value: Double, day d: Int, hour h: Int = 12,
-            provenance: Provenance = .device, metadata: [String: MetadataValue] = [:]) -> Sample {
+func sample(
+    _ id: String, _ metric: MetricKind, _ value: Double, day d: Int, hour h: Int = 12,
+    provenance: Provenance = .device, metadata: [String: MetadataValue] = [:]
+) -> Sample {
     let t = utc.startOfDay(day0 + DayNumber(d)).adding(seconds: Int64(h * 3600))
     return Sample(id: id, metric: metric, value: value, start: t, end: t, provenance: provenance, metadata: metadata)
 }

@@ -1,31 +1,32 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
 
 @Suite struct EngineTests {
     static let rules = """
-    series speed = p95(walkingSpeed, source: device)
-    series n = count(walkingSpeed)
-    series weekly = mean(speed, 7 d, min: 4)
-    alert slow {
-      let recent = weekly
-      when recent < 1.0 m/s
-      for 2 d
-      summary "weekly {recent in m/s:.2f}"
-      inhibited_by gap
-    }
-    alert gap {
-      let missing = missing_days(n)
-      when missing >= 3 d
-    }
-    alert capped {
-      on sample sixMinuteWalkTestDistance where device_recorded
-      let distance = value
-      when value >= 500 m
-    }
-    """
+        series speed = p95(walkingSpeed, source: device)
+        series n = count(walkingSpeed)
+        series weekly = mean(speed, 7 d, min: 4)
+        alert slow {
+          let recent = weekly
+          when recent < 1.0 m/s
+          for 2 d
+          summary "weekly {recent in m/s:.2f}"
+          inhibited_by gap
+        }
+        alert gap {
+          let missing = missing_days(n)
+          when missing >= 3 d
+        }
+        alert capped {
+          on sample sixMinuteWalkTestDistance where device_recorded
+          let distance = value
+          when value >= 500 m
+        }
+        """
 
     @Test func daysCloseInUserIdOrderWhateverOrderUsersArrived() {
         // advance(to:) keeps a sorted order and merges users added since the last call into it.
@@ -101,18 +102,19 @@ import TestSupport
 
     @Test func isKnownOfBooleanLetsAndComparisons() {
         // A boolean let, and an equality of numbers, are known when their operands are.
-        let p = program("""
-        series speed = p95(walkingSpeed, source: device)
-        series ds = median(walkingDoubleSupportPercentage)
-        alert known {
-          let fast = speed > 1.0 m/s
-          when is_known(fast) and is_known(speed == 1.2 m/s) and not is_known(ds == 30 %)
-        }
-        alert unknown {
-          let fast = speed > 1.0 m/s
-          when not is_known(fast)
-        }
-        """)
+        let p = program(
+            """
+            series speed = p95(walkingSpeed, source: device)
+            series ds = median(walkingDoubleSupportPercentage)
+            alert known {
+              let fast = speed > 1.0 m/s
+              when is_known(fast) and is_known(speed == 1.2 m/s) and not is_known(ds == 30 %)
+            }
+            alert unknown {
+              let fast = speed > 1.0 m/s
+              when not is_known(fast)
+            }
+            """)
         var engine = Engine(program: p)
         var out: [EngineOutput] = []
         engine.ingest(sample("a", 1.3, day: 1), user: "u", now: close(1), into: &out)
@@ -159,7 +161,7 @@ import TestSupport
         #expect(engine.ingest(v0, user: "u", now: close(1), into: &out) == .stale)
         #expect(engine.delete(ids: ["a", "nope"], user: "u") == 1)
         engine.advance(to: close(1), into: &out)
-        #expect(out.series("n")[1]! == 1)             // only v2 is left
+        #expect(out.series("n")[1]! == 1)  // only v2 is left
         #expect(out.series("speed")[1]! == 1.5)
     }
 
@@ -218,14 +220,16 @@ import TestSupport
         for d in 1...6 { engine.ingest(sample("s\(d)", 0.8, day: d), user: "u", now: close(d), into: &out) }
         engine.advance(to: close(6), into: &out)
         #expect(out.alerts.map(\.rule) == ["slow"])
-        engine.reload(program(Self.rules.replacingOccurrences(of: "alert gap", with: "alert gap2").replacingOccurrences(of: "inhibited_by gap", with: "inhibited_by gap2")),
-                      now: close(30), into: &out)
+        engine.reload(
+            program(
+                Self.rules.replacingOccurrences(of: "alert gap", with: "alert gap2").replacingOccurrences(of: "inhibited_by gap", with: "inhibited_by gap2")),
+            now: close(30), into: &out)
         #expect(engine.state(of: "u")!.alerts["slow"]?.isFiring == true)
         #expect(engine.state(of: "u")!.alerts["gap"] == nil)
         out.removeAll()
         engine.ingest(sample("s7", 0.8, day: 7), user: "u", now: close(7), into: &out)
         engine.advance(to: close(7), into: &out)
-        #expect(out.alerts.isEmpty) // still firing: no second firing transition
+        #expect(out.alerts.isEmpty)  // still firing: no second firing transition
     }
 }
 
@@ -279,7 +283,9 @@ import TestSupport
                 for k in 0..<Int.random(in: 3...12, using: &rng) {
                     let t = utc.startOfDay(day0 + DayNumber(d)).adding(seconds: Int64(8 * 3600 + k * 3000 + Int.random(in: 0..<2000, using: &rng)))
                     let v = max(0.1, speed + Double.random(in: -0.1...0.1, using: &rng))
-                    day.append("{\"id\":\"\(user)-\(d)-\(k)\",\"type\":\"walkingSpeed\",\"value\":\(v),\"unit\":\"m/s\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.x\"}}")
+                    day.append(
+                        "{\"id\":\"\(user)-\(d)-\(k)\",\"type\":\"walkingSpeed\",\"value\":\(v),\"unit\":\"m/s\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.x\"}}"
+                    )
                 }
                 msgs.append((user, day))
             }

@@ -1,7 +1,8 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
 import Testing
+
+@testable import RuleEngine
 
 /// Issue 14.3: in event-clock mode one outlier timestamp must not move a user's clock.
 @Suite struct EventClockGuardTests {
@@ -85,7 +86,9 @@ extension EventClockGuardTests {
         #expect(ing.eventNow("u")?.milliseconds == utc.startOfDay(day0 + 9).adding(seconds: 17 * 3600).milliseconds)
         // Before the user's first sample, an entry is bounded by the wall clock too.
         out.removeAll()
-        ing.handle(topic: WireTraffic.eventsTopic("new"), payload: WireTraffic.events(["{\"id\":\"i\",\"kind\":\"injury\",\"date\":\"2026-03-01\"}"]), now: wall, into: &out)
+        ing.handle(
+            topic: WireTraffic.eventsTopic("new"), payload: WireTraffic.events(["{\"id\":\"i\",\"kind\":\"injury\",\"date\":\"2026-03-01\"}"]), now: wall,
+            into: &out)
         #expect(out.rejectionReasons == ["date_out_of_range"])
     }
 }

@@ -1,6 +1,7 @@
 import MobilityModel
-@testable import RuleEngine
 import Testing
+
+@testable import RuleEngine
 
 /// The event clock as a table: messages' latest ends (hours from 0) → the clock after each.
 @Suite struct EventClockTests {
@@ -17,24 +18,25 @@ import Testing
         }
     }
 
-    @Test(arguments: [
-        // in-step messages move the clock; the first message starts it
-        ([[10], [14], [30]], [10, 14, 30]),
-        // an outlier a year ahead is held; the next real message refutes it
-        ([[10], [8760], [12], [20]], [10, 10, 12, 20]),
-        // a burst of outliers in one message is one claim
-        ([[10], [9000, 9001, 9002, 9003], [11]], [10, 10, 11]),
-        // two outlier messages in a row are not enough (three confirm)
-        ([[10], [8760], [8761], [12]], [10, 10, 10, 12]),
-        // a real five-day gap: three consecutive messages confirm, the clock walks through them
-        ([[10], [130], [133], [136], [139]], [10, 10, 10, 136, 139]),
-        // a message entirely before the clock neither confirms nor refutes
-        ([[100], [300], [50], [303], [306]], [100, 100, 100, 100, 306]),
-        // in-step samples of a claiming message move the clock that far
-        ([[10], [20, 500], [21]], [10, 20, 21]),
-        // confirmation goes to the earliest claim and through later ones within a step; a wild one stays pending
-        ([[10], [200], [210], [9999]], [10, 10, 10, 210]),
-    ] as [([[Int64]], [Int64])])
+    @Test(
+        arguments: [
+            // in-step messages move the clock; the first message starts it
+            ([[10], [14], [30]], [10, 14, 30]),
+            // an outlier a year ahead is held; the next real message refutes it
+            ([[10], [8760], [12], [20]], [10, 10, 12, 20]),
+            // a burst of outliers in one message is one claim
+            ([[10], [9000, 9001, 9002, 9003], [11]], [10, 10, 11]),
+            // two outlier messages in a row are not enough (three confirm)
+            ([[10], [8760], [8761], [12]], [10, 10, 10, 12]),
+            // a real five-day gap: three consecutive messages confirm, the clock walks through them
+            ([[10], [130], [133], [136], [139]], [10, 10, 10, 136, 139]),
+            // a message entirely before the clock neither confirms nor refutes
+            ([[100], [300], [50], [303], [306]], [100, 100, 100, 100, 306]),
+            // in-step samples of a claiming message move the clock that far
+            ([[10], [20, 500], [21]], [10, 20, 21]),
+            // confirmation goes to the earliest claim and through later ones within a step; a wild one stays pending
+            ([[10], [200], [210], [9999]], [10, 10, 10, 210])
+        ] as [([[Int64]], [Int64])])
     func clockAfterEachMessage(messages: [[Int64]], expected: [Int64]) {
         #expect(Self.run(messages) == expected.map { Optional($0) })
     }

@@ -1,8 +1,9 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
 
 /// The folded table: a row per day, a column per input with a folded value, runs of rows.
 @Suite struct FoldedTableTests {
@@ -20,7 +21,7 @@ import TestSupport
         for _ in 0..<60 {
             var days: [FoldedDay] = [], d = DayNumber(Int.random(in: -5...5, using: &rng))
             for _ in 0..<Int.random(in: 0...40, using: &rng) {
-                let mask = max(1, UInt64.random(in: 1...7, using: &rng) & (days.count < 5 ? 1 : 7)) // inputs 1 and 2 from the 6th day on
+                let mask = max(1, UInt64.random(in: 1...7, using: &rng) & (days.count < 5 ? 1 : 7))  // inputs 1 and 2 from the 6th day on
                 days.append(FoldedDay(day: d, mask: mask, values: (0..<mask.nonzeroBitCount).map { Double(d) * 10 + Double($0) }))
                 d += DayNumber(Int.random(in: 1...5, using: &rng))
             }
@@ -51,8 +52,10 @@ import TestSupport
 
     @Test func anInputFoldedLateWidensTheTableKeepingEarlierRows() {
         // Input 2 has its first value on the third day: earlier rows get an empty cell for it.
-        let days = [FoldedDay(day: 10, mask: 0b001, values: [1]), FoldedDay(day: 11, mask: 0b001, values: [2]),
-                    FoldedDay(day: 12, mask: 0b101, values: [3, 30])]
+        let days = [
+            FoldedDay(day: 10, mask: 0b001, values: [1]), FoldedDay(day: 11, mask: 0b001, values: [2]),
+            FoldedDay(day: 12, mask: 0b101, values: [3, 30])
+        ]
         let st = FoldedTableTests.folded(days)
         #expect(st.foldedColumns == 0b101 && st.foldedValues.count == 3 * 2)
         #expect(st.foldedValue(0, 10) == 1 && st.foldedValue(2, 10) == nil && st.foldedValue(2, 12) == 30)
@@ -61,8 +64,10 @@ import TestSupport
 
     @Test func shortGapsAreEmptyRowsLongerOnesStartARun() {
         // One column: a gap of up to two days costs no more than a run's header, so it is filled.
-        let st = FoldedTableTests.folded([FoldedDay(day: 0, mask: 1, values: [1]), FoldedDay(day: 3, mask: 1, values: [2]),
-                                          FoldedDay(day: 7, mask: 1, values: [3])])
+        let st = FoldedTableTests.folded([
+            FoldedDay(day: 0, mask: 1, values: [1]), FoldedDay(day: 3, mask: 1, values: [2]),
+            FoldedDay(day: 7, mask: 1, values: [3])
+        ])
         #expect(st.foldedRuns == [FoldedRun(day: 0, row: 0, count: 4), FoldedRun(day: 7, row: 4, count: 1)])
         #expect(st.foldedRow(1) == 1 && st.foldedValue(0, 1) == nil && st.foldedRow(5) == nil)
         #expect(UserState.fillsFoldedGap(2, width: 1) && !UserState.fillsFoldedGap(3, width: 1) && !UserState.fillsFoldedGap(1, width: 3))

@@ -1,6 +1,7 @@
-@testable import RuleEngine
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
 
 /// The Bloom filter of open-day sample ids: never a false "not held", few false "maybe"s.
 @Suite struct IDFilterTests {
@@ -35,7 +36,7 @@ import TestSupport
 
     @Test func falsePositivesStayRareAtTheFullestPoint() {
         var f = IDFilter()
-        f.rebuild(IDFilterTests.values(0..<2048))   // 8 bits per id
+        f.rebuild(IDFilterTests.values(0..<2048))  // 8 bits per id
         for v in IDFilterTests.values(0..<2048, prefix: "more-") { let noted = f.insert(v.id); #expect(noted) }  // now 4 bits per id
         let strangers = IDFilterTests.values(0..<20_000, prefix: "stranger-")
         let maybes = strangers.filter { f.mightContain($0.id) }.count

@@ -1,7 +1,8 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
 import Testing
+
+@testable import RuleEngine
 
 /// Rejections of a batch carry the item's position, whichever stage refused it (issue 14, item 6).
 @Suite struct IngestorTests {
@@ -11,8 +12,12 @@ import Testing
         func item(_ id: String, _ end: Timestamp, value: String = "1.1") -> String {
             "{\"id\":\"\(id)\",\"type\":\"walkingSpeed\",\"value\":\(value),\"unit\":\"m/s\",\"start\":\"\(end)\",\"end\":\"\(end)\"}"
         }
-        let batch = "[" + [item("future", now.adding(seconds: 3600)), item("bad", now, value: "\"x\""),
-                           item("late", now.adding(seconds: -30 * 86_400)), item("ok", now)].joined(separator: ",") + "]"
+        let batch =
+            "["
+            + [
+                item("future", now.adding(seconds: 3600)), item("bad", now, value: "\"x\""),
+                item("late", now.adding(seconds: -30 * 86_400)), item("ok", now)
+            ].joined(separator: ",") + "]"
         var out: [EngineOutput] = []
         ing.handle(topic: "mobility/v1/users/u/samples", payload: Array(batch.utf8), now: now, into: &out)
         let rejected = out.compactMap { o -> Rejection? in if case .rejected(_, _, let r) = o { return r } else { return nil } }

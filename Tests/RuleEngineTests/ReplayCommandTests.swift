@@ -1,7 +1,7 @@
 import Foundation
 import MobilityModel
-import Testing
 import TestSupport
+import Testing
 
 /// `mobilityctl replay`, the built executable: what it drops is said on stderr and in the exit
 /// code, and the end of the file closes the last day of data (issue 14, item 8).
@@ -32,10 +32,12 @@ import TestSupport
     }
 
     @Test func rejectionsAreSummarisedOnStderrAndEachShownWithVerbose() throws {
-        let lines = [Self.line("ann", id: "a1", value: 40, end: "2026-03-01T10:00:00Z"),
-                     Self.line("ann", id: "a2", value: 41, end: "2026-03-01T11:00:00Z"),
-                     Self.line("ann", id: "a3", value: 1.2, end: "2026-03-10T11:00:00Z"),
-                     Self.line("ann", id: "a4", value: 1.2, end: "2026-02-01T11:00:00Z")]
+        let lines = [
+            Self.line("ann", id: "a1", value: 40, end: "2026-03-01T10:00:00Z"),
+            Self.line("ann", id: "a2", value: 41, end: "2026-03-01T11:00:00Z"),
+            Self.line("ann", id: "a3", value: 1.2, end: "2026-03-10T11:00:00Z"),
+            Self.line("ann", id: "a4", value: 1.2, end: "2026-02-01T11:00:00Z")
+        ]
         let r = try replay(lines)
         #expect(r.status == 0)
         #expect(r.stderr.contains("4 lines, 0 malformed, 3 rejected (out_of_range 2, too_late 1)"), "\(r.stderr)")
@@ -56,10 +58,11 @@ import TestSupport
     @Test func theEndOfTheFileClosesTheLastDayOfData() throws {
         let lines = (1...3).map { d in Self.line("cy", id: "c\(d)", end: "2026-03-0\(d)T10:00:00Z") }
         func days(_ r: Run) -> Set<String> {
-            Set(r.stdout.split(separator: "\n").compactMap { l in
-                guard case .string(let d)? = try? JSONValue.parse(Array(l.utf8)).get()["day"] else { return nil }
-                return d
-            })
+            Set(
+                r.stdout.split(separator: "\n").compactMap { l in
+                    guard case .string(let d)? = try? JSONValue.parse(Array(l.utf8)).get()["day"] else { return nil }
+                    return d
+                })
         }
         let closed = try replay(lines, ["--series"])
         #expect(closed.status == 0)

@@ -1,8 +1,9 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
 
 /// Retention: folded days no rule can reach (outside the look-back plus the allowed lateness, and
 /// outside the anchored windows around the latest clinical event of each kind) are dropped.
@@ -12,8 +13,10 @@ import TestSupport
         var e = Engine(program: program(rules))
         var out: [EngineOutput] = []
         if let injuryOn {
-            e.record(event: TimelineEvent(id: "i", category: .clinical, kind: "injury", firstDay: day0 + DayNumber(injuryOn),
-                                          lastDay: day0 + DayNumber(injuryOn)), user: "u")
+            e.record(
+                event: TimelineEvent(
+                    id: "i", category: .clinical, kind: "injury", firstDay: day0 + DayNumber(injuryOn),
+                    lastDay: day0 + DayNumber(injuryOn)), user: "u")
         }
         for d in 0..<days {
             e.ingest(sample("s\(d)", 1.0, day: d), user: "u", now: close(d), into: &out)
@@ -33,12 +36,12 @@ import TestSupport
 
     @Test func theAnchoredWindowAroundTheLatestInjuryIsKept() throws {
         let rules = """
-        series s = mean(walkingSpeed)
-        alert below {
-          let baseline = mean(s, 10 d, before: injury, min: 1)
-          when s < baseline
-        }
-        """
+            series s = mean(walkingSpeed)
+            alert below {
+              let baseline = mean(s, 10 d, before: injury, min: 1)
+              when s < baseline
+            }
+            """
         let (e, st) = RetentionTests.run(rules, days: 90, injuryOn: 20)
         let a = DayNumber(e.program.anchoredWindowDays), injury = day0 + 20
         #expect(a > 0)

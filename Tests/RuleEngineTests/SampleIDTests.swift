@@ -1,5 +1,6 @@
-@testable import RuleEngine
 import Testing
+
+@testable import RuleEngine
 
 /// Sample ids are kept as 64-bit hashes, which the state store writes: the hash must never change.
 @Suite struct SampleIDTests {

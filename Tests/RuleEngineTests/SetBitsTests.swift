@@ -1,6 +1,7 @@
-@testable import RuleEngine
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
 
 /// The two bit helpers the folded table uses for its columns.
 @Suite struct SetBitsTests {

@@ -1,8 +1,9 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
 
 /// A raw value in 24 bytes: the end, the metric and the provenance share one word.
 @Suite struct StoredValueTests {

@@ -1,24 +1,25 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
 import Testing
+
+@testable import RuleEngine
 
 /// A `let` bound to a text value (`bundle_id`) is usable in conditions, summaries and evidence
 /// (issue 14, item 2: it was always unknown).
 @Suite struct TextLetTests {
     static let rules = """
-    alert via_let {
-      on sample sixMinuteWalkTestDistance
-      let src = bundle_id
-      let clinic = starts_with(src, "org.")
-      when src == "org.clinic"
-      summary "from {src}, clinic {clinic}"
-    }
-    alert direct {
-      on sample sixMinuteWalkTestDistance
-      when bundle_id == "org.clinic"
-    }
-    """
+        alert via_let {
+          on sample sixMinuteWalkTestDistance
+          let src = bundle_id
+          let clinic = starts_with(src, "org.")
+          when src == "org.clinic"
+          summary "from {src}, clinic {clinic}"
+        }
+        alert direct {
+          on sample sixMinuteWalkTestDistance
+          when bundle_id == "org.clinic"
+        }
+        """
 
     func run(bundle: String?) -> [AlertTransition] {
         var engine = Engine(program: program(Self.rules))

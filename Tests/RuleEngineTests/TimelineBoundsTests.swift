@@ -1,18 +1,19 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
 import Testing
+
+@testable import RuleEngine
 
 /// Issue 13.6: timeline entries with absurd dates, and how many a user may hold.
 @Suite struct TimelineBoundsTests {
     static let rules = """
-    series n = count(walkingSpeed)
-    series weekly = mean(n, 7 d, min: 1)
-    alert gap {
-      let missing = missing_days(n)
-      when missing >= 3 d
-    }
-    """
+        series n = count(walkingSpeed)
+        series weekly = mean(n, 7 d, min: 1)
+        alert gap {
+          let missing = missing_days(n)
+          when missing >= 3 d
+        }
+        """
 
     /// A wall-clock ingestor with ten days of data for `u`, days 0–9 closed.
     static func tenDays() -> (Ingestor, [EngineOutput]) {
@@ -45,7 +46,7 @@ import Testing
         let payload = WireTraffic.events([
             "{\"id\":\"s1\",\"kind\":\"surgery\",\"date\":\"2027-06-01\"}",
             "{\"id\":\"a1\",\"kind\":\"heat_wave\",\"start\":\"2026-01-05\",\"end\":\"9999-12-31\"}",
-            "{\"id\":\"ok\",\"kind\":\"heat_wave\",\"start\":\"2026-01-05\",\"end\":\"2026-01-08\"}",
+            "{\"id\":\"ok\",\"kind\":\"heat_wave\",\"start\":\"2026-01-05\",\"end\":\"2026-01-08\"}"
         ])
         ing.handle(topic: WireTraffic.eventsTopic("u"), payload: payload, now: close(9), into: &out)
         #expect(out.rejectionReasons == ["date_out_of_range", "date_out_of_range"])
@@ -60,7 +61,7 @@ import Testing
         out.removeAll()
         let payload = WireTraffic.events([
             "{\"id\":\"hw\",\"kind\":\"heat_wave\",\"start\":\"2026-01-09\",\"end\":\"2026-01-19\"}",
-            "{\"id\":\"far\",\"kind\":\"heat_wave\",\"start\":\"2026-01-09\",\"end\":\"2027-02-01\"}",
+            "{\"id\":\"far\",\"kind\":\"heat_wave\",\"start\":\"2026-01-09\",\"end\":\"2027-02-01\"}"
         ])
         ing.handle(topic: WireTraffic.eventsTopic("u"), payload: payload, now: close(9), into: &out)
         #expect(out.rejectionReasons == ["date_out_of_range"])
@@ -72,8 +73,9 @@ import Testing
         var (ing, out) = Self.tenDays()
         out.removeAll()
         let old = CivilDate(dayNumber: day0 - 600)
-        ing.handle(topic: WireTraffic.eventsTopic("u"), payload: WireTraffic.events(["{\"id\":\"inj\",\"kind\":\"injury\",\"date\":\"\(old)\"}"]),
-                   now: close(9), into: &out)
+        ing.handle(
+            topic: WireTraffic.eventsTopic("u"), payload: WireTraffic.events(["{\"id\":\"inj\",\"kind\":\"injury\",\"date\":\"\(old)\"}"]),
+            now: close(9), into: &out)
         ing.tick(now: close(9), into: &out)
         #expect(out.rejections.isEmpty)
         #expect(ing.engine.state(of: "u")!.events["inj"] != nil)
@@ -99,8 +101,9 @@ import Testing
         #expect(ing.counters.rejected.values.reduce(0, +) == 6000 - cap)
         out.removeAll()
         // At the cap, an entry already held can still be replaced by id.
-        ing.handle(topic: WireTraffic.eventsTopic("u"), payload: WireTraffic.events(["{\"id\":\"a0-7\",\"kind\":\"fatigue\",\"date\":\"2026-01-06\"}"]),
-                   now: close(9), into: &out)
+        ing.handle(
+            topic: WireTraffic.eventsTopic("u"), payload: WireTraffic.events(["{\"id\":\"a0-7\",\"kind\":\"fatigue\",\"date\":\"2026-01-06\"}"]),
+            now: close(9), into: &out)
         #expect(out.rejections.isEmpty)
         #expect(ing.engine.state(of: "u")!.events["a0-7"]?.kind == "fatigue")
         #expect(ing.engine.state(of: "u")!.events.count == cap)

@@ -1,18 +1,19 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
 
 /// The store seam: ``Engine/changes(of:)`` holds exactly what changed since the last commit,
 /// and restoring a snapshot gives back the state it was taken of.
 @Suite struct UserSnapshotTests {
     static let rules = """
-    series s = p95(walkingSpeed)
-    series n = count(walkingSpeed, source: device)
-    alert slow { when mean(s, 3 d) < 1 m/s
-      for 1 d }
-    """
+        series s = p95(walkingSpeed)
+        series n = count(walkingSpeed, source: device)
+        alert slow { when mean(s, 3 d) < 1 m/s
+          for 1 d }
+        """
 
     /// A user with every kind of content: profile, events, sync ids, folded history with a gap,
     /// open days, a firing alert, a revised day.
@@ -26,16 +27,19 @@ import TestSupport
         for d in 0..<20 where d != 4 {
             let t = tz.startOfDay(day0 + DayNumber(d)).adding(seconds: 36_000)
             for j in 0..<3 {
-                e.ingest(Sample(id: "s\(d)-\(j)", metric: .walkingSpeed, value: 0.7 + Double(j) * 0.05, start: t, end: t,
-                                provenance: j == 1 ? .userEntered : .device,
-                                metadata: j == 0 ? [MetadataKey.syncIdentifier: .string("k\(d)"), MetadataKey.syncVersion: .number(1)] : [:]),
-                         user: "u", now: t, into: &out)
+                e.ingest(
+                    Sample(
+                        id: "s\(d)-\(j)", metric: .walkingSpeed, value: 0.7 + Double(j) * 0.05, start: t, end: t,
+                        provenance: j == 1 ? .userEntered : .device,
+                        metadata: j == 0 ? [MetadataKey.syncIdentifier: .string("k\(d)"), MetadataKey.syncVersion: .number(1)] : [:]),
+                    user: "u", now: t, into: &out)
             }
             e.advance(to: t, into: &out)
         }
         let late = tz.startOfDay(day0 + 17).adding(seconds: 40_000)
-        e.ingest(Sample(id: "late", metric: .walkingSpeed, value: 1.4, start: late, end: late), user: "u",
-                 now: tz.startOfDay(day0 + 19).adding(seconds: 40_000), into: &out)
+        e.ingest(
+            Sample(id: "late", metric: .walkingSpeed, value: 1.4, start: late, end: late), user: "u",
+            now: tz.startOfDay(day0 + 19).adding(seconds: 40_000), into: &out)
         return e
     }
 
@@ -84,8 +88,12 @@ import TestSupport
         let t = st.calendar.startOfDay(last.day).adding(seconds: 50_000)
         e.ingest(Sample(id: "new", metric: .walkingSpeed, value: 1.2, start: t, end: t), user: "u", now: t, into: &out)
         let one = try #require(e.changes(of: "u"))
-        #expect(one.openDays == [UserSnapshot.OpenDay(day: last.day, start: Int(last.start), count: Int(last.count) + 1,
-                                                      changedFrom: Int(last.count), storedCount: Int(last.count))])
+        #expect(
+            one.openDays == [
+                UserSnapshot.OpenDay(
+                    day: last.day, start: Int(last.start), count: Int(last.count) + 1,
+                    changedFrom: Int(last.count), storedCount: Int(last.count))
+            ])
         #expect(one.values(of: one.openDays[0]).last?.id == SampleID("new") && one.foldedBefore == nil)
 
         // A deletion on an earlier day: that day from the deleted value on, with one value less.
@@ -96,7 +104,8 @@ import TestSupport
         #expect(e.delete(ids: [id], user: "u") == 1)
         let deleted = try #require(e.changes(of: "u"))
         #expect(deleted.openDays.map(\.day) == [earlier.day])
-        #expect(deleted.openDays[0].changedFrom == 1 && deleted.openDays[0].count == Int(earlier.count) - 1
+        #expect(
+            deleted.openDays[0].changedFrom == 1 && deleted.openDays[0].count == Int(earlier.count) - 1
                 && deleted.openDays[0].storedCount == Int(earlier.count))
 
         // Days closing past the allowed lateness: foldedBefore says from where the rows go.
@@ -111,8 +120,10 @@ import TestSupport
     @Test func restoreAlignsAlertStatesWithTheRulesByName() throws {
         let firing = AlertStateMachine(state: .firing(activeSince: 1, firedAt: 2, lastTrue: 3, lastSent: 4), quietUntil: 5, lastEvaluated: 6)
         var s = UserSnapshot(user: "u")
-        s.alerts = [.init(rule: "gone", machine: AlertStateMachine(state: .pending(activeSince: 7), quietUntil: .min, lastEvaluated: 8)),
-                    .init(rule: "slow", machine: firing)]
+        s.alerts = [
+            .init(rule: "gone", machine: AlertStateMachine(state: .pending(activeSince: 7), quietUntil: .min, lastEvaluated: 8)),
+            .init(rule: "slow", machine: firing)
+        ]
         var e = Engine(program: program("series s = mean(walkingSpeed)\nalert fresh { when s > 9 m/s }\nalert slow { when s < 1 m/s }"))
         e.restore(s)
         let st = try #require(e.state(of: "u"))
@@ -123,13 +134,16 @@ import TestSupport
 
     /// The stored codes of daily inputs are part of the store format: they must never change.
     @Test func foldedInputCodesAreStableAndRoundTrip() {
-        let all: [(Aggregation, UInt8)] = [(.percentile(95, .linear), 0), (.mean, 1), (.median, 2), (.min, 3), (.max, 4), (.sum, 5),
-                                           (.count, 6), (.last, 7), (.percentile(10, .nearestRank), 0)]
+        let all: [(Aggregation, UInt8)] = [
+            (.percentile(95, .linear), 0), (.mean, 1), (.median, 2), (.min, 3), (.max, 4), (.sum, 5),
+            (.count, 6), (.last, 7), (.percentile(10, .nearestRank), 0)
+        ]
         for (a, code) in all {
             let d = DailyInput(metric: .walkingSpeed, provenance: .device, aggregation: a)
             let f = UserSnapshot.FoldedInput(d)
             #expect(f.reduction.rawValue == code && f.dailyInput == d, "\(a)")
         }
-        #expect(UserSnapshot.FoldedInput(DailyInput(metric: .walkingStepLength, provenance: nil, aggregation: .percentile(10, .nearestRank))).method.rawValue == 1)
+        #expect(
+            UserSnapshot.FoldedInput(DailyInput(metric: .walkingStepLength, provenance: nil, aggregation: .percentile(10, .nearestRank))).method.rawValue == 1)
     }
 }

@@ -1,6 +1,7 @@
 import MobilityModel
-@testable import RuleEngine
 import Testing
+
+@testable import RuleEngine
 
 /// The heap footprint `mobility-bench memory` prints: capacity × stride plus 48 bytes an allocation.
 @Suite struct UserStateFootprintTests {

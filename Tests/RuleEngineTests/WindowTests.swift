@@ -1,26 +1,27 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
 
 /// Every window function against a naive reference on seeded random data with gaps and an injury boundary.
 @Suite struct WindowTests {
     static let rules = """
-    series d = mean(walkingSpeed)
-    series w_mean = mean(d, 7 d, min: 3)
-    series w_median = median(d, 9 d)
-    series w_min = min(d, 5 d)
-    series w_max = max(d, 5 d)
-    series w_sum = sum(d, 4 d, min: 2)
-    series w_last = last(d, 6 d)
-    series w_slope = slope(d, 14 d, min: 5)
-    series w_days = days_with_data(d, 10 d)
-    series w_base = mean(d, 30 d, before: injury, min: 10)
-    series w_after = max(d, 20 d, after: injury)
-    series w_missing = missing_days(d)
-    series w_change = change(d, 3 d)
-    """
+        series d = mean(walkingSpeed)
+        series w_mean = mean(d, 7 d, min: 3)
+        series w_median = median(d, 9 d)
+        series w_min = min(d, 5 d)
+        series w_max = max(d, 5 d)
+        series w_sum = sum(d, 4 d, min: 2)
+        series w_last = last(d, 6 d)
+        series w_slope = slope(d, 14 d, min: 5)
+        series w_days = days_with_data(d, 10 d)
+        series w_base = mean(d, 30 d, before: injury, min: 10)
+        series w_after = max(d, 20 d, after: injury)
+        series w_missing = missing_days(d)
+        series w_change = change(d, 3 d)
+        """
 
     /// The naive reference: days present in [lo, hi] within the segment.
     static func reference(_ values: [Int: Double], injury: Int?, firstDay: Int) -> [String: (Int) -> Double?] {
@@ -35,11 +36,17 @@ import TestSupport
             return s[lo] + (h - Double(lo)) * (s[min(lo + 1, s.count - 1)] - s[lo])
         }
         return [
-            "w_mean": { d in let w = window(d, 7); return w.count >= 3 ? w.map(\.1).reduce(0, +) / Double(w.count) : nil },
-            "w_median": { d in let w = window(d, 9); return w.isEmpty ? nil : med(w.map(\.1)) },
+            "w_mean": { d in
+                let w = window(d, 7); return w.count >= 3 ? w.map(\.1).reduce(0, +) / Double(w.count) : nil
+            },
+            "w_median": { d in
+                let w = window(d, 9); return w.isEmpty ? nil : med(w.map(\.1))
+            },
             "w_min": { d in window(d, 5).map(\.1).min() },
             "w_max": { d in window(d, 5).map(\.1).max() },
-            "w_sum": { d in let w = window(d, 4); return w.count >= 2 ? w.map(\.1).reduce(0, +) : nil },
+            "w_sum": { d in
+                let w = window(d, 4); return w.count >= 2 ? w.map(\.1).reduce(0, +) : nil
+            },
             "w_last": { d in window(d, 6).last?.1 },
             "w_slope": { d in
                 let w = window(d, 14)
@@ -67,7 +74,7 @@ import TestSupport
             "w_change": { d in
                 guard d - 3 >= seg(d), let a = values[d], let b = values[d - 3] else { return nil }
                 return a - b
-            },
+            }
         ]
     }
 
@@ -80,7 +87,11 @@ import TestSupport
         let injury: Int? = Bool.random(using: &rng) ? Int.random(in: 20...70, using: &rng) : nil
         var values: [Int: Double] = [:]
         var out: [EngineOutput] = []
-        if let injury { engine.record(event: TimelineEvent(id: "inj", category: .clinical, kind: "injury", firstDay: day0 + DayNumber(injury), lastDay: day0 + DayNumber(injury)), user: "u") }
+        if let injury {
+            engine.record(
+                event: TimelineEvent(id: "inj", category: .clinical, kind: "injury", firstDay: day0 + DayNumber(injury), lastDay: day0 + DayNumber(injury)),
+                user: "u")
+        }
         let missingRate = Double.random(in: 0...0.5, using: &rng)
         for d in 1...days {
             if d > 1, Double.random(in: 0..<1, using: &rng) < missingRate { continue }
@@ -103,19 +114,21 @@ import TestSupport
                 case let (a?, b?): ok = abs(a - b) <= 1e-6 * max(1, abs(b))
                 default: ok = false
                 }
-                #expect(ok, "seed \(seed) injury \(String(describing: injury)) \(name) day \(d): got \(String(describing: gs)) expected \(String(describing: e))")
+                #expect(
+                    ok, "seed \(seed) injury \(String(describing: injury)) \(name) day \(d): got \(String(describing: gs)) expected \(String(describing: e))")
             }
         }
     }
 
     @Test func percentileMethods() {
         // numpy: np.percentile([1,2,3,4], 95) == 3.85 (R-7); nearest rank: ceil(0.95*4) = 4th value
-        let p = program("""
-        series lin = p95(walkingSpeed)
-        series near = percentile(walkingSpeed, 95, method: nearest)
-        series med = median(walkingSpeed)
-        series p10 = p10(walkingSpeed)
-        """)
+        let p = program(
+            """
+            series lin = p95(walkingSpeed)
+            series near = percentile(walkingSpeed, 95, method: nearest)
+            series med = median(walkingSpeed)
+            series p10 = p10(walkingSpeed)
+            """)
         var engine = Engine(program: p)
         var out: [EngineOutput] = []
         for (i, v) in [4.0, 1, 3, 2].enumerated() { engine.ingest(sample("s\(i)", v, day: 1, hour: 8 + i), user: "u", now: close(1), into: &out) }
@@ -123,6 +136,6 @@ import TestSupport
         #expect(abs((out.series("lin")[1]! ?? 0) - 3.85) < 1e-9)
         #expect(out.series("near")[1]! == 4)
         #expect(abs((out.series("med")[1]! ?? 0) - 2.5) < 1e-9)
-        #expect(abs((out.series("p10")[1]! ?? 0) - 1.3) < 1e-9) // numpy: 1.3
+        #expect(abs((out.series("p10")[1]! ?? 0) - 1.3) < 1e-9)  // numpy: 1.3
     }
 }

@@ -1,4 +1,5 @@
 import MobilityModel
+
 @testable import RuleEngine
 
 /// Builds wire payloads (exactly as gateways publish them) for the ingestor tests.
@@ -7,14 +8,17 @@ enum WireTraffic {
     static func samples(_ prefix: String, day d: Int, hours: [Int], speed: Double = 1.2) -> [UInt8] {
         let items = hours.map { h in
             let t = utc.startOfDay(day0 + DayNumber(d)).adding(seconds: Int64(h * 3600))
-            return "{\"id\":\"\(prefix)-\(d)-\(h)\",\"type\":\"walkingSpeed\",\"value\":\(speed),\"unit\":\"m/s\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.x\"}}"
+            return
+                "{\"id\":\"\(prefix)-\(d)-\(h)\",\"type\":\"walkingSpeed\",\"value\":\(speed),\"unit\":\"m/s\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.x\"}}"
         }
         return Array(("[" + items.joined(separator: ",") + "]").utf8)
     }
 
     /// One sample at an absolute time.
     static func sample(_ id: String, at t: Timestamp, speed: Double = 1.2) -> [UInt8] {
-        Array("{\"id\":\"\(id)\",\"type\":\"walkingSpeed\",\"value\":\(speed),\"unit\":\"m/s\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.x\"}}".utf8)
+        Array(
+            "{\"id\":\"\(id)\",\"type\":\"walkingSpeed\",\"value\":\(speed),\"unit\":\"m/s\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.x\"}}"
+                .utf8)
     }
 
     /// An events payload of entry objects.

@@ -55,15 +55,16 @@ import Testing
         #expect(d.id == .duplicateName)
         #expect(d.notes == [Note(message: .firstDefinedHere, range: SourceRange(file: 0, 6..<7))])
         let out = DiagnosticRenderer(files: [a, b]).render(d)
-        #expect(out == """
-            b.rules:2:9: error: alert 'x' is already defined [duplicate-name]
-                  alert x { when false }
-                        ^
-            a.rules:1:7: note: first defined here
-                alert x {
-                      ^
+        #expect(
+            out == """
+                b.rules:2:9: error: alert 'x' is already defined [duplicate-name]
+                      alert x { when false }
+                            ^
+                a.rules:1:7: note: first defined here
+                    alert x {
+                          ^
 
-            """)
+                """)
     }
 
     @Test(arguments: [
@@ -71,7 +72,7 @@ import Testing
         ("alert a { when p95(walkingSpeed) > 1 m/ss }", "m/ss", "m/s"),
         ("alert a { when true\n  sevrity info }", "sevrity", "severity"),
         ("alert a { when meen(walkingSpeed) > 1 m/s }", "meen", "mean"),
-        ("series s = mean(walkingSpeed)\nalert a { when s > 1 m/s\n summary \"{ ss } now\" }", "ss", "s"),
+        ("series s = mean(walkingSpeed)\nalert a { when s > 1 m/s\n summary \"{ ss } now\" }", "ss", "s")
     ])
     func didYouMeanIsAFixItOnTheMisspeltText(text: String, misspelt: String, replacement: String) throws {
         let src = SourceFile(path: "t.rules", text: text)

@@ -1,7 +1,7 @@
 import Foundation
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
 
 /// Golden files: `Golden/<case>.rules` beside `<case>.expected` (the rendered diagnostics).
 /// Regenerate with `UPDATE_GOLDEN=1 swift test --filter GoldenTests` and review the diff.
@@ -10,7 +10,7 @@ import TestSupport
     static let cases = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(".rules") }.sorted()
     /// Inputs too large to keep in the repository, generated here; their `.expected` is golden.
     static let generated: [String: String] = [
-        "file_too_large.bad": String(repeating: "# padding\n", count: RuleLimits.maxFileBytes / 10 + 1),
+        "file_too_large.bad": String(repeating: "# padding\n", count: RuleLimits.maxFileBytes / 10 + 1)
     ]
 
     /// Renders one input and compares it with (or, with `UPDATE_GOLDEN`, writes) its `.expected`.

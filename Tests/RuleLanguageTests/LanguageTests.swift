@@ -1,8 +1,8 @@
 import Foundation
 import MobilityModel
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
 
 private func ids(_ text: String) -> [String] {
     Checker.check(text: text).diagnostics.filter { $0.severity == .error }.map(\.id.rawValue)
@@ -12,8 +12,11 @@ private func ids(_ text: String) -> [String] {
     @Test func unitsFollowNumbers() {
         var lx = Lexer(SourceFile(path: "t", text: "0.1 m/s 2.2mph 25 % 7 d 35 ml/(kg*min) 3 and x"), file: 0)
         let toks = lx.tokenize().map { "\($0.kind):\($0.text)" }
-        #expect(toks == ["number:0.1", "unit:m/s", "number:2.2", "unit:mph", "number:25", "unit:%", "number:7", "unit:d",
-                         "number:35", "unit:ml/(kg*min)", "number:3", "identifier:and", "identifier:x", "eof:"])
+        #expect(
+            toks == [
+                "number:0.1", "unit:m/s", "number:2.2", "unit:mph", "number:25", "unit:%", "number:7", "unit:d",
+                "number:35", "unit:ml/(kg*min)", "number:3", "identifier:and", "identifier:x", "eof:"
+            ])
         #expect(lx.diagnostics.isEmpty)
     }
 
@@ -24,7 +27,7 @@ private func ids(_ text: String) -> [String] {
             let n = Int.random(in: 0..<120, using: &rng)
             var s = ""
             for _ in 0..<n { s.unicodeScalars.append(alphabet.randomElement(using: &rng)!) }
-            _ = Checker.check(text: s) // never crashes, always terminates
+            _ = Checker.check(text: s)  // never crashes, always terminates
         }
     }
 }
@@ -32,18 +35,18 @@ private func ids(_ text: String) -> [String] {
 @Suite struct ParserTests {
     @Test func recoversAndReportsEveryError() {
         let text = """
-        alert a {
-          when x <
-          for 3 d
-        }
-        alert b {
-          when 1 m/s > 
-        }
-        seris c = 1
-        alert d {
-          when true
-        }
-        """
+            alert a {
+              when x <
+              for 3 d
+            }
+            alert b {
+              when 1 m/s > 
+            }
+            seris c = 1
+            alert d {
+              when true
+            }
+            """
         let r = Checker.check(text: text)
         let errors = r.diagnostics.filter { $0.severity == .error }
         #expect(errors.count >= 3, "\(errors.map(\.message))")
@@ -81,7 +84,7 @@ private func ids(_ text: String) -> [String] {
         ("alert a { when true\n for 3 }", "invalid-duration"),
         ("alert a { when \"x\" }", "type-mismatch"),
         ("alert a { when 1 @ 2 }", "unexpected-character"),
-        ("alert a { summary \"open }", "unterminated-string"),
+        ("alert a { summary \"open }", "unterminated-string")
     ])
     func reportsTheRightDiagnostic(text: String, id: String) {
         let got = ids(text)
@@ -97,7 +100,7 @@ private func ids(_ text: String) -> [String] {
         "series s = p95(walkingSpeed)\nalert a { when change(s, 14 d) < -0.1 m/s and not annotated(heat_wave, within: 7 d) }",
         "event kinds knee_replacement\nseries s = p95(walkingSpeed)\nalert a { when days_since(knee_replacement) > 10 d }",
         "alert a { on sample sixMinuteWalkTestDistance where device_recorded\n when metadata(\"HKAppleDeviceCalibrated\") == 0 and starts_with(bundle_id, \"com.apple\") }",
-        "series s = count(walkingSpeed)\nalert a { when missing_days(s) >= 3 d and days_with_data(s, 7 d) < 4 d }",
+        "series s = count(walkingSpeed)\nalert a { when missing_days(s) >= 3 d and days_with_data(s, 7 d) < 4 d }"
     ])
     func acceptsValidRules(text: String) {
         let r = Checker.check(text: text)
@@ -132,7 +135,7 @@ private func ids(_ text: String) -> [String] {
         ("alert y {\n  let b = mean(nosuch, 7 d)\n  when b > 1 m/s\n}\n", ["undefined-name"]),
         ("alert y {\n  let b = p95(walkingSpeed) + 2 %\n  let c = b + 1 m/s\n  when c > 1 m/s\n}\n", ["unit-mismatch"]),
         ("series p = p101(walkingSpeed)\nalert z {\n  when p > 1 m/s\n}\n", ["unknown-function"]),
-        ("series p = p101(walkingSpeed, nosuch)\nalert z {\n  when p > 1 m/s\n}\n", ["unknown-function", "undefined-name"]), // two causes
+        ("series p = p101(walkingSpeed, nosuch)\nalert z {\n  when p > 1 m/s\n}\n", ["unknown-function", "undefined-name"])  // two causes
     ])
     func oneDiagnosticPerCause(text: String, expected: [String]) {
         #expect(ids(text) == expected, "\(Checker.check(text: text).diagnostics.map(\.message))")

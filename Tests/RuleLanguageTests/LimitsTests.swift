@@ -1,7 +1,7 @@
 import Foundation
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
 
 /// Hostile rule files (generated here, not committed) and the limits of `RuleLimits`. Before these
 /// limits each of the first four crashed `mobilityctl check` with a stack overflow (exit 139).
@@ -46,7 +46,8 @@ import TestSupport
 
     @Test func theRestOfTheFileIsStillChecked() {
         // Recovery skips only the expression that is too deep: the next errors are reported too.
-        let text = "series s = " + String(repeating: "(", count: 100) + "1" + String(repeating: ")", count: 100) + "\n"
+        let text =
+            "series s = " + String(repeating: "(", count: 100) + "1" + String(repeating: ")", count: 100) + "\n"
             + "alert a { when 1 m/s > 25 % }\n"
         #expect(Self.errors(text).map(\.id.rawValue) == ["nesting-too-deep", "unit-mismatch"])
     }

@@ -1,8 +1,8 @@
 import Foundation
 import MobilityModel
 import RuleLanguage
-import Testing
 import TestSupport
+import Testing
 
 /// The `report` block (issue 16): what a checked block declares. Its diagnostics are in the
 /// golden case `report.bad`.
@@ -31,7 +31,7 @@ import TestSupport
         #expect(report.doubleSupport?.unit.symbol == "%" && report.doubleSupport?.baselineDays == nil && report.doubleSupport?.smoothed == nil)
         #expect(report.sixMinuteWalk?.unit.symbol == "ft")
         #expect(report.conditions == [.init(group: "source", label: "device (phone)", series: "device_count")])
-        #expect(report.explanations == ["slower"]) // named twice, quoted once
+        #expect(report.explanations == ["slower"])  // named twice, quoted once
     }
 
     @Test func aRuleSetWithoutAReportHasNone() throws {

@@ -1,7 +1,7 @@
 import Foundation
 import RuleTesting
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct RuleTestRunnerTests {
     @Test func expandsCompactNotation() throws {
@@ -28,13 +28,13 @@ import TestSupport
         try "series n = count(walkingSpeed)\nalert gap {\n let m = missing_days(n)\n when m >= 2 d\n}\n"
             .write(to: dir.appendingPathComponent("gap.rules"), atomically: true, encoding: .utf8)
         let test = """
-        rules gap.rules
-        test "wrong day on purpose" {
-          input walkingSpeed m/s: 1x5 _x3 1x2
-          expect gap firing day 9, resolved day 9
-          expect series n day 2 = 3 m/s
-        }
-        """
+            rules gap.rules
+            test "wrong day on purpose" {
+              input walkingSpeed m/s: 1x5 _x3 1x2
+              expect gap firing day 9, resolved day 9
+              expect series n day 2 = 3 m/s
+            }
+            """
         let report = RuleTestRunner.run(path: dir.appendingPathComponent("x.test").path, text: test)
         #expect(!report.ok && report.failed == 1)
         #expect(report.text.contains("expected: firing day 9, resolved day 9"))
@@ -52,7 +52,8 @@ import TestSupport
 
 /// Daily rules count local calendar days: a 23- or 25-hour DST day is one day (issue 14, item 1).
 @Suite struct DaylightSavingDurationTests {
-    static let rules = "series m = mean(walkingSpeed)\nalert slow {\n  when m < 1 m/s\n  for 3 d\n  repeat 2 d\n}\n"
+    static let rules =
+        "series m = mean(walkingSpeed)\nalert slow {\n  when m < 1 m/s\n  for 3 d\n  repeat 2 d\n}\n"
         + "alert dip {\n  when m < 1 m/s\n  keep_firing_for 2 d\n  cooldown 3 d\n}\n"
 
     func run(start: String, _ body: String) throws -> RuleTestReport {
@@ -67,10 +68,12 @@ import TestSupport
     @Test(arguments: ["2026-03-01", "2026-03-11", "2026-10-25"])
     func forAndRepeatCountLocalDays(start: String) throws {
         // Day 8 is 2026-03-08 (23 h, spring forward) from 03-01, and 2026-11-01 (25 h) from 10-25.
-        let report = try run(start: start, """
-          input walkingSpeed m/s: 1.2x5 0.8x10
-          expect slow firing day 8, repeat day 10, repeat day 12, repeat day 14
-        """)
+        let report = try run(
+            start: start,
+            """
+              input walkingSpeed m/s: 1.2x5 0.8x10
+              expect slow firing day 8, repeat day 10, repeat day 12, repeat day 14
+            """)
         #expect(report.ok, "\(report.text)")
     }
 
@@ -78,10 +81,12 @@ import TestSupport
     func keepFiringForAndCooldownCountLocalDays(start: String) throws {
         // true on day 6, false from day 7: keep_firing_for 2 d resolves on day 8 (the DST day);
         // true again on days 9-11: the cooldown of 3 d after day 8 allows a new firing on day 11.
-        let report = try run(start: start, """
-          input walkingSpeed m/s: 1.2x5 0.8 1.2x2 0.8x3 1.2x2
-          expect dip firing day 6, resolved day 8, firing day 11, resolved day 13
-        """)
+        let report = try run(
+            start: start,
+            """
+              input walkingSpeed m/s: 1.2x5 0.8 1.2x2 0.8x3 1.2x2
+              expect dip firing day 6, resolved day 8, firing day 11, resolved day 13
+            """)
         #expect(report.ok, "\(report.text)")
     }
 }

@@ -15,7 +15,7 @@ import Testing
 
     @Test(arguments: [
         ("jamie s\nalex\n", "creds:2: expected 'account password'"),
-        ("jamie s\n\njamie t\n", "creds:3: a second line for account jamie"),
+        ("jamie s\n\njamie t\n", "creds:3: a second line for account jamie")
     ])
     func badLinesNameTheLineAndNoPassword(text: String, message: String) {
         #expect { try BrokerCredentials(path: "creds", text: text) } throws: { ($0 as? BrokerCredentials.Problem)?.description == message }
@@ -32,7 +32,8 @@ import Testing
             #expect(accepted && c.password(for: "jamie") == "s3cret")
         } catch {
             #expect(!accepted)
-            #expect(error.description == "credentials file \(path) holds passwords but is accessible to group or others "
+            #expect(
+                error.description == "credentials file \(path) holds passwords but is accessible to group or others "
                     + "(mode 0\(String(mode, radix: 8))); run 'chmod 600 \(path)'")
         }
     }

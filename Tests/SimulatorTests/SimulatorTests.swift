@@ -5,8 +5,8 @@ import MobilityWire
 import RuleEngine
 import RuleLanguage
 import Simulator
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct ScenarioTests {
     @Test func parsesEveryShippedScenario() throws {
@@ -26,7 +26,7 @@ import TestSupport
         ("days 90\nfrobnicate 3", 2, "unknown statement 'frobnicate'"),
         ("expect stalled_recovery fires day 3", 1, "expect RULE"),
         ("missing day 9 to 3", 1, "ends before it starts"),
-        ("time_zone Mars/Base", 1, "IANA"),
+        ("time_zone Mars/Base", 1, "IANA")
     ])
     func reportsErrorsWithLines(text: String, line: Int, message: String) {
         #expect(throws: ScenarioError.self) { try Scenario.parse(path: "x.scenario", text: text) }
@@ -53,7 +53,9 @@ import TestSupport
                 #expect((7...20).contains(hour))
             }
             let v = try JSONValue.parse(r.record.payload).get()
-            if case .array(let a) = v { for x in a { if case .string(let u)? = x["unit"] { units.insert(u) }; if case .string(let t)? = x["type"] { types.insert(t) } } }
+            if case .array(let a) = v {
+                for x in a { if case .string(let u)? = x["unit"] { units.insert(u) }; if case .string(let t)? = x["type"] { types.insert(t) } }
+            }
         }
         #expect(units.isSuperset(of: ["m/s", "mi/hr", "%", "in", "m"]))
         #expect(types.contains("HKQuantityTypeIdentifierWalkingSpeed") && types.contains("walkingDoubleSupportPercentage"))
@@ -61,7 +63,9 @@ import TestSupport
 
     @Test func shippedScenariosPassInProcess() throws {
         let dir = RepoPaths.root + "/simulator/scenarios"
-        let scenarios = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".scenario") }.sorted().map { try Scenario.load(dir + "/" + $0) }
+        let scenarios = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".scenario") }.sorted().map {
+            try Scenario.load(dir + "/" + $0)
+        }
         let program = try #require(Checker.check(RuleSet.load([RepoPaths.rules]).sources).program)
         let results = ScenarioVerifier(scenarios: scenarios).verify(ScenarioVerifier.replay(ScenarioVerifier.traffic(scenarios), program: program))
         #expect(results.allSatisfy { $0.passed }, "\(ScenarioVerifier.report(results))")
@@ -70,9 +74,10 @@ import TestSupport
     @Test func verifierReportsMissingAndUnexpectedAlerts() throws {
         var s = try Scenario.parse(path: "t.scenario", text: "user t\nexpect data_gap firing day 5\nexpect no stalled_recovery\n")
         s.timeline.days = 10
-        let t = AlertTransition(id: "x", rule: "stalled_recovery", user: "t", severity: .warning, status: .firing, activeSince: Timestamp(seconds: 0),
-                                firedAt: Timestamp(seconds: 0), resolvedAt: nil, day: CivilDate(year: 2026, month: 1, day: 3), summary: "", labels: [],
-                                evidence: [], annotations: [])
+        let t = AlertTransition(
+            id: "x", rule: "stalled_recovery", user: "t", severity: .warning, status: .firing, activeSince: Timestamp(seconds: 0),
+            firedAt: Timestamp(seconds: 0), resolvedAt: nil, day: CivilDate(year: 2026, month: 1, day: 3), summary: "", labels: [],
+            evidence: [], annotations: [])
         let r = ScenarioVerifier(scenarios: [s]).verify([t])
         #expect(!r[0].passed)
         let report = ScenarioVerifier.report(r)
@@ -85,16 +90,16 @@ import TestSupport
 @Suite struct HealthExportTests {
     static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/export.xml").path
     static let rules = """
-    series n = count(walkingSpeed)
-    series top = max(walkingSpeed)
-    series p = p95(walkingSpeed, source: device)
-    series clinic = max(sixMinuteWalkTestDistance, source: user_entered)
-    series watch = max(sixMinuteWalkTestDistance, source: device)
-    alert provisional {
-      on sample sixMinuteWalkTestDistance where device_recorded
-      when calibrated == false
-    }
-    """
+        series n = count(walkingSpeed)
+        series top = max(walkingSpeed)
+        series p = p95(walkingSpeed, source: device)
+        series clinic = max(sixMinuteWalkTestDistance, source: user_entered)
+        series watch = max(sixMinuteWalkTestDistance, source: device)
+        alert provisional {
+          on sample sixMinuteWalkTestDistance where device_recorded
+          when calibrated == false
+        }
+        """
 
     func run(_ path: String) throws -> (HealthExport.Report, [String: [String: Double?]], [AlertTransition]) {
         let export = try HealthExport(path: path, user: "jamie", defaultTimeZone: "America/Los_Angeles")
@@ -116,8 +121,8 @@ import TestSupport
     @Test func parsesTheExportIntoTheRightDays() throws {
         let (report, series, alerts) = try run(Self.fixture)
         #expect(report.records == 14)
-        #expect(report.mobility == 11) // 7 valid walking-speed records, double support, two 6MWD, VO2Max
-        #expect(report.malformed.count == 2) // value "fast", and a record without a value
+        #expect(report.mobility == 11)  // 7 valid walking-speed records, double support, two 6MWD, VO2Max
+        #expect(report.malformed.count == 2)  // value "fast", and a record without a value
         // 13 March (PST): 2.5, 3.0 and 2.0 mi/hr, the 23:30 one included; p95 (R-7) = 2.95 mi/hr.
         #expect(series["n"]?["2021-03-13"] == 3)
         #expect(abs((series["p"]?["2021-03-13"] ?? 0)! - 2.95 * 0.44704) < 1e-6)
@@ -170,10 +175,12 @@ import TestSupport
         func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff)] }
         func le32(_ v: UInt32) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff), UInt8(v >> 16 & 0xff), UInt8(v >> 24 & 0xff)] }
         let n = Array(name.utf8)
-        var zip: [UInt8] = [0x50, 0x4b, 3, 4] + le16(20) + le16(0) + le16(8) + le16(0) + le16(0) + le32(crc) + le32(UInt32(data.count))
+        var zip: [UInt8] =
+            [0x50, 0x4b, 3, 4] + le16(20) + le16(0) + le16(8) + le16(0) + le16(0) + le32(crc) + le32(UInt32(data.count))
             + le32(UInt32(contents.count)) + le16(n.count) + le16(0) + n + data
         let cd = zip.count
-        zip += [0x50, 0x4b, 1, 2] + le16(20) + le16(20) + le16(0) + le16(8) + le16(0) + le16(0) + le32(crc) + le32(UInt32(data.count))
+        zip +=
+            [0x50, 0x4b, 1, 2] + le16(20) + le16(20) + le16(0) + le16(8) + le16(0) + le16(0) + le32(crc) + le32(UInt32(data.count))
             + le32(UInt32(contents.count)) + le16(n.count) + le16(0) + le16(0) + le16(0) + le16(0) + le32(0) + le32(0) + n
         let cdSize = zip.count - cd
         zip += [0x50, 0x4b, 5, 6] + le16(0) + le16(0) + le16(1) + le16(1) + le32(UInt32(cdSize)) + le32(UInt32(cd)) + le16(0)
@@ -228,7 +235,7 @@ import TestSupport
         let records = Array(Population(users: 12, days: 200, seed: 21).traffic())
         let (kept, compacted) = run(records, program: program, retention: true)
         let (all, full) = run(records, program: program, retention: false)
-        #expect(kept == all) // every alert, series point and rejection identical
+        #expect(kept == all)  // every alert, series point and rejection identical
         #expect(kept.count > 1000)
         for st in compacted.allStates {
             let u = st.user

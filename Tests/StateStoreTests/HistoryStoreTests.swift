@@ -1,8 +1,9 @@
 import CareReports
 import Foundation
 import MobilityModel
-@testable import StateStore
 import Testing
+
+@testable import StateStore
 
 /// The care-team history in the state store (schema 5): rows written with a commit, read back as a
 /// `UserHistory`, pruned by day, weekly reports by week.
@@ -15,10 +16,11 @@ import Testing
     func day(_ s: String) -> DayNumber { CivilDate(parsing: Substring(s))!.dayNumber }
 
     func transition(_ id: String, _ status: AlertStatus, day d: String, summary: String, isRepeat: Bool = false) -> AlertTransition {
-        AlertTransition(id: id, rule: "stalled_recovery", user: "jamie", severity: .warning, status: status, activeSince: Timestamp(seconds: 0),
-                        firedAt: Timestamp(seconds: 0), resolvedAt: status == .resolved ? Timestamp(seconds: 1) : nil,
-                        day: CivilDate(parsing: Substring(d))!, summary: summary, labels: [("team", "physio")], evidence: [], annotations: [],
-                        isRepeat: isRepeat, reason: nil)
+        AlertTransition(
+            id: id, rule: "stalled_recovery", user: "jamie", severity: .warning, status: status, activeSince: Timestamp(seconds: 0),
+            firedAt: Timestamp(seconds: 0), resolvedAt: status == .resolved ? Timestamp(seconds: 1) : nil,
+            day: CivilDate(parsing: Substring(d))!, summary: summary, labels: [("team", "physio")], evidence: [], annotations: [],
+            isRepeat: isRepeat, reason: nil)
     }
 
     @Test func aRevisedDayReplacesItsValueAndEpisodesFoldTransitions() throws {
@@ -26,16 +28,24 @@ import Testing
         let p1 = SeriesPoint(user: "jamie", name: "speed_p95", day: CivilDate(parsing: "2026-03-02")!, value: 1.2, unit: "m/s")
         let missing = SeriesPoint(user: "jamie", name: "speed_p95", day: CivilDate(parsing: "2026-03-03")!, value: nil, unit: "m/s")
         let injury = TimelineEvent(id: "inj", category: .clinical, kind: "injury", firstDay: day("2026-02-01"), lastDay: day("2026-02-01"))
-        _ = try store.commit(users: [], outbox: [], history: [.series(p1), .series(missing), .timeline(user: "jamie", injury),
-                                                             .alert(transition("a1", .firing, day: "2026-03-02", summary: "first"))])
+        _ = try store.commit(
+            users: [], outbox: [],
+            history: [
+                .series(p1), .series(missing), .timeline(user: "jamie", injury),
+                .alert(transition("a1", .firing, day: "2026-03-02", summary: "first"))
+            ])
         var revised = p1
         revised.value = 1.1
         revised.revised = true
         let moved = TimelineEvent(id: "inj", category: .clinical, kind: "injury", firstDay: day("2026-02-03"), lastDay: day("2026-02-03"), note: "<&>")
-        _ = try store.commit(users: [], outbox: [], history: [.series(revised), .timeline(user: "jamie", moved),
-                                                             .alert(transition("a1", .firing, day: "2026-03-09", summary: "reminder", isRepeat: true)),
-                                                             .alert(transition("a1", .resolved, day: "2026-03-12", summary: "resolved")),
-                                                             .alert(transition("a2", .firing, day: "2026-03-20", summary: "again"))])
+        _ = try store.commit(
+            users: [], outbox: [],
+            history: [
+                .series(revised), .timeline(user: "jamie", moved),
+                .alert(transition("a1", .firing, day: "2026-03-09", summary: "reminder", isRepeat: true)),
+                .alert(transition("a1", .resolved, day: "2026-03-12", summary: "resolved")),
+                .alert(transition("a2", .firing, day: "2026-03-20", summary: "again"))
+            ])
         let h = try store.history(of: "jamie", from: .min, through: .max)
         #expect(h.series["speed_p95"]?[day("2026-03-02")] == .some(1.1))
         #expect(h.series["speed_p95"]?[day("2026-03-03")] == .some(nil))  // missing is kept as missing, not zero
@@ -56,7 +66,9 @@ import Testing
     @Test func weeklyReportsByWeekAndPruning() throws {
         let store = try StateStore(path: path)
         for (w, monday) in [("2026-W09", "2026-02-23"), ("2026-W10", "2026-03-02")] {
-            _ = try store.commit(users: [], outbox: [], history: [HistoryRecord(user: "jamie", kind: .weekly, key: w, day: day(monday), payload: Array("{\"week\":\"\(w)\"}".utf8))])
+            _ = try store.commit(
+                users: [], outbox: [],
+                history: [HistoryRecord(user: "jamie", kind: .weekly, key: w, day: day(monday), payload: Array("{\"week\":\"\(w)\"}".utf8))])
         }
         let old = SeriesPoint(user: "jamie", name: "s", day: CivilDate(parsing: "2025-01-01")!, value: 1, unit: "m/s")
         let recent = SeriesPoint(user: "jamie", name: "s", day: CivilDate(parsing: "2026-03-01")!, value: 2, unit: "m/s")
@@ -74,7 +86,8 @@ import Testing
 
     @Test func aRowTheStoreCannotReadIsAnErrorNotAGuess() throws {
         let store = try StateStore(path: path)
-        _ = try store.commit(users: [], outbox: [], history: [HistoryRecord(user: "jamie", kind: .timeline, key: "x", day: 1, payload: Array("{\"id\":1}".utf8))])
+        _ = try store.commit(
+            users: [], outbox: [], history: [HistoryRecord(user: "jamie", kind: .timeline, key: "x", day: 1, payload: Array("{\"id\":1}".utf8))])
         #expect(throws: HistoryDecodingError.self) { try store.history(of: "jamie", from: .min, through: .max) }
     }
 

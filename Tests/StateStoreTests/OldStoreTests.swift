@@ -1,21 +1,22 @@
 import CSQLite
 import Foundation
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
 import StateStore
 import Testing
+
+@testable import RuleEngine
 
 /// The store seam changed no byte of the store format: a state written by the build before it
 /// (``OldStoreFixture``) loads and restores to the state that build held, and this build writes
 /// the same bytes for that state.
 @Suite struct OldStoreTests {
     static let rules = """
-    series s = p95(walkingSpeed)
-    series n = count(walkingSpeed, source: device)
-    alert slow { when mean(s, 3 d) < 1 m/s
-      for 1 d }
-    """
+        series s = p95(walkingSpeed)
+        series n = count(walkingSpeed, source: device)
+        alert slow { when mean(s, 3 d) < 1 m/s
+          for 1 d }
+        """
 
     /// The user the fixture was written from (the same code ran in the old build).
     static func populated() throws -> Engine {
@@ -29,16 +30,19 @@ import Testing
         for d in 0..<20 where d != 4 {
             let t = tz.startOfDay(DayNumber(20_500 + d)).adding(seconds: 36_000)
             for j in 0..<(d == 18 ? 70 : 3) {
-                e.ingest(Sample(id: "s\(d)-\(j)", metric: .walkingSpeed, value: 0.7 + Double(j % 5) * 0.05, start: t, end: t,
-                                provenance: j == 1 ? .userEntered : .device,
-                                metadata: j == 0 ? [MetadataKey.syncIdentifier: .string("k\(d)"), MetadataKey.syncVersion: .number(1)] : [:]),
-                         user: "u", now: t, into: &out)
+                e.ingest(
+                    Sample(
+                        id: "s\(d)-\(j)", metric: .walkingSpeed, value: 0.7 + Double(j % 5) * 0.05, start: t, end: t,
+                        provenance: j == 1 ? .userEntered : .device,
+                        metadata: j == 0 ? [MetadataKey.syncIdentifier: .string("k\(d)"), MetadataKey.syncVersion: .number(1)] : [:]),
+                    user: "u", now: t, into: &out)
             }
             e.advance(to: t, into: &out)
         }
         let late = tz.startOfDay(20_517).adding(seconds: 40_000)
-        e.ingest(Sample(id: "late", metric: .walkingSpeed, value: 1.4, start: late, end: late), user: "u",
-                 now: tz.startOfDay(20_519).adding(seconds: 40_000), into: &out)
+        e.ingest(
+            Sample(id: "late", metric: .walkingSpeed, value: 1.4, start: late, end: late), user: "u",
+            now: tz.startOfDay(20_519).adding(seconds: 40_000), into: &out)
         return e
     }
 
@@ -117,7 +121,8 @@ import Testing
             viaPreparer.restore(prepared)
         }
         #expect(viaPreparer.snapshot(of: "u") == e.snapshot(of: "u") && viaPreparer.firingCounts == e.firingCounts)
-        let other = Engine(program: try #require(Checker.check(text: "series s = mean(walkingSpeed)\nalert fresh { when s > 9 m/s }\nalert slow { when s < 1 m/s }").program))
+        let other = Engine(
+            program: try #require(Checker.check(text: "series s = mean(walkingSpeed)\nalert fresh { when s > 9 m/s }\nalert slow { when s < 1 m/s }").program))
         var realigned = Engine(program: original.program)
         for r in try StateStore(path: path).load(prepare: other.preparer).users {
             let prepared = try #require(r.state)

@@ -1,10 +1,11 @@
 import CSQLite
 import Foundation
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
-@testable import StateStore
 import Testing
+
+@testable import RuleEngine
+@testable import StateStore
 
 /// Schema 2 keeps each open day in a row of its own: a commit writes the days that changed and
 /// deletes the rows of days folded since, and a schema-1 store is migrated without loss.
@@ -29,7 +30,8 @@ import Testing
         var db: OpaquePointer?, st: OpaquePointer?
         try #require(sqlite3_open(path, &db) == SQLITE_OK)
         defer { sqlite3_finalize(st); sqlite3_close(db) }
-        let sql = day.map { "SELECT chunk FROM user_days WHERE user = 'u' AND day = \($0) ORDER BY chunk" }
+        let sql =
+            day.map { "SELECT chunk FROM user_days WHERE user = 'u' AND day = \($0) ORDER BY chunk" }
             ?? "SELECT DISTINCT day FROM user_days WHERE user = 'u' ORDER BY day"
         try #require(sqlite3_prepare_v2(db, sql, -1, &st, nil) == SQLITE_OK)
         var out: [Int64] = []

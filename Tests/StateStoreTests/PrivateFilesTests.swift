@@ -24,8 +24,9 @@ import Testing
     static func populate(_ dir: String) throws -> (StateStore, IngestJournal) {
         try PrivateFiles.prepareDirectory(dir)
         let store = try StateStore(path: dir + "/state.sqlite", autoCheckpoint: false)
-        _ = try store.commit(users: [.init(user: "u", appliedSeq: 1, eventNow: nil, state: nil)],
-                             outbox: [.init(topic: "t", payload: [1], retain: false)])
+        _ = try store.commit(
+            users: [.init(user: "u", appliedSeq: 1, eventNow: nil, state: nil)],
+            outbox: [.init(topic: "t", payload: [1], retain: false)])
         let journal = try IngestJournal(directory: dir + "/journal")
         _ = try journal.append(topic: "mobility/v1/users/u/samples", payload: Array("{}".utf8))
         try store.checkpoint()
@@ -35,7 +36,8 @@ import Testing
     static func expectPrivate(_ dir: String) throws {
         #expect(mode(dir) == 0o700, "state directory is \(String(mode(dir) ?? 0, radix: 8))")
         #expect(mode(dir + "/journal") == 0o700)
-        let files = ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"].map { dir + "/" + $0 }
+        let files =
+            ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"].map { dir + "/" + $0 }
             + (try FileManager.default.contentsOfDirectory(atPath: dir + "/journal")).map { dir + "/journal/" + $0 }
         #expect(files.count >= 4)
         for f in files { #expect(mode(f) == 0o600, "\(f) is \(String(mode(f) ?? 0, radix: 8))") }
@@ -59,11 +61,11 @@ import Testing
         chmod(dir + "/journal", 0o755)
         for f in try FileManager.default.contentsOfDirectory(atPath: dir + "/journal") { chmod(dir + "/journal/" + f, 0o644) }
         for f in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] { chmod(dir + "/" + f, 0o644) }
-        #expect(try PrivateFiles.prepareDirectory(dir) == true) // reports that it tightened
+        #expect(try PrivateFiles.prepareDirectory(dir) == true)  // reports that it tightened
         #expect(try PrivateFiles.prepareDirectory(dir) == false)
         open = try Self.withUmask(0o022) { try Self.populate(dir) }
         try Self.expectPrivate(dir)
-        _ = open // kept open until here
+        _ = open  // kept open until here
         open = nil
     }
 

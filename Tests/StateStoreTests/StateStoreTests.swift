@@ -1,11 +1,12 @@
 import CSQLite
 import Foundation
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
 import StateStore
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
 
 private func tempDir() -> String {
     let d = NSTemporaryDirectory() + "mw-store-\(UUID().uuidString.prefix(8))"
@@ -16,11 +17,14 @@ private func tempDir() -> String {
 @Suite struct StateStoreTests {
     /// A user state with every kind of content, built through the real engine.
     func populatedEngine() throws -> Engine {
-        let p = try #require(Checker.check(text: """
-        series s = p95(walkingSpeed)
-        alert slow { when mean(s, 3 d) < 1 m/s
-          for 1 d }
-        """).program)
+        let p = try #require(
+            Checker.check(
+                text: """
+                    series s = p95(walkingSpeed)
+                    alert slow { when mean(s, 3 d) < 1 m/s
+                      for 1 d }
+                    """
+            ).program)
         var e = Engine(program: p)
         var out: [EngineOutput] = []
         let tz = try #require(LocalCalendar(identifier: "Europe/Zurich"))
@@ -29,8 +33,10 @@ private func tempDir() -> String {
         e.record(event: TimelineEvent(id: "h", category: .annotation, kind: "heat_wave", firstDay: 20_501, lastDay: 20_503, note: "hot"), user: "u")
         for d in 0..<6 {
             let t = tz.startOfDay(DayNumber(20_500 + d)).adding(seconds: 36_000)
-            e.ingest(Sample(id: "s\(d)", metric: .walkingSpeed, value: 0.8, start: t, end: t,
-                            metadata: [MetadataKey.syncIdentifier: .string("k\(d)"), MetadataKey.syncVersion: .number(1)]), user: "u", now: t, into: &out)
+            e.ingest(
+                Sample(
+                    id: "s\(d)", metric: .walkingSpeed, value: 0.8, start: t, end: t,
+                    metadata: [MetadataKey.syncIdentifier: .string("k\(d)"), MetadataKey.syncVersion: .number(1)]), user: "u", now: t, into: &out)
         }
         e.advance(to: tz.startOfDay(20_506).adding(seconds: 7200), into: &out)
         #expect(e.state(of: "u")!.alerts["slow"]?.isFiring == true)
@@ -43,9 +49,12 @@ private func tempDir() -> String {
         let engine = try populatedEngine()
         let state = engine.state(of: "u")!
         let store = try StateStore(path: dir + "/s.sqlite")
-        let ids = try store.commit(users: [.init(user: "u", appliedSeq: 42, eventNow: Timestamp(seconds: 99), eventClaims: [200_000, -5], state: engine.changes(of: "u")),
-                                           .init(user: "ghost", appliedSeq: 7, eventNow: nil, state: nil)],
-                                   outbox: [.init(topic: "a", payload: [1, 2], retain: true), .init(topic: "b", payload: [], retain: false)])
+        let ids = try store.commit(
+            users: [
+                .init(user: "u", appliedSeq: 42, eventNow: Timestamp(seconds: 99), eventClaims: [200_000, -5], state: engine.changes(of: "u")),
+                .init(user: "ghost", appliedSeq: 7, eventNow: nil, state: nil)
+            ],
+            outbox: [.init(topic: "a", payload: [1, 2], retain: true), .init(topic: "b", payload: [], retain: false)])
         #expect(ids.count == 2)
         try store.acknowledge([ids[0]])
         let reopened = try StateStore(path: dir + "/s.sqlite")
@@ -113,7 +122,8 @@ private func tempDir() -> String {
             // Restored states share the rules' alert-name array instead of holding copies.
             var restoredEngine = Engine(program: engine.program)
             restoredEngine.restore(snapshot)
-            #expect(restoredEngine.state(of: r.user)!.alertNames.withUnsafeBufferPointer { $0.baseAddress }
+            #expect(
+                restoredEngine.state(of: r.user)!.alertNames.withUnsafeBufferPointer { $0.baseAddress }
                     == restoredEngine.alertNames.withUnsafeBufferPointer { $0.baseAddress })
         }
     }
@@ -123,7 +133,7 @@ private func tempDir() -> String {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/s.sqlite"
         _ = try StateStore(path: path)
-        #expect(try userVersion(path) == Int32(StateStore.schemaVersion)) // migrations ran to the current version
+        #expect(try userVersion(path) == Int32(StateStore.schemaVersion))  // migrations ran to the current version
         // A store written by a newer build is refused rather than misread.
         var db: OpaquePointer?
         try #require(sqlite3_open(path, &db) == SQLITE_OK)

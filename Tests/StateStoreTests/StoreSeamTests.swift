@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The store is written against the engine's snapshot type only: each StateStore file imports
 /// RuleEngine through scoped imports of ``UserSnapshot`` and the value types it holds, so that
@@ -10,7 +10,7 @@ import TestSupport
 @Suite struct StoreSeamTests {
     static let allowed: Set<String> = [
         "import struct RuleEngine.UserSnapshot", "import struct RuleEngine.StoredValue", "import struct RuleEngine.SampleID",
-        "import struct RuleEngine.SyncEntry", "import struct RuleEngine.AlertStateMachine",
+        "import struct RuleEngine.SyncEntry", "import struct RuleEngine.AlertStateMachine"
     ]
 
     @Test func theStoreImportsOnlyTheSnapshotTypesOfTheEngine() throws {

@@ -1,10 +1,11 @@
 import Foundation
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
-@testable import StateStore
-import Testing
 import TestSupport
+import Testing
+
+@testable import RuleEngine
+@testable import StateStore
 
 /// A stored state with a tag this build does not know (a newer build's, or a corrupted byte) is
 /// an error naming the user and the tag, never read as a guess (an unknown alert state used to
@@ -15,14 +16,14 @@ import TestSupport
         var w = UserStateCodec.Writer()
         w.i32(UserStateCodec.v3Marker)
         w.str("UTC"); w.u8(0); w.optI32(20_500); w.optI32(20_501)
-        w.i32(0)                                              // folded inputs
-        w.i32(0)                                              // folded days
-        w.i32(0)                                              // sync index
-        w.i32(0)                                              // events
+        w.i32(0)  // folded inputs
+        w.i32(0)  // folded days
+        w.i32(0)  // sync index
+        w.i32(0)  // events
         w.i32(1); w.str("slow"); w.u8(tag)
         if tag == 2 { w.i64(1); w.i64(2); w.i64(3); w.i64(4) }
-        w.i64(.min); w.i64(5)                                 // quiet until, last evaluated
-        w.i32(0)                                              // revised days
+        w.i64(.min); w.i64(5)  // quiet until, last evaluated
+        w.i32(0)  // revised days
         return w.bytes
     }
 

@@ -1,8 +1,9 @@
 import MobilityModel
-@testable import RuleEngine
 import RuleLanguage
-@testable import StateStore
 import Testing
+
+@testable import RuleEngine
+@testable import StateStore
 
 /// The blob format changed (v1: every day raw with string ids; v2: open days raw with hashed ids,
 /// folded days as input values). A store written by the first release must still load.
@@ -11,16 +12,16 @@ import Testing
     static func v1Blob() -> [UInt8] {
         var w = UserStateCodec.Writer()
         w.str("Europe/Zurich"); w.u8(1); w.optI32(20_500); w.optI32(20_501)
-        w.i32(2)                                                        // buckets
+        w.i32(2)  // buckets
         w.u8(MetricKind.walkingSpeed.rawValue); w.i32(20_500); w.i32(2)
         w.str("a"); w.f64(1.1); w.i64(1_000); w.u8(Provenance.device.rawValue)
         w.str("b"); w.f64(1.3); w.i64(2_000); w.u8(Provenance.userEntered.rawValue)
         w.u8(MetricKind.walkingSpeed.rawValue); w.i32(20_501); w.i32(1)
         w.str("c"); w.f64(0.9); w.i64(3_000); w.u8(Provenance.device.rawValue)
-        w.i32(1); w.str("sync-1"); w.i64(3); w.str("c")                 // sync index
+        w.i32(1); w.str("sync-1"); w.i64(3); w.str("c")  // sync index
         w.i32(1); w.str("i"); w.u8(EventCategory.clinical.rawValue); w.str("injury"); w.i32(20_500); w.i32(20_500); w.str("")
         w.i32(1); w.str("slow"); w.u8(1); w.i64(77); w.i64(.min); w.i64(5)  // alert: pending since 77
-        w.i32(1); w.i32(20_500)                                         // revised days
+        w.i32(1); w.i32(20_500)  // revised days
         return w.bytes
     }
 
@@ -40,12 +41,15 @@ import Testing
     }
 
     @Test func foldedHistoryRoundTrips() throws {
-        let p = try #require(Checker.check(text: """
-        series s = p95(walkingSpeed)
-        series n = count(walkingSpeed, source: device)
-        alert slow { when mean(s, 3 d) < 1 m/s
-          for 1 d }
-        """).program)
+        let p = try #require(
+            Checker.check(
+                text: """
+                    series s = p95(walkingSpeed)
+                    series n = count(walkingSpeed, source: device)
+                    alert slow { when mean(s, 3 d) < 1 m/s
+                      for 1 d }
+                    """
+            ).program)
         var e = Engine(program: p)
         var out: [EngineOutput] = []
         for d in 0..<40 {

@@ -23,9 +23,11 @@ public final class MQTTRecorder: Sendable {
     /// subscription (its SUBACK), so that every message published from then on is recorded.
     /// - Parameters:
     ///   - username, password, caFile, version: as a gateway or dashboard would log in.
-    public init(url: String, filters: [String], clientID: String = "test-\(UUID().uuidString.prefix(8))",
-                cleanSession: Bool = true, username: String? = nil, password: String? = nil, caFile: String? = nil,
-                version: MQTTClientConfiguration.ProtocolVersion = .v311) throws {
+    public init(
+        url: String, filters: [String], clientID: String = "test-\(UUID().uuidString.prefix(8))",
+        cleanSession: Bool = true, username: String? = nil, password: String? = nil, caFile: String? = nil,
+        version: MQTTClientConfiguration.ProtocolVersion = .v311
+    ) throws {
         var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: url), clientID: clientID)
         c.cleanSession = cleanSession
         c.subscriptions = filters
@@ -35,12 +37,16 @@ public final class MQTTRecorder: Sendable {
         c.caFile = caFile
         c.protocolVersion = version
         barrierTopic = filters.first.map(MQTTRecorder.barrierTopic(matching:))
-        let client = try MQTTClient(c, onMessage: { [received, barriers] t, p in
-                                        if let token = MQTTRecorder.barrierToken(p) { barriers.tokens.withLock { _ = $0.insert(token) } } else {
-                                            received.append(Message(topic: t, payload: p))
-                                        }
-                                    },
-                                    onPublished: { [answers] mid, reason in answers.codes.withLock { $0[mid] = reason } })
+        let client = try MQTTClient(
+            c,
+            onMessage: { [received, barriers] t, p in
+                if let token = MQTTRecorder.barrierToken(p) {
+                    barriers.tokens.withLock { _ = $0.insert(token) }
+                } else {
+                    received.append(Message(topic: t, payload: p))
+                }
+            },
+            onPublished: { [answers] mid, reason in answers.codes.withLock { $0[mid] = reason } })
         box.withLock { $0 = client }
         try client.start()
         guard eventually(timeout: 5, { client.isConnected }) else { throw HarnessError("test client could not connect to \(url)") }
@@ -78,7 +84,9 @@ public final class MQTTRecorder: Sendable {
     public func publishAwaitingAnswer(_ topic: String, _ payload: String, retain: Bool = false, timeout: TimeInterval = 5) throws -> Int32? {
         let mid = try client.publish(topic: topic, payload: Array(payload.utf8), qos: 1, retain: retain)
         var answer: Int32?
-        _ = eventually(timeout: timeout) { answer = answers.codes.withLock { $0[mid] }; return answer != nil }
+        _ = eventually(timeout: timeout) {
+            answer = answers.codes.withLock { $0[mid] }; return answer != nil
+        }
         answers.codes.withLock { _ = $0.removeValue(forKey: mid) }
         return answer
     }

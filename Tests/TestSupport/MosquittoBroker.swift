@@ -24,10 +24,10 @@ public final class MosquittoBroker: @unchecked Sendable {
         directory = NSTemporaryDirectory() + "mw-broker-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var conf = """
-        listener \(port) 127.0.0.1
-        allow_anonymous true
-        log_dest file \(directory)/mosquitto.log
-        """
+            listener \(port) 127.0.0.1
+            allow_anonymous true
+            log_dest file \(directory)/mosquitto.log
+            """
         if !stockQueueLimits { conf += "\nmax_queued_messages 0\nmax_inflight_messages 0" }
         if let sysInterval { conf += "\nsys_interval \(sysInterval)" }
         if getuid() == 0 { conf += "\nuser root" }
@@ -51,7 +51,11 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// Stops the broker with a signal (SIGTERM saves persistence; SIGKILL does not) and waits.
     public func stop(signal: Int32 = SIGTERM) {
-        guard let p = lock.withLock({ () -> ChildProcess? in let p = process; process = nil; return p }) else { return }
+        guard
+            let p = lock.withLock({ () -> ChildProcess? in
+                let p = process; process = nil; return p
+            })
+        else { return }
         p.stop(signal: signal)
     }
 
@@ -60,7 +64,8 @@ public final class MosquittoBroker: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    static let binary: String = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto", "/usr/local/sbin/mosquitto"]
+    static let binary: String =
+        ["/usr/sbin/mosquitto", "/usr/bin/mosquitto", "/usr/local/sbin/mosquitto"]
         .first { FileManager.default.isExecutableFile(atPath: $0) } ?? "mosquitto"
 }
 
@@ -132,11 +137,11 @@ public func parsePrometheus(_ text: String) throws -> [String: Double] {
         let nameEnd = key.firstIndex(of: "{") ?? key.endIndex
         let name = key[..<nameEnd]
         guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == ":" }),
-              nameEnd == key.endIndex || key.hasSuffix("}"), let v = Double(value) else {
+            nameEnd == key.endIndex || key.hasSuffix("}"), let v = Double(value)
+        else {
             throw HarnessError("bad metrics line: \(line)")
         }
         out[key] = v
     }
     return out
 }
-

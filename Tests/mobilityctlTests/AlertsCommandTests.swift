@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import MobilityModel
-import Testing
 import TestSupport
+import Testing
 
 /// `mobilityctl alerts`, the built executable, against a real mosquitto holding retained alerts
 /// published here: the table, the filters, JSON lines, `--follow` piped and in a tmux terminal,
@@ -31,14 +31,17 @@ import TestSupport
         return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
     }
 
-    static func transition(_ rule: String, _ user: String, _ severity: Severity, status: AlertStatus = .firing, day: Int = 5,
-                           summary: String? = nil) -> AlertTransition {
+    static func transition(
+        _ rule: String, _ user: String, _ severity: Severity, status: AlertStatus = .firing, day: Int = 5,
+        summary: String? = nil
+    ) -> AlertTransition {
         let since = Timestamp(seconds: 1_772_524_800 + Int64(day) * 86_400)
-        return AlertTransition(id: AlertTransition.stableID(rule: rule, user: user, activeSince: since), rule: rule, user: user,
-                               severity: severity, status: status, activeSince: since, firedAt: Timestamp(seconds: since.milliseconds / 1000 + 3600),
-                               resolvedAt: status == .resolved ? Timestamp(seconds: since.milliseconds / 1000 + 7200) : nil,
-                               day: CivilDate(year: 2026, month: 3, day: day), summary: summary ?? "\(rule) of \(user)",
-                               labels: [("team", "physio-north")], evidence: [Evidence(name: "recent", value: 0.99, unit: "m/s")], annotations: [])
+        return AlertTransition(
+            id: AlertTransition.stableID(rule: rule, user: user, activeSince: since), rule: rule, user: user,
+            severity: severity, status: status, activeSince: since, firedAt: Timestamp(seconds: since.milliseconds / 1000 + 3600),
+            resolvedAt: status == .resolved ? Timestamp(seconds: since.milliseconds / 1000 + 7200) : nil,
+            day: CivilDate(year: 2026, month: 3, day: day), summary: summary ?? "\(rule) of \(user)",
+            labels: [("team", "physio-north")], evidence: [Evidence(name: "recent", value: 0.99, unit: "m/s")], annotations: [])
     }
 
     /// A broker holding: three firing alerts, one fired and cleared again, one malformed payload,
@@ -50,11 +53,13 @@ import TestSupport
             let answer = try pub.publishAwaitingAnswer(topic, payload, retain: true)
             try #require(answer == 0, "no PUBACK for \(topic)")
         }
-        for t in [transition("stalled_recovery", "jamie", .warning), transition("fall_risk", "alex", .critical),
-                  transition("low_activity", "sam", .info), transition("low_activity", "jamie", .warning)] {
+        for t in [
+            transition("stalled_recovery", "jamie", .warning), transition("fall_risk", "alex", .critical),
+            transition("low_activity", "sam", .info), transition("low_activity", "jamie", .warning)
+        ] {
             try retain("mobility/v1/users/\(t.user)/alerts/\(t.rule)", t.json)
         }
-        try retain("mobility/v1/users/jamie/alerts/low_activity", "")   // resolved: the retained message is cleared
+        try retain("mobility/v1/users/jamie/alerts/low_activity", "")  // resolved: the retained message is cleared
         try retain("mobility/v1/users/kim/alerts/broken", "{\"not\": \"an alert\"}")
         let team = transition("gait_quality", "robin", .critical)
         try retain("mobility/v1/teams/physio-north/users/robin/alerts/gait_quality", team.json)
@@ -71,9 +76,10 @@ import TestSupport
         #expect(r.status == 0, "\(r.stderr)")
         let rows = Self.rows(r.stdout)
         #expect(rows.first == ["RULE", "USER", "SEVERITY", "SINCE", "SUMMARY"])
-        #expect(rows.dropFirst().map { Array($0.prefix(3)) } == [
-            ["fall_risk", "alex", "critical"], ["stalled_recovery", "jamie", "warning"], ["low_activity", "sam", "info"],
-        ])
+        #expect(
+            rows.dropFirst().map { Array($0.prefix(3)) } == [
+                ["fall_risk", "alex", "critical"], ["stalled_recovery", "jamie", "warning"], ["low_activity", "sam", "info"]
+            ])
         #expect(rows.dropFirst().first?[3] == Self.transition("fall_risk", "alex", .critical).firedAt.description)
         #expect(!r.stdout.contains("\u{1B}"), "no colour when piped")
         #expect(!r.stdout.contains("robin"), "team topics only with --team")
@@ -86,7 +92,7 @@ import TestSupport
         (["--severity", "critical"], ["fall_risk"]),
         (["--severity", "warning", "--user", "alex"], []),
         (["--team", "physio-north"], ["gait_quality"]),
-        (["--team", "physio-south"], []),
+        (["--team", "physio-south"], [])
     ])
     func filters(_ args: [String], _ rules: [String]) throws {
         let (broker, _) = try Self.seededBroker()
@@ -100,8 +106,10 @@ import TestSupport
         let r = try Self.alerts(["--broker", broker.url, "--output", "json"])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n").map(String.init)
-        let expected = [Self.transition("stalled_recovery", "jamie", .warning), Self.transition("fall_risk", "alex", .critical),
-                        Self.transition("low_activity", "sam", .info)]
+        let expected = [
+            Self.transition("stalled_recovery", "jamie", .warning), Self.transition("fall_risk", "alex", .critical),
+            Self.transition("low_activity", "sam", .info)
+        ]
         #expect(Set(lines) == Set(expected.map(\.json)))
         #expect(lines.count == 3)
         for l in lines { #expect(AlertTransition.parse(Array(l.utf8)) != nil) }
@@ -172,8 +180,10 @@ import TestSupport
             guard p.wait(timeout: 10) == 0 else { throw HarnessError("tmux \(args.joined(separator: " ")): \(p.log)") }
             return p.log
         }
-        try run(["new-session", "-d", "-s", "alerts", "-x", "100", "-y", "30",
-                 "exec env -u NO_COLOR -u COLUMNS \(Self.exe) alerts --broker \(broker.url) --follow"])
+        try run([
+            "new-session", "-d", "-s", "alerts", "-x", "100", "-y", "30",
+            "exec env -u NO_COLOR -u COLUMNS \(Self.exe) alerts --broker \(broker.url) --follow"
+        ])
         defer { _ = try? run(["kill-server"]) }
         func screen() -> String { (try? run(["capture-pane", "-p", "-e", "-t", "alerts"])) ?? "" }
         try #require(eventually { screen().contains("following") }, "\(screen())")
@@ -199,7 +209,7 @@ import TestSupport
         (["--mqtt-version", "4"], "--mqtt-version must be 3.1.1 or 5"),
         (["--password", "hunter2"], "--password is refused on the command line"),
         (["--broker", "http://x"], "must start with mqtt:// or mqtts://"),
-        (["--cert-file", "c.pem"], "--cert-file and --key-file go together"),
+        (["--cert-file", "c.pem"], "--cert-file and --key-file go together")
     ])
     func badArgumentsAreUsageErrors(_ args: [String], _ message: String) throws {
         let r = try Self.alerts(args)
@@ -235,7 +245,8 @@ import TestSupport
         try #require(eventually { canConnect(port: port) })
         func passwordFile(_ name: String, _ secret: String, mode: Int) throws -> String {
             let path = dir + "/" + name
-            try FileManager.default.createFile(atPath: path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: mode]) ? () : { throw HarnessError("cannot write \(path)") }()
+            try FileManager.default.createFile(atPath: path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: mode])
+                ? () : { throw HarnessError("cannot write \(path)") }()
             return path
         }
         let url = "mqtt://127.0.0.1:\(port)"
