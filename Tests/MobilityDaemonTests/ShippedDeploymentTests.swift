@@ -238,6 +238,18 @@ private let notAuthorized: Int32 = 135
         }
         #expect(dashboard2.messages(prefix: alert).count == 1)  // the retained firing alert, for a dashboard that connects later
 
+        // What staff run: `mobilityctl alerts` as care-dashboard through the shipped broker lists
+        // the firing alert (its barrier topic is granted by the shipped ACL).
+        let passwordFile = d.dir + "/dashboard-password"
+        try (d.passwords["care-dashboard"]! + "\n").write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        chmod(passwordFile, 0o600)
+        let ctl = try ChildProcess(ChildProcess.product("mobilityctl"), [
+            "alerts", "--broker", d.tlsURL, "--ca-file", d.ca, "--username", "care-dashboard", "--password-file", passwordFile,
+            "--mqtt-version", "5", "--user", "jamie",
+        ])
+        #expect(ctl.wait(timeout: 30) == 0, "\(ctl.log)")
+        #expect(ctl.log.contains("uncalibrated_6mwd") && ctl.log.contains("jamie"), "\(ctl.log)")
+
         // Nothing was refused on the daemon's side, and its connections never dropped.
         let m = d.metrics()
         #expect(m.keys.filter { $0.hasPrefix("mobilityd_publish_refused_total") }.isEmpty, "\(m)")
