@@ -243,10 +243,12 @@ private let notAuthorized: Int32 = 135
         let passwordFile = d.dir + "/dashboard-password"
         try (d.passwords["care-dashboard"]! + "\n").write(toFile: passwordFile, atomically: true, encoding: .utf8)
         chmod(passwordFile, 0o600)
-        let ctl = try ChildProcess(ChildProcess.product("mobilityctl"), [
-            "alerts", "--broker", d.tlsURL, "--ca-file", d.ca, "--username", "care-dashboard", "--password-file", passwordFile,
-            "--mqtt-version", "5", "--user", "jamie",
-        ])
+        let ctl = try ChildProcess(
+            ChildProcess.product("mobilityctl"),
+            [
+                "alerts", "--broker", d.tlsURL, "--ca-file", d.ca, "--username", "care-dashboard", "--password-file", passwordFile,
+                "--mqtt-version", "5", "--user", "jamie"
+            ])
         #expect(ctl.wait(timeout: 30) == 0, "\(ctl.log)")
         #expect(ctl.log.contains("uncalibrated_6mwd") && ctl.log.contains("jamie"), "\(ctl.log)")
 
