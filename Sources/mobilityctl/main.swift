@@ -21,11 +21,13 @@ let usage = """
                                         user's days are closed through their last day of data
                                         (--no-final-close: leave them open). Exit 3 when lines
                                         were malformed (the rest was replayed)
-      report --rules DIR --traffic FILE --user USER [--week 2026-W10] [--format json] -o OUT|-
-                                        replay recorded traffic (or mobility-sim export's output) and
-                                        write the user's weekly care-team digest as JSON (mode 0600;
-                                        '-': stdout) for the week (default: the last complete week);
-                                        --format html is not available yet
+      report (--rules DIR --traffic FILE | --state DIR [--rules DIR]) --user USER [--week 2026-W10]
+             [--page weekly|panel] [--format json|html] -o OUT|-
+                                        the user's weekly care-team digest (JSON) or a page (HTML:
+                                        the weekly report, or the recovery panel), from recorded
+                                        traffic (or mobility-sim export's output) or from a
+                                        mobilityd state directory; mode 0600, '-': stdout; the week
+                                        defaults to the last complete one (the stored latest)
       alerts [--broker URL] [--username USER --password-file FILE] [--ca-file FILE]
              [--cert-file FILE --key-file FILE] [--mqtt-version 3.1.1|5] [--topic-root ROOT]
              [--team TEAM] [--user USER] [--rule RULE] [--severity info|warning|critical]
