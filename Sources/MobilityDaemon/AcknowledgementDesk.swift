@@ -20,7 +20,7 @@ final class AcknowledgementDesk: Sendable {
     private let store: any StateBackend
     private let sink: any OutputSink
     private let publishNow: @Sendable (_ topic: String, _ payload: [UInt8]) -> Void
-    let teams: any TeamDirectory
+    let teams: CareTeams
     private let log: Logger
     private let commandsPrefix: String
 
@@ -39,7 +39,7 @@ final class AcknowledgementDesk: Sendable {
     private static let resolvedMemory = 4096
 
     init(
-        layout: TopicLayout, store: any StateBackend, sink: any OutputSink, teams: any TeamDirectory, log: Logger,
+        layout: TopicLayout, store: any StateBackend, sink: any OutputSink, teams: CareTeams, log: Logger,
         publishNow: @escaping @Sendable (String, [UInt8]) -> Void
     ) {
         self.layout = layout

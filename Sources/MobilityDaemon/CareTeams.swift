@@ -26,6 +26,13 @@ public final class CareTeams: Sendable {
         return claimed.withLock { $0[user] ?? [] }
     }
 
+    /// The user's teams for the acknowledgement desk's check; nil when none is known (then the
+    /// broker ACL on the team's command topic is the only check).
+    func knownTeams(of user: String) -> Set<String>? {
+        let t = teams(of: user)
+        return t.isEmpty ? nil : Set(t)
+    }
+
     /// Whether `team` is one of the user's care teams.
     public func user(_ user: String, belongsTo team: String) -> Bool { teams(of: user).contains(team) }
 
