@@ -136,11 +136,14 @@ final class AcknowledgementDesk: Sendable {
         let entry = AuditEntry(
             at: now, action: "acknowledge", actor: c.by, team: c.team, user: c.user, rule: instance.rule.name,
             subject: c.alert, note: c.note)
-        let topic = layout.alert(c.user, rule: instance.rule.name), audit = auditTopic
+        // The retained firing message on the user's topic and on each of the user's team topics.
+        let topics =
+            [layout.alert(c.user, rule: instance.rule.name)] + teams.teams(of: c.user).map { layout.teamAlert($0, user: c.user, rule: instance.rule.name) }
+        let audit = auditTopic
         let items: [StateStore.OutboxItem]
         do {
             items = try store.recordAcknowledgement(stored, audit: entry) { e in
-                [.init(topic: topic, payload: stored.payload, retain: true), .init(topic: audit, payload: Array(e.json.utf8), retain: false)]
+                topics.map { .init(topic: $0, payload: stored.payload, retain: true) } + [.init(topic: audit, payload: Array(e.json.utf8), retain: false)]
             }.outbox
         } catch {
             log.error("cannot store an acknowledgement; refused", ["error": "\(error)"])

@@ -270,9 +270,12 @@ private let notAuthorized: Int32 = 135
     /// The shipped team account (`staff-ward-a`): it receives its team's alerts and nothing of a
     /// user in another team, and it publishes nothing; a gateway cannot write team topics.
     @Test func teamStaffSeeExactlyTheirTeam() throws {
+        let teamRejected = "mobility/v1/teams/ward-a/commands/rejected", teamAck = "mobility/v1/teams/ward-a/commands/ack"
+        func ack(_ alert: String, _ user: String) -> String { "{\"alert\":\"\(alert)\",\"user\":\"\(user)\",\"by\":\"nurse.kim\"}" }
         let d = try ShippedDeployment(gateways: ["staff-ward-a"])
         try d.startDaemon()
-        let staff = try d.client("staff-ward-a", filters: ["mobility/v1/teams/+/users/+/alerts/#", "mobility/v1/users/+/alerts/#"])
+        let staff = try d.client("staff-ward-a", filters: ["mobility/v1/teams/+/users/+/alerts/#", "mobility/v1/users/+/alerts/#", teamRejected])
+        let dashboard = try d.client("care-dashboard", filters: ["mobility/v1/users/+/alerts/#", "mobility/v1/audit"])
         let jamie = try d.client("jamie", filters: ["mobility/v1/users/jamie/acks"])
         let alex = try d.client("alex", filters: ["mobility/v1/users/alex/acks"])
         for (gw, user, team) in [(jamie, "jamie", "ward-a"), (alex, "alex", "ward-b")] {
@@ -287,27 +290,53 @@ private let notAuthorized: Int32 = 135
         #expect(eventually { d.metrics()["mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"firing\"}"] == 2 }, "\(d.daemon!.log)")
         #expect(eventually { d.metrics()["mobilityd_outputs_unacknowledged"] == 0 })
         #expect(eventually { staff.messages().count == 1 })
-        // …and the staff of ward-a have exactly jamie's, on their team's topic.
-        let barrier = try d.client("mobilityd-pub", filters: [])  // the daemon's publisher may write team topics
-        #expect(try barrier.publishAwaitingAnswer("mobility/v1/teams/ward-a/users/mw-barrier/alerts/end", "{}") == 0)
-        barrier.stop()
-        #expect(eventually { staff.messages().count == 2 })
+
+        // Staff acknowledge on their team's command topic: an alert of a user of another team is
+        // refused with its reason (on the daemon's publisher, after both alerts: a barrier)…
+        let jamieAlert = try #require(AlertTransition.parse(staff.messages(prefix: "mobility/v1/teams/ward-a/users/jamie/alerts/").first!.payload))
+        #expect(eventually { dashboard.messages(prefix: alertTopic("alex", "uncalibrated_6mwd")).count == 1 })
+        let alexAlert = try #require(AlertTransition.parse(dashboard.messages(prefix: alertTopic("alex", "uncalibrated_6mwd")).first!.payload))
+        #expect(try staff.publishAwaitingAnswer(teamAck, ack(alexAlert.id, "alex")) == 0)
+        #expect(eventually { staff.messages(prefix: teamRejected).contains { $0.text.contains("\"reason\":\"team_does_not_own_user\"") } })
+        // …so the staff of ward-a have exactly jamie's alert, on their team's topic.
         let topics = staff.messages().map(\.topic)
-        #expect(topics == ["mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd", "mobility/v1/teams/ward-a/users/mw-barrier/alerts/end"])
-        // Refused (135): staff publishing under another team or their own, a gateway on any team topic.
+        #expect(topics == ["mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd", teamRejected])
+
+        // Their own team's alert is acknowledged, and the retained copy under their team carries it.
+        #expect(try staff.publishAwaitingAnswer(teamAck, ack(jamieAlert.id, "jamie")) == 0)
+        let teamCopy = "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd"
+        #expect(
+            eventually { staff.messages(prefix: teamCopy).last.flatMap { AlertTransition.parse($0.payload)?.acknowledged?.by } == "nurse.kim" },
+            "the team's copy does not carry the acknowledgement: \(staff.messages(prefix: teamCopy).map(\.text))")
+        #expect(eventually { dashboard.messages(prefix: "mobility/v1/audit").count == 1 })
+
+        // Refused (135): staff publishing under another team or their own, acknowledging for
+        // another team; a gateway on any team topic, its own team's commands included.
         staff.stop()
         jamie.stop()
-        for (account, topic) in [
-            ("staff-ward-a", "mobility/v1/teams/ward-b/users/alex/alerts/uncalibrated_6mwd"),
-            ("staff-ward-a", "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd"),
-            ("staff-ward-a", samplesTopic("staff-ward-a")),
-            ("jamie", "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd"),
-            ("jamie", "mobility/v1/teams/ward-a/users/jamie/reports/weekly")
+        for (account, topic, payload) in [
+            ("staff-ward-a", "mobility/v1/teams/ward-b/users/alex/alerts/uncalibrated_6mwd", "{\"forged\":1}"),
+            ("staff-ward-a", "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd", "{\"forged\":1}"),
+            ("staff-ward-a", "mobility/v1/teams/ward-b/commands/ack", ack(alexAlert.id, "alex")),
+            ("staff-ward-a", samplesTopic("staff-ward-a"), "{\"forged\":1}"),
+            ("jamie", "mobility/v1/teams/ward-a/users/jamie/alerts/uncalibrated_6mwd", "{\"forged\":1}"),
+            ("jamie", "mobility/v1/teams/ward-a/users/jamie/reports/weekly", "{\"forged\":1}"),
+            ("jamie", teamAck, ack(jamieAlert.id, "jamie")),
+            ("alex", "mobility/v1/teams/ward-b/commands/ack", ack(alexAlert.id, "alex"))
         ] {
             let forger = try d.client(account, filters: [])
-            #expect(try forger.publishAwaitingAnswer(topic, "{\"forged\":1}") == notAuthorized, "\(account) → \(topic)")
+            #expect(try forger.publishAwaitingAnswer(topic, payload) == notAuthorized, "\(account) → \(topic)")
             forger.stop()
         }
+        // None of them reached the daemon: one acknowledgement, one refusal, Alex's alert unacknowledged.
+        // (A barrier: a command sent after the forgeries comes back refused.)
+        let staff2 = try d.client("staff-ward-a", filters: [teamRejected])
+        #expect(try staff2.publishAwaitingAnswer(teamAck, ack("00000000deadbeef", "jamie")) == 0)
+        #expect(eventually { staff2.messages(prefix: teamRejected).contains { $0.text.contains("\"reason\":\"unknown_alert\"") } })
+        #expect(d.metrics()["mobilityd_acknowledgements_total{result=\"accepted\"}"] == 1)
+        #expect(d.metrics()["mobilityd_acknowledgements_total{result=\"team_does_not_own_user\"}"] == 1)
+        #expect(dashboard.messages(prefix: "mobility/v1/audit").count == 1)
+        #expect(dashboard.messages(prefix: alertTopic("alex", "uncalibrated_6mwd")).allSatisfy { AlertTransition.parse($0.payload)?.acknowledged == nil })
     }
 
     /// A gateway that connects with the daemon's client id (and a clean session) neither kicks
