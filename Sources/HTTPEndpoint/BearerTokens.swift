@@ -22,25 +22,55 @@ public struct BearerTokens: Sendable {
     public static let maximumTokens = 1000
 
     private let entries: [(name: String, token: [UInt8])]
+    private let scopes: [String: [String]]
+
+    /// The most teams one token may be limited to.
+    public static let maximumTeams = 100
 
     /// The tokens' names, in file order.
     public var names: [String] { entries.map(\.name) }
 
-    /// Parses `name:token` lines. Names are 1–64 characters of `A-Z a-z 0-9 . _ -` (they are
-    /// logged); tokens are printable ASCII without spaces, at least ``minimumTokenLength`` long
-    /// (e.g. `openssl rand -hex 32`); names and tokens are unique; at least one token.
+    /// The care teams a token is limited to (`teams=` on its line), nil for a token without a limit.
+    public func teams(of name: String) -> [String]? { scopes[name] }
+
+    /// Parses `name:token` lines, each optionally followed by ` teams=T1,T2…` (the token then
+    /// reads only the users of those care teams). Names are 1–64 characters of
+    /// `A-Z a-z 0-9 . _ -` (they are logged), and so are team ids; tokens are printable ASCII
+    /// without spaces, at least ``minimumTokenLength`` long (e.g. `openssl rand -hex 32`); names
+    /// and tokens are unique; at least one token.
     public init(parsing text: String) throws(Problem) {
         var entries: [(name: String, token: [UInt8])] = []
+        var scopes: [String: [String]] = [:]
         for (n, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let trimmed = line.drop { $0 == " " || $0 == "\t" }
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             guard let colon = line.firstIndex(of: ":") else { throw Problem(line: n + 1, message: "expected NAME:TOKEN") }
-            let name = String(line[..<colon]), token = Array(line[line.index(after: colon)...].utf8)
+            let name = String(line[..<colon])
+            let rest = line[line.index(after: colon)...]
+            let tokenEnd = rest.firstIndex { $0 == " " || $0 == "\t" } ?? rest.endIndex
+            let token = Array(rest[..<tokenEnd].utf8)
             guard (1...64).contains(name.utf8.count), name.utf8.allSatisfy(BearerTokens.isNameByte) else {
                 throw Problem(line: n + 1, message: "a token's name must be 1-64 characters of A-Z a-z 0-9 . _ -")
             }
             guard token.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
                 throw Problem(line: n + 1, message: "the token of '\(name)' must be printable ASCII without spaces")
+            }
+            var scope = rest[tokenEnd...].trimmingPrefix { $0 == " " || $0 == "\t" }
+            while let last = scope.last, last == " " || last == "\t" { scope = scope.dropLast() }
+            if !scope.isEmpty {
+                guard scope.hasPrefix("teams=") else {
+                    throw Problem(line: n + 1, message: "after the token of '\(name)' only 'teams=TEAM[,TEAM...]' may follow")
+                }
+                let teams = scope.dropFirst("teams=".count).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                guard teams.count <= BearerTokens.maximumTeams,
+                    teams.allSatisfy({ (1...64).contains($0.utf8.count) && $0.utf8.allSatisfy(BearerTokens.isNameByte) })
+                else {
+                    throw Problem(
+                        line: n + 1,
+                        message:
+                            "the teams of '\(name)' must be 1-\(BearerTokens.maximumTeams) team ids of 1-64 characters of A-Z a-z 0-9 . _ -, comma-separated")
+                }
+                scopes[name] = teams
             }
             guard token.count >= BearerTokens.minimumTokenLength, token.count <= BearerTokens.maximumTokenLength else {
                 throw Problem(
@@ -56,6 +86,7 @@ public struct BearerTokens: Sendable {
         }
         guard !entries.isEmpty else { throw Problem(line: nil, message: "no tokens (expected NAME:TOKEN lines)") }
         self.entries = entries
+        self.scopes = scopes
     }
 
     /// The name of the token equal to `presented`, or nil. Every known token is compared, each

@@ -22,6 +22,8 @@ public struct HTTPRequest: Sendable {
     public internal(set) var parameters: [String: String] = [:]
     /// The name of the bearer token that authenticated the request (set by the router).
     public internal(set) var principal: String?
+    /// The care teams the token is limited to (`teams=` in the tokens file), nil when it is not.
+    public internal(set) var teams: [String]?
 
     /// Creates a request.
     public init(

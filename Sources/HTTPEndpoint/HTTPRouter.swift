@@ -150,6 +150,7 @@ public struct HTTPRouter: Sendable {
                 )
             }
             request.principal = name
+            request.teams = tokens?.teams(of: name)
         }
         var parameters: [String: String] = [:]
         for (segment, part) in zip(route.segments, parts) {

@@ -33,13 +33,17 @@ extension Daemon {
         return router
     }
 
+    /// Every user route answers 404 for a user its token may not read (``CareTeams/readableUser(_:)``),
+    /// as for a user without history: a token limited to teams learns nothing of other users.
+    ///
     /// The care-team pages (HTML with inline SVG, no scripts, no external assets):
     /// `/users/{u}/report[?week=2026-W10]` (the weekly report, latest by default) and
     /// `/users/{u}/panel` (recovery panel, gait-quality card and six-minute walks over the 30 days
     /// before to 60 after the latest clinical event). Drawn with the current rules' report block.
     func mountPages(_ router: inout HTTPRouter, store: StateStore) {
-        router.get("/users/{u}/report", query: ["week"]) { [reloader] request in
-            guard let u = request.parameter("u") else { return .text("no user", status: 400) }
+        let careTeams = careTeams
+        router.get("/users/{u}/report", query: ["week"]) { [reloader, careTeams] request in
+            guard let u = careTeams.readableUser(request) else { return .text("no such user", status: 404) }
             let week = request.query("week")
             if let week, ISOWeek(parsing: week) == nil { return .text("week must look like 2026-W10", status: 400) }
             guard let declared = reloader.report else { return .text("the rules declare no report block", status: 404) }
@@ -52,8 +56,8 @@ extension Daemon {
                 return .text("the state store could not be read", status: 500)
             }
         }
-        router.get("/users/{u}/panel") { [reloader] request in
-            guard let u = request.parameter("u") else { return .text("no user", status: 400) }
+        router.get("/users/{u}/panel") { [reloader, careTeams] request in
+            guard let u = careTeams.readableUser(request) else { return .text("no such user", status: 404) }
             guard let declared = reloader.report else { return .text("the rules declare no report block", status: 404) }
             do {
                 let history = try store.history(of: u, from: .min, through: .max)
@@ -69,8 +73,9 @@ extension Daemon {
     /// report, the recorded series and the alert episodes. Values as published (each series in
     /// its rule's unit); days are the user's local dates. A user without history is 404.
     func mountHistoryAPI(_ router: inout HTTPRouter, store: StateStore) {
+        let careTeams = careTeams
         router.get("/api/v1/users/{u}/reports") { request in
-            guard let u = request.parameter("u") else { return .apiError(.badData, "no user") }
+            guard let u = careTeams.readableUser(request) else { return .apiError(.notFound, "no such user") }
             return HistoryAPI.answer { () throws -> HTTPResponse in
                 let weeks = try store.reportWeeks(of: u)
                 guard !weeks.isEmpty else { return .apiError(.notFound, "no weekly report for this user") }
@@ -84,7 +89,7 @@ extension Daemon {
             }
         }
         router.get("/api/v1/users/{u}/reports/weekly", query: ["week"]) { request in
-            guard let u = request.parameter("u") else { return .apiError(.badData, "no user") }
+            guard let u = careTeams.readableUser(request) else { return .apiError(.notFound, "no such user") }
             let week = request.query("week")
             if let week, ISOWeek(parsing: week) == nil { return .apiError(.badData, "week must look like 2026-W10") }
             return HistoryAPI.answer { () throws -> HTTPResponse in
@@ -93,7 +98,7 @@ extension Daemon {
             }
         }
         router.get("/api/v1/users/{u}/series", query: ["from", "to"]) { request in
-            guard let u = request.parameter("u") else { return .apiError(.badData, "no user") }
+            guard let u = careTeams.readableUser(request) else { return .apiError(.notFound, "no such user") }
             guard let range = HistoryAPI.range(request) else { return .apiError(.badData, HistoryAPI.rangeHelp) }
             return HistoryAPI.answer { () throws -> HTTPResponse in
                 let h = try store.history(of: u, from: range.from, through: range.to)
@@ -102,7 +107,7 @@ extension Daemon {
             }
         }
         router.get("/api/v1/users/{u}/alerts", query: ["from", "to"]) { request in
-            guard let u = request.parameter("u") else { return .apiError(.badData, "no user") }
+            guard let u = careTeams.readableUser(request) else { return .apiError(.notFound, "no such user") }
             guard let range = HistoryAPI.range(request) else { return .apiError(.badData, HistoryAPI.rangeHelp) }
             return HistoryAPI.answer { () throws -> HTTPResponse in
                 let h = try store.history(of: u, from: range.from, through: range.to)
@@ -110,5 +115,16 @@ extension Daemon {
                 return .apiSuccess(data: HistoryAPI.alertsJSON(h))
             }
         }
+    }
+}
+
+extension CareTeams {
+    /// The `{u}` of a request, if its token may read that user: any user for a token without
+    /// `teams=` in the tokens file, else only a user of one of those teams (today's teams: the
+    /// `--care-teams` file's, else the profile's).
+    func readableUser(_ request: HTTPRequest) -> String? {
+        guard let u = request.parameter("u") else { return nil }
+        guard let scope = request.teams else { return u }
+        return teams(of: u).contains(where: scope.contains) ? u : nil
     }
 }

@@ -28,6 +28,15 @@ import Testing
         #expect(t.name(forAuthorization: nil) == nil)
     }
 
+    static let teamsProblem = "the teams of 'x' must be 1-100 team ids of 1-64 characters of A-Z a-z 0-9 . _ -, comma-separated"
+
+    @Test func aTokenMayBeLimitedToCareTeams() throws {
+        let t = try BearerTokens(parsing: "dashboard:\(Self.a)\nward-a-staff:\(Self.b)  teams=ward-a,ward-c \n")
+        #expect(t.name(for: Array(Self.b.utf8)) == "ward-a-staff")
+        #expect(t.teams(of: "ward-a-staff") == ["ward-a", "ward-c"])
+        #expect(t.teams(of: "dashboard") == nil)
+    }
+
     static let badFiles: [(String, String)] = [
         ("", "no tokens (expected NAME:TOKEN lines)"),
         ("# only a comment\n", "no tokens (expected NAME:TOKEN lines)"),
@@ -35,7 +44,12 @@ import Testing
         ("ok:\(Self.a)\ncare team:\(Self.b)\n", "line 2: a token's name must be 1-64 characters of A-Z a-z 0-9 . _ -"),
         (":\(Self.a)\n", "line 1: a token's name must be 1-64 characters of A-Z a-z 0-9 . _ -"),
         ("care-team:short\n", "line 1: the token of 'care-team' must be 32-512 characters (e.g. 'openssl rand -hex 32')"),
-        ("care-team:\(Self.a) \n", "line 1: the token of 'care-team' must be printable ASCII without spaces"),
+        ("care-team:\(Self.a)\u{01}\n", "line 1: the token of 'care-team' must be printable ASCII without spaces"),
+        ("x:\(Self.a) ward-a\n", "line 1: after the token of 'x' only 'teams=TEAM[,TEAM...]' may follow"),
+        ("x:\(Self.a) teams=\n", "line 1: \(teamsProblem)"),
+        ("x:\(Self.a) teams=ward-a,,ward-b\n", "line 1: \(teamsProblem)"),
+        ("x:\(Self.a) teams=ward a\n", "line 1: \(teamsProblem)"),
+        ("x:\(Self.a) teams=\(Array(repeating: "w", count: 101).joined(separator: ","))\n", "line 1: \(teamsProblem)"),
         ("x:\(Self.a)\nx:\(Self.b)\n", "line 2: the name 'x' is given twice"),
         ("x:\(Self.a)\ny:\(Self.a)\n", "line 2: the token of 'y' is also another name's token")
     ]

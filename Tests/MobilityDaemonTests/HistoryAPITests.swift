@@ -11,6 +11,46 @@ import Testing
 /// The care-team history over the report listener (`/api/v1/users/{u}/…`), from a live daemon
 /// that took a recovery story: what the API answers equals what the daemon published on MQTT.
 @Suite(.serialized) struct HistoryAPITests {
+    /// A token limited to care teams (`teams=` in the tokens file) reads the users of its teams
+    /// only: another team's user is 404 on every user route, as a user without history is; an
+    /// unlimited token reads both.
+    @Test func aTeamTokenReadsOnlyItsTeamsUsers() throws {
+        let dir = try ReportListenerTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let wardToken = String(repeating: "5a", count: 20)
+        try "care-team:\(ReportListenerTests.token)\nward-a-staff:\(wardToken) teams=ward-a\n".write(
+            toFile: dir + "/tokens", atomically: true, encoding: .utf8)
+        chmod(dir + "/tokens", 0o600)
+        try "jamie-plateau ward-a\njamie-normal ward-b\n".write(toFile: dir + "/teams", atomically: true, encoding: .utf8)
+        chmod(dir + "/teams", 0o600)
+        let broker = try MosquittoBroker()
+        let port = try freePort()
+        let daemon = try DaemonUnderTest(
+            broker: broker, extra: ["--http-address", "127.0.0.1:\(port)", "--http-tokens", dir + "/tokens", "--care-teams", dir + "/teams"])
+        defer { daemon.process.stop() }
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        var count = 0
+        for story in [BuiltinScenario.jamiePlateau, .jamieNormal] {
+            let records = story.generator(seed: 6).generate().map(\.record).prefix(400)
+            for r in records { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+            count += records.count
+        }
+        #expect(daemon.waitProcessed(count, timeout: 60))
+        #expect(daemon.waitIdle())
+        func status(_ path: String, _ token: String) throws -> Int {
+            try Curl.get("http://127.0.0.1:\(port)\(path)", headers: ["Authorization: Bearer \(token)"]).status
+        }
+        for path in ["/api/v1/users/{u}/series", "/api/v1/users/{u}/alerts", "/users/{u}/panel"] {
+            let mine = path.replacingOccurrences(of: "{u}", with: "jamie-plateau")
+            let theirs = path.replacingOccurrences(of: "{u}", with: "jamie-normal")
+            #expect(try status(mine, wardToken) == 200, "\(mine)")
+            #expect(try status(theirs, wardToken) == 404, "\(theirs)")
+            #expect(try status(theirs, ReportListenerTests.token) == 200, "\(theirs)")
+        }
+        #expect(try status("/api/v1/users/jamie-normal/reports", wardToken) == 404)
+        #expect(try status("/users/jamie-normal/report", wardToken) == 404)
+    }
+
     @Test func theHistoryAPIAnswersWhatTheDaemonPublished() throws {
         let dir = try ReportListenerTests.scratch()
         defer { try? FileManager.default.removeItem(atPath: dir) }
