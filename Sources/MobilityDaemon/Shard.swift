@@ -91,6 +91,10 @@ final class Shard: @unchecked Sendable {
     func restore(_ r: inout StoredUser<PreparedUser>) {
         ingestor.restore(user: r.user, prepared: r.state.take(), eventNow: r.eventNow, claims: r.eventClaims)
         applied[r.user] = r.appliedSeq
+        // The teams the user's profile named before the restart (their team topics already hold
+        // the retained copies): a profile that moves the user now clears the teams left.
+        let teams = ingestor.engine.careTeams(of: r.user)
+        if !teams.isEmpty { teamOutputs.careTeams.setProfileTeams(teams, of: r.user) }
     }
 
     func start() {

@@ -74,6 +74,8 @@ public struct Engine: Sendable {
     package func state(of user: String) -> UserState? { slots[user].map { states[$0] } }
     /// One user's calendar (without copying the state).
     public func calendar(of user: String) -> LocalCalendar? { slots[user].map { states[$0].calendar } }
+    /// The care teams of a user's last accepted profile (empty for an unknown user or none named).
+    public func careTeams(of user: String) -> [String] { slots[user].map { states[$0].careTeams } ?? [] }
     /// How many users have each alert firing (same order as ``alertNames``): a function of the
     /// users' alert states, kept as they change, counted again on reload and restore.
     public var firingCounts: [Int] { evaluator.firing }
@@ -177,11 +179,13 @@ public struct Engine: Sendable {
 
     // MARK: Inputs
 
-    /// Sets a user's home time zone (from the retained profile).
-    public mutating func setProfile(user: String, calendar: LocalCalendar) {
+    /// Sets a user's home time zone and care teams (from the retained profile; the engine keeps
+    /// the teams only to persist them, see ``careTeams(of:)``).
+    public mutating func setProfile(user: String, calendar: LocalCalendar, careTeams: [String] = []) {
         withUser(user) { st in
             st.calendar = calendar
             st.hasProfile = true
+            st.careTeams = careTeams
             st.clearCaches()
         }
     }

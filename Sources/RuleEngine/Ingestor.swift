@@ -163,9 +163,9 @@ public struct Ingestor: Sendable {
             }
         case .profile:
             if payload.isEmpty { return }  // a cleared retained profile
-            switch decoder.profile(payload) {
+            switch decoder.userProfile(payload) {
             case .failure(let r): reject(user, topic, r, into: &out)
-            case .success(let cal): engine.setProfile(user: user, calendar: cal)
+            case .success(let p): engine.setProfile(user: user, calendar: p.calendar, careTeams: p.careTeams)
             }
         }
     }

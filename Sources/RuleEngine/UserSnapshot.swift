@@ -25,6 +25,8 @@ public struct UserSnapshot: Hashable, Sendable {
     public var calendar: String
     /// Whether the calendar came from a profile message.
     public var hasProfile: Bool
+    /// The care teams of the last accepted profile (empty: none).
+    public var careTeams: [String]
     /// The first local day with any data or event.
     public var firstDay: DayNumber?
     /// The last day whose rules have been evaluated.
@@ -55,6 +57,7 @@ public struct UserSnapshot: Hashable, Sendable {
         self.user = user
         calendar = "UTC"
         hasProfile = false
+        careTeams = []
         foldedInputs = []
         foldedDays = []
         foldedValues = []

@@ -10,6 +10,7 @@ extension UserState {
         var s = UserSnapshot(user: user)
         s.calendar = calendar.identifier
         s.hasProfile = hasProfile
+        s.careTeams = careTeams
         s.firstDay = firstDay
         s.lastClosedDay = lastClosedDay
         s.foldedInputs = foldedInputs.map(UserSnapshot.FoldedInput.init)
@@ -44,6 +45,7 @@ extension UserState {
     init(restoring s: consuming UserSnapshot, alertNames rules: [String], inputs: [DailyInput]) {
         self.init(user: s.user, calendar: LocalCalendar.cached(s.calendar) ?? .utc)
         hasProfile = s.hasProfile
+        careTeams = s.careTeams
         firstDay = s.firstDay
         lastClosedDay = s.lastClosedDay
         restoreFolded(&s, inputs: inputs)

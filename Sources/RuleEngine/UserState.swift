@@ -13,6 +13,9 @@ package struct UserState: Sendable {
     package var calendar: LocalCalendar
     /// Whether the calendar came from a profile message.
     package var hasProfile = false
+    /// The care teams the last accepted profile named. The engine never reads them: it keeps them
+    /// with the profile so that they survive a restart with the rest of the user's state.
+    package var careTeams: [String] = []
     /// The first local day with any data or event; days before it are not evaluated.
     package var firstDay: DayNumber?
     /// The last day whose rules have been evaluated.

@@ -92,7 +92,13 @@ enum UserStateCodec {
         w.bytes.reserveCapacity(64 + s.foldedDays.count * 12 + s.foldedValues.count * 8)
         w.i32(withOpenDays ? v2Marker : v3Marker)
         w.str(s.calendar)
-        w.u8(s.hasProfile ? 1 : 0)
+        // 0 no profile, 1 a profile, 2 a profile with care teams (a count and the team ids follow):
+        // a state without teams is the same bytes as before teams were kept.
+        w.u8(!s.hasProfile ? 0 : s.careTeams.isEmpty ? 1 : 2)
+        if s.hasProfile, !s.careTeams.isEmpty {
+            w.i32(Int32(s.careTeams.count))
+            for t in s.careTeams { w.str(t) }
+        }
         w.optI32(s.firstDay)
         w.optI32(s.lastClosedDay)
         if withOpenDays {
@@ -290,7 +296,14 @@ enum UserStateCodec {
     static func decodeHead(user: String, _ r: inout Reader) throws -> UserSnapshot {
         var s = UserSnapshot(user: user)
         s.calendar = try r.str()
-        s.hasProfile = try r.bool("profile flag")
+        let profile = try r.u8()
+        guard profile <= 2 else { throw Reader.UnknownTag(field: "profile flag", tag: profile) }
+        s.hasProfile = profile >= 1
+        if profile == 2 {
+            let n = try r.count()
+            guard n <= 64 else { throw Reader.Inconsistent() }  // a profile names at most 8
+            for _ in 0..<n { s.careTeams.append(try r.str()) }
+        }
         s.firstDay = try r.optI32("first day flag")
         s.lastClosedDay = try r.optI32("last closed day flag")
         return s

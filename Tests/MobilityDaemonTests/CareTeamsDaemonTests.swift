@@ -65,6 +65,30 @@ import Testing
         #expect(daemon.process.stop() == 0)
     }
 
+    /// The teams survive a restart with the user's state: a profile that moves the user while the
+    /// daemon is down clears the old team's retained alert when the daemon is back.
+    @Test func aTeamChangeWhileTheDaemonIsDownClearsTheOldTeam() throws {
+        let broker = try MosquittoBroker()
+        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        var daemon = try DaemonUnderTest(broker: broker, state: state)
+        let rec = try MQTTRecorder(url: broker.url, filters: [teamAlerts("+", "kim")])
+        let (pt, first) = profile("kim", "[\"ward-a\"]")
+        try rec.publish(pt, first, retain: true)
+        try fire(rec, "kim")
+        #expect(eventually { rec.messages(prefix: "mobility/v1/teams/ward-a/").count == 1 })
+        #expect(daemon.waitIdle())
+        #expect(daemon.process.stop() == 0)
+        try rec.publish(pt, profile("kim", "[\"ward-b\"]").1, retain: true)  // queued in the daemon's session
+        daemon = try DaemonUnderTest(broker: broker, state: state)
+        #expect(daemon.waitProcessed(2, timeout: 30))  // the queued profile, and the retained one again on subscribing
+        #expect(daemon.waitIdle())
+        let later = try MQTTRecorder(url: broker.url, filters: [teamAlerts("ward-a", "kim")])
+        #expect(try later.barrier())
+        #expect(later.messages(prefix: "mobility/v1/teams/ward-a/users/kim/alerts/").isEmpty, "\(later.messages().map(\.topic))")
+        #expect(daemon.process.stop() == 0)
+    }
+
     /// The operator's mapping file wins over the team the gateway's profile claims.
     @Test func theMappingFileOverridesTheProfile() throws {
         let file = NSTemporaryDirectory() + "mw-teams-\(UUID().uuidString.prefix(8))"

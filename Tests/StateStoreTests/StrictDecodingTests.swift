@@ -82,8 +82,8 @@ import Testing
             }
         }
         var f = UserStateCodec.Writer()
-        f.i32(UserStateCodec.v3Marker); f.str("UTC"); f.u8(2)
-        #expect(throws: UserStateDecodingError(user: "u", code: .unknownTag(field: "profile flag", tag: 2))) {
+        f.i32(UserStateCodec.v3Marker); f.str("UTC"); f.u8(3)  // 2 is a profile with care teams
+        #expect(throws: UserStateDecodingError(user: "u", code: .unknownTag(field: "profile flag", tag: 3))) {
             try UserStateCodec.decode(user: "u", f.bytes)
         }
     }

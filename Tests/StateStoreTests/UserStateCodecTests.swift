@@ -40,6 +40,24 @@ import Testing
         #expect(again.openDayValues == s.openDayValues && again.syncIndex == s.syncIndex && again.alerts == s.alerts)
     }
 
+    /// A profile's care teams come back; a state without teams is the bytes it was before teams
+    /// were kept (profile flag 1), and an unknown flag is refused.
+    @Test func careTeamsRoundTripAndOldBytesStay() throws {
+        var st = UserState(user: "u", calendar: LocalCalendar.cached("Europe/Zurich")!)
+        st.hasProfile = true
+        let plain = UserStateCodec.encode(st.whole)
+        #expect(plain[4 + 4 + "Europe/Zurich".utf8.count] == 1)
+        st.careTeams = ["ward-a", "physio-north"]
+        let withTeams = UserStateCodec.encode(st.whole)
+        #expect(withTeams[4 + 4 + "Europe/Zurich".utf8.count] == 2)
+        let r = try UserStateCodec.decode(user: "u", withTeams).restored
+        #expect(r.careTeams == ["ward-a", "physio-north"] && r.hasProfile && r.calendar.identifier == "Europe/Zurich")
+        #expect(try UserStateCodec.decode(user: "u", plain).restored.careTeams.isEmpty)
+        var bad = plain
+        bad[4 + 4 + "Europe/Zurich".utf8.count] = 3
+        #expect(throws: (any Error).self) { try UserStateCodec.decode(user: "u", bad) }
+    }
+
     @Test func foldedHistoryRoundTrips() throws {
         let p = try #require(
             Checker.check(
