@@ -67,7 +67,12 @@ import Testing
         try pub.publish(Self.ackTopic, "{not json")
         try pub.publish(Self.ackTopic, Self.ack(fired.id, note: String(repeating: "x", count: 501)))
         try pub.publish(Self.ackTopic, "{\"alert\":\"\(fired.id)\",\"user\":\"\(Self.user)\",\"by\":\"x\",\"colour\":\"red\"}")
-        #expect(eventually { rejections(rec) == ["unknown_alert", "malformed_json", "invalid_field", "unknown_field"] }, "\(rejections(rec))")
+        // Over the command limit (4 KiB), and over --max-payload (not even copied by the transport).
+        try pub.publish(Self.ackTopic, Self.ack(fired.id, note: String(repeating: "x", count: 5000)))
+        try pub.publish(Self.ackTopic, Self.ack(fired.id, note: String(repeating: "x", count: 300_000)))
+        #expect(
+            eventually { rejections(rec) == ["unknown_alert", "malformed_json", "invalid_field", "unknown_field", "payload_too_large", "payload_too_large"] },
+            "\(rejections(rec))")
         #expect(rec.messages(prefix: "mobility/v1/audit").isEmpty)
 
         // Accepted: the retained firing message carries it, the audit topic says it.
@@ -93,10 +98,11 @@ import Testing
         #expect(daemon.metric("mobilityd_acknowledgements_total{result=\"already_acknowledged\"}") == 1)
         #expect(daemon.metric("mobilityd_acknowledgements_total{result=\"unknown_alert\"}") == 1)
         #expect(daemon.metric("mobilityd_acknowledgements_total{result=\"malformed_json\"}") == 1)
+        #expect(daemon.metric("mobilityd_acknowledgements_total{result=\"payload_too_large\"}") == 2)
         #expect(daemon.process.stop() == 0)
         daemon = try DaemonUnderTest(broker: broker, state: state, extra: ["--publish-series", "false"])
         try pub.publish(Self.ackTopic, Self.ack(fired.id, by: "dr.lee"))
-        #expect(eventually { rejections(rec).count == 6 && rejections(rec).last == "already_acknowledged" }, "\(rejections(rec))")
+        #expect(eventually { rejections(rec).count == 8 && rejections(rec).last == "already_acknowledged" }, "\(rejections(rec))")
 
         // The rest of the story: no reminder while acknowledged; the resolution clears the retained topic.
         for r in records[next...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
