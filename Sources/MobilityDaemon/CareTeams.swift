@@ -33,6 +33,13 @@ public final class CareTeams: Sendable {
         return t.isEmpty ? nil : Set(t)
     }
 
+    /// Whether the mapping file or a profile seen since the start names `team` (a silence for a
+    /// team nobody belongs to is refused as `unknown_team`).
+    func knows(team: String) -> Bool {
+        if assigned.values.contains(where: { $0.contains(team) }) { return true }
+        return claimed.withLock { $0.values.contains { $0.contains(team) } }
+    }
+
     /// Whether `team` is one of the user's care teams.
     public func user(_ user: String, belongsTo team: String) -> Bool { teams(of: user).contains(team) }
 

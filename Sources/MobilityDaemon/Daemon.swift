@@ -160,6 +160,12 @@ public final class Daemon: Sendable {
         }
         do { try desk.restore() } catch { log.error("cannot read the acknowledgements", ["error": "\(error)"]); return 1 }
         for s in shards { s.desk = desk }
+        let silences = SilenceDesk(
+            layout: layout, store: store, sink: sink, teams: careTeams, log: log, labelNames: { [reloader] in reloader.labelNames },
+            publishNow: { sink.publishUntracked(topic: $0, payload: $1, retain: false) })
+        do { try silences.restore() } catch { log.error("cannot read the silences", ["error": "\(error)"]); return 1 }
+        for s in shards { s.silences = silences }
+        silencesRef.set(silences)
         let count = UInt64(shards.count)
         /// Parses a topic once and routes it: its user's shard, with the parse for the shard to reuse.
         @Sendable func route(_ topic: String, seq: UInt64, payload: [UInt8]) {
@@ -176,7 +182,7 @@ public final class Daemon: Sendable {
         applyCommon(&subConfig)
         subConfig.cleanSession = false
         // mosquitto's count of messages it dropped for its queue limits (it says nothing else).
-        subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic, desk.subscription]
+        subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic, desk.subscription, silences.subscription]
         // A payload the decoder would reject for its size is neither copied nor journalled.
         subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
         let subscriber: MQTTClient
@@ -185,6 +191,7 @@ public final class Daemon: Sendable {
                 subConfig,
                 onMessage: { [self] topic, payload in
                     if topic.utf8.first == UInt8(ascii: "$") { brokerReported(topic, payload); return }
+                    if silences.commandTeam(topic) != nil { silences.received(topic: topic, payload: payload, now: Daemon.wallNow()); return }
                     if desk.commandTeam(topic) != nil {  // a command: taken by its user's shard before it is acknowledged, not journalled
                         desk.received(topic: topic, payload: payload) { c in
                             let taken = DispatchSemaphore(value: 0)
@@ -214,6 +221,7 @@ public final class Daemon: Sendable {
                 }, onEvent: { [self] e in connectionEvent(e, role: "subscriber") },
                 onOversized: { topic, size in
                     if desk.commandTeam(topic) != nil { desk.oversized(topic: topic, size: size); return }
+                    if silences.commandTeam(topic) != nil { silences.oversized(topic: topic, size: size); return }
                     let parsed = layout.parse(topic)
                     var shard = 0
                     if case .inbound(let user, _) = parsed { shard = Int(Daemon.hash(user) % count) }
@@ -265,6 +273,9 @@ public final class Daemon: Sendable {
                     for s in shards { s.queue.push(.tick(now)) }
                 })
         }
+        // Silences end by the wall clock, in both clock modes.
+        services.append(
+            TimerService(name: "silences", label: "silences", delay: .milliseconds(200), interval: .seconds(1)) { silences.tick(now: Daemon.wallNow()) })
         // Housekeeping: commit acknowledgements and retries, release journal segments every shard has committed.
         let checkpointLog = log
         services.append(
@@ -387,6 +398,9 @@ public final class Daemon: Sendable {
 
     private let publisherRef = LateReference<MQTTClient>()
     private let healthSources = LateReference<HealthSources>()
+    private let silencesRef = LateReference<SilenceDesk>()
+    /// The wall clock (silences and command times).
+    static func wallNow() -> Timestamp { Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)) }
 
     private func applyCommon(_ c: inout MQTTClientConfiguration) {
         c.protocolVersion = config.mqttVersion
@@ -481,6 +495,7 @@ public final class Daemon: Sendable {
         m.family("mobilityd_alert_reminders_total", "counter", "Repeat reminders of firing alerts, by rule.")
         for (rule, n) in total.repeats.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alert_reminders_total", ["rule": rule], Double(n)) }
         healthSources.value?.desk?.metrics(into: &m)
+        silencesRef.value?.metrics(into: &m, now: Daemon.wallNow())
         m.family("mobilityd_alerts_firing", "gauge", "Alerts firing now, by rule.")
         for (rule, n) in total.firing.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alerts_firing", ["rule": rule], Double(n)) }
         m.family("mobilityd_series_published_total", "counter", "Recorded series points published.")

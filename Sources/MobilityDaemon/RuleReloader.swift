@@ -17,6 +17,10 @@ final class RuleReloader: Sendable {
     private let currentSources = Mutex<String>("")
     /// The `report` block of the rules last loaded (the pages' spec).
     private let currentReport = Mutex<ReportDeclaration?>(nil)
+    /// The label names the running rules' alerts produce (silence matchers may name them).
+    private let currentLabels = Mutex<Set<String>>([])
+    /// The label names the running rules' alerts produce.
+    var labelNames: Set<String> { currentLabels.withLock { $0 } }
 
     /// Loads the rules at `rules` (a file or folder), logging to `log`, notifying `notifier`.
     init(rules: String, log: Logger, notifier: ServiceNotifier) {
@@ -76,7 +80,13 @@ final class RuleReloader: Sendable {
     }
 
     /// Records `program` as the rules the daemon starts with.
-    func started(with program: Program) { current.withLock { $0 = program.identity } }
+    func started(with program: Program) {
+        current.withLock { $0 = program.identity }
+        currentLabels.withLock { $0 = RuleReloader.labelNames(program) }
+    }
+
+    /// Every label name of the program's alerts.
+    static func labelNames(_ p: Program) -> Set<String> { Set(p.alerts.flatMap { $0.labels.map(\.0) }) }
 
     /// SIGHUP: check the new rules first; an invalid set is refused and the old rules keep
     /// running. `notify`: the daemon has said ready, so the reload is announced to systemd.
@@ -93,6 +103,7 @@ final class RuleReloader: Sendable {
         defer { if notify { notifier.ready(status: "running: rules reloaded (\(program.identity))") } }
         for s in shards { s.queue.push(.reload(program)) }
         current.withLock { $0 = program.identity }
+        currentLabels.withLock { $0 = RuleReloader.labelNames(program) }
         counts.withLock { $0.successes += 1 }
         log.info("rules reloaded", ["alerts": String(program.alerts.count), "series": String(program.series.count), "rules_identity": program.identity])
         return program.identity

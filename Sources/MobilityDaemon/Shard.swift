@@ -57,6 +57,8 @@ final class Shard: @unchecked Sendable {
     private var teamOutputs: TeamOutputs
     /// Care-staff acknowledgements of alert instances (nil: commands are not taken).
     var desk: AcknowledgementDesk?
+    /// Care-staff silences (nil: none apply).
+    var silences: SilenceDesk?
 
     init(
         index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
@@ -203,11 +205,15 @@ final class Shard: @unchecked Sendable {
             batchUsers.formUnion(ingestor.engine.takeTouched())
             desk?.screen(&out)  // no reminders of acknowledged instances
             pendingUsers.formUnion(batchUsers)
-            for o in out {
+            for var o in out {
+                // A silenced transition is recorded and marked; its notifications are withheld.
+                var verdict: SilenceDesk.Verdict?
+                if case .alert(var a) = o, let v = silences?.verdict(for: a, now: wall) { a.silencedBy = v.all; o = .alert(a); verdict = v }
                 if publishesSeries || !o.isSeries {
-                    let items = Shard.outboxItems(o, layout: layout)
+                    var items = Shard.outboxItems(o, layout: layout)
+                    if case .alert(let a) = o { items += teamOutputs.alertItems(a, userItems: items) }
+                    if let verdict, case .alert(let a) = o { silences?.withhold(verdict, a, items: &items) }
                     pendingOutbox += items
-                    if case .alert(let a) = o { pendingOutbox += teamOutputs.alertItems(a, userItems: items) }
                 }
                 if recordsHistory { if let h = Shard.historyRecord(o) { pendingHistory.append(h) } }
                 if reports != nil, case .series(let s) = o, let week = WeeklyReports.closes(s) {

@@ -70,6 +70,9 @@ public struct AlertTransition: Hashable, Sendable {
     public var reason: String?
     /// The acknowledgement of a firing instance (set by the daemon, never by the engine).
     public var acknowledged: AlertAcknowledgement?
+    /// The silences in force for this transition (set by the daemon, never by the engine); nil
+    /// when none: then the payload has no `silencedBy`.
+    public var silencedBy: [String]?
 
     /// Creates a transition.
     public init(
@@ -127,6 +130,11 @@ public struct AlertTransition: Hashable, Sendable {
         if isRepeat { w.bool("repeat", true) }
         if let reason { w.string("reason", reason) }
         acknowledged?.write(into: &w)
+        if let silencedBy {
+            w.beginArray("silencedBy")
+            for id in silencedBy { w.string(nil, id) }
+            w.endArray()
+        }
         w.string("summary", summary)
         w.beginObject("labels")
         for (k, v) in labels { w.string(k, v) }
@@ -220,6 +228,9 @@ extension AlertTransition {
             var note: String?
             if case .string(let n)? = k["note"] { note = n }
             a.acknowledged = AlertAcknowledgement(by: by, at: t, note: note)
+        }
+        if case .array(let ids)? = v["silencedBy"] {
+            a.silencedBy = ids.compactMap { if case .string(let s) = $0 { s } else { nil } }
         }
         return a
     }

@@ -54,6 +54,12 @@ public protocol StateBackend: AnyObject, Sendable {
     func firingPayload(user: String, alert: String) throws -> [UInt8]?
     /// The audit trail, oldest first.
     func auditTrail(limit: Int) throws -> [AuditEntry]
+    /// Records a new silence with its audit row and outputs, atomically (fails if its id exists).
+    func recordSilence(_ s: Silence, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws -> [StateStore.OutboxItem]
+    /// Removes a silence with its audit row and outputs, atomically.
+    func expireSilence(id: String, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws -> [StateStore.OutboxItem]
+    /// The stored silences, and the ids of rows that no longer parse.
+    func silences() throws -> (silences: [Silence], unreadable: [String])
 }
 
 extension StateStore: StateBackend {}

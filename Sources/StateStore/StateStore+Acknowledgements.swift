@@ -26,14 +26,14 @@ public struct StoredAcknowledgement: Hashable, Sendable {
     }
 }
 
-/// One row of the audit trail: a care-staff action (`acknowledge`; later `silence`, `expire`),
+/// One row of the audit trail: a care-staff action (`acknowledge`, `silence`, `expire`),
 /// appended, never changed. `subject` is what it acts on (an alert instance id, a silence id).
 public struct AuditEntry: Hashable, Sendable {
     /// The row's sequence number (assigned on append; 0 before).
     public var seq: Int64
     /// When (daemon wall clock).
     public var at: Timestamp
-    /// What was done: `acknowledge` (later `silence`, `expire`).
+    /// What was done: `acknowledge`, `silence` (a silence added) or `expire` (one expired: by staff, or by `mobilityd` at its end).
     public var action: String
     /// Who (the command's `by`).
     public var actor: String
@@ -43,13 +43,18 @@ public struct AuditEntry: Hashable, Sendable {
     public var user: String
     /// The alert's rule.
     public var rule: String
-    /// What it acts on: an alert instance id (later a silence id).
+    /// What it acts on: an alert instance id or a silence id.
     public var subject: String
     /// The free-text note, if any (bounded; never logged).
     public var note: String?
+    /// What a silence covers (its matchers and period), for `silence` and `expire` rows; nil otherwise.
+    public var detail: String?
 
     /// Creates an entry.
-    public init(seq: Int64 = 0, at: Timestamp, action: String, actor: String, team: String, user: String, rule: String, subject: String, note: String?) {
+    public init(
+        seq: Int64 = 0, at: Timestamp, action: String, actor: String, team: String, user: String, rule: String, subject: String, note: String?,
+        detail: String? = nil
+    ) {
         self.seq = seq
         self.at = at
         self.action = action
@@ -59,6 +64,7 @@ public struct AuditEntry: Hashable, Sendable {
         self.rule = rule
         self.subject = subject
         self.note = note
+        self.detail = detail
     }
 
     /// The JSON published on the audit topic and printed by `mobilityctl audit --output json`.
@@ -74,6 +80,7 @@ public struct AuditEntry: Hashable, Sendable {
         w.string("rule", rule)
         w.string("subject", subject)
         if let note { w.string("note", note) }
+        if let detail { w.string("detail", detail) }
         w.endObject()
         return w.text
     }
@@ -124,11 +131,13 @@ extension StateStore {
     }
 
     /// Appends an audit row (call inside a transaction, holding `lock`); returns its sequence number.
-    private func append(audit e: AuditEntry) throws -> Int64 {
-        let q = try db.prepare("INSERT INTO audit (at, action, actor, team, user, rule, subject, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+    func append(audit e: AuditEntry) throws -> Int64 {
+        let q = try db.prepare(
+            "INSERT INTO audit (at, action, actor, team, user, rule, subject, note, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
         q.bind(1, e.at.milliseconds); q.bind(2, e.action); q.bind(3, e.actor); q.bind(4, e.team)
         q.bind(5, e.user); q.bind(6, e.rule); q.bind(7, e.subject)
         if let n = e.note { q.bind(8, n) }
+        if let d = e.detail { q.bind(9, d) }
         try q.run()
         return db.lastInsertRowID
     }
@@ -166,14 +175,15 @@ extension StateStore {
     public func auditTrail(limit: Int = 10_000) throws -> [AuditEntry] {
         try lock.withLock { _ in
             let q = try db.prepare(
-                "SELECT seq, at, action, actor, team, user, rule, subject, note FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT ?1) ORDER BY seq")
+                "SELECT seq, at, action, actor, team, user, rule, subject, note, detail FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT ?1) ORDER BY seq")
             q.bind(1, Int64(limit))
             var out: [AuditEntry] = []
             while try q.step() {
                 out.append(
                     AuditEntry(
                         seq: q.int(0), at: Timestamp(milliseconds: q.int(1)), action: q.text(2), actor: q.text(3), team: q.text(4),
-                        user: q.text(5), rule: q.text(6), subject: q.text(7), note: q.isNull(8) ? nil : q.text(8)))
+                        user: q.text(5), rule: q.text(6), subject: q.text(7), note: q.isNull(8) ? nil : q.text(8),
+                        detail: q.isNull(9) ? nil : q.text(9)))
             }
             return out
         }

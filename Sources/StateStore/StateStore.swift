@@ -12,7 +12,7 @@ import struct RuleEngine.UserSnapshot
 /// Sendability: the connection is only used while holding `lock`.
 public final class StateStore: @unchecked Sendable {
     /// The schema version this build writes; older stores are migrated on open.
-    public static let schemaVersion = 6
+    public static let schemaVersion = 7
     static let migrations: [String] = [
         // 0 → 1
         """
@@ -39,7 +39,9 @@ public final class StateStore: @unchecked Sendable {
         // 4 → 5: the care-team history (series points, alert transitions, timeline, weekly reports).
         StateStore.historyMigration,
         // 5 → 6: care-staff acknowledgements of firing alerts and the audit trail.
-        StateStore.acknowledgementsMigration
+        StateStore.acknowledgementsMigration,
+        // 6 → 7: care-staff silences; audit rows say what a silence covers.
+        StateStore.silencesMigration
     ]
 
     let db: SQLiteDatabase

@@ -114,8 +114,10 @@ enum AuditCommandLine {
             for r in rows { print(r.json) }
             return 0
         }
-        let header = ["SEQ", "AT", "ACTION", "BY", "TEAM", "USER", "RULE", "SUBJECT", "NOTE"]
-        let table = [header] + rows.map { [String($0.seq), $0.at.description, $0.action, $0.actor, $0.team, $0.user, $0.rule, $0.subject, $0.note ?? ""] }
+        let header = ["SEQ", "AT", "ACTION", "BY", "TEAM", "USER", "RULE", "SUBJECT", "NOTE", "DETAIL"]
+        let table =
+            [header]
+            + rows.map { [String($0.seq), $0.at.description, $0.action, $0.actor, $0.team, $0.user, $0.rule, $0.subject, $0.note ?? "", $0.detail ?? ""] }
         let widths = header.indices.map { c in table.map { $0[c].count }.max() ?? 0 }
         for row in table {
             print(

@@ -45,8 +45,18 @@ let usage = """
                                         {root}/teams/T/commands/ack and wait for the broker's answer
                                         (account default care-dashboard; MQTT 5 by default, so that a
                                         publish the ACL refuses fails with exit 1)
+      silence add --team T MATCHER... [--duration 2h | --end ISO] [--start ISO] --comment TEXT --author NAME
+      silence query [--team T] [--output table|json]
+      silence expire --team T --author NAME ID...
+          (each with --broker URL and the broker options of ack)
+                                        like amtool silence: add prints the new silence's id
+                                        (MATCHER: name=value, name!=value, name=~regex, name!~regex;
+                                        name: user, rule, severity or a rule label; default 1h);
+                                        query lists the team's (or every team's) silences from the
+                                        retained {root}/teams/T/silences/+; expire ends them now
       audit --state DIR [--output table|json]
-                                        list the audit trail (acknowledgements) of the daemon's store
+                                        list the audit trail (acknowledgements, silences, expiries)
+                                        of the daemon's store
       help                              show this help
     """
 
@@ -75,6 +85,8 @@ case "ack":
     exit(AckCommandLine.run(args))
 case "audit":
     exit(AuditCommandLine.run(args))
+case "silence":
+    exit(SilenceCommandLine.run(args))
 case "alerts":
     exit(AlertsCommand.run(args))
 case "help", "-h", "--help":

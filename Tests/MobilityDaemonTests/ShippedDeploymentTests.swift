@@ -339,6 +339,60 @@ private let notAuthorized: Int32 = 135
         #expect(dashboard.messages(prefix: alertTopic("alex", "uncalibrated_6mwd")).allSatisfy { AlertTransition.parse($0.payload)?.acknowledged == nil })
     }
 
+    /// Silences through the shipped ACL: staff of ward-a silence for ward-a (the command reaches
+    /// the daemon, the silence comes back retained on their team's topic, `mobilityctl silence`
+    /// works as them), and never for ward-b (refused at the broker, 135); they do not see ward-b's
+    /// silences; a gateway cannot silence at all.
+    @Test func teamStaffSilenceForTheirTeamOnly() throws {
+        let d = try ShippedDeployment(gateways: ["staff-ward-a"])
+        try d.startDaemon()
+        for (user, team) in [("jamie", "ward-a"), ("alex", "ward-b")] {
+            let gw = try d.client(user, filters: [])
+            #expect(
+                try gw.publishAwaitingAnswer("mobility/v1/users/\(user)/profile", "{\"timeZone\":\"UTC\",\"careTeams\":[\"\(team)\"]}", retain: true) == 0)
+            gw.stop()
+        }
+        #expect(eventually { d.metrics()["mobilityd_messages_received_total"] == 2 })
+        let staff = try d.client("staff-ward-a", filters: ["mobility/v1/teams/+/silences/+", "mobility/v1/teams/+/commands/rejected"])
+        func add(_ team: String, user: String) -> String {
+            "{\"action\":\"add\",\"matchers\":[{\"name\":\"user\",\"value\":\"\(user)\"}],\"endsAt\":\"\(isoNow(days: 1))\",\"createdBy\":\"kim\",\"comment\":\"c\"}"
+        }
+        #expect(try staff.publishAwaitingAnswer("mobility/v1/teams/ward-a/commands/silence", add("ward-a", user: "jamie")) == 0)
+        #expect(eventually { staff.messages(prefix: "mobility/v1/teams/ward-a/silences/").count == 1 }, "\(d.daemon!.log)")
+        // The all-teams dashboard may silence for ward-b; ward-a's staff do not see it.
+        let dashboard = try d.client("care-dashboard", filters: ["mobility/v1/teams/+/silences/+"])
+        #expect(try dashboard.publishAwaitingAnswer("mobility/v1/teams/ward-b/commands/silence", add("ward-b", user: "alex")) == 0)
+        #expect(eventually { dashboard.messages(prefix: "mobility/v1/teams/ward-b/silences/").count == 1 })
+
+        // mobilityctl silence query as ward-a's staff, through the shipped broker: ward-a's only.
+        let creds = try d.credentialsFile(["staff-ward-a"])
+        let query = try ChildProcess(
+            ChildProcess.product("mobilityctl"),
+            ["silence", "query", "--broker", d.tlsURL, "--ca-file", d.ca, "--credentials", creds, "--account", "staff-ward-a"])
+        #expect(query.wait(timeout: 30) == 0, "\(query.log)")
+        #expect(query.log.contains("user=\"jamie\"") && !query.log.contains("alex"), "\(query.log)")
+
+        // Refused at the broker: ward-a's staff for ward-b, a gateway for any team.
+        staff.stop()
+        for (account, topic) in [
+            ("staff-ward-a", "mobility/v1/teams/ward-b/commands/silence"), ("staff-ward-a", "mobility/v1/teams/ward-b/commands/ack"),
+            ("staff-ward-a", "mobility/v1/teams/ward-a/silences/0123456789abcdef"),
+            ("jamie", "mobility/v1/teams/ward-a/commands/silence"), ("jamie", "mobility/v1/teams/ward-b/commands/silence")
+        ] {
+            let forger = try d.client(account, filters: [])
+            #expect(try forger.publishAwaitingAnswer(topic, add("ward-b", user: "alex")) == notAuthorized, "\(account) → \(topic)")
+            forger.stop()
+        }
+        let staff2 = try d.client("staff-ward-a", filters: ["mobility/v1/teams/+/silences/+"])
+        #expect(eventually { staff2.messages().count == 1 })  // the retained ward-a silence
+        #expect(staff2.messages().allSatisfy { $0.topic.hasPrefix("mobility/v1/teams/ward-a/") }, "\(staff2.messages().map(\.topic))")
+        // The daemon took two silences and nothing else; none of its outputs was refused.
+        let m = d.metrics()
+        #expect(m["mobilityd_silence_commands_total{result=\"accepted\"}"] == 2)
+        #expect(m["mobilityd_silences{state=\"active\"}"] == 2)
+        #expect(m.keys.filter { $0.hasPrefix("mobilityd_publish_refused_total") }.isEmpty, "\(m)")
+    }
+
     /// A gateway that connects with the daemon's client id (and a clean session) neither kicks
     /// the daemon nor wipes its persistent session: samples queued while the daemon was down
     /// still arrive.

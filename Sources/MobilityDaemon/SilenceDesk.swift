@@ -1,0 +1,299 @@
+import MobilityModel
+import MobilityWire
+import StateStore
+import Synchronization
+
+/// Care-staff silences (Alertmanager's): taken on `{root}/teams/{team}/commands/silence`, kept in
+/// the state store, published retained on `{root}/teams/{team}/silences/{id}`, expired on their
+/// own by the daemon's wall clock (``tick(now:)``), each add and expiry in the audit trail.
+///
+/// The shards ask ``verdict(for:now:)`` for each alert transition (nothing is locked or
+/// allocated while no silence is held) and ``withhold(_:_:items:)`` drops the notifications of a
+/// silenced transition from its outputs: reminders, and the resolution message (its retained
+/// clear stays). The engine is not told; the transition is still recorded, marked `silencedBy`.
+///
+/// Sendability: the silences are in a Mutex; `held` counts them for the lock-free fast path.
+final class SilenceDesk: Sendable {
+    let layout: TopicLayout
+    private let store: any StateBackend
+    private let sink: any OutputSink
+    private let teams: CareTeams
+    private let log: Logger
+    /// The label names the loaded rules produce (for `unknown_label`).
+    private let labelNames: @Sendable () -> Set<String>
+    /// Publishes a refusal (not retained, not in the outbox).
+    private let publishNow: @Sendable (_ topic: String, _ payload: [UInt8]) -> Void
+    private let commandsPrefix: String
+
+    private struct Book {
+        /// Pending and active silences by team, in the order added.
+        var byTeam: [String: [Silence]] = [:]
+        /// The state last published retained for each silence (nil: not yet since this start).
+        var announced: [String: Silence.State] = [:]
+        var counts: [String: Int] = [:]
+        var marked = 0
+        var withheld = 0
+    }
+    private let book = Mutex(Book())
+    private let held = Atomic<Int>(0)
+
+    init(
+        layout: TopicLayout, store: any StateBackend, sink: any OutputSink, teams: CareTeams, log: Logger,
+        labelNames: @escaping @Sendable () -> Set<String>, publishNow: @escaping @Sendable (String, [UInt8]) -> Void
+    ) {
+        self.layout = layout
+        self.store = store
+        self.sink = sink
+        self.teams = teams
+        self.log = log
+        self.labelNames = labelNames
+        self.publishNow = publishNow
+        commandsPrefix = layout.root + "/teams/"
+    }
+
+    /// Reads the stored silences (at start, before the shards run); expired ones are expired by the first ``tick(now:)``.
+    func restore() throws {
+        let (stored, unreadable) = try store.silences()
+        if !unreadable.isEmpty { log.warn("stored silences that no longer parse are ignored", ["ids": unreadable.joined(separator: ",")]) }
+        book.withLock { b in
+            for s in stored { b.byTeam[s.team, default: []].append(s) }
+        }
+        held.store(stored.count, ordering: .relaxed)
+    }
+
+    /// The command subscription.
+    var subscription: String { commandsPrefix + "+/commands/silence" }
+    /// Where a team's silence is published retained while pending or active.
+    func topic(team: String, id: String) -> String { commandsPrefix + team + "/silences/" + id }
+    /// Where the audit trail is published.
+    var auditTopic: String { layout.root + "/audit" }
+
+    /// The team of a command topic `{root}/teams/{team}/commands/silence`, nil for any other
+    /// topic; `.some(nil)` for a command topic whose team segment is not a valid id.
+    func commandTeam(_ topic: String) -> String?? {
+        guard topic.hasPrefix(commandsPrefix), topic.hasSuffix("/commands/silence") else { return nil }
+        let team = String(topic.dropFirst(commandsPrefix.count).dropLast("/commands/silence".count))
+        return .some(TopicLayout.isValidUser(team) ? team : nil)
+    }
+
+    /// A command message (on the subscriber's thread; `now` the wall clock): checked, then
+    /// committed with its audit row and published, or refused with a reason.
+    func received(topic: String, payload: [UInt8], now: Timestamp) {
+        guard let team = commandTeam(topic) else { return }
+        guard let team else {
+            return refuse(.init(reason: "invalid_field", message: "the team in the topic is 1-64 of A-Z a-z 0-9 . _ -"), team: nil)
+        }
+        guard teams.knows(team: team) else {
+            return refuse(.init(reason: "unknown_team", message: "no user belongs to team \(team) (the care-teams file or a profile names it)"), team: team)
+        }
+        switch SilenceCommand.parse(team: team, payload: payload, now: now, labelNames: labelNames()) {
+        case .failure(let r): refuse(r, team: team)
+        case .success(.add(let s)): add(s, now: now)
+        case .success(.expire(let id, let by)): expire(id: id, team: team, by: by, now: now)
+        }
+    }
+
+    /// A command too large to be copied (over `--max-payload-bytes`).
+    func oversized(topic: String, size: Int) {
+        guard let team = commandTeam(topic) else { return }
+        refuse(.init(reason: "payload_too_large", message: "a silence command is at most \(SilenceCommand.maxPayloadBytes) bytes, got \(size)"), team: team)
+    }
+
+    private func add(_ s: Silence, now: Timestamp) {
+        let (exists, teamCount) = book.withLock { b in (b.byTeam[s.team]?.contains { $0.id == s.id } ?? false, b.byTeam[s.team]?.count ?? 0) }
+        if exists { return count("duplicate") }  // a re-delivered command: the silence stands
+        guard teamCount < Silence.maxPerTeam else {
+            return refuse(
+                .init(reason: "too_many_silences", message: "team \(s.team) has \(Silence.maxPerTeam) pending or active silences; expire one first"),
+                team: s.team)
+        }
+        let equal = { (name: String) in s.matchers.first { $0.name == name && $0.isEqual && !$0.isRegex }?.value ?? "" }
+        let entry = AuditEntry(
+            at: now, action: "silence", actor: s.createdBy, team: s.team, user: equal("user"), rule: equal("rule"), subject: s.id,
+            note: s.comment, detail: SilenceDesk.detail(s))
+        let state = s.state(at: now), topic = topic(team: s.team, id: s.id), audit = auditTopic
+        let items: [StateStore.OutboxItem]
+        do {
+            items = try store.recordSilence(s, audit: entry) { e in
+                [.init(topic: topic, payload: Array(s.json(state: state).utf8), retain: true), .init(topic: audit, payload: Array(e.json.utf8), retain: false)]
+            }
+        } catch {
+            log.error("cannot store a silence; refused", ["error": "\(error)"])
+            return refuse(.init(reason: "store_unavailable", message: "the daemon could not store the silence; try again", silence: s.id), team: s.team)
+        }
+        book.withLock { b in
+            b.byTeam[s.team, default: []].append(s)
+            b.announced[s.id] = state
+            b.counts["accepted", default: 0] += 1
+        }
+        held.add(1, ordering: .relaxed)
+        _ = sink.publish(items)
+    }
+
+    private func expire(id: String, team: String, by: String, now: Timestamp) {
+        // Another team's silence is "unknown" to this team: its id says nothing about it.
+        guard let s = book.withLock({ $0.byTeam[team]?.first { $0.id == id } }) else {
+            return refuse(.init(reason: "unknown_silence", message: "team \(team) has no pending or active silence with this id", silence: id), team: team)
+        }
+        guard remove(s, by: by, now: now) else {
+            return refuse(.init(reason: "store_unavailable", message: "the daemon could not store the expiry; try again", silence: id), team: team)
+        }
+        count("accepted")
+    }
+
+    /// Commits a silence's expiry (audit row, cleared retained topic) and forgets it; false when the store refused.
+    private func remove(_ s: Silence, by: String, now: Timestamp) -> Bool {
+        var ended = s
+        if ended.endsAt > now { ended.endsAt = now }
+        let entry = AuditEntry(
+            at: now, action: "expire", actor: by, team: s.team, user: "", rule: "", subject: s.id, note: nil, detail: SilenceDesk.detail(ended))
+        let topic = topic(team: s.team, id: s.id), audit = auditTopic
+        let items: [StateStore.OutboxItem]
+        do {
+            items = try store.expireSilence(id: s.id, audit: entry) { e in
+                [.init(topic: topic, payload: [], retain: true), .init(topic: audit, payload: Array(e.json.utf8), retain: false)]
+            }
+        } catch {
+            log.error("cannot store a silence's expiry; it stays in force until the store takes it", ["error": "\(error)"])
+            return false
+        }
+        let removed = book.withLock { b -> Bool in
+            b.announced[s.id] = nil
+            guard let k = b.byTeam[s.team]?.firstIndex(where: { $0.id == s.id }) else { return false }
+            b.byTeam[s.team]!.remove(at: k)
+            if b.byTeam[s.team]!.isEmpty { b.byTeam[s.team] = nil }
+            return true
+        }
+        if removed { held.subtract(1, ordering: .relaxed) }
+        _ = sink.publish(items)
+        return true
+    }
+
+    /// The wall clock's tick (every second): expires the silences whose `endsAt` has come (audit
+    /// `expire` by `mobilityd`), and publishes the state of each silence whose state changed
+    /// (pending → active) or was not published since this start.
+    func tick(now: Timestamp) {
+        guard held.load(ordering: .relaxed) > 0 else { return }
+        let (ended, changed) = book.withLock { b -> ([Silence], [(Silence, Silence.State)]) in
+            var ended: [Silence] = [], changed: [(Silence, Silence.State)] = []
+            for list in b.byTeam.values {
+                for s in list {
+                    let st = s.state(at: now)
+                    if st == .expired { ended.append(s) } else if b.announced[s.id] != st { changed.append((s, st)) }
+                }
+            }
+            return (ended, changed)
+        }
+        for s in ended { _ = remove(s, by: "mobilityd", now: now) }
+        guard !changed.isEmpty else { return }
+        var items = changed.map { s, st in StateStore.OutboxItem(topic: topic(team: s.team, id: s.id), payload: Array(s.json(state: st).utf8), retain: true) }
+        do {
+            let ids = try store.commit(users: [], outbox: items, acknowledged: [], history: [])
+            for k in items.indices { items[k].id = ids[k] }
+        } catch {
+            log.warn("cannot store a silence's state change; published at the next tick", ["error": "\(error)"])
+            return
+        }
+        book.withLock { b in for (s, st) in changed where b.byTeam[s.team]?.contains(where: { $0.id == s.id }) == true { b.announced[s.id] = st } }
+        _ = sink.publish(items)
+    }
+
+    /// Which silences are in force for a transition: per team of its user, and for the user
+    /// topic (withheld there only when every team of the user silences it). Nil when none.
+    struct Verdict: Sendable {
+        /// Every silence in force, over the user's teams (the user topic's `silencedBy`).
+        var all: [String]
+        /// The silences of each team that silences it.
+        var byTeam: [String: [String]]
+        /// Whether each of the user's teams silences it.
+        var everyTeam: Bool
+    }
+
+    /// The silences in force for `a` at `now` (wall clock live, event time in replay); nil when
+    /// none, and without a lock or an allocation when no silence is held.
+    func verdict(for a: AlertTransition, now: Timestamp) -> Verdict? {
+        guard held.load(ordering: .relaxed) > 0 else { return nil }
+        let userTeams = teams.teams(of: a.user)
+        guard !userTeams.isEmpty else { return nil }
+        let v = book.withLock { b in SilenceDesk.verdict(for: a, teams: userTeams, silences: b.byTeam, now: now) }
+        if v != nil { book.withLock { $0.marked += 1 } }
+        return v
+    }
+
+    /// The verdict over `silences` (by team) for a user in `teams`: pure, for tests and replay.
+    static func verdict(for a: AlertTransition, teams: [String], silences: [String: [Silence]], now: Timestamp) -> Verdict? {
+        var all: [String] = [], byTeam: [String: [String]] = [:]
+        for t in teams {
+            guard let list = silences[t] else { continue }
+            for s in list where s.state(at: now) == .active && s.matches(user: a.user, rule: a.rule, severity: a.severity, labels: a.labels) {
+                byTeam[t, default: []].append(s.id)
+                all.append(s.id)
+            }
+        }
+        if all.isEmpty { return nil }
+        return Verdict(all: all, byTeam: byTeam, everyTeam: byTeam.count == teams.count)
+    }
+
+    /// Drops the notifications of a silenced transition from its outputs (user topic and team
+    /// copies: `a` carries `silencedBy` = ``Verdict/all``): its reminder, or its resolution
+    /// message (the retained clear stays). A team copy carries that team's silences only.
+    func withhold(_ v: Verdict, _ a: AlertTransition, items: inout [StateStore.OutboxItem]) {
+        var dropped = false
+        items = items.compactMap { item in
+            var item = item
+            var ids = v.all, silenced = v.everyTeam
+            if item.topic.hasPrefix(commandsPrefix) {
+                let team = item.topic.dropFirst(commandsPrefix.count).prefix { $0 != "/" }
+                ids = v.byTeam[String(team)] ?? []
+                silenced = !ids.isEmpty
+            }
+            if silenced, a.isRepeat || (a.status == .resolved && !item.retain && !item.payload.isEmpty) {
+                dropped = true
+                return nil
+            }
+            if ids != v.all, !item.payload.isEmpty {
+                var b = a
+                b.silencedBy = ids.isEmpty ? nil : ids
+                item.payload = Array(b.json.utf8)
+            }
+            return item
+        }
+        if dropped { book.withLock { $0.withheld += 1 } }
+    }
+
+    /// What an audit row says a silence covers: its matchers and period.
+    static func detail(_ s: Silence) -> String { "\(s.matchersText) from \(s.startsAt) until \(s.endsAt)" }
+
+    private func count(_ result: String) { book.withLock { $0.counts[result, default: 0] += 1 } }
+
+    /// Publishes a refusal (not retained) and counts it; nothing else changes.
+    private func refuse(_ r: SilenceCommand.Rejection, team: String?) {
+        var w = JSONWriter()
+        w.beginObject()
+        w.string("command", "silence")
+        w.string("reason", r.reason)
+        w.string("message", r.message)
+        if let s = r.silence { w.string("silence", s) }
+        if let team { w.string("team", team) }
+        w.endObject()
+        count(r.reason)
+        publishNow(team.map { commandsPrefix + $0 + "/commands/rejected" } ?? layout.rejectedUnknown, Array(w.text.utf8))
+    }
+
+    /// The silence metrics.
+    func metrics(into m: inout MetricsText, now: Timestamp) {
+        let (counts, marked, withheld, states) = book.withLock { b in
+            (b.counts, b.marked, b.withheld, b.byTeam.values.joined().map { $0.state(at: now) })
+        }
+        m.family("mobilityd_silence_commands_total", "counter", "Silence commands, by result (accepted, duplicate, or the refusal reason).")
+        for r in ["accepted", "duplicate"] + SilenceCommand.refusals { m.sample("mobilityd_silence_commands_total", ["result": r], Double(counts[r] ?? 0)) }
+        m.family("mobilityd_silences", "gauge", "Silences held, by state.")
+        m.sample("mobilityd_silences", ["state": "active"], Double(states.filter { $0 == .active }.count))
+        m.sample("mobilityd_silences", ["state": "pending"], Double(states.filter { $0 == .pending }.count))
+        m.family("mobilityd_alert_transitions_silenced_total", "counter", "Alert transitions a silence was in force for (recorded, marked silencedBy).")
+        m.sample("mobilityd_alert_transitions_silenced_total", Double(marked))
+        m.family(
+            "mobilityd_alert_notifications_silenced_total", "counter", "Silenced transitions whose notifications (reminder, resolution message) were withheld.")
+        m.sample("mobilityd_alert_notifications_silenced_total", Double(withheld))
+    }
+}

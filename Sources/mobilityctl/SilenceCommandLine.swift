@@ -1,0 +1,276 @@
+import Foundation
+import MQTTTransport
+import MobilityModel
+import Simulator
+import Synchronization
+
+/// `mobilityctl silence add|query|expire`, like `amtool silence`: publishes a silence command on
+/// `{root}/teams/{team}/commands/silence` (waiting for the broker's acknowledgement), or lists
+/// the team's retained `{root}/teams/{team}/silences/+`. Same broker options as `mobilityctl ack`.
+enum SilenceCommandLine {
+    static let usage = """
+        usage: mobilityctl silence add --team T [MATCHER...] [--duration 2h|2d|90m | --end ISO] [--start ISO]
+                                       --comment TEXT --author NAME BROKER-OPTIONS
+               mobilityctl silence query [--team T] [--output table|json] BROKER-OPTIONS
+               mobilityctl silence expire --team T --author NAME ID... BROKER-OPTIONS
+          MATCHER: name=value, name!=value, name=~regex, name!~regex (name: user, rule, severity or a rule label)
+          BROKER-OPTIONS: --broker URL [--credentials FILE --account NAME] [--ca-file F] [--cert-file F --key-file F]
+                          [--mqtt-version 3.1.1|5] [--topic-root ROOT]
+        """
+
+    struct Options {
+        var broker: String?, team: String?, author: String?, comment: String?
+        var duration: String?, end: String?, start: String?
+        var credentials: String?, account = "care-dashboard", caFile: String?, certFile: String?, keyFile: String?, version: String?
+        var root = "mobility/v1", output = "table"
+        var positional: [String] = []
+    }
+
+    static func run(_ args: [String]) -> Int32 {
+        guard let sub = args.first, ["add", "query", "expire"].contains(sub) else {
+            fail("mobilityctl silence: expected add, query or expire\n\n" + usage)
+        }
+        let o = parse(Array(args.dropFirst()), sub)
+        let access = brokerAccess(o, sub)
+        switch sub {
+        case "add": return add(o, access)
+        case "expire": return expire(o, access)
+        default: return query(o, access)
+        }
+    }
+
+    static func parse(_ args: [String], _ sub: String) -> Options {
+        var o = Options()
+        var i = 0
+        func value() -> String {
+            i += 1
+            guard i < args.count else { fail("mobilityctl silence \(sub): \(args[i - 1]) needs a value\n\n" + usage) }
+            return args[i]
+        }
+        while i < args.count {
+            switch args[i] {
+            case "--broker": o.broker = value()
+            case "--team": o.team = value()
+            case "--author", "-a": o.author = value()
+            case "--comment", "-c": o.comment = value()
+            case "--duration", "-d": o.duration = value()
+            case "--end": o.end = value()
+            case "--start": o.start = value()
+            case "--output", "-o": o.output = value()
+            case "--topic-root": o.root = value()
+            case "--credentials": o.credentials = value()
+            case "--account": o.account = value()
+            case "--ca-file": o.caFile = value()
+            case "--cert-file": o.certFile = value()
+            case "--key-file": o.keyFile = value()
+            case "--mqtt-version": o.version = value()
+            case let a where a.hasPrefix("-"): fail("mobilityctl silence \(sub): unknown option '\(a)'\n\n" + usage)
+            case let a: o.positional.append(a)
+            }
+            i += 1
+        }
+        guard o.broker != nil else { fail("mobilityctl silence \(sub): --broker is required\n\n" + usage) }
+        if let t = o.team, !AckCommandLine.isID(t) { fail("mobilityctl silence \(sub): --team is 1-64 of A-Z a-z 0-9 . _ -") }
+        if sub != "query", o.team == nil { fail("mobilityctl silence \(sub): --team is required (the team the silence is for)\n\n" + usage) }
+        return o
+    }
+
+    static func brokerAccess(_ o: Options, _ sub: String) -> BrokerAccess {
+        let url: BrokerURL
+        do { url = try BrokerURL(parsing: o.broker!) } catch { fail("mobilityctl silence \(sub): \(error.description)") }
+        var creds: BrokerCredentials?
+        if let c = o.credentials { do { creds = try BrokerCredentials.load(c) } catch { fail("mobilityctl silence \(sub): \(error.description)") } }
+        var version: MQTTClientConfiguration.ProtocolVersion = .v5
+        if let v = o.version {
+            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else {
+                fail("mobilityctl silence \(sub): --mqtt-version must be 3.1.1 or 5")
+            }
+            version = p
+        }
+        if (o.certFile == nil) != (o.keyFile == nil) { fail("mobilityctl silence \(sub): --cert-file and --key-file go together") }
+        return BrokerAccess(broker: url, credentials: creds, caFile: o.caFile, certFile: o.certFile, keyFile: o.keyFile, protocolVersion: version)
+    }
+
+    /// `2h`, `90m`, `2d`, `1w`, `30s`, or combined `1d12h`, in seconds; nil when malformed.
+    static func seconds(_ text: String) -> Int64? {
+        var total: Int64 = 0, number: Int64 = 0, digits = 0
+        for c in text {
+            if let d = c.wholeNumberValue, c.isASCII {
+                number = number * 10 + Int64(d)
+                digits += 1
+                guard digits <= 6 else { return nil }
+                continue
+            }
+            guard digits > 0 else { return nil }
+            switch c {
+            case "s": total += number
+            case "m": total += number * 60
+            case "h": total += number * 3600
+            case "d": total += number * 86_400
+            case "w": total += number * 7 * 86_400
+            default: return nil
+            }
+            number = 0
+            digits = 0
+        }
+        return digits == 0 && total > 0 ? total : nil
+    }
+
+    static func add(_ o: Options, _ access: BrokerAccess) -> Int32 {
+        let team = o.team!
+        guard !o.positional.isEmpty else { fail("mobilityctl silence add: name at least one matcher (e.g. user=jamie rule=stalled_recovery)\n\n" + usage) }
+        var matchers: [SilenceMatcher] = []
+        for p in o.positional {
+            switch SilenceMatcher.parse(p) {
+            case .success(let m): matchers.append(m)
+            case .failure(let e): fail("mobilityctl silence add: matcher '\(p.prefix(80))': \(e.description)")
+            }
+        }
+        guard let author = o.author, !author.isEmpty else { fail("mobilityctl silence add: --author NAME is required (who silences)\n\n" + usage) }
+        guard let comment = o.comment, !comment.isEmpty else { fail("mobilityctl silence add: --comment TEXT is required (why)\n\n" + usage) }
+        let now = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        var starts = now
+        if let s = o.start {
+            guard let t = ISO8601.parse(s)?.0 else { fail("mobilityctl silence add: --start is RFC 3339 with an offset, e.g. 2026-03-07T08:00:00Z") }
+            starts = t
+        }
+        if o.duration != nil, o.end != nil { fail("mobilityctl silence add: give --duration or --end, not both") }
+        let ends: Timestamp
+        if let e = o.end {
+            guard let t = ISO8601.parse(e)?.0 else { fail("mobilityctl silence add: --end is RFC 3339 with an offset, e.g. 2026-03-09T18:00:00Z") }
+            ends = t
+        } else {
+            guard let d = seconds(o.duration ?? "1h") else { fail("mobilityctl silence add: --duration is like 90m, 2h, 2d or 1w") }
+            ends = starts.adding(seconds: d)
+        }
+        let id = Silence.makeID(team: team, matchers: matchers, startsAt: starts, endsAt: ends, createdBy: author, comment: comment)
+        let silence = Silence(id: id, team: team, matchers: matchers, startsAt: starts, endsAt: ends, createdBy: author, comment: comment)
+        // The daemon checks the label names against its rules; the rest is checked here too.
+        if let p = silence.validate(labelNames: Set(matchers.map(\.name)), now: now) { fail("mobilityctl silence add: \(p.message)") }
+        var w = JSONWriter()
+        w.beginObject()
+        w.string("action", "add")
+        w.beginArray("matchers")
+        for m in matchers { m.write(into: &w) }
+        w.endArray()
+        w.string("startsAt", starts.description)
+        w.string("endsAt", ends.description)
+        w.string("createdBy", author)
+        w.string("comment", comment)
+        w.endObject()
+        let topic = "\(o.root)/teams/\(team)/commands/silence"
+        guard publish(access, o, topic, w.text, "silence add") else { return 1 }
+        print(id)
+        writeErr(
+            "mobilityctl silence add: sent to \(topic); the daemon answers on \(o.root)/teams/\(team)/silences/\(id) or \(o.root)/teams/\(team)/commands/rejected\n"
+        )
+        return 0
+    }
+
+    static func expire(_ o: Options, _ access: BrokerAccess) -> Int32 {
+        let team = o.team!
+        guard !o.positional.isEmpty else { fail("mobilityctl silence expire: name the silence ids to expire\n\n" + usage) }
+        guard let author = o.author, !author.isEmpty, Silence.isValidText(author, max: Silence.maxCreatedByBytes) else {
+            fail("mobilityctl silence expire: --author NAME is required (1-\(Silence.maxCreatedByBytes) bytes)\n\n" + usage)
+        }
+        for id in o.positional where !(id.utf8.count == 16 && id.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) {
+            fail("mobilityctl silence expire: '\(id.prefix(40))' is not a silence id (16 lower-case hex digits, as silence add and query print)")
+        }
+        let topic = "\(o.root)/teams/\(team)/commands/silence"
+        for id in o.positional {
+            var w = JSONWriter()
+            w.beginObject()
+            w.string("action", "expire")
+            w.string("id", id)
+            w.string("by", author)
+            w.endObject()
+            guard publish(access, o, topic, w.text, "silence expire") else { return 1 }
+        }
+        return 0
+    }
+
+    static func publish(_ access: BrokerAccess, _ o: Options, _ topic: String, _ payload: String, _ what: String) -> Bool {
+        do {
+            let c = try access.commander(account: access.credentials == nil ? nil : o.account)
+            defer { c.stop() }
+            try c.publishConfirmed(topic: topic, payload: Array(payload.utf8))
+            return true
+        } catch {
+            writeErr("mobilityctl \(what): \(error.description)\n")
+            return false
+        }
+    }
+
+    static func query(_ o: Options, _ access: BrokerAccess) -> Int32 {
+        guard o.output == "table" || o.output == "json" else { fail("mobilityctl silence query: --output is table or json") }
+        guard o.positional.isEmpty else { fail("mobilityctl silence query: unexpected argument '\(o.positional[0].prefix(40))'\n\n" + usage) }
+        let account = access.credentials == nil ? nil : o.account
+        var password: String?
+        if let account {
+            guard let p = access.credentials?.password(for: account) else { fail("mobilityctl silence query: the credentials file has no line for \(account)") }
+            password = p
+        }
+        let clientID = "mobilityctl-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let barrier = "\(o.root)/ctl/\(account ?? "anonymous")/\(clientID)"
+        var c = MQTTClientConfiguration(broker: access.broker, clientID: clientID)
+        c.cleanSession = true
+        c.sessionExpirySeconds = 0
+        c.protocolVersion = access.protocolVersion
+        c.subscriptions = ["\(o.root)/teams/\(o.team ?? "+")/silences/+", barrier]
+        c.username = account
+        c.password = password
+        c.caFile = access.caFile
+        c.certFile = access.certFile
+        c.keyFile = access.keyFile
+        let seen = Mutex<(silences: [String: [UInt8]], tokens: Set<String>)>(([:], []))
+        let client: MQTTClient
+        do {
+            client = try MQTTClient(
+                c,
+                onMessage: { topic, payload in
+                    seen.withLock { s in
+                        if topic == barrier {
+                            s.tokens.insert(String(decoding: payload, as: UTF8.self))
+                        } else {
+                            s.silences[topic] = payload.isEmpty ? nil : payload
+                        }
+                    }
+                }, onEvent: { _ in })
+            try client.start()
+        } catch {
+            writeErr("mobilityctl silence query: cannot connect to \(access.broker): \(error)\n")
+            return 1
+        }
+        defer { client.stop() }
+        let token = UUID().uuidString
+        var deadline = Date().addingTimeInterval(10)
+        while !client.isSubscribed, Date() < deadline { usleep(20_000) }
+        guard client.isSubscribed, (try? client.publish(topic: barrier, token, qos: 1)) != nil else {
+            writeErr("mobilityctl silence query: no subscription at \(access.broker) within 10 s (login refused or broker unreachable)\n")
+            return 1
+        }
+        deadline = Date().addingTimeInterval(10)
+        while !seen.withLock({ $0.tokens.contains(token) }), Date() < deadline { usleep(20_000) }
+        guard seen.withLock({ $0.tokens.contains(token) }) else {
+            writeErr("mobilityctl silence query: the broker did not return the barrier message on \(barrier); the account needs to read and write it\n")
+            return 1
+        }
+        let now = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        let silences = seen.withLock { $0.silences.values.compactMap { Silence.parse($0) } }.sorted { ($0.endsAt, $0.id) < ($1.endsAt, $1.id) }
+        if o.output == "json" {
+            for s in silences { print(s.json(state: s.state(at: now))) }
+            return 0
+        }
+        let header = ["ID", "TEAM", "STATE", "MATCHERS", "STARTS AT", "ENDS AT", "CREATED BY", "COMMENT"]
+        let rows =
+            [header]
+            + silences.map {
+                [$0.id, $0.team, $0.state(at: now).rawValue, $0.matchersText, $0.startsAt.description, $0.endsAt.description, $0.createdBy, $0.comment]
+            }
+        let widths = header.indices.map { c in rows.map { $0[c].count }.max() ?? 0 }
+        for r in rows {
+            print(r.indices.map { c in c == r.count - 1 ? r[c] : r[c].padding(toLength: widths[c], withPad: " ", startingAt: 0) }.joined(separator: "  "))
+        }
+        return 0
+    }
+}
