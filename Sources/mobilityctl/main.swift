@@ -47,6 +47,10 @@ let usage = """
                                         publish the ACL refuses fails with exit 1)
       audit --state DIR [--output table|json]
                                         list the audit trail (acknowledgements) of the daemon's store
+      fhir export --state DIR [--rules DIR] [--user USER] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [-o FILE|-]
+                                        the state's history as a FHIR R4 Bundle (collection): a Flag
+                                        per alert instance, an Observation per series value
+                                        (docs/fhir.md); mode 0600, default '-': stdout
       help                              show this help
     """
 
@@ -77,6 +81,8 @@ case "audit":
     exit(AuditCommandLine.run(args))
 case "alerts":
     exit(AlertsCommand.run(args))
+case "fhir":
+    exit(FHIRCommand.run(args))
 case "help", "-h", "--help":
     print(usage)
     exit(0)
