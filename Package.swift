@@ -34,13 +34,14 @@ let package = Package(
         .target(
             name: "MobilityDaemon",
             dependencies: [
-                "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CareReports", "CSystemd"
+                "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CareReports", "CSystemd", "MobilityFHIR"
             ],
             swiftSettings: strict),
         .target(
             name: "Simulator", dependencies: ["MobilityModel", "MobilityWire", "RuleEngine", "RuleLanguage", "MQTTTransport", "CLibXML2", "CZlib"],
             swiftSettings: strict),
         .target(name: "CareReports", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
+        .target(name: "MobilityFHIR", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
 
         // Thin executables.
@@ -54,7 +55,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "mobilityctl",
-            dependencies: ["MobilityModel", "MQTTTransport", "RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore", "Simulator"],
+            dependencies: ["MobilityModel", "MQTTTransport", "RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore", "Simulator", "MobilityFHIR"],
             swiftSettings: strict),
 
         // Tests mirror the targets.
@@ -79,6 +80,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "mobilityctlTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "MobilityFHIRTests", dependencies: ["MobilityFHIR", "MobilityModel", "RuleLanguage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "CareReportsTests",

@@ -18,6 +18,8 @@ pkg-config --exists simdjson 2>/dev/null || need+=(libsimdjson-dev)   # the samp
 pkg-config --exists libsystemd 2>/dev/null || need+=(libsystemd-dev)  # sd_notify: readiness and the watchdog
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)        # the unit test runs systemd-analyze verify/security
 command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)  # the care-report pages rendered to PNG (tests, render-reports.sh)
+command -v python3 >/dev/null 2>&1 || need+=(python3)            # the FHIR tests' independent validator (PyPI, below)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
@@ -26,3 +28,12 @@ if [ ${#need[@]} -gt 0 ]; then
   sudo_ apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 command -v swift >/dev/null 2>&1 || { echo "install-deps: swift is not on the PATH (Swift 6 toolchain required)" >&2; exit 1; }
+# The FHIR tests validate our output with fhir.resources (FHIR R4 4.0.1 models; 6.4.0 is the last
+# release whose default package is R4, and it needs pydantic 1), in a private venv. Tests find it
+# at MOBILITYWATCH_FHIR_VENV or this default.
+venv="${MOBILITYWATCH_FHIR_VENV:-$HOME/.cache/mobilitywatch/fhir-venv}"
+if ! "$venv/bin/python" -c 'import fhir.resources, sys; sys.exit(fhir.resources.__fhir_version__ != "4.0.1")' >/dev/null 2>&1; then
+  echo "install-deps: installing the FHIR validator (fhir.resources 6.4.0) into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "fhir.resources==6.4.0" "pydantic[email]>=1.10,<2"
+fi

@@ -145,7 +145,7 @@ public final class Daemon: Sendable {
                     decoder: decoder, clock: config.clock, boundedByWallClock: true),
                 capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
                 ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
-                historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams,
+                historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, fhir: config.fhir,
                 acknowledge: { user, lastID in
                     var w = JSONWriter()
                     w.beginObject()

@@ -55,6 +55,8 @@ final class Shard: @unchecked Sendable {
     private let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
     /// The copies of alerts and reports under the users' care teams.
     private var teamOutputs: TeamOutputs
+    /// The FHIR copies of alerts and series (nil: `--fhir off`).
+    private var fhir: FHIROutputs?
     /// Care-staff acknowledgements of alert instances (nil: commands are not taken).
     var desk: AcknowledgementDesk?
     /// Care-staff silences (nil: none apply).
@@ -63,7 +65,8 @@ final class Shard: @unchecked Sendable {
     init(
         index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
         acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
-        historyDays: Int? = 90, publishesSeries: Bool = true, careTeams: CareTeams = CareTeams(), acknowledge: (@Sendable (String, String) -> Void)? = nil
+        historyDays: Int? = 90, publishesSeries: Bool = true, careTeams: CareTeams = CareTeams(), fhir: Bool = false,
+        acknowledge: (@Sendable (String, String) -> Void)? = nil
     ) {
         self.acknowledge = acknowledge
         self.recordsHistory = historyDays != nil
@@ -83,6 +86,7 @@ final class Shard: @unchecked Sendable {
         self.log = log
         self.layout = ingestor.layout
         self.teamOutputs = TeamOutputs(careTeams: careTeams, layout: ingestor.layout)
+        if fhir { self.fhir = FHIROutputs(program: ingestor.engine.program, root: ingestor.layout.root, observations: publishesSeries) }
     }
 
     /// Makes room for `n` users (before restoring).
@@ -194,6 +198,7 @@ final class Shard: @unchecked Sendable {
                 case .reload(let p):
                     ingestor.engine.reload(p, now: wall, into: &out)  // resolves the removed rules' firing alerts
                     reports = WeeklyReports(program: p, historyDays: historyDays)
+                    fhir?.reload(p)
                 case .housekeeping: break
                 case .barrier(let s): barriers.append(s)
                 case .acknowledge(let c, let taken):
@@ -214,6 +219,8 @@ final class Shard: @unchecked Sendable {
                     if case .alert(let a) = o { items += teamOutputs.alertItems(a, userItems: items) }
                     if let verdict, case .alert(let a) = o { silences?.withhold(verdict, a, items: &items) }
                     pendingOutbox += items
+                    // The FHIR copies are the record for a clinical system: a silence withholds none.
+                    if let fhir { pendingOutbox += fhir.items(o) }
                 }
                 if recordsHistory { if let h = Shard.historyRecord(o) { pendingHistory.append(h) } }
                 if reports != nil, case .series(let s) = o, let week = WeeklyReports.closes(s) {

@@ -57,6 +57,10 @@ let usage = """
       audit --state DIR [--output table|json]
                                         list the audit trail (acknowledgements, silences, expiries)
                                         of the daemon's store
+      fhir export --state DIR [--rules DIR] [--user USER] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [-o FILE|-]
+                                        the state's history as a FHIR R4 Bundle (collection): a Flag
+                                        per alert instance, an Observation per series value
+                                        (docs/fhir.md); mode 0600, default '-': stdout
       help                              show this help
     """
 
@@ -89,6 +93,8 @@ case "silence":
     exit(SilenceCommandLine.run(args))
 case "alerts":
     exit(AlertsCommand.run(args))
+case "fhir":
+    exit(FHIRCommand.run(args))
 case "help", "-h", "--help":
     print(usage)
     exit(0)
