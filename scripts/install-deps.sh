@@ -16,6 +16,8 @@ pkg-config --exists libxml-2.0 2>/dev/null || need+=(libxml2-dev)
 pkg-config --exists zlib 2>/dev/null || need+=(zlib1g-dev)
 pkg-config --exists simdjson 2>/dev/null || need+=(libsimdjson-dev)   # the samples decoder (C++)
 pkg-config --exists libsystemd 2>/dev/null || need+=(libsystemd-dev)  # sd_notify: readiness and the watchdog
+pkg-config --exists libpq 2>/dev/null || need+=(libpq-dev)          # the PostgreSQL state backend (--store postgres://)
+[ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)  # the tests start a private PostgreSQL server
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)        # the unit test runs systemd-analyze verify/security
 command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)  # the care-report pages rendered to PNG (tests, render-reports.sh)
 if [ ${#need[@]} -gt 0 ]; then
