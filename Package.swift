@@ -37,7 +37,8 @@ let package = Package(
         .target(
             name: "MobilityDaemon",
             dependencies: [
-                "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CareReports", "CSystemd"
+                "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "PostgresStore", "CareReports",
+                "CSystemd"
             ],
             swiftSettings: strict),
         .target(
