@@ -53,7 +53,8 @@ let package = Package(
         .executableTarget(
             name: "mobility-bench",
             dependencies: [
-                "MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"
+                "MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "PostgresStore", "MQTTTransport",
+                "HTTPEndpoint"
             ],
             swiftSettings: strict),
         .executableTarget(
