@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // A C API over Debian's simdjson (C++) for the samples payload: the one hot JSON path (MobilityWire's).
         .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
@@ -30,11 +31,14 @@ let package = Package(
         .target(name: "RuleEngine", dependencies: ["MobilityModel", "MobilityWire", "RuleLanguage"], swiftSettings: strict),
         .target(name: "MQTTTransport", dependencies: ["CMosquitto"], swiftSettings: strict),
         .target(name: "StateStore", dependencies: ["CSQLite", "CZlib", "MobilityModel", "CareReports", "RuleEngine"], swiftSettings: strict),
+        // The state shared by instances: PostgreSQL behind the same StateBackend, fenced per partition.
+        .target(name: "PostgresStore", dependencies: ["CLibPQ", "StateStore", "MobilityModel", "CareReports", "RuleEngine"], swiftSettings: strict),
         .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "MobilityModel"], swiftSettings: strict),
         .target(
             name: "MobilityDaemon",
             dependencies: [
-                "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "CareReports", "CSystemd", "MobilityFHIR"
+                "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "PostgresStore", "CareReports",
+                "CSystemd", "MobilityFHIR"
             ],
             swiftSettings: strict),
         .target(
@@ -50,7 +54,8 @@ let package = Package(
         .executableTarget(
             name: "mobility-bench",
             dependencies: [
-                "MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "MQTTTransport", "HTTPEndpoint"
+                "MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "PostgresStore", "MQTTTransport",
+                "HTTPEndpoint"
             ],
             swiftSettings: strict),
         .executableTarget(
@@ -77,6 +82,10 @@ let package = Package(
             exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(
             name: "StateStoreTests", dependencies: ["StateStore", "CareReports", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: ["PostgresStore", "StateStore", "CareReports", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "mobilityctlTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),

@@ -12,7 +12,7 @@ extension Daemon {
     ///
     /// Mount report pages and JSON here, e.g.
     /// `router.get("/api/v1/users/{u}/reports", query: ["week"]) { request in … }`.
-    func reportRouter(shards: [Shard], store: StateStore) -> HTTPRouter {
+    func reportRouter(shards: [Shard], store: any StateBackend) -> HTTPRouter {
         var router = HTTPRouter(tokens: config.httpTokens)
         // No health data: counts and the rules' identity, for a client to check its token and TLS.
         router.get("/api/v1/status") { [self] request in
@@ -40,7 +40,7 @@ extension Daemon {
     /// `/users/{u}/report[?week=2026-W10]` (the weekly report, latest by default) and
     /// `/users/{u}/panel` (recovery panel, gait-quality card and six-minute walks over the 30 days
     /// before to 60 after the latest clinical event). Drawn with the current rules' report block.
-    func mountPages(_ router: inout HTTPRouter, store: StateStore) {
+    func mountPages(_ router: inout HTTPRouter, store: any StateBackend) {
         let careTeams = careTeams
         router.get("/users/{u}/report", query: ["week"]) { [reloader, careTeams] request in
             guard let u = careTeams.readableUser(request) else { return .text("no such user", status: 404) }
@@ -72,7 +72,7 @@ extension Daemon {
     /// The care-team history as JSON (`/api/v1/users/{u}/…`): the weeks with reports, one weekly
     /// report, the recorded series and the alert episodes. Values as published (each series in
     /// its rule's unit); days are the user's local dates. A user without history is 404.
-    func mountHistoryAPI(_ router: inout HTTPRouter, store: StateStore) {
+    func mountHistoryAPI(_ router: inout HTTPRouter, store: any StateBackend) {
         let careTeams = careTeams
         router.get("/api/v1/users/{u}/reports") { request in
             guard let u = careTeams.readableUser(request) else { return .apiError(.notFound, "no such user") }

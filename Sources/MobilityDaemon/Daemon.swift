@@ -72,10 +72,10 @@ public final class Daemon: Sendable {
         let clientID = config.clientID ?? "mobilityd-\(config.instance)"
         let statusTopic = layout.status(config.instance)
 
-        // Durable state: the SQLite store and the ingest journal.
-        let store: StateStore, journal: IngestJournal
+        // Durable state: the store (SQLite, or PostgreSQL: Daemon+Store.swift) and the ingest journal.
+        let store: any StateBackend, journal: IngestJournal
         do {
-            store = try StateStore(path: config.state + "/state.sqlite", autoCheckpoint: false)
+            store = try openStore()
             journal = try IngestJournal(directory: config.state + "/journal")
         } catch {
             log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
@@ -263,7 +263,7 @@ public final class Daemon: Sendable {
             ShardsService(
                 shards: shards, users: restored.users, reloadAfterRestore: restoreProgram.identity == program.identity ? nil : program,
                 outboxCount: restored.outbox.count, journal: journal,
-                storePath: store.path, dueReports: (try? store.dueReports()) ?? [], log: log, route: { route($0, seq: $1, payload: $2) }))
+                storePath: store.location, dueReports: (try? store.dueReports()) ?? [], log: log, route: { route($0, seq: $1, payload: $2) }))
         services.append(PublisherConnectionService(publisher: publisher, sink: sink, outbox: restored.outbox, log: log))
         services.append(SubscriberService(subscriber: subscriber, log: log))
         if config.clock == .wall {

@@ -15,6 +15,8 @@ public struct DaemonConfiguration: Sendable {
     public var rules = "rules"
     /// The state directory (`--state`): SQLite store and ingest journal, private to the daemon.
     public var state = "state"
+    /// Where state is committed (`--store`, DaemonConfiguration+Store.swift): SQLite in ``state`` by default.
+    public var store = StoreLocation.sqlite
     /// Wall clock (live) or event time (replays) decides when days close (`--clock`).
     public var clock = ClockMode.wall
     /// The instance name in `daemon/{instance}/status` and in logs (`--instance`).
@@ -143,7 +145,7 @@ public struct DaemonConfiguration: Sendable {
                 help:
                     "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch)"),
             Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)")
-        ] + httpOptions + careTeamOptions + fhirOptions + [
+        ] + httpOptions + careTeamOptions + fhirOptions + storeOptions + [
             Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
             Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
             Option(name: "time-zone", value: "ZONE", help: "IANA zone of users without a profile (default UTC)"),
@@ -248,6 +250,7 @@ public struct DaemonConfiguration: Sendable {
         try c.applyHTTP(merged)
         try c.applyCareTeams(merged)
         try c.applyFHIR(merged)
+        try c.applyStore(merged, environment: environment)
         return c
     }
 

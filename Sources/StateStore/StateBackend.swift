@@ -3,8 +3,8 @@ import MobilityModel
 
 import struct RuleEngine.UserSnapshot
 
-/// What the daemon needs of durable state, whatever holds it: ``StateStore`` (SQLite) today; a
-/// second backend (PostgreSQL, issue 19) conforms to this. A backend persists each user's
+/// What the daemon needs of durable state, whatever holds it: ``StateStore`` (SQLite, one machine)
+/// and `PostgresStore` (PostgreSQL, shared by instances, fenced) conform to this. A backend persists each user's
 /// ``StateStore/UserRecord`` (the engine's `UserSnapshot` plus the journal position and event
 /// clock) together with the outbox in one transaction, and never needs the engine's insides.
 public protocol StateBackend: AnyObject, Sendable {
@@ -60,6 +60,13 @@ public protocol StateBackend: AnyObject, Sendable {
     func expireSilence(id: String, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws -> [StateStore.OutboxItem]
     /// The stored silences, and the ids of rows that no longer parse.
     func silences() throws -> (silences: [Silence], unreadable: [String])
+    /// Where the state is, for logs: a path, or a database named without credentials.
+    var location: String { get }
+    /// Housekeeping off the commit path, from a timer (SQLite: copies the WAL into the database file).
+    func checkpoint() throws
 }
 
-extension StateStore: StateBackend {}
+extension StateStore: StateBackend {
+    /// The database file's path.
+    public var location: String { path }
+}

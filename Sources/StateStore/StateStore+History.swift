@@ -66,7 +66,7 @@ public struct HistoryRecord: Sendable, Equatable {
     }
 
     /// Decodes a timeline row's payload; nil if malformed.
-    static func timelineEntry(_ payload: [UInt8]) -> TimelineEvent? {
+    package static func timelineEntry(_ payload: [UInt8]) -> TimelineEvent? {
         guard case .success(let v) = JSONValue.parse(payload), case .string(let id)? = v["id"], case .string(let c)? = v["category"],
             case .string(let kind)? = v["kind"], case .number(let f)? = v["firstDay"], case .number(let l)? = v["lastDay"],
             let category: EventCategory = c == "clinical" ? .clinical : c == "annotation" ? .annotation : nil,
@@ -82,6 +82,11 @@ public struct HistoryRecord: Sendable, Equatable {
 public struct HistoryDecodingError: Error, CustomStringConvertible, Sendable {
     /// What is wrong.
     public var description: String
+}
+
+extension HistoryDecodingError {
+    /// An error saying what is wrong (for the other backends).
+    package init(_ description: String) { self.description = description }
 }
 
 extension StateStore {
@@ -198,6 +203,17 @@ extension StateStore {
                 }
             }
         }
+        return try StateStore.assembleHistory(h, from: from, alertRows: alertRows, timeline: timeline)
+    }
+
+    /// Completes a user's history (its series already in `h`) from its alert rows (day, key,
+    /// transition JSON) and timeline entries, as every backend reads them: transitions in
+    /// publication order, episodes over before `from` left out.
+    package static func assembleHistory(
+        _ history: UserHistory, from: DayNumber, alertRows: [(day: DayNumber, key: String, payload: [UInt8])], timeline: [TimelineEvent]
+    ) throws -> UserHistory {
+        var h = history, alertRows = alertRows
+        let user = h.user
         // Transitions in publication order: by day, a firing before its reminders and resolution.
         func rank(_ key: String) -> Int { key.hasSuffix("/firing") ? 0 : key.hasSuffix("/repeat") ? 1 : 2 }
         alertRows.sort { ($0.day, rank($0.key)) < ($1.day, rank($1.key)) }

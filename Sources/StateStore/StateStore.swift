@@ -199,7 +199,7 @@ public final class StateStore: @unchecked Sendable {
         bound(q)
         let d = try db.prepare("SELECT user, day, data FROM user_days" + filter + " ORDER BY user, day, chunk")
         bound(d)
-        var scratch: [StoredValue] = [], days: [(day: DayNumber, end: Int)] = []
+        var openDays = UserRows.OpenDays()
         var row = try d.step() ? d.text(0) : nil
         while try q.step() {
             let u = q.text(0)
@@ -214,27 +214,13 @@ public final class StateStore: @unchecked Sendable {
                 users.append(StoredUser(user: u, appliedSeq: seq, eventNow: en, eventClaims: claims, state: nil))
                 continue
             }
-            var state = try UserStateCodec.decode(user: u, blob, alertNames: alertNames)
-            scratch.removeAll(keepingCapacity: true)
-            days.removeAll(keepingCapacity: true)
+            var state = try UserRows.decodeHead(user: u, blob, alertNames: alertNames)
+            openDays.reset()
             while let r = row, r.utf8.elementsEqual(u.utf8) {
-                let day = DayNumber(truncatingIfNeeded: d.int(1))
-                try UserStateCodec.decodeChunk(d.blob(2), user: u, into: &scratch)
-                if days.last?.day == day { days[days.count - 1].end = scratch.count } else { days.append((day, scratch.count)) }
+                try openDays.append(day: DayNumber(truncatingIfNeeded: d.int(1)), chunk: d.blob(2), user: u)
                 row = try d.step() ? d.text(0) : nil
             }
-            if !days.isEmpty {
-                // Rows are days the store holds as they are: unchanged, all values stored. One
-                // exact-size array (the engine keeps it as its open values).
-                let base = state.openValues.count
-                if base == 0 { state.openValues = Array(scratch) } else { state.openValues += scratch }
-                state.openDays.reserveCapacity(state.openDays.count + days.count)
-                var lo = 0
-                for (day, end) in days {
-                    state.openDays.append(UserSnapshot.OpenDay(day: day, start: base + lo, count: end - lo, changedFrom: nil, storedCount: end - lo))
-                    lo = end
-                }
-            }
+            openDays.finish(into: &state)
             users.append(StoredUser(user: u, appliedSeq: seq, eventNow: en, eventClaims: claims, state: prepare(state)))
         }
         return users
@@ -265,7 +251,7 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// The FNV-1a hash of a user id, which logs and errors name users by (never by their id).
-    static func fingerprint(_ user: String) -> String {
+    package static func fingerprint(_ user: String) -> String {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in user.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
         return String(h, radix: 16)
@@ -281,7 +267,7 @@ public final class StateStore: @unchecked Sendable {
                     up.bind(1, u.user)
                     up.bind(2, Int64(u.appliedSeq))
                     if let e = u.eventNow { up.bind(3, e.milliseconds) }
-                    if let s = u.state { up.bind(4, UserStateCodec.encode(s, withOpenDays: false)) }
+                    if let s = u.state { up.bind(4, UserRows.head(s)) }
                     if !u.eventClaims.isEmpty { up.bind(5, StateStore.encodeClaims(u.eventClaims)) }
                     try up.run()
                     guard let s = u.state else { continue }
@@ -292,28 +278,23 @@ public final class StateStore: @unchecked Sendable {
                         del.bind(2, Int64(before))
                         try del.run()
                     }
-                    for day in s.openDays {
-                        guard let from = day.changedFrom else { continue }
-                        let values = s.values(of: day)
-                        let chunks = StateStore.chunks(values.count)
-                        if from / StateStore.chunkSize < chunks {
-                            for c in (from / StateStore.chunkSize)..<chunks {
-                                let row = try statement(.upsertChunk)
-                                row.bind(1, u.user)
-                                row.bind(2, Int64(day.day))
-                                row.bind(3, Int64(c))
-                                row.bind(4, UserStateCodec.encode(day: values, chunk: c))
-                                try row.run()
-                            }
-                        }
-                        if StateStore.chunks(day.storedCount) > chunks {
+                    try UserRows.forEachChange(
+                        of: s,
+                        write: { (day, c, bytes) throws(SQLiteError) in
+                            let row = try statement(.upsertChunk)
+                            row.bind(1, u.user)
+                            row.bind(2, Int64(day))
+                            row.bind(3, Int64(c))
+                            row.bind(4, bytes)
+                            try row.run()
+                        },
+                        deleteFrom: { (day, c) throws(SQLiteError) in
                             let del = try statement(.deleteChunksFrom)
                             del.bind(1, u.user)
-                            del.bind(2, Int64(day.day))
-                            del.bind(3, Int64(chunks))
+                            del.bind(2, Int64(day))
+                            del.bind(3, Int64(c))
                             try del.run()
-                        }
-                    }
+                        })
                 }
                 var ids: [Int64] = []
                 let ins = try statement(.insertOutbox)
@@ -424,6 +405,14 @@ public final class StateStore: @unchecked Sendable {
         public var reason: String
         /// When it was parked, milliseconds since the epoch.
         public var at: Int64
+
+        /// Creates a dead letter as read back.
+        public init(id: Int64, topic: String, reason: String, at: Int64) {
+            self.id = id
+            self.topic = topic
+            self.reason = reason
+            self.at = at
+        }
     }
 
     /// The parked outputs, oldest first (topics and reasons only: payloads hold health data).

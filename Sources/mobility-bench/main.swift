@@ -12,6 +12,7 @@ import StateStore
 let usage = """
     usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart|history|reports ...]
            mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N] [--runs N] [--latency on|off]   (see scripts/bench-e2e.sh)
+           mobility-bench store-commits --postgres URL [--users N] [--batches N] [--rules DIR]   (see scripts/bench-postgres.sh)
     """
 
 var args = Array(CommandLine.arguments.dropFirst())
@@ -32,6 +33,25 @@ if args.first == "e2e" {
     }
     do { try EndToEnd.run(broker: broker, metricsPort: port, messages: messages, batch: batch, runs: e2eRuns, latency: latency) } catch {
         print("e2e failed: \(error)"); exit(1)
+    }
+    exit(0)
+}
+if args.first == "store-commits" {
+    var url: String?, storeUsers = 2000, batches = 200, storeRules = "rules"
+    var j = 1
+    while j + 1 < args.count {
+        switch args[j] {
+        case "--postgres": url = args[j + 1]
+        case "--users": storeUsers = Int(args[j + 1]) ?? storeUsers
+        case "--batches": batches = max(2, Int(args[j + 1]) ?? batches)
+        case "--rules": storeRules = args[j + 1]
+        default: FileHandle.standardError.write(Data(usage.utf8)); exit(2)
+        }
+        j += 2
+    }
+    guard let url, let p = Checker.check(RuleSet.load([storeRules]).sources).program else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }
+    do { try StoreCommits.run(postgres: url, program: p, users: storeUsers, batches: batches) } catch {
+        print("store-commits failed: \(error)"); exit(1)
     }
     exit(0)
 }

@@ -1,0 +1,168 @@
+import CLibPQ
+
+/// One libpq connection: simple statements, prepared statements with binary parameters and
+/// results, pipelines (many statements, one round trip) and streamed rows. One thread at a time.
+///
+/// A lost connection is re-established by the next call (`PQreset`); its statements are
+/// prepared again on first use.
+final class PGConnection {
+    private let conn: OpaquePointer
+    /// SQL text → prepared statement name, on this session.
+    private var prepared: [String: String] = [:]
+
+    /// Connects (`conninfo`: a `postgres://` URL or `key=value` pairs, checked by ``PostgresURL``).
+    init(conninfo: String) throws(PostgresError) {
+        guard let c = PQconnectdb(conninfo) else { throw .connection("libpq could not allocate a connection") }
+        guard PQstatus(c) == CONNECTION_OK else {
+            let m = PGConnection.message(PQerrorMessage(c))
+            PQfinish(c)
+            throw .connection(m)
+        }
+        conn = c
+        PGConnection.configure(c)
+    }
+
+    /// UTF-8 text, and libpq's notices (`relation … already exists, skipping`) not printed on
+    /// stderr, which is the daemon's log.
+    private static func configure(_ c: OpaquePointer) {
+        PQsetClientEncoding(c, "UTF8")
+        PQsetNoticeProcessor(c, { _, _ in }, nil)
+    }
+
+    deinit { PQfinish(conn) }
+
+    static func message(_ p: UnsafePointer<CChar>?) -> String {
+        guard let p else { return "unknown error" }
+        return String(cString: p).trimmingCharacters(in: "\n ")
+    }
+
+    /// The host (or socket directory) libpq connected to.
+    var host: String { PQhost(conn).map { String(cString: $0) } ?? "" }
+    /// Whether the session is encrypted.
+    var usesTLS: Bool { PQsslInUse(conn) == 1 }
+
+    /// Reconnects if the connection was lost.
+    private func ensureConnected() throws(PostgresError) {
+        guard PQstatus(conn) != CONNECTION_OK else { return }
+        prepared.removeAll()
+        PQreset(conn)
+        guard PQstatus(conn) == CONNECTION_OK else { throw .connection(PGConnection.message(PQerrorMessage(conn))) }
+        PGConnection.configure(conn)
+    }
+
+    private func failure(_ res: OpaquePointer?) -> PostgresError {
+        if PQstatus(conn) != CONNECTION_OK { return .connection(PGConnection.message(PQerrorMessage(conn))) }
+        guard let res else { return .connection(PGConnection.message(PQerrorMessage(conn))) }
+        let state = PQresultErrorField(res, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        return .statement(PGConnection.message(PQresultErrorMessage(res)), sqlState: state)
+    }
+
+    private func check(_ res: OpaquePointer?) throws(PostgresError) -> PGResult {
+        let r = PGResult(res)
+        switch res.map(PQresultStatus) {
+        case PGRES_COMMAND_OK?, PGRES_TUPLES_OK?: return r
+        default: throw failure(res)
+        }
+    }
+
+    /// Runs SQL text (several statements allowed; no parameters, no results).
+    func exec(_ sql: String) throws(PostgresError) {
+        try ensureConnected()
+        _ = try check(PQexec(conn, sql))
+    }
+
+    /// The name of `sql` prepared on this session (preparing it on first use).
+    private func statement(_ sql: String) throws(PostgresError) -> String {
+        if let name = prepared[sql] { return name }
+        let name = "mw\(prepared.count)"
+        _ = try check(PQprepare(conn, name, sql, 0, nil))
+        prepared[sql] = name
+        return name
+    }
+
+    /// Runs one prepared statement; its rows in binary format.
+    @discardableResult
+    func query(_ sql: String, _ parameters: PGParameters = PGParameters()) throws(PostgresError) -> PGResult {
+        try ensureConnected()
+        let name = try statement(sql)
+        let res = parameters.withLibPQ { n, v, l, f in PQexecPrepared(conn, name, n, v, l, f, 1) }
+        return try check(res)
+    }
+
+    /// Runs statements in one pipeline: sent together, one round trip, one implicit transaction
+    /// (the statements up to the pipeline's sync). The first failure aborts the rest and rolls
+    /// everything back; it is what is thrown. Returns each statement's result.
+    func pipeline(_ steps: [(sql: String, parameters: PGParameters)]) throws(PostgresError) -> [PGResult] {
+        try ensureConnected()
+        let names = try steps.map { (s) throws(PostgresError) in try statement(s.sql) }
+        guard PQenterPipelineMode(conn) == 1 else { throw .connection(PGConnection.message(PQerrorMessage(conn))) }
+        var results: [PGResult] = []
+        var error: PostgresError?
+        var sent = 0
+        for (k, s) in steps.enumerated() {
+            let ok = s.parameters.withLibPQ { n, v, l, f in PQsendQueryPrepared(conn, names[k], n, v, l, f, 1) }
+            guard ok == 1 else {
+                error = .connection(PGConnection.message(PQerrorMessage(conn)))
+                break
+            }
+            sent += 1
+        }
+        if PQpipelineSync(conn) != 1, error == nil { error = .connection(PGConnection.message(PQerrorMessage(conn))) }
+        // Every statement's results (each list ends with NULL), then the sync's.
+        for _ in 0..<sent {
+            var last: PGResult?
+            while let res = PQgetResult(conn) {
+                let r = PGResult(res)
+                switch PQresultStatus(res) {
+                case PGRES_COMMAND_OK, PGRES_TUPLES_OK: last = r
+                case PGRES_PIPELINE_ABORTED: break
+                default: if error == nil { error = failure(res) }
+                }
+            }
+            results.append(last ?? PGResult(nil))
+            if PQstatus(conn) != CONNECTION_OK { break }
+        }
+        if PQstatus(conn) == CONNECTION_OK {
+            while let res = PQgetResult(conn) {
+                let status = PQresultStatus(res)
+                PQclear(res)
+                if status == PGRES_PIPELINE_SYNC { break }
+            }
+            PQexitPipelineMode(conn)
+        }
+        if PQstatus(conn) != CONNECTION_OK { throw .connection(PGConnection.message(PQerrorMessage(conn))) }
+        if let error { throw error }
+        return results
+    }
+
+    /// Runs a prepared statement and hands its rows to `row` one at a time, as they arrive
+    /// (libpq's single-row mode: a large result is never held whole).
+    func stream(_ sql: String, _ parameters: PGParameters = PGParameters(), row: (PGResult) throws -> Void) throws {
+        try ensureConnected()
+        let name = try statement(sql)
+        let ok = parameters.withLibPQ { n, v, l, f in PQsendQueryPrepared(conn, name, n, v, l, f, 1) }
+        guard ok == 1 else { throw PostgresError.connection(PGConnection.message(PQerrorMessage(conn))) }
+        PQsetSingleRowMode(conn)
+        var failed: (any Error)?
+        while let res = PQgetResult(conn) {
+            let r = PGResult(res)
+            switch PQresultStatus(res) {
+            case PGRES_SINGLE_TUPLE:
+                guard failed == nil else { continue }  // read to the end, so the connection stays usable
+                do { try row(r) } catch { failed = error }
+            case PGRES_TUPLES_OK, PGRES_COMMAND_OK: break
+            default: if failed == nil { failed = failure(res) }
+            }
+        }
+        if let failed { throw failed }
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s.removeFirst() }
+        while let l = s.last, set.contains(l) { s.removeLast() }
+        return String(s)
+    }
+}
