@@ -47,7 +47,13 @@ public struct BrokerAccess: Sendable {
         onMessage: @escaping @Sendable (String, [UInt8]) -> Void
     ) throws(SimulatorConnectionError) -> SimulatorConnection {
         let c = try connect(account: account, clientID: "mobility-sim-\(getpid())-sub", subscriptions: filters, onMessage: onMessage)
-        usleep(100_000)  // let the SUBACK arrive
+        // From the SUBACK on, what is published on the filters reaches this connection.
+        let deadline = Date().addingTimeInterval(10)
+        while !c.client.isSubscribed && Date() < deadline { usleep(2_000) }
+        guard c.client.isSubscribed else {
+            c.stop()
+            throw SimulatorConnectionError("the broker at \(broker) did not answer the subscription of \(account ?? "an anonymous client")", exitCode: 1)
+        }
         return c
     }
 
@@ -132,6 +138,10 @@ public final class SimulatorConnection: Sendable {
 
     /// Disconnects.
     public func stop() { client.stop() }
+
+    /// Publishes the broker has acknowledged on this connection (counted on its network thread,
+    /// before the messages delivered after the acknowledgement are handed on).
+    public var acknowledgedCount: Int { client.acknowledgedCount }
 
     /// Publishes one message at QoS 1 (not retained) and waits for the broker's answer; throws
     /// (exit 1) when it refused the message (MQTT 5 reason code) or did not answer in time.

@@ -8,7 +8,15 @@ struct AlertTable {
     /// Lines are cut to this many characters (the summary gives way, ending in `…`); nil: never.
     var width: Int?
 
-    static let header = ["RULE", "USER", "SEVERITY", "SINCE", "SUMMARY"]
+    static let header = ["RULE", "USER", "SEVERITY", "STATE", "SINCE", "SUMMARY"]
+
+    /// What staff have done about a firing alert, as `amtool` shows a suppressed one:
+    /// `acked:NAME` once acknowledged, `silenced` while a silence holds it, `firing` otherwise.
+    static func state(_ a: AlertTransition) -> String {
+        if let s = a.silencedBy, !s.isEmpty { return "silenced" }
+        if let ack = a.acknowledged { return "acked:\(ack.by)" }
+        return "firing"
+    }
 
     /// Most severe first, then by rule, user and id: the same set always prints the same.
     static func sorted(_ alerts: [AlertTransition]) -> [AlertTransition] {
@@ -18,17 +26,20 @@ struct AlertTable {
 
     /// The table: a header and one row per alert, columns padded to their widest cell.
     func table(_ alerts: [AlertTransition]) -> String {
-        let rows = AlertTable.sorted(alerts).map { [$0.rule, $0.user, $0.severity.rawValue, $0.firedAt.description, oneLine($0.summary)] }
+        let rows = AlertTable.sorted(alerts).map {
+            [$0.rule, $0.user, $0.severity.rawValue, oneLine(AlertTable.state($0)), $0.firedAt.description, oneLine($0.summary)]
+        }
+        let last = AlertTable.header.count - 1
         var widths = AlertTable.header.map(\.count)
-        for r in rows { for k in 0..<4 { widths[k] = max(widths[k], r[k].count) } }
+        for r in rows { for k in 0..<last { widths[k] = max(widths[k], r[k].count) } }
         func line(_ cells: [String], severity: Severity?) -> String {
             var prefix = "", visible = 0
-            for k in 0..<4 {
+            for k in 0..<last {
                 let cell = cells[k].padding(toLength: widths[k], withPad: " ", startingAt: 0) + "  "
                 prefix += k == 2 && severity != nil ? paint(cell, severity!) : cell
                 visible += cell.count
             }
-            return prefix + cut(cells[4], room: width.map { $0 - visible })
+            return prefix + cut(cells[last], room: width.map { $0 - visible })
         }
         var out = line(AlertTable.header, severity: nil) + "\n"
         for (r, a) in zip(rows, AlertTable.sorted(alerts)) { out += line(r, severity: a.severity) + "\n" }

@@ -5,7 +5,7 @@ import Simulator
 import Synchronization
 
 /// `mobilityctl silence add|query|expire`, like `amtool silence`: publishes a silence command on
-/// `{root}/teams/{team}/commands/silence` (waiting for the broker's acknowledgement), or lists
+/// `{root}/teams/{team}/commands/silence` (waiting for mobilityd's answer, ``command(_:_:_:_:_:id:listen:judge:done:)``), or lists
 /// the team's retained `{root}/teams/{team}/silences/+`. Same broker options as `mobilityctl ack`.
 enum SilenceCommandLine {
     static let usage = """
@@ -16,6 +16,8 @@ enum SilenceCommandLine {
           MATCHER: name=value, name!=value, name=~regex, name!~regex (name: user, rule, severity or a rule label)
           BROKER-OPTIONS: --broker URL [--credentials FILE --account NAME] [--ca-file F] [--cert-file F --key-file F]
                           [--mqtt-version 3.1.1|5] [--topic-root ROOT]
+          add and expire wait (--wait SECONDS, default 10; 0: only for the broker) for mobilityd's answer:
+          the retained silence (exit 0) or the refusal with its reason (exit 1)
         """
 
     struct Options {
@@ -23,6 +25,7 @@ enum SilenceCommandLine {
         var duration: String?, end: String?, start: String?
         var credentials: String?, account = "care-dashboard", caFile: String?, certFile: String?, keyFile: String?, version: String?
         var root = "mobility/v1", output = "table"
+        var wait: TimeInterval = 10
         var positional: [String] = []
     }
 
@@ -57,6 +60,9 @@ enum SilenceCommandLine {
             case "--end": o.end = value()
             case "--start": o.start = value()
             case "--output", "-o": o.output = value()
+            case "--wait":
+                guard let w = Double(value()), w >= 0, w <= 600 else { fail("mobilityctl silence \(sub): --wait is 0-600 seconds\n\n" + usage) }
+                o.wait = w
             case "--topic-root": o.root = value()
             case "--credentials": o.credentials = value()
             case "--account": o.account = value()
@@ -159,12 +165,13 @@ enum SilenceCommandLine {
         w.string("comment", comment)
         w.endObject()
         let topic = "\(o.root)/teams/\(team)/commands/silence"
-        guard publish(access, o, topic, w.text, "silence add") else { return 1 }
-        print(id)
-        writeErr(
-            "mobilityctl silence add: sent to \(topic); the daemon answers on \(o.root)/teams/\(team)/silences/\(id) or \(o.root)/teams/\(team)/commands/rejected\n"
-        )
-        return 0
+        let retained = "\(o.root)/teams/\(team)/silences/\(id)"
+        return command(access, o, topic, w.text, "silence add", id: id, listen: retained) { p in
+            guard let s = Silence.parse(p) else { return nil }
+            return .accepted("silence \(s.id) for \(team) from \(s.startsAt) until \(s.endsAt)")
+        } done: {
+            print(id)
+        }
     }
 
     static func expire(_ o: Options, _ access: BrokerAccess) -> Int32 {
@@ -184,9 +191,51 @@ enum SilenceCommandLine {
             w.string("id", id)
             w.string("by", author)
             w.endObject()
-            guard publish(access, o, topic, w.text, "silence expire") else { return 1 }
+            let status = command(access, o, topic, w.text, "silence expire", id: id, listen: "\(o.root)/teams/\(team)/silences/\(id)") { p in
+                p.isEmpty ? .accepted("silence \(id) of \(team) expired") : nil
+            } done: {
+            }
+            if status != 0 { return status }
         }
         return 0
+    }
+
+    /// Sends a command and waits (`--wait`, default 10 s; 0: only for the broker) for mobilityd's
+    /// answer: the silence's retained topic as `judge` wants it (exit 0, after `done`), or a
+    /// refusal naming the silence on the team's `commands/rejected` (exit 1, with the reason).
+    static func command(
+        _ access: BrokerAccess, _ o: Options, _ topic: String, _ payload: String, _ what: String, id: String, listen: String,
+        judge: @escaping @Sendable ([UInt8]) -> CommandAnswer?, done: () -> Void
+    ) -> Int32 {
+        guard o.wait > 0 else {
+            guard publish(access, o, topic, payload, what) else { return 1 }
+            done()
+            return 0
+        }
+        let rejected = "\(o.root)/teams/\(o.team!)/commands/rejected"
+        do {
+            let answer = try CommandAnswer.send(
+                access, account: access.credentials == nil ? nil : o.account, topic: topic, payload: Array(payload.utf8), listen: [rejected, listen],
+                timeout: o.wait
+            ) { t, p in
+                t == rejected ? CommandAnswer.refusal(p, command: "silence", key: "silence", value: id) : judge(p)
+            }
+            switch answer {
+            case .accepted(let text)?:
+                done()
+                writeErr("mobilityctl \(what): \(text)\n")
+                return 0
+            case .refused(let reason, let message)?:
+                writeErr("mobilityctl \(what): refused (\(reason)): \(message)\n")
+                return 1
+            case nil:
+                writeErr("mobilityctl \(what): sent to \(topic), but no answer from mobilityd within \(Int(o.wait)) s (is it running and subscribed?)\n")
+                return 1
+            }
+        } catch {
+            writeErr("mobilityctl \(what): \(error.description)\n")
+            return error.exitCode
+        }
     }
 
     static func publish(_ access: BrokerAccess, _ o: Options, _ topic: String, _ payload: String, _ what: String) -> Bool {

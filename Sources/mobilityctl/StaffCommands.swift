@@ -5,13 +5,15 @@ import Simulator
 import StateStore
 
 /// `mobilityctl ack`: publishes an acknowledgement command on the team's command topic and
-/// waits for the broker's acknowledgement (the daemon's answer is the retained alert, the audit
-/// topic, or a refusal on `{root}/teams/{team}/commands/rejected`).
+/// waits for the daemon's answer: the alert republished with the acknowledgement (on the user's
+/// or the team's alert topic: exit 0), or a refusal on `{root}/teams/{team}/commands/rejected`
+/// (exit 1, with the reason); `--wait 0` only waits for the broker.
 enum AckCommandLine {
     static func run(_ args: [String]) -> Int32 {
         var broker: String?, team: String?, user: String?, alert: String?, by: String?, note: String?
         var credentials: String?, account = "care-dashboard", caFile: String?, certFile: String?, keyFile: String?, version: String?
         var root = "mobility/v1"
+        var wait: TimeInterval = 10
         var i = 0
         func value() -> String {
             i += 1
@@ -33,6 +35,9 @@ enum AckCommandLine {
             case "--cert-file": certFile = value()
             case "--key-file": keyFile = value()
             case "--mqtt-version": version = value()
+            case "--wait":
+                guard let w = Double(value()), w >= 0, w <= 600 else { fail("mobilityctl ack: --wait is 0-600 seconds") }
+                wait = w
             default: fail("mobilityctl ack: unknown option '\(args[i])'\n\n" + usage)
             }
             i += 1
@@ -70,18 +75,38 @@ enum AckCommandLine {
         w.string("by", by)
         if let note { w.string("note", note) }
         w.endObject()
-        let topic = "\(root)/teams/\(team)/commands/ack"
-        do {
-            let c = try access.commander(account: creds == nil ? nil : account)
-            defer { c.stop() }
-            try c.publishConfirmed(topic: topic, payload: Array(w.text.utf8))
+        let topic = "\(root)/teams/\(team)/commands/ack", rejected = "\(root)/teams/\(team)/commands/rejected"
+        let login = creds == nil ? nil : account
+        do throws(SimulatorConnectionError) {
+            guard wait > 0 else {
+                let c = try access.commander(account: login)
+                defer { c.stop() }
+                try c.publishConfirmed(topic: topic, payload: Array(w.text.utf8))
+                print("acknowledgement of \(alert) sent to \(topic) (not waiting for the daemon's answer)")
+                return 0
+            }
+            // The team's copy (what staff may read) or the user's topic (what a dashboard reads).
+            let listen = [rejected, "\(root)/teams/\(team)/users/\(user)/alerts/+", "\(root)/users/\(user)/alerts/+"]
+            let answer = try CommandAnswer.send(access, account: login, topic: topic, payload: Array(w.text.utf8), listen: listen, timeout: wait) { t, p in
+                if t == rejected { return CommandAnswer.refusal(p, command: "ack", key: "alert", value: alert) }
+                guard let a = AlertTransition.parse(p), a.id == alert, let ack = a.acknowledged else { return nil }
+                return .accepted("\(a.rule) of \(a.user) (\(alert)) acknowledged by \(ack.by) at \(ack.at)")
+            }
+            switch answer {
+            case .accepted(let text)?:
+                print(text)
+                return 0
+            case .refused(let reason, let message)?:
+                writeErr("mobilityctl ack: refused (\(reason)): \(message)\n")
+                return 1
+            case nil:
+                writeErr("mobilityctl ack: sent to \(topic), but no answer from mobilityd within \(Int(wait)) s (is it running and subscribed?)\n")
+                return 1
+            }
         } catch {
             writeErr("mobilityctl ack: \(error.description)\n")
             return error.exitCode
         }
-        print(
-            "acknowledgement of \(alert) sent to \(topic); the daemon answers on the retained alert, \(root)/audit, or \(root)/teams/\(team)/commands/rejected")
-        return 0
     }
 
     static func isID(_ s: String) -> Bool {

@@ -38,13 +38,15 @@ let usage = """
                                         one line each, until Ctrl-C; --output json: the payloads as
                                         published, one a line. Exit 1 when the broker cannot be
                                         reached or refuses the login
-      ack --broker URL --team T --user U --alert ID --by NAME [--note TEXT]
+      ack --broker URL --team T --user U --alert ID --by NAME [--note TEXT] [--wait SECONDS]
           [--credentials FILE --account NAME] [--ca-file F] [--cert-file F --key-file F]
           [--mqtt-version 3.1.1|5] [--topic-root ROOT]
                                         acknowledge a firing alert instance: publish the command on
-                                        {root}/teams/T/commands/ack and wait for the broker's answer
-                                        (account default care-dashboard; MQTT 5 by default, so that a
-                                        publish the ACL refuses fails with exit 1)
+                                        {root}/teams/T/commands/ack and wait (default 10 s; 0: only
+                                        for the broker) for mobilityd's answer: the acknowledged alert
+                                        (exit 0) or its refusal with the reason (exit 1). Account
+                                        default care-dashboard; MQTT 5 by default, so that a publish
+                                        the ACL refuses fails with exit 1
       silence add --team T MATCHER... [--duration 2h | --end ISO] [--start ISO] --comment TEXT --author NAME
       silence query [--team T] [--output table|json]
       silence expire --team T --author NAME ID...
@@ -53,7 +55,9 @@ let usage = """
                                         (MATCHER: name=value, name!=value, name=~regex, name!~regex;
                                         name: user, rule, severity or a rule label; default 1h);
                                         query lists the team's (or every team's) silences from the
-                                        retained {root}/teams/T/silences/+; expire ends them now
+                                        retained {root}/teams/T/silences/+; expire ends them now;
+                                        add and expire wait for mobilityd's answer (--wait SECONDS,
+                                        default 10): exit 1 with the reason when it refuses
       audit --state DIR [--output table|json]
                                         list the audit trail (acknowledgements, silences, expiries)
                                         of the daemon's store

@@ -144,14 +144,16 @@ import Testing
         let topic = alertTopic(Self.user, "stalled_recovery")
         let all = rec.messages(prefix: topic).compactMap { AlertTransition.parse($0.payload) }
         let resolvedID = try #require(all.first { $0.status == .resolved }?.id)
-        // mobilityctl ack of the resolved instance: the broker takes it, the daemon refuses it.
+        // mobilityctl ack of the resolved instance: the broker takes it, the daemon refuses it, and
+        // mobilityctl says so (exit 1, with the reason).
         let ctl = try ChildProcess(
             ChildProcess.product("mobilityctl"),
             [
                 "ack", "--broker", broker.url, "--team", "physio-north", "--user", Self.user,
                 "--alert", resolvedID, "--by", "nurse.kim", "--note", "seen"
             ])
-        #expect(ctl.wait() == 0, "\(ctl.log)")
+        #expect(ctl.wait() == 1, "\(ctl.log)")
+        #expect(ctl.log.contains("mobilityctl ack: refused (alert_resolved): the alert instance has resolved"), "\(ctl.log)")
         #expect(eventually { rejections(rec) == ["alert_resolved"] }, "\(rejections(rec))")
         // A new instance (a re-fire) has a new id: the old acknowledgement would not cover it.
         let ids = Set(all.filter { $0.status == .firing && !$0.isRepeat }.map(\.id))
@@ -162,7 +164,8 @@ import Testing
             ["ack"], ["ack", "--broker", broker.url, "--team", "t", "--user", Self.user, "--alert", "XYZ", "--by", "n"],
             ["ack", "--broker", broker.url, "--team", "t/x", "--user", Self.user, "--alert", "ab", "--by", "n"],
             ["ack", "--broker", broker.url, "--team", "t", "--user", Self.user, "--alert", "ab", "--by", "n", "--note", String(repeating: "x", count: 501)],
-            ["ack", "--bogus"], ["audit"], ["audit", "--state", daemon.statePath, "--output", "yaml"]
+            ["ack", "--bogus"], ["ack", "--broker", broker.url, "--team", "t", "--user", Self.user, "--alert", "ab", "--by", "n", "--wait", "-1"],
+            ["audit"], ["audit", "--state", daemon.statePath, "--output", "yaml"]
         ] {
             let p = try ChildProcess(ChildProcess.product("mobilityctl"), args)
             #expect(p.wait() == 2, "\(args): \(p.log)")

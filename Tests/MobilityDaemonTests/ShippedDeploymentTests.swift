@@ -28,7 +28,7 @@ final class ShippedDeployment: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: dir + "/persist", withIntermediateDirectories: true)
         try ShippedDeployment.mintCertificates(dir)
         var pw: [String: String] = [:]
-        for account in ["mobilityd", "mobilityd-pub", "care-dashboard", "jamie", "alex"] + gateways {
+        for account in ["mobilityd", "mobilityd-pub", "care-dashboard", "ehr-bridge", "jamie", "alex"] + gateways {
             // The daemon's two accounts share its one password (mobilityd.conf.example).
             pw[account] = account == "mobilityd-pub" ? pw["mobilityd"]! : UUID().uuidString
             let args = (pw.count == 1 ? ["-c"] : []) + ["-b", dir + "/passwd", account, pw[account]!]
@@ -391,6 +391,40 @@ private let notAuthorized: Int32 = 135
         #expect(m["mobilityd_silence_commands_total{result=\"accepted\"}"] == 2)
         #expect(m["mobilityd_silences{state=\"active\"}"] == 2)
         #expect(m.keys.filter { $0.hasPrefix("mobilityd_publish_refused_total") }.isEmpty, "\(m)")
+    }
+
+    /// The shipped FHIR lines (`fhir = on` uncommented): a gateway's alert reaches the integration
+    /// account as a valid FHIR Flag; that account reads nothing else and publishes nothing.
+    @Test func theFHIRFeedReachesTheIntegrationAccountOnly() throws {
+        let d = try ShippedDeployment()
+        try d.startDaemon(edit: [("# fhir = on", "fhir = on")])
+        let ehr = try d.client("ehr-bridge", filters: ["mobility/v1/#"])
+        let jamie = try d.client("jamie", filters: ["mobility/v1/users/jamie/acks"])
+        let estimate = sampleJSON(id: "jamie-6mwd", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: isoNow())
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), estimate) == 0)
+        #expect(eventually { ehr.messages(prefix: "mobility/v1/fhir/users/jamie/Flag/").count == 1 }, "\(d.daemon!.log)")
+        #expect(eventually { d.metrics()["mobilityd_outputs_unacknowledged"] == 0 })
+        #expect(d.metrics().keys.filter { $0.hasPrefix("mobilityd_publish_refused_total") }.isEmpty, "\(d.metrics())")
+        let flag = try #require(ehr.messages(prefix: "mobility/v1/fhir/users/jamie/Flag/").first)
+        #expect(flag.text.contains("\"resourceType\":\"Flag\"") && flag.text.contains("\"status\":\"active\""))
+        let verdict = try FHIRValidator.validate([flag.text])
+        #expect(verdict.valid, "\(verdict.output)")
+        // Nothing but FHIR reached it: not the alert, the commit acks or the daemon status.
+        #expect(ehr.messages().allSatisfy { $0.topic.hasPrefix("mobility/v1/fhir/") }, "\(ehr.messages().map(\.topic))")
+        ehr.stop()
+        for (topic, payload) in [
+            ("mobility/v1/fhir/users/jamie/Flag/mw-flag-forged", "{\"resourceType\":\"Flag\"}"),
+            (samplesTopic("jamie"), sampleJSON(id: "forged", value: 1.1, end: isoNow())),
+            ("mobility/v1/teams/ward-a/commands/ack", "{\"forged\":1}")
+        ] {
+            let forger = try d.client("ehr-bridge", filters: [])
+            #expect(try forger.publishAwaitingAnswer(topic, payload) == notAuthorized, "ehr-bridge → \(topic)")
+            forger.stop()
+        }
+        // A gateway cannot forge a FHIR resource either.
+        jamie.stop()
+        let gw = try d.client("jamie", filters: [])
+        #expect(try gw.publishAwaitingAnswer("mobility/v1/fhir/users/jamie/Flag/mw-flag-x", "{}") == notAuthorized)
     }
 
     /// A gateway that connects with the daemon's client id (and a clean session) neither kicks

@@ -1,0 +1,26 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `scripts/ward-day.sh`, the walk-through of docs/care-staff.md, run as a reader of that page
+/// would (on the debug build): every step does what the page says it does.
+@Suite(.serialized) struct WardDayScriptTests {
+    @Test func theWalkThroughDoesWhatTheCareStaffPageSays() throws {
+        let p = try ChildProcess(
+            "/bin/bash", [RepoPaths.root + "/scripts/ward-day.sh"], environment: ["BIN": RepoPaths.root + "/.build/debug"])
+        #expect(p.wait(timeout: 180) == 0, "\(p.log)")
+        let log = p.log
+        let firing = log.split(separator: "\n").filter { $0.hasPrefix("stalled_recovery  jamie-plateau") }
+        #expect(firing.count == 2, "\(log)")  // before and after the acknowledgement
+        #expect(firing.first?.contains(" firing ") == true && firing.last?.contains(" acked:nurse.kim ") == true, "\(firing)")
+        #expect(!log.contains("jamie-normal  "), "gait-lab's patient in physio-north's table:\n\(log)")
+        #expect(log.contains("acknowledged by nurse.kim"), "\(log)")
+        #expect(log.contains("mobilityctl ack: refused (team_does_not_own_user)") && log.contains("(exit 1)"), "\(log)")
+        #expect(log.contains("mobilityctl silence add: silence ") && log.contains("  physio-north  active  user=\"jamie-plateau\""), "\(log)")
+        #expect(log.contains("acknowledge  nurse.kim  physio-north  jamie-plateau") && log.contains("silence      dr.lee     physio-north"), "\(log)")
+        #expect(log.contains("GET /users/jamie-plateau/report: 200") && log.contains("GET /users/jamie-plateau/panel: 200"), "\(log)")
+        #expect(log.contains("GET /users/jamie-normal/panel (gait-lab's patient): 404"), "\(log)")
+        #expect(log.contains("Bundle (collection): Flag 1, Observation "), "\(log)")
+        #expect(log.contains("Flag stalled_recovery: active"), "\(log)")
+    }
+}
