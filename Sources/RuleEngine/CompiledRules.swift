@@ -24,6 +24,7 @@ struct CompiledRules: Sendable {
         case series(Int32)
         case local(Int32)
         case window(WindowFunction, Int32, days: Int32, minDays: Int32, anchor: Anchor)
+        case excluding(Int32, annotation: Int32)
         case missingDays(Int32)
         case change(Int32, days: Int32)
         case daysSince(Int32)
@@ -106,6 +107,7 @@ struct CompiledRules: Sendable {
             case .after(let k): a = .after(string(k))
             }
             node = .window(f, add(x, alert: alert), days: Int32(days), minDays: Int32(minDays), anchor: a)
+        case .excluding(let x, let kind): node = .excluding(add(x, alert: alert), annotation: string(kind))
         case .missingDays(let x): node = .missingDays(add(x, alert: alert))
         case .change(let x, let days): node = .change(add(x, alert: alert), days: Int32(days))
         case .daysSince(let k): node = .daysSince(string(k))

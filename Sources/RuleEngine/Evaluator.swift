@@ -200,6 +200,10 @@ struct Evaluator {
         case .local(let slot): return local(Int(slot), d)
         case .window(let f, let x, let days, let minDays, let anchor):
             return window(f, x, Int(days), Int(minDays), anchor, d)
+        case .excluding(let x, let kind):
+            let k = code.strings[Int(kind)]
+            if user.events.values.contains(where: { $0.category == .annotation && $0.kind == k && $0.firstDay <= d && $0.lastDay >= d }) { return nil }
+            return number(x, d)
         case .missingDays(let x):
             guard let first = user.firstDay else { return 0 }
             var n = 0
@@ -262,6 +266,10 @@ struct Evaluator {
         var n = 0, sum = 0.0, lo = Double.infinity, hi = -Double.infinity, last = 0.0
         var sx = 0.0, sxx = 0.0, sxy = 0.0
         let x0 = range.lowerBound
+        // The spread (residuals, standard deviation) is summed about the first value, so that
+        // the squares of values far from zero lose no precision.
+        var shift: Double?, su = 0.0, suu = 0.0, sxu = 0.0
+        let spread = f == .stddev || f == .slopeLower || f == .slopeUpper || f == .slopeError
         for k in range {
             guard let v = number(x, k) else { continue }
             n += 1
@@ -273,8 +281,19 @@ struct Evaluator {
             sx += t
             sxx += t * t
             sxy += t * v
+            if spread {
+                if shift == nil { shift = v }
+                let u = v - shift!
+                su += u
+                suu += u * u
+                sxu += t * u
+            }
         }
         if f == .daysWithData { return Double(n) * 86_400 }
+        if spread {
+            guard n >= minDays, n >= f.minimumDays else { return nil }
+            return Evaluator.spread(f, n: Double(n), sx: sx, sxx: sxx, su: su, suu: suu, sxu: sxu)
+        }
         guard n >= minDays, n > 0 else { return nil }
         switch f {
         case .mean: return sum / Double(n)
@@ -287,7 +306,25 @@ struct Evaluator {
             let nn = Double(n)
             let dxx = sxx - sx * sx / nn, dxy = sxy - sx * sum / nn
             return dxx == 0 ? nil : dxy / dxx / 86_400
-        case .median, .daysWithData: return nil
+        case .median, .daysWithData, .slopeLower, .slopeUpper, .slopeError, .stddev: return nil
+        }
+    }
+
+    /// The standard deviation, or the slope's standard error or one-sided 95 % bound (per second,
+    /// SI), from sums over n days of day offsets x and values u (shifted by a constant).
+    static func spread(_ f: WindowFunction, n: Double, sx: Double, sxx: Double, su: Double, suu: Double, sxu: Double) -> Double? {
+        let uu = Swift.max(0, suu - su * su / n)
+        if f == .stddev { return (uu / (n - 1)).squareRoot() }
+        let xx = sxx - sx * sx / n, xu = sxu - sx * su / n
+        guard xx > 0 else { return nil }
+        let b = xu / xx
+        let residual = Swift.max(0, uu - b * xu)
+        let se = (residual / (n - 2) / xx).squareRoot()
+        let t = StudentT.oneSided95(degreesOfFreedom: Int(n) - 2)
+        switch f {
+        case .slopeError: return se / 86_400
+        case .slopeLower: return (b - t * se) / 86_400
+        default: return (b + t * se) / 86_400
         }
     }
 

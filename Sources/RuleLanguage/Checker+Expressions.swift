@@ -6,7 +6,8 @@ extension Checker {
     ]
     static let windowNames: [String: WindowFunction] = [
         "mean": .mean, "median": .median, "min": .min, "max": .max, "sum": .sum, "last": .last, "slope": .slope,
-        "days_with_data": .daysWithData
+        "days_with_data": .daysWithData, "slope_lower": .slopeLower, "slope_upper": .slopeUpper, "slope_error": .slopeError,
+        "stddev": .stddev
     ]
     static let otherFunctions = ["percentile", "abs", "is_known", "starts_with", "metadata", "days_since", "annotated", "missing_days", "change"]
 
@@ -359,11 +360,15 @@ extension Checker {
         let fname = ctx.fname, positional = ctx.positional, range = ctx.range
         func allow(_ labels: Set<String>) -> Bool { ctx.allow(labels, &self) }
         func arity(_ n: ClosedRange<Int>, _ usage: String) -> Bool { ctx.arity(n, usage, &self) }
-        guard allow(["min", "before", "after"]), arity(2...2, "\(fname)(speed_p95, 7 d, min: 4)") else { return nil }
-        guard let t = dailyOperand(positional[0].value, fname) else { return nil }
+        guard allow(["min", "before", "after", "excluding"]), arity(2...2, "\(fname)(speed_p95, 7 d, min: 4)") else { return nil }
+        guard var t = dailyOperand(positional[0].value, fname) else { return nil }
+        if let x = named["excluding"] {
+            guard let k = kind(x.value, clinical: false) else { return nil }
+            t.expr = .excluding(t.expr, annotation: k)
+        }
         guard let secs = duration(positional[1].value, after: "the series in '\(fname)'", wholeDays: true) else { return nil }
         let days = Int(secs / 86_400)
-        var minDays = wf == .slope ? 2 : 1
+        var minDays = wf.minimumDays
         if let m = named["min"] {
             guard case .number(let v, let u, let r, _) = m.value, u == nil || u == "d", v == v.rounded(), v >= 1 else {
                 error(.invalidMinDays, m.value.range)
@@ -373,7 +378,7 @@ extension Checker {
                 error(.minDaysExceedWindow(min: Int(v), days: days), r)
                 return nil
             }
-            minDays = max(Int(v), wf == .slope ? 2 : 1)
+            minDays = max(Int(v), wf.minimumDays)
         }
         var anchor = WindowAnchor.current
         if named["before"] != nil && named["after"] != nil {
@@ -386,7 +391,7 @@ extension Checker {
         var type = t.type
         var unit = t.unit
         switch wf {
-        case .slope:
+        case .slope, .slopeLower, .slopeUpper, .slopeError:
             guard case .number(let d) = t.type else { return nil }
             type = .number(d / .time)
             unit = MeasureUnit(

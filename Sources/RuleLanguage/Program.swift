@@ -63,6 +63,27 @@ public enum WindowAnchor: Hashable, Sendable {
 public enum WindowFunction: String, Hashable, Sendable {
     case mean, median, min, max, sum, last, slope
     case daysWithData = "days_with_data"
+    /// The one-sided 95 % lower confidence bound of the least-squares slope (Student t, n − 2 df).
+    case slopeLower = "slope_lower"
+    /// The one-sided 95 % upper confidence bound of the least-squares slope.
+    case slopeUpper = "slope_upper"
+    /// The standard error of the least-squares slope, from the residuals about the fitted line.
+    case slopeError = "slope_error"
+    /// The sample standard deviation (n − 1) of the days with a value.
+    case stddev
+
+    /// Whether the result is a slope (its unit is x's unit per day).
+    public var isSlope: Bool { self == .slope || self == .slopeLower || self == .slopeUpper || self == .slopeError }
+
+    /// The fewest days with a value the function needs: 3 for the slope's uncertainty (one
+    /// residual degree of freedom), 2 for a slope or a standard deviation, else 1.
+    public var minimumDays: Int {
+        switch self {
+        case .slopeLower, .slopeUpper, .slopeError: 3
+        case .slope, .stddev: 2
+        default: 1
+        }
+    }
 }
 
 /// A per-sample field, for rules triggered `on sample`.
@@ -93,6 +114,8 @@ public indirect enum Expr: Hashable, Sendable {
     /// An alert-local `let`, by index.
     case local(Int)
     case window(WindowFunction, Expr, days: Int, minDays: Int, anchor: WindowAnchor)
+    /// The operand, unknown on the days an annotation of a kind covers (a window's `excluding:`).
+    case excluding(Expr, annotation: String)
     /// Consecutive days without a value ending on the evaluated day (since the user's first data).
     case missingDays(Expr)
     /// Value today minus value N days ago (same segment).

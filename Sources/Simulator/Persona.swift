@@ -43,6 +43,14 @@ public struct Timeline: Sendable, Hashable {
     public var recoveryPerDay: Double = 0.012
     /// From this day on, recovery stops (a plateau).
     public var plateauDay: Int?
+    /// After the plateau day, walking speed still drifts by this much per day (m/s per day; a
+    /// plateau that creeps upward, default 0: flat).
+    public var plateauDrift: Double = 0
+    /// After the plateau day, walking speed falls by this much per day (m/s per day; a relapse,
+    /// default 0) for `relapseDays` days, then stays.
+    public var relapsePerDay: Double = 0
+    /// How many days the relapse lasts (see `relapsePerDay`).
+    public var relapseDays: Int = 0
     /// Double support right after the injury (fraction) and its change per day afterwards.
     public var injuredDoubleSupport: Double = 0.36
     /// Double support's change per day after the injury (fraction per day; negative: improving).

@@ -13,34 +13,49 @@ public struct Population: Sendable {
     /// The cohort's seed; each user's persona, pattern and traffic derive from it and the user's index.
     public let seed: UInt64
 
+    /// Which generator shapes the cohort: `default` is the original mix (its numbers stay
+    /// reproducible); `wide` adds shapes the rules were not tuned on (see docs/alert-quality.md).
+    public let cohort: Cohort
+
+    /// The cohort generators.
+    public enum Cohort: String, CaseIterable, Sendable {
+        /// The original mix of nine patterns.
+        case `default`
+        /// Slow-but-steady recoveries across the range, drifting plateaus, relapses, sparse, noisy
+        /// and quiet users, heat waves, travel and missing days in the decisive weeks.
+        case wide
+    }
+
     /// The recovery patterns and their share of the cohort.
     public enum Pattern: String, CaseIterable, Sendable {
         case normal, slowRecovery = "slow_recovery", stalled, regressing, heatWave = "heat_wave", gap, travel, slowWalker = "slow_walker", uncalibrated
+        /// Wide cohort: recovering steadily at 0.005–0.010 m/s a day (a meaningful gain every two weeks).
+        case slowSteady = "slow_steady"
+        /// Wide cohort: recovery stops, then creeps upward at most 0.0015 m/s a day.
+        case driftingPlateau = "drifting_plateau"
+        /// Wide cohort: recovery stops and walking speed falls again for 10–20 days.
+        case relapse
 
-        /// Share of the cohort (sums to 1).
-        var share: Double {
-            switch self {
-            case .normal: 0.28
-            case .slowRecovery: 0.07
-            case .stalled: 0.15
-            case .regressing: 0.10
-            case .heatWave: 0.10
-            case .gap: 0.10
-            case .travel: 0.05
-            case .slowWalker: 0.05
-            case .uncalibrated: 0.10
-            }
-        }
+        /// The default cohort's patterns, in the order the share roll walks them.
+        static let defaultMix: [(Pattern, Double)] = [
+            (.normal, 0.28), (.slowRecovery, 0.07), (.stalled, 0.15), (.regressing, 0.10), (.heatWave, 0.10),
+            (.gap, 0.10), (.travel, 0.05), (.slowWalker, 0.05), (.uncalibrated, 0.10)
+        ]
+        /// The wide cohort's patterns and shares.
+        static let wideMix: [(Pattern, Double)] = [
+            (.normal, 0.20), (.slowSteady, 0.22), (.stalled, 0.14), (.driftingPlateau, 0.12), (.relapse, 0.12),
+            (.regressing, 0.06), (.gap, 0.05), (.slowWalker, 0.04), (.uncalibrated, 0.05)
+        ]
 
         /// The alerts that should fire for this pattern (the ground truth).
         var expected: Set<String> {
             switch self {
-            case .stalled: ["stalled_recovery"]
+            case .stalled, .driftingPlateau, .relapse: ["stalled_recovery"]
             case .regressing: ["double_support_regression"]
             case .gap: ["data_gap"]
             case .slowWalker: ["low_gait_speed"]
             case .uncalibrated: ["uncalibrated_6mwd"]
-            case .normal, .slowRecovery, .heatWave, .travel: []
+            case .normal, .slowRecovery, .heatWave, .travel, .slowSteady: []
             }
         }
     }
@@ -50,13 +65,34 @@ public struct Population: Sendable {
 
     /// Ground truth for one user.
     public struct Label: Sendable {
+        /// Creates a label (the cohort makes them; tests make their own).
+        public init(user: String, pattern: Pattern, expected: Set<String>) {
+            self.user = user
+            self.pattern = pattern
+            self.expected = expected
+        }
         /// The user id.
         public var user: String
         /// The recovery pattern the user was given.
         public var pattern: Pattern
         /// The labelled rules that should fire for this user (the ground truth).
         public var expected: Set<String>
-        /// The label as one JSON object: user, pattern and `expected` with a boolean per labelled rule.
+        /// For each expected rule, the day (1-based) the condition it flags became true: the day
+        /// recovery stopped (stall, drifting plateau, relapse), the regression's first day, the
+        /// first missing day, the first watch estimate, day 1 for a slow walker.
+        public var onset: [String: Int] = [:]
+        /// The injury day (1-based), if any.
+        public var injuryDay: Int?
+        /// The number of days simulated.
+        public var days: Int = 0
+        /// The wide cohort's modifiers of this user: `sparse`, `noisy`, `quiet`, `heat_wave`,
+        /// `travel`, `missing_days` (empty in the default cohort).
+        public var traits: [String] = []
+        /// The date of day 1.
+        public var start = CivilDate(year: 2026, month: 1, day: 1)
+
+        /// The label as one JSON object: user, pattern, `expected` with a boolean per labelled
+        /// rule, `onset` with the date each expected rule's condition became true, and `traits`.
         public var json: String {
             var w = JSONWriter()
             w.beginObject()
@@ -65,16 +101,27 @@ public struct Population: Sendable {
             w.beginObject("expected")
             for r in Population.labelledRules { w.bool(r, expected.contains(r)) }
             w.endObject()
+            w.beginObject("onset")
+            for r in Population.labelledRules {
+                if let d = onset[r] { w.string(r, CivilDate(dayNumber: start.dayNumber + DayNumber(d - 1)).description) }
+            }
+            w.endObject()
+            if !traits.isEmpty {
+                w.beginArray("traits")
+                for t in traits { w.string(nil, t) }
+                w.endArray()
+            }
             w.endObject()
             return w.text
         }
     }
 
     /// Creates a cohort description.
-    public init(users: Int, days: Int, seed: UInt64) {
+    public init(users: Int, days: Int, seed: UInt64, cohort: Cohort = .default) {
         self.users = users
         self.days = days
         self.seed = seed
+        self.cohort = cohort
     }
 
     static let zones = ["America/Los_Angeles", "America/New_York", "Europe/Zurich", "Europe/London", "Asia/Tokyo", "Australia/Sydney"]
@@ -85,7 +132,10 @@ public struct Population: Sendable {
         let roll = rng.uniform()
         var acc = 0.0
         var pattern = Pattern.normal
-        for p in Pattern.allCases { acc += p.share; if roll < acc { pattern = p; break } }
+        for (p, share) in cohort == .wide ? Pattern.wideMix : Pattern.defaultMix {
+            acc += share
+            if roll < acc { pattern = p; break }
+        }
         var p = Persona(user: "u\(i)")
         p.timeZone = Population.zones[Int(rng.next() % UInt64(Population.zones.count))]
         p.walkingSpeed = 1.05 + rng.uniform() * 0.45
@@ -95,45 +145,156 @@ public struct Population: Sendable {
         var t = Timeline()
         t.days = days
         let injury = max(8, min(days - 40, 31 + Int(rng.next() % 10)))
-        switch pattern {
+        var label = Label(user: p.user, pattern: pattern, expected: pattern.expected)
+        if cohort == .wide {
+            widen(&p, &t, &label, injury: injury, rng: &rng)
+        } else {
+            switch pattern {
+            case .normal:
+                t.injuryDay = injury
+                t.recoveryPerDay = 0.010 + rng.uniform() * 0.006
+            case .slowRecovery:
+                // Borderline: slow but still improving (near the rule's 0.005 m/s/d), not a stall.
+                t.injuryDay = injury
+                t.dropFactor = 0.7
+                t.recoveryPerDay = 0.0055 + rng.uniform() * 0.0025
+                t.injuredDoubleSupport = p.doubleSupport + 0.05
+                t.doubleSupportPerDay = 0
+            case .stalled:
+                t.injuryDay = injury
+                t.plateauDay = injury + 12 + Int(rng.next() % 8)
+                t.injuredDoubleSupport = p.doubleSupport + 0.06
+                t.doubleSupportPerDay = 0
+            case .regressing:
+                t.doubleSupportRegressionDay = 30 + Int(rng.next() % 20)
+                t.regressionPerDay = 0.004 + rng.uniform() * 0.002
+            case .heatWave:
+                t.injuryDay = injury
+                t.recoveryPerDay = 0.011
+                let start = injury + 22 + Int(rng.next() % 6)
+                t.heatWave = start...(start + 10)
+                t.heatWaveFactor = 0.8
+            case .gap:
+                let start = 20 + Int(rng.next() % 40)
+                t.missing = [start...(start + 3 + Int(rng.next() % 4))]
+            case .travel:
+                let start = 20 + Int(rng.next() % 40)
+                t.travel = [(start...(start + 6), Population.zones[Int(rng.next() % UInt64(Population.zones.count))])]
+            case .slowWalker:
+                p.walkingSpeed = 0.55 + rng.uniform() * 0.1
+            case .uncalibrated:
+                t.uncalibratedUntil = 14 + Int(rng.next() % 14)
+            case .slowSteady, .driftingPlateau, .relapse:
+                break  // wide cohort only
+            }
+        }
+        if pattern != .uncalibrated { t.uncalibratedUntil = 0 }
+        label.injuryDay = t.injuryDay
+        label.days = days
+        label.start = t.start
+        label.onset = Population.onsets(pattern, t)
+        let g = TrafficGenerator(persona: p, timeline: t, seed: seed &+ UInt64(i))
+        return (g, label)
+    }
+
+    /// The day each expected rule's condition became true, from the timeline (the ground truth).
+    static func onsets(_ pattern: Pattern, _ t: Timeline) -> [String: Int] {
+        var o: [String: Int] = [:]
+        for r in pattern.expected {
+            switch r {
+            case "stalled_recovery": o[r] = t.plateauDay
+            case "double_support_regression": o[r] = t.doubleSupportRegressionDay
+            case "data_gap": o[r] = t.missing.first?.lowerBound
+            case "low_gait_speed": o[r] = 1
+            case "uncalibrated_6mwd":
+                // The first watch estimate (while uncalibrated).
+                if let wd = t.sixMinuteWalkWeekday { o[r] = (1...7).first { $0 % 7 == wd } }
+            default: break
+            }
+        }
+        return o
+    }
+
+    /// The wide cohort's shapes and modifiers (see `Cohort.wide`).
+    func widen(_ p: inout Persona, _ t: inout Timeline, _ label: inout Label, injury: Int, rng: inout SplitMix) {
+        let base = p.walkingSpeed
+        var injured = true
+        switch label.pattern {
         case .normal:
-            t.injuryDay = injury
             t.recoveryPerDay = 0.010 + rng.uniform() * 0.006
-        case .slowRecovery:
-            // Borderline: slow but still improving (near the rule's 0.005 m/s/d), not a stall.
-            t.injuryDay = injury
-            t.dropFactor = 0.7
-            t.recoveryPerDay = 0.0055 + rng.uniform() * 0.0025
+        case .slowSteady:
+            // Slow but steady across the range: 0.005–0.010 m/s a day is 0.07–0.14 m/s in two
+            // weeks, at least the small meaningful change (0.05 m/s, Perera 2006): not a stall.
+            t.dropFactor = 0.55 + rng.uniform() * 0.15
+            t.recoveryPerDay = 0.005 + rng.uniform() * 0.005
             t.injuredDoubleSupport = p.doubleSupport + 0.05
-            t.doubleSupportPerDay = 0
-        case .stalled:
-            t.injuryDay = injury
-            t.plateauDay = injury + 12 + Int(rng.next() % 8)
+            // Half improve their double support slowly, half not at all (no help from gait quality).
+            t.doubleSupportPerDay = rng.uniform() < 0.5 ? 0 : -0.0005
+        case .stalled, .driftingPlateau, .relapse:
+            t.dropFactor = 0.55 + rng.uniform() * 0.1
+            t.recoveryPerDay = 0.008 + rng.uniform() * 0.008
             t.injuredDoubleSupport = p.doubleSupport + 0.06
             t.doubleSupportPerDay = 0
+            // Recovery stops 10–30 days after the injury, while still at least 0.15 m/s below
+            // baseline (a clear stall, not a near-complete recovery).
+            let room = (base - 0.15 - base * t.dropFactor) / t.recoveryPerDay
+            let k = min(Int(room), 10 + Int(rng.next() % 21))
+            t.plateauDay = injury + max(5, k)
+            let level = base * t.dropFactor + t.recoveryPerDay * Double(max(5, k))
+            if label.pattern == .driftingPlateau {
+                // Creeping upward, at most 0.0015 m/s a day (under 0.021 m/s in two weeks), never
+                // closer than 0.12 m/s to baseline by the end of the 60-day recovery.
+                let span = Double(injury + 60 - t.plateauDay!)
+                t.plateauDrift = min(0.0003 + rng.uniform() * 0.0012, max(0, (base - 0.12 - level) / span))
+            } else if label.pattern == .relapse {
+                t.relapsePerDay = 0.002 + rng.uniform() * 0.003
+                t.relapseDays = 10 + Int(rng.next() % 11)
+            }
+        default:
+            injured = false
+        }
+        switch label.pattern {
         case .regressing:
             t.doubleSupportRegressionDay = 30 + Int(rng.next() % 20)
             t.regressionPerDay = 0.004 + rng.uniform() * 0.002
-        case .heatWave:
-            t.injuryDay = injury
-            t.recoveryPerDay = 0.011
-            let start = injury + 22 + Int(rng.next() % 6)
-            t.heatWave = start...(start + 10)
-            t.heatWaveFactor = 0.8
         case .gap:
             let start = 20 + Int(rng.next() % 40)
             t.missing = [start...(start + 3 + Int(rng.next() % 4))]
-        case .travel:
-            let start = 20 + Int(rng.next() % 40)
-            t.travel = [(start...(start + 6), Population.zones[Int(rng.next() % UInt64(Population.zones.count))])]
         case .slowWalker:
             p.walkingSpeed = 0.55 + rng.uniform() * 0.1
         case .uncalibrated:
             t.uncalibratedUntil = 14 + Int(rng.next() % 14)
+        default: break
         }
-        if pattern != .uncalibrated { t.uncalibratedUntil = 0 }
-        let g = TrafficGenerator(persona: p, timeline: t, seed: seed &+ UInt64(i))
-        return (g, Label(user: p.user, pattern: pattern, expected: pattern.expected))
+        // Modifiers, independent of the shape.
+        let samples = rng.uniform(), noise = rng.uniform(), disruption = rng.uniform()
+        if samples < 0.2 {
+            p.samplesPerDay = 2...5
+            label.traits.append("sparse")
+        }
+        if noise < 0.15 {
+            p.speedNoise = 0.10 + rng.uniform() * 0.03
+            label.traits.append("noisy")
+        } else if noise < 0.30 {
+            p.speedNoise = 0.02 + rng.uniform() * 0.02
+            label.traits.append("quiet")
+        }
+        guard injured else { return }
+        t.injuryDay = injury
+        // Disruptions in the decisive weeks (2–6 weeks after the injury).
+        let at = injury + 14 + Int(rng.next() % 20)
+        if disruption < 0.15 {
+            t.heatWave = at...(at + 10)
+            t.heatWaveFactor = 0.8 + rng.uniform() * 0.1
+            label.traits.append("heat_wave")
+        } else if disruption < 0.25 {
+            t.travel = [(at...(at + 6), Population.zones[Int(rng.next() % UInt64(Population.zones.count))])]
+            label.traits.append("travel")
+        } else if disruption < 0.35 {
+            // Two short runs of missing days (under data_gap's 3 days).
+            t.missing = [at...(at + Int(rng.next() % 2)), (at + 6)...(at + 7)]
+            label.traits.append("missing_days")
+        }
     }
 
     /// Every user's label.

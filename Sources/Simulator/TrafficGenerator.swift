@@ -40,6 +40,10 @@ public struct TrafficGenerator: Sendable {
         if let inj = t.injuryDay, d >= inj {
             let effective = min(d, t.plateauDay ?? Int.max) - inj
             v = min(p.walkingSpeed, p.walkingSpeed * t.dropFactor + t.recoveryPerDay * Double(effective))
+            if let plateau = t.plateauDay, d > plateau, t.plateauDrift != 0 || t.relapsePerDay != 0 {
+                let after = d - plateau
+                v = min(p.walkingSpeed, v + t.plateauDrift * Double(after)) - t.relapsePerDay * Double(min(after, t.relapseDays))
+            }
         }
         if let hw = t.heatWave, hw.contains(d) { v *= t.heatWaveFactor }
         return v

@@ -23,10 +23,12 @@ let usage = """
             with --credentials the alerts are read as ACCOUNT (default care-dashboard)
       export EXPORT.xml|export.zip --user ID (--broker URL | -o TRAFFIC.jsonl) [--time-zone ZONE]
             replay a real Apple Health export (streaming parse, mobility records only)
-      population --users N --days D --seed S -o TRAFFIC.jsonl
-            a cohort with a mix of recovery patterns; ground-truth labels go to TRAFFIC.labels.jsonl
-      quality --users N --days D --seed S --rules DIR
-            run such a cohort through the engine in-process; print each rule's precision and recall
+      population --users N --days D --seed S [--cohort default|wide] -o TRAFFIC.jsonl
+            a cohort with a mix of recovery patterns; ground-truth labels (with onsets) go to
+            TRAFFIC.labels.jsonl
+      quality --users N --days D (--seed S | --seeds S1,S2,...) [--cohort default|wide] --rules DIR
+            run such cohorts through the engine in-process; print each rule's precision, recall,
+            false alerts per 100 patient-weeks (95 % intervals) and detection delay, pooled over seeds
 
     broker options (for a secured broker such as deploy/mosquitto.conf):
       --credentials FILE   log in from FILE (mode 0600 or 0400): 'account password' lines; each user's
@@ -56,6 +58,8 @@ struct Options {
     var users = 1000
     var days = 90
     var seed: UInt64 = 1
+    var seeds: [UInt64]?
+    var cohort = Population.Cohort.default
     var resend = false
     var credentials: String?
     var reader = "care-dashboard"
@@ -83,6 +87,14 @@ while i < args.count {
     case "--users": o.users = Int(value()) ?? { die("--users takes a number") }()
     case "--days": o.days = Int(value()) ?? { die("--days takes a number") }()
     case "--seed": o.seed = UInt64(value()) ?? { die("--seed takes a number") }()
+    case "--seeds":
+        let list = value().split(separator: ",").map { UInt64($0) }
+        guard !list.isEmpty, list.allSatisfy({ $0 != nil }) else { die("--seeds takes numbers separated by commas, e.g. 1,2,3") }
+        o.seeds = list.map { $0! }
+    case "--cohort":
+        let v = value()
+        o.cohort =
+            Population.Cohort(rawValue: v) ?? { die("--cohort takes \(Population.Cohort.allCases.map(\.rawValue).joined(separator: " or ")), not '\(v)'") }()
     case "--builtin": o.inputs.append(value())
     case "--resend": o.resend = true
     case "--credentials": o.credentials = value()
@@ -311,7 +323,7 @@ case "export":
     } catch { die("\(error)", 1) }
 case "population":
     guard let out = o.output else { die("population needs -o TRAFFIC.jsonl") }
-    let pop = Population(users: o.users, days: o.days, seed: o.seed)
+    let pop = Population(users: o.users, days: o.days, seed: o.seed, cohort: o.cohort)
     let labelsPath = out.hasSuffix(".jsonl") ? String(out.dropLast(6)) + ".labels.jsonl" : out + ".labels.jsonl"
     write(pop.labels().map(\.json), to: labelsPath)
     write(pop.traffic().lazy.map(\.line), to: out)
@@ -321,17 +333,25 @@ case "quality":
     let (sources, errors) = RuleSet.load([rules])
     guard errors.isEmpty, let program = Checker.check(sources).program else { die("the rules in \(rules) do not check", 1) }
     let began = Date()
-    let (quality, messages, firedBy) = Population(users: o.users, days: o.days, seed: o.seed).evaluate(program: program)
-    let secs = Date().timeIntervalSince(began)
-    print("| rule | TP | FP | FN | TN | precision | recall | fired for patterns |")
-    print("|---|---|---|---|---|---|---|---|")
-    func pct(_ v: Double?) -> String { v.map { String(format: "%.3f", $0) } ?? "n/a" }
-    for rule in Population.labelledRules {
-        let q = quality[rule] ?? Population.Quality()
-        let by = (firedBy[rule] ?? [:]).sorted { $0.value > $1.value }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
-        print("| \(rule) | \(q.truePositive) | \(q.falsePositive) | \(q.falseNegative) | \(q.trueNegative) | \(pct(q.precision)) | \(pct(q.recall)) | \(by) |")
+    let seeds = o.seeds ?? [o.seed]
+    var pooled = QualityReport()
+    var perSeed: [String] = []
+    for seed in seeds {
+        let r = Population(users: o.users, days: o.days, seed: seed, cohort: o.cohort).quality(program: program)
+        pooled.add(r)
+        let s = r.rules["stalled_recovery"] ?? QualityReport.RuleScore()
+        perSeed.append(
+            "seed \(seed): stalled_recovery recall \(s.recall.map { String(format: "%.3f", $0) } ?? "n/a"), "
+                + "false alerts / 100 patient-weeks \(s.falseAlertRate.map { String(format: "%.2f", $0) } ?? "n/a")")
     }
-    print("\n\(o.users) users × \(o.days) days, seed \(o.seed): \(messages) messages in \(String(format: "%.1f", secs)) s")
+    let secs = Date().timeIntervalSince(began)
+    print(pooled.table(), terminator: "")
+    print("")
+    print(pooled.breakdown(), terminator: "")
+    if seeds.count > 1 { print(perSeed.joined(separator: "\n")) }
+    print(
+        "\n\(o.cohort.rawValue) cohort, \(o.users) users × \(o.days) days, seed\(seeds.count > 1 ? "s" : "") \(seeds.map(String.init).joined(separator: ",")): "
+            + "\(pooled.messages) messages in \(String(format: "%.1f", secs)) s")
 default:
     die("unknown command '\(command)'\n\n" + usage)
 }

@@ -16,6 +16,10 @@ import Testing
         series w_sum = sum(d, 4 d, min: 2)
         series w_last = last(d, 6 d)
         series w_slope = slope(d, 14 d, min: 5)
+        series w_slope_error = slope_error(d, 14 d, min: 5)
+        series w_slope_lower = slope_lower(d, 14 d, min: 5)
+        series w_slope_upper = slope_upper(d, 14 d)
+        series w_stddev = stddev(d, 8 d)
         series w_days = days_with_data(d, 10 d)
         series w_base = mean(d, 30 d, before: injury, min: 10)
         series w_after = max(d, 20 d, after: injury)
@@ -56,6 +60,15 @@ import Testing
                 let sxy = w.map { Double($0.0) * $0.1 }.reduce(0, +), sxx = w.map { Double($0.0) * Double($0.0) }.reduce(0, +)
                 return (n * sxy - sx * sy) / (n * sxx - sx * sx) / 86_400
             },
+            "w_slope_error": { d in slopeFit(window(d, 14), min: 5).map { $0.error } },
+            "w_slope_lower": { d in slopeFit(window(d, 14), min: 5).map { $0.slope - $0.t * $0.error } },
+            "w_slope_upper": { d in slopeFit(window(d, 14), min: 3).map { $0.slope + $0.t * $0.error } },
+            "w_stddev": { d in
+                let w = window(d, 8).map(\.1)
+                guard w.count >= 2 else { return nil }
+                let m = w.reduce(0, +) / Double(w.count)
+                return (w.map { ($0 - m) * ($0 - m) }.reduce(0, +) / Double(w.count - 1)).squareRoot()
+            },
             "w_days": { d in Double(window(d, 10).count) * 86_400 },
             "w_base": { d in
                 guard let i = injury, d >= i else { return nil }
@@ -76,6 +89,49 @@ import Testing
                 return a - b
             }
         ]
+    }
+
+    /// Student's t, one-sided 95 %, for 1-12 degrees of freedom (standard tables).
+    static let t95: [Double] = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782]
+
+    /// Two-pass least squares on (day, value): slope and its standard error per second, and t.
+    static func slopeFit(_ w: [(Int, Double)], min: Int) -> (slope: Double, error: Double, t: Double)? {
+        guard w.count >= min, w.count >= 3 else { return nil }
+        let n = Double(w.count)
+        let mx = w.map { Double($0.0) }.reduce(0, +) / n, my = w.map(\.1).reduce(0, +) / n
+        let sxx = w.map { (Double($0.0) - mx) * (Double($0.0) - mx) }.reduce(0, +)
+        let b = w.map { (Double($0.0) - mx) * ($0.1 - my) }.reduce(0, +) / sxx
+        let rss = w.map {
+            let r = $0.1 - my - b * (Double($0.0) - mx); return r * r
+        }.reduce(0, +)
+        return (b / 86_400, (rss / (n - 2) / sxx).squareRoot() / 86_400, t95[w.count - 3])
+    }
+
+    @Test func slopeBoundsMatchAReference() {
+        // scipy.stats.linregress([0,1,2,3,4], [1,3,2,5,4]): slope 0.8, stderr 0.34641; t(0.95, 3) = 2.353
+        let p = program(
+            """
+            series d = mean(walkingSpeed)
+            series b = slope(d, 5 d)
+            series e = slope_error(d, 5 d)
+            series lo = slope_lower(d, 5 d)
+            series hi = slope_upper(d, 5 d)
+            series sd = stddev(d, 5 d)
+            """)
+        var engine = Engine(program: p)
+        var out: [EngineOutput] = []
+        for (i, v) in [1.0, 3, 2, 5, 4].enumerated() { engine.ingest(sample("s\(i)", v, day: i + 1), user: "u", now: close(i + 1), into: &out) }
+        engine.advance(to: close(5), into: &out)
+        func at5(_ n: String) -> Double { (out.series(n)[5] ?? nil) ?? .nan }
+        #expect(abs(at5("b") - 0.8) < 1e-9)
+        #expect(abs(at5("e") - 0.346_41) < 1e-5)
+        #expect(abs(at5("hi") - (0.8 + 2.353 * 0.346_410_16)) < 1e-6)
+        #expect(abs(at5("lo") - (0.8 - 2.353 * 0.346_410_16)) < 1e-6)
+        #expect(abs(at5("sd") - 1.581_138_83) < 1e-6)  // numpy std(ddof=1)
+        // two days: a slope, but no uncertainty (no residual degree of freedom): unknown
+        #expect(out.series("b")[2]! != nil)
+        #expect(out.series("e")[2]! == nil)
+        #expect(out.series("hi")[2]! == nil)
     }
 
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
