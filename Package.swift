@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "MQTTTransportTests", dependencies: ["CMosquitto", "MQTTTransport", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "MobilityDaemonTests",
-            dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "CareReports", "TestSupport", "CSQLite"],
+            dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "PostgresStore", "CareReports", "TestSupport", "CSQLite"],
             swiftSettings: strict),
         .testTarget(
             name: "SimulatorTests", dependencies: ["Simulator", "MobilityWire", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],

@@ -362,6 +362,14 @@ public final class MQTTClient: @unchecked Sendable {
         try publish(topic: topic, payload: Array(text.utf8), qos: qos, retain: retain)
     }
 
+    /// Drops the connection at once, sending nothing more: called inside `onMessage`, the
+    /// acknowledgement (PUBACK) of that message, which libmosquitto writes after the callback
+    /// returns, is never sent, so the broker delivers it again to the session's next connection.
+    public func abortConnection() {
+        let fd = mosquitto_socket(handle)
+        if fd >= 0 { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
     /// Disconnects cleanly (the will is not sent) and stops the network thread.
     public func stop() {
         guard started.exchange(false, ordering: .sequentiallyConsistent) else { return }

@@ -11,7 +11,10 @@ extension Daemon {
             return try StateStore(path: config.state + "/state.sqlite", autoCheckpoint: false)
         case .postgres(let url):
             let host = ProcessInfo.processInfo.hostName
-            let store = try PostgresStore(url: url, owner: "\(config.instance)@\(host) pid \(getpid())")
+            let owner = "\(config.instance)@\(host) pid \(getpid())"
+            let store =
+                try claimed.map { try PostgresStore(url: url, owner: owner, partitions: $0.partitions, claimed: $0.tokens) }
+                ?? PostgresStore(url: url, owner: owner)
             log.info(
                 "state store is PostgreSQL",
                 [

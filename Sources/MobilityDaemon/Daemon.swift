@@ -24,10 +24,13 @@ public final class Daemon: Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Which care teams each user belongs to (the mapping file, else the profile).
     public let careTeams: CareTeams
+    /// The partition leases this run holds (`--partitions`; nil: every user is ours).
+    let claimed: PartitionClaim?
 
-    /// Creates a daemon from its configuration.
-    public init(configuration: DaemonConfiguration) {
+    /// Creates a daemon from its configuration; `claimed`: the leases it runs on (partitioned input).
+    public init(configuration: DaemonConfiguration, claimed: PartitionClaim? = nil) {
         self.config = configuration
+        self.claimed = claimed
         self.log = Logger(format: configuration.logFormat, level: configuration.logLevel)
         self.layout = TopicLayout(root: configuration.topicRoot)
         self.notifier = ServiceNotifier()
@@ -143,7 +146,7 @@ public final class Daemon: Sendable {
                 ingestor: Ingestor(
                     engine: Engine(program: restoreProgram, configuration: config.engine), layout: layout,
                     decoder: decoder, clock: config.clock, boundedByWallClock: true),
-                capacity: config.queueCapacity, sink: sink, store: store, journal: journal, acks: acks, log: log,
+                capacity: config.queueCapacity, sink: sink, store: store, journal: claimed == nil ? journal : nil, acks: acks, log: log,
                 ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
                 historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, fhir: config.fhir,
                 acknowledge: { user, lastID in
@@ -183,6 +186,7 @@ public final class Daemon: Sendable {
         subConfig.cleanSession = false
         // mosquitto's count of messages it dropped for its queue limits (it says nothing else).
         subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic, desk.subscription, silences.subscription]
+        if claimed != nil { subConfig.subscriptions = [] }  // inputs come through the partition sessions
         // A payload the decoder would reject for its size is neither copied nor journalled.
         subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
         let subscriber: MQTTClient
@@ -266,6 +270,7 @@ public final class Daemon: Sendable {
                 storePath: store.location, dueReports: (try? store.dueReports()) ?? [], log: log, route: { route($0, seq: $1, payload: $2) }))
         services.append(PublisherConnectionService(publisher: publisher, sink: sink, outbox: restored.outbox, log: log))
         services.append(SubscriberService(subscriber: subscriber, log: log))
+        if let claimed { services.append(partitionSessions(claimed, base: subConfig, shards: shards)) }
         if config.clock == .wall {
             services.append(
                 TimerService(name: "ticker", label: "tick", delay: .seconds(1), interval: .seconds(config.tickSeconds)) {
@@ -335,6 +340,12 @@ public final class Daemon: Sendable {
         return exitCode.load(ordering: .relaxed)
     }
 
+    /// Stops the run as SIGTERM would, without being a signal (a partition rebalance).
+    public func requestStop() { shutdown.signal() }
+
+    /// Whether the run was stopped by SIGTERM or SIGINT.
+    public var stoppedBySignal: Bool { stopping.load(ordering: .relaxed) }
+
     /// Refused publishes by kind and reason, and the dead letters parked in the store.
     private let refusals = Mutex<(counts: [RefusalKey: Int], deadLetters: Int)>(([:], 0))
     private struct RefusalKey: Hashable, Comparable {
@@ -402,7 +413,7 @@ public final class Daemon: Sendable {
     /// The wall clock (silences and command times).
     static func wallNow() -> Timestamp { Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)) }
 
-    private func applyCommon(_ c: inout MQTTClientConfiguration) {
+    func applyCommon(_ c: inout MQTTClientConfiguration) {
         c.protocolVersion = config.mqttVersion
         c.username = config.username
         c.password = config.password
@@ -411,7 +422,7 @@ public final class Daemon: Sendable {
         c.keyFile = config.keyFile
     }
 
-    private func connectionEvent(_ e: MQTTConnectionEvent, role: String) {
+    func connectionEvent(_ e: MQTTConnectionEvent, role: String) {
         switch e {
         case .connected:
             log.info("broker connected", ["role": role])

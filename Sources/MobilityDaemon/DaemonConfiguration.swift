@@ -91,6 +91,8 @@ public struct DaemonConfiguration: Sendable {
     public var careTeams: [String: [String]] = [:]
     /// Whether alerts and series are also published as FHIR R4 resources (`--fhir`).
     public var fhir = false
+    /// Partitioned input with leases (`--partitions`, DaemonConfiguration+Partitions.swift); nil: off.
+    public var partitioning: Partitioning?
     /// Check the configuration and rules, then exit (`--check-config`).
     public var checkConfig = false
     /// Print the usage and exit (`--help`).
@@ -145,7 +147,7 @@ public struct DaemonConfiguration: Sendable {
                 help:
                     "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch)"),
             Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)")
-        ] + httpOptions + careTeamOptions + fhirOptions + storeOptions + [
+        ] + httpOptions + careTeamOptions + fhirOptions + storeOptions + partitionOptions + [
             Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
             Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
             Option(name: "time-zone", value: "ZONE", help: "IANA zone of users without a profile (default UTC)"),
@@ -251,6 +253,7 @@ public struct DaemonConfiguration: Sendable {
         try c.applyCareTeams(merged)
         try c.applyFHIR(merged)
         try c.applyStore(merged, environment: environment)
+        try c.applyPartitions(merged)
         return c
     }
 

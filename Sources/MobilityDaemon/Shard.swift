@@ -61,6 +61,8 @@ final class Shard: @unchecked Sendable {
     var desk: AcknowledgementDesk?
     /// Care-staff silences (nil: none apply).
     var silences: SilenceDesk?
+    /// Partition sessions waiting for the next successful commit (``ShardItem/durable(_:)``).
+    private var durables: [CommitWaiter] = []
 
     init(
         index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
@@ -201,6 +203,7 @@ final class Shard: @unchecked Sendable {
                     fhir?.reload(p)
                 case .housekeeping: break
                 case .barrier(let s): barriers.append(s)
+                case .durable(let w): durables.append(w)
                 case .acknowledge(let c, let taken):
                     desk?.acknowledge(c, instance: ingestor.engine.firingInstance(user: c.user, id: c.alert), now: wall)
                     taken?.signal()
@@ -238,6 +241,7 @@ final class Shard: @unchecked Sendable {
                 if let items = committed {
                     let done = policy.commitSucceeded(pendingUsersLeft: pendingUsers.count)
                     if done.releaseJournal { committedThrough.store(q, ordering: .relaxed) }
+                    if scope == .all { for w in durables { w.committed() }; durables.removeAll(keepingCapacity: true) }
                     if !items.isEmpty { failures = sink.publish(items) }
                     if !dueWeeks.isEmpty && pendingHistory.isEmpty { buildReports() }  // their markers are durable
                     // Durable now: tell gateways how far each user's samples are committed — coalesced:
@@ -282,8 +286,10 @@ final class Shard: @unchecked Sendable {
             _ = policy.commitSucceeded(pendingUsersLeft: pendingUsers.count)
             if !items.isEmpty { _ = sink.publish(items) }
             for (u, id) in pendingAcks { committedAcks[u] = id }
+            for w in durables { w.committed() }
         } else {
             policy.commitFailed()
+            for w in durables { w.failed() }
         }
         if policy.acknowledgementsDurable(waiting: acknowledge != nil && !committedAcks.isEmpty, now: DispatchTime.now().uptimeNanoseconds) {
             publishAcks()

@@ -67,6 +67,11 @@ enum PostgresSchema {
         #"""
         CREATE TABLE silences (id text COLLATE "C" PRIMARY KEY, team text NOT NULL, ends_at bigint NOT NULL, payload bytea NOT NULL);
         ALTER TABLE audit ADD COLUMN detail text;
+        """#,
+        // 2 → 3: leases on partitions (PartitionLeases), and the live instances they are shared by.
+        #"""
+        ALTER TABLE partitions ADD COLUMN lease_until timestamptz NOT NULL DEFAULT '-infinity';
+        CREATE TABLE instances (instance text COLLATE "C" PRIMARY KEY, alive_until timestamptz NOT NULL);
         """#
     ]
 }

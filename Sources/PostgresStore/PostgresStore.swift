@@ -33,8 +33,11 @@ public final class PostgresStore: StateBackend, @unchecked Sendable {
     /// Connects, creates or migrates the schema and takes the partitions over (raising their
     /// tokens). `url`: a `postgres://` URL or libpq `key=value` string, checked by
     /// ``PostgresURL/check(_:environment:)``; `owner` names this instance in the partitions table.
+    /// `claimed`: the tokens of leases already taken (``PartitionLeases/claim(_:)``), in
+    /// `partitions.owned` order: the partitions are not taken over again, only fenced by them.
     public init(
-        url: String, owner: String, partitions: PartitionSet = .all, environment: [String: String] = ProcessInfo.processInfo.environment
+        url: String, owner: String, partitions: PartitionSet = .all, claimed: [Int64]? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
     )
         throws(PostgresError)
     {
@@ -46,7 +49,12 @@ public final class PostgresStore: StateBackend, @unchecked Sendable {
         }
         self.partitions = partitions
         try PostgresStore.migrate(writer)
-        tokens = try PostgresStore.takeOver(writer, partitions: partitions, owner: owner)
+        if let claimed {
+            precondition(claimed.count == partitions.owned.count, "a token per owned partition")
+            tokens = claimed
+        } else {
+            tokens = try PostgresStore.takeOver(writer, partitions: partitions, owner: owner)
+        }
         var parts = PGArray(of: PGArray.int4), toks = PGArray(of: PGArray.int8)
         for (p, t) in zip(partitions.owned, tokens) {
             parts.append(Int32(p))

@@ -16,4 +16,7 @@ if configuration.help {
     print(DaemonConfiguration.usage, terminator: "")
     exit(0)
 }
+if configuration.partitioning != nil, !configuration.checkConfig {
+    exit(PartitionSupervisor(configuration: configuration).run())  // leases on a share of the partitions
+}
 exit(Daemon(configuration: configuration).run())

@@ -1,0 +1,35 @@
+import Dispatch
+import Synchronization
+
+/// A partition session's wait for its message's commit: the shard says whether everything queued
+/// before it was committed (``ShardItem/durable(_:)``), and the session acknowledges the message
+/// to the broker only then (its PUBACK is written after the callback returns), so nothing the
+/// broker was told is taken lives only on this machine.
+final class CommitWaiter: Sendable {
+    private let outcome = Mutex<Bool?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Everything before it is committed.
+    func committed() { finish(true) }
+
+    /// The shard closed without committing it (the store refused: fenced, or unreachable).
+    func failed() { finish(false) }
+
+    private func finish(_ ok: Bool) {
+        let first = outcome.withLock { o -> Bool in
+            guard o == nil else { return false }
+            o = ok
+            return true
+        }
+        if first { done.signal() }
+    }
+
+    /// Waits until the commit (true), its failure, or `abandoned()` turns true (checked every
+    /// 50 ms: the partition was revoked; false).
+    func wait(abandoned: () -> Bool) -> Bool {
+        while done.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
+            if abandoned() { return false }
+        }
+        return outcome.withLock { $0 } ?? false
+    }
+}

@@ -1,0 +1,75 @@
+/// Partitioned input (`--partitions P`, issue 19): the broker divides users into P partitions by
+/// its subject mapping (NATS `partition(P, 1)`, docs/scaling.md) and republishes each input under
+/// `{prefix}`; this instance consumes only the partitions it holds a lease on, each through a
+/// persistent MQTT session of its own, and its outputs stay on the contract's topics.
+public struct Partitioning: Sendable, Equatable {
+    /// The number of partitions P (the broker's mapping must use the same).
+    public var count: Int
+    /// The topic prefix of partition k's inputs, `{k}` standing for k (default `part/{k}/`).
+    public var prefix: String = "part/{k}/"
+    /// How long a lease on a partition lasts unrenewed (`--lease`, milliseconds); a dead
+    /// instance's partitions are taken after it.
+    public var leaseMs: Int = 10_000
+    /// The MQTT client id of partition k's session is this followed by k (`--partition-session`):
+    /// the same on every instance, so that the next owner inherits the broker's backlog.
+    public var sessionPrefix: String = "mobilityd-part-"
+
+    /// The prefix of partition `k`'s topics.
+    public func prefix(of k: Int) -> String { prefix.replacingOccurrences(of: "{k}", with: String(k)) }
+
+    /// Partition `k`'s input subscriptions: the four input kinds under its prefix.
+    public func subscriptions(of k: Int, root: String) -> [String] {
+        ["samples", "events", "deletions", "profile"].map { "\(prefix(of: k))\(root)/users/+/\($0)" }
+    }
+
+    /// How often leases are renewed and ownership reconsidered: a third of the lease.
+    public var heartbeatMs: Int { max(100, leaseMs / 3) }
+}
+
+extension DaemonConfiguration {
+    static let partitionOptions: [Option] = [
+        Option(
+            name: "partitions", value: "P",
+            help:
+                "consume only this instance's partitions of P (the broker's mapping partition(P,1), docs/scaling.md); needs --store postgres://… (default: off, one instance consumes everything)"
+        ),
+        Option(name: "partition-prefix", value: "TEMPLATE", help: "topic prefix of partition {k}'s inputs (default part/{k}/)"),
+        Option(name: "lease", value: "SECONDS", help: "partition lease; a dead instance's partitions move after it (default 10)"),
+        Option(
+            name: "partition-session", value: "PREFIX",
+            help: "MQTT client id of partition k's session is PREFIX then k, on every instance (default mobilityd-part-)")
+    ]
+
+    mutating func applyPartitions(_ m: [String: String]) throws(Problem) {
+        guard let v = m["partitions"] else {
+            for o in ["partition-prefix", "lease", "partition-session"] where m[o] != nil {
+                throw Problem(description: "--\(o) needs --partitions")
+            }
+            return
+        }
+        guard let count = Int(v), (1...4096).contains(count) else {
+            throw Problem(description: "--partitions must be a number of partitions in 1...4096, not '\(v)'")
+        }
+        guard case .postgres = store else {
+            throw Problem(description: "--partitions needs --store postgres://…: the next owner of a partition reads its state from the shared store")
+        }
+        var p = Partitioning(count: count)
+        if let t = m["partition-prefix"] {
+            guard t.contains("{k}"), t.hasSuffix("/"), !t.hasPrefix("/"), !t.contains("+"), !t.contains("#"), !t.contains(" ") else {
+                throw Problem(description: "--partition-prefix must hold {k}, end with '/' and have no wildcard or space, e.g. part/{k}/")
+            }
+            p.prefix = t
+        }
+        if let s = m["lease"] {
+            guard let seconds = Double(s), seconds >= 1, seconds <= 300 else { throw Problem(description: "--lease must be seconds in 1...300, not '\(s)'") }
+            p.leaseMs = Int(seconds * 1000)
+        }
+        if let s = m["partition-session"] {
+            guard !s.isEmpty, s.utf8.count <= 16, s.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+                throw Problem(description: "--partition-session must be 1–16 letters, digits, - or _")
+            }
+            p.sessionPrefix = s
+        }
+        partitioning = p
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import Synchronization
+
+/// Leases on partitions in the shared database: which instance owns which partition until when.
+/// A lease is a row of `partitions` (owner, token, `lease_until` by the database's clock, the one
+/// clock every instance agrees on); claiming an expired or released partition raises its fencing
+/// token, so the previous owner's commits fail (``PostgresStore``'s fence) whatever it believes.
+/// Instances announce themselves in `instances` (alive until a heartbeat's expiry), so each can
+/// count the live ones and claim its share.
+///
+/// Sendability: the connection is used only while holding `lock`.
+public final class PartitionLeases: @unchecked Sendable {
+    private let connection: PGConnection
+    private let lock = Mutex<Void>(())
+    /// This instance's name in `partitions.owner` and `instances` (unique per process).
+    public let owner: String
+    /// The number of partitions.
+    public let count: Int
+    /// How long a lease or an instance's heartbeat lasts unrenewed, in milliseconds.
+    public let leaseMs: Int
+
+    /// A partition held: its number and fencing token.
+    public struct Lease: Sendable, Hashable {
+        /// The partition.
+        public var partition: Int
+        /// Its fencing token, raised by this claim.
+        public var token: Int64
+    }
+
+    /// Connects, migrates the schema and makes the `count` partition rows (unowned, expired) if
+    /// they are missing; refuses a database divided into another number of partitions.
+    public init(
+        url: String, owner: String, count: Int, leaseMs: Int, environment: [String: String] = ProcessInfo.processInfo.environment
+    )
+        throws(PostgresError)
+    {
+        _ = try PostgresURL.check(url, environment: environment)
+        connection = try PGConnection(conninfo: url)
+        if !PostgresURL.isLocal(connection.host), !connection.usesTLS {
+            throw .configuration("the connection to \(connection.host) is not encrypted; use sslmode=verify-full")
+        }
+        self.owner = owner
+        self.count = count
+        self.leaseMs = leaseMs
+        try PostgresStore.migrate(connection)
+        var c = PGParameters()
+        c.text(String(count))
+        var n = PGParameters()
+        n.int32(Int32(count))
+        let r = try connection.pipeline([
+            ("INSERT INTO meta (key, value) VALUES ('partition_count', $1::text) ON CONFLICT (key) DO NOTHING", c),
+            ("SELECT value FROM meta WHERE key = 'partition_count'", PGParameters()),
+            (
+                "INSERT INTO partitions (partition, token, owner, lease_until) SELECT g, 0, '', '-infinity' FROM generate_series(0, $1::integer - 1) g ON CONFLICT (partition) DO NOTHING",
+                n
+            )
+        ])
+        guard r[1].text(0, 0) == String(count) else { throw .schema("the database's users are in \(r[1].text(0, 0)) partitions, not \(count)") }
+    }
+
+    /// Announces this instance alive for a lease and renews the leases it holds (at their
+    /// tokens); returns the live instances (this one included) and the leases still held. A lease
+    /// missing from the answer was lost (taken after it expired).
+    public func heartbeat(holding held: [Lease]) throws(PostgresError) -> (liveInstances: Int, held: [Lease]) {
+        var me = PGParameters()
+        me.text(owner)
+        me.int64(Int64(leaseMs))
+        var parts = PGArray(of: PGArray.int4), toks = PGArray(of: PGArray.int8)
+        for l in held {
+            parts.append(Int32(l.partition))
+            toks.append(l.token)
+        }
+        var renew = PGParameters()
+        renew.text(owner)
+        renew.int64(Int64(leaseMs))
+        renew.array(parts)
+        renew.array(toks)
+        let r = try lock.withLock { (_) throws(PostgresError) -> [PGResult] in
+            try connection.pipeline([
+                (
+                    "INSERT INTO instances (instance, alive_until) VALUES ($1::text, now() + $2::bigint * interval '1 millisecond') ON CONFLICT (instance) DO UPDATE SET alive_until = EXCLUDED.alive_until",
+                    me
+                ),
+                ("DELETE FROM instances WHERE alive_until < now() - interval '1 hour'", PGParameters()),
+                ("SELECT count(*) FROM instances WHERE alive_until > now()", PGParameters()),
+                (
+                    """
+                    UPDATE partitions p SET lease_until = now() + $2::bigint * interval '1 millisecond' FROM unnest($3::integer[], $4::bigint[]) AS o(part, tok)
+                    WHERE p.partition = o.part AND p.token = o.tok AND p.owner = $1::text AND p.lease_until > now()
+                    RETURNING p.partition, p.token
+                    """, renew
+                )
+            ])
+        }
+        var kept: [Lease] = []
+        for k in 0..<r[3].rows { kept.append(Lease(partition: Int(r[3].int32(k, 0)), token: r[3].int64(k, 1))) }
+        return (Int(r[2].int64(0, 0)), kept.sorted { $0.partition < $1.partition })
+    }
+
+    /// Claims up to `n` partitions whose lease expired (or was released), lowest first, raising
+    /// their tokens; concurrent claimers skip each other's rows. Returns the leases taken.
+    public func claim(_ n: Int) throws(PostgresError) -> [Lease] {
+        guard n > 0 else { return [] }
+        var p = PGParameters()
+        p.text(owner)
+        p.int64(Int64(leaseMs))
+        p.int32(Int32(n))
+        let r = try lock.withLock { (_) throws(PostgresError) -> PGResult in
+            try connection.query(
+                """
+                WITH free AS (SELECT partition FROM partitions WHERE lease_until <= now() ORDER BY partition LIMIT $3::integer FOR UPDATE SKIP LOCKED)
+                UPDATE partitions p SET token = p.token + 1, owner = $1::text, lease_until = now() + $2::bigint * interval '1 millisecond', acquired_at = now()
+                FROM free WHERE p.partition = free.partition RETURNING p.partition, p.token
+                """, p)
+        }
+        return (0..<r.rows).map { Lease(partition: Int(r.int32($0, 0)), token: r.int64($0, 1)) }.sorted { $0.partition < $1.partition }
+    }
+
+    /// Gives leases up (after this instance stopped processing them), so another takes them at once.
+    public func release(_ leases: [Lease]) throws(PostgresError) {
+        guard !leases.isEmpty else { return }
+        var parts = PGArray(of: PGArray.int4), toks = PGArray(of: PGArray.int8)
+        for l in leases {
+            parts.append(Int32(l.partition))
+            toks.append(l.token)
+        }
+        var p = PGParameters()
+        p.text(owner)
+        p.array(parts)
+        p.array(toks)
+        _ = try lock.withLock { (_) throws(PostgresError) -> PGResult in
+            try connection.query(
+                """
+                UPDATE partitions p SET lease_until = '-infinity' FROM unnest($2::integer[], $3::bigint[]) AS o(part, tok)
+                WHERE p.partition = o.part AND p.token = o.tok AND p.owner = $1::text RETURNING p.partition
+                """, p)
+        }
+    }
+
+    /// Says this instance is gone (a clean stop), so the others rebalance without waiting.
+    public func leave() throws(PostgresError) {
+        var p = PGParameters()
+        p.text(owner)
+        _ = try lock.withLock { (_) throws(PostgresError) -> PGResult in try connection.query("DELETE FROM instances WHERE instance = $1::text", p) }
+    }
+}

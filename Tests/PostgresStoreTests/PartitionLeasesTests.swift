@@ -1,0 +1,44 @@
+import Foundation
+import StateStore
+import TestSupport
+import Testing
+
+@testable import PostgresStore
+
+/// Leases on partitions in a real PostgreSQL: claims share the partitions, an unexpired lease is
+/// never taken, an expired one is taken with a higher token, and the old owner is then fenced.
+@Suite(.serialized) struct PartitionLeasesTests {
+    @Test func claimsShareExpiryMovesAndTheOldOwnerIsFenced() throws {
+        let url = try PostgresServer.shared().createDatabase()
+        let a = try PartitionLeases(url: url, owner: "a", count: 4, leaseMs: 400)
+        let b = try PartitionLeases(url: url, owner: "b", count: 4, leaseMs: 60_000)
+        #expect(try a.heartbeat(holding: []).liveInstances == 1)
+        let heldA = try a.claim(4)
+        #expect(heldA.map(\.partition) == [0, 1, 2, 3] && heldA.allSatisfy { $0.token == 1 })
+        #expect(try b.heartbeat(holding: []).liveInstances == 2)
+        #expect(try b.claim(2).isEmpty)  // a's leases are alive
+        // a gives two up for a rebalance; b takes exactly those, with new tokens.
+        try a.release(Array(heldA.suffix(2)))
+        let heldB = try b.claim(2)
+        #expect(heldB.map(\.partition) == [2, 3] && heldB.allSatisfy { $0.token == 2 })
+        let renewed = try a.heartbeat(holding: heldA)
+        #expect(renewed.held.map(\.partition) == [0, 1])
+        // a stops renewing: once its 400 ms lease ran out, b's claim takes partitions 0 and 1.
+        var moved: [PartitionLeases.Lease] = []
+        #expect(
+            eventually(timeout: 10) {
+                moved += (try? b.claim(2)) ?? []; return moved.count == 2
+            })
+        #expect(moved.map(\.partition) == [0, 1] && moved.allSatisfy { $0.token == 2 })
+        #expect(try a.heartbeat(holding: Array(renewed.held)).held.isEmpty)  // lost, and said so
+        // A store still running on a's tokens commits nothing.
+        let stale = try PostgresStore(url: url, owner: "a", partitions: PartitionSet(count: 4, owned: [0, 1]), claimed: [1, 1])
+        #expect {
+            _ = try stale.commit(users: [], outbox: [.init(topic: "t", payload: [1], retain: false)], acknowledged: [], history: [])
+        } throws: { ($0 as? PostgresError)?.code == .fenced }
+        let fresh = try PostgresStore(url: url, owner: "b", partitions: PartitionSet(count: 4, owned: [0, 1, 2, 3]), claimed: [2, 2, 2, 2])
+        #expect(try fresh.commit(users: [], outbox: [.init(topic: "t", payload: [1], retain: false)], acknowledged: [], history: []).count == 1)
+        // Another partition count is refused.
+        #expect(throws: PostgresError.self) { _ = try PartitionLeases(url: url, owner: "c", count: 8, leaseMs: 1000) }
+    }
+}
