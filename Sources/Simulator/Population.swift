@@ -12,6 +12,8 @@ public struct Population: Sendable {
     public let days: Int
     /// The cohort's seed; each user's persona, pattern and traffic derive from it and the user's index.
     public let seed: UInt64
+    /// At most this many samples a message (``TrafficGenerator/samplesPerMessage``; nil: hourly batches).
+    public var samplesPerMessage: Int?
 
     /// The recovery patterns and their share of the cohort.
     public enum Pattern: String, CaseIterable, Sendable {
@@ -132,7 +134,8 @@ public struct Population: Sendable {
             t.uncalibratedUntil = 14 + Int(rng.next() % 14)
         }
         if pattern != .uncalibrated { t.uncalibratedUntil = 0 }
-        let g = TrafficGenerator(persona: p, timeline: t, seed: seed &+ UInt64(i))
+        var g = TrafficGenerator(persona: p, timeline: t, seed: seed &+ UInt64(i))
+        g.samplesPerMessage = samplesPerMessage
         return (g, Label(user: p.user, pattern: pattern, expected: pattern.expected))
     }
 

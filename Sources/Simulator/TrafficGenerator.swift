@@ -17,6 +17,9 @@ public struct TrafficGenerator: Sendable {
     public var layout = TopicLayout()
     /// Days whose first walking-speed sample is retracted the next morning.
     public var deletions: [Int] = []
+    /// At most this many samples a message (nil: each hour's samples in one batch, as an anchored
+    /// query delivers them); 1 publishes each sample as a message of its own (a bare object).
+    public var samplesPerMessage: Int?
 
     /// Creates a generator.
     public init(persona: Persona, timeline: Timeline, seed: UInt64) {
@@ -170,13 +173,18 @@ public struct TrafficGenerator: Sendable {
             out.append(Timed(at: at, record: TrafficRecord(topic: layout.deletions(user), payload: Array("{\"ids\":[\"\(user)-\(d)-0-ws\"]}".utf8))))
         }
         for hour in byHour.keys.sorted() {
-            let payload = Array(("[" + byHour[hour]!.joined(separator: ",") + "]").utf8)
             var at = dayStart.adding(seconds: Int64((hour + 1) * 3600))
             if let off = timeline.offline, off.contains(d) {
                 // Offline: the backlog syncs at 07:00 the morning after, before that day's own samples.
                 at = home.startOfDay(startDay + DayNumber(off.upperBound) + 1).adding(seconds: Int64(7 * 3600 + d * 10 + hour))
             }
-            out.append(Timed(at: at, record: TrafficRecord(topic: layout.samples(user), payload: payload)))
+            let items = byHour[hour]!
+            let size = max(1, samplesPerMessage ?? items.count)
+            for first in stride(from: 0, to: items.count, by: size) {
+                let batch = items[first..<min(first + size, items.count)]
+                let payload = Array((samplesPerMessage == 1 ? batch[first] : "[" + batch.joined(separator: ",") + "]").utf8)
+                out.append(Timed(at: at, record: TrafficRecord(topic: layout.samples(user), payload: payload)))
+            }
         }
         return out
     }

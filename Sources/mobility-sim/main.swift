@@ -23,8 +23,9 @@ let usage = """
             with --credentials the alerts are read as ACCOUNT (default care-dashboard)
       export EXPORT.xml|export.zip --user ID (--broker URL | -o TRAFFIC.jsonl) [--time-zone ZONE]
             replay a real Apple Health export (streaming parse, mobility records only)
-      population --users N --days D --seed S -o TRAFFIC.jsonl
-            a cohort with a mix of recovery patterns; ground-truth labels go to TRAFFIC.labels.jsonl
+      population --users N --days D --seed S [--samples-per-message K] -o TRAFFIC.jsonl
+            a cohort with a mix of recovery patterns; ground-truth labels go to TRAFFIC.labels.jsonl;
+            K: at most K samples a message (default each hour's in one; 1: one sample object a message)
       quality --users N --days D --seed S --rules DIR
             run such a cohort through the engine in-process; print each rule's precision and recall
 
@@ -56,6 +57,7 @@ struct Options {
     var users = 1000
     var days = 90
     var seed: UInt64 = 1
+    var samplesPerMessage: Int?
     var resend = false
     var credentials: String?
     var reader = "care-dashboard"
@@ -83,6 +85,7 @@ while i < args.count {
     case "--users": o.users = Int(value()) ?? { die("--users takes a number") }()
     case "--days": o.days = Int(value()) ?? { die("--days takes a number") }()
     case "--seed": o.seed = UInt64(value()) ?? { die("--seed takes a number") }()
+    case "--samples-per-message": o.samplesPerMessage = Int(value()).flatMap { $0 >= 1 ? $0 : nil } ?? { die("--samples-per-message takes a number ≥ 1") }()
     case "--builtin": o.inputs.append(value())
     case "--resend": o.resend = true
     case "--credentials": o.credentials = value()
@@ -311,7 +314,8 @@ case "export":
     } catch { die("\(error)", 1) }
 case "population":
     guard let out = o.output else { die("population needs -o TRAFFIC.jsonl") }
-    let pop = Population(users: o.users, days: o.days, seed: o.seed)
+    var pop = Population(users: o.users, days: o.days, seed: o.seed)
+    pop.samplesPerMessage = o.samplesPerMessage
     let labelsPath = out.hasSuffix(".jsonl") ? String(out.dropLast(6)) + ".labels.jsonl" : out + ".labels.jsonl"
     write(pop.labels().map(\.json), to: labelsPath)
     write(pop.traffic().lazy.map(\.line), to: out)
