@@ -1,6 +1,8 @@
+import Dispatch
 import MobilityModel
 import RuleEngine
 import RuleLanguage
+import Synchronization
 
 /// A synthetic cohort: many users with a configurable mix of recovery patterns, streamed day by
 /// day (one day of the cohort in memory at a time), with ground-truth labels for measuring alert
@@ -178,23 +180,44 @@ extension Population {
         public var recall: Double? { truePositive + falseNegative == 0 ? nil : Double(truePositive) / Double(truePositive + falseNegative) }
     }
 
-    /// Streams the cohort through an in-process engine (event time) and scores each labelled rule:
+    /// Streams the cohort through in-process engines (event time) and scores each labelled rule:
     /// a user counts as alerted when the rule fired at least once.
-    public func evaluate(program: Program) -> (quality: [String: Quality], messages: Int, firedBy: [String: [Pattern: Int]]) {
-        var ing = Ingestor(
-            engine: Engine(
-                program: program,
-                configuration: {
-                    var c = EngineConfiguration(); c.publishSeries = false; return c
-                }()), clock: .event)
-        var out: [EngineOutput] = []
+    ///
+    /// Users are independent, so each of `threads` threads replays its share of them (user `i` on
+    /// thread `i % threads`), each user's traffic day by day in that user's publish order — the
+    /// order the cohort's ``traffic()`` gives each user — so the scores do not depend on `threads`.
+    public func evaluate(program: Program, threads: Int = 1) -> (quality: [String: Quality], messages: Int, firedBy: [String: [Pattern: Int]]) {
+        let n = max(1, min(threads, users))
+        let parts = Mutex<[(fired: [String: Set<String>], messages: Int)]>([])
+        DispatchQueue.concurrentPerform(iterations: n) { t in
+            var ing = Ingestor(
+                engine: Engine(
+                    program: program,
+                    configuration: {
+                        var c = EngineConfiguration(); c.publishSeries = false; return c
+                    }()), clock: .event)
+            var out: [EngineOutput] = []
+            var fired: [String: Set<String>] = [:]
+            var messages = 0
+            for i in stride(from: t, to: users, by: n) {
+                let g = user(i).0
+                for d in 1...max(days, 1) {
+                    let timed = g.generate(day: d)
+                    for r in timed.enumerated().sorted(by: { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }) {
+                        ing.handle(topic: r.element.record.topic, payload: r.element.record.payload, now: Timestamp(seconds: 0), into: &out)
+                        messages += 1
+                        for o in out { if case .alert(let a) = o, a.status == .firing { fired[a.rule, default: []].insert(a.user) } }
+                        out.removeAll(keepingCapacity: true)
+                    }
+                }
+            }
+            parts.withLock { $0.append((fired, messages)) }
+        }
         var fired: [String: Set<String>] = [:]
         var messages = 0
-        for r in traffic() {
-            ing.handle(topic: r.topic, payload: r.payload, now: Timestamp(seconds: 0), into: &out)
-            messages += 1
-            for o in out { if case .alert(let a) = o, a.status == .firing { fired[a.rule, default: []].insert(a.user) } }
-            out.removeAll(keepingCapacity: true)
+        for p in parts.withLock({ $0 }) {
+            messages += p.messages
+            for (rule, set) in p.fired { fired[rule, default: []].formUnion(set) }
         }
         var quality: [String: Quality] = [:]
         var firedBy: [String: [Pattern: Int]] = [:]
