@@ -21,13 +21,17 @@ import Testing
         #"{"payload":{},"topic":"a/b"}"#,  // the other member order
         #"{"topic":"a/b","payload":"{}"}"#,  // a string payload is taken verbatim by the full parse
         #"{"topic":"a/b","payload":1}"#,
-        #"{"topic":"a/b","payload":{}"#,  // no closing brace
         #"{"topic":"a/b""#,
         #"["topic"]"#,
         ""
     ])
     func leavesEveryOtherShapeToTheFullParse(line: String) {
         #expect(scan(line) == nil)
+    }
+
+    @Test func aMissingClosingBraceLeavesAPayloadThatIsNotJSON() {
+        // The scan only locates: the decoder refuses "{" as JSON, and the full parse then reports the line.
+        #expect(scan(#"{"topic":"a/b","payload":{}"#)! == ("a/b", "{"))
     }
 
     @Test func shardsByEverythingBeforeTheLastSlash() {
