@@ -4,7 +4,9 @@
 #   1. memory, day close and restart (USERS users with 120 days of history; first, because
 #      resident memory is measured as the process's growth),
 #   2. decode and engine (USERS users × 30 days),
-#   3. end to end against a private mosquitto and mobilityd (scripts/bench-e2e.sh).
+#   3. end to end against a private mosquitto and mobilityd (scripts/bench-e2e.sh),
+#   4. replay against a plain-Python reference and a Flink SQL job (scripts/bench-replay.sh,
+#      REPLAY_USERS users x 90 days, default 1000; REPLAY_USERS=0 skips it).
 #   scripts/bench.sh [USERS] [E2E_MESSAGES] [RUNS]      defaults: 10000 40000 3
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +20,4 @@ echo "== $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || echo unk
 "$bin/mobility-bench" memory dayclose restart --users "$users" --days 120 --runs "$runs"
 "$bin/mobility-bench" decode engine --users "$users" --days 30 --runs 5
 bash scripts/bench-e2e.sh "$messages" "$runs"
+if [[ "${REPLAY_USERS:-1000}" != 0 ]]; then bash scripts/bench-replay.sh "${REPLAY_USERS:-1000}" 90; fi

@@ -1,14 +1,18 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The MQTT topic layout of the wire contract (`docs/mqtt-api.md`).
 public struct TopicLayout: Hashable, Sendable {
     /// The root, default `mobility/v1`.
     public let root: String
-    /// `{root}/users/`, built once (parsing runs for every message).
-    private let usersPrefix: String
+    /// `{root}/users/` as bytes, built once (parsing runs for every message).
+    private let usersPrefixUTF8: [UInt8]
 
     /// Creates a layout under a root.
     public init(root: String = "mobility/v1") {
         self.root = root
-        usersPrefix = root + "/users/"
+        usersPrefixUTF8 = Array((root + "/users/").utf8)
     }
 
     /// Inbound message kinds.
@@ -30,23 +34,35 @@ public struct TopicLayout: Hashable, Sendable {
     /// (grapheme) walking, one `String` made (the user id).
     public func parse(_ topic: String) -> Parsed {
         var t = topic
-        return t.withUTF8 { b in
-            let prefix = usersPrefix.utf8
-            guard b.count > prefix.count, prefix.elementsEqual(b[0..<prefix.count]) else { return .other }
-            var slash = b.count - 1
-            while slash >= prefix.count, b[slash] != UInt8(ascii: "/") { slash -= 1 }
-            guard slash >= prefix.count else { return .other }
-            let userBytes = UnsafeBufferPointer(rebasing: b[prefix.count..<slash])
-            guard let kind = TopicLayout.inbound(UnsafeBufferPointer(rebasing: b[(slash + 1)...])) else { return .other }
-            let user = String(decoding: userBytes, as: UTF8.self)
-            guard TopicLayout.isValidUser(userBytes) else { return .invalidUser(user) }
-            return .inbound(user: user, kind: kind)
-        }
+        return t.withUTF8 { parse(utf8: $0) }
+    }
+
+    /// Parses a topic given as UTF-8 bytes (a recorded traffic line's, without making the topic a `String`).
+    public func parse(utf8 b: UnsafeBufferPointer<UInt8>) -> Parsed {
+        let prefixCount = usersPrefixUTF8.count
+        guard b.count > prefixCount, let base = b.baseAddress,
+            usersPrefixUTF8.withUnsafeBufferPointer({ memcmp($0.baseAddress!, base, prefixCount) == 0 })
+        else { return .other }
+        var slash = b.count - 1
+        while slash >= prefixCount, b[slash] != UInt8(ascii: "/") { slash -= 1 }
+        guard slash >= prefixCount else { return .other }
+        let userBytes = UnsafeBufferPointer(rebasing: b[prefixCount..<slash])
+        guard let kind = TopicLayout.inbound(UnsafeBufferPointer(rebasing: b[(slash + 1)...])) else { return .other }
+        let user = String(decoding: userBytes, as: UTF8.self)
+        guard TopicLayout.isValidUser(userBytes) else { return .invalidUser(user) }
+        return .inbound(user: user, kind: kind)
     }
 
     private static func inbound(_ b: UnsafeBufferPointer<UInt8>) -> Inbound? {
-        for k in Inbound.allCases where k.rawValue.utf8.elementsEqual(b) { return k }
-        return nil
+        // By length and first byte, then the bytes (this runs for every message: no String comparison).
+        func equals(_ s: StaticString) -> Bool { b.count == s.utf8CodeUnitCount && memcmp(b.baseAddress!, s.utf8Start, b.count) == 0 }
+        switch (b.count, b.first) {
+        case (7, UInt8(ascii: "s")?): return equals("samples") ? .samples : nil
+        case (6, UInt8(ascii: "e")?): return equals("events") ? .events : nil
+        case (9, UInt8(ascii: "d")?): return equals("deletions") ? .deletions : nil
+        case (7, UInt8(ascii: "p")?): return equals("profile") ? .profile : nil
+        default: return nil
+        }
     }
 
     private static func isValidUser(_ b: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -13,6 +13,11 @@ extension WireDecoder {
     /// contract's fields flat; no JSON tree is built and only the id (and metadata, when present)
     /// become Swift strings.
     public func samples(_ payload: [UInt8], user: String) -> Result<[Item<Sample>], Rejection> {
+        payload.withUnsafeBufferPointer { samples(utf8: $0, user: user) }
+    }
+
+    /// ``samples(_:user:)`` of payload bytes the caller holds (a recorded traffic line's, uncopied).
+    public func samples(utf8 payload: UnsafeBufferPointer<UInt8>, user: String) -> Result<[Item<Sample>], Rejection> {
         guard payload.count <= maxPayloadBytes else {
             return .failure(Rejection(.payloadTooLarge, "payload of \(payload.count) bytes exceeds the limit of \(maxPayloadBytes)"))
         }
@@ -20,9 +25,9 @@ extension WireDecoder {
             return .failure(Rejection(.notJSON, "the JSON parser could not allocate memory"))
         }
         var doc = mw_sample_doc()
-        let rc = payload.withUnsafeBufferPointer { mw_parse_samples(parser, $0.baseAddress, $0.count, UInt32(maxBatch), &doc) }
+        let rc = mw_parse_samples(parser, payload.baseAddress, payload.count, UInt32(maxBatch), &doc)
         guard rc == 0 else {
-            if doc.number_out_of_range != 0, case .success(let tree) = JSONValue.parse(payload) { return samples(outOfRange: tree, user: user) }
+            if doc.number_out_of_range != 0, case .success(let tree) = JSONValue.parse(Array(payload)) { return samples(outOfRange: tree, user: user) }
             return .failure(Rejection(.notJSON, "invalid JSON: " + (doc.error_message.map { String(cString: $0) } ?? "error \(rc)")))
         }
         let count = Int(doc.count)

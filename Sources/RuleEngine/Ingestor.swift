@@ -98,43 +98,7 @@ public struct Ingestor: Sendable {
         case .samples:
             switch decoder.samples(payload, user: user) {
             case .failure(let r): reject(user, topic, r, into: &out)
-            case .success(let items):
-                var now = wall
-                var future: Timestamp? = wall
-                if clock == .event {
-                    // The user's clock moves only as far as the traffic confirms (EventClock);
-                    // samples past it are judged by the wall clock in the daemon, else by none.
-                    future = boundedByWallClock ? wall : nil
-                    let latest = future.map { $0.milliseconds + engine.configuration.maxFutureSeconds * 1000 } ?? .max
-                    let reach = clocks[user]?.reach(clockPolicy) ?? .max
-                    var inStep = Int64.min, beyond = Int64.min
-                    for case .success(let s) in items where s.end.milliseconds <= latest {
-                        let e = s.end.milliseconds
-                        if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
-                    }
-                    now =
-                        clocks[user, default: EventClock()].observe(inStep: inStep, beyond: beyond, policy: clockPolicy)
-                        ?? Timestamp(milliseconds: .min / 2)
-                }
-                for (index, item) in items.enumerated() {
-                    switch item {
-                    case .failure(let r):
-                        if let id = r.itemID { lastSampleID[user] = id }
-                        reject(user, topic, r, into: &out)
-                    case .success(let s):
-                        lastSampleID[user] = s.id
-                        switch engine.ingest(s, user: user, now: now, future: future, into: &out) {
-                        case .accepted: counters.samplesAccepted += 1
-                        case .duplicate: counters.duplicates += 1
-                        case .superseded: counters.samplesAccepted += 1; counters.superseded += 1
-                        case .stale: counters.stale += 1
-                        case .rejected(var r):
-                            if items.count > 1 { r.index = index }  // as the decoder's rejections of a batch
-                            reject(user, topic, r, into: &out)
-                        }
-                    }
-                }
-                if clock == .event { engine.advance(user: user, to: now, into: &out) }
+            case .success(let items): ingest(samples: items, user: user, topic: topic, now: wall, into: &out)
             }
         case .events:
             switch decoder.events(payload, user: user) {
@@ -170,6 +134,61 @@ public struct Ingestor: Sendable {
         }
     }
 
+    /// Handles a `samples` message of `user` that the caller has already decoded (the replay
+    /// decodes before it knows whether the line needs its slow path); counted as a message.
+    public mutating func handle(
+        decodedSamples decoded: Result<[WireDecoder.Item<Sample>], Rejection>, user: String, topic: @autoclosure () -> String, now wall: Timestamp,
+        into out: inout [EngineOutput]
+    ) {
+        counters.messages += 1
+        switch decoded {
+        case .failure(let r): reject(user, topic(), r, into: &out)
+        case .success(let items): ingest(samples: items, user: user, topic: topic(), now: wall, into: &out)
+        }
+    }
+
+    private mutating func ingest(
+        samples items: [WireDecoder.Item<Sample>], user: String, topic: @autoclosure () -> String, now wall: Timestamp,
+        into out: inout [EngineOutput]
+    ) {
+        var now = wall
+        var future: Timestamp? = wall
+        if clock == .event {
+            // The user's clock moves only as far as the traffic confirms (EventClock);
+            // samples past it are judged by the wall clock in the daemon, else by none.
+            future = boundedByWallClock ? wall : nil
+            let latest = future.map { $0.milliseconds + engine.configuration.maxFutureSeconds * 1000 } ?? .max
+            let reach = clocks[user]?.reach(clockPolicy) ?? .max
+            var inStep = Int64.min, beyond = Int64.min
+            for case .success(let s) in items where s.end.milliseconds <= latest {
+                let e = s.end.milliseconds
+                if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
+            }
+            now =
+                clocks[user, default: EventClock()].observe(inStep: inStep, beyond: beyond, policy: clockPolicy)
+                ?? Timestamp(milliseconds: .min / 2)
+        }
+        for (index, item) in items.enumerated() {
+            switch item {
+            case .failure(let r):
+                if let id = r.itemID { lastSampleID[user] = id }
+                reject(user, topic(), r, into: &out)
+            case .success(let s):
+                lastSampleID[user] = s.id
+                switch engine.ingest(s, user: user, now: now, future: future, into: &out) {
+                case .accepted: counters.samplesAccepted += 1
+                case .duplicate: counters.duplicates += 1
+                case .superseded: counters.samplesAccepted += 1; counters.superseded += 1
+                case .stale: counters.stale += 1
+                case .rejected(var r):
+                    if items.count > 1 { r.index = index }  // as the decoder's rejections of a batch
+                    reject(user, topic(), r, into: &out)
+                }
+            }
+        }
+        if clock == .event { engine.advance(user: user, to: now, into: &out) }
+    }
+
     /// Handles a message whose payload of `size` bytes the transport did not even copy because it
     /// is over ``WireDecoder/maxPayloadBytes``: counted and rejected like one the decoder refused.
     public mutating func rejectOversized(topic: String, parsed: TopicLayout.Parsed, size: Int, into out: inout [EngineOutput]) {
@@ -198,12 +217,17 @@ public struct Ingestor: Sendable {
     /// Closes each user's days through the day of their event clock (the end of a bounded input
     /// in event mode: see ``Replay/finish()``).
     public mutating func closeOpenDays(into out: inout [EngineOutput]) {
-        let grace = engine.configuration.graceSeconds
+        for user in clockedUsers { closeOpenDays(of: user, into: &out) }
+    }
+
+    /// The users that have an event clock, in id order (the order ``closeOpenDays(into:)`` closes them in).
+    public var clockedUsers: [String] { clocks.keys.sorted() }
+
+    /// Closes one user's days through the day of the user's event clock.
+    public mutating func closeOpenDays(of user: String, into out: inout [EngineOutput]) {
         // The confirmed clocks only: pending claims (a possible outlier) close no day here either.
-        for (user, clock) in clocks.sorted(by: { $0.key < $1.key }) {
-            guard let now = clock.now, let cal = engine.calendar(of: user) else { continue }
-            engine.advance(user: user, to: cal.startOfDay(cal.day(of: now) + 1).adding(seconds: grace), into: &out)
-        }
+        guard let now = clocks[user]?.now, let cal = engine.calendar(of: user) else { return }
+        engine.advance(user: user, to: cal.startOfDay(cal.day(of: now) + 1).adding(seconds: engine.configuration.graceSeconds), into: &out)
     }
 
     /// Advances every user to the wall clock (wall mode).

@@ -62,25 +62,47 @@ public struct Replay: Sendable {
 
     /// Feeds one traffic line; returns its outputs and rejections.
     public mutating func feed(line: [UInt8]) -> Result<Fed, TrafficError> {
-        switch TrafficRecord.parse(line) {
-        case .failure(let m): return .failure(m)
-        case .success(let r):
-            var out: [EngineOutput] = []
-            ingestor.handle(topic: r.topic, payload: r.payload, now: Timestamp(milliseconds: 0), into: &out)
-            return .success(Replay.split(out))
-        }
+        var out: [EngineOutput] = []
+        if let e = feed(line: line, into: &out) { return .failure(e) }
+        return .success(Replay.split(out))
     }
 
     /// Feeds one traffic line, appending what the engine produced to `out` (for tools that read
     /// the outputs as values, such as `mobilityctl report`); nil, or why the line is malformed.
     public mutating func feed(line: [UInt8], into out: inout [EngineOutput]) -> TrafficError? {
-        switch TrafficRecord.parse(line) {
+        line.withUnsafeBufferPointer { feed(line: $0, into: &out) }
+    }
+
+    /// ``feed(line:into:)`` of a line in a caller's buffer (without its newline).
+    ///
+    /// A `samples` line of the usual shape (``TrafficLine``) is decoded straight from the line's
+    /// bytes, the payload exactly as recorded; any other line, and one whose payload is not JSON
+    /// (so that a broken line is still reported as malformed), through ``TrafficRecord/parse(_:)``.
+    public mutating func feed(line: UnsafeBufferPointer<UInt8>, into out: inout [EngineOutput]) -> TrafficError? {
+        if let scan = TrafficLine.scan(line) {
+            let topic = UnsafeBufferPointer(rebasing: line[scan.topic])
+            if case .inbound(let user, .samples) = ingestor.layout.parse(utf8: topic) {
+                let decoded = ingestor.decoder.samples(utf8: UnsafeBufferPointer(rebasing: line[scan.payload]), user: user)
+                if case .failure(let r) = decoded, r.reason == .notJSON {
+                    // The full parse decides: a malformed line, or a string payload that is not JSON.
+                } else {
+                    ingestor.handle(
+                        decodedSamples: decoded, user: user, topic: String(decoding: topic, as: UTF8.self), now: Timestamp(milliseconds: 0),
+                        into: &out)
+                    return nil
+                }
+            }
+        }
+        switch TrafficRecord.parse(Array(line)) {
         case .failure(let m): return m
         case .success(let r):
             ingestor.handle(topic: r.topic, payload: r.payload, now: Timestamp(milliseconds: 0), into: &out)
             return nil
         }
     }
+
+    /// ``finish()`` for one user (``Ingestor/clockedUsers`` lists them in the order ``finish()`` takes).
+    public mutating func finishUser(_ user: String, into out: inout [EngineOutput]) { ingestor.closeOpenDays(of: user, into: &out) }
 
     /// ``finish()``, appending the outputs to `out`.
     public mutating func finish(into out: inout [EngineOutput]) { ingestor.closeOpenDays(into: &out) }

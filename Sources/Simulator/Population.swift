@@ -1,6 +1,8 @@
+import Dispatch
 import MobilityModel
 import RuleEngine
 import RuleLanguage
+import Synchronization
 
 /// A synthetic cohort: many users with a configurable mix of recovery patterns, streamed day by
 /// day (one day of the cohort in memory at a time), with ground-truth labels for measuring alert
@@ -12,6 +14,8 @@ public struct Population: Sendable {
     public let days: Int
     /// The cohort's seed; each user's persona, pattern and traffic derive from it and the user's index.
     public let seed: UInt64
+    /// At most this many samples a message (``TrafficGenerator/samplesPerMessage``; nil: hourly batches).
+    public var samplesPerMessage: Int?
 
     /// Which generator shapes the cohort: `default` is the original mix (its numbers stay
     /// reproducible); `wide` adds shapes the rules were not tuned on (see docs/alert-quality.md).
@@ -193,7 +197,8 @@ public struct Population: Sendable {
         label.days = days
         label.start = t.start
         label.onset = Population.onsets(pattern, t)
-        let g = TrafficGenerator(persona: p, timeline: t, seed: seed &+ UInt64(i))
+        var g = TrafficGenerator(persona: p, timeline: t, seed: seed &+ UInt64(i))
+        g.samplesPerMessage = samplesPerMessage
         return (g, label)
     }
 
@@ -321,56 +326,5 @@ public struct Population: Sendable {
                 return buffer[index]
             }
         }
-    }
-}
-
-extension Population {
-    /// Per-rule confusion counts against the labels.
-    public struct Quality: Sendable {
-        public var truePositive = 0, falsePositive = 0, falseNegative = 0, trueNegative = 0
-        /// Zero counts.
-        public init() {}
-        /// Of the users alerted, the fraction that should have been (nil when none was alerted).
-        public var precision: Double? { truePositive + falsePositive == 0 ? nil : Double(truePositive) / Double(truePositive + falsePositive) }
-        /// Of the users that should have been alerted, the fraction that were (nil when none should have been).
-        public var recall: Double? { truePositive + falseNegative == 0 ? nil : Double(truePositive) / Double(truePositive + falseNegative) }
-    }
-
-    /// Streams the cohort through an in-process engine (event time) and scores each labelled rule:
-    /// a user counts as alerted when the rule fired at least once.
-    public func evaluate(program: Program) -> (quality: [String: Quality], messages: Int, firedBy: [String: [Pattern: Int]]) {
-        var ing = Ingestor(
-            engine: Engine(
-                program: program,
-                configuration: {
-                    var c = EngineConfiguration(); c.publishSeries = false; return c
-                }()), clock: .event)
-        var out: [EngineOutput] = []
-        var fired: [String: Set<String>] = [:]
-        var messages = 0
-        for r in traffic() {
-            ing.handle(topic: r.topic, payload: r.payload, now: Timestamp(seconds: 0), into: &out)
-            messages += 1
-            for o in out { if case .alert(let a) = o, a.status == .firing { fired[a.rule, default: []].insert(a.user) } }
-            out.removeAll(keepingCapacity: true)
-        }
-        var quality: [String: Quality] = [:]
-        var firedBy: [String: [Pattern: Int]] = [:]
-        for label in labels() {
-            for rule in Population.labelledRules {
-                let did = fired[rule]?.contains(label.user) ?? false
-                let should = label.expected.contains(rule)
-                var q = quality[rule] ?? Quality()
-                switch (should, did) {
-                case (true, true): q.truePositive += 1
-                case (false, true): q.falsePositive += 1
-                case (true, false): q.falseNegative += 1
-                case (false, false): q.trueNegative += 1
-                }
-                quality[rule] = q
-                if did { firedBy[rule, default: [:]][label.pattern, default: 0] += 1 }
-            }
-        }
-        return (quality, messages, firedBy)
     }
 }

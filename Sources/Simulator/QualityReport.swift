@@ -2,6 +2,7 @@ import Foundation
 import MobilityModel
 import RuleEngine
 import RuleLanguage
+import Synchronization
 
 /// Alert quality of labelled rules on a cohort: per rule, precision and recall (Wilson 95 %
 /// intervals), false alerts per 100 patient-weeks at risk (exact Poisson 95 % interval) and
@@ -198,35 +199,54 @@ public struct QualityReport: Sendable {
 }
 
 extension Population {
-    /// Streams the cohort through an in-process engine (event time, the same way as
-    /// ``evaluate(program:)``) and collects every firing of a labelled rule with its day.
-    public func firings(program: Program) -> (firings: [QualityReport.Firing], messages: Int) {
-        var ing = Ingestor(
-            engine: Engine(
-                program: program,
-                configuration: {
-                    var c = EngineConfiguration(); c.publishSeries = false; return c
-                }()), clock: .event)
-        var out: [EngineOutput] = []
-        var firings: [QualityReport.Firing] = []
-        var messages = 0
+    /// Every first firing (not reminders) of the labelled rules: each user's traffic through an
+    /// in-process engine in event time, users shared out over `threads` (each thread its own
+    /// engine, users independent), sorted by rule, user and day, so the result does not depend
+    /// on `threads`; and the number of messages.
+    public func firings(program: Program, threads: Int = 1) -> (firings: [QualityReport.Firing], messages: Int) {
+        let n = max(1, min(threads, users))
         let labelled = Set(Population.labelledRules)
         let day1 = Timeline().start.dayNumber
-        for r in traffic() {
-            ing.handle(topic: r.topic, payload: r.payload, now: Timestamp(seconds: 0), into: &out)
-            messages += 1
-            for o in out {
-                guard case .alert(let a) = o, a.status == .firing, !a.isRepeat, labelled.contains(a.rule) else { continue }
-                firings.append(QualityReport.Firing(rule: a.rule, user: a.user, day: Int(a.day.dayNumber - day1) + 1))
+        let parts = Mutex<[(firings: [QualityReport.Firing], messages: Int)]>([])
+        DispatchQueue.concurrentPerform(iterations: n) { t in
+            var ing = Ingestor(
+                engine: Engine(
+                    program: program,
+                    configuration: {
+                        var c = EngineConfiguration(); c.publishSeries = false; return c
+                    }()), clock: .event)
+            var out: [EngineOutput] = []
+            var firings: [QualityReport.Firing] = []
+            var messages = 0
+            for i in stride(from: t, to: users, by: n) {
+                let g = user(i).0
+                for d in 1...max(days, 1) {
+                    let timed = g.generate(day: d)
+                    for r in timed.enumerated().sorted(by: { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }) {
+                        ing.handle(topic: r.element.record.topic, payload: r.element.record.payload, now: Timestamp(seconds: 0), into: &out)
+                        messages += 1
+                        for o in out {
+                            guard case .alert(let a) = o, a.status == .firing, !a.isRepeat, labelled.contains(a.rule) else { continue }
+                            firings.append(QualityReport.Firing(rule: a.rule, user: a.user, day: Int(a.day.dayNumber - day1) + 1))
+                        }
+                        out.removeAll(keepingCapacity: true)
+                    }
+                }
             }
-            out.removeAll(keepingCapacity: true)
+            parts.withLock { $0.append((firings, messages)) }
         }
-        return (firings, messages)
+        var all: [QualityReport.Firing] = [], messages = 0
+        for p in parts.withLock({ $0 }) {
+            all += p.firings
+            messages += p.messages
+        }
+        all.sort { ($0.rule, $0.user, $0.day) < ($1.rule, $1.user, $1.day) }
+        return (all, messages)
     }
 
     /// The cohort's quality report for a program.
-    public func quality(program: Program) -> QualityReport {
-        let (f, messages) = firings(program: program)
+    public func quality(program: Program, threads: Int = 1) -> QualityReport {
+        let (f, messages) = firings(program: program, threads: threads)
         var report = QualityReport.score(labels: labels(), firings: f)
         report.messages = messages
         return report

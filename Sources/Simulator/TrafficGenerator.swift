@@ -17,6 +17,9 @@ public struct TrafficGenerator: Sendable {
     public var layout = TopicLayout()
     /// Days whose first walking-speed sample is retracted the next morning.
     public var deletions: [Int] = []
+    /// At most this many samples a message (nil: each hour's samples in one batch, as an anchored
+    /// query delivers them); 1 publishes each sample as a message of its own (a bare object).
+    public var samplesPerMessage: Int?
 
     /// Creates a generator.
     public init(persona: Persona, timeline: Timeline, seed: UInt64) {
@@ -106,7 +109,7 @@ public struct TrafficGenerator: Sendable {
         let dayMean = meanSpeed(day: d) + rng.normal() * persona.speedNoise * 0.4
         let dsMean = meanDoubleSupport(day: d) + rng.normal() * persona.doubleSupportNoise * 0.5
         // Samples by hour: a gateway delivers each hour's new samples in one batch.
-        var byHour: [Int: [String]] = [:]
+        var byHour: [Int: [[UInt8]]] = [:]
         for k in 0..<n {
             let second = 8 * 3600 + Int((Double(k) + rng.uniform()) / Double(n) * 12 * 3600)
             let end = dayStart.adding(seconds: Int64(second))
@@ -174,29 +177,72 @@ public struct TrafficGenerator: Sendable {
             out.append(Timed(at: at, record: TrafficRecord(topic: layout.deletions(user), payload: Array("{\"ids\":[\"\(user)-\(d)-0-ws\"]}".utf8))))
         }
         for hour in byHour.keys.sorted() {
-            let payload = Array(("[" + byHour[hour]!.joined(separator: ",") + "]").utf8)
             var at = dayStart.adding(seconds: Int64((hour + 1) * 3600))
             if let off = timeline.offline, off.contains(d) {
                 // Offline: the backlog syncs at 07:00 the morning after, before that day's own samples.
                 at = home.startOfDay(startDay + DayNumber(off.upperBound) + 1).adding(seconds: Int64(7 * 3600 + d * 10 + hour))
             }
-            out.append(Timed(at: at, record: TrafficRecord(topic: layout.samples(user), payload: payload)))
+            let items = byHour[hour]!
+            let size = max(1, samplesPerMessage ?? items.count)
+            for first in stride(from: 0, to: items.count, by: size) {
+                let batch = items[first..<min(first + size, items.count)]
+                var payload: [UInt8]
+                if samplesPerMessage == 1 {
+                    payload = batch[first]
+                } else {
+                    payload = [UInt8(ascii: "[")]
+                    for (k, item) in batch.enumerated() {
+                        if k > 0 { payload.append(UInt8(ascii: ",")) }
+                        payload += item
+                    }
+                    payload.append(UInt8(ascii: "]"))
+                }
+                out.append(Timed(at: at, record: TrafficRecord(topic: layout.samples(user), payload: payload)))
+            }
         }
         return out
     }
 
+    /// One sample object's JSON, written straight into bytes (the cohort benchmarks format millions).
     func sample(
-        id: String, type: String, value: Double, unit: String, start: Timestamp, end: Timestamp, offset: Int32, zone: String?,
-        bundle: String = "com.apple.health.9C2F5E1A", metadata: String? = nil
-    ) -> String {
-        var s = "{\"id\":\"\(id)\",\"type\":\"\(type)\",\"value\":\((value * 100_000).rounded() / 100_000),\"unit\":\"\(unit)\","
-        s += "\"start\":\"\(ISO8601.format(start, offsetSeconds: offset))\",\"end\":\"\(ISO8601.format(end, offsetSeconds: offset))\","
-        s += "\"source\":{\"bundleId\":\"\(bundle)\",\"name\":\"\(persona.user)'s iPhone\"}"
-        var md: [String] = []
-        if let zone { md.append("\"HKTimeZone\":\"\(zone)\"") }
-        if let metadata { md.append(metadata) }
-        if !md.isEmpty { s += ",\"metadata\":{" + md.joined(separator: ",") + "}" }
-        return s + "}"
+        id: String, type: StaticString, value: Double, unit: StaticString, start: Timestamp, end: Timestamp, offset: Int32, zone: String?,
+        bundle: StaticString = "com.apple.health.9C2F5E1A", metadata: String? = nil
+    ) -> [UInt8] {
+        var s: [UInt8] = []
+        s.reserveCapacity(320)
+        func add(_ t: StaticString) { s.append(contentsOf: UnsafeBufferPointer(start: t.utf8Start, count: t.utf8CodeUnitCount)) }
+        add(#"{"id":""#)
+        s.append(contentsOf: id.utf8)
+        add(#"","type":""#)
+        add(type)
+        add(#"","value":"#)
+        s.append(contentsOf: ((value * 100_000).rounded() / 100_000).description.utf8)
+        add(#","unit":""#)
+        add(unit)
+        add(#"","start":""#)
+        ISO8601.append(start, offsetSeconds: offset, to: &s)
+        add(#"","end":""#)
+        ISO8601.append(end, offsetSeconds: offset, to: &s)
+        add(#"","source":{"bundleId":""#)
+        add(bundle)
+        add(#"","name":""#)
+        s.append(contentsOf: persona.user.utf8)
+        add(#"'s iPhone"}"#)
+        if zone != nil || metadata != nil {
+            add(#","metadata":{"#)
+            if let zone {
+                add(#""HKTimeZone":""#)
+                s.append(contentsOf: zone.utf8)
+                add(#"""#)
+            }
+            if let metadata {
+                if zone != nil { add(",") }
+                s.append(contentsOf: metadata.utf8)
+            }
+            add("}")
+        }
+        add("}")
+        return s
     }
 }
 

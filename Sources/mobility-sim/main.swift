@@ -23,12 +23,13 @@ let usage = """
             with --credentials the alerts are read as ACCOUNT (default care-dashboard)
       export EXPORT.xml|export.zip --user ID (--broker URL | -o TRAFFIC.jsonl) [--time-zone ZONE]
             replay a real Apple Health export (streaming parse, mobility records only)
-      population --users N --days D --seed S [--cohort default|wide] -o TRAFFIC.jsonl
+      population --users N --days D --seed S [--cohort default|wide] [--samples-per-message K] -o TRAFFIC.jsonl
             a cohort with a mix of recovery patterns; ground-truth labels (with onsets) go to
-            TRAFFIC.labels.jsonl
-      quality --users N --days D (--seed S | --seeds S1,S2,...) [--cohort default|wide] --rules DIR
+            TRAFFIC.labels.jsonl; K: at most K samples a message (default each hour's in one)
+      quality --users N --days D (--seed S | --seeds S1,S2,...) [--cohort default|wide] --rules DIR [--threads T]
             run such cohorts through the engine in-process; print each rule's precision, recall,
             false alerts per 100 patient-weeks (95 % intervals) and detection delay, pooled over seeds
+            (users shared out over T threads, default the cores: the scores do not depend on T)
 
     broker options (for a secured broker such as deploy/mosquitto.conf):
       --credentials FILE   log in from FILE (mode 0600 or 0400): 'account password' lines; each user's
@@ -60,6 +61,8 @@ struct Options {
     var seed: UInt64 = 1
     var seeds: [UInt64]?
     var cohort = Population.Cohort.default
+    var samplesPerMessage: Int?
+    var threads = ProcessInfo.processInfo.activeProcessorCount
     var resend = false
     var credentials: String?
     var reader = "care-dashboard"
@@ -95,6 +98,8 @@ while i < args.count {
         let v = value()
         o.cohort =
             Population.Cohort(rawValue: v) ?? { die("--cohort takes \(Population.Cohort.allCases.map(\.rawValue).joined(separator: " or ")), not '\(v)'") }()
+    case "--threads": o.threads = Int(value()).flatMap { (1...64).contains($0) ? $0 : nil } ?? { die("--threads takes 1 to 64") }()
+    case "--samples-per-message": o.samplesPerMessage = Int(value()).flatMap { $0 >= 1 ? $0 : nil } ?? { die("--samples-per-message takes a number ≥ 1") }()
     case "--builtin": o.inputs.append(value())
     case "--resend": o.resend = true
     case "--credentials": o.credentials = value()
@@ -323,7 +328,8 @@ case "export":
     } catch { die("\(error)", 1) }
 case "population":
     guard let out = o.output else { die("population needs -o TRAFFIC.jsonl") }
-    let pop = Population(users: o.users, days: o.days, seed: o.seed, cohort: o.cohort)
+    var pop = Population(users: o.users, days: o.days, seed: o.seed, cohort: o.cohort)
+    pop.samplesPerMessage = o.samplesPerMessage
     let labelsPath = out.hasSuffix(".jsonl") ? String(out.dropLast(6)) + ".labels.jsonl" : out + ".labels.jsonl"
     write(pop.labels().map(\.json), to: labelsPath)
     write(pop.traffic().lazy.map(\.line), to: out)
@@ -337,7 +343,7 @@ case "quality":
     var pooled = QualityReport()
     var perSeed: [String] = []
     for seed in seeds {
-        let r = Population(users: o.users, days: o.days, seed: seed, cohort: o.cohort).quality(program: program)
+        let r = Population(users: o.users, days: o.days, seed: seed, cohort: o.cohort).quality(program: program, threads: o.threads)
         pooled.add(r)
         let s = r.rules["stalled_recovery"] ?? QualityReport.RuleScore()
         perSeed.append(

@@ -54,6 +54,7 @@ enum ReplayCommand {
         var rules: [String] = []
         var file: String?
         var series = false, verbose = false, finalClose = true
+        var threads = min(ProcessInfo.processInfo.activeProcessorCount, 8)
         var config = EngineConfiguration()
         var i = 0
         func value() -> String {
@@ -67,6 +68,7 @@ enum ReplayCommand {
             case "--series": series = true
             case "--verbose", "-v": verbose = true
             case "--no-final-close": finalClose = false
+            case "--threads": threads = Int(value()).flatMap { (1...64).contains($0) ? $0 : nil } ?? { fail("--threads takes 1 to 64") }()
             case "--grace": config.graceSeconds = Int64(value()) ?? { fail("--grace takes seconds") }()
             case "--lateness": config.allowedLatenessSeconds = (Int64(value()) ?? { fail("--lateness takes days") }()) * 86_400
             case "--time-zone": config.defaultCalendar = LocalCalendar(identifier: value()) ?? { fail("unknown time zone") }()
@@ -86,30 +88,66 @@ enum ReplayCommand {
             return 1
         }
         config.publishSeries = series
-        guard let input = FileHandle(forReadingAtPath: file) else { writeErr("mobilityctl: cannot read \(file)\n"); return 1 }
-        var replay = Replay(program: program, configuration: config)
-        var out = ""
-        var lineNo = 0, lines = 0, malformed = 0
-        func emit(_ fed: Replay.Fed, line: Int?) {
-            for l in fed.outputs { out += l + "\n" }
-            if out.utf8.count > 1 << 16 { FileHandle.standardOutput.write(Data(out.utf8)); out = "" }
-            if verbose { for r in fed.rejections { writeErr("\(file):\(line.map(String.init) ?? "end"): rejected: \(r)\n") } }
-        }
-        for line in LineReader(input) {
-            lineNo += 1
-            if line.isEmpty { continue }
-            lines += 1
-            switch replay.feed(line: line) {
-            case .failure(let msg):
-                malformed += 1
-                if malformed <= maxMalformedShown { writeErr("\(file):\(lineNo): malformed line: \(msg)\n") }
-            case .success(let fed): emit(fed, line: lineNo)
+        let fd = open(file, O_RDONLY)
+        guard fd >= 0 else { writeErr("mobilityctl: cannot read \(file)\n"); return 1 }
+        defer { close(fd) }
+        let replay = ShardedReplay(program: program, configuration: config, shards: threads, verboseRejections: verbose)
+        var out: [UInt8] = []
+        out.reserveCapacity(1 << 20)
+        var shownMalformed = 0
+        func report(_ notes: [ShardedReplay.Note]) {
+            for n in notes {
+                switch n.kind {
+                case .malformed(let msg):
+                    shownMalformed += 1
+                    if shownMalformed <= maxMalformedShown { writeErr("\(file):\(n.line ?? 0): malformed line: \(msg)\n") }
+                case .rejected(let r): writeErr("\(file):\(n.line.map(String.init) ?? "end"): rejected: \(r)\n")
+                }
             }
         }
-        if finalClose { emit(replay.finish(), line: nil) }
-        FileHandle.standardOutput.write(Data(out.utf8))
-        writeErr(summary(lines: lines, malformed: malformed, rejected: replay.rejected))
-        return malformed > 0 ? malformedExit : 0
+        // Whole lines in chunks: the chunk ends after its last newline, the rest starts the next.
+        let chunkSize = 8 << 20
+        var buffer = [UInt8](repeating: 0, count: chunkSize)
+        var held = 0
+        while true {
+            if held == buffer.count { buffer += [UInt8](repeating: 0, count: buffer.count) }  // a line longer than the buffer
+            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + held, $0.count - held) }
+            guard got >= 0 else { writeErr("mobilityctl: cannot read \(file)\n"); return 1 }
+            let end = held + got
+            let cut: Int
+            if got == 0 {
+                cut = end  // the end of the file: what is held is the last line
+            } else if let newline = buffer[held..<end].lastIndex(of: 0x0A) {
+                cut = newline + 1
+            } else {
+                held = end
+                continue
+            }
+            if cut > 0 { report(buffer.withUnsafeBufferPointer { replay.feed(chunk: UnsafeBufferPointer(rebasing: $0[..<cut]), into: &out) }) }
+            writeOut(&out)
+            if got == 0 { break }
+            buffer.withUnsafeMutableBufferPointer { b in
+                for k in cut..<end { b[k - cut] = b[k] }
+            }
+            held = end - cut
+        }
+        if finalClose { report(replay.finish(into: &out)) }
+        writeOut(&out)
+        writeErr(summary(lines: replay.records, malformed: replay.malformed, rejected: replay.rejected))
+        return replay.malformed > 0 ? malformedExit : 0
+    }
+
+    /// Writes and empties `out` on standard output.
+    static func writeOut(_ out: inout [UInt8]) {
+        out.withUnsafeBytes { b in
+            var done = 0
+            while done < b.count {
+                let n = write(1, b.baseAddress! + done, b.count - done)
+                if n <= 0 { if n < 0, errno == EINTR { continue }; break }
+                done += n
+            }
+        }
+        out.removeAll(keepingCapacity: true)
     }
 
     /// One line on stderr: what was read, what was malformed, what was rejected by reason.
@@ -128,21 +166,32 @@ enum ReplayCommand {
 }
 
 /// Reads lines from a file handle without loading the whole file.
+///
+/// Consumed lines are skipped by an index and the buffer compacted once per chunk: removing each
+/// line from the front of the buffer moved the rest of the megabyte every line, which was 86 % of
+/// a replay's instructions before issue 18 (`mobilityctl report --traffic` still reads with this).
 struct LineReader: Sequence, IteratorProtocol {
     let handle: FileHandle
     var buffer: [UInt8] = []
+    var start = 0
     var eof = false
 
     init(_ h: FileHandle) { handle = h }
 
     mutating func next() -> [UInt8]? {
         while true {
-            if let nl = buffer.firstIndex(of: 10) {
-                let line = Array(buffer[..<nl])
-                buffer.removeSubrange(...nl)
+            if let nl = buffer[start...].firstIndex(of: 10) {
+                let line = Array(buffer[start..<nl])
+                start = nl + 1
                 return line
             }
-            if eof { if buffer.isEmpty { return nil }; defer { buffer = [] }; return buffer }
+            if eof {
+                if start >= buffer.count { return nil }
+                defer { buffer = []; start = 0 }
+                return Array(buffer[start...])
+            }
+            buffer.removeSubrange(..<start)
+            start = 0
             let chunk = handle.readData(ofLength: 1 << 20)
             if chunk.isEmpty { eof = true } else { buffer += chunk }
         }

@@ -13,14 +13,16 @@ let usage = """
       test [--rules-root DIR]... FILE|DIR...
                                         run rule unit tests (*.test files); a test's rule paths must
                                         lie under the directory above it, or under a --rules-root
-      replay --rules DIR [--series] [--grace SECONDS] [--lateness DAYS] [--verbose] [--no-final-close] FILE
+      replay --rules DIR [--series] [--grace SECONDS] [--lateness DAYS] [--verbose] [--no-final-close] [--threads N] FILE
                                         feed recorded traffic (JSON lines of {"topic","payload"})
                                         through the engine; print alert transitions as JSON lines;
                                         on stderr a summary (lines, malformed, rejections by reason),
                                         with --verbose each rejection. At the end of the file each
                                         user's days are closed through their last day of data
                                         (--no-final-close: leave them open). Exit 3 when lines
-                                        were malformed (the rest was replayed)
+                                        were malformed (the rest was replayed). Users are shared
+                                        out over N threads (default: the cores); the output is the
+                                        same bytes for any N
       report (--rules DIR --traffic FILE | --state DIR [--rules DIR]) --user USER [--week 2026-W10]
              [--page weekly|panel] [--format json|html] -o OUT|-
                                         the user's weekly care-team digest (JSON) or a page (HTML:

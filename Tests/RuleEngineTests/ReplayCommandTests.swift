@@ -70,4 +70,24 @@ import Testing
         let open = try replay(lines, ["--series", "--no-final-close"])
         #expect(days(open) == ["2026-03-01", "2026-03-02"])
     }
+
+    @Test func oneAndTwoThreadsPrintTheSameBytes() throws {
+        var lines = (1...30).flatMap { d in
+            ["ann", "bo", "cy", "dee"].map { u in
+                Self.line(u, id: "\(u)\(d)", value: 1 + Double(d % 7) / 10, end: "2026-03-\(String(format: "%02d", d))T10:00:00Z")
+            }
+        }
+        lines.insert("not json", at: 17)
+        lines.insert(Self.line("bo", id: "far", value: 40, end: "2026-03-05T10:00:00Z"), at: 40)
+        let one = try replay(lines, ["--series", "--verbose", "--threads", "1"])
+        let two = try replay(lines, ["--series", "--verbose", "--threads", "2"])
+        #expect(one.status == 3 && two.status == 3)
+        #expect(one.stdout.split(separator: "\n").count > 200)
+        #expect(one.stdout == two.stdout)
+        // The same diagnostics, but for the name of the temporary file that starts each line.
+        func withoutFile(_ s: String) -> [Substring] { s.split(separator: "\n").map { $0.hasPrefix("/") ? $0.drop { $0 != ":" } : $0 } }
+        #expect(withoutFile(one.stderr) == withoutFile(two.stderr))
+        #expect(two.stderr.contains(":18: malformed line: not a JSON line"), "\(two.stderr)")
+        #expect(two.stderr.contains(":41: rejected: {\"reason\":\"out_of_range\""), "\(two.stderr)")
+    }
 }

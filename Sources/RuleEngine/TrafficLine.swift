@@ -1,0 +1,63 @@
+/// Where the topic and payload are in a recorded traffic line, found without parsing it.
+///
+/// The replay's fast path: a line shaped `{"topic": "...", "payload": {...} | [...]}` (the order
+/// `mobility-sim` writes, any JSON whitespace) with a topic free of escapes. The scan checks the
+/// envelope only; the payload is validated by whoever decodes it (simdjson for samples), and a
+/// line whose payload does not decode, or any other shape, goes through the full JSON parse of
+/// ``TrafficRecord/parse(_:)`` so that what counts as malformed does not change.
+public struct TrafficLine: Sendable, Equatable {
+    /// The topic's bytes (between its quotes).
+    public var topic: Range<Int>
+    /// The payload value's bytes (an object or array, up to the envelope's closing brace).
+    public var payload: Range<Int>
+
+    /// Scans a line; nil when it is not of the fast path's shape.
+    public static func scan(_ b: UnsafeBufferPointer<UInt8>) -> TrafficLine? {
+        var i = 0
+        let n = b.count
+        @inline(__always) func skipSpace() { while i < n, b[i] == 0x20 || b[i] == 0x09 || b[i] == 0x0D || b[i] == 0x0A { i += 1 } }
+        @inline(__always) func expect(_ c: UInt8) -> Bool {
+            skipSpace()
+            guard i < n, b[i] == c else { return false }
+            i += 1
+            return true
+        }
+        @inline(__always) func expectKey(_ k: StaticString) -> Bool {
+            guard expect(0x22), i + k.utf8CodeUnitCount < n else { return false }
+            let p = k.utf8Start
+            for j in 0..<k.utf8CodeUnitCount where b[i + j] != p[j] { return false }
+            i += k.utf8CodeUnitCount
+            guard b[i] == 0x22 else { return false }
+            i += 1
+            return expect(0x3A)
+        }
+        guard expect(0x7B), expectKey("topic"), expect(0x22) else { return nil }
+        let topicStart = i
+        while i < n, b[i] != 0x22 {
+            guard b[i] != 0x5C, b[i] >= 0x20 else { return nil }  // an escape or a control character: the full parse
+            i += 1
+        }
+        guard i < n else { return nil }
+        let topic = topicStart..<i
+        i += 1
+        guard expect(0x2C), expectKey("payload") else { return nil }
+        skipSpace()
+        guard i < n, b[i] == 0x7B || b[i] == 0x5B else { return nil }
+        var end = n
+        while end > i, b[end - 1] == 0x20 || b[end - 1] == 0x09 || b[end - 1] == 0x0D || b[end - 1] == 0x0A { end -= 1 }
+        guard end > i + 1, b[end - 1] == 0x7D else { return nil }
+        end -= 1
+        while end > i, b[end - 1] == 0x20 || b[end - 1] == 0x09 || b[end - 1] == 0x0D || b[end - 1] == 0x0A { end -= 1 }
+        return TrafficLine(topic: topic, payload: i..<end)
+    }
+
+    /// The shard a line's user belongs to: a hash of the topic up to its last `/` (the same for
+    /// every topic of one user), so that each user's lines are replayed by one shard, in order.
+    public static func shard(ofTopic t: UnsafeBufferPointer<UInt8>, shards: Int) -> Int {
+        var last = t.count
+        while last > 0, t[last - 1] != 0x2F { last -= 1 }
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for k in 0..<max(last, 0) { h = (h ^ UInt64(t[k])) &* 0x100_0000_01b3 }
+        return Int(h % UInt64(shards))
+    }
+}
