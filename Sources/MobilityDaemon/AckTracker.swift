@@ -5,16 +5,16 @@ import Synchronization
 enum OutputKind: String, Sendable, CaseIterable {
     case alert, series, rejected, ack, status, other
 
-    /// The kind of a topic of the MQTT contract (`…/alerts/{rule}`, `…/series/{name}`, `…/rejected`,
+    /// The kind of a topic of the MQTT contract (`…/alerts/{rule}`, `…/series`, `…/rejected`,
     /// `…/acks`, `…/daemon/{instance}/status`).
     init(topic: String) {
-        // By position: `…/users/{u}/alerts/{rule}`, `…/users/{u}/series/{name}`, `…/users/{u}/rejected`,
+        // By position: `…/users/{u}/alerts/{rule}`, `…/users/{u}/series`, `…/users/{u}/rejected`,
         // `…/users/{u}/acks`, `…/rejected`, `…/daemon/{instance}/status` (a user may be named "alerts").
         let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
         if let u = parts.lastIndex(of: "users"), u + 2 < parts.count {
             switch (parts[u + 2], parts.count - u) {
             case ("alerts", 4): self = .alert
-            case ("series", 4): self = .series
+            case ("series", 3): self = .series
             case ("rejected", 3): self = .rejected
             case ("acks", 3): self = .ack
             default: self = .other

@@ -509,7 +509,7 @@ public final class Daemon: Sendable {
         silencesRef.value?.metrics(into: &m, now: Daemon.wallNow())
         m.family("mobilityd_alerts_firing", "gauge", "Alerts firing now, by rule.")
         for (rule, n) in total.firing.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alerts_firing", ["rule": rule], Double(n)) }
-        m.family("mobilityd_series_published_total", "counter", "Recorded series points published.")
+        m.family("mobilityd_series_published_total", "counter", "Series messages published (one per user-day, every series of the day).")
         m.sample("mobilityd_series_published_total", Double(total.seriesPublished))
         m.family("mobilityd_weekly_reports_total", "counter", "Weekly care-team reports built, kept and published.")
         m.sample("mobilityd_weekly_reports_total", Double(total.weeklyReports))

@@ -55,6 +55,8 @@ final class Shard: @unchecked Sendable {
     private let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
     /// The copies of alerts and reports under the users' care teams.
     private var teamOutputs: TeamOutputs
+    /// A user-day's series points, gathered into one message.
+    private var bundler: SeriesBundler
     /// The FHIR copies of alerts and series (nil: `--fhir off`).
     private var fhir: FHIROutputs?
     /// Care-staff acknowledgements of alert instances (nil: commands are not taken).
@@ -88,6 +90,7 @@ final class Shard: @unchecked Sendable {
         self.log = log
         self.layout = ingestor.layout
         self.teamOutputs = TeamOutputs(careTeams: careTeams, layout: ingestor.layout)
+        self.bundler = SeriesBundler(layout: ingestor.layout)
         if fhir { self.fhir = FHIROutputs(program: ingestor.engine.program, root: ingestor.layout.root, observations: publishesSeries) }
     }
 
@@ -213,23 +216,34 @@ final class Shard: @unchecked Sendable {
             batchUsers.formUnion(ingestor.engine.takeTouched())
             desk?.screen(&out)  // no reminders of acknowledged instances
             pendingUsers.formUnion(batchUsers)
+            var seriesMessages = 0
             for var o in out {
+                if case .series(let s) = o, publishesSeries, let done = bundler.add(s) {
+                    pendingOutbox.append(done)
+                    seriesMessages += 1
+                }
                 // A silenced transition is recorded and marked; its notifications are withheld.
                 var verdict: SilenceDesk.Verdict?
                 if case .alert(var a) = o, let v = silences?.verdict(for: a, now: wall) { a.silencedBy = v.all; o = .alert(a); verdict = v }
-                if publishesSeries || !o.isSeries {
+                if !o.isSeries {
                     var items = Shard.outboxItems(o, layout: layout)
                     if case .alert(let a) = o { items += teamOutputs.alertItems(a, userItems: items) }
                     if let verdict, case .alert(let a) = o { silences?.withhold(verdict, a, items: &items) }
                     pendingOutbox += items
                     // The FHIR copies are the record for a clinical system: a silence withholds none.
                     if let fhir { pendingOutbox += fhir.items(o) }
+                } else if publishesSeries, let fhir {
+                    pendingOutbox += fhir.items(o)
                 }
                 if recordsHistory { if let h = Shard.historyRecord(o) { pendingHistory.append(h) } }
                 if reports != nil, case .series(let s) = o, let week = WeeklyReports.closes(s) {
                     let due = WeeklyReports.Due(user: s.user, week: week)
                     if dueWeeks.insert(due).inserted { pendingHistory.append(WeeklyReports.marker(due)) }
                 }
+            }
+            if let done = bundler.finish() {
+                pendingOutbox.append(done)
+                seriesMessages += 1
             }
             let scope = policy.batchProcessed(outputs: !out.isEmpty || teamsChanged, barrier: !barriers.isEmpty, pendingUsers: pendingUsers.count, now: started)
             // Group commit: with scope .none these changes go with a later batch's; the journal
@@ -259,6 +273,7 @@ final class Shard: @unchecked Sendable {
                 s.ingest = ingestor.counters
                 s.users = ingestor.engine.userCount
                 s.publishErrors += failures
+                s.seriesPublished += seriesMessages
                 s.replayed += replayedNow
                 if scope != .none {
                     s.storeHealthy = committed != nil
@@ -269,7 +284,7 @@ final class Shard: @unchecked Sendable {
                     case .alert(let a):
                         if a.isRepeat { s.repeats[a.rule, default: 0] += 1; continue }
                         s.alerts[a.rule, default: [:]][a.status, default: 0] += 1
-                    case .series: if publishesSeries { s.seriesPublished += 1 }
+                    case .series: break
                     case .rejected: break
                     }
                 }
@@ -401,8 +416,12 @@ extension Shard {
             let topic = layout.alert(a.user, rule: a.rule)
             if a.status == .firing { return [.init(topic: topic, payload: Array(a.json.utf8), retain: true)] }
             return [.init(topic: topic, payload: Array(a.json.utf8), retain: false), .init(topic: topic, payload: [], retain: true)]
-        case .series(let s):
-            return [.init(topic: layout.series(s.user, name: s.name), payload: Array(s.json.utf8), retain: false)]
+        case .series(let s):  // one message per user-day: SeriesBundler
+            return [
+                .init(
+                    topic: layout.series(s.user),
+                    payload: Array(DailySeries(user: s.user, day: s.day, revised: s.revised, values: [(s.name, s.value, s.unit)]).json.utf8), retain: false)
+            ]
         case .rejected(let user, let topic, let r):
             return [
                 .init(topic: user.map { layout.rejected($0) } ?? layout.rejectedUnknown, payload: Array(r.json(user: user, topic: topic).utf8), retain: false)

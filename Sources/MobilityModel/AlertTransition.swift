@@ -155,7 +155,7 @@ public struct AlertTransition: Hashable, Sendable {
     }
 }
 
-/// One value of a recorded series: what is published on `users/{user}/series/{name}`.
+/// One value of a recorded series (a user-day's are published together: ``DailySeries``).
 public struct SeriesPoint: Hashable, Sendable {
     /// The user it is about.
     public var user: String

@@ -88,8 +88,8 @@ public struct TopicLayout: Hashable, Sendable {
     public func profile(_ user: String) -> String { "\(root)/users/\(user)/profile" }
     /// `users/{user}/alerts/{rule}` (out, retained while firing).
     public func alert(_ user: String, rule: String) -> String { "\(root)/users/\(user)/alerts/\(rule)" }
-    /// `users/{user}/series/{name}` (out).
-    public func series(_ user: String, name: String) -> String { "\(root)/users/\(user)/series/\(name)" }
+    /// `users/{user}/series` (out): a user-day's series values, one message (``DailySeries``).
+    public func series(_ user: String) -> String { "\(root)/users/\(user)/series" }
     /// `users/{user}/rejected` (out).
     public func rejected(_ user: String) -> String { "\(root)/users/\(user)/rejected" }
     /// The retained commit acknowledgement of a user's samples.

@@ -7,7 +7,7 @@ import Testing
     @Test func anAnswerBeforeItsRegistrationIsClaimedByIt() {
         let t = AckTracker()
         t.answered(mid: 7, reasonCode: 0)  // the PUBACK raced ahead of published(mid:)
-        t.published(mid: 7, id: 70, topic: "mobility/v1/users/u/series/s")
+        t.published(mid: 7, id: 70, topic: "mobility/v1/users/u/series")
         #expect(t.drain() == [70])
         #expect(t.inFlight == 0)
     }
@@ -29,7 +29,7 @@ import Testing
         let t = AckTracker()
         t.published(mid: 1, id: 10, topic: "mobility/v1/users/u/alerts/stalled_recovery")
         t.published(mid: 2, id: nil, topic: "mobility/v1/users/u/acks")
-        t.published(mid: 3, id: 30, topic: "mobility/v1/users/u/series/speed_7d")
+        t.published(mid: 3, id: 30, topic: "mobility/v1/users/u/series")
         t.answered(mid: 1, reasonCode: code)
         t.answered(mid: 2, reasonCode: code)
         t.answered(mid: 3, reasonCode: 0x10)  // "no matching subscribers" is a success
@@ -39,11 +39,11 @@ import Testing
     }
 
     @Test(arguments: [
-        ("mobility/v1/users/u/alerts/r", OutputKind.alert), ("mobility/v1/users/u/series/s", .series),
+        ("mobility/v1/users/u/alerts/r", OutputKind.alert), ("mobility/v1/users/u/series", .series),
         ("mobility/v1/users/u/rejected", .rejected), ("mobility/v1/rejected", .rejected),
         ("mobility/v1/users/u/acks", .ack), ("mobility/v1/daemon/d/status", .status), ("x/y", .other),
         ("mobility/v1/users/alerts/acks", .ack), ("mobility/v1/users/series/rejected", .rejected),
-        ("mobility/v1/users/acks/alerts/r", .alert)
+        ("mobility/v1/users/acks/alerts/r", .alert), ("mobility/v1/users/alerts/series", .series)
     ])
     func outputKinds(topic: String, kind: OutputKind) {
         #expect(OutputKind(topic: topic) == kind)

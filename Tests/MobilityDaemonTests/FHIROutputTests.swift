@@ -47,9 +47,11 @@ import Testing
                 observations.append(m.payload)
             } else if m.topic.contains("/alerts/") {
                 alerts.append((Self.str(v["id"]) ?? "", Self.str(v["status"]) ?? ""))
-            } else if m.topic.contains("/series/") {
-                finalValue["\(Self.str(v["series"]) ?? "")/\(Self.str(v["day"]) ?? "")"] = v["value"] != .null
-                if v["value"] != .null || v["revised"] == .bool(true) { points += 1 }
+            } else if m.topic.hasSuffix("/series"), let day = DailySeries.parse(m.payload) {
+                for p in day.points {
+                    finalValue["\(p.name)/\(p.day)"] = p.value != nil
+                    if p.value != nil || p.revised { points += 1 }
+                }
             }
         }
         #expect(!alerts.isEmpty, "the plateau story alerts")

@@ -92,9 +92,11 @@ import Testing
 
         // Series: every published point of speed_p95 in March, in the series' unit.
         var march: [String: Double?] = [:]
-        for m in rec.messages(prefix: "mobility/v1/users/\(user)/series/speed_p95") {
-            guard case .success(let v) = JSONValue.parse(m.payload), case .string(let d)? = v["day"], d.hasPrefix("2026-03-") else { continue }
-            if case .number(let n)? = v["value"] { march[d] = n } else { march[d] = .some(nil) }
+        for m in rec.messages(prefix: "mobility/v1/users/\(user)/series") {
+            guard let day = DailySeries.parse(m.payload), day.day.description.hasPrefix("2026-03-"),
+                let p = day.values.first(where: { $0.name == "speed_p95" })
+            else { continue }
+            march[day.day.description] = .some(p.value)
         }
         #expect(march.count >= 28)  // the story's last day is still open
         let series = try api("\(user)/series?from=2026-03-01&to=2026-03-31")

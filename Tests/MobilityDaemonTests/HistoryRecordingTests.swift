@@ -33,11 +33,12 @@ import Testing
         var transitionsBy: [String: [String: [String]]] = [:]  // user → alert id → statuses in order
         for m in rec.messages() where !m.payload.isEmpty {
             guard case .success(let v) = JSONValue.parse(m.payload), case .string(let user)? = v["user"] else { Issue.record("not JSON: \(m.text)"); continue }
-            if m.topic.contains("/series/") {
-                guard case .string(let name)? = v["series"], case .string(let d)? = v["day"], let day = CivilDate(parsing: Substring(d)) else { continue }
-                var value: Double?
-                if case .number(let n)? = v["value"], case .string(let u)? = v["unit"] { value = (MeasureUnit.rule(u) ?? .one).si(n) }  // the history is in SI
-                publishedBy[user, default: [:]][name, default: [:]][day.dayNumber] = .some(value)
+            if m.topic.hasSuffix("/series") {
+                guard let day = DailySeries.parse(m.payload) else { Issue.record("not a day's series: \(m.text)"); continue }
+                for p in day.points {
+                    let value = p.value.map { (MeasureUnit.rule(p.unit) ?? .one).si($0) }  // the history is in SI
+                    publishedBy[user, default: [:]][p.name, default: [:]][p.day.dayNumber] = .some(value)
+                }
             } else if case .string(let id)? = v["id"], case .string(let status)? = v["status"] {
                 transitionsBy[user, default: [:]][id, default: []].append(status)
             }
@@ -97,7 +98,7 @@ import Testing
         #expect(daemon!.process.stop() == 0)
         daemon = nil
         let alerts = rec.messages().filter { $0.topic.contains("/alerts/") && !$0.payload.isEmpty }
-        let series = rec.messages().filter { $0.topic.contains("/series/") }
+        let series = rec.messages().filter { $0.topic.hasSuffix("/series") }
         #expect(!alerts.isEmpty, "alerts are published either way")
         let h = try StateStore(path: state + "/state.sqlite").history(of: BuiltinScenario.jamiePlateau.rawValue, from: .min, through: .max)
         if options.contains("off") {
@@ -137,13 +138,11 @@ import Testing
 
         var series: [SeriesPoint] = [], transitions: [AlertTransition] = []
         for m in rec.messages() where !m.payload.isEmpty {
-            if m.topic.contains("/series/") {
-                guard case .success(let v) = JSONValue.parse(m.payload), case .string(let name)? = v["series"], case .string(let d)? = v["day"],
-                    case .string(let unit)? = v["unit"], let day = CivilDate(parsing: Substring(d))
-                else { continue }
-                var value: Double?
-                if case .number(let n)? = v["value"] { value = n }
-                series.append(SeriesPoint(user: user, name: name, day: day, value: value, unit: unit))
+            if m.topic.hasSuffix("/series") {
+                guard let day = DailySeries.parse(m.payload) else { continue }
+                series += day.points.map {
+                    var p = $0; p.revised = false; return p
+                }
             } else if m.topic.contains("/alerts/"), let a = AlertTransition.parse(m.payload) {
                 transitions.append(a)
             }

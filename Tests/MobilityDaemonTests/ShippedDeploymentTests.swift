@@ -188,7 +188,7 @@ private let notAuthorized: Int32 = 135
                 (samplesTopic("alex"), sampleJSON(id: "forged-1", value: 1.1, end: now)),  // another user's samples
                 ("mobility/v1/users/alex/events", "{\"id\":\"forged-2\",\"kind\":\"injury\",\"date\":\"2026-01-01\"}"),
                 ("mobility/v1/users/jamie/alerts/stalled_recovery", "{\"forged\":3}"),  // a forged alert
-                ("mobility/v1/users/jamie/series/speed_7d", "{\"forged\":4}"),
+                ("mobility/v1/users/jamie/series", "{\"forged\":4}"),
                 ("mobility/v1/users/jamie/reports/weekly", "{\"forged\":12}"),  // a forged care-team report
                 (acks, "{\"forged\":5}"),  // a forged ack
                 ("mobility/v1/users/jamie/rejected", "{\"forged\":6}"),
@@ -232,7 +232,7 @@ private let notAuthorized: Int32 = 135
         for dashboard in [dashboard, dashboard2] {
             #expect(
                 dashboard.messages().allSatisfy {
-                    $0.topic.contains("/alerts/") || $0.topic.contains("/series/") || $0.topic.contains("/reports/") || $0.topic.hasSuffix("/status")
+                    $0.topic.contains("/alerts/") || $0.topic.hasSuffix("/series") || $0.topic.contains("/reports/") || $0.topic.hasSuffix("/status")
                 })
             #expect(dashboard.messages().contains { $0.topic == "mobility/v1/daemon/mobilityd-1/status" && $0.text == "online" })
         }
