@@ -109,7 +109,7 @@ public final class Daemon: Sendable {
         try? store.setMeta("rules_sources", reloader.storedSources)
 
         // Signals first, so none is lost during start-up (the signal service handles them last).
-        for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
+        for s in [SIGTERM, SIGINT, SIGHUP] { SignalService.holdUntilHandled(s) }
 
         // The publisher: its own connection (clean session), carrying the status and the last will.
         let acks = AckTracker()

@@ -17,10 +17,11 @@ public struct Partitioning: Sendable, Equatable {
     /// The prefix of partition `k`'s topics.
     public func prefix(of k: Int) -> String { prefix.replacingOccurrences(of: "{k}", with: String(k)) }
 
-    /// Partition `k`'s input subscriptions: the four input kinds under its prefix.
-    public func subscriptions(of k: Int, root: String) -> [String] {
-        ["samples", "events", "deletions", "profile"].map { "\(prefix(of: k))\(root)/users/+/\($0)" }
-    }
+    /// Partition `k`'s input subscription: one filter for the four input kinds under its prefix
+    /// (the broker maps only those there). One, because NATS gives each subscription of an MQTT
+    /// session a JetStream consumer of its own: with a filter per kind, a user's events and
+    /// profile overtook their samples, and the alerts differed from the replay's.
+    public func subscriptions(of k: Int, root: String) -> [String] { ["\(prefix(of: k))\(root)/users/+/+"] }
 
     /// How often leases are renewed and ownership reconsidered: a third of the lease.
     public var heartbeatMs: Int { max(100, leaseMs / 3) }

@@ -279,4 +279,15 @@ final class SignalService: Service {
     }
 
     func stop() { sources.forEach { $0.cancel() } }
+
+    /// Keeps `signal` from ending the process before its source is made: ignored, unless a
+    /// handler is installed already. On Linux libdispatch installs a handler of its own once per
+    /// signal, with the first source for it, and relies on it for every later source: setting
+    /// `SIG_IGN` over it (a second run in the process, under ``PartitionSupervisor``) left SIGTERM
+    /// ignored for good, and a partitioned instance had to be killed.
+    static func holdUntilHandled(_ signal: Int32) {
+        var current = sigaction()
+        guard sigaction(signal, nil, &current) == 0 else { return }
+        if current.__sigaction_handler.sa_handler == nil { _ = Glibc.signal(signal, SIG_IGN) }  // SIG_DFL
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MobilityModel
+import Simulator
 import TestSupport
 import Testing
 
@@ -34,5 +35,105 @@ import struct PostgresStore.PartitionSet
         }
         #expect(seen.count == 8)  // all partitions used
         #expect(eventually(timeout: 10) { acks.messages().count == 1 })  // an output stays where it was
+    }
+
+    /// A partitioned mobilityd on `broker` (its own state directory, a free metrics port).
+    static func instance(_ name: String, broker: String, store: String, partitions: Int) throws -> ChildProcess {
+        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        return try ChildProcess(
+            ChildProcess.product("mobilityd"),
+            [
+                "--broker", broker, "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
+                "--metrics-address", "127.0.0.1:\(try freePort())", "--publish-series", "false", "--log-level", "debug",
+                "--store", store, "--partitions", String(partitions), "--lease", "2"
+            ])
+    }
+
+    /// The partitions whose session subscribed (at least once) in `p`'s log.
+    static func subscribed(_ p: ChildProcess) -> Set<String> {
+        Set(
+            p.log.split(separator: "\n").filter { $0.contains("partition session subscribed") }.compactMap {
+                $0.split(separator: "partition=").last.map(String.init)
+            })
+    }
+
+    /// Regression: the run under the supervisor set SIGTERM back to ignored over libdispatch's
+    /// handler, so a partitioned instance ignored SIGTERM and was killed after 10 s (137). Now it
+    /// stops within seconds, mid-replay, and its successor on the same partitions loses nothing:
+    /// the replay's alerts, exactly.
+    @Test func sigtermStopsAPartitionedInstanceWithinSecondsAndLosesNothing() throws {
+        let records = ScenarioVerifier.traffic([try Scenario.load(RepoPaths.root + "/simulator/scenarios/jamie-plateau.scenario")])
+        let expected = try DurabilityTests.expectedAlerts(records)
+        #expect(expected.count >= 2)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let url = nats.nodes[0].url
+        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: url, filters: [])
+        let a = try Self.instance("a", broker: url, store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { Self.subscribed(a).count == 4 }, "\(a.log)")
+        let half = records.count / 2
+        for r in records[..<half] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        let asked = Date()
+        let code = a.stop(timeout: 10)
+        let took = Date().timeIntervalSince(asked)
+        #expect(code == 0, "\(a.log)")
+        #expect(took < 5, "SIGTERM took \(took) s")
+        let b = try Self.instance("b", broker: url, store: store, partitions: 4)
+        defer { _ = b.stop(signal: SIGKILL) }
+        for r in records[half...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        #expect(eventually(timeout: 60) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) }, "\(b.log)")
+        #expect(try rec.barrier())
+        let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text)
+        #expect(Set(live) == Set(expected), "lost: \(Set(expected).subtracting(live).count), spurious: \(Set(live).subtracting(expected).count)")
+        print("SIGTERM of a partitioned instance mid-replay: exit \(code) after \(String(format: "%.2f", took)) s")
+        #expect(b.stop() == 0)
+    }
+
+    /// Three NATS nodes, PostgreSQL, two mobilityd instances on 8 partitions: the alerts of the
+    /// replay, exactly; `kill -9` of one mid-replay moves its partitions within the lease bound,
+    /// loses nothing and re-fires nothing.
+    @Test func killNineOfAnInstanceMovesItsPartitionsAndLosesNothing() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        #expect(expected.count > 5)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 3, partitions: 8)
+        let rec = try MQTTRecorder(url: nats.nodes[0].url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: nats.nodes[0].url, filters: [])
+        let a = try Self.instance("a", broker: nats.nodes[1].url, store: store, partitions: 8)
+        let b = try Self.instance("b", broker: nats.nodes[2].url, store: store, partitions: 8)
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        // Every partition's session subscribed once: from then on the broker keeps its messages.
+        #expect(eventually(timeout: 30) { Self.subscribed(a).union(Self.subscribed(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        #expect(
+            eventually(timeout: 15) { (try? server.psql("SELECT count(DISTINCT owner) FROM partitions WHERE lease_until > now()", database: database)) == "2" })
+        let half = records.count / 2
+        for r in records[..<half] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        a.signal(SIGKILL)
+        _ = a.wait()
+        let killed = Date()
+        for r in records[half...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        // b holds all 8 within the lease (2 s) and a heartbeat (0.67 s), plus its restart.
+        #expect(
+            eventually(timeout: 20) {
+                (try? server.psql("SELECT count(*) FROM partitions WHERE lease_until > now() AND owner LIKE 'b@%'", database: database)) == "8"
+            })
+        let moved = Date().timeIntervalSince(killed)
+        #expect(moved < 8, "partitions moved after \(moved) s")
+        #expect(eventually(timeout: 90) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) })
+        #expect(try rec.barrier())
+        let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text)
+        #expect(Set(live) == Set(expected), "lost: \(Set(expected).subtracting(live).count), spurious: \(Set(live).subtracting(expected).count)")
+        print("partitions moved \(String(format: "%.1f", moved)) s after kill -9; \(live.count) alert messages for \(expected.count) alerts")
+        #expect(b.stop() == 0)
     }
 }
