@@ -3,7 +3,7 @@
 # state on) on loopback; measures the broker's own QoS 1 pass-through ceiling and mobilityd's
 # throughput in the same run (1 sample per message, and 50), and alert latency at ~1k samples/s.
 #   scripts/bench-e2e.sh [MESSAGES] [RUNS]     (each figure: every round, then the median of RUNS)
-#   MOBILITYD_ARGS="--commit-interval 0" scripts/bench-e2e.sh …   (extra mobilityd options)
+#   MOBILITYD_ARGS="--publish-series false" scripts/bench-e2e.sh …   (extra mobilityd options; default: mobilityd's defaults, series on)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 messages=${1:-50000}
@@ -19,7 +19,7 @@ port=$(free_port); mport=$(free_port)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nmax_inflight_messages 0\n%s\n' "$port" "$( [ "$(id -u)" = 0 ] && echo 'user root')" > "$work/m.conf"
 mosquitto -c "$work/m.conf" >/dev/null 2>&1 &
 sleep 0.3
-"$bin/mobilityd" --broker mqtt://127.0.0.1:$port --rules rules --state "$work/state" --clock wall --publish-series false ${MOBILITYD_ARGS:-} \
+"$bin/mobilityd" --broker mqtt://127.0.0.1:$port --rules rules --state "$work/state" --clock wall ${MOBILITYD_ARGS:-} \
   --metrics-address 127.0.0.1:$mport --log-level warn >"$work/mobilityd.log" 2>&1 &
 sleep 1
 echo "== $(nproc) cores; mosquitto $(mosquitto -h 2>&1 | head -1 | awk '{print $3}'); $messages messages per measurement"
