@@ -409,19 +409,14 @@ extension Shard {
         }
     }
 
-    /// The outbox form of an output: alerts retained while firing, cleared after resolving.
+    /// The outbox form of an alert or rejection: alerts retained while firing, cleared after resolving.
     static func outboxItems(_ o: EngineOutput, layout: TopicLayout) -> [StateStore.OutboxItem] {
         switch o {
         case .alert(let a):
             let topic = layout.alert(a.user, rule: a.rule)
             if a.status == .firing { return [.init(topic: topic, payload: Array(a.json.utf8), retain: true)] }
             return [.init(topic: topic, payload: Array(a.json.utf8), retain: false), .init(topic: topic, payload: [], retain: true)]
-        case .series(let s):  // one message per user-day: SeriesBundler
-            return [
-                .init(
-                    topic: layout.series(s.user),
-                    payload: Array(DailySeries(user: s.user, day: s.day, revised: s.revised, values: [(s.name, s.value, s.unit)]).json.utf8), retain: false)
-            ]
+        case .series: return []  // a user-day's series leave together: SeriesBundler
         case .rejected(let user, let topic, let r):
             return [
                 .init(topic: user.map { layout.rejected($0) } ?? layout.rejectedUnknown, payload: Array(r.json(user: user, topic: topic).utf8), retain: false)

@@ -102,31 +102,14 @@ extension StateStore {
     public func recordAcknowledgement(
         _ a: StoredAcknowledgement, audit: AuditEntry, outbox: (AuditEntry) -> [OutboxItem]
     ) throws -> (seq: Int64, outbox: [OutboxItem]) {
-        try lock.withLock { _ in
-            try db.exec("BEGIN IMMEDIATE")
-            do {
-                let ins = try db.prepare(
-                    "INSERT INTO acknowledgements (alert, user, rule, team, by, at, note, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
-                ins.bind(1, a.alert); ins.bind(2, a.user); ins.bind(3, a.rule); ins.bind(4, a.team)
-                ins.bind(5, a.acknowledgement.by); ins.bind(6, a.acknowledgement.at.milliseconds)
-                if let n = a.acknowledgement.note { ins.bind(7, n) }
-                ins.bind(8, a.payload)
-                try ins.run()
-                var entry = audit
-                entry.seq = try append(audit: entry)
-                var items = outbox(entry)
-                let out = try db.prepare("INSERT INTO outbox (topic, payload, retain) VALUES (?1, ?2, ?3)")
-                for k in items.indices {
-                    out.bind(1, items[k].topic); out.bind(2, items[k].payload); out.bind(3, items[k].retain ? 1 : 0)
-                    try out.run()
-                    items[k].id = db.lastInsertRowID
-                }
-                try db.exec("COMMIT")
-                return (entry.seq, items)
-            } catch {
-                try? db.exec("ROLLBACK")
-                throw error
-            }
+        try auditedChange(audit, outbox) {
+            let ins = try db.prepare(
+                "INSERT INTO acknowledgements (alert, user, rule, team, by, at, note, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+            ins.bind(1, a.alert); ins.bind(2, a.user); ins.bind(3, a.rule); ins.bind(4, a.team)
+            ins.bind(5, a.acknowledgement.by); ins.bind(6, a.acknowledgement.at.milliseconds)
+            if let n = a.acknowledgement.note { ins.bind(7, n) }
+            ins.bind(8, a.payload)
+            try ins.run()
         }
     }
 

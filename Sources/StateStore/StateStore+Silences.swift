@@ -43,10 +43,18 @@ extension StateStore {
         }
     }
 
-    /// Runs `change`, appends `audit` and the outbox items `outbox` makes of it, atomically.
-    private func auditedTransaction(
+    /// Runs `change`, appends `audit` and the outbox items `outbox` makes of it, atomically;
+    /// returns the outputs with their outbox ids (the audit row's number: ``auditedChange(_:_:_:)``).
+    func auditedTransaction(
         _ audit: AuditEntry, _ outbox: (AuditEntry) -> [OutboxItem], _ change: () throws -> Void
     ) throws -> [OutboxItem] {
+        try auditedChange(audit, outbox, change).outbox
+    }
+
+    /// ``auditedTransaction(_:_:_:)`` with the audit row's sequence number.
+    func auditedChange(
+        _ audit: AuditEntry, _ outbox: (AuditEntry) -> [OutboxItem], _ change: () throws -> Void
+    ) throws -> (seq: Int64, outbox: [OutboxItem]) {
         try lock.withLock { _ in
             try db.exec("BEGIN IMMEDIATE")
             do {
@@ -61,7 +69,7 @@ extension StateStore {
                     items[k].id = db.lastInsertRowID
                 }
                 try db.exec("COMMIT")
-                return items
+                return (entry.seq, items)
             } catch {
                 try? db.exec("ROLLBACK")
                 throw error
