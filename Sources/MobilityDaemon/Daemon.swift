@@ -484,6 +484,8 @@ public final class Daemon: Sendable {
         for r in RejectionReason.allCases { m.sample("mobilityd_rejected_total", ["reason": r.rawValue], Double(total.ingest.rejected[r] ?? 0)) }
         m.family("mobilityd_deletions_total", "counter", "Samples retracted by deletions.")
         m.sample("mobilityd_deletions_total", Double(total.ingest.deletions))
+        m.family("mobilityd_samples_deleted_before_arrival_total", "counter", "Samples dropped because a deletion of their id came first.")
+        m.sample("mobilityd_samples_deleted_before_arrival_total", Double(total.ingest.deletedBeforeArrival))
         m.family("mobilityd_timeline_events_total", "counter", "Clinical events and annotations recorded.")
         m.sample("mobilityd_timeline_events_total", Double(total.ingest.events))
         m.family("mobilityd_users", "gauge", "Users with state.")

@@ -54,6 +54,7 @@ extension IngestCounters {
         total.duplicates += c.duplicates
         total.superseded += c.superseded
         total.stale += c.stale
+        total.deletedBeforeArrival += c.deletedBeforeArrival
         total.deletions += c.deletions
         total.events += c.events
         for (r, n) in c.rejected { total.rejected[r, default: 0] += n }

@@ -115,6 +115,8 @@ public struct WireDecoder: Sendable {
                 default: return .failure(Rejection(.invalidField, "a deletion is an id string or {\"ids\": [...]}"))
                 }
             }
+            // Each id costs a tombstone in the user's state: bound one message as a batch is.
+            guard ids.count <= maxBatch else { return .failure(Rejection(.tooManyItems, "deletion of \(ids.count) ids exceeds the limit of \(maxBatch)")) }
             return .success(ids)
         }
     }

@@ -20,7 +20,10 @@ final class DayCloser: Sendable {
 
     /// Closes a user's finished days in place; returns whether the state changed.
     func advance(_ st: inout UserState, to now: Timestamp, ev: inout Evaluator, into out: inout [EngineOutput]) -> Bool {
-        guard let first = st.firstDay else { return false }
+        guard let first = st.firstDay else {
+            // A user with nothing but deletions still forgets them (no day closes for it).
+            return !st.tombstones.isEmpty && pruneTombstones(&st, now: now)
+        }
         // The common case, after every sample: nothing to close before a known instant.
         if now.milliseconds < st.closeCheckUntil && st.revisedDays.isEmpty { return false }
         let graced = now.adding(seconds: -configuration.graceSeconds)
@@ -49,12 +52,21 @@ final class DayCloser: Sendable {
         if start <= lastClosable {
             for d in start...lastClosable { closeDay(&ev, d, into: &out) }
             ev.user.lastClosedDay = lastClosable
+            if !ev.user.tombstones.isEmpty { _ = pruneTombstones(&ev.user, now: now) }
             if configuration.retention {
                 fold(&ev, now: now)
                 compact(&ev.user)
             }
         }
         return true
+    }
+
+    /// Forgets the deletions no sample can still be accepted for: a deletion is remembered
+    /// while a sample of its day could be (the fold limit: the allowed lateness plus two days of
+    /// margin). Returns whether anything changed.
+    func pruneTombstones(_ st: inout UserState, now: Timestamp) -> Bool {
+        let limit = st.calendar.day(of: now.adding(seconds: -configuration.allowedLatenessSeconds)) - 2
+        return st.pruneTombstones(through: limit, today: st.calendar.day(of: now))
     }
 
     func emitSeries(_ ev: inout Evaluator, _ d: DayNumber, revised: Bool, into out: inout [EngineOutput]) {

@@ -20,6 +20,9 @@ public struct EngineConfiguration: Sendable {
     /// The most timeline entries (clinical events and annotations) one user may hold; a new one
     /// beyond is refused (`too_many_entries`), replacing one by id still works.
     public var maxTimelineEntries: Int = 500
+    /// The most deleted sample ids (``Tombstone``s) one user's state remembers; beyond, the
+    /// oldest eighth is forgotten. 16 bytes each: at most 32 KiB a user.
+    public var maxTombstones: Int = 2048
     /// Fold days past the allowed lateness into daily-input values and drop history no rule can
     /// reach any more. Off only to test that folding and compaction change nothing.
     public var retention = true
@@ -44,6 +47,9 @@ public enum IngestOutcome: Hashable, Sendable {
     case superseded
     /// An older sync version than the one stored: ignored.
     case stale
+    /// Its id was deleted before it arrived (a ``Tombstone``): dropped. A newer sync version
+    /// still replaces the older one it supersedes, as it would have before its deletion.
+    case deleted
     case rejected(Rejection)
 }
 
@@ -239,6 +245,7 @@ public struct Engine: Sendable {
                 st.syncIndex.append(SyncEntry(sync: sync, version: version, id: id))
             }
         }
+        if !st.tombstones.isEmpty, st.isTombstoned(id) { return .deleted }
         st.append(StoredValue(id: id, metric: s.metric, value: s.value, end: s.end, provenance: s.provenance), day: day)
         st.noteDay(day)
         if publishSeries, let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
@@ -253,15 +260,27 @@ public struct Engine: Sendable {
         if let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
     }
 
-    /// Retracts samples by id (HealthKit deletions). Unknown ids are ignored. Returns how many were removed.
+    /// Retracts samples by id (HealthKit deletions) and remembers every id as a ``Tombstone``
+    /// for the allowed lateness, so that a sample that arrives after its deletion (reordered
+    /// across a failover, or re-sent) is dropped instead of coming back. `now` is the user's
+    /// clock (nil: none yet); a tombstone is forgotten when the later of its day and the user's
+    /// latest day with data folds. Returns how
+    /// many held samples were removed.
     @discardableResult
-    public mutating func delete(ids: [String], user: String) -> Int {
-        guard slot(user, create: false) != nil else { return 0 }
+    public mutating func delete(ids: [String], user: String, now: Timestamp? = nil) -> Int {
+        let limit = configuration.maxTombstones
         return withUser(user) { st in
             var n = 0
-            for id in ids.map(SampleID.init) where st.locate(id) != nil {
-                Engine.remove(id: id, from: &st)
-                n += 1
+            // The later of the clock's day and the latest day with data: in event mode the clock
+            // can stay behind samples it holds (a jump not yet confirmed after a gap).
+            let latest = max(st.lastClosedDay ?? .min, st.openDays.last?.day ?? .min, now.map { st.calendar.day(of: $0) } ?? .min)
+            let day = latest == .min ? Tombstone.unstamped : latest
+            for id in ids.map(SampleID.init) {
+                if st.locate(id) != nil {
+                    Engine.remove(id: id, from: &st)
+                    n += 1
+                }
+                st.addTombstone(id, day: day, limit: limit)
             }
             return n
         }

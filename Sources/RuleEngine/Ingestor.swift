@@ -26,6 +26,8 @@ public struct IngestCounters: Sendable, Equatable {
     public var stale = 0
     /// Samples retracted by deletions.
     public var deletions = 0
+    /// Samples dropped because their id had been deleted before they arrived (a tombstone).
+    public var deletedBeforeArrival = 0
     /// Timeline entries accepted.
     public var events = 0
     /// Rejections by reason.
@@ -123,7 +125,9 @@ public struct Ingestor: Sendable {
         case .deletions:
             switch decoder.deletions(payload) {
             case .failure(let r): reject(user, topic, r, into: &out)
-            case .success(let ids): counters.deletions += engine.delete(ids: ids, user: user)
+            case .success(let ids):
+                // The user's clock stamps the tombstones (event mode: nil before the first sample).
+                counters.deletions += engine.delete(ids: ids, user: user, now: clock == .wall ? wall : clocks[user]?.now)
             }
         case .profile:
             if payload.isEmpty { return }  // a cleared retained profile
@@ -180,6 +184,7 @@ public struct Ingestor: Sendable {
                 case .duplicate: counters.duplicates += 1
                 case .superseded: counters.samplesAccepted += 1; counters.superseded += 1
                 case .stale: counters.stale += 1
+                case .deleted: counters.deletedBeforeArrival += 1
                 case .rejected(var r):
                     if items.count > 1 { r.index = index }  // as the decoder's rejections of a batch
                     reject(user, topic(), r, into: &out)

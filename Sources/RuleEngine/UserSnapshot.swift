@@ -39,6 +39,8 @@ public struct UserSnapshot: Hashable, Sendable {
     public var foldedValues: [Double]
     /// HealthKit sync identifiers of open-day samples.
     public var syncIndex: [SyncEntry]
+    /// Deleted sample ids remembered for the allowed lateness, oldest first.
+    public var tombstones: [Tombstone]
     /// Clinical events and annotations, sorted by id.
     public var events: [TimelineEvent]
     /// The alert states other than a never-evaluated inactive one, sorted by rule name.
@@ -62,6 +64,7 @@ public struct UserSnapshot: Hashable, Sendable {
         foldedDays = []
         foldedValues = []
         syncIndex = []
+        tombstones = []
         events = []
         alerts = []
         revisedDays = []

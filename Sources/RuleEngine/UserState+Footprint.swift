@@ -13,6 +13,7 @@ extension UserState {
             "folded runs": bytes(foldedRuns),
             "folded values": bytes(foldedValues),
             "sync index": bytes(syncIndex),
+            "tombstones": bytes(tombstones),
             "id filter": bytes(idFilter.words),
             "alert states": bytes(alertStates),
             "boundaries": bytes(boundaries),

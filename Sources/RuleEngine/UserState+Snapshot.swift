@@ -23,6 +23,7 @@ extension UserState {
             }
         }
         s.syncIndex = syncIndex
+        s.tombstones = tombstones
         if !events.isEmpty { s.events = events.values.sorted { $0.id < $1.id } }
         for (name, sm) in zip(alertNames, alertStates) where sm != AlertStateMachine() {
             s.alerts.append(UserSnapshot.Alert(rule: name, machine: sm))
@@ -50,6 +51,7 @@ extension UserState {
         lastClosedDay = s.lastClosedDay
         restoreFolded(&s, inputs: inputs)
         syncIndex = s.syncIndex
+        tombstones = s.tombstones
         for e in s.events { events[e.id] = e }
         if !events.isEmpty { rebuildBoundaries() }
         if !s.alerts.isEmpty {

@@ -44,6 +44,8 @@ package struct UserState: Sendable {
     package var foldedInputs: [DailyInput] = []
     /// HealthKit sync identifiers of open-day samples.
     package var syncIndex: [SyncEntry] = []
+    /// Deleted sample ids remembered for the allowed lateness, oldest first (``Tombstone``).
+    package var tombstones: [Tombstone] = []
     /// Clinical events and annotations, by id.
     package var events: [String: TimelineEvent] = [:]
     /// Days of clinical events (segment boundaries), sorted.

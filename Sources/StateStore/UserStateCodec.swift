@@ -4,6 +4,7 @@ import struct RuleEngine.AlertStateMachine
 import struct RuleEngine.SampleID
 import struct RuleEngine.StoredValue
 import struct RuleEngine.SyncEntry
+import struct RuleEngine.Tombstone
 import struct RuleEngine.UserSnapshot
 
 /// A compact binary encoding of a user's ``UserSnapshot`` (versioned by the store's schema): the
@@ -123,7 +124,42 @@ enum UserStateCodec {
         w.i32(Int32(s.syncIndex.count))
         for e in s.syncIndex { w.i64(Int64(bitPattern: e.sync.rawValue)); w.i64(e.version); w.i64(Int64(bitPattern: e.id.rawValue)) }
         encodeTail(s, &w)
+        encodeSections(s, &w)
         return w.bytes
+    }
+
+    /// Tags of the optional sections after the tail, each written only when it has content, so
+    /// that a state without them is the same bytes as before they existed.
+    enum Section: UInt8 {
+        /// Deleted sample ids (``Tombstone``s): a count, then (id, day) each.
+        case tombstones = 1
+    }
+
+    /// The optional sections, in tag order.
+    static func encodeSections(_ s: UserSnapshot, _ w: inout Writer) {
+        if !s.tombstones.isEmpty {
+            w.u8(Section.tombstones.rawValue)
+            w.i32(Int32(s.tombstones.count))
+            for t in s.tombstones { w.i64(Int64(bitPattern: t.id.rawValue)); w.i32(t.day) }
+        }
+    }
+
+    /// Reads the optional sections up to the end of the bytes (none in a head written before them).
+    static func decodeSections(_ s: inout UserSnapshot, _ r: inout Reader) throws {
+        var previous: UInt8 = 0
+        while r.i < r.b.count {
+            let section: Section = try r.tag("section")
+            guard section.rawValue > previous else { throw Reader.Inconsistent() }  // each once, in order
+            previous = section.rawValue
+            switch section {
+            case .tombstones:
+                let n = try r.count()
+                s.tombstones.reserveCapacity(min(Int(n), (r.b.count - r.i) / 12))
+                for _ in 0..<n {
+                    s.tombstones.append(Tombstone(id: SampleID(rawValue: UInt64(bitPattern: try r.i64())), day: try r.i32()))
+                }
+            }
+        }
     }
 
     /// One chunk of an open day's values (`values`: the day's): the data of a row in `user_days`.
@@ -289,6 +325,7 @@ enum UserStateCodec {
                     id: SampleID(rawValue: UInt64(bitPattern: try r.i64()))))
         }
         try decodeTail(&s, &r, alertNames: alertNames)
+        try decodeSections(&s, &r)
         return s
     }
 

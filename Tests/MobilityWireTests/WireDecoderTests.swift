@@ -144,6 +144,16 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
         #expect(r.reason == .invalidTimeZone)
     }
 
+    /// Each deleted id costs a tombstone in the user's state: one message deletes at most a
+    /// batch's worth (issue 19), however the ids are wrapped.
+    @Test func aDeletionHoldsAtMostABatchOfIds() throws {
+        let decoder = WireDecoder(maxBatch: 3)
+        #expect(try decoder.deletions(Array(#"{"ids":["a","b","c"]}"#.utf8)).get().count == 3)
+        for payload in [#"{"ids":["a","b","c","d"]}"#, #"[{"ids":["a","b"]},{"ids":["c","d"]}]"#] {
+            guard case .failure(let r) = decoder.deletions(Array(payload.utf8)) else { Issue.record("accepted \(payload)"); continue }
+            #expect(r.reason == .tooManyItems, "\(payload)")
+        }
+    }
 }
 
 /// The default limits are consistent: a full batch of typical samples fits the payload limit, so

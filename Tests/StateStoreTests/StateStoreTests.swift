@@ -43,6 +43,31 @@ private func tempDir() -> String {
         return e
     }
 
+    /// A deletion that overtook its sample and a newer sync version that came first survive a
+    /// restart through SQLite: the late sample is dropped, the older version is stale (issue 19).
+    @Test func tombstonesAndTheSyncIndexSurviveTheStore() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let program = Checker.check(text: "series n = count(walkingSpeed)").program!
+        var e = Engine(program: program)
+        var out: [EngineOutput] = []
+        let t = Timestamp(seconds: 1_770_000_000)
+        func speed(_ id: String, version: Int? = nil) -> Sample {
+            let meta: [String: MetadataValue] =
+                version.map { [MetadataKey.syncIdentifier: .string("K"), MetadataKey.syncVersion: .number(Double($0))] } ?? [:]
+            return Sample(id: id, metric: .walkingSpeed, value: 1.2, start: t, end: t, provenance: .device, metadata: meta)
+        }
+        e.delete(ids: ["late"], user: "u", now: t)
+        #expect(e.ingest(speed("v2", version: 2), user: "u", now: t, into: &out) == .accepted)
+        let store = try StateStore(path: dir + "/s.sqlite")
+        _ = try store.commit(users: [.init(user: "u", appliedSeq: 1, eventNow: t, state: e.changes(of: "u"))], outbox: [])
+        let (users, _) = try StateStore(path: dir + "/s.sqlite").load()
+        var restarted = Engine(program: program)
+        restarted.restore(try #require(users.first?.state))
+        #expect(restarted.ingest(speed("late"), user: "u", now: t, into: &out) == .deleted)
+        #expect(restarted.ingest(speed("v1", version: 1), user: "u", now: t, into: &out) == .stale)
+    }
+
     @Test func commitLoadRoundTripsUserStateAndOutbox() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -10,7 +10,7 @@ import Testing
 @Suite struct StoreSeamTests {
     static let allowed: Set<String> = [
         "import struct RuleEngine.UserSnapshot", "import struct RuleEngine.StoredValue", "import struct RuleEngine.SampleID",
-        "import struct RuleEngine.SyncEntry", "import struct RuleEngine.AlertStateMachine"
+        "import struct RuleEngine.SyncEntry", "import struct RuleEngine.AlertStateMachine", "import struct RuleEngine.Tombstone"
     ]
 
     @Test func theStoreImportsOnlyTheSnapshotTypesOfTheEngine() throws {

@@ -58,6 +58,28 @@ import Testing
         #expect(throws: (any Error).self) { try UserStateCodec.decode(user: "u", bad) }
     }
 
+    /// Tombstones (deleted ids remembered for the lateness, issue 19) are an optional section
+    /// after the tail: a state without them is the bytes it was before they were kept, and a
+    /// store written before them reads as a state without any.
+    @Test func tombstonesRoundTripAndOldBytesStay() throws {
+        let v1Read = try UserStateCodec.decode(user: "u", UserStateCodecTests.v1Blob())
+        var st = v1Read.restored
+        let plain = UserStateCodec.encode(st.whole, withOpenDays: false)
+        st.tombstones = [Tombstone(id: SampleID("gone"), day: 20_501), Tombstone(id: SampleID("early"), day: Tombstone.unstamped)]
+        let with = UserStateCodec.encode(st.whole, withOpenDays: false)
+        #expect(Array(with.prefix(plain.count)) == plain)  // the old bytes, then the section
+        #expect(with.count == plain.count + 1 + 4 + 2 * 12 && with[plain.count] == 1)
+        let r = try UserStateCodec.decode(user: "u", with).restored
+        #expect(r.tombstones == st.tombstones && r.syncIndex == st.syncIndex && r.alerts == st.alerts && r.revisedDays == st.revisedDays)
+        #expect(try UserStateCodec.decode(user: "u", plain).tombstones.isEmpty)
+        // In the v2 form (open days in the blob) too.
+        #expect(try UserStateCodec.decode(user: "u", UserStateCodec.encode(st.whole)).tombstones == st.tombstones)
+        // Strict: an unknown section, a section twice, a truncated one.
+        #expect(throws: (any Error).self) { try UserStateCodec.decode(user: "u", plain + [9]) }
+        #expect(throws: (any Error).self) { try UserStateCodec.decode(user: "u", with + Array(with[plain.count...])) }
+        #expect(throws: (any Error).self) { try UserStateCodec.decode(user: "u", Array(with.dropLast(3))) }
+    }
+
     @Test func foldedHistoryRoundTrips() throws {
         let p = try #require(
             Checker.check(
