@@ -63,7 +63,7 @@ struct AckCommand: Hashable, Sendable {
         guard !alert.isEmpty, alert.utf8.count <= 64, alert.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
             return no(.invalidField, "'alert' is an instance id: 1-64 lower-case hex digits")
         }
-        guard TopicLayout.isValidUser(user) else { return no(.invalidField, "'user' is 1-64 of A-Z a-z 0-9 . _ -", alert) }
+        guard TopicLayout.isValidUser(user) else { return no(.invalidField, "'user' is 1-64 of A-Z a-z 0-9 _ -", alert) }
         guard !by.isEmpty, by.utf8.count <= AlertAcknowledgement.maxByBytes, !by.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             return no(.invalidField, "'by' is 1-\(AlertAcknowledgement.maxByBytes) bytes without control characters", alert, user)

@@ -77,7 +77,7 @@ final class AcknowledgementDesk: Sendable {
     func received(topic: String, payload: [UInt8], deliver: (AckCommand) -> Void) {
         guard let team = commandTeam(topic) else { return }
         guard let team else {
-            refuse(.init(refusal: .invalidField, message: "the team in the topic is 1-64 of A-Z a-z 0-9 . _ -"), team: nil)
+            refuse(.init(refusal: .invalidField, message: "the team in the topic is 1-64 of A-Z a-z 0-9 _ -"), team: nil)
             return
         }
         switch AckCommand.parse(team: team, payload: payload) {

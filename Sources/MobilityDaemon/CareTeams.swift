@@ -77,7 +77,7 @@ public final class CareTeams: Sendable {
             func fail(_ m: String) { errors.append(FileError(line: n + 1, message: m)) }
             guard words.count == 2 else { fail("expected USER TEAM[,TEAM...], got \(words.count) fields"); continue }
             let user = String(words[0])
-            guard TopicLayout.isValidUser(user) else { fail("user '\(user.prefix(64))' must be 1-64 characters of A-Z a-z 0-9 . _ -"); continue }
+            guard TopicLayout.isValidUser(user) else { fail("user '\(user.prefix(64))' must be 1-64 characters of A-Z a-z 0-9 _ -"); continue }
             guard map[user] == nil else { fail("user '\(user)' is listed twice"); continue }
             switch UserProfile.checkTeams(words[1].split(separator: ",", omittingEmptySubsequences: false).map(String.init)) {
             case .failure(let r): fail(r.detail)

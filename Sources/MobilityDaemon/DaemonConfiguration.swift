@@ -304,7 +304,7 @@ public struct DaemonConfiguration: Sendable {
             clock = c
         }
         if let v = m["instance"] {
-            guard TopicLayout.isValidUser(v) else { throw Problem(description: "--instance must be 1-64 characters of A-Z a-z 0-9 . _ -") }
+            guard TopicLayout.isValidUser(v) else { throw Problem(description: "--instance must be 1-64 characters of A-Z a-z 0-9 _ -") }
             instance = v
         }
         if let v = m["client-id"] { clientID = v }

@@ -81,7 +81,7 @@ final class SilenceDesk: Sendable {
     func received(topic: String, payload: [UInt8], now: Timestamp) {
         guard let team = commandTeam(topic) else { return }
         guard let team else {
-            return refuse(.init(reason: "invalid_field", message: "the team in the topic is 1-64 of A-Z a-z 0-9 . _ -"), team: nil)
+            return refuse(.init(reason: "invalid_field", message: "the team in the topic is 1-64 of A-Z a-z 0-9 _ -"), team: nil)
         }
         guard teams.knows(team: team) else {
             return refuse(.init(reason: "unknown_team", message: "no user belongs to team \(team) (the care-teams file or a profile names it)"), team: team)

@@ -68,11 +68,16 @@ public struct TopicLayout: Hashable, Sendable {
     private static func isValidUser(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard !b.isEmpty, b.count <= 64 else { return false }
         return b.allSatisfy { c in
-            (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 45 || c == 46 || c == 95
+            (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 45 || c == 95
         }
     }
 
-    /// User ids are 1–64 characters of `A–Z a–z 0–9 . _ -`, safe in any topic.
+    /// User ids are 1–64 characters of `A–Z a–z 0–9 _ -`, the same topic level on every broker:
+    /// no `.`, which NATS takes as its subject separator (the publisher is disconnected) and
+    /// RabbitMQ's MQTT plugin turns into `/` (docs/brokers.md).
+    public static let userAlphabet = "A–Z a–z 0–9 _ -"
+
+    /// Whether `s` is a valid user id: 1–64 characters of ``userAlphabet``.
     public static func isValidUser(_ s: String) -> Bool {
         var s = s
         return s.withUTF8 { isValidUser($0) }

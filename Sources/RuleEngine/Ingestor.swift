@@ -92,7 +92,11 @@ public struct Ingestor: Sendable {
         switch parsed {
         case .other: return
         case .invalidUser(let u):
-            reject(nil, topic, Rejection(.invalidUser, "user id '\(u.prefix(80))' is not 1–64 characters of A–Z a–z 0–9 . _ -"), into: &out)
+            reject(
+                nil, topic,
+                Rejection(
+                    .invalidUser, "user id '\(u.prefix(80))' is not 1–64 characters of \(TopicLayout.userAlphabet) (no '.': it breaks NATS and RabbitMQ)"),
+                into: &out)
             return
         case .inbound(let u, let k): (user, kind) = (u, k)
         }

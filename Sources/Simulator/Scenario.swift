@@ -103,7 +103,7 @@ extension Scenario {
                 guard let q1 = line.firstIndex(of: "\""), let q2 = line.lastIndex(of: "\""), q1 < q2 else { throw fail("expected scenario \"title\"") }
                 s.title = String(line[line.index(after: q1)..<q2])
             case "user":
-                guard w.count == 2, TopicLayout.isValidUser(w[1]) else { throw fail("expected a user id of A-Z a-z 0-9 . _ -") }
+                guard w.count == 2, TopicLayout.isValidUser(w[1]) else { throw fail("expected a user id of A-Z a-z 0-9 _ -") }
                 s.persona.user = w[1]
             case "seed": s.seed = UInt64(try int(1))
             case "time_zone":

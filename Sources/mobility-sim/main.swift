@@ -317,7 +317,7 @@ case "verify":
     exit(results.allSatisfy(\.passed) ? 0 : 1)
 case "export":
     guard let input = o.inputs.first, let user = o.user else { die("export needs EXPORT.xml|export.zip and --user ID") }
-    guard TopicLayout.isValidUser(user) else { die("--user must be 1-64 characters of A-Z a-z 0-9 . _ -") }
+    guard TopicLayout.isValidUser(user) else { die("--user must be 1-64 characters of A-Z a-z 0-9 _ -") }
     guard o.broker != nil || o.output != nil else { die("export needs --broker URL or -o TRAFFIC.jsonl") }
     do {
         let export = try HealthExport(path: input, user: user, defaultTimeZone: o.timeZone)

@@ -76,7 +76,7 @@ enum SilenceCommandLine {
             i += 1
         }
         guard o.broker != nil else { fail("mobilityctl silence \(sub): --broker is required\n\n" + usage) }
-        if let t = o.team, !AckCommandLine.isID(t) { fail("mobilityctl silence \(sub): --team is 1-64 of A-Z a-z 0-9 . _ -") }
+        if let t = o.team, !AckCommandLine.isID(t) { fail("mobilityctl silence \(sub): --team is 1-64 of A-Z a-z 0-9 _ -") }
         if sub != "query", o.team == nil { fail("mobilityctl silence \(sub): --team is required (the team the silence is for)\n\n" + usage) }
         return o
     }

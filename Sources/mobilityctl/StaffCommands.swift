@@ -46,8 +46,8 @@ enum AckCommandLine {
             fail("mobilityctl ack: --broker, --team, --user, --alert and --by are required\n\n" + usage)
         }
         // The same bounds the daemon applies, so that a typo is told here and not on the rejected topic.
-        guard isID(team) else { fail("mobilityctl ack: --team is 1-64 of A-Z a-z 0-9 . _ -") }
-        guard isID(user) else { fail("mobilityctl ack: --user is 1-64 of A-Z a-z 0-9 . _ -") }
+        guard isID(team) else { fail("mobilityctl ack: --team is 1-64 of A-Z a-z 0-9 _ -") }
+        guard isID(user) else { fail("mobilityctl ack: --user is 1-64 of A-Z a-z 0-9 _ -") }
         guard !alert.isEmpty, alert.utf8.count <= 64, alert.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
             fail("mobilityctl ack: --alert is an alert instance id (the 'id' of the firing message: lower-case hex)")
         }
@@ -111,7 +111,7 @@ enum AckCommandLine {
 
     static func isID(_ s: String) -> Bool {
         !s.isEmpty && s.utf8.count <= 64
-            && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 || $0 == 46 || $0 == 95 }
+            && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 || $0 == 95 }
     }
 }
 

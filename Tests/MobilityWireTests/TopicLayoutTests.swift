@@ -13,7 +13,10 @@ import Testing
         #expect(l.parse("mobility/v1/users/samples") == .other)
         #expect(l.parse("mobility/v1/users/jamie/samples/") == .other)
         #expect(l.parse("mobility/v2/users/jamie/samples") == .other)
-        #expect(TopicLayout(root: "clinic/a").parse("clinic/a/users/j.d_1/profile") == .inbound(user: "j.d_1", kind: .profile))
+        #expect(TopicLayout(root: "clinic/a").parse("clinic/a/users/j-d_1/profile") == .inbound(user: "j-d_1", kind: .profile))
+        // '.' is not portable: NATS's subject separator, RabbitMQ's '/' (issue 19).
+        #expect(l.parse("mobility/v1/users/j.d/samples") == .invalidUser("j.d"))
+        #expect(!TopicLayout.isValidUser("jamie.") && !TopicLayout.isValidUser(".") && TopicLayout.isValidUser("A-z_09"))
         #expect(!TopicLayout.isValidUser(String(repeating: "a", count: 65)))
     }
 }
