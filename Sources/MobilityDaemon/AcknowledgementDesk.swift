@@ -23,6 +23,8 @@ final class AcknowledgementDesk: Sendable {
     let teams: CareTeams
     private let log: Logger
     private let commandsPrefix: String
+    /// Which commands this run answers (partitioned mode: those of its users' partitions).
+    let scope: CommandScope
 
     private struct Book {
         /// Acknowledged instances still firing, by id.
@@ -39,10 +41,11 @@ final class AcknowledgementDesk: Sendable {
     private static let resolvedMemory = 4096
 
     init(
-        layout: TopicLayout, store: any StateBackend, sink: any OutputSink, teams: CareTeams, log: Logger,
+        layout: TopicLayout, store: any StateBackend, sink: any OutputSink, teams: CareTeams, log: Logger, scope: CommandScope = .everything,
         publishNow: @escaping @Sendable (String, [UInt8]) -> Void
     ) {
         self.layout = layout
+        self.scope = scope
         self.store = store
         self.sink = sink
         self.teams = teams
@@ -73,22 +76,31 @@ final class AcknowledgementDesk: Sendable {
     }
 
     /// A command message: parsed and handed to `deliver` (which returns once the shard has taken
-    /// it), or refused with a reason.
+    /// it), or refused with a reason; left to another instance when ``scope`` says so.
     func received(topic: String, payload: [UInt8], deliver: (AckCommand) -> Void) {
         guard let team = commandTeam(topic) else { return }
         guard let team else {
+            guard scope.decides(team: nil) else { return leave() }
             refuse(.init(refusal: .invalidField, message: "the team in the topic is 1-64 of A-Z a-z 0-9 _ -"), team: nil)
             return
         }
         switch AckCommand.parse(team: team, payload: payload) {
-        case .success(let c): deliver(c)
-        case .failure(let r): refuse(r, team: team)
+        case .success(let c):
+            guard scope.owns(user: c.user) else { return leave() }
+            deliver(c)
+        case .failure(let r):
+            guard scope.decides(team: team) else { return leave() }
+            refuse(r, team: team)
         }
     }
+
+    /// Counts a command another instance answers (`result="other_instance"`).
+    private func leave() { book.withLock { $0.counts["other_instance", default: 0] += 1 } }
 
     /// A command too large to be copied (over `--max-payload-bytes`).
     func oversized(topic: String, size: Int) {
         guard let team = commandTeam(topic) else { return }
+        guard scope.decides(team: team) else { return leave() }
         refuse(.init(refusal: .payloadTooLarge, message: "an acknowledgement is at most \(AckCommand.maxPayloadBytes) bytes, got \(size)"), team: team)
     }
 
@@ -198,8 +210,10 @@ final class AcknowledgementDesk: Sendable {
     /// The acknowledgement metrics.
     func metrics(into m: inout MetricsText) {
         let (counts, suppressed) = book.withLock { ($0.counts, $0.suppressedReminders) }
-        m.family("mobilityd_acknowledgements_total", "counter", "Alert acknowledgement commands, by result (accepted or the refusal reason).")
-        for r in ["accepted"] + AckCommand.Refusal.allCases.map(\.rawValue) {
+        m.family(
+            "mobilityd_acknowledgements_total", "counter",
+            "Alert acknowledgement commands, by result (accepted, the refusal reason, or other_instance: answered by the instance that owns the user).")
+        for r in ["accepted", "other_instance"] + AckCommand.Refusal.allCases.map(\.rawValue) {
             m.sample("mobilityd_acknowledgements_total", ["result": r], Double(counts[r] ?? 0))
         }
         m.family("mobilityd_alert_reminders_acknowledged_total", "counter", "Reminders (repeat) not sent because their instance is acknowledged.")

@@ -158,13 +158,14 @@ public final class Daemon: Sendable {
                     sink.publishUntracked(topic: layout.acks(user), payload: Array(w.text.utf8), retain: true)
                 })
         }
-        let desk = AcknowledgementDesk(layout: layout, store: store, sink: sink, teams: careTeams, log: log) {
+        let scope = CommandScope(partitions: claimed?.partitions)  // which commands this run answers
+        let desk = AcknowledgementDesk(layout: layout, store: store, sink: sink, teams: careTeams, log: log, scope: scope) {
             sink.publishUntracked(topic: $0, payload: $1, retain: false)
         }
         do { try desk.restore() } catch { log.error("cannot read the acknowledgements", ["error": "\(error)"]); return 1 }
         for s in shards { s.desk = desk }
         let silences = SilenceDesk(
-            layout: layout, store: store, sink: sink, teams: careTeams, log: log, labelNames: { [reloader] in reloader.labelNames },
+            layout: layout, store: store, sink: sink, teams: careTeams, log: log, scope: scope, labelNames: { [reloader] in reloader.labelNames },
             publishNow: { sink.publishUntracked(topic: $0, payload: $1, retain: false) })
         do { try silences.restore() } catch { log.error("cannot read the silences", ["error": "\(error)"]); return 1 }
         for s in shards { s.silences = silences }
@@ -186,7 +187,8 @@ public final class Daemon: Sendable {
         subConfig.cleanSession = false
         // mosquitto's count of messages it dropped for its queue limits (it says nothing else).
         subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic, desk.subscription, silences.subscription]
-        if claimed != nil { subConfig.subscriptions = [] }  // inputs come through the partition sessions
+        // Inputs come through the partition sessions; every instance takes the commands (CommandScope).
+        if claimed != nil { subConfig.subscriptions = [desk.subscription, silences.subscription] }
         // A payload the decoder would reject for its size is neither copied nor journalled.
         subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
         let subscriber: MQTTClient

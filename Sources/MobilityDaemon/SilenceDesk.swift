@@ -12,6 +12,12 @@ import Synchronization
 /// silenced transition from its outputs: reminders, and the resolution message (its retained
 /// clear stays). The engine is not told; the transition is still recorded, marked `silencedBy`.
 ///
+/// Partitioned mode (``CommandScope``): each team has one *decider*, the instance that owns the
+/// partition its id falls in. Only the decider takes the team's commands, commits, announces and
+/// expires its silences (audit rows, retained topics); every other instance re-reads the store's
+/// silences of the teams it does not decide each tick (``tick(now:)``) and applies them to its
+/// own users' transitions, each ending by its own clock.
+///
 /// Sendability: the silences are in a Mutex; `held` counts them for the lock-free fast path.
 final class SilenceDesk: Sendable {
     let layout: TopicLayout
@@ -24,6 +30,8 @@ final class SilenceDesk: Sendable {
     /// Publishes a refusal (not retained, not in the outbox).
     private let publishNow: @Sendable (_ topic: String, _ payload: [UInt8]) -> Void
     private let commandsPrefix: String
+    /// Which teams' silences this run decides (partitioned mode: those whose partition it owns).
+    private let scope: CommandScope
 
     private struct Book {
         /// Pending and active silences by team, in the order added.
@@ -39,9 +47,11 @@ final class SilenceDesk: Sendable {
 
     init(
         layout: TopicLayout, store: any StateBackend, sink: any OutputSink, teams: CareTeams, log: Logger,
-        labelNames: @escaping @Sendable () -> Set<String>, publishNow: @escaping @Sendable (String, [UInt8]) -> Void
+        scope: CommandScope = .everything, labelNames: @escaping @Sendable () -> Set<String>,
+        publishNow: @escaping @Sendable (String, [UInt8]) -> Void
     ) {
         self.layout = layout
+        self.scope = scope
         self.store = store
         self.sink = sink
         self.teams = teams
@@ -77,13 +87,18 @@ final class SilenceDesk: Sendable {
     }
 
     /// A command message (on the subscriber's thread; `now` the wall clock): checked, then
-    /// committed with its audit row and published, or refused with a reason.
+    /// committed with its audit row and published, or refused with a reason; left to the team's
+    /// decider when this run is not it.
     func received(topic: String, payload: [UInt8], now: Timestamp) {
         guard let team = commandTeam(topic) else { return }
         guard let team else {
+            guard scope.decides(team: nil) else { return count("other_instance") }
             return refuse(.init(reason: "invalid_field", message: "the team in the topic is 1-64 of A-Z a-z 0-9 _ -"), team: nil)
         }
-        guard teams.knows(team: team) else {
+        guard scope.decides(team: team) else { return count("other_instance") }
+        // Partitioned, the decider sees only its own users' profiles: the broker's ACL on the
+        // team's command topic is the check (a silence of a team without users silences nothing).
+        guard scope.isPartitioned || teams.knows(team: team) else {
             return refuse(.init(reason: "unknown_team", message: "no user belongs to team \(team) (the care-teams file or a profile names it)"), team: team)
         }
         switch SilenceCommand.parse(team: team, payload: payload, now: now, labelNames: labelNames()) {
@@ -96,6 +111,7 @@ final class SilenceDesk: Sendable {
     /// A command too large to be copied (over `--max-payload-bytes`).
     func oversized(topic: String, size: Int) {
         guard let team = commandTeam(topic) else { return }
+        guard scope.decides(team: team) else { return count("other_instance") }
         refuse(.init(reason: "payload_too_large", message: "a silence command is at most \(SilenceCommand.maxPayloadBytes) bytes, got \(size)"), team: team)
     }
 
@@ -171,12 +187,14 @@ final class SilenceDesk: Sendable {
 
     /// The wall clock's tick (every second): expires the silences whose `endsAt` has come (audit
     /// `expire` by `mobilityd`), and publishes the state of each silence whose state changed
-    /// (pending → active) or was not published since this start.
+    /// (pending → active) or was not published since this start. Partitioned: first takes the
+    /// other deciders' silences from the store; it expires and publishes only its own teams'.
     func tick(now: Timestamp) {
+        if scope.isPartitioned { refresh(now: now) }
         guard held.load(ordering: .relaxed) > 0 else { return }
         let (ended, changed) = book.withLock { b -> ([Silence], [(Silence, Silence.State)]) in
             var ended: [Silence] = [], changed: [(Silence, Silence.State)] = []
-            for list in b.byTeam.values {
+            for (team, list) in b.byTeam where scope.decides(team: team) {
                 for s in list {
                     let st = s.state(at: now)
                     if st == .expired { ended.append(s) } else if b.announced[s.id] != st { changed.append((s, st)) }
@@ -197,6 +215,30 @@ final class SilenceDesk: Sendable {
         book.withLock { b in for (s, st) in changed where b.byTeam[s.team]?.contains(where: { $0.id == s.id }) == true { b.announced[s.id] = st } }
         _ = sink.publish(items)
     }
+
+    /// Partitioned mode: replaces the silences of the teams this run does not decide with the
+    /// store's (their deciders commit them there), leaving out those ended by this run's clock.
+    /// One read a tick; a store that cannot be read leaves them as they were (each still ends by
+    /// its `endsAt`: ``verdict(for:now:)`` applies active silences only).
+    private func refresh(now: Timestamp) {
+        let stored: [Silence]
+        do { stored = try store.silences().silences } catch {
+            if refreshFailing.exchange(true, ordering: .relaxed) == false {
+                log.warn("cannot read the other instances' silences; keeping those known", ["error": "\(error)"])
+            }
+            return
+        }
+        if refreshFailing.exchange(false, ordering: .relaxed) { log.info("the other instances' silences are readable again") }
+        var others: [String: [Silence]] = [:]
+        for s in stored where !scope.decides(team: s.team) && s.state(at: now) != .expired { others[s.team, default: []].append(s) }
+        book.withLock { b in
+            for team in b.byTeam.keys where !scope.decides(team: team) && others[team] == nil { b.byTeam[team] = nil }
+            for (team, list) in others { b.byTeam[team] = list }
+            // Under the lock, so that an add of this run's own is never counted out.
+            held.store(b.byTeam.values.reduce(0) { $0 + $1.count }, ordering: .relaxed)
+        }
+    }
+    private let refreshFailing = Atomic<Bool>(false)
 
     /// Which silences are in force for a transition: per team of its user, and for the user
     /// topic (withheld there only when every team of the user silences it). Nil when none.
@@ -285,8 +327,12 @@ final class SilenceDesk: Sendable {
         let (counts, marked, withheld, states) = book.withLock { b in
             (b.counts, b.marked, b.withheld, b.byTeam.values.joined().map { $0.state(at: now) })
         }
-        m.family("mobilityd_silence_commands_total", "counter", "Silence commands, by result (accepted, duplicate, or the refusal reason).")
-        for r in ["accepted", "duplicate"] + SilenceCommand.refusals { m.sample("mobilityd_silence_commands_total", ["result": r], Double(counts[r] ?? 0)) }
+        m.family(
+            "mobilityd_silence_commands_total", "counter",
+            "Silence commands, by result (accepted, duplicate, the refusal reason, or other_instance: decided by another instance).")
+        for r in ["accepted", "duplicate", "other_instance"] + SilenceCommand.refusals {
+            m.sample("mobilityd_silence_commands_total", ["result": r], Double(counts[r] ?? 0))
+        }
         m.family("mobilityd_silences", "gauge", "Silences held, by state.")
         m.sample("mobilityd_silences", ["state": "active"], Double(states.filter { $0 == .active }.count))
         m.sample("mobilityd_silences", ["state": "pending"], Double(states.filter { $0 == .pending }.count))

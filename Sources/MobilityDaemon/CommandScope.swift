@@ -1,0 +1,35 @@
+import struct PostgresStore.PartitionSet
+
+/// Which care-staff commands this run of the daemon answers.
+///
+/// One instance answers every command. In partitioned mode (`--partitions`) every instance is
+/// subscribed to every team's command topics and exactly one answers each, the others leave it
+/// without a word: an acknowledgement is answered by the owner of its user's partition (the
+/// user's shard checks it against its engine), a silence command — and any command that names no
+/// readable user (a malformed one, a bad team segment) — by the *decider* of its team, the owner of
+/// the partition the team id falls in (``PartitionSet/partition(of:)``, the users' function).
+/// While a partition changes hands nobody owns it: its commands are answered by nobody, and the
+/// sender's `mobilityctl` times out and can send again.
+struct CommandScope: Sendable {
+    /// The partitions this run owns; nil: every user and team is this run's.
+    let partitions: PartitionSet?
+
+    /// One instance: answers everything.
+    static let everything = CommandScope(partitions: nil)
+
+    /// Whether other instances share the commands (partitioned mode).
+    var isPartitioned: Bool { partitions != nil }
+
+    /// Whether `user`'s acknowledgements are this run's (it owns the user's partition).
+    func owns(user: String) -> Bool {
+        guard let p = partitions else { return true }
+        return p.owned.contains(p.partition(of: user))
+    }
+
+    /// Whether this run decides `team`'s silences and answers its unattributable commands; `nil`:
+    /// a command topic whose team segment is not an id (decided by partition 0's owner).
+    func decides(team: String?) -> Bool {
+        guard let p = partitions else { return true }
+        return p.owned.contains(team.map { p.partition(of: $0) } ?? 0)
+    }
+}
