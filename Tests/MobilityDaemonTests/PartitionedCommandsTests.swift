@@ -65,7 +65,8 @@ import struct PostgresStore.PartitionSet
     /// answered once and marks the user's firing alert on the other instance, whose reminders are
     /// then withheld; `mobilityctl ack` prints the answer, applied once (one audit row, the
     /// retained alert acknowledged on the user's topic and the team copy); a malformed command
-    /// is refused once; an expiry reaches both. Before: no instance took any command
+    /// is refused once; an expiry reaches both; after a `kill -9` of the owner the survivor
+    /// answers the user's acknowledgements from the store. Before: no instance took any command
     /// (`mobilityctl silence add` timed out).
     @Test func commandsAreAnsweredOnceByTheOwningInstanceAndSilencesReachEveryInstance() throws {
         let scenario = try Scenario.load(RepoPaths.root + "/simulator/scenarios/jamie-plateau.scenario")
@@ -92,7 +93,12 @@ import struct PostgresStore.PartitionSet
         let database = String(store.split(separator: "/").last!)
         let nats = try NATSCluster(size: 1, partitions: 2)
         let url = nats.nodes[0].url
-        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/teams/#", "mobility/v1/users/+/alerts/#", "mobility/v1/audit", "mobility/v1/rejected"])
+        // A recorder per filter: NATS backs each filter of a session with a consumer of its own, so
+        // a barrier is in order with its own filter's messages only.
+        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/teams/#"])
+        let alerts = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/alerts/#"])
+        let auditRec = try MQTTRecorder(url: url, filters: ["mobility/v1/audit"])
+        let barrier = { try rec.barrier() && alerts.barrier() && auditRec.barrier() }
         let pub = try MQTTRecorder(url: url, filters: [])
         let a = try Instance("a", broker: url, store: store, partitions: 2, careTeams: teamsFile)
         let b = try Instance("b", broker: url, store: store, partitions: 2, careTeams: teamsFile)
@@ -103,7 +109,8 @@ import struct PostgresStore.PartitionSet
         // One partition each, each run subscribed to the commands.
         func held(_ i: Instance) -> String {
             (try? server.psql(
-                "SELECT string_agg(partition::text, ',') FROM partitions WHERE lease_until > now() AND owner LIKE '\(i.name)@%'", database: database))
+                "SELECT string_agg(partition::text, ',' ORDER BY partition) FROM partitions WHERE lease_until > now() AND owner LIKE '\(i.name)@%'",
+                database: database))
                 ?? ""
         }
         #expect(
@@ -113,7 +120,7 @@ import struct PostgresStore.PartitionSet
             "\(a.process.log)\n\(b.process.log)")
         let (owner, decider) = held(a) == String(two.partition(of: Self.user)) ? (a, b) : (b, a)
         #expect(held(decider) == String(two.partition(of: team)))
-        let audit = { rec.messages(prefix: "mobility/v1/audit").map(\.text) }
+        let audit = { auditRec.messages().map(\.text) }
         let both = { (key: String) in a.metric(key) + b.metric(key) }
 
         // A silence through mobilityctl: answered once, by the decider; the owner takes it from the store.
@@ -131,11 +138,11 @@ import struct PostgresStore.PartitionSet
         for r in records { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         #expect(eventually(timeout: 90) { owner.metric("mobilityd_messages_received_total") == Double(records.count) && owner.idle })
         #expect(decider.metric("mobilityd_messages_received_total") == 0)
-        #expect(try rec.barrier())
+        #expect(try barrier())
         let userTopic = alertTopic(Self.user, "stalled_recovery")
         let teamTopic = "mobility/v1/teams/\(team)/users/\(Self.user)/alerts/stalled_recovery"
         for topic in [userTopic, teamTopic] {
-            let seen = rec.messages(prefix: topic).compactMap { AlertTransition.parse($0.payload) }.filter { $0.id == fired.id }
+            let seen = (topic == userTopic ? alerts : rec).messages(prefix: topic).compactMap { AlertTransition.parse($0.payload) }.filter { $0.id == fired.id }
             #expect(seen.count == 1 && seen[0].status == .firing && !seen[0].isRepeat && seen[0].silencedBy == [id], "\(topic): \(seen.map(\.json))")
         }
         #expect(owner.metric("mobilityd_alert_notifications_silenced_total") >= 1)
@@ -147,9 +154,11 @@ import struct PostgresStore.PartitionSet
         #expect(ack.wait() == 0, "\(ack.log)\n\(owner.process.log)")
         #expect(ack.log.contains("stalled_recovery of \(Self.user) (\(fired.id)) acknowledged by nurse.kim"), "\(ack.log)")
         #expect(eventually { owner.idle && decider.idle })
-        #expect(try rec.barrier())
+        #expect(try barrier())
         for topic in [userTopic, teamTopic] {
-            let acked = rec.messages(prefix: topic).compactMap { AlertTransition.parse($0.payload) }.filter { $0.acknowledged != nil }
+            let acked = (topic == userTopic ? alerts : rec).messages(prefix: topic).compactMap { AlertTransition.parse($0.payload) }.filter {
+                $0.acknowledged != nil
+            }
             #expect(acked.count == 1 && acked[0].id == fired.id && acked[0].acknowledged?.by == "nurse.kim", "\(topic): \(acked.map(\.json))")
         }
         #expect(owner.metric("mobilityd_acknowledgements_total{result=\"accepted\"}") == 1)
@@ -167,12 +176,29 @@ import struct PostgresStore.PartitionSet
         #expect(expire.wait() == 0, "\(expire.log)")
         #expect(eventually { owner.metric("mobilityd_silences{state=\"active\"}") == 0 && decider.metric("mobilityd_silences{state=\"active\"}") == 0 })
         #expect(eventually { owner.idle && decider.idle })
-        #expect(try rec.barrier())
+        #expect(try barrier())
         #expect(rec.messages(prefix: "mobility/v1/teams/\(team)/silences/\(id)").filter(\.payload.isEmpty).count == 1)
         #expect(audit().filter { $0.contains("\"action\":\"silence\"") }.count == 1, "\(audit())")
         #expect(audit().filter { $0.contains("\"action\":\"expire\"") }.count == 1, "\(audit())")
         #expect(reasons(rec, command: "ack") == ["malformed_json"] && reasons(rec, command: "silence").isEmpty)
-        #expect(a.process.stop() == 0)
-        #expect(b.process.stop() == 0)
+
+        // kill -9 of the owner: the decider takes the user's partition (lease 2 s) and answers its
+        // acknowledgements from the store: the acknowledgement stands.
+        owner.process.signal(SIGKILL)
+        _ = owner.process.wait()
+        let killed = Date()
+        #expect(eventually(timeout: 20) { held(decider) == "0,1" && decider.metric("mobilityd_broker_subscribed") == 1 }, "\(decider.process.log)")
+        var again: ChildProcess?
+        var attempts = 0
+        #expect(
+            eventually(timeout: 30) {
+                // Sent again until a run holding the partition answers (a hand-over answers nothing).
+                attempts += 1
+                again = try? ctl(["ack", "--broker", url, "--team", team, "--user", Self.user, "--alert", fired.id, "--by", "dr.lee", "--wait", "3"])
+                return again?.wait() == 1 && again?.log.contains("refused (already_acknowledged)") == true
+            }, "\(again?.log ?? "")\n\(decider.process.log)")
+        #expect(audit().filter { $0.contains("\"action\":\"acknowledge\"") }.count == 1, "\(audit())")
+        print("after kill -9 of the owner: answered by the survivor \(String(format: "%.1f", Date().timeIntervalSince(killed))) s later, attempt \(attempts)")
+        #expect(decider.process.stop() == 0)
     }
 }
