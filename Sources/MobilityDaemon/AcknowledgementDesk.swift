@@ -158,6 +158,10 @@ final class AcknowledgementDesk: Sendable {
                 topics.map { .init(topic: $0, payload: stored.payload, retain: true) } + [.init(topic: audit, payload: Array(e.json.utf8), retain: false)]
             }.outbox
         } catch {
+            if CommandScope.isFenced(error) {
+                log.warn("an acknowledgement was fenced: another instance holds the user's partition now and answers it")
+                return leave()
+            }
             log.error("cannot store an acknowledgement; refused", ["error": "\(error)"])
             return no(.storeUnavailable, "the daemon could not store the acknowledgement; try again")
         }

@@ -134,6 +134,10 @@ final class SilenceDesk: Sendable {
                 [.init(topic: topic, payload: Array(s.json(state: state).utf8), retain: true), .init(topic: audit, payload: Array(e.json.utf8), retain: false)]
             }
         } catch {
+            if CommandScope.isFenced(error) {
+                log.warn("a silence was fenced: another instance decides its team now and answers it")
+                return count("other_instance")
+            }
             log.error("cannot store a silence; refused", ["error": "\(error)"])
             return refuse(.init(reason: "store_unavailable", message: "the daemon could not store the silence; try again", silence: s.id), team: s.team)
         }
@@ -151,14 +155,17 @@ final class SilenceDesk: Sendable {
         guard let s = book.withLock({ $0.byTeam[team]?.first { $0.id == id } }) else {
             return refuse(.init(reason: "unknown_silence", message: "team \(team) has no pending or active silence with this id", silence: id), team: team)
         }
-        guard remove(s, by: by, now: now) else {
+        if let error = remove(s, by: by, now: now) {
+            if CommandScope.isFenced(error) { return count("other_instance") }
             return refuse(.init(reason: "store_unavailable", message: "the daemon could not store the expiry; try again", silence: id), team: team)
         }
         count("accepted")
     }
 
-    /// Commits a silence's expiry (audit row, cleared retained topic) and forgets it; false when the store refused.
-    private func remove(_ s: Silence, by: String, now: Timestamp) -> Bool {
+    /// Commits a silence's expiry (audit row, cleared retained topic) and forgets it; the store's
+    /// error when it refused (nil: done).
+    @discardableResult
+    private func remove(_ s: Silence, by: String, now: Timestamp) -> (any Error)? {
         var ended = s
         if ended.endsAt > now { ended.endsAt = now }
         let entry = AuditEntry(
@@ -171,7 +178,7 @@ final class SilenceDesk: Sendable {
             }
         } catch {
             log.error("cannot store a silence's expiry; it stays in force until the store takes it", ["error": "\(error)"])
-            return false
+            return error
         }
         let removed = book.withLock { b -> Bool in
             b.announced[s.id] = nil
@@ -182,7 +189,7 @@ final class SilenceDesk: Sendable {
         }
         if removed { held.subtract(1, ordering: .relaxed) }
         _ = sink.publish(items)
-        return true
+        return nil
     }
 
     /// The wall clock's tick (every second): expires the silences whose `endsAt` has come (audit
@@ -202,7 +209,7 @@ final class SilenceDesk: Sendable {
             }
             return (ended, changed)
         }
-        for s in ended { _ = remove(s, by: "mobilityd", now: now) }
+        for s in ended { remove(s, by: "mobilityd", now: now) }
         guard !changed.isEmpty else { return }
         var items = changed.map { s, st in StateStore.OutboxItem(topic: topic(team: s.team, id: s.id), payload: Array(s.json(state: st).utf8), retain: true) }
         do {
