@@ -215,4 +215,41 @@ import Testing
         #expect(a.stop() == 0)
         #expect(b.stop() == 0)
     }
+
+    /// `kill -9` of the NATS node an instance is connected to, mid-replay, and its restart: the
+    /// instance's sessions reconnect to it (its one address) and find their streams, kept by the
+    /// other two nodes meanwhile. Nothing lost, nothing re-fired.
+    @Test func killNineOfAnInstancesNATSNodeAndItsReturnLoseNothing() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        #expect(expected.count > 5)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 3, partitions: 8)
+        let rec = try MQTTRecorder(url: nats.nodes[2].url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: nats.nodes[2].url, filters: [])
+        let a = try Self.instance("a", broker: nats.nodes[1].url, store: store, partitions: 8)
+        let b = try Self.instance("b", broker: nats.nodes[2].url, store: store, partitions: 8)
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).union(PartitionedDaemonTests.subscribed(b)).count == 8 })
+        let half = records.count / 2
+        try Self.publish(records[..<half], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        let before = Self.lines(a, "partition session subscribed")
+        nats.stop(1, signal: SIGKILL)
+        try Self.publish(records[half...], pub)
+        try nats.start(1)
+        let restarted = Date()
+        #expect(eventually(timeout: 60) { Self.lines(a, "partition session subscribed") >= before + 4 }, "\(a.log)")
+        let back = Date().timeIntervalSince(restarted)
+        try Self.expectReplaysAlerts(rec, expected, a.log + "\n" + b.log)
+        print("NATS node of an instance killed and restarted: its 4 sessions subscribed again \(String(format: "%.1f", back)) s after the node's restart")
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+    }
 }
