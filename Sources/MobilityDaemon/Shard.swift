@@ -6,6 +6,8 @@ import RuleLanguage
 import StateStore
 import Synchronization
 
+import struct PostgresStore.PostgresError
+
 /// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
 /// queue. It commits the changed users, the journal position they applied and the outputs they
 /// produced in one SQLite transaction, then publishes those outputs — when its
@@ -65,6 +67,8 @@ final class Shard: @unchecked Sendable {
     var silences: SilenceDesk?
     /// Partition sessions waiting for the next successful commit (``ShardItem/durable(_:)``).
     private var durables: [CommitWaiter] = []
+    /// Called when the store fenced a commit (partitioned input: the run stops, see ``Daemon/commitFenced()``).
+    var onFenced: (@Sendable () -> Void)?
 
     init(
         index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
@@ -365,6 +369,10 @@ final class Shard: @unchecked Sendable {
             return items
         } catch {
             acks.restore(acked)
+            if (error as? PostgresError)?.code == .fenced, let onFenced {
+                onFenced()  // the run stops (logged once there); its outputs are never published
+                return nil
+            }
             log.error("state commit failed; holding outputs until the store accepts them", ["shard": String(index), "error": "\(error)"])
             return nil
         }
