@@ -20,6 +20,12 @@ public struct TrafficGenerator: Sendable {
     /// At most this many samples a message (nil: each hour's samples in one batch, as an anchored
     /// query delivers them); 1 publishes each sample as a message of its own (a bare object).
     public var samplesPerMessage: Int?
+    /// The phone syncs every this many days (nil: as it goes): the samples of each block of
+    /// `syncDays` days (days 1…N, N+1…2N, …) are published together at 07:00 (home time) the
+    /// morning after the block, in messages of at most ``samplesPerMessage`` samples that run
+    /// across the block's days in time order; the block's other records (clinical events,
+    /// deletions) follow them. See ``generate(block:)``.
+    public var syncDays: Int?
 
     /// Creates a generator.
     public init(persona: Persona, timeline: Timeline, seed: UInt64) {
@@ -72,6 +78,69 @@ public struct TrafficGenerator: Sendable {
     /// days, so a cohort can be streamed day by day). Messages of an offline phone carry the time
     /// they are finally synced.
     public func generate(day d: Int) -> [Timed] {
+        let p = parts(day: d)
+        var out = p.records
+        for (hour, items) in p.byHour {
+            var at = p.dayStart.adding(seconds: Int64((hour + 1) * 3600))
+            if let off = timeline.offline, off.contains(d) {
+                // Offline: the backlog syncs at 07:00 the morning after, before that day's own samples.
+                at = p.home.startOfDay(p.startDay + DayNumber(off.upperBound) + 1).adding(seconds: Int64(7 * 3600 + d * 10 + hour))
+            }
+            out += messages(items[...], at: at)
+        }
+        return out
+    }
+
+    /// The traffic of one sync (``syncDays``) covering the days of `block`: the profile keeps its
+    /// time (before day 1); every sample of the block's days, in time order, in messages of at
+    /// most ``samplesPerMessage`` samples (a message may run across days), then the block's
+    /// clinical events and deletions, all at 07:00 home time the morning after the block's last
+    /// day. Without ``syncDays`` the days' traffic as ``generate(day:)`` makes it.
+    public func generate(block: ClosedRange<Int>) -> [Timed] {
+        guard syncDays != nil else { return block.flatMap { generate(day: $0) } }
+        var early: [Timed] = [], late: [TrafficRecord] = [], items: [[UInt8]] = []
+        var syncAt: Timestamp?
+        for d in block {
+            let p = parts(day: d)
+            syncAt = p.home.startOfDay(p.startDay + DayNumber(block.upperBound) + 1).adding(seconds: 7 * 3600)
+            for r in p.records {
+                if r.record.topic == layout.profile(persona.user) { early.append(r) } else { late.append(r.record) }
+            }
+            for (_, batch) in p.byHour { items += batch }
+        }
+        guard let at = syncAt else { return early }
+        return early + messages(items[...], at: at) + late.map { Timed(at: at, record: $0) }
+    }
+
+    /// Sample items as messages of at most ``samplesPerMessage`` (nil: all in one), published at `at`.
+    private func messages(_ items: ArraySlice<[UInt8]>, at: Timestamp) -> [Timed] {
+        var out: [Timed] = []
+        let size = max(1, samplesPerMessage ?? items.count)
+        for first in stride(from: items.startIndex, to: items.endIndex, by: size) {
+            let batch = items[first..<min(first + size, items.endIndex)]
+            var payload: [UInt8]
+            if samplesPerMessage == 1 {
+                payload = batch[first]
+            } else {
+                payload = [UInt8(ascii: "[")]
+                for (k, item) in batch.enumerated() {
+                    if k > 0 { payload.append(UInt8(ascii: ",")) }
+                    payload += item
+                }
+                payload.append(UInt8(ascii: "]"))
+            }
+            out.append(Timed(at: at, record: TrafficRecord(topic: layout.samples(persona.user), payload: payload)))
+        }
+        return out
+    }
+
+    /// One day's traffic before it is cut into messages: the non-sample records (profile, events,
+    /// deletions) with their times, and the samples by hour (hours in order).
+    private func parts(
+        day d: Int
+    ) -> (
+        records: [Timed], byHour: [(Int, [[UInt8]])], dayStart: Timestamp, home: LocalCalendar, startDay: DayNumber
+    ) {
         var rng = SplitMix(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(d) &* 0xD1B5_4A32_D192_ED03)
         let home = LocalCalendar.cached(persona.timeZone) ?? .utc
         var out: [Timed] = []
@@ -101,7 +170,7 @@ public struct TrafficGenerator: Sendable {
                         topic: layout.events(user), payload: Array("{\"id\":\"heat-\(user)\",\"kind\":\"heat_wave\",\"start\":\"\(a)\",\"end\":\"\(b)\"}".utf8))
                 ))
         }
-        if timeline.missing.contains(where: { $0.contains(d) }) { return out }
+        if timeline.missing.contains(where: { $0.contains(d) }) { return (out, [], home.startOfDay(dayNumber), home, startDay) }
         let zone = timeline.travel.first { $0.0.contains(d) }?.1
         let cal = zone.flatMap { LocalCalendar.cached($0) } ?? home
         let dayStart = cal.startOfDay(dayNumber)
@@ -176,31 +245,7 @@ public struct TrafficGenerator: Sendable {
             let at = cal.startOfDay(dayNumber + 1).adding(seconds: 8 * 3600 + 1800)
             out.append(Timed(at: at, record: TrafficRecord(topic: layout.deletions(user), payload: Array("{\"ids\":[\"\(user)-\(d)-0-ws\"]}".utf8))))
         }
-        for hour in byHour.keys.sorted() {
-            var at = dayStart.adding(seconds: Int64((hour + 1) * 3600))
-            if let off = timeline.offline, off.contains(d) {
-                // Offline: the backlog syncs at 07:00 the morning after, before that day's own samples.
-                at = home.startOfDay(startDay + DayNumber(off.upperBound) + 1).adding(seconds: Int64(7 * 3600 + d * 10 + hour))
-            }
-            let items = byHour[hour]!
-            let size = max(1, samplesPerMessage ?? items.count)
-            for first in stride(from: 0, to: items.count, by: size) {
-                let batch = items[first..<min(first + size, items.count)]
-                var payload: [UInt8]
-                if samplesPerMessage == 1 {
-                    payload = batch[first]
-                } else {
-                    payload = [UInt8(ascii: "[")]
-                    for (k, item) in batch.enumerated() {
-                        if k > 0 { payload.append(UInt8(ascii: ",")) }
-                        payload += item
-                    }
-                    payload.append(UInt8(ascii: "]"))
-                }
-                out.append(Timed(at: at, record: TrafficRecord(topic: layout.samples(user), payload: payload)))
-            }
-        }
-        return out
+        return (out, byHour.keys.sorted().map { ($0, byHour[$0]!) }, dayStart, home, startDay)
     }
 
     /// One sample object's JSON, written straight into bytes (the cohort benchmarks format millions).
