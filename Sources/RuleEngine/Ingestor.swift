@@ -168,13 +168,15 @@ public struct Ingestor: Sendable {
                 clocks[user, default: EventClock()].observe(inStep: inStep, beyond: beyond, policy: clockPolicy)
                 ?? Timestamp(milliseconds: .min / 2)
         }
+        var lastID: String?  // noted once a message, not per sample (a dictionary write hashes the user)
+        defer { if let lastID { lastSampleID[user] = lastID } }
         for (index, item) in items.enumerated() {
             switch item {
             case .failure(let r):
-                if let id = r.itemID { lastSampleID[user] = id }
+                if let id = r.itemID { lastID = id }
                 reject(user, topic(), r, into: &out)
             case .success(let s):
-                lastSampleID[user] = s.id
+                lastID = s.id
                 switch engine.ingest(s, user: user, now: now, future: future, into: &out) {
                 case .accepted: counters.samplesAccepted += 1
                 case .duplicate: counters.duplicates += 1
