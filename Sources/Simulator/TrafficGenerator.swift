@@ -20,6 +20,12 @@ public struct TrafficGenerator: Sendable {
     /// At most this many samples a message (nil: each hour's samples in one batch, as an anchored
     /// query delivers them); 1 publishes each sample as a message of its own (a bare object).
     public var samplesPerMessage: Int?
+    /// The phone syncs every this many days (nil: as it goes): the samples of each block of
+    /// `syncDays` days (days 1…N, N+1…2N, …) are published together at 07:00 (home time) the
+    /// morning after the block, in messages of at most ``samplesPerMessage`` samples that run
+    /// across the block's days in time order; the block's other records (clinical events,
+    /// deletions) follow them. See ``generate(block:)``.
+    public var syncDays: Int?
 
     /// Creates a generator.
     public init(persona: Persona, timeline: Timeline, seed: UInt64) {
@@ -79,6 +85,33 @@ public struct TrafficGenerator: Sendable {
             case .samples(let at, let batch): return Timed(at: at, record: TrafficRecord(topic: topic, payload: payload(batch)))
             }
         }
+    }
+
+    /// The traffic of one sync (``syncDays``) covering the days of `block`: the profile keeps its
+    /// time (before day 1); every sample of the block's days, in time order, in messages of at
+    /// most ``samplesPerMessage`` samples (a message may run across days), then the block's
+    /// clinical events and deletions, all at 07:00 home time the morning after the block's last
+    /// day. Without ``syncDays`` the days' traffic as ``generate(day:)`` makes it.
+    public func generate(block: ClosedRange<Int>) -> [Timed] {
+        guard syncDays != nil else { return block.flatMap { generate(day: $0) } }
+        let home = LocalCalendar.cached(persona.timeZone) ?? .utc
+        let at = home.startOfDay(timeline.start.dayNumber + DayNumber(block.upperBound)).adding(seconds: 7 * 3600)
+        let profile = layout.profile(persona.user), topic = layout.samples(persona.user)
+        var early: [Timed] = [], late: [Timed] = [], items: [SampleSpec] = []
+        for d in block {
+            for part in parts(day: d) {
+                switch part {
+                case .record(let t):
+                    if t.record.topic == profile { early.append(t) } else { late.append(Timed(at: at, record: t.record)) }
+                case .samples(_, let batch): items += batch
+                }
+            }
+        }
+        let size = max(1, samplesPerMessage ?? items.count)
+        for first in stride(from: 0, to: items.count, by: size) {
+            early.append(Timed(at: at, record: TrafficRecord(topic: topic, payload: payload(items[first..<min(first + size, items.count)]))))
+        }
+        return early + late
     }
 
     /// One sample as generated, before it is written as JSON (``sample(_:)``).
