@@ -4,6 +4,11 @@
 # throughput in the same run (1 sample per message, and 50), and alert latency at ~1k samples/s.
 #   scripts/bench-e2e.sh [MESSAGES] [RUNS]     (each figure: every round, then the median of RUNS)
 #   MOBILITYD_ARGS="--publish-series false" scripts/bench-e2e.sh …   (extra mobilityd options; default: mobilityd's defaults, series on)
+# Then a phone syncing after days offline: mobility-sim population --sync-days $SYNC_DAYS (3) with 50-sample
+# messages running across the days of a sync ($SYNC_USERS users × 90 days, default 300; 0 skips), into a
+# fresh mobilityd --clock event (days close mid-sync, series published), against the ceiling on the same payloads.
+#   MOBILITYD=PATH: the mobilityd to measure (default this build's), e.g. another build side by side.
+#   E2E_LEGS="1 50 sync": the legs to run (default all three).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 messages=${1:-50000}
@@ -11,6 +16,8 @@ runs=${2:-3}
 bash scripts/install-deps.sh
 swift build -c release >/dev/null
 bin=$PWD/.build/release
+daemon_bin=${MOBILITYD:-$bin/mobilityd}
+legs=${E2E_LEGS:-1 50 sync}
 work=$(mktemp -d /tmp/mw-bench.XXXXXX)
 cleanup() { kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
@@ -19,9 +26,21 @@ port=$(free_port); mport=$(free_port)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nmax_inflight_messages 0\n%s\n' "$port" "$( [ "$(id -u)" = 0 ] && echo 'user root')" > "$work/m.conf"
 mosquitto -c "$work/m.conf" >/dev/null 2>&1 &
 sleep 0.3
-"$bin/mobilityd" --broker mqtt://127.0.0.1:$port --rules rules --state "$work/state" --clock wall ${MOBILITYD_ARGS:-} \
+"$daemon_bin" --broker mqtt://127.0.0.1:$port --rules rules --state "$work/state" --clock wall ${MOBILITYD_ARGS:-} \
   --metrics-address 127.0.0.1:$mport --log-level warn >"$work/mobilityd.log" 2>&1 &
+daemon=$!
 sleep 1
 echo "== $(nproc) cores; mosquitto $(mosquitto -h 2>&1 | head -1 | awk '{print $3}'); $messages messages per measurement"
-"$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages "$messages" --batch 1 --runs "$runs"
-"$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages $((messages / 5)) --batch 50 --runs "$runs" --latency off
+case " $legs " in *" 1 "*) "$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages "$messages" --batch 1 --runs "$runs" ;; esac
+case " $legs " in *" 50 "*) "$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages $((messages / 5)) --batch 50 --runs "$runs" --latency off ;; esac
+sync_users=${SYNC_USERS:-300}
+if [ "$sync_users" -gt 0 ] && case " $legs " in *" sync "*) true ;; *) false ;; esac; then
+  kill "$daemon"; wait "$daemon" 2>/dev/null || true
+  "$bin/mobility-sim" population --users "$sync_users" --days 90 --seed 1 --samples-per-message 50 --sync-days "${SYNC_DAYS:-3}" -o "$work/sync.jsonl" >/dev/null 2>&1
+  mport=$(free_port)
+  "$daemon_bin" --broker mqtt://127.0.0.1:$port --rules rules --state "$work/state-sync" --clock event --client-id mobilityd-sync ${MOBILITYD_ARGS:-} \
+    --metrics-address 127.0.0.1:$mport --log-level warn >"$work/mobilityd-sync.log" 2>&1 &
+  sleep 1
+  echo "== a sync every ${SYNC_DAYS:-3} days, 50-sample messages across its days ($sync_users users × 90 days, --clock event)"
+  "$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --traffic "$work/sync.jsonl" --runs "$runs"
+fi

@@ -22,6 +22,7 @@ command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)        # the unit 
 command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)  # the care-report pages rendered to PNG (tests, render-reports.sh)
 command -v python3 >/dev/null 2>&1 || need+=(python3)            # the FHIR tests' independent validator (PyPI, below)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+[ -x /usr/bin/time ] || need+=(time)                              # scripts/bench-replay.sh: CPU time of each contestant
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -29,3 +29,21 @@ extension Daemon {
         }
     }
 }
+
+extension Daemon {
+    /// A shard's commit was fenced: another instance raised the token of a partition this run
+    /// holds (it took the partition over while this process was paused or cut off). Nothing of
+    /// that commit was written, and no commit of this run can succeed again, so the run stops at
+    /// once — its partition sessions first, so that nothing more is taken or acknowledged —
+    /// instead of failing every batch until the next heartbeat; the supervisor is woken to
+    /// heartbeat now, learns which leases are left and rejoins on them. Once per run.
+    func commitFenced() {
+        guard !fenced.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        log.warn("a commit was fenced: another instance took over a partition of this run; stopping its processing to rejoin")
+        requestStop()
+        onFenced?()
+    }
+
+    /// Whether this run stopped because a commit was fenced (not a failure: the supervisor rejoins).
+    public var wasFenced: Bool { fenced.load(ordering: .sequentiallyConsistent) }
+}

@@ -26,11 +26,17 @@ public final class Daemon: Sendable {
     public let careTeams: CareTeams
     /// The partition leases this run holds (`--partitions`; nil: every user is ours).
     let claimed: PartitionClaim?
+    /// Called once when a commit of this run was fenced (partitioned input; the supervisor's wake-up).
+    let onFenced: (@Sendable () -> Void)?
+    /// Whether a commit of this run was fenced: another instance owns one of its partitions.
+    let fenced = Atomic<Bool>(false)
 
-    /// Creates a daemon from its configuration; `claimed`: the leases it runs on (partitioned input).
-    public init(configuration: DaemonConfiguration, claimed: PartitionClaim? = nil) {
+    /// Creates a daemon from its configuration; `claimed`: the leases it runs on (partitioned
+    /// input); `onFenced`: called once when a commit is fenced (the run then stops by itself).
+    public init(configuration: DaemonConfiguration, claimed: PartitionClaim? = nil, onFenced: (@Sendable () -> Void)? = nil) {
         self.config = configuration
         self.claimed = claimed
+        self.onFenced = onFenced
         self.log = Logger(format: configuration.logFormat, level: configuration.logLevel)
         self.layout = TopicLayout(root: configuration.topicRoot)
         self.notifier = ServiceNotifier()
@@ -169,6 +175,7 @@ public final class Daemon: Sendable {
             publishNow: { sink.publishUntracked(topic: $0, payload: $1, retain: false) })
         do { try silences.restore() } catch { log.error("cannot read the silences", ["error": "\(error)"]); return 1 }
         for s in shards { s.silences = silences }
+        if claimed != nil { for s in shards { s.onFenced = { [self] in commitFenced() } } }
         silencesRef.set(silences)
         let count = UInt64(shards.count)
         /// Parses a topic once and routes it: its user's shard, with the parse for the shard to reuse.

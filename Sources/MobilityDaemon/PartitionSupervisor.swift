@@ -10,7 +10,8 @@ import Synchronization
 /// is not committed is not acknowledged — leases given up are released, and a run starts on the
 /// new set. A lease not renewed for a whole lease (the database unreachable, this process paused)
 /// stops the run too; a run that outlived its lease anyway is harmless: the next owner's claim
-/// raised the tokens, and every commit of the old run is fenced.
+/// raised the tokens, and every commit of the old run is fenced. The first fenced commit stops
+/// that run at once and wakes the supervisor, which heartbeats, drops the lost leases and rejoins.
 public final class PartitionSupervisor: Sendable {
     private let config: DaemonConfiguration
     private let log: Logger
@@ -108,15 +109,20 @@ public final class PartitionSupervisor: Sendable {
                 }
             }
             if let r = run, r.done.wait(timeout: .now()) == .success {
-                // The run ended by itself (a broker refusal, a store that cannot be read).
+                // The run ended by itself (a broker refusal, a store that cannot be read), or
+                // because a commit was fenced: then heartbeat at once, to rejoin on what is left.
                 exitCode = r.code.load(ordering: .relaxed)
                 current.withLock { $0 = nil }
                 run = nil
+                if r.daemon.wasFenced, !terminating.load(ordering: .sequentiallyConsistent) {
+                    exitCode = 0
+                    continue
+                }
                 if r.daemon.stoppedBySignal || exitCode != 0 { break }
             }
             if run == nil, !held.isEmpty, !terminating.load(ordering: .sequentiallyConsistent) {
                 let claim = PartitionClaim(count: p.count, leases: held.map { ($0.partition, $0.token) })
-                let r = Run(daemon: Daemon(configuration: config, claimed: claim))
+                let r = Run(daemon: Daemon(configuration: config, claimed: claim) { [wake] in wake.signal() })
                 current.withLock { $0 = r.daemon }
                 let t = Thread {
                     r.code.store(r.daemon.run(), ordering: .relaxed)

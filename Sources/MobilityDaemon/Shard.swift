@@ -6,6 +6,8 @@ import RuleLanguage
 import StateStore
 import Synchronization
 
+import struct PostgresStore.PostgresError
+
 /// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
 /// queue. It commits the changed users, the journal position they applied and the outputs they
 /// produced in one SQLite transaction, then publishes those outputs — when its
@@ -34,6 +36,11 @@ final class Shard: @unchecked Sendable {
     /// Users whose changes are not committed yet, and those changed by the batch at hand.
     private var pendingUsers: Set<String> = []
     private var batchUsers: Set<String> = []
+    /// Users whose series wait in the outbox for the interval's commit (committed with the next
+    /// commit of any scope: a batch commit takes them along).
+    private var deferredUsers: Set<String> = []
+    /// Series messages in the outbox not yet committed (counted as published once they are).
+    private var heldSeries = 0
     private var pendingOutbox: [StateStore.OutboxItem] = []
     /// History rows (series points, alert transitions, timeline entries) of the pending outputs.
     private var pendingHistory: [HistoryRecord] = []
@@ -65,6 +72,8 @@ final class Shard: @unchecked Sendable {
     var silences: SilenceDesk?
     /// Partition sessions waiting for the next successful commit (``ShardItem/durable(_:)``).
     private var durables: [CommitWaiter] = []
+    /// Called when the store fenced a commit (partitioned input: the run stops, see ``Daemon/commitFenced()``).
+    var onFenced: (@Sendable () -> Void)?
 
     init(
         index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
@@ -216,11 +225,11 @@ final class Shard: @unchecked Sendable {
             batchUsers.formUnion(ingestor.engine.takeTouched())
             desk?.screen(&out)  // no reminders of acknowledged instances
             pendingUsers.formUnion(batchUsers)
-            var seriesMessages = 0
+            var seriesMessages = 0  // published by this batch's commit (counted once committed)
             for var o in out {
                 if case .series(let s) = o, publishesSeries, let done = bundler.add(s) {
                     pendingOutbox.append(done)
-                    seriesMessages += 1
+                    heldSeries += 1
                 }
                 // A silenced transition is recorded and marked; its notifications are withheld.
                 var verdict: SilenceDesk.Verdict?
@@ -243,9 +252,15 @@ final class Shard: @unchecked Sendable {
             }
             if let done = bundler.finish() {
                 pendingOutbox.append(done)
-                seriesMessages += 1
+                heldSeries += 1
             }
-            let scope = policy.batchProcessed(outputs: !out.isEmpty || teamsChanged, barrier: !barriers.isEmpty, pendingUsers: pendingUsers.count, now: started)
+            // Series wait for the interval's commit (nobody waits for them); other outputs commit now.
+            let urgent = teamsChanged || out.contains { !$0.isSeries }
+            if !urgent && !out.isEmpty { deferredUsers.formUnion(batchUsers) }
+            let scope = policy.batchProcessed(
+                outputs: urgent, deferred: !pendingOutbox.isEmpty || !deferredUsers.isEmpty, barrier: !barriers.isEmpty,
+                pendingUsers: pendingUsers.count, now: started)
+            if scope == .batch { batchUsers.formUnion(deferredUsers) }  // the waiting series' users, with their outputs
             // Group commit: with scope .none these changes go with a later batch's; the journal
             // holds their messages meanwhile.
             var committed: [StateStore.OutboxItem]?
@@ -257,6 +272,8 @@ final class Shard: @unchecked Sendable {
                     if done.releaseJournal { committedThrough.store(q, ordering: .relaxed) }
                     if scope == .all { for w in durables { w.committed() }; durables.removeAll(keepingCapacity: true) }
                     if !items.isEmpty { failures = sink.publish(items) }
+                    seriesMessages = heldSeries
+                    heldSeries = 0
                     if !dueWeeks.isEmpty && pendingHistory.isEmpty { buildReports() }  // their markers are durable
                     // Durable now: tell gateways how far each user's samples are committed — coalesced:
                     // at most one retained ack per user per interval (an ack per message would double
@@ -300,6 +317,8 @@ final class Shard: @unchecked Sendable {
         if let items = commit() {
             _ = policy.commitSucceeded(pendingUsersLeft: pendingUsers.count)
             if !items.isEmpty { _ = sink.publish(items) }
+            stats.withLock { [heldSeries] in $0.seriesPublished += heldSeries }
+            heldSeries = 0
             for (u, id) in pendingAcks { committedAcks[u] = id }
             for w in durables { w.committed() }
         } else {
@@ -360,11 +379,16 @@ final class Shard: @unchecked Sendable {
             for k in items.indices { items[k].id = ids[k] }
             for u in users { ingestor.engine.markPersisted(u) }
             if all { pendingUsers.removeAll(keepingCapacity: true) } else { pendingUsers.subtract(users) }
+            deferredUsers.removeAll(keepingCapacity: true)  // their outputs are committed (all or with this batch)
             pendingOutbox.removeAll(keepingCapacity: true)
             pendingHistory.removeAll(keepingCapacity: true)
             return items
         } catch {
             acks.restore(acked)
+            if (error as? PostgresError)?.code == .fenced, let onFenced {
+                onFenced()  // the run stops (logged once there); its outputs are never published
+                return nil
+            }
             log.error("state commit failed; holding outputs until the store accepts them", ["shard": String(index), "error": "\(error)"])
             return nil
         }

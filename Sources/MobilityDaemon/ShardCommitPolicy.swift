@@ -6,7 +6,10 @@
 ///
 /// Group commit: at 35 k single-sample messages a second, a commit per batch wrote ~6 KB of pages
 /// per message. Outputs (alerts, series and rejections are published only once committed) are
-/// committed at once with the users whose changes made them; everyone's changes are committed
+/// committed at once with the users whose changes made them — except series, which nobody waits
+/// for within the interval: a batch whose only outputs are series leaves them to the interval's
+/// commit of everyone (a backfill closes a day every few messages, and committed each time, issue
+/// 18); a batch with other outputs takes the waiting series' users along. Everyone's changes are committed
 /// once the interval has passed, for a barrier (a caller waits for durability), after a failed
 /// commit that held outputs, and always when there is no ingest journal to hold the messages
 /// until their commit.
@@ -70,10 +73,13 @@ struct ShardCommitPolicy: Sendable {
     /// A batch was processed at `now`; returns what to commit. Unless `.none`, report the
     /// result with `commitSucceeded` or `commitFailed`.
     /// - Parameters:
-    ///   - outputs: the batch produced outputs.
+    ///   - outputs: the batch produced outputs that are published at once (alerts, rejections,
+    ///     team copies).
+    ///   - deferred: outputs that may wait for the interval (series) are pending, this batch's or
+    ///     earlier ones'; they go with the next commit of any scope.
     ///   - barrier: the batch holds a barrier.
     ///   - pendingUsers: users with uncommitted changes, this batch's included.
-    mutating func batchProcessed(outputs: Bool, barrier: Bool, pendingUsers: Int, now: UInt64) -> Scope {
+    mutating func batchProcessed(outputs: Bool, deferred: Bool = false, barrier: Bool, pendingUsers: Int, now: UInt64) -> Scope {
         precondition(state == .idle, "a batch while a commit is in progress or after closing")
         let scope = Self.scope(
             outputs: outputs, earlierOutputs: outputsHeld, barrier: barrier, journaled: journaled,
@@ -81,7 +87,7 @@ struct ShardCommitPolicy: Sendable {
         if scope == .all { lastCommitNs = now }
         if scope != .none {
             state = .committing(scope, barrier: barrier)
-            outputsHeld = outputsHeld || outputs
+            outputsHeld = outputsHeld || outputs || deferred
         }
         return scope
     }

@@ -35,6 +35,38 @@ public struct Evidence: Hashable, Sendable {
     }
 }
 
+/// The days an alert's decision read: a span of local days, and how many calendar days it has.
+public struct AlertWindow: Hashable, Sendable {
+    /// The first day.
+    public var from: CivilDate
+    /// The last day.
+    public var to: CivilDate
+
+    /// Creates a span (`from` on or before `to`).
+    public init(from: CivilDate, to: CivilDate) {
+        self.from = from
+        self.to = to
+    }
+
+    /// The number of calendar days from `from` to `to`, both included.
+    public var days: Int { Int(to.dayNumber - from.dayNumber) + 1 }
+
+    func write(_ name: String, into w: inout JSONWriter) {
+        w.beginObject(name)
+        w.string("from", from.description)
+        w.string("to", to.description)
+        w.number("days", Double(days))
+        w.endObject()
+    }
+
+    static func parse(_ v: JSONValue?) -> AlertWindow? {
+        guard let v, case .string(let a)? = v["from"], case .string(let b)? = v["to"],
+            let from = CivilDate(parsing: Substring(a)), let to = CivilDate(parsing: Substring(b)), from.dayNumber <= to.dayNumber
+        else { return nil }
+        return AlertWindow(from: from, to: to)
+    }
+}
+
 /// An alert transition: what is published on `users/{user}/alerts/{rule}`.
 public struct AlertTransition: Hashable, Sendable {
     /// Stable id: the same alert (rule, user, active-since) always has the same id.
@@ -63,6 +95,11 @@ public struct AlertTransition: Hashable, Sendable {
     public var evidence: [Evidence]
     /// Annotations in reach of the evaluated day (kind and dates).
     public var annotations: [String]
+    /// The trailing days the condition read, up to the evaluated day (its windows, cut at the
+    /// segment start); nil when it reads no window (published only when set).
+    public var window: AlertWindow?
+    /// The days the condition's `before:` windows read (a pre-event baseline); nil when none.
+    public var baselineWindow: AlertWindow?
     /// True for a reminder of an alert that is still firing (`repeat`).
     public var isRepeat: Bool
     /// Why a transition happened when it was not the rule's condition (`rule_removed`: a reload
@@ -150,6 +187,8 @@ public struct AlertTransition: Hashable, Sendable {
         w.beginArray("annotations")
         for a in annotations { w.string(nil, a) }
         w.endArray()
+        window?.write("window", into: &w)
+        baselineWindow?.write("baselineWindow", into: &w)
         w.endObject()
         return w.text
     }
@@ -229,6 +268,8 @@ extension AlertTransition {
             if case .string(let n)? = k["note"] { note = n }
             a.acknowledged = AlertAcknowledgement(by: by, at: t, note: note)
         }
+        a.window = AlertWindow.parse(v["window"])
+        a.baselineWindow = AlertWindow.parse(v["baselineWindow"])
         if case .array(let ids)? = v["silencedBy"] {
             a.silencedBy = ids.compactMap { if case .string(let s) = $0 { s } else { nil } }
         }

@@ -27,6 +27,7 @@ struct CompiledRules: Sendable {
         case excluding(Int32, annotation: Int32)
         case missingDays(Int32)
         case change(Int32, days: Int32)
+        case shortfall(Int32, days: Int32, fit: Int32, minDays: Int32, fitMinDays: Int32, z: Bool)
         case daysSince(Int32)
         case annotated(Int32, days: Int32)
         case sample(SampleField)
@@ -58,6 +59,9 @@ struct CompiledRules: Sendable {
     private(set) var filters: [Int32] = []
     /// Each alert's summary parts: the root of a `.value` part, -1 for other parts.
     private(set) var summaries: [[Int32]] = []
+    /// For each alert, how many days before the evaluated day its condition reads (through its
+    /// lets and series; 0: only the evaluated day), and its `before:` windows (days, event kind).
+    private(set) var decisionReach: [(days: Int, baselines: [(days: Int32, kind: Int32)])] = []
 
     init(_ p: Program) {
         var base = p.series.count
@@ -81,6 +85,40 @@ struct CompiledRules: Sendable {
                     return -1
                 })
         }
+        for c in conditions {
+            var baselines: [(days: Int32, kind: Int32)] = []
+            var memo: [Int32: Int] = [:]
+            let days = reach(c, &baselines, &memo)
+            decisionReach.append((days, baselines))
+        }
+    }
+
+    /// How many days before the evaluated day node `n` reads (windows, `change`, `shortfall`;
+    /// `missing_days` walks back without a fixed span and is not counted), collecting the
+    /// `before:` windows it reads.
+    private func reach(_ n: Int32, _ baselines: inout [(days: Int32, kind: Int32)], _ memo: inout [Int32: Int]) -> Int {
+        if let r = memo[n] { return r }
+        let r: Int
+        switch nodes[Int(n)] {
+        case .number, .bool, .string, .daily, .daysSince, .annotated, .sample, .metadata, .missingDays: r = 0
+        case .series(let i): r = reach(series[Int(i)], &baselines, &memo)
+        case .local(let slot): r = reach(lets[Int(slot) - series.count], &baselines, &memo)
+        case .window(_, let x, let days, _, let anchor):
+            switch anchor {
+            case .current: r = Int(days) - 1 + reach(x, &baselines, &memo)
+            case .before(let k):
+                if !baselines.contains(where: { $0.days == days && $0.kind == k }) { baselines.append((days, k)) }
+                r = 0
+            case .after: r = 0
+            }
+        case .shortfall(let x, let days, let fit, _, _, _): r = Int(days + fit) - 1 + reach(x, &baselines, &memo)
+        case .change(let x, let days): r = Int(days) + reach(x, &baselines, &memo)
+        case .excluding(let x, _), .negate(let x), .not(let x), .abs(let x), .isKnown(let x): r = reach(x, &baselines, &memo)
+        case .startsWith(let a, let b), .binary(_, let a, let b):
+            r = max(reach(a, &baselines, &memo), reach(b, &baselines, &memo))
+        }
+        memo[n] = r
+        return r
     }
 
     private mutating func string(_ s: String) -> Int32 {
@@ -110,6 +148,8 @@ struct CompiledRules: Sendable {
         case .excluding(let x, let kind): node = .excluding(add(x, alert: alert), annotation: string(kind))
         case .missingDays(let x): node = .missingDays(add(x, alert: alert))
         case .change(let x, let days): node = .change(add(x, alert: alert), days: Int32(days))
+        case .shortfall(let x, let days, let fit, let minDays, let fitMin, let z):
+            node = .shortfall(add(x, alert: alert), days: Int32(days), fit: Int32(fit), minDays: Int32(minDays), fitMinDays: Int32(fitMin), z: z)
         case .daysSince(let k): node = .daysSince(string(k))
         case .annotated(let k, let days): node = .annotated(string(k), days: Int32(days))
         case .sample(let f): node = .sample(f)

@@ -475,11 +475,13 @@ public struct Engine: Sendable {
             }
         }
         let sinceTs = Timestamp(milliseconds: since)
-        return AlertTransition(
+        var transition = AlertTransition(
             id: AlertTransition.stableID(rule: rule.name, user: user, activeSince: sinceTs), rule: rule.name, user: user,
             severity: rule.severity, status: status, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired),
             resolvedAt: resolved.map { Timestamp(milliseconds: $0) }, day: date, summary: summary,
             labels: rule.labels, evidence: evidence, annotations: notes, isRepeat: isRepeat)
+        (transition.window, transition.baselineWindow) = ev.decisionWindows(ev.alert, day)
+        return transition
     }
 
     /// Formats a number with a fixed number of decimals (or up to 3 significant decimals).

@@ -189,6 +189,25 @@ struct Evaluator {
         return f < 0 || boolean(f, d) == true
     }
 
+    /// The days alert `j`'s condition read on day `d`: the trailing span (cut at the segment
+    /// start; nil when it reads only day `d`) and the span of its `before:` windows (nil: none
+    /// known).
+    func decisionWindows(_ j: Int, _ d: DayNumber) -> (window: AlertWindow?, baseline: AlertWindow?) {
+        let (days, baselines) = code.decisionReach[j]
+        var window: AlertWindow?
+        if days > 0 {
+            window = AlertWindow(from: CivilDate(dayNumber: max(d - DayNumber(days), user.segmentStart(d))), to: CivilDate(dayNumber: d))
+        }
+        var lo = DayNumber.max, hi = DayNumber.min
+        for b in baselines {
+            guard let r = windowRange(Int(b.days), .before(b.kind), d) else { continue }
+            lo = min(lo, r.lowerBound)
+            hi = max(hi, r.upperBound)
+        }
+        let baseline = lo <= hi ? AlertWindow(from: CivilDate(dayNumber: lo), to: CivilDate(dayNumber: hi)) : nil
+        return (window, baseline)
+    }
+
     /// The root of an alert's summary part `k` (a `.value` part).
     func summaryNode(_ j: Int, _ k: Int) -> Int32 { code.summaries[j][k] }
 
@@ -214,6 +233,8 @@ struct Evaluator {
             let past = d - DayNumber(days)
             guard past >= user.segmentStart(d), let a = number(x, d), let b = number(x, past) else { return nil }
             return a - b
+        case .shortfall(let x, let days, let fit, let minDays, let fitMin, let z):
+            return shortfall(x, Int(days), Int(fit), Int(minDays), Int(fitMin), z, d)
         case .daysSince(let kind):
             guard let e = user.latestEvent(code.strings[Int(kind)], onOrBefore: d) else { return nil }
             return Double(d - e) * 86_400
@@ -308,6 +329,54 @@ struct Evaluator {
             return dxx == 0 ? nil : dxy / dxx / 86_400
         case .median, .daysWithData, .slopeLower, .slopeUpper, .slopeError, .stddev: return nil
         }
+    }
+
+    /// `shortfall` / `shortfall_z` on day `d`: the line fitted to the `fit` days before the last
+    /// `days` (within the segment), extrapolated to the recent days' mean day, minus their mean;
+    /// with `z`, divided by its standard error √(s²/k + s²/n + (t̄ᵣ − t̄)² s²/Σ(t − t̄)²), s the
+    /// fit's residual standard deviation (n − 2 df).
+    mutating func shortfall(_ x: Int32, _ days: Int, _ fit: Int, _ minDays: Int, _ fitMin: Int, _ z: Bool, _ d: DayNumber) -> Double? {
+        let segment = user.segmentStart(d)
+        let recentLo = max(d - DayNumber(days) + 1, segment)
+        let fitHi = recentLo - 1
+        let fitLo = max(fitHi - DayNumber(fit) + 1, segment)
+        guard fitLo <= fitHi else { return nil }
+        var k = 0, rt = 0.0, ry = 0.0
+        for day in recentLo...d {
+            guard let v = number(x, day) else { continue }
+            k += 1
+            rt += Double(day - fitLo)
+            ry += v
+        }
+        guard k >= minDays, k > 0 else { return nil }
+        var n = 0, sx = 0.0, sxx = 0.0, su = 0.0, suu = 0.0, sxu = 0.0
+        var shift: Double?
+        for day in fitLo...fitHi {
+            guard let v = number(x, day) else { continue }
+            if shift == nil { shift = v }
+            let t = Double(day - fitLo), u = v - shift!
+            n += 1
+            sx += t
+            sxx += t * t
+            su += u
+            suu += u * u
+            sxu += t * u
+        }
+        guard n >= fitMin, n >= 3, let shift else { return nil }
+        let nn = Double(n), kk = Double(k)
+        let xx = sxx - sx * sx / nn, xu = sxu - sx * su / nn, uu = Swift.max(0, suu - su * su / nn)
+        guard xx > 0 else { return nil }
+        let b = xu / xx
+        let gap = rt / kk - sx / nn
+        let predicted = shift + su / nn + b * gap
+        let fallen = predicted - ry / kk
+        guard z else { return fallen }
+        // On values that lie exactly on a line the residuals are rounding error: no scatter, unknown.
+        let rss = uu - b * xu
+        guard rss > 1e-9 * uu else { return nil }
+        let s2 = rss / (nn - 2)
+        let variance = s2 / kk + s2 / nn + gap * gap * s2 / xx
+        return variance > 0 ? fallen / variance.squareRoot() : nil
     }
 
     /// The standard deviation, or the slope's standard error or one-sided 95 % bound (per second,

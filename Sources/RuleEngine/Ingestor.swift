@@ -62,6 +62,8 @@ public struct Ingestor: Sendable {
     public func eventNow(_ user: String) -> Timestamp? { clocks[user]?.now }
     /// The id of the last sample of the last `samples` message handled per user (for commit acknowledgements).
     public private(set) var lastSampleID: [String: String] = [:]
+    /// Whether ``lastSampleID`` is kept (the daemon's acknowledgements need it; a replay does not, and saves a hash a message).
+    public var tracksLastSampleID = true
 
     /// Creates an ingestor.
     public init(
@@ -166,23 +168,32 @@ public struct Ingestor: Sendable {
             // samples past it are judged by the wall clock in the daemon, else by none.
             future = boundedByWallClock ? wall : nil
             let latest = future.map { $0.milliseconds + engine.configuration.maxFutureSeconds * 1000 } ?? .max
-            let reach = clocks[user]?.reach(clockPolicy) ?? .max
+            // One hash of the user for both reading and moving the clock (a new user's starts empty).
+            let c: Dictionary<String, EventClock>.Index
+            if let found = clocks.index(forKey: user) {
+                c = found
+            } else {
+                clocks[user] = EventClock()
+                c = clocks.index(forKey: user)!
+            }
+            let reach = clocks.values[c].reach(clockPolicy)
             var inStep = Int64.min, beyond = Int64.min
             for case .success(let s) in items where s.end.milliseconds <= latest {
                 let e = s.end.milliseconds
                 if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
             }
-            now =
-                clocks[user, default: EventClock()].observe(inStep: inStep, beyond: beyond, policy: clockPolicy)
-                ?? Timestamp(milliseconds: .min / 2)
+            now = clocks.values[c].observe(inStep: inStep, beyond: beyond, policy: clockPolicy) ?? Timestamp(milliseconds: .min / 2)
         }
+        // The last id of the message, stored once after it (not once a sample).
+        var lastID: String?
+        defer { if tracksLastSampleID, let lastID { lastSampleID[user] = lastID } }
         for (index, item) in items.enumerated() {
             switch item {
             case .failure(let r):
-                if let id = r.itemID { lastSampleID[user] = id }
+                if let id = r.itemID { lastID = id }
                 reject(user, topic(), r, into: &out)
             case .success(let s):
-                lastSampleID[user] = s.id
+                lastID = s.id
                 switch engine.ingest(s, user: user, now: now, future: future, into: &out) {
                 case .accepted: counters.samplesAccepted += 1
                 case .duplicate: counters.duplicates += 1

@@ -108,6 +108,9 @@ public final class ShardedReplay: @unchecked Sendable {
         var p = 0
         let count = chunk.count
         var lineNo = firstLine
+        // The last topic seen (in this chunk) and whether its user is this shard's.
+        var lastTopic: UnsafeBufferPointer<UInt8>?
+        var lastMine = false
         while p < count {
             let end = memchr(base + p, 0x0A, count - p).map { UnsafeRawPointer($0) - UnsafeRawPointer(base) } ?? count
             let line = UnsafeBufferPointer(start: base + p, count: end - p)
@@ -115,8 +118,26 @@ public final class ShardedReplay: @unchecked Sendable {
             lineNo += 1
             if line.isEmpty { continue }
             s.nonEmpty += 1
-            if n > 1, shard(of: line, shards: n) != index { continue }
-            if let e = s.replay.feed(line: line, into: &s.engineOut) {
+            // Scanned once: for the shard, then for the replay. Lines come in runs of one user's
+            // topic, so the shard of the last topic is kept (one memcmp instead of a hash).
+            let scan = TrafficLine.scan(line)
+            if n > 1 {
+                let mine: Bool
+                if let scan {
+                    let topic = UnsafeBufferPointer(rebasing: line[scan.topic])
+                    if let last = lastTopic, last.count == topic.count, memcmp(last.baseAddress!, topic.baseAddress!, topic.count) == 0 {
+                        mine = lastMine
+                    } else {
+                        lastMine = TrafficLine.shard(ofTopic: topic, shards: n) == index
+                        lastTopic = topic
+                        mine = lastMine
+                    }
+                } else {
+                    mine = shard(of: line, shards: n) == index
+                }
+                if !mine { continue }
+            }
+            if let e = s.replay.feed(line: line, scan: scan, into: &s.engineOut) {
                 s.malformed += 1
                 s.notes.append(Note(line: lineNo, kind: .malformed(e.message)))
                 s.marks.append((lineNo, s.out.count, s.notes.count))

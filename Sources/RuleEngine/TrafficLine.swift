@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Where the topic and payload are in a recorded traffic line, found without parsing it.
 ///
 /// The replay's fast path: a line shaped `{"topic": "...", "payload": {...} | [...]}` (the order
@@ -13,6 +17,7 @@ public struct TrafficLine: Sendable, Equatable {
 
     /// Scans a line; nil when it is not of the fast path's shape.
     public static func scan(_ b: UnsafeBufferPointer<UInt8>) -> TrafficLine? {
+        if let compact = scanCompact(b) { return compact }
         var i = 0
         let n = b.count
         @inline(__always) func skipSpace() { while i < n, b[i] == 0x20 || b[i] == 0x09 || b[i] == 0x0D || b[i] == 0x0A { i += 1 } }
@@ -41,7 +46,34 @@ public struct TrafficLine: Sendable, Equatable {
         let topic = topicStart..<i
         i += 1
         guard expect(0x2C), expectKey("payload") else { return nil }
-        skipSpace()
+        return tail(b, topic: topic, payloadStart: i)
+    }
+
+    /// ``scan(_:)`` of the compact envelope `mobility-sim` writes, `{"topic":"...","payload":`
+    /// without whitespace, by `memcmp`; nil for any other line (``scan(_:)`` then tries every spelling).
+    @inline(__always)
+    private static func scanCompact(_ b: UnsafeBufferPointer<UInt8>) -> TrafficLine? {
+        let head: StaticString = #"{"topic":""#, middle: StaticString = #"","payload":"#
+        let n = b.count
+        guard n > head.utf8CodeUnitCount + middle.utf8CodeUnitCount, let base = b.baseAddress,
+            memcmp(base, head.utf8Start, head.utf8CodeUnitCount) == 0
+        else { return nil }
+        var i = head.utf8CodeUnitCount
+        let topicStart = i
+        while i < n, b[i] != 0x22 {
+            guard b[i] != 0x5C, b[i] >= 0x20 else { return nil }
+            i += 1
+        }
+        guard i + middle.utf8CodeUnitCount < n, memcmp(base + i, middle.utf8Start, middle.utf8CodeUnitCount) == 0 else { return nil }
+        return tail(b, topic: topicStart..<i, payloadStart: i + middle.utf8CodeUnitCount)
+    }
+
+    /// The payload from `i` (after the `"payload":` key, whitespace not yet skipped) to the envelope's closing brace.
+    @inline(__always)
+    private static func tail(_ b: UnsafeBufferPointer<UInt8>, topic: Range<Int>, payloadStart: Int) -> TrafficLine? {
+        var i = payloadStart
+        let n = b.count
+        while i < n, b[i] == 0x20 || b[i] == 0x09 || b[i] == 0x0D || b[i] == 0x0A { i += 1 }
         guard i < n, b[i] == 0x7B || b[i] == 0x5B else { return nil }
         var end = n
         while end > i, b[end - 1] == 0x20 || b[end - 1] == 0x09 || b[end - 1] == 0x0D || b[end - 1] == 0x0A { end -= 1 }

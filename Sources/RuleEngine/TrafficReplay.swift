@@ -2,6 +2,10 @@ import MobilityModel
 import MobilityWire
 import RuleLanguage
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One line of recorded traffic: `{"topic": "...", "payload": <JSON value or raw string>}`.
 public struct TrafficRecord: Hashable, Sendable {
     /// The MQTT topic.
@@ -46,10 +50,14 @@ public struct TrafficRecord: Hashable, Sendable {
 public struct Replay: Sendable {
     /// The ingestor.
     public private(set) var ingestor: Ingestor
+    /// The topic of the last `samples` line and its user (``samplesUser(topic:)``).
+    private var lastSamplesTopic: [UInt8] = []
+    private var lastSamplesUser = ""
 
     /// Creates a replay over a program.
     public init(program: Program, configuration: EngineConfiguration, layout: TopicLayout = TopicLayout()) {
         ingestor = Ingestor(engine: Engine(program: program, configuration: configuration), layout: layout, clock: .event)
+        ingestor.tracksLastSampleID = false
     }
 
     /// What one traffic line produced.
@@ -79,9 +87,14 @@ public struct Replay: Sendable {
     /// bytes, the payload exactly as recorded; any other line, and one whose payload is not JSON
     /// (so that a broken line is still reported as malformed), through ``TrafficRecord/parse(_:)``.
     public mutating func feed(line: UnsafeBufferPointer<UInt8>, into out: inout [EngineOutput]) -> TrafficError? {
-        if let scan = TrafficLine.scan(line) {
+        feed(line: line, scan: TrafficLine.scan(line), into: &out)
+    }
+
+    /// ``feed(line:into:)`` of a line already scanned (``TrafficLine/scan(_:)`` of `line`, nil if not of its shape).
+    mutating func feed(line: UnsafeBufferPointer<UInt8>, scan: TrafficLine?, into out: inout [EngineOutput]) -> TrafficError? {
+        if let scan {
             let topic = UnsafeBufferPointer(rebasing: line[scan.topic])
-            if case .inbound(let user, .samples) = ingestor.layout.parse(utf8: topic) {
+            if let user = samplesUser(topic: topic) {
                 let decoded = ingestor.decoder.samples(utf8: UnsafeBufferPointer(rebasing: line[scan.payload]), user: user)
                 if case .failure(let r) = decoded, r.reason == .notJSON {
                     // The full parse decides: a malformed line, or a string payload that is not JSON.
@@ -99,6 +112,22 @@ public struct Replay: Sendable {
             ingestor.handle(topic: r.topic, payload: r.payload, now: Timestamp(milliseconds: 0), into: &out)
             return nil
         }
+    }
+
+    /// The user of a `samples` topic, nil for any other topic. Consecutive lines are mostly one
+    /// user's: the last samples topic and its user are kept, so such a line costs one `memcmp`
+    /// instead of parsing the topic and making the user a `String` again.
+    private mutating func samplesUser(topic: UnsafeBufferPointer<UInt8>) -> String? {
+        if topic.count == lastSamplesTopic.count, topic.count > 0,
+            lastSamplesTopic.withUnsafeBufferPointer({ memcmp($0.baseAddress!, topic.baseAddress!, topic.count) == 0 })
+        {
+            return lastSamplesUser
+        }
+        guard case .inbound(let user, .samples) = ingestor.layout.parse(utf8: topic) else { return nil }
+        lastSamplesTopic.removeAll(keepingCapacity: true)
+        lastSamplesTopic.append(contentsOf: topic)
+        lastSamplesUser = user
+        return user
     }
 
     /// ``finish()`` for one user (``Ingestor/clockedUsers`` lists them in the order ``finish()`` takes).

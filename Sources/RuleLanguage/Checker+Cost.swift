@@ -117,7 +117,7 @@ extension Checker {
             if i < lets.count, lets[i] > RuleLimits.maxEvaluationDepth { usesDeep = true }
             return 1 + (i < lets.count ? lets[i] : 0)
         case .window(_, let x, _, _, _), .excluding(let x, _), .missingDays(let x), .change(let x, _), .negate(let x), .not(let x), .abs(let x),
-            .isKnown(let x):
+            .isKnown(let x), .shortfall(let x, _, _, _, _, _):
             return 1 + sub(x)
         case .startsWith(let a, let b), .binary(_, let a, let b):
             return 1 + max(sub(a), sub(b))
@@ -161,6 +161,8 @@ struct CostWalk {
             visit(x, points: points * 3650, reach: min(reach + 3650, CostWalk.maxReach))
         case .change(let x, let days):
             visit(x, points: points * 2, reach: min(reach + days, CostWalk.maxReach))
+        case .shortfall(let x, let days, let fit, _, _, _):
+            visit(x, points: points * Double(days + fit), reach: min(reach + days + fit - 1, CostWalk.maxReach))
         case .negate(let x), .not(let x), .abs(let x), .isKnown(let x), .excluding(let x, _):
             visit(x, points: points, reach: reach)
         case .startsWith(let a, let b), .binary(_, let a, let b):

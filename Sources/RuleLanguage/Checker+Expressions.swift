@@ -9,7 +9,9 @@ extension Checker {
         "days_with_data": .daysWithData, "slope_lower": .slopeLower, "slope_upper": .slopeUpper, "slope_error": .slopeError,
         "stddev": .stddev
     ]
-    static let otherFunctions = ["percentile", "abs", "is_known", "starts_with", "metadata", "days_since", "annotated", "missing_days", "change"]
+    static let otherFunctions = [
+        "percentile", "abs", "is_known", "starts_with", "metadata", "days_since", "annotated", "missing_days", "change", "shortfall", "shortfall_z"
+    ]
 
     static func defaultUnit(_ d: PhysicalDimension) -> MeasureUnit {
         switch d {
@@ -254,6 +256,8 @@ extension Checker {
             o.constant = nil
             o.lookback = t.lookback + Int(s / 86_400)
             return o
+        case "shortfall", "shortfall_z":
+            return shortfall(ctx, z: fname == "shortfall_z", named)
         default:
             let all = Array(Checker.windowNames.keys) + Array(Checker.aggregationNames.keys) + Checker.otherFunctions + ["p95", "p50"]
             let s = suggestion(for: fname, among: all)
@@ -404,6 +408,53 @@ extension Checker {
         return Typed(
             expr: .window(wf, t.expr, days: days, minDays: minDays, anchor: anchor), type: type, unit: unit,
             lookback: t.lookback + days)
+    }
+}
+
+extension Checker {
+    /// `shortfall(x, K d, fit: M d, min: k, fit_min: m, excluding: KIND)` and `shortfall_z(…)`:
+    /// the last K days against the line fitted to the M days before them.
+    mutating func shortfall(_ ctx: CallContext, z: Bool, _ named: [String: SyntaxArgument]) -> Typed? {
+        let fname = ctx.fname, positional = ctx.positional
+        guard ctx.allow(["fit", "min", "fit_min", "excluding"], &self),
+            ctx.arity(2...2, "\(fname)(speed_p95, 7 d, fit: 28 d)", &self),
+            var t = dailyOperand(positional[0].value, fname)
+        else { return nil }
+        guard case .number = t.type else {
+            error(.needsOperand(op: fname, needs: "a number", found: describe(t.type)), positional[0].value.range)
+            return nil
+        }
+        if let x = named["excluding"] {
+            guard let k = kind(x.value, clinical: false) else { return nil }
+            t.expr = .excluding(t.expr, annotation: k)
+        }
+        guard let secs = duration(positional[1].value, after: "the series in '\(fname)'", wholeDays: true) else { return nil }
+        let days = Int(secs / 86_400)
+        var fit = 28
+        if let f = named["fit"] {
+            guard let s = duration(f.value, after: "'fit'", wholeDays: true) else { return nil }
+            fit = Int(s / 86_400)
+        }
+        func coverage(_ label: String, _ within: Int, _ floor: Int, _ fallback: Int) -> Int? {
+            guard let m = named[label] else { return fallback }
+            guard case .number(let v, let u, let r, _) = m.value, u == nil || u == "d", v == v.rounded(), v >= 1 else {
+                error(.invalidMinDays, m.value.range)
+                return nil
+            }
+            guard Int(v) <= within else {
+                error(.minDaysExceedWindow(min: Int(v), days: within, label: label), r)
+                return nil
+            }
+            return max(Int(v), floor)
+        }
+        guard let minDays = coverage("min", days, 1, min(3, days)), let fitMin = coverage("fit_min", fit, 3, min(7, fit)) else { return nil }
+        guard fit >= 3 else {
+            error(.fitTooShort(days: fit), named["fit"]?.value.range ?? ctx.range)
+            return nil
+        }
+        return Typed(
+            expr: .shortfall(t.expr, days: days, fit: fit, minDays: minDays, fitMinDays: fitMin, z: z),
+            type: z ? .number(.dimensionless) : t.type, unit: z ? .one : t.unit, lookback: t.lookback + days + fit)
     }
 }
 

@@ -80,6 +80,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case fileTooLarge(bytes: Int)
     /// A `where` filter that is not a boolean.
     case filterNotBoolean(type: String)
+    /// A `shortfall` fit of fewer than 3 days.
+    case fitTooShort(days: Int)
     /// Alerts that inhibit each other in a cycle.
     case inhibitionCycle(through: String)
     /// `'method'` other than linear or nearest.
@@ -98,8 +100,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case metadataOutsideSample
     /// A bare metric where a daily number is needed.
     case metricNeedsAggregation(String)
-    /// `min:` larger than the window.
-    case minDaysExceedWindow(min: Int, days: Int)
+    /// `min:` (or `fit_min:`) larger than the window.
+    case minDaysExceedWindow(min: Int, days: Int, label: String = "min")
     /// A report panel without a field it needs: `'six_minute_walk' needs a 'watch' series`.
     case missingReportField(panel: String, field: String)
     /// An alert without `when`.
@@ -194,7 +196,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     /// The stable id.
     public var diagnosticID: DiagnosticID {
         switch self {
-        case .arityMismatch, .beforeAndAfter, .invalidMethod, .invalidMinDays, .invalidSource, .minDaysExceedWindow, .percentileOutOfRange:
+        case .arityMismatch, .beforeAndAfter, .invalidMethod, .invalidMinDays, .invalidSource, .minDaysExceedWindow, .percentileOutOfRange,
+            .fitTooShort:
             .argumentMismatch
         case .duplicateClause, .duplicateInReport: .duplicateClause
         case .duplicateArgument, .duplicateDefinition, .duplicateLabel, .duplicateLet, .duplicateReport, .seriesNamedLikeMetric: .duplicateName
@@ -264,6 +267,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .expectedToken(let what, let found): "expected \(what), found \(found)"
         case .expectedTopLevel(let found): "expected 'series', 'alert', 'event kinds', 'annotation kinds' or 'report', found \(found)"
         case .expectedTrigger(let found): "expected 'day' or 'sample' after 'on', found '\(found)'"
+        case .fitTooShort(let days): "'fit' needs at least 3 days (a line and one degree of freedom for its scatter), found \(days)"
         case .expressionTooLong(let limit): "expression has more than \(limit) operators"
         case .fileTooLarge(let bytes): "rule file is larger than \(Checker.grouped(Double(bytes))) bytes (1 MiB)"
         case .filterNotBoolean(let t): "the filter after 'where' must be a boolean, not a \(t)"
@@ -276,7 +280,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .metadataKeyNotString: "'metadata' needs a string key"
         case .metadataOutsideSample: "'metadata' is only available in alerts with 'on sample'"
         case .metricNeedsAggregation(let m): "metric '\(m)' needs a daily aggregation, such as p95(\(m)) or mean(\(m))"
-        case .minDaysExceedWindow(let m, let days): "'min: \(m)' asks for more days than the \(days)-day window holds"
+        case .minDaysExceedWindow(let m, let days, let label): "'\(label): \(m)' asks for more days than the \(days)-day window holds"
         case .missingReportField(let panel, let field): "'\(panel)' in the report needs a '\(field)' series"
         case .missingWhen(let alert): "alert '\(alert)' has no 'when' condition"
         case .needsMetricArgument(let f): "'\(f)' needs a metric such as walkingSpeed as its first argument"

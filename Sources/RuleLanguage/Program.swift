@@ -120,6 +120,11 @@ public indirect enum Expr: Hashable, Sendable {
     case missingDays(Expr)
     /// Value today minus value N days ago (same segment).
     case change(Expr, days: Int)
+    /// How far the last `days` days' mean fell below the least-squares line fitted to the `fit`
+    /// days before them (same segment), extrapolated to the recent days; `z`: divided by its
+    /// standard error (`shortfall` / `shortfall_z`). `minDays` and `fitMinDays`: the coverage
+    /// each part needs.
+    case shortfall(Expr, days: Int, fit: Int, minDays: Int, fitMinDays: Int, z: Bool)
     /// Days since the latest event of a kind, as a duration.
     case daysSince(String)
     /// Whether an annotation of a kind overlaps the last N days.

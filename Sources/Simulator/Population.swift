@@ -16,6 +16,8 @@ public struct Population: Sendable {
     public let seed: UInt64
     /// At most this many samples a message (``TrafficGenerator/samplesPerMessage``; nil: hourly batches).
     public var samplesPerMessage: Int?
+    /// Each phone syncs every this many days (``TrafficGenerator/syncDays``; nil: as it goes).
+    public var syncDays: Int?
 
     /// Which generator shapes the cohort: `default` is the original mix (its numbers stay
     /// reproducible); `wide` adds shapes the rules were not tuned on (see docs/alert-quality.md).
@@ -199,6 +201,7 @@ public struct Population: Sendable {
         label.onset = Population.onsets(pattern, t)
         var g = TrafficGenerator(persona: p, timeline: t, seed: seed &+ UInt64(i))
         g.samplesPerMessage = samplesPerMessage
+        g.syncDays = syncDays
         return (g, label)
     }
 
@@ -305,20 +308,22 @@ public struct Population: Sendable {
     /// Every user's label.
     public func labels() -> [Label] { (0..<users).map { user($0).1 } }
 
-    /// The traffic, generated lazily one cohort-day at a time, in publish order within each day.
+    /// The traffic, generated lazily one cohort-day at a time (with ``syncDays``, one sync block
+    /// of days), in publish order within each.
     public func traffic() -> AnySequence<TrafficRecord> {
         let generators = (0..<users).lazy.map { self.user($0).0 }
-        let users = self.users, days = self.days
+        let users = self.users, days = self.days, step = max(1, syncDays ?? 1)
         return AnySequence { () -> AnyIterator<TrafficRecord> in
             var day = 0
             var buffer: [TrafficRecord] = []
             var index = 0
             return AnyIterator {
                 while index >= buffer.count {
-                    day += 1
-                    if day > days { return nil }
+                    if day >= days { return nil }
+                    let block = (day + 1)...min(days, day + step)
+                    day = block.upperBound
                     var timed: [TrafficGenerator.Timed] = []
-                    for u in 0..<users { timed += generators[u].generate(day: day) }
+                    for u in 0..<users { timed += generators[u].generate(block: block) }
                     buffer = timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element.record)
                     index = 0
                 }

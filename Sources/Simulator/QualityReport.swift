@@ -200,7 +200,8 @@ public struct QualityReport: Sendable {
 
 extension Population {
     /// Every first firing (not reminders) of the labelled rules: each user's traffic through an
-    /// in-process engine in event time, users shared out over `threads` (each thread its own
+    /// in-process engine in event time (samples decoded without their JSON:
+    /// ``TrafficGenerator/generateDecoded(day:templates:)``), users shared out over `threads` (each thread its own
     /// engine, users independent), sorted by rule, user and day, so the result does not depend
     /// on `threads`; and the number of messages.
     public func firings(program: Program, threads: Int = 1) -> (firings: [QualityReport.Firing], messages: Int) {
@@ -217,13 +218,22 @@ extension Population {
                     }()), clock: .event)
             var out: [EngineOutput] = []
             var firings: [QualityReport.Firing] = []
+            ing.tracksLastSampleID = false
             var messages = 0
+            var templates = TrafficGenerator.SampleTemplates(decoder: ing.decoder)
             for i in stride(from: t, to: users, by: n) {
                 let g = user(i).0
+                let topic = g.layout.samples(g.persona.user)
+                // Samples messages go in decoded (generateDecoded: what the wire decoder gives for
+                // their JSON, without writing and parsing the JSON); the other messages as published.
+                guard case .inbound(let u, .samples) = g.layout.parse(topic) else { preconditionFailure("a population user id is valid") }
                 for d in 1...max(days, 1) {
-                    let timed = g.generate(day: d)
+                    let timed = g.generateDecoded(day: d, templates: &templates)
                     for r in timed.enumerated().sorted(by: { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }) {
-                        ing.handle(topic: r.element.record.topic, payload: r.element.record.payload, now: Timestamp(seconds: 0), into: &out)
+                        switch r.element.message {
+                        case .record(let rec): ing.handle(topic: rec.topic, payload: rec.payload, now: Timestamp(seconds: 0), into: &out)
+                        case .samples(let decoded): ing.handle(decodedSamples: decoded, user: u, topic: topic, now: Timestamp(seconds: 0), into: &out)
+                        }
                         messages += 1
                         for o in out {
                             guard case .alert(let a) = o, a.status == .firing, !a.isRepeat, labelled.contains(a.rule) else { continue }

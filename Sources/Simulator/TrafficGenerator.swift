@@ -20,6 +20,12 @@ public struct TrafficGenerator: Sendable {
     /// At most this many samples a message (nil: each hour's samples in one batch, as an anchored
     /// query delivers them); 1 publishes each sample as a message of its own (a bare object).
     public var samplesPerMessage: Int?
+    /// The phone syncs every this many days (nil: as it goes): the samples of each block of
+    /// `syncDays` days (days 1…N, N+1…2N, …) are published together at 07:00 (home time) the
+    /// morning after the block, in messages of at most ``samplesPerMessage`` samples that run
+    /// across the block's days in time order; the block's other records (clinical events,
+    /// deletions) follow them. See ``generate(block:)``.
+    public var syncDays: Int?
 
     /// Creates a generator.
     public init(persona: Persona, timeline: Timeline, seed: UInt64) {
@@ -72,34 +78,108 @@ public struct TrafficGenerator: Sendable {
     /// days, so a cohort can be streamed day by day). Messages of an offline phone carry the time
     /// they are finally synced.
     public func generate(day d: Int) -> [Timed] {
+        let topic = layout.samples(persona.user)
+        return parts(day: d).map { part in
+            switch part {
+            case .record(let t): return t
+            case .samples(let at, let batch): return Timed(at: at, record: TrafficRecord(topic: topic, payload: payload(batch)))
+            }
+        }
+    }
+
+    /// The traffic of one sync (``syncDays``) covering the days of `block`: the profile keeps its
+    /// time (before day 1); every sample of the block's days, in time order, in messages of at
+    /// most ``samplesPerMessage`` samples (a message may run across days), then the block's
+    /// clinical events and deletions, all at 07:00 home time the morning after the block's last
+    /// day. Without ``syncDays`` the days' traffic as ``generate(day:)`` makes it.
+    public func generate(block: ClosedRange<Int>) -> [Timed] {
+        guard syncDays != nil else { return block.flatMap { generate(day: $0) } }
+        let home = LocalCalendar.cached(persona.timeZone) ?? .utc
+        let at = home.startOfDay(timeline.start.dayNumber + DayNumber(block.upperBound)).adding(seconds: 7 * 3600)
+        let profile = layout.profile(persona.user), topic = layout.samples(persona.user)
+        var early: [Timed] = [], late: [Timed] = [], items: [SampleSpec] = []
+        for d in block {
+            for part in parts(day: d) {
+                switch part {
+                case .record(let t):
+                    if t.record.topic == profile { early.append(t) } else { late.append(Timed(at: at, record: t.record)) }
+                case .samples(_, let batch): items += batch
+                }
+            }
+        }
+        let size = max(1, samplesPerMessage ?? items.count)
+        for first in stride(from: 0, to: items.count, by: size) {
+            early.append(Timed(at: at, record: TrafficRecord(topic: topic, payload: payload(items[first..<min(first + size, items.count)]))))
+        }
+        return early + late
+    }
+
+    /// One sample as generated, before it is written as JSON (``sample(_:)``).
+    struct SampleSpec {
+        var id: String
+        var type: StaticString
+        var value: Double
+        var unit: StaticString
+        var start: Timestamp
+        var end: Timestamp
+        var offset: Int32
+        var zone: String?
+        var bundle: StaticString = "com.apple.health.9C2F5E1A"
+        var metadata: String?
+    }
+
+    /// A day's traffic in publish order: other records as published, samples messages as their samples.
+    enum Part {
+        case record(Timed)
+        case samples(at: Timestamp, ArraySlice<SampleSpec>)
+    }
+
+    /// A samples message's payload: one object when ``samplesPerMessage`` is 1, else an array.
+    func payload(_ batch: ArraySlice<SampleSpec>) -> [UInt8] {
+        if samplesPerMessage == 1, batch.count == 1 { return sample(batch[batch.startIndex]) }
+        var payload = [UInt8(ascii: "[")]
+        for (k, item) in batch.enumerated() {
+            if k > 0 { payload.append(UInt8(ascii: ",")) }
+            payload += sample(item)
+        }
+        payload.append(UInt8(ascii: "]"))
+        return payload
+    }
+
+    /// The traffic of ``generate(day:)`` before its samples are written as JSON.
+    func parts(day d: Int) -> [Part] {
         var rng = SplitMix(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(d) &* 0xD1B5_4A32_D192_ED03)
         let home = LocalCalendar.cached(persona.timeZone) ?? .utc
-        var out: [Timed] = []
+        var out: [Part] = []
         let startDay = timeline.start.dayNumber - 1
         let user = persona.user
         let dayNumber = startDay + DayNumber(d)
         if d == 1 {
             out.append(
-                Timed(
-                    at: home.startOfDay(dayNumber).adding(seconds: -3600),
-                    record: TrafficRecord(topic: layout.profile(user), payload: Array("{\"timeZone\":\"\(persona.timeZone)\"}".utf8))))
+                .record(
+                    Timed(
+                        at: home.startOfDay(dayNumber).adding(seconds: -3600),
+                        record: TrafficRecord(topic: layout.profile(user), payload: Array("{\"timeZone\":\"\(persona.timeZone)\"}".utf8)))))
         }
         if let inj = timeline.injuryDay, inj == d {
             let date = CivilDate(dayNumber: dayNumber)
             out.append(
-                Timed(
-                    at: home.startOfDay(dayNumber).adding(seconds: 20 * 3600),
-                    record: TrafficRecord(
-                        topic: layout.events(user), payload: Array("{\"id\":\"injury-\(user)\",\"kind\":\"injury\",\"date\":\"\(date)\"}".utf8))))
+                .record(
+                    Timed(
+                        at: home.startOfDay(dayNumber).adding(seconds: 20 * 3600),
+                        record: TrafficRecord(
+                            topic: layout.events(user), payload: Array("{\"id\":\"injury-\(user)\",\"kind\":\"injury\",\"date\":\"\(date)\"}".utf8)))))
         }
         if let hw = timeline.heatWave, hw.lowerBound == d {
             let a = CivilDate(dayNumber: startDay + DayNumber(hw.lowerBound)), b = CivilDate(dayNumber: startDay + DayNumber(hw.upperBound))
             out.append(
-                Timed(
-                    at: home.startOfDay(dayNumber).adding(seconds: 21 * 3600),
-                    record: TrafficRecord(
-                        topic: layout.events(user), payload: Array("{\"id\":\"heat-\(user)\",\"kind\":\"heat_wave\",\"start\":\"\(a)\",\"end\":\"\(b)\"}".utf8))
-                ))
+                .record(
+                    Timed(
+                        at: home.startOfDay(dayNumber).adding(seconds: 21 * 3600),
+                        record: TrafficRecord(
+                            topic: layout.events(user),
+                            payload: Array("{\"id\":\"heat-\(user)\",\"kind\":\"heat_wave\",\"start\":\"\(a)\",\"end\":\"\(b)\"}".utf8))
+                    )))
         }
         if timeline.missing.contains(where: { $0.contains(d) }) { return out }
         let zone = timeline.travel.first { $0.0.contains(d) }?.1
@@ -109,7 +189,7 @@ public struct TrafficGenerator: Sendable {
         let dayMean = meanSpeed(day: d) + rng.normal() * persona.speedNoise * 0.4
         let dsMean = meanDoubleSupport(day: d) + rng.normal() * persona.doubleSupportNoise * 0.5
         // Samples by hour: a gateway delivers each hour's new samples in one batch.
-        var byHour: [Int: [[UInt8]]] = [:]
+        var byHour: [Int: [SampleSpec]] = [:]
         for k in 0..<n {
             let second = 8 * 3600 + Int((Double(k) + rng.uniform()) / Double(n) * 12 * 3600)
             let end = dayStart.adding(seconds: Int64(second))
@@ -118,28 +198,27 @@ public struct TrafficGenerator: Sendable {
             let speed = max(0.2, dayMean + rng.normal() * persona.speedNoise)
             let imperial = rng.uniform() < persona.imperialShare
             let offset = Int32(cal.offset(at: end))
-            let idBase = "\(user)-\(d)-\(k)"
             byHour[hour, default: []].append(
-                sample(
-                    id: idBase + "-ws", type: "HKQuantityTypeIdentifierWalkingSpeed",
+                SampleSpec(
+                    id: sampleID(d, k, "-ws"), type: "HKQuantityTypeIdentifierWalkingSpeed",
                     value: imperial ? speed / 0.44704 : speed, unit: imperial ? "mi/hr" : "m/s",
                     start: start, end: end, offset: offset, zone: zone))
             if k % 2 == 0 {
                 let ds = min(0.6, max(0.1, dsMean + rng.normal() * persona.doubleSupportNoise))
                 byHour[hour, default: []].append(
-                    sample(
-                        id: idBase + "-ds", type: "walkingDoubleSupportPercentage", value: ds, unit: "%",
+                    SampleSpec(
+                        id: sampleID(d, k, "-ds"), type: "walkingDoubleSupportPercentage", value: ds, unit: "%",
                         start: start, end: end, offset: offset, zone: zone))
                 let asym = min(1, max(0, persona.asymmetry + rng.normal() * 0.03))
                 byHour[hour, default: []].append(
-                    sample(
-                        id: idBase + "-as", type: "walkingAsymmetryPercentage", value: asym, unit: "%",
+                    SampleSpec(
+                        id: sampleID(d, k, "-as"), type: "walkingAsymmetryPercentage", value: asym, unit: "%",
                         start: start, end: end, offset: offset, zone: zone,
                         metadata: "\"HKMetadataKeyDevicePlacementSide\":2"))
                 let step = max(0.2, persona.stepLength * speed / persona.walkingSpeed + rng.normal() * 0.02)
                 byHour[hour, default: []].append(
-                    sample(
-                        id: idBase + "-sl", type: "walkingStepLength", value: step / 0.0254, unit: "in",
+                    SampleSpec(
+                        id: sampleID(d, k, "-sl"), type: "walkingStepLength", value: step / 0.0254, unit: "in",
                         start: start, end: end, offset: offset, zone: zone))
             }
         }
@@ -148,7 +227,7 @@ public struct TrafficGenerator: Sendable {
             let end = dayStart.adding(seconds: Int64(10 * 3600 + k * 5400))
             let v = max(0.1, 0.45 * meanSpeed(day: d) / persona.walkingSpeed + rng.normal() * 0.05)
             byHour[10 + k, default: []].append(
-                sample(
+                SampleSpec(
                     id: "\(user)-\(d)-\(k)-sa", type: "stairAscentSpeed", value: v, unit: "m/s",
                     start: end.adding(seconds: -15), end: end, offset: Int32(cal.offset(at: end)), zone: zone,
                     bundle: "com.apple.health.5A1E7C3B"))
@@ -158,7 +237,7 @@ public struct TrafficGenerator: Sendable {
             let end = dayStart.adding(seconds: 7 * 3600)
             let calibrated = d > timeline.uncalibratedUntil ? "1" : "0"
             byHour[7, default: []].append(
-                sample(
+                SampleSpec(
                     id: "\(user)-\(d)-6mwd", type: "HKQuantityTypeIdentifierSixMinuteWalkTestDistance", value: est, unit: "m",
                     start: end, end: end, offset: Int32(cal.offset(at: end)), zone: zone,
                     bundle: "com.apple.health.5A1E7C3B",
@@ -167,14 +246,14 @@ public struct TrafficGenerator: Sendable {
         for (cd, metres) in timeline.clinicTests where cd == d {
             let end = dayStart.adding(seconds: 14 * 3600)
             byHour[14, default: []].append(
-                sample(
+                SampleSpec(
                     id: "\(user)-\(d)-clinic", type: "sixMinuteWalkTestDistance", value: metres, unit: "m",
                     start: end, end: end, offset: Int32(cal.offset(at: end)), zone: zone,
                     bundle: "org.example.clinic", metadata: "\"HKWasUserEntered\":\"1\""))
         }
         if deletions.contains(d) {
             let at = cal.startOfDay(dayNumber + 1).adding(seconds: 8 * 3600 + 1800)
-            out.append(Timed(at: at, record: TrafficRecord(topic: layout.deletions(user), payload: Array("{\"ids\":[\"\(user)-\(d)-0-ws\"]}".utf8))))
+            out.append(.record(Timed(at: at, record: TrafficRecord(topic: layout.deletions(user), payload: Array("{\"ids\":[\"\(user)-\(d)-0-ws\"]}".utf8)))))
         }
         for hour in byHour.keys.sorted() {
             var at = dayStart.adding(seconds: Int64((hour + 1) * 3600))
@@ -184,30 +263,42 @@ public struct TrafficGenerator: Sendable {
             }
             let items = byHour[hour]!
             let size = max(1, samplesPerMessage ?? items.count)
-            for first in stride(from: 0, to: items.count, by: size) {
-                let batch = items[first..<min(first + size, items.count)]
-                var payload: [UInt8]
-                if samplesPerMessage == 1 {
-                    payload = batch[first]
-                } else {
-                    payload = [UInt8(ascii: "[")]
-                    for (k, item) in batch.enumerated() {
-                        if k > 0 { payload.append(UInt8(ascii: ",")) }
-                        payload += item
-                    }
-                    payload.append(UInt8(ascii: "]"))
-                }
-                out.append(Timed(at: at, record: TrafficRecord(topic: layout.samples(user), payload: payload)))
-            }
+            for first in stride(from: 0, to: items.count, by: size) { out.append(.samples(at: at, items[first..<min(first + size, items.count)])) }
         }
         return out
     }
 
+    /// `"\(user)-\(d)-\(k)\(suffix)"`, written as bytes: string interpolation cost more than the
+    /// rest of a sample's generation (the cohort benchmarks name millions of samples).
+    func sampleID(_ d: Int, _ k: Int, _ suffix: StaticString) -> String {
+        let user = persona.user.utf8
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: user.count + 48) { buf in
+            var n = 0
+            for c in user { buf[n] = c; n += 1 }
+            func number(_ v: Int) {
+                buf[n] = UInt8(ascii: "-")
+                n += 1
+                var x = v, digits = 1
+                while x >= 10 { x /= 10; digits += 1 }
+                x = v
+                for j in stride(from: digits - 1, through: 0, by: -1) {
+                    buf[n + j] = UInt8(ascii: "0") + UInt8(x % 10)
+                    x /= 10
+                }
+                n += digits
+            }
+            number(d)
+            number(k)
+            for j in 0..<suffix.utf8CodeUnitCount { buf[n] = suffix.utf8Start[j]; n += 1 }
+            return String(decoding: UnsafeBufferPointer(rebasing: buf[..<n]), as: UTF8.self)
+        }
+    }
+
     /// One sample object's JSON, written straight into bytes (the cohort benchmarks format millions).
-    func sample(
-        id: String, type: StaticString, value: Double, unit: StaticString, start: Timestamp, end: Timestamp, offset: Int32, zone: String?,
-        bundle: StaticString = "com.apple.health.9C2F5E1A", metadata: String? = nil
-    ) -> [UInt8] {
+    func sample(_ spec: SampleSpec) -> [UInt8] {
+        let (id, type, value, unit, start, end, offset, zone, bundle, metadata) = (
+            spec.id, spec.type, spec.value, spec.unit, spec.start, spec.end, spec.offset, spec.zone, spec.bundle, spec.metadata
+        )
         var s: [UInt8] = []
         s.reserveCapacity(320)
         func add(_ t: StaticString) { s.append(contentsOf: UnsafeBufferPointer(start: t.utf8Start, count: t.utf8CodeUnitCount)) }

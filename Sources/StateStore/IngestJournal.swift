@@ -50,8 +50,11 @@ public final class IngestJournal: Sendable {
             try PrivateFiles.tightenIfPresent(path)
             var lastInSegment = first - 1
             var goodBytes = 0
-            IngestJournal.scan(path) { e, endOffset in
-                lastInSegment = e.seq; goodBytes = endOffset
+            // Only the last intact record's position is needed: no entry is built.
+            _ = IngestJournal.readSegment(path) { b in
+                IngestJournal.records(b) { seq, _, _, endOffset in
+                    lastInSegment = seq; goodBytes = endOffset
+                }
             }
             // Cut a torn tail so later appends follow an intact record.
             truncate(path, off_t(goodBytes))
@@ -95,19 +98,32 @@ public final class IngestJournal: Sendable {
                 st.segments.append((first: st.nextSeq, last: st.nextSeq - 1, path: path))
             }
             let seq = st.nextSeq
-            let t = Array(topic.utf8)
-            var rec: [UInt8] = []
-            rec.reserveCapacity(24 + t.count + payload.count)
-            rec += [0x4D, 0x57, 0x4A, 0x31]
-            withUnsafeBytes(of: seq.littleEndian) { rec += $0 }
-            withUnsafeBytes(of: UInt32(t.count).littleEndian) { rec += $0 }
-            withUnsafeBytes(of: UInt32(payload.count).littleEndian) { rec += $0 }
-            rec += t
-            rec += payload
-            let crc = UInt32(rec.withUnsafeBufferPointer { crc32(0, $0.baseAddress, UInt32($0.count)) })
-            withUnsafeBytes(of: crc.littleEndian) { rec += $0 }
-            let n = rec.withUnsafeBytes { write(st.fd, $0.baseAddress, $0.count) }
-            guard n == rec.count else {
+            // One writev(2) of header, topic, payload and CRC, with no buffer built per message
+            // (this runs on the MQTT network thread for every message).
+            var topic = topic
+            let n = topic.withUTF8 { t in
+                payload.withUnsafeBytes { p in
+                    withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { h in
+                        h.storeBytes(of: UInt32(0x314A_574D).littleEndian, toByteOffset: 0, as: UInt32.self)  // "MWJ1"
+                        h.storeBytes(of: seq.littleEndian, toByteOffset: 4, as: UInt64.self)
+                        h.storeBytes(of: UInt32(t.count).littleEndian, toByteOffset: 12, as: UInt32.self)
+                        h.storeBytes(of: UInt32(p.count).littleEndian, toByteOffset: 16, as: UInt32.self)
+                        var crc = crc32(0, h.baseAddress!.assumingMemoryBound(to: UInt8.self), 20)
+                        if let b = t.baseAddress { crc = crc32(crc, b, UInt32(t.count)) }
+                        if let b = p.baseAddress { crc = crc32(crc, b.assumingMemoryBound(to: UInt8.self), UInt32(p.count)) }
+                        h.storeBytes(of: UInt32(crc).littleEndian, toByteOffset: 20, as: UInt32.self)
+                        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 4) { iov in
+                            iov[0] = iovec(iov_base: h.baseAddress, iov_len: 20)
+                            iov[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: t.baseAddress), iov_len: t.count)
+                            iov[2] = iovec(iov_base: UnsafeMutableRawPointer(mutating: p.baseAddress), iov_len: p.count)
+                            iov[3] = iovec(iov_base: h.baseAddress! + 20, iov_len: 4)
+                            return writev(st.fd, iov.baseAddress, 4)
+                        }
+                    }
+                }
+            }
+            let expected = 24 + topic.utf8.count + payload.count
+            guard n == expected else {
                 let why = n < 0 ? String(cString: strerror(errno)) : "short write"
                 // Drop a partial record so the file stays readable.
                 if n > 0 { ftruncate(st.fd, off_t(st.size)) }
@@ -143,18 +159,52 @@ public final class IngestJournal: Sendable {
     }
 
     static func scan(_ path: String, _ body: (Entry, Int) -> Void) {
-        guard let data = FileManager.default.contents(atPath: path) else { return }
-        let b = [UInt8](data)
-        var i = 0
+        _ = readSegment(path) { b in
+            records(b) { seq, topic, payload, end in
+                body(
+                    Entry(
+                        seq: seq, topic: String(decoding: UnsafeBufferPointer(rebasing: b[topic]), as: UTF8.self),
+                        payload: Array(UnsafeBufferPointer(rebasing: b[payload]))), end)
+            }
+        }
+    }
+
+    /// Reads a whole segment file into memory (one `read(2)` loop into the buffer, no copy
+    /// through `Data`) and lends its bytes to `body`; false when the file cannot be read.
+    static func readSegment(_ path: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return false }
+        let size = Int(st.st_size)
+        let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(size, 1))
+        defer { bytes.deallocate() }
+        var got = 0
+        while got < size {
+            let n = read(fd, bytes.baseAddress! + got, size - got)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            got += n
+        }
+        body(UnsafeBufferPointer(start: bytes.baseAddress, count: got))
+        return true
+    }
+
+    /// Walks the intact records of a segment's bytes, in order, stopping at the first torn or
+    /// corrupt one: each record's sequence number, the byte ranges of its topic and payload, and
+    /// the offset just past it.
+    static func records(_ b: UnsafeBufferPointer<UInt8>, _ body: (_ seq: UInt64, _ topic: Range<Int>, _ payload: Range<Int>, _ end: Int) -> Void) {
+        guard let base = b.baseAddress else { return }
         func u32(_ o: Int) -> UInt32 { UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24 }
+        var i = 0
         while i + 24 <= b.count, b[i] == 0x4D, b[i + 1] == 0x57, b[i + 2] == 0x4A, b[i + 3] == 0x31 {
             let seq = UInt64(u32(i + 4)) | UInt64(u32(i + 8)) << 32
             let tl = Int(u32(i + 12)), pl = Int(u32(i + 16))
             let end = i + 20 + tl + pl
-            guard tl >= 0, pl >= 0, end + 4 <= b.count else { return }
-            let crc = b.withUnsafeBufferPointer { UInt32(crc32(0, $0.baseAddress! + i, UInt32(end - i))) }
-            guard crc == u32(end) else { return }
-            body(Entry(seq: seq, topic: String(decoding: b[(i + 20)..<(i + 20 + tl)], as: UTF8.self), payload: Array(b[(i + 20 + tl)..<end])), end + 4)
+            guard end + 4 <= b.count else { return }
+            guard UInt32(crc32(0, base + i, UInt32(end - i))) == u32(end) else { return }
+            body(seq, (i + 20)..<(i + 20 + tl), (i + 20 + tl)..<end, end + 4)
             i = end + 4
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPEndpoint
 import MQTTTransport
 import MobilityModel
+import RuleEngine
 import Synchronization
 
 /// End-to-end measurements against a live broker and mobilityd (see scripts/bench-e2e.sh).
@@ -143,6 +144,76 @@ enum EndToEnd {
         print(
             "median of \(runs): \(batch) sample\(batch == 1 ? "" : "s") per message: \(Int(median(rates))) samples/s, ratio to ceiling \(String(format: "%.2f", median(ratios)))"
                 + (p99s.isEmpty ? "" : "; alert latency p50 \(String(format: "%.3f", median(p50s))) ms, p99 \(String(format: "%.3f", median(p99s))) ms"))
+        pub.stop()
+    }
+
+    /// Recorded traffic (`{"topic","payload"}` lines, e.g. `mobility-sim population --sync-days 3
+    /// --samples-per-message 50`) through mobilityd (`--clock event`), `runs` rounds: the broker's
+    /// ceiling on the same payloads, then mobilityd until every sample is accepted. Each round
+    /// renames the users (`r<round>-<user>`), so its samples are new to the daemon.
+    static func runTraffic(broker: String, metricsPort: Int, path: String, runs: Int) throws {
+        guard let data = FileManager.default.contents(atPath: path) else { print("cannot read \(path)"); return }
+        var records: [TrafficRecord] = []
+        for line in data.split(separator: UInt8(ascii: "\n")) where !line.isEmpty {
+            let bytes = Array(line)
+            // The envelope scan (no JSON tree: a sync file is hundreds of MB); the full parse otherwise.
+            if let l = bytes.withUnsafeBufferPointer({ TrafficLine.scan($0) }) {
+                records.append(TrafficRecord(topic: String(decoding: bytes[l.topic], as: UTF8.self), payload: Array(bytes[l.payload])))
+            } else if case .success(let r) = TrafficRecord.parse(bytes) {
+                records.append(r)
+            } else {
+                print("not a traffic line in \(path)"); return
+            }
+        }
+        let marker = Array("\"type\":".utf8)
+        var samples = 0
+        for r in records where r.topic.hasSuffix("/samples") {
+            r.payload.withUnsafeBufferPointer { b in
+                var k = 0
+                while k + marker.count <= b.count {
+                    if b[k] == marker[0] && memcmp(b.baseAddress! + k, marker, marker.count) == 0 { samples += 1; k += marker.count } else { k += 1 }
+                }
+            }
+        }
+        let prefix = "mobility/v1/users/"
+        print("traffic \(path): \(records.count) messages, \(samples) samples")
+        let pub = try client(broker, "bench-pub")
+        var ratios: [Double] = [], rates: [Double] = []
+        for round in 0..<runs {
+            let counter = Counter()
+            let sub = try client(broker, "bench-ceiling-sub", subscriptions: ["bench/ceiling"]) { _, _ in counter.n.add(1, ordering: .relaxed) }
+            var t0 = now()
+            try flood(pub, records.map { ("bench/ceiling", $0.payload) })
+            guard wait(300, { counter.n.load(ordering: .relaxed) >= records.count }) else {
+                print("ceiling: only \(counter.n.load(ordering: .relaxed)) of \(records.count) arrived"); return
+            }
+            let ceiling = Double(records.count) / (Double(now() - t0) / 1e9)
+            sub.stop()
+            print(
+                "round \(round + 1): broker ceiling on the same payloads    \(Int(ceiling)) messages/s = \(Int(ceiling * Double(samples) / Double(records.count))) samples/s"
+            )
+            guard let before = metric(metricsPort, "mobilityd_samples_accepted_total") else {
+                print("cannot read mobilityd metrics on port \(metricsPort)"); return
+            }
+            let renamed = records.map { r in
+                (r.topic.hasPrefix(prefix) ? prefix + "r\(round)-" + r.topic.dropFirst(prefix.count) : r.topic, r.payload)
+            }
+            t0 = now()
+            try flood(pub, renamed)
+            let target = before + Double(samples)
+            guard wait(600, every: 10_000, { (metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) >= target }) else {
+                print("mobilityd: only \(Int((metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) - before)) of \(samples) samples accepted")
+                return
+            }
+            let secs = Double(now() - t0) / 1e9
+            let rate = Double(records.count) / secs
+            ratios.append(rate / ceiling)
+            rates.append(Double(samples) / secs)
+            print(
+                "round \(round + 1): mobilityd, recorded traffic, durability on   \(Int(rate)) messages/s = \(Int(Double(samples) / secs)) samples/s; ratio to ceiling \(String(format: "%.2f", rate / ceiling))"
+            )
+        }
+        print("median of \(runs): recorded traffic: \(Int(median(rates))) samples/s, ratio to ceiling \(String(format: "%.2f", median(ratios)))")
         pub.stop()
     }
 }

@@ -23,9 +23,10 @@ let usage = """
             with --credentials the alerts are read as ACCOUNT (default care-dashboard)
       export EXPORT.xml|export.zip --user ID (--broker URL | -o TRAFFIC.jsonl) [--time-zone ZONE]
             replay a real Apple Health export (streaming parse, mobility records only)
-      population --users N --days D --seed S [--cohort default|wide] [--samples-per-message K] -o TRAFFIC.jsonl
+      population --users N --days D --seed S [--cohort default|wide] [--samples-per-message K] [--sync-days N] -o TRAFFIC.jsonl
             a cohort with a mix of recovery patterns; ground-truth labels (with onsets) go to
-            TRAFFIC.labels.jsonl; K: at most K samples a message (default each hour's in one)
+            TRAFFIC.labels.jsonl; K: at most K samples a message (default each hour's in one);
+            N: each phone syncs every N days, its samples of those days in messages running across them
       quality --users N --days D (--seed S | --seeds S1,S2,...) [--cohort default|wide] --rules DIR [--threads T]
             run such cohorts through the engine in-process; print each rule's precision, recall,
             false alerts per 100 patient-weeks (95 % intervals) and detection delay, pooled over seeds
@@ -62,6 +63,7 @@ struct Options {
     var seeds: [UInt64]?
     var cohort = Population.Cohort.default
     var samplesPerMessage: Int?
+    var syncDays: Int?
     var threads = ProcessInfo.processInfo.activeProcessorCount
     var resend = false
     var credentials: String?
@@ -99,6 +101,7 @@ while i < args.count {
         o.cohort =
             Population.Cohort(rawValue: v) ?? { die("--cohort takes \(Population.Cohort.allCases.map(\.rawValue).joined(separator: " or ")), not '\(v)'") }()
     case "--threads": o.threads = Int(value()).flatMap { (1...64).contains($0) ? $0 : nil } ?? { die("--threads takes 1 to 64") }()
+    case "--sync-days": o.syncDays = Int(value()).flatMap { (1...366).contains($0) ? $0 : nil } ?? { die("--sync-days takes 1 to 366") }()
     case "--samples-per-message": o.samplesPerMessage = Int(value()).flatMap { $0 >= 1 ? $0 : nil } ?? { die("--samples-per-message takes a number ≥ 1") }()
     case "--builtin": o.inputs.append(value())
     case "--resend": o.resend = true
@@ -330,6 +333,7 @@ case "population":
     guard let out = o.output else { die("population needs -o TRAFFIC.jsonl") }
     var pop = Population(users: o.users, days: o.days, seed: o.seed, cohort: o.cohort)
     pop.samplesPerMessage = o.samplesPerMessage
+    pop.syncDays = o.syncDays
     let labelsPath = out.hasSuffix(".jsonl") ? String(out.dropLast(6)) + ".labels.jsonl" : out + ".labels.jsonl"
     write(pop.labels().map(\.json), to: labelsPath)
     write(pop.traffic().lazy.map(\.line), to: out)

@@ -92,29 +92,43 @@ import struct PostgresStore.PartitionSet
         #expect(b.stop() == 0)
     }
 
-    /// Three NATS nodes, PostgreSQL, two mobilityd instances on 8 partitions: the alerts of the
-    /// replay, exactly; `kill -9` of one mid-replay moves its partitions within the lease bound,
-    /// loses nothing and re-fires nothing.
+    /// Three NATS nodes, PostgreSQL, three mobilityd instances (one per node) on 8 partitions,
+    /// the nine shipped scenarios and a population: the alerts of the replay, exactly; `kill -9`
+    /// of one mid-replay moves its partitions to the other two within the lease bound, loses
+    /// nothing and re-fires nothing.
     @Test func killNineOfAnInstanceMovesItsPartitionsAndLosesNothing() throws {
-        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let dir = RepoPaths.root + "/simulator/scenarios"
+        let scenarios = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".scenario") }.sorted().map {
+            try Scenario.load(dir + "/" + $0)
+        }
+        #expect(scenarios.count == 9)
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic()) + ScenarioVerifier.traffic(scenarios)
         let expected = try DurabilityTests.expectedAlerts(records)
-        #expect(expected.count > 5)
+        #expect(expected.count > 20)
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
         let nats = try NATSCluster(size: 3, partitions: 8)
         let rec = try MQTTRecorder(url: nats.nodes[0].url, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try MQTTRecorder(url: nats.nodes[0].url, filters: [])
-        let a = try Self.instance("a", broker: nats.nodes[1].url, store: store, partitions: 8)
-        let b = try Self.instance("b", broker: nats.nodes[2].url, store: store, partitions: 8)
+        let a = try Self.instance("a", broker: nats.nodes[0].url, store: store, partitions: 8)
+        let b = try Self.instance("b", broker: nats.nodes[1].url, store: store, partitions: 8)
+        let c = try Self.instance("c", broker: nats.nodes[2].url, store: store, partitions: 8)
         defer {
             _ = a.stop(signal: SIGKILL)
             _ = b.stop(signal: SIGKILL)
+            _ = c.stop(signal: SIGKILL)
         }
         // Every partition's session subscribed once: from then on the broker keeps its messages.
-        #expect(eventually(timeout: 30) { Self.subscribed(a).union(Self.subscribed(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { Self.subscribed(a).union(Self.subscribed(b)).union(Self.subscribed(c)).count == 8 }, "\(a.log)\n\(b.log)")
         #expect(
-            eventually(timeout: 15) { (try? server.psql("SELECT count(DISTINCT owner) FROM partitions WHERE lease_until > now()", database: database)) == "2" })
+            eventually(timeout: 15) { (try? server.psql("SELECT count(DISTINCT owner) FROM partitions WHERE lease_until > now()", database: database)) == "3" })
+        // 3, 3 and 2: each holds its share, ⌈8 / 3⌉ at most.
+        #expect(
+            eventually(timeout: 15) {
+                (try? server.psql("SELECT count(*) FROM partitions WHERE lease_until > now() AND owner LIKE 'a@%'", database: database)).flatMap { Int($0) }
+                    ?? 0 >= 2
+            })
         let half = records.count / 2
         for r in records[..<half] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
@@ -122,18 +136,23 @@ import struct PostgresStore.PartitionSet
         _ = a.wait()
         let killed = Date()
         for r in records[half...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
-        // b holds all 8 within the lease (2 s) and a heartbeat (0.67 s), plus its restart.
+        // b and c hold all 8 (4 each) within the lease (2 s) and a heartbeat (0.67 s), plus their restarts.
         #expect(
             eventually(timeout: 20) {
-                (try? server.psql("SELECT count(*) FROM partitions WHERE lease_until > now() AND owner LIKE 'b@%'", database: database)) == "8"
+                (try? server.psql(
+                    "SELECT string_agg(n::text, ',' ORDER BY o) FROM (SELECT left(owner, 1) o, count(*) n FROM partitions WHERE lease_until > now() GROUP BY 1) s",
+                    database: database)) == "4,4"
             })
         let moved = Date().timeIntervalSince(killed)
         #expect(moved < 8, "partitions moved after \(moved) s")
-        #expect(eventually(timeout: 90) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) })
+        #expect(
+            eventually(timeout: 90) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) },
+            "lost: \(Set(expected).subtracting(rec.messages().map(\.text)).count)")
         #expect(try rec.barrier())
         let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text)
         #expect(Set(live) == Set(expected), "lost: \(Set(expected).subtracting(live).count), spurious: \(Set(live).subtracting(expected).count)")
         print("partitions moved \(String(format: "%.1f", moved)) s after kill -9; \(live.count) alert messages for \(expected.count) alerts")
         #expect(b.stop() == 0)
+        #expect(c.stop() == 0)
     }
 }

@@ -9,7 +9,7 @@ import Testing
     /// One event for the policy, and what it must answer.
     enum Step: CustomStringConvertible, Sendable {
         /// A batch at `at` ms; expects this commit scope.
-        case batch(at: UInt64, outputs: Bool = false, barrier: Bool = false, users: Int = 1, expect: ShardCommitPolicy.Scope)
+        case batch(at: UInt64, outputs: Bool = false, deferred: Bool = false, barrier: Bool = false, users: Int = 1, expect: ShardCommitPolicy.Scope)
         /// The commit succeeded with `left` users still pending; expects journal release and the durable acks' scope.
         case succeeded(left: Int = 0, release: Bool, acks: ShardCommitPolicy.Scope)
         case failed
@@ -19,7 +19,7 @@ import Testing
 
         var description: String {
             switch self {
-            case .batch(let at, let o, let b, let u, let e): "batch(at: \(at), outputs: \(o), barrier: \(b), users: \(u)) → \(e)"
+            case .batch(let at, let o, let d, let b, let u, let e): "batch(at: \(at), outputs: \(o), deferred: \(d), barrier: \(b), users: \(u)) → \(e)"
             case .succeeded(let l, let r, let a): "succeeded(left: \(l)) → release \(r), acks \(a)"
             case .failed: "failed"
             case .acks(let at, let w, let p): "acks(at: \(at), waiting: \(w)) → \(p)"
@@ -36,8 +36,10 @@ import Testing
         p.started(now: base * ms)
         for (i, step) in steps.enumerated() {
             switch step {
-            case .batch(let at, let outputs, let barrier, let users, let expect):
-                #expect(p.batchProcessed(outputs: outputs, barrier: barrier, pendingUsers: users, now: (base + at) * ms) == expect, "step \(i): \(step)")
+            case .batch(let at, let outputs, let deferred, let barrier, let users, let expect):
+                #expect(
+                    p.batchProcessed(outputs: outputs, deferred: deferred, barrier: barrier, pendingUsers: users, now: (base + at) * ms) == expect,
+                    "step \(i): \(step)")
             case .succeeded(let left, let release, let acks):
                 #expect(p.commitSucceeded(pendingUsersLeft: left) == .init(releaseJournal: release, durableAcks: acks), "step \(i): \(step)")
             case .failed: p.commitFailed()
@@ -79,6 +81,25 @@ import Testing
                 .batch(at: 10, expect: .all), .failed,  // still held
                 .batch(at: 20, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 20, publish: true),
                 .batch(at: 30, expect: .none)  // nothing held any more
+            ]
+        ),
+        (
+            "series wait for the interval's commit, or go with the next batch commit of other outputs",
+            [
+                .batch(at: 5, deferred: true, expect: .none),
+                .batch(at: 50, deferred: true, users: 2, expect: .none),
+                .batch(at: 60, outputs: true, deferred: true, users: 3, expect: .batch), .succeeded(left: 1, release: false, acks: .batch),
+                .acks(at: 60, publish: true),
+                .batch(at: 70, deferred: true, users: 2, expect: .none),
+                .batch(at: 100, deferred: true, users: 2, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 100, publish: false)
+            ]
+        ),
+        (
+            "a failed commit of waiting series makes the next batches commit everything",
+            [
+                .batch(at: 100, deferred: true, expect: .all), .failed,
+                .batch(at: 110, deferred: true, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 110, publish: true),
+                .batch(at: 120, expect: .none)
             ]
         ),
         (

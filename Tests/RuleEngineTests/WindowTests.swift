@@ -25,6 +25,8 @@ import Testing
         series w_after = max(d, 20 d, after: injury)
         series w_missing = missing_days(d)
         series w_change = change(d, 3 d)
+        series w_short = shortfall(d, 5 d, fit: 12 d, min: 2, fit_min: 4)
+        series w_short_z = shortfall_z(d, 5 d, fit: 12 d, min: 2, fit_min: 4)
         """
 
     /// The naive reference: days present in [lo, hi] within the segment.
@@ -87,8 +89,54 @@ import Testing
             "w_change": { d in
                 guard d - 3 >= seg(d), let a = values[d], let b = values[d - 3] else { return nil }
                 return a - b
-            }
+            },
+            "w_short": { d in shortfall(values, d, seg(d), z: false) },
+            "w_short_z": { d in shortfall(values, d, seg(d), z: true) }
         ]
+    }
+
+    /// `shortfall(d, 5 d, fit: 12 d, min: 2, fit_min: 4)` (and `_z`), two-pass: the line fitted to
+    /// the 12 days before the last 5 (within the segment), at the recent days' mean day, minus their mean.
+    static func shortfall(_ values: [Int: Double], _ d: Int, _ segment: Int, z: Bool) -> Double? {
+        let recentLo = max(d - 4, segment), fitHi = recentLo - 1, fitLo = max(fitHi - 11, segment)
+        guard fitLo <= fitHi else { return nil }
+        let recent = (recentLo...d).compactMap { k in values[k].map { (Double(k), $0) } }
+        let fit = (fitLo...fitHi).compactMap { k in values[k].map { (Double(k), $0) } }
+        guard recent.count >= 2, fit.count >= 4 else { return nil }
+        let n = Double(fit.count), k = Double(recent.count)
+        let mx = fit.map(\.0).reduce(0, +) / n, my = fit.map(\.1).reduce(0, +) / n
+        let sxx = fit.map { ($0.0 - mx) * ($0.0 - mx) }.reduce(0, +)
+        guard sxx > 0 else { return nil }
+        let b = fit.map { ($0.0 - mx) * ($0.1 - my) }.reduce(0, +) / sxx
+        let rt = recent.map(\.0).reduce(0, +) / k, ry = recent.map(\.1).reduce(0, +) / k
+        let fallen = my + b * (rt - mx) - ry
+        guard z else { return fallen }
+        let s2 =
+            fit.map {
+                let r = $0.1 - my - b * ($0.0 - mx); return r * r
+            }.reduce(0, +) / (n - 2)
+        let v = s2 / k + s2 / n + (rt - mx) * (rt - mx) * s2 / sxx
+        return v > 0 ? fallen / v.squareRoot() : nil
+    }
+
+    @Test func shortfallMatchesAHandComputation() {
+        // fit on days 1-5 [1, 3, 2, 5, 4]: slope 0.8, mean 3 at day 3, residuals 3.6 in all, variance 3.6 / 3 = 1.2;
+        // recent days 6-7 [4, 4.5]: mean 4.25 at day 6.5, the line there 3 + 0.8 × 3.5 = 5.8, so
+        // 1.55 below it; its variance 1.2/2 + 1.2/5 + 3.5² × 1.2/10 = 2.31: z = 1.55 / √2.31
+        let p = program(
+            """
+            series d = mean(walkingSpeed)
+            series s = shortfall(d, 2 d, fit: 5 d, fit_min: 5)
+            series z = shortfall_z(d, 2 d, fit: 5 d, fit_min: 5)
+            """)
+        var engine = Engine(program: p)
+        var out: [EngineOutput] = []
+        for (i, v) in [1.0, 3, 2, 5, 4, 4, 4.5].enumerated() { engine.ingest(sample("s\(i)", v, day: i + 1), user: "u", now: close(i + 1), into: &out) }
+        engine.advance(to: close(7), into: &out)
+        #expect(abs((out.series("s")[7]! ?? .nan) - 1.55) < 1e-9)
+        #expect(abs((out.series("z")[7]! ?? .nan) - 1.55 / 2.31.squareRoot()) < 1e-9)
+        // day 6: the fit has only days 1-4 (fit_min 5): unknown
+        #expect(out.series("s")[6]! == nil)
     }
 
     /// Student's t, one-sided 95 %, for 1-12 degrees of freedom (standard tables).

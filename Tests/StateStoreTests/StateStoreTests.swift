@@ -190,19 +190,28 @@ private func tempDir() -> String {
         var seen: [UInt64] = []
         IngestJournal.replay(dir) { seen.append($0.seq) }
         #expect(seen == Array(1...20))
+        // Topics and payloads come back byte for byte (one writev of header, topic, payload, CRC).
+        IngestJournal.replay(dir) { e in
+            #expect(e.topic == "t/\(e.seq)" && e.payload == Array("payload \(e.seq)".utf8), "record \(e.seq)")
+        }
         let reopened = try IngestJournal(directory: dir, segmentBytes: 300)
         #expect(reopened.lastSeq == 20)
         #expect(try reopened.append(topic: "t/21", payload: [1]) == 21)
+        #expect(try reopened.append(topic: "t/ü", payload: []) == 22)  // an empty payload (a cleared retained profile)
         seen = []
-        IngestJournal.replay(dir) { seen.append($0.seq) }
-        #expect(seen == Array(1...21))
+        var tail: [IngestJournal.Entry] = []
+        IngestJournal.replay(dir) {
+            seen.append($0.seq); if $0.seq > 20 { tail.append($0) }
+        }
+        #expect(seen == Array(1...22))
+        #expect(tail.map(\.topic) == ["t/21", "t/ü"] && tail.map(\.payload) == [[1], []])
         // Segments wholly committed are released; the one being written stays.
         let before = IngestJournalTestHelper.segments(dir).count
         #expect(before > 2)
         reopened.release(through: 15)
         seen = []
         IngestJournal.replay(dir) { seen.append($0.seq) }
-        #expect(seen.first! > 1 && seen.first! <= 16 && seen.last == 21)
+        #expect(seen.first! > 1 && seen.first! <= 16 && seen.last == 22)
         reopened.release(through: 1000)
         #expect(IngestJournalTestHelper.segments(dir).count == 1)
     }

@@ -1,0 +1,255 @@
+import Foundation
+import Glibc
+import MobilityModel
+import RuleEngine
+import Simulator
+import TestSupport
+import Testing
+
+/// Failures around partitioned instances (issue 19), each on real nats-server and PostgreSQL: an
+/// owner paused past its lease, a fenced commit, a PostgreSQL restart, the loss of a NATS node.
+/// Each ends with the alerts of `mobilityctl replay`, exactly: none lost, none re-fired (a
+/// re-fired alert has another id or time, so another text); duplicates of one text are allowed
+/// (outputs are at least once).
+@Suite(.serialized) struct PartitionFailoverTests {
+    /// A partitioned mobilityd (its own state directory, a free metrics port).
+    static func instance(_ name: String, broker: String, store: String, partitions: Int, lease: Int = 2) throws -> ChildProcess {
+        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        return try ChildProcess(
+            ChildProcess.product("mobilityd"),
+            [
+                "--broker", broker, "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
+                "--metrics-address", "127.0.0.1:\(try freePort())", "--publish-series", "false", "--log-level", "debug",
+                "--store", store, "--partitions", String(partitions), "--lease", String(lease)
+            ])
+    }
+
+    static func publish(_ records: ArraySlice<TrafficRecord>, _ pub: MQTTRecorder) throws {
+        for r in records { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+    }
+
+    /// The live leases held by instance `name` (its owner is `name@host pid N`).
+    static func leases(_ server: PostgresServer, _ database: String, of name: String) -> Int {
+        Int((try? server.psql("SELECT count(*) FROM partitions WHERE lease_until > now() AND owner LIKE '\(name)@%'", database: database)) ?? "") ?? -1
+    }
+
+    /// Lines of `p`'s log containing `text`.
+    static func lines(_ p: ChildProcess, _ text: String) -> Int { p.log.split(separator: "\n").filter { $0.contains(text) }.count }
+
+    /// Waits for every expected alert, then checks that nothing else was published.
+    static func expectReplaysAlerts(_ rec: MQTTRecorder, _ expected: [String], timeout: TimeInterval = 90, _ logs: @autoclosure () -> String) throws {
+        #expect(eventually(timeout: timeout) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) }, "\(logs())")
+        #expect(try rec.barrier())
+        let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text)
+        #expect(Set(live) == Set(expected), "lost: \(Set(expected).subtracting(live).count), spurious: \(Set(live).subtracting(expected))")
+    }
+
+    /// Issue 19: a paused owner (SIGSTOP past its lease) cannot commit after resuming. While it
+    /// is stopped the other instance takes its partitions (token + 1) and its MQTT sessions; on
+    /// SIGCONT the old owner learns it lost them (its heartbeat, or its first fenced commit),
+    /// stops processing them without a loop of failing commits, and rejoins: the two share the 8
+    /// partitions again. The alerts are the replay's, with the same ids.
+    @Test func pausedOwnerIsFencedAndRejoinsWithoutRefiring() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        #expect(expected.count > 5)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 8)
+        let url = nats.nodes[0].url
+        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: url, filters: [])
+        let a = try Self.instance("a", broker: url, store: store, partitions: 8)
+        let b = try Self.instance("b", broker: url, store: store, partitions: 8)
+        defer {
+            a.signal(SIGCONT)
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).union(PartitionedDaemonTests.subscribed(b)).count == 8 })
+        let quarter = records.count / 4
+        try Self.publish(records[..<(2 * quarter)], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        a.signal(SIGSTOP)
+        let paused = Date()
+        // Published while a is stopped: a's share waits in the broker for a's sessions' next owner.
+        try Self.publish(records[(2 * quarter)..<(3 * quarter)], pub)
+        #expect(eventually(timeout: 20) { Self.leases(server, database, of: "b") == 8 }, "\(b.log)")
+        let taken = Date().timeIntervalSince(paused)
+        #expect(eventually(timeout: 20) { Self.lines(b, "partition session subscribed") >= 12 }, "\(b.log)")  // its 4 and a's 4
+        let failuresBefore = Self.lines(a, "state commit")
+        a.signal(SIGCONT)
+        let resumed = Date()
+        #expect(eventually(timeout: 10) { a.log.contains("partition leases lost") || a.log.contains("a commit was fenced") }, "\(a.log)")
+        let noticed = Date().timeIntervalSince(resumed)
+        // Rejoined: b gives up half (it holds more than its share of two), a claims them.
+        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
+        let rebalanced = Date().timeIntervalSince(resumed)
+        try Self.publish(records[(3 * quarter)...], pub)
+        try Self.expectReplaysAlerts(rec, expected, a.log + "\n" + b.log)
+        // No loop of failing commits: at most one refused commit per shard of the old run.
+        let refused = Self.lines(a, "state commit") - failuresBefore
+        #expect(refused <= 1, "\(refused) refused commits after the resume:\n\(a.log)")
+        #expect(a.isRunning && b.isRunning)
+        let by = a.log.contains("a commit was fenced") ? "a fenced commit" : "the heartbeat"
+        print(
+            "paused owner: partitions taken \(String(format: "%.1f", taken)) s after SIGSTOP; after SIGCONT the loss noticed in \(String(format: "%.2f", noticed)) s (by \(by)), rebalanced 4/4 in \(String(format: "%.1f", rebalanced)) s, \(refused) refused commits logged"
+        )
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+
+    /// Regression: a fenced commit left the run going, failing every batch until the next
+    /// heartbeat (a third of the lease: here 8 s). Another owner takes partition 0 and gives it
+    /// back (its token raised by one, released) right after this instance's claim: the first
+    /// commit is fenced, the run stops at once, the supervisor heartbeats, finds partition 0
+    /// lost, claims it again and rejoins; the replay's alerts, exactly.
+    @Test func aFencedCommitStopsTheRunAtOnceAndRejoins() throws {
+        let records = ScenarioVerifier.traffic([try Scenario.load(RepoPaths.root + "/simulator/scenarios/jamie-plateau.scenario")])
+        let expected = try DurabilityTests.expectedAlerts(records)
+        #expect(expected.count >= 2)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let url = nats.nodes[0].url
+        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: url, filters: [])
+        let a = try Self.instance("a", broker: url, store: store, partitions: 4, lease: 24)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 40) { PartitionedDaemonTests.subscribed(a).count == 4 }, "\(a.log)")
+        let takenOver = Date()
+        try server.psql("UPDATE partitions SET token = token + 1, owner = 'intruder', lease_until = '-infinity' WHERE partition = 0", database: database)
+        let half = records.count / 2
+        try Self.publish(records[..<half], pub)
+        #expect(eventually(timeout: 20) { a.log.contains("partition leases lost") }, "\(a.log)")
+        let noticed = Date().timeIntervalSince(takenOver)
+        #expect(noticed < 3, "the lost partition noticed \(noticed) s after the takeover (the heartbeat is every 8 s)")
+        #expect(eventually(timeout: 20) { Self.leases(server, database, of: "a") == 4 }, "\(a.log)")
+        let refused = Self.lines(a, "state commit")
+        #expect(refused <= 1, "\(refused) refused commits:\n\(a.log)")
+        try Self.publish(records[half...], pub)
+        try Self.expectReplaysAlerts(rec, expected, a.log)
+        print("fenced commit: the run stopped and the loss noticed \(String(format: "%.2f", noticed)) s after the takeover; \(refused) refused commits")
+        #expect(a.stop() == 0)
+    }
+
+    /// Issue 19: PostgreSQL stops mid-replay for longer than the lease and comes back. The
+    /// instances neither exit nor acknowledge what they could not commit: their runs stop when
+    /// the leases lapse unrenewed, the processes wait, reclaim their shares when the database is
+    /// back and finish with the replay's alerts.
+    @Test func postgresRestartMidReplayInstancesWaitAndResume() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 29).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        #expect(expected.count > 3)
+        let server = try PostgresServer()  // its own: this test stops it
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 8)
+        let url = nats.nodes[0].url
+        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: url, filters: [])
+        let a = try Self.instance("a", broker: url, store: store, partitions: 8)
+        let b = try Self.instance("b", broker: url, store: store, partitions: 8)
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).union(PartitionedDaemonTests.subscribed(b)).count == 8 })
+        let quarter = records.count / 4
+        try Self.publish(records[..<(2 * quarter)], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        server.stop()
+        let down = Date()
+        try Self.publish(records[(2 * quarter)..<(3 * quarter)], pub)
+        // Past the lease: both runs stop (their leases lapsed unrenewed), the processes stay.
+        #expect(
+            eventually(timeout: 20) { a.log.contains("partition leases expired unrenewed") && b.log.contains("partition leases expired unrenewed") },
+            "\(a.log)\n\(b.log)")
+        #expect(a.isRunning && b.isRunning)
+        try server.start()
+        let outage = Date().timeIntervalSince(down)
+        let back = Date()
+        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
+        let resumed = Date().timeIntervalSince(back)
+        try Self.publish(records[(3 * quarter)...], pub)
+        try Self.expectReplaysAlerts(rec, expected, a.log + "\n" + b.log)
+        #expect(a.isRunning && b.isRunning)
+        print("PostgreSQL down \(String(format: "%.1f", outage)) s mid-replay: leases held again \(String(format: "%.1f", resumed)) s after its restart")
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+
+    /// Issue 19: `kill -9` of a NATS node mid-replay (3 nodes, `stream_replicas: 3`), the node
+    /// no client is connected to, so that what is tested is JetStream's: the MQTT sessions'
+    /// streams lose a replica (perhaps their leader) and carry on on the other two. Nothing lost,
+    /// nothing re-fired.
+    @Test func killNineOfANATSNodeLosesNothing() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        #expect(expected.count > 3)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 3, partitions: 8)
+        let rec = try MQTTRecorder(url: nats.nodes[2].url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: nats.nodes[2].url, filters: [])
+        let a = try Self.instance("a", broker: nats.nodes[1].url, store: store, partitions: 8)
+        let b = try Self.instance("b", broker: nats.nodes[2].url, store: store, partitions: 8)
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).union(PartitionedDaemonTests.subscribed(b)).count == 8 })
+        let half = records.count / 2
+        try Self.publish(records[..<half], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        nats.stop(0, signal: SIGKILL)
+        try Self.publish(records[half...], pub)
+        try Self.expectReplaysAlerts(rec, expected, a.log + "\n" + b.log + "\n" + nats.log(1).suffix(3000))
+        #expect(a.isRunning && b.isRunning)
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+
+    /// `kill -9` of the NATS node an instance is connected to, mid-replay, and its restart: the
+    /// instance's sessions reconnect to it (its one address) and find their streams, kept by the
+    /// other two nodes meanwhile. Nothing lost, nothing re-fired.
+    @Test func killNineOfAnInstancesNATSNodeAndItsReturnLoseNothing() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        #expect(expected.count > 5)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 3, partitions: 8)
+        let rec = try MQTTRecorder(url: nats.nodes[2].url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: nats.nodes[2].url, filters: [])
+        let a = try Self.instance("a", broker: nats.nodes[1].url, store: store, partitions: 8)
+        let b = try Self.instance("b", broker: nats.nodes[2].url, store: store, partitions: 8)
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).union(PartitionedDaemonTests.subscribed(b)).count == 8 })
+        let half = records.count / 2
+        try Self.publish(records[..<half], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        let before = Self.lines(a, "partition session subscribed")
+        nats.stop(1, signal: SIGKILL)
+        try Self.publish(records[half...], pub)
+        try nats.start(1)
+        let restarted = Date()
+        #expect(eventually(timeout: 60) { Self.lines(a, "partition session subscribed") >= before + 4 }, "\(a.log)")
+        let back = Date().timeIntervalSince(restarted)
+        try Self.expectReplaysAlerts(rec, expected, a.log + "\n" + b.log)
+        print("NATS node of an instance killed and restarted: its 4 sessions subscribed again \(String(format: "%.1f", back)) s after the node's restart")
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+}
