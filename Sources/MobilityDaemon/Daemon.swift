@@ -522,6 +522,9 @@ public final class Daemon: Sendable {
         for (rule, n) in total.firing.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alerts_firing", ["rule": rule], Double(n)) }
         m.family("mobilityd_series_published_total", "counter", "Series messages published (one per user-day, every series of the day).")
         m.sample("mobilityd_series_published_total", Double(total.seriesPublished))
+        m.family(
+            "mobilityd_outputs_uncommitted", "gauge", "Outputs made but not yet committed (series wait for the commit interval); published once committed.")
+        m.sample("mobilityd_outputs_uncommitted", Double(total.outputsUncommitted))
         m.family("mobilityd_weekly_reports_total", "counter", "Weekly care-team reports built, kept and published.")
         m.sample("mobilityd_weekly_reports_total", Double(total.weeklyReports))
         m.family("mobilityd_publish_errors_total", "counter", "Publishes that libmosquitto refused.")

@@ -291,6 +291,7 @@ final class Shard: @unchecked Sendable {
                 s.users = ingestor.engine.userCount
                 s.publishErrors += failures
                 s.seriesPublished += seriesMessages
+                s.outputsUncommitted = pendingOutbox.count
                 s.replayed += replayedNow
                 if scope != .none {
                     s.storeHealthy = committed != nil
@@ -317,7 +318,10 @@ final class Shard: @unchecked Sendable {
         if let items = commit() {
             _ = policy.commitSucceeded(pendingUsersLeft: pendingUsers.count)
             if !items.isEmpty { _ = sink.publish(items) }
-            stats.withLock { [heldSeries] in $0.seriesPublished += heldSeries }
+            stats.withLock { [heldSeries, left = pendingOutbox.count] in
+                $0.seriesPublished += heldSeries
+                $0.outputsUncommitted = left
+            }
             heldSeries = 0
             for (u, id) in pendingAcks { committedAcks[u] = id }
             for w in durables { w.committed() }

@@ -11,6 +11,8 @@ struct ShardStats: Sendable {
     var repeats: [String: Int] = [:]
     var firing: [String: Int] = [:]
     var seriesPublished = 0
+    /// Outputs made but waiting for a commit (series wait for the interval's commit).
+    var outputsUncommitted = 0
     /// Weekly reports built and published.
     var weeklyReports = 0
     var publishErrors = 0
@@ -30,6 +32,7 @@ struct ShardStats: Sendable {
         for (rule, n) in s.repeats { total.repeats[rule, default: 0] += n }
         for (rule, n) in s.firing { total.firing[rule, default: 0] += n }
         total.seriesPublished += s.seriesPublished
+        total.outputsUncommitted += s.outputsUncommitted
         total.weeklyReports += s.weeklyReports
         total.publishErrors += s.publishErrors
         total.commits += s.commits

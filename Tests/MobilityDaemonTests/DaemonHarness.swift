@@ -55,13 +55,13 @@ final class DaemonUnderTest: @unchecked Sendable {
 
     func metric(_ key: String) -> Double? { metrics()[key] }
 
-    /// Waits until the daemon is idle: no message queued or in a shard's hands, every output
-    /// acknowledged by the broker. Followed by a recorder's ``MQTTRecorder/barrier(timeout:)``,
+    /// Waits until the daemon is idle: no message queued or in a shard's hands, no output waiting
+    /// for a commit, every output acknowledged by the broker. Followed by a recorder's ``MQTTRecorder/barrier(timeout:)``,
     /// everything the daemon published has then arrived.
     func waitIdle(timeout: TimeInterval = 20) -> Bool {
         eventually(timeout: timeout) {
             let m = metrics()
-            return m["mobilityd_outputs_unacknowledged"] == 0
+            return m["mobilityd_outputs_unacknowledged"] == 0 && m["mobilityd_outputs_uncommitted"] == 0
                 && m.filter { $0.key.hasPrefix("mobilityd_queue_depth") || $0.key.hasPrefix("mobilityd_shard_busy_seconds") }.values.allSatisfy { $0 == 0 }
         }
     }

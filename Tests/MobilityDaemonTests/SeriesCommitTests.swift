@@ -27,6 +27,7 @@ import Testing
         // The day closed (its series are in the outbox), but nothing is committed or published yet.
         #expect(rec.messages().filter { $0.topic.hasSuffix("/series") }.isEmpty)
         #expect(daemon.metric("mobilityd_series_published_total") == 0)
+        #expect(eventually { daemon.metric("mobilityd_outputs_uncommitted") == 1 }, "the day's series message waits")
 
         // A crash while the series wait: the restarted daemon replays the journal and closes the day again.
         daemon.process.signal(SIGKILL)
@@ -34,6 +35,7 @@ import Testing
         daemon = try DaemonUnderTest(broker: broker, state: state, extra: extra)
         #expect(daemon.waitProcessed(4))
         #expect(daemon.metric("mobilityd_series_published_total") == 0)
+        #expect(eventually { daemon.metric("mobilityd_outputs_uncommitted") == 1 })
 
         // A rejection is published at once, and takes the waiting series (and their user) along.
         try pub.publish(samplesTopic("other"), "{not json")
@@ -45,6 +47,7 @@ import Testing
         #expect(series.first?.text.contains("\"day\":\"2026-03-01\"") == true, "\(series.map(\.text))")
         #expect(rec.messages().contains { $0.topic == "mobility/v1/users/other/rejected" })
         #expect(daemon.metric("mobilityd_series_published_total") == 1)
+        #expect(daemon.metric("mobilityd_outputs_uncommitted") == 0)
         #expect(daemon.process.stop() == 0)
     }
 }
