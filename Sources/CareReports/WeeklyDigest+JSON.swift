@@ -5,7 +5,10 @@ import MobilityModel
 /// values are `null`; days are `YYYY-MM-DD` local dates.
 extension WeeklyDigest {
     /// The payload (deterministic member order).
-    public var json: String {
+    public var json: String { String(decoding: jsonBytes, as: UTF8.self) }
+
+    /// The payload as UTF-8, as published and stored (no `String` in between).
+    public var jsonBytes: [UInt8] {
         var w = JSONWriter()
         func num(_ k: String, _ v: Double?) { if let v { w.number(k, (v * 1e6).rounded() / 1e6) } else { w.null(k) } }
         func day(_ k: String, _ d: DayNumber) { w.string(k, CivilDate(dayNumber: d).description) }
@@ -97,7 +100,7 @@ extension WeeklyDigest {
         for s in explanations { w.string(nil, s) }
         w.endArray()
         w.endObject()
-        return w.text
+        return w.bytes
     }
 
     /// Decodes a payload strictly: every member present with its type, no unknown member, days

@@ -27,6 +27,6 @@ struct SeriesBundler {
     mutating func finish() -> StateStore.OutboxItem? {
         guard let o = open else { return nil }
         open = nil
-        return .init(topic: layout.series(o.user), payload: Array(o.json.utf8), retain: false)
+        return .init(topic: layout.series(o.user), payload: o.jsonBytes, retain: false)
     }
 }

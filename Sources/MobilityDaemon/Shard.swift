@@ -148,7 +148,7 @@ final class Shard: @unchecked Sendable {
         for d in dueWeeks.sorted(by: { ($0.week, $0.user) < ($1.week, $1.user) }) {
             let timeline = ingestor.engine.timeline(of: d.user)
             do {
-                let payload = Array(try reports.digest(d, timeline: timeline, store: store).json.utf8)
+                let payload = try reports.digest(d, timeline: timeline, store: store).jsonBytes
                 rows.append(HistoryRecord(user: d.user, kind: .weekly, key: d.week.description, day: d.week.monday, payload: payload))
                 items.append(.init(topic: layout.weeklyReport(d.user), payload: payload, retain: true))
                 items += teamOutputs.reportItems(user: d.user, payload: payload)

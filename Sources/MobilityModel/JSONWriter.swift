@@ -1,41 +1,71 @@
 /// Builds compact JSON text with deterministic member order.
+///
+/// The text is written as UTF-8 bytes (``bytes``: what is published and stored), not appended to a
+/// `String`: a weekly digest's `String` appends cost ~200 k instructions (docs/benchmarks.md
+/// "Sixth pass"). ``text`` is the same bytes as a `String`.
 public struct JSONWriter: Sendable {
+    /// The text so far, as UTF-8.
+    public private(set) var bytes: [UInt8] = []
+    /// Whether the innermost open object or array already has a member.
+    private var needsComma = false
+    /// The enclosing containers' `needsComma`, innermost last.
+    private var outer: [Bool] = []
+
     /// The text so far.
-    public private(set) var text = ""
-    private var needsComma = [false]
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
 
     /// Creates an empty writer.
-    public init() { text.reserveCapacity(256) }
+    public init() { bytes.reserveCapacity(256) }
 
     private mutating func comma() {
-        if needsComma[needsComma.count - 1] { text += "," }
-        needsComma[needsComma.count - 1] = true
+        if needsComma { bytes.append(0x2C) }
+        needsComma = true
+    }
+
+    private mutating func open(_ bracket: UInt8) {
+        bytes.append(bracket)
+        outer.append(needsComma)
+        needsComma = false
+    }
+
+    private mutating func close(_ bracket: UInt8) {
+        bytes.append(bracket)
+        needsComma = outer.removeLast()
     }
 
     /// Opens an object, as a member value if `key` is given.
-    public mutating func beginObject(_ key: String? = nil) { if let key { self.key(key) } else { comma() }; text += "{"; needsComma.append(false) }
+    public mutating func beginObject(_ key: String? = nil) { if let key { self.key(key) } else { comma() }; open(0x7B) }
     /// Closes an object.
-    public mutating func endObject() { text += "}"; needsComma.removeLast() }
+    public mutating func endObject() { close(0x7D) }
     /// Opens an array.
-    public mutating func beginArray(_ key: String? = nil) { if let key { self.key(key) } else { comma() }; text += "["; needsComma.append(false) }
+    public mutating func beginArray(_ key: String? = nil) { if let key { self.key(key) } else { comma() }; open(0x5B) }
     /// Closes an array.
-    public mutating func endArray() { text += "]"; needsComma.removeLast() }
+    public mutating func endArray() { close(0x5D) }
 
-    private mutating func key(_ k: String) { comma(); JSONWriter.quote(k, into: &text); text += ":" }
+    private mutating func key(_ k: String) { comma(); JSONWriter.quote(k, into: &bytes); bytes.append(0x3A) }
 
     /// A string member (or element when `key` is nil).
-    public mutating func string(_ key: String?, _ v: String) { if let key { self.key(key) } else { comma() }; JSONWriter.quote(v, into: &text) }
+    public mutating func string(_ key: String?, _ v: String) { if let key { self.key(key) } else { comma() }; JSONWriter.quote(v, into: &bytes) }
     /// A number member; non-finite numbers are written as null.
     public mutating func number(_ key: String?, _ v: Double) {
         if let key { self.key(key) } else { comma() }
-        text += JSONWriter.format(v)
+        JSONWriter.appendNumber(v, to: &bytes)
     }
     /// An integer member.
-    public mutating func int(_ key: String?, _ v: Int64) { if let key { self.key(key) } else { comma() }; text += String(v) }
+    public mutating func int(_ key: String?, _ v: Int64) {
+        if let key { self.key(key) } else { comma() }
+        if (-999_999_999_999_999...999_999_999_999_999).contains(v) {
+            JSONWriter.appendNumber(Double(v), to: &bytes)
+        } else {
+            bytes.append(contentsOf: String(v).utf8)
+        }
+    }
     /// A boolean member.
-    public mutating func bool(_ key: String?, _ v: Bool) { if let key { self.key(key) } else { comma() }; text += v ? "true" : "false" }
+    public mutating func bool(_ key: String?, _ v: Bool) {
+        if let key { self.key(key) } else { comma() }; bytes.append(contentsOf: (v ? "true" : "false").utf8)
+    }
     /// A null member.
-    public mutating func null(_ key: String?) { if let key { self.key(key) } else { comma() }; text += "null" }
+    public mutating func null(_ key: String?) { if let key { self.key(key) } else { comma() }; bytes.append(contentsOf: "null".utf8) }
 
     /// Shortest round-tripping text of a finite double; integers without a fraction.
     public static func format(_ v: Double) -> String {

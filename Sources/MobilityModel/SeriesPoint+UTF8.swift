@@ -38,7 +38,17 @@ extension CivilDate {
 extension JSONWriter {
     /// Appends a JSON string literal to a byte buffer (as ``quote(_:into:)`` writes it).
     public static func quote(_ s: String, into out: inout [UInt8]) {
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+        // A native string's bytes scanned and copied in one pass over its storage (the UTF8View's
+        // element-wise scan and append were most of a series message's cost).
+        let plain = s.utf8.withContiguousStorageIfAvailable { b -> Bool in
+            for c in b where c < 0x20 || c == 0x22 || c == 0x5C { return false }
+            out.append(0x22)
+            out.append(contentsOf: b)
+            out.append(0x22)
+            return true
+        }
+        if plain == true { return }
+        if plain == nil, !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
             out.append(0x22)
             out.append(contentsOf: s.utf8)
             out.append(0x22)
