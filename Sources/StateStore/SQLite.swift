@@ -82,6 +82,12 @@ final class SQLiteDatabase {
         func double(_ c: Int32) -> Double { sqlite3_column_double(s, c) }
         func isNull(_ c: Int32) -> Bool { sqlite3_column_type(s, c) == SQLITE_NULL }
         func text(_ c: Int32) -> String { sqlite3_column_text(s, c).map { String(cString: $0) } ?? "" }
+        /// Calls `body` with a blob column's bytes, valid only during the call (no copy).
+        func withBlob<R>(_ c: Int32, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+            let p = sqlite3_column_blob(s, c)
+            let n = Int(sqlite3_column_bytes(s, c))
+            return body(UnsafeRawBufferPointer(start: n > 0 ? p : nil, count: max(n, 0)))
+        }
         func blob(_ c: Int32) -> [UInt8] {
             let n = Int(sqlite3_column_bytes(s, c))
             guard n > 0, let p = sqlite3_column_blob(s, c) else { return [] }

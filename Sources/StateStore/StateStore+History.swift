@@ -112,7 +112,7 @@ extension StateStore {
         var days: [UserDay: [(id: Int64, value: Double?)]] = [:]
         for r in rows {
             if r.kind == .series {
-                let id = try seriesID(r.key, unit: String(decoding: r.payload, as: UTF8.self))
+                let id = try seriesID(r.key, unit: r.payload)
                 days[UserDay(user: r.user, day: r.day), default: []].append((id, r.value))
                 continue
             }
@@ -143,11 +143,12 @@ extension StateStore {
     }
 
     /// The id of a series name in `history_series`, created on first use (call under the lock).
-    private func seriesID(_ name: String, unit: String) throws(SQLiteError) -> Int64 {
+    /// The unit (UTF-8, as a series row holds it) is decoded only for a name not seen yet.
+    private func seriesID(_ name: String, unit: [UInt8]) throws(SQLiteError) -> Int64 {
         if let id = seriesIDs.withLock({ $0.ids[name] }) { return id }
         let q = try db.prepare("INSERT INTO history_series (name, unit) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET unit = ?2 RETURNING id")
         q.bind(1, name)
-        q.bind(2, unit)
+        q.bind(2, String(decoding: unit, as: UTF8.self))
         guard try q.step() else { throw SQLiteError(code: -1, message: "history_series: no id for a series") }
         let id = q.int(0)
         q.reset()
@@ -168,22 +169,26 @@ extension StateStore {
             d.bind(1, user)
             d.bind(2, Int64(from))
             d.bind(3, Int64(through))
-            // Gathered by series, then stored once each (a dictionary write per series, not per point).
-            var bySeries: [Int64: [DayNumber: Double?]] = [:]
+            // Gathered by series in day order (a series id is a small integer: a slot in an array,
+            // not a map lookup a point), then each series' map built once at its size: growing a map
+            // per series point by point was most of a weekly digest's read.
+            var slots = SeriesSlots()
             while try d.step() {
                 let day = DayNumber(truncatingIfNeeded: d.int(0))
-                guard let packed = SeriesDay(validating: d.blob(1)) else {
+                let valid = d.withBlob(1) { SeriesDay.visit($0) { id, value in slots.append(id, day, value) } }
+                guard valid else {
                     throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unreadable series row of day \(day)")
                 }
-                for (id, value) in packed.points { bySeries[id, default: [:]][day] = .some(value) }
             }
-            for (id, days) in bySeries {
+            for (id, points) in zip(slots.ids, slots.points) {
                 guard let s = try db.series(id) else {
                     throw HistoryDecodingError(description: "history of user #\(StateStore.fingerprint(user)): unknown series id \(id)")
                 }
                 // As UserHistory.record converts a published point: to SI from the series' unit.
                 let toSI = (MeasureUnit.rule(s.unit) ?? .one).toSI
-                h.series[s.name] = toSI == 1 ? days : days.mapValues { $0.map { $0 * toSI } }
+                var days = [DayNumber: Double?](minimumCapacity: points.count)
+                for p in points { days[p.day] = .some(toSI == 1 ? p.value : p.value.map { $0 * toSI }) }
+                h.series[s.name] = days
                 h.units[s.name] = s.unit
             }
             let q = try db.prepare("SELECT kind, key, day, value, payload FROM history WHERE user = ?1 AND kind IN (1, 2) AND day <= ?2 ORDER BY kind, day")
@@ -382,6 +387,32 @@ struct SeriesDay {
         guard i == b.count else { return nil }
     }
 
+    /// Calls `body` with each point of a row's bytes, in order, without building the row; false
+    /// (after calling it for the points before) if the bytes are not a well-formed row.
+    static func visit(_ b: UnsafeRawBufferPointer, _ body: (Int64, Double?) -> Void) -> Bool {
+        guard b.count >= 2 else { return false }
+        let n = Int(b[0]) | Int(b[1]) << 8
+        var i = 2
+        for _ in 0..<n {
+            guard i + 5 <= b.count else { return false }
+            var id: UInt32 = 0
+            for k in 0..<4 { id |= UInt32(b[i + k]) << (8 * k) }
+            let flag = b[i + 4]
+            i += 5
+            switch flag {
+            case 0: body(Int64(id), nil)
+            case 1:
+                guard i + 8 <= b.count else { return false }
+                var bits: UInt64 = 0
+                for k in 0..<8 { bits |= UInt64(b[i + k]) << (8 * k) }
+                body(Int64(id), Double(bitPattern: bits))
+                i += 8
+            default: return false
+            }
+        }
+        return i == b.count
+    }
+
     /// Sets a series' value (replacing an earlier one: a revised day).
     mutating func set(_ id: Int64, _ value: Double?) {
         if let k = points.firstIndex(where: { $0.id == id }) { points[k].value = value } else { points.append((id, value)) }
@@ -403,6 +434,40 @@ struct SeriesDay {
             }
         }
         return b
+    }
+}
+
+/// A history read's series points gathered by series id, in the order the ids first appear.
+struct SeriesSlots {
+    /// The series ids seen.
+    private(set) var ids: [Int64] = []
+    /// Each id's points (same index as ``ids``).
+    private(set) var points: [[(day: DayNumber, value: Double?)]] = []
+    /// Slot of a small id (its index in ``ids``, -1 none); larger ids go through `other`.
+    private var small: [Int32] = []
+    private var other: [Int64: Int] = [:]
+
+    /// Adds a point of series `id`.
+    mutating func append(_ id: Int64, _ day: DayNumber, _ value: Double?) {
+        let slot: Int
+        if id >= 0, id < 4096 {
+            let i = Int(id)
+            if i >= small.count { small.append(contentsOf: repeatElement(-1, count: i + 1 - small.count)) }
+            if small[i] < 0 {
+                small[i] = Int32(ids.count)
+                ids.append(id)
+                points.append([])
+            }
+            slot = Int(small[i])
+        } else if let known = other[id] {
+            slot = known
+        } else {
+            slot = ids.count
+            other[id] = slot
+            ids.append(id)
+            points.append([])
+        }
+        points[slot].append((day, value))
     }
 }
 

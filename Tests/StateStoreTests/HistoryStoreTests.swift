@@ -1,6 +1,7 @@
 import CareReports
 import Foundation
 import MobilityModel
+import TestSupport
 import Testing
 
 @testable import StateStore
@@ -63,6 +64,37 @@ import Testing
         #expect(try store.history(of: "nobody", from: .min, through: .max) == UserHistory(user: "nobody"))
     }
 
+    /// The series read back (built a series at a time since the sixth pass) are what recording the
+    /// same published points gives: values to SI from their units, missing kept, revisions last,
+    /// only the days of the range.
+    @Test func readSeriesEqualRecordingThePublishedPoints() throws {
+        let store = try StateStore(path: path)
+        var rng = SplitMix64(seed: 18)
+        var reference = UserHistory(user: "jamie")
+        let first = day("2026-01-01")
+        for chunk in 0..<6 {
+            var rows: [HistoryRecord] = []
+            for d in (chunk * 10)..<(chunk * 10 + 10) {
+                for (name, unit) in [("speed_p95", "m/s"), ("ds_7d", "%"), ("steps", ""), ("walk_6m", "m")] {
+                    let value: Double? = rng.next() % 5 == 0 ? nil : Double(rng.next() % 10_000) / 100
+                    let p = SeriesPoint(user: "jamie", name: name, day: CivilDate(dayNumber: first + DayNumber(d)), value: value, unit: unit)
+                    rows.append(.series(p))
+                    if (20..<50).contains(d) { reference.record(p) }
+                }
+            }
+            if chunk == 3 {  // a revision of an earlier day, in a later commit
+                let p = SeriesPoint(user: "jamie", name: "ds_7d", day: CivilDate(dayNumber: first + 25), value: 12.5, unit: "%", revised: true)
+                rows.append(.series(p))
+                reference.record(p)
+            }
+            _ = try store.commit(users: [], outbox: [], history: rows)
+        }
+        let h = try store.history(of: "jamie", from: first + 20, through: first + 49)
+        #expect(h.series == reference.series)
+        #expect(h.units == reference.units)
+        #expect(h.series["ds_7d"]?[first + 25] == .some(0.125))
+    }
+
     @Test func weeklyReportsByWeekAndPruning() throws {
         let store = try StateStore(path: path)
         for (w, monday) in [("2026-W09", "2026-02-23"), ("2026-W10", "2026-03-02")] {
@@ -82,6 +114,17 @@ import Testing
         #expect(try store.history(of: "jamie", from: .min, through: .max).series["s"]?.keys.sorted() == [day("2026-03-01")])
         let size = try store.historySize()
         #expect(size.rows == 2 && size.bytes > 0)
+    }
+
+    /// A packed series row cut short or with an unknown flag is an error naming the day, not a guess.
+    @Test(arguments: ["0100", "010001000000", "01000100000002", "0100010000000100"])
+    func aSeriesRowTheStoreCannotReadIsAnError(hex: String) throws {
+        let store = try StateStore(path: path)
+        let p = SeriesPoint(user: "jamie", name: "speed_p95", day: CivilDate(parsing: "2026-03-02")!, value: 1.2, unit: "m/s")
+        _ = try store.commit(users: [], outbox: [], history: [.series(p)])
+        #expect(try store.history(of: "jamie", from: .min, through: .max).series["speed_p95"]?.count == 1)
+        try SQLiteDatabase(path: path).exec("UPDATE history_days SET data = x'\(hex)'")
+        #expect(throws: HistoryDecodingError.self) { try store.history(of: "jamie", from: .min, through: .max) }
     }
 
     @Test func aRowTheStoreCannotReadIsAnErrorNotAGuess() throws {
