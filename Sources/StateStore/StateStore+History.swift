@@ -109,11 +109,32 @@ extension StateStore {
         history rows: [HistoryRecord], upsert up: SQLiteDatabase.Statement,
         replacing del: SQLiteDatabase.Statement, readDay: SQLiteDatabase.Statement, writeDay: SQLiteDatabase.Statement
     ) throws(SQLiteError) {
-        var days: [UserDay: [(id: Int64, value: Double?)]] = [:]
+        // A user-day's points come one after another (the engine emits a day's series together):
+        // grouped as they come, the map consulted only when the user-day changes; series ids from
+        // a short list of this call's names before the shared cache.
+        var days: [(key: UserDay, points: [(id: Int64, value: Double?)])] = []
+        var index: [UserDay: Int] = [:]
+        var names: [(name: String, id: Int64)] = []
         for r in rows {
             if r.kind == .series {
-                let id = try seriesID(r.key, unit: r.payload)
-                days[UserDay(user: r.user, day: r.day), default: []].append((id, r.value))
+                let id: Int64
+                if let known = names.first(where: { $0.name == r.key }) {
+                    id = known.id
+                } else {
+                    id = try seriesID(r.key, unit: r.payload)
+                    if names.count < 64 { names.append((r.key, id)) }
+                }
+                if let last = days.last, last.key.day == r.day, last.key.user == r.user {
+                    days[days.count - 1].points.append((id, r.value))
+                } else {
+                    let key = UserDay(user: r.user, day: r.day)
+                    if let k = index[key] {
+                        days[k].points.append((id, r.value))
+                    } else {
+                        index[key] = days.count
+                        days.append((key, [(id, r.value)]))
+                    }
+                }
                 continue
             }
             if r.kind == .timeline {  // an entry re-sent with other dates replaces its row
@@ -457,6 +478,7 @@ struct SeriesSlots {
                 small[i] = Int32(ids.count)
                 ids.append(id)
                 points.append([])
+                points[points.count - 1].reserveCapacity(32)  // a digest reads a few weeks of days
             }
             slot = Int(small[i])
         } else if let known = other[id] {

@@ -311,8 +311,14 @@ public final class StateStore: @unchecked Sendable {
                         readDay: try statement(.readHistoryDay), writeDay: try statement(.writeHistoryDay))
                 }
                 if !acknowledged.isEmpty {
-                    let del = try statement(.deleteOutbox)
-                    for id in acknowledged { del.bind(1, id); try del.run() }
+                    // Acknowledged ids come in runs (the outbox hands out ids in order): one
+                    // statement a run instead of one an id.
+                    let del = try statement(.deleteOutboxRun)
+                    for run in StateStore.runs(acknowledged) {
+                        del.bind(1, run.lowerBound)
+                        del.bind(2, run.upperBound)
+                        try del.run()
+                    }
                 }
                 try statement(.commit).run()
                 return ids
@@ -328,6 +334,20 @@ public final class StateStore: @unchecked Sendable {
                 throw SQLiteError(code: -1, message: "\(error)")
             }
         }
+    }
+
+    /// The ids as the fewest closed ranges of consecutive ids (sorted; duplicates merged): each
+    /// range holds only ids of `ids`.
+    package static func runs(_ ids: [Int64]) -> [ClosedRange<Int64>] {
+        var runs: [ClosedRange<Int64>] = []
+        for id in ids.sorted() {
+            if let last = runs.last, id <= last.upperBound &+ 1 {
+                if id > last.upperBound { runs[runs.count - 1] = last.lowerBound...id }
+            } else {
+                runs.append(id...id)
+            }
+        }
+        return runs
     }
 
     /// A commit-path statement, prepared once (call only while holding `lock`).
@@ -437,7 +457,7 @@ func sqlite3ColumnIsNull(_ s: SQLiteDatabase.Statement, _ c: Int32) -> Bool { sq
 
 /// The statements of a commit, named so that finding one costs an array index, not hashing its SQL.
 private enum CommitSQL: Int, CaseIterable {
-    case begin, upsertUser, deleteFoldedDays, upsertChunk, deleteChunksFrom, insertOutbox, deleteOutbox, upsertHistory, deleteTimelineRow, readHistoryDay,
+    case begin, upsertUser, deleteFoldedDays, upsertChunk, deleteChunksFrom, insertOutbox, deleteOutboxRun, upsertHistory, deleteTimelineRow, readHistoryDay,
         writeHistoryDay, commit
 
     var text: String {
@@ -449,7 +469,7 @@ private enum CommitSQL: Int, CaseIterable {
         case .upsertChunk: "INSERT INTO user_days (user, day, chunk, data) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user, day, chunk) DO UPDATE SET data = ?4"
         case .deleteChunksFrom: "DELETE FROM user_days WHERE user = ?1 AND day = ?2 AND chunk >= ?3"
         case .insertOutbox: "INSERT INTO outbox (topic, payload, retain) VALUES (?1, ?2, ?3)"
-        case .deleteOutbox: "DELETE FROM outbox WHERE id = ?1"
+        case .deleteOutboxRun: "DELETE FROM outbox WHERE id >= ?1 AND id <= ?2"
         case .readHistoryDay: "SELECT data FROM history_days WHERE user = ?1 AND day = ?2"
         case .writeHistoryDay: "INSERT INTO history_days (user, day, data) VALUES (?1, ?2, ?3) ON CONFLICT(user, day) DO UPDATE SET data = ?3"
         case .deleteTimelineRow: "DELETE FROM history WHERE user = ?1 AND kind = 2 AND key = ?2"

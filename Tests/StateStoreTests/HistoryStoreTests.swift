@@ -73,26 +73,29 @@ import Testing
         var reference = UserHistory(user: "jamie")
         let first = day("2026-01-01")
         for chunk in 0..<6 {
-            var rows: [HistoryRecord] = []
+            var points: [SeriesPoint] = []
             for d in (chunk * 10)..<(chunk * 10 + 10) {
                 for (name, unit) in [("speed_p95", "m/s"), ("ds_7d", "%"), ("steps", ""), ("walk_6m", "m")] {
                     let value: Double? = rng.next() % 5 == 0 ? nil : Double(rng.next() % 10_000) / 100
-                    let p = SeriesPoint(user: "jamie", name: name, day: CivilDate(dayNumber: first + DayNumber(d)), value: value, unit: unit)
-                    rows.append(.series(p))
-                    if (20..<50).contains(d) { reference.record(p) }
+                    points.append(SeriesPoint(user: "jamie", name: name, day: CivilDate(dayNumber: first + DayNumber(d)), value: value, unit: unit))
+                    points.append(SeriesPoint(user: "kim", name: name, day: CivilDate(dayNumber: first + DayNumber(d)), value: 1, unit: unit))
                 }
             }
             if chunk == 3 {  // a revision of an earlier day, in a later commit
-                let p = SeriesPoint(user: "jamie", name: "ds_7d", day: CivilDate(dayNumber: first + 25), value: 12.5, unit: "%", revised: true)
-                rows.append(.series(p))
-                reference.record(p)
+                points.append(SeriesPoint(user: "jamie", name: "ds_7d", day: CivilDate(dayNumber: first + 25), value: 12.5, unit: "%", revised: true))
             }
-            _ = try store.commit(users: [], outbox: [], history: rows)
+            if chunk % 2 == 1 { points.shuffle(using: &rng) }  // user-days interleaved within a commit
+            for p in points where p.user == "jamie" && (20..<50).contains(p.day.dayNumber - first) { reference.record(p) }
+            _ = try store.commit(users: [], outbox: [], history: points.map { .series($0) })
         }
         let h = try store.history(of: "jamie", from: first + 20, through: first + 49)
         #expect(h.series == reference.series)
         #expect(h.units == reference.units)
         #expect(h.series["ds_7d"]?[first + 25] == .some(0.125))
+        #expect(
+            try store.history(of: "kim", from: first, through: first + 59).series.mapValues(\.count) == [
+                "speed_p95": 60, "ds_7d": 60, "steps": 60, "walk_6m": 60
+            ])
     }
 
     @Test func weeklyReportsByWeekAndPruning() throws {

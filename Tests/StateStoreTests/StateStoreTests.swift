@@ -68,6 +68,30 @@ private func tempDir() -> String {
         #expect(restarted.ingest(speed("v1", version: 1), user: "u", now: t, into: &out) == .stale)
     }
 
+    /// Acknowledged outbox ids are deleted a run of consecutive ids at a time: exactly the ids
+    /// acknowledged go, in any order and with duplicates, also runs with gaps between them and
+    /// ids acknowledged across several commits.
+    @Test func acknowledgedRunsDeleteExactlyTheAcknowledgedItems() throws {
+        #expect(StateStore.runs([]) == [])
+        #expect(StateStore.runs([7, 3, 4, 4, 5, 9, 10, 1]) == [1...1, 3...5, 7...7, 9...10])
+        #expect(StateStore.runs([.max, .max - 1]) == [(Int64.max - 1)...Int64.max])
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try StateStore(path: dir + "/s.sqlite")
+        let ids = try store.commit(users: [], outbox: (0..<40).map { .init(topic: "t\($0)", payload: [UInt8($0)], retain: false) })
+        var rng = SplitMix64(seed: 5)
+        var acked = ids.filter { _ in rng.next() % 3 != 0 }
+        acked += acked.prefix(4)  // a duplicate acknowledgement
+        acked.shuffle(using: &rng)
+        let half = acked.count / 2
+        _ = try store.commit(users: [], outbox: [], acknowledged: Array(acked[..<half]))
+        _ = try store.commit(users: [.init(user: "u", appliedSeq: 1, eventNow: nil, state: nil)], outbox: [], acknowledged: Array(acked[half...]))
+        let left = try StateStore(path: dir + "/s.sqlite").load().outbox
+        let expected = ids.filter { !acked.contains($0) }
+        #expect(left.map(\.id) == expected && !expected.isEmpty)
+        #expect(left.map(\.topic) == expected.map { "t\($0 - ids[0])" })
+    }
+
     @Test func commitLoadRoundTripsUserStateAndOutbox() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
