@@ -27,7 +27,7 @@ struct CompiledRules: Sendable {
         case excluding(Int32, annotation: Int32)
         case missingDays(Int32)
         case change(Int32, days: Int32)
-        case shortfall(Int32, days: Int32, fit: Int32, minDays: Int32, fitMinDays: Int32, z: Bool)
+        case shortfall(Int32, days: Int32, fit: Int32, minDays: Int32, fitMinDays: Int32, statistic: BreakStatistic)
         case daysSince(Int32)
         case annotated(Int32, days: Int32)
         case sample(SampleField)
@@ -148,8 +148,9 @@ struct CompiledRules: Sendable {
         case .excluding(let x, let kind): node = .excluding(add(x, alert: alert), annotation: string(kind))
         case .missingDays(let x): node = .missingDays(add(x, alert: alert))
         case .change(let x, let days): node = .change(add(x, alert: alert), days: Int32(days))
-        case .shortfall(let x, let days, let fit, let minDays, let fitMin, let z):
-            node = .shortfall(add(x, alert: alert), days: Int32(days), fit: Int32(fit), minDays: Int32(minDays), fitMinDays: Int32(fitMin), z: z)
+        case .shortfall(let x, let days, let fit, let minDays, let fitMin, let statistic):
+            node = .shortfall(
+                add(x, alert: alert), days: Int32(days), fit: Int32(fit), minDays: Int32(minDays), fitMinDays: Int32(fitMin), statistic: statistic)
         case .daysSince(let k): node = .daysSince(string(k))
         case .annotated(let k, let days): node = .annotated(string(k), days: Int32(days))
         case .sample(let f): node = .sample(f)

@@ -233,8 +233,8 @@ struct Evaluator {
             let past = d - DayNumber(days)
             guard past >= user.segmentStart(d), let a = number(x, d), let b = number(x, past) else { return nil }
             return a - b
-        case .shortfall(let x, let days, let fit, let minDays, let fitMin, let z):
-            return shortfall(x, Int(days), Int(fit), Int(minDays), Int(fitMin), z, d)
+        case .shortfall(let x, let days, let fit, let minDays, let fitMin, let statistic):
+            return shortfall(x, Int(days), Int(fit), Int(minDays), Int(fitMin), statistic, d)
         case .daysSince(let kind):
             guard let e = user.latestEvent(code.strings[Int(kind)], onOrBefore: d) else { return nil }
             return Double(d - e) * 86_400
@@ -331,22 +331,34 @@ struct Evaluator {
         }
     }
 
-    /// `shortfall` / `shortfall_z` on day `d`: the line fitted to the `fit` days before the last
-    /// `days` (within the segment), extrapolated to the recent days' mean day, minus their mean;
-    /// with `z`, divided by its standard error √(s²/k + s²/n + (t̄ᵣ − t̄)² s²/Σ(t − t̄)²), s the
-    /// fit's residual standard deviation (n − 2 df).
-    mutating func shortfall(_ x: Int32, _ days: Int, _ fit: Int, _ minDays: Int, _ fitMin: Int, _ z: Bool, _ d: DayNumber) -> Double? {
+    /// `shortfall` / `shortfall_z` / `slope_change` / `slope_change_z` on day `d`: the line fitted
+    /// to the `fit` days before the last `days` (within the segment), extrapolated to the recent
+    /// days. The recent days' residuals are averaged with weights w (1, or for the slope change
+    /// their day since the break, 1…K: the least-squares fit of a slope change there); the
+    /// shortfall is the line at their weighted mean day minus their weighted mean, the slope change
+    /// −shortfall · Σw / Σw², and either in standard errors divides by
+    /// √(s² Σw²/(Σw)² + s²/n + (t̄ᵣ − t̄)² s²/Σ(t − t̄)²), s the fit's residual standard deviation
+    /// (n − 2 df).
+    mutating func shortfall(
+        _ x: Int32, _ days: Int, _ fit: Int, _ minDays: Int, _ fitMin: Int, _ statistic: BreakStatistic, _ d: DayNumber
+    )
+        -> Double?
+    {
         let segment = user.segmentStart(d)
         let recentLo = max(d - DayNumber(days) + 1, segment)
         let fitHi = recentLo - 1
         let fitLo = max(fitHi - DayNumber(fit) + 1, segment)
         guard fitLo <= fitHi else { return nil }
-        var k = 0, rt = 0.0, ry = 0.0
+        let weighted = statistic.weighted
+        var k = 0, sw = 0.0, sww = 0.0, rt = 0.0, ry = 0.0
         for day in recentLo...d {
             guard let v = number(x, day) else { continue }
+            let w = weighted ? Double(day - fitHi) : 1
             k += 1
-            rt += Double(day - fitLo)
-            ry += v
+            sw += w
+            sww += w * w
+            rt += w * Double(day - fitLo)
+            ry += w * v
         }
         guard k >= minDays, k > 0 else { return nil }
         var n = 0, sx = 0.0, sxx = 0.0, su = 0.0, suu = 0.0, sxu = 0.0
@@ -363,20 +375,26 @@ struct Evaluator {
             sxu += t * u
         }
         guard n >= fitMin, n >= 3, let shift else { return nil }
-        let nn = Double(n), kk = Double(k)
+        let nn = Double(n)
         let xx = sxx - sx * sx / nn, xu = sxu - sx * su / nn, uu = Swift.max(0, suu - su * su / nn)
         guard xx > 0 else { return nil }
         let b = xu / xx
-        let gap = rt / kk - sx / nn
+        let gap = rt / sw - sx / nn
         let predicted = shift + su / nn + b * gap
-        let fallen = predicted - ry / kk
-        guard z else { return fallen }
+        let fallen = predicted - ry / sw
+        switch statistic {
+        case .shortfall: return fallen
+        case .slopeChange: return -fallen * sw / sww / 86_400
+        case .shortfallZ, .slopeChangeZ: break
+        }
         // On values that lie exactly on a line the residuals are rounding error: no scatter, unknown.
         let rss = uu - b * xu
         guard rss > 1e-9 * uu else { return nil }
         let s2 = rss / (nn - 2)
-        let variance = s2 / kk + s2 / nn + gap * gap * s2 / xx
-        return variance > 0 ? fallen / variance.squareRoot() : nil
+        let variance = s2 * sww / (sw * sw) + s2 / nn + gap * gap * s2 / xx
+        guard variance > 0 else { return nil }
+        let z = fallen / variance.squareRoot()
+        return statistic == .slopeChangeZ ? -z : z
     }
 
     /// The standard deviation, or the slope's standard error or one-sided 95 % bound (per second,

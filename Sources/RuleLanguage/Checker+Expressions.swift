@@ -10,7 +10,8 @@ extension Checker {
         "stddev": .stddev
     ]
     static let otherFunctions = [
-        "percentile", "abs", "is_known", "starts_with", "metadata", "days_since", "annotated", "missing_days", "change", "shortfall", "shortfall_z"
+        "percentile", "abs", "is_known", "starts_with", "metadata", "days_since", "annotated", "missing_days", "change", "shortfall", "shortfall_z",
+        "slope_change", "slope_change_z"
     ]
 
     static func defaultUnit(_ d: PhysicalDimension) -> MeasureUnit {
@@ -256,8 +257,8 @@ extension Checker {
             o.constant = nil
             o.lookback = t.lookback + Int(s / 86_400)
             return o
-        case "shortfall", "shortfall_z":
-            return shortfall(ctx, z: fname == "shortfall_z", named)
+        case "shortfall", "shortfall_z", "slope_change", "slope_change_z":
+            return shortfall(ctx, BreakStatistic(name: fname) ?? .shortfall, named)
         default:
             let all = Array(Checker.windowNames.keys) + Array(Checker.aggregationNames.keys) + Checker.otherFunctions + ["p95", "p50"]
             let s = suggestion(for: fname, among: all)
@@ -412,9 +413,10 @@ extension Checker {
 }
 
 extension Checker {
-    /// `shortfall(x, K d, fit: M d, min: k, fit_min: m, excluding: KIND)` and `shortfall_z(…)`:
-    /// the last K days against the line fitted to the M days before them.
-    mutating func shortfall(_ ctx: CallContext, z: Bool, _ named: [String: SyntaxArgument]) -> Typed? {
+    /// `shortfall(x, K d, fit: M d, min: k, fit_min: m, excluding: KIND)`, `shortfall_z(…)`,
+    /// `slope_change(…)` and `slope_change_z(…)`: the last K days against the line fitted to the
+    /// M days before them.
+    mutating func shortfall(_ ctx: CallContext, _ statistic: BreakStatistic, _ named: [String: SyntaxArgument]) -> Typed? {
         let fname = ctx.fname, positional = ctx.positional
         guard ctx.allow(["fit", "min", "fit_min", "excluding"], &self),
             ctx.arity(2...2, "\(fname)(speed_p95, 7 d, fit: 28 d)", &self),
@@ -452,9 +454,18 @@ extension Checker {
             error(.fitTooShort(days: fit), named["fit"]?.value.range ?? ctx.range)
             return nil
         }
+        var type = t.type, unit = t.unit
+        if statistic.standardised {
+            type = .number(.dimensionless)
+            unit = .one
+        } else if statistic == .slopeChange, case .number(let d) = t.type {
+            type = .number(d / .time)
+            unit = MeasureUnit(
+                symbol: (t.unit.symbol.isEmpty ? "1" : t.unit.symbol) + "/d", dimension: d / .time, toSI: t.unit.toSI / MeasureUnit.secondsPerDay)
+        }
         return Typed(
-            expr: .shortfall(t.expr, days: days, fit: fit, minDays: minDays, fitMinDays: fitMin, z: z),
-            type: z ? .number(.dimensionless) : t.type, unit: z ? .one : t.unit, lookback: t.lookback + days + fit)
+            expr: .shortfall(t.expr, days: days, fit: fit, minDays: minDays, fitMinDays: fitMin, statistic: statistic),
+            type: type, unit: unit, lookback: t.lookback + days + fit)
     }
 }
 

@@ -120,11 +120,12 @@ public indirect enum Expr: Hashable, Sendable {
     case missingDays(Expr)
     /// Value today minus value N days ago (same segment).
     case change(Expr, days: Int)
-    /// How far the last `days` days' mean fell below the least-squares line fitted to the `fit`
-    /// days before them (same segment), extrapolated to the recent days; `z`: divided by its
-    /// standard error (`shortfall` / `shortfall_z`). `minDays` and `fitMinDays`: the coverage
+    /// The last `days` days against the least-squares line fitted to the `fit` days before them
+    /// (same segment), extrapolated: how far their mean fell below it, or the change of slope
+    /// since the break, as a value or in standard errors (`statistic`: `shortfall`,
+    /// `shortfall_z`, `slope_change`, `slope_change_z`). `minDays` and `fitMinDays`: the coverage
     /// each part needs.
-    case shortfall(Expr, days: Int, fit: Int, minDays: Int, fitMinDays: Int, z: Bool)
+    case shortfall(Expr, days: Int, fit: Int, minDays: Int, fitMinDays: Int, statistic: BreakStatistic)
     /// Days since the latest event of a kind, as a duration.
     case daysSince(String)
     /// Whether an annotation of a kind overlaps the last N days.

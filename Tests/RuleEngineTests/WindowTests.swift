@@ -27,6 +27,8 @@ import Testing
         series w_change = change(d, 3 d)
         series w_short = shortfall(d, 5 d, fit: 12 d, min: 2, fit_min: 4)
         series w_short_z = shortfall_z(d, 5 d, fit: 12 d, min: 2, fit_min: 4)
+        series w_bend = slope_change(d, 5 d, fit: 12 d, min: 2, fit_min: 4)
+        series w_bend_z = slope_change_z(d, 5 d, fit: 12 d, min: 2, fit_min: 4)
         """
 
     /// The naive reference: days present in [lo, hi] within the segment.
@@ -91,7 +93,9 @@ import Testing
                 return a - b
             },
             "w_short": { d in shortfall(values, d, seg(d), z: false) },
-            "w_short_z": { d in shortfall(values, d, seg(d), z: true) }
+            "w_short_z": { d in shortfall(values, d, seg(d), z: true) },
+            "w_bend": { d in slopeChange(values, d, seg(d), z: false) },
+            "w_bend_z": { d in slopeChange(values, d, seg(d), z: true) }
         ]
     }
 
@@ -117,6 +121,67 @@ import Testing
             }.reduce(0, +) / (n - 2)
         let v = s2 / k + s2 / n + (rt - mx) * (rt - mx) * s2 / sxx
         return v > 0 ? fallen / v.squareRoot() : nil
+    }
+
+    /// `slope_change(d, 5 d, fit: 12 d, min: 2, fit_min: 4)` (and `_z`), two-pass and in the hinge
+    /// model's own terms: the residuals e_j of the last 5 days from the line fitted to the 12 before
+    /// them, j the day since the break; Σ j e_j / Σ j² per day, its variance s² (1/Σj² + (Σj)²/(Σj²)²
+    /// (1/n + (t̄ⱼ − t̄)²/Σ(t − t̄)²)).
+    static func slopeChange(_ values: [Int: Double], _ d: Int, _ segment: Int, z: Bool) -> Double? {
+        let recentLo = max(d - 4, segment), fitHi = recentLo - 1, fitLo = max(fitHi - 11, segment)
+        guard fitLo <= fitHi else { return nil }
+        let recent = (recentLo...d).compactMap { k in values[k].map { (Double(k), $0) } }
+        let fit = (fitLo...fitHi).compactMap { k in values[k].map { (Double(k), $0) } }
+        guard recent.count >= 2, fit.count >= 4 else { return nil }
+        let n = Double(fit.count)
+        let mx = fit.map(\.0).reduce(0, +) / n, my = fit.map(\.1).reduce(0, +) / n
+        let sxx = fit.map { ($0.0 - mx) * ($0.0 - mx) }.reduce(0, +)
+        guard sxx > 0 else { return nil }
+        let b = fit.map { ($0.0 - mx) * ($0.1 - my) }.reduce(0, +) / sxx
+        let j = recent.map { $0.0 - Double(fitHi) }
+        let e = recent.map { $0.1 - my - b * ($0.0 - mx) }
+        let sj = j.reduce(0, +), sjj = j.map { $0 * $0 }.reduce(0, +)
+        let c = zip(j, e).map { $0 * $1 }.reduce(0, +) / sjj
+        guard z else { return c / 86_400 }
+        let s2 =
+            fit.map {
+                let r = $0.1 - my - b * ($0.0 - mx); return r * r
+            }.reduce(0, +) / (n - 2)
+        let tj = zip(j, recent).map { $0 * $1.0 }.reduce(0, +) / sj
+        let v = s2 * (1 / sjj + sj * sj / (sjj * sjj) * (1 / n + (tj - mx) * (tj - mx) / sxx))
+        return v > 0 ? c / v.squareRoot() : nil
+    }
+
+    @Test func slopeChangeMatchesAHandComputation() {
+        // fit on days 1-5 [1, 3, 2, 5, 4]: the line 3 + 0.8 (t - 3), residual variance 1.2; days 6-7
+        // [4, 4.5] lie 1.4 and 1.7 below it (5.4, 6.2), one and two days after the break: the slope
+        // change is (1 × -1.4 + 2 × -1.7) / (1 + 4) = -0.96 per day; the weighted shortfall 4.8 / 3 = 1.6
+        // at the weighted mean day 20/3, variance 1.2 × 5/9 + 1.2/5 + (11/3)² × 1.2/10 = 2.52: z = -1.6 / √2.52
+        let p = program(
+            """
+            series d = mean(walkingSpeed)
+            series c = slope_change(d, 2 d, fit: 5 d, fit_min: 5)
+            series z = slope_change_z(d, 2 d, fit: 5 d, fit_min: 5)
+            """)
+        var engine = Engine(program: p)
+        var out: [EngineOutput] = []
+        for (i, v) in [1.0, 3, 2, 5, 4, 4, 4.5].enumerated() { engine.ingest(sample("s\(i)", v, day: i + 1), user: "u", now: close(i + 1), into: &out) }
+        engine.advance(to: close(7), into: &out)
+        #expect(abs((out.series("c")[7]! ?? .nan) + 0.96) < 1e-9)  // m/s/d, the series' display unit
+        #expect(abs((out.series("z")[7]! ?? .nan) + 1.6 / 2.52.squareRoot()) < 1e-9)
+        // a clean stall: a line, then flat; the weights make the slope change exactly the lost slope
+        let flat = program(
+            """
+            series d = mean(walkingSpeed)
+            series c = slope_change(d, 4 d, fit: 6 d)
+            """)
+        var e2 = Engine(program: flat)
+        var out2: [EngineOutput] = []
+        for (i, v) in [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.5, 1.5, 1.5, 1.5].enumerated() {
+            e2.ingest(sample("f\(i)", v, day: i + 1), user: "u", now: close(i + 1), into: &out2)
+        }
+        e2.advance(to: close(10), into: &out2)
+        #expect(abs((out2.series("c")[10]! ?? .nan) + 0.1) < 1e-9)
     }
 
     @Test func shortfallMatchesAHandComputation() {
