@@ -96,7 +96,9 @@ public struct AlertStateMachine: Hashable, Sendable {
         switch state {
         case .inactive:
             guard condition == true, at >= quietUntil else { return .none }
-            if forMs == 0 {
+            // A condition that already spans `for` fires now: a daily rule's day counts whole
+            // (`for 1 d` fires on its first true day, `for 3 d` on the third).
+            if forMs == 0 || clock.elapsed(activeSince, at) >= clock.span(forMs) {
                 state = .firing(activeSince: activeSince, firedAt: at, lastTrue: at, lastSent: at)
                 return .fire(activeSince: activeSince, firedAt: at)
             }

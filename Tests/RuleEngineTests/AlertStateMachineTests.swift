@@ -29,6 +29,8 @@ import Testing
         func c(_ s: String) -> [Bool?] { s.map { $0 == "T" ? true : $0 == "F" ? false : nil } }
         #expect(run(c("FTTFF")).joined() == ".F.X.")
         #expect(run(c("TTTTF"), forDays: 3).joined() == "..F.X")  // fires when held for 3 days
+        #expect(run(c("TTF"), forDays: 1).joined() == "F.X")  // `for 1 d`: the first true day is a whole day
+        #expect(run(c("TTTF"), forDays: 2).joined() == ".F.X")  // `for 2 d`: the second
         #expect(run(c("TT?TTTF"), forDays: 3).joined() == ".....FX")  // unknown resets pending
         #expect(run(c("TTFTT"), forDays: 3).joined() == ".....")  // false resets pending
         #expect(run(c("T??F"), forDays: 0).joined() == "F..X")  // unknown holds firing
