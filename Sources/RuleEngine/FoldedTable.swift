@@ -31,12 +31,13 @@ package struct FoldedRun: Hashable, Sendable {
     package var count: Int32
 }
 
-/// The folded table (``UserState/foldedRuns``, ``UserState/foldedColumns``,
-/// ``UserState/foldedValues``): lookup by day, appending in day order, widening when an input
-/// has its first folded value, dropping the oldest days, and re-expressing it for new rules.
+/// The folded table (``UserState/foldedRuns``, ``UserState/foldedLayout``,
+/// ``UserState/foldedCells``): lookup by day, appending in day order, widening when an input has
+/// its first folded value or a value its column's cells cannot hold exactly, dropping the oldest
+/// days, and re-expressing it for new rules.
 extension UserState {
-    /// The folded table's width (columns per row).
-    @inline(__always) var foldedWidth: Int { foldedColumns.nonzeroBitCount }
+    /// The inputs that have a column in the folded table.
+    package var foldedColumns: UInt64 { foldedLayout.columns }
     /// The folded table's rows.
     var foldedRowCount: Int { foldedRuns.last.map { Int($0.row + $0.count) } ?? 0 }
 
@@ -69,9 +70,10 @@ extension UserState {
     func foldedValue(_ i: Int, _ d: DayNumber) -> Double? {
         guard let row = foldedRow(d), i < 64 else { return nil }
         let bit: UInt64 = 1 << UInt64(i)
-        guard foldedColumns & bit != 0 else { return nil }
-        let v = foldedValues[row * foldedWidth + foldedColumns.rank(of: bit)]
-        return v.isNaN ? nil : v
+        let layout = foldedLayout
+        guard layout.columns & bit != 0 else { return nil }
+        let at = row * layout.stride + layout.offset(i, bit)
+        return foldedCells.withUnsafeBytes { layout.cell(bit).load($0.baseAddress! + at) }
     }
 
     /// Appends a folded day after the last one: `values` are the values of the inputs in `mask`,
@@ -79,66 +81,132 @@ extension UserState {
     mutating func appendFoldedDay(_ d: DayNumber, mask: UInt64, values: UnsafeBufferPointer<Double>) {
         precondition(lastFoldedDay.map { d > $0 } ?? true, "folded days are appended in order")
         guard mask != 0 else { return }
-        if mask & ~foldedColumns != 0 { widenFolded(to: foldedColumns | mask) }
-        let w = foldedWidth
+        var layout = foldedLayout, k = 0
+        for bit in mask.setBits {
+            let c = FoldedCell.narrowest(for: values[k])
+            if layout.columns & bit == 0 || c > layout.cell(bit) { layout = layout.holding(c, at: bit) }
+            k += 1
+        }
+        if layout != foldedLayout { relayoutFolded(to: layout) }
+        let stride = layout.stride
         let rows = foldedRowCount
-        if let last = foldedRuns.last, case let gap = Int(d - last.day) - Int(last.count), UserState.fillsFoldedGap(gap, width: w) {
-            foldedValues.growSlowly(for: (gap + 1) * w)
-            for _ in 0..<(gap * w) { foldedValues.append(.nan) }
+        if let last = foldedRuns.last, case let gap = Int(d - last.day) - Int(last.count), UserState.fillsFoldedGap(gap, stride: stride) {
+            foldedCells.growSlowly(for: (gap + 1) * stride)
+            for _ in 0..<(gap * stride) { foldedCells.append(0xFF) }
             foldedRuns[foldedRuns.count - 1].count += Int32(gap + 1)
         } else {
             if foldedRuns.isEmpty { foldedRuns.reserveCapacity(1) }
             foldedRuns.append(FoldedRun(day: d, row: Int32(rows), count: 1))
-            foldedValues.growSlowly(for: w)
+            foldedCells.growSlowly(for: stride)
         }
-        var k = 0
-        for bit in foldedColumns.setBits {
-            if mask & bit != 0 { foldedValues.append(values[k]); k += 1 } else { foldedValues.append(.nan) }
+        // The row, built on the stack and appended in one copy.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: stride) { row in
+            row.initialize(repeating: 0xFF)
+            let base = UnsafeMutableRawPointer(row.baseAddress!)
+            var k = 0
+            for bit in mask.setBits {
+                layout.cell(bit).store(values[k], base + layout.offset(bit.trailingZeroBitCount, bit))
+                k += 1
+            }
+            foldedCells.append(contentsOf: UnsafeBufferPointer(row))
         }
     }
 
     /// Whether a gap of `days` between folded days is filled with empty rows (else a run starts):
-    /// when the rows cost no more than a run's header (16 bytes).
-    @inline(__always) static func fillsFoldedGap(_ days: Int, width: Int) -> Bool { days * width <= 2 }
+    /// when the rows (`stride` bytes each) cost no more than a run's header (16 bytes).
+    @inline(__always) static func fillsFoldedGap(_ days: Int, stride: Int) -> Bool { days * stride <= 16 }
 
-    /// Makes room for a folded table of `rows` rows and `runs` runs with the given columns, so
-    /// that appending its days allocates nothing more (restoring a state). The table must be empty.
-    mutating func reserveFolded(columns: UInt64, rows: Int, runs: Int) {
-        precondition(foldedRuns.isEmpty, "reserveFolded on a table with days")
-        foldedColumns = columns
-        foldedValues.reserveCapacity(rows * columns.nonzeroBitCount)
-        foldedRuns.reserveCapacity(runs)
-    }
-
-    /// Adds columns to the folded table (an input has its first folded value).
-    fileprivate mutating func widenFolded(to columns: UInt64) {
-        let old = foldedColumns, oldWidth = foldedWidth, rows = foldedRowCount
-        var table: [Double] = []
-        table.reserveCapacity(rows * columns.nonzeroBitCount)
-        for r in 0..<rows {
-            for bit in columns.setBits {
-                table.append(old & bit != 0 ? foldedValues[r * oldWidth + old.rank(of: bit)] : .nan)
+    /// Fills the empty folded table with a snapshot's folded days (ascending days; their values one
+    /// per mask bit, day after day): every column as narrow as all of its values allow, the table's
+    /// own gap rule, one allocation each for the runs and the cells, no relayout (restoring a state).
+    mutating func restoreFolded(_ days: [UserSnapshot.FoldedDay], values: [Double]) {
+        precondition(foldedRuns.isEmpty, "restoreFolded on a table with days")
+        var layout = FoldedLayout()
+        values.withUnsafeBufferPointer { all in
+            var at = 0
+            for d in days {
+                for bit in d.mask.setBits {
+                    if layout.wide & bit != 0 { at += 1; continue }  // as wide as it gets
+                    let c = FoldedCell.narrowest(for: all[at])
+                    if layout.columns & bit == 0 || c > layout.cell(bit) { layout = layout.holding(c, at: bit) }
+                    at += 1
+                }
             }
         }
-        foldedValues = table
-        foldedColumns = columns
+        let stride = layout.stride
+        guard stride > 0 else { return }
+        // Rows and runs first (a day's row: its run's row plus its distance from the run's day).
+        var runs = 0, rows = 0, previous: DayNumber?
+        for d in days where d.mask != 0 {
+            if let p = previous, UserState.fillsFoldedGap(Int(d.day - p) - 1, stride: stride) { rows += Int(d.day - p) } else { rows += 1; runs += 1 }
+            previous = d.day
+        }
+        var runList: [FoldedRun] = []
+        runList.reserveCapacity(runs)
+        var table = [UInt8](repeating: 0xFF, count: rows * stride)
+        values.withUnsafeBufferPointer { all in
+            table.withUnsafeMutableBytes { cells in
+                var at = 0, row = -1
+                previous = nil
+                for d in days {
+                    if d.mask == 0 { continue }
+                    precondition(previous.map { d.day > $0 } ?? true, "folded days in ascending order")
+                    if let p = previous, UserState.fillsFoldedGap(Int(d.day - p) - 1, stride: stride) {
+                        row += Int(d.day - p)
+                        runList[runList.count - 1].count += Int32(d.day - p)
+                    } else {
+                        row += 1
+                        runList.append(FoldedRun(day: d.day, row: Int32(row), count: 1))
+                    }
+                    previous = d.day
+                    let base = cells.baseAddress! + row * stride
+                    for bit in d.mask.setBits {
+                        layout.cell(bit).store(all[at], base + layout.offset(bit.trailingZeroBitCount, bit))
+                        at += 1
+                    }
+                }
+            }
+        }
+        foldedRuns = runList
+        foldedCells = table
+        foldedLayout = layout
+    }
+
+    /// Rewrites the table for a layout with more or wider columns (an input has its first folded
+    /// value, or a value its column cannot hold exactly): every value moves to its new cell.
+    fileprivate mutating func relayoutFolded(to layout: FoldedLayout) {
+        let old = foldedLayout, rows = foldedRowCount
+        let from = old.stride, to = layout.stride
+        var table = [UInt8](repeating: 0xFF, count: rows * to)
+        foldedCells.withUnsafeBytes { src in
+            table.withUnsafeMutableBytes { dst in
+                for bit in old.columns.setBits {
+                    let a = old.cell(bit), b = layout.cell(bit), oa = old.counted(bit), ob = layout.counted(bit)
+                    for r in 0..<rows { b.store(a.load(src.baseAddress! + r * from + oa), dst.baseAddress! + r * to + ob) }
+                }
+            }
+        }
+        foldedCells = table
+        foldedLayout = layout
     }
 
     /// Calls `body` with each folded day that has values: its day, mask and values in input order.
     package func forEachFoldedDay(_ body: (DayNumber, UInt64, UnsafeBufferPointer<Double>) throws -> Void) rethrows {
-        let w = foldedWidth
-        guard w > 0 else { return }
-        try withUnsafeTemporaryAllocation(of: Double.self, capacity: w) { buf in
-            for run in foldedRuns {
-                for j in 0..<Int(run.count) {
-                    let row = (Int(run.row) + j) * w
-                    var mask: UInt64 = 0, k = 0, c = 0
-                    for bit in foldedColumns.setBits {
-                        let v = foldedValues[row + c]
-                        c += 1
-                        if !v.isNaN { mask |= bit; buf[k] = v; k += 1 }
+        let layout = foldedLayout, stride = layout.stride
+        guard stride > 0 else { return }
+        try withUnsafeTemporaryAllocation(of: Double.self, capacity: layout.columns.nonzeroBitCount) { buf in
+            try foldedCells.withUnsafeBytes { cells in
+                for run in foldedRuns {
+                    for j in 0..<Int(run.count) {
+                        let row = cells.baseAddress! + (Int(run.row) + j) * stride
+                        var mask: UInt64 = 0, k = 0, at = 0
+                        for bit in layout.columns.setBits {
+                            let c = layout.cell(bit)
+                            if let v = c.load(row + at) { mask |= bit; buf[k] = v; k += 1 }
+                            at += c.size
+                        }
+                        if mask != 0 { try body(run.day + DayNumber(j), mask, UnsafeBufferPointer(rebasing: buf[0..<k])) }
                     }
-                    if mask != 0 { try body(run.day + DayNumber(j), mask, UnsafeBufferPointer(rebasing: buf[0..<k])) }
                 }
             }
         }
@@ -163,31 +231,30 @@ extension UserState {
                 if first == nil { first = (k, j) } else { tailKept = false; break outer }
             }
         }
-        guard let first else { foldedRuns = []; foldedValues = []; foldedColumns = 0; return }
+        guard let first else { foldedRuns = []; foldedCells = []; foldedLayout = FoldedLayout(); return }
         guard tailKept else { rebuildFolded(foldedDayList.filter { keep($0.day) }); return }
         guard first.run > 0 || first.offset > 0 else { return }
-        let w = foldedWidth
         let dropped = Int(foldedRuns[first.run].row) + first.offset
         foldedRuns.removeFirst(first.run)
         foldedRuns[0].day += DayNumber(first.offset)
         foldedRuns[0].row += Int32(first.offset)
         foldedRuns[0].count -= Int32(first.offset)
         for k in foldedRuns.indices { foldedRuns[k].row -= Int32(dropped) }
-        foldedValues.removeFirst(dropped * w)
+        foldedCells.removeFirst(dropped * foldedLayout.stride)
     }
 
     /// Replaces the folded days.
     mutating func rebuildFolded(_ days: [FoldedDay]) {
         foldedRuns = []
-        foldedValues = []
-        foldedColumns = 0
+        foldedCells = []
+        foldedLayout = FoldedLayout()
         for f in days { f.values.withUnsafeBufferPointer { appendFoldedDay(f.day, mask: f.mask, values: $0) } }
     }
 
     /// Re-expresses the folded values for another list of inputs: shared inputs keep their values,
     /// new ones have none, dropped ones are forgotten.
     mutating func remapFolded(to inputs: [DailyInput]) {
-        if foldedRuns.isEmpty { foldedInputs = inputs; foldedValues = []; foldedColumns = 0; return }
+        if foldedRuns.isEmpty { foldedInputs = inputs; foldedCells = []; foldedLayout = FoldedLayout(); return }
         if foldedInputs == inputs { foldedInputs = inputs; return }  // share the rules' array (one per user after a restore)
         guard inputs.count <= 64 else { rebuildFolded([]); foldedInputs = inputs; return }
         let old = foldedInputs

@@ -11,7 +11,7 @@ extension UserState {
             "open values": bytes(openValues),
             "input cache": bytes(inputCache),
             "folded runs": bytes(foldedRuns),
-            "folded values": bytes(foldedValues),
+            "folded values": bytes(foldedCells),
             "sync index": bytes(syncIndex),
             "tombstones": bytes(tombstones),
             "id filter": bytes(idFilter.words),

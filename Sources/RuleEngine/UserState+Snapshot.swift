@@ -16,7 +16,7 @@ extension UserState {
         s.foldedInputs = foldedInputs.map(UserSnapshot.FoldedInput.init)
         if !foldedRuns.isEmpty {
             s.foldedDays.reserveCapacity(foldedRowCount)
-            s.foldedValues.reserveCapacity(foldedValues.count)
+            s.foldedValues.reserveCapacity(foldedRowCount * foldedColumns.nonzeroBitCount)
             forEachFoldedDay { day, mask, values in
                 s.foldedDays.append(UserSnapshot.FoldedDay(day: day, mask: mask))
                 s.foldedValues.append(contentsOf: values)
@@ -63,37 +63,15 @@ extension UserState {
         restoreOpenDays(&s)
     }
 
-    /// The folded table from the snapshot's days: sized first (the table's own gap rule), then
-    /// filled in one allocation; then expressed for the rules' inputs.
+    /// The folded table from the snapshot's days (``restoreFolded(_:values:)``), then expressed
+    /// for the rules' inputs.
     private mutating func restoreFolded(_ s: inout UserSnapshot, inputs: [DailyInput]) {
         if s.foldedInputs.elementsEqual(inputs, by: { $0 == UserSnapshot.FoldedInput($1) }) {
             foldedInputs = inputs  // the rules' array, shared
         } else {
             foldedInputs = s.foldedInputs.map(\.dailyInput)
         }
-        if !s.foldedDays.isEmpty {
-            var columns: UInt64 = 0
-            for d in s.foldedDays { columns |= d.mask }
-            let width = columns.nonzeroBitCount
-            var rows = 0, runs = 0, previous: DayNumber?
-            for d in s.foldedDays where d.mask != 0 {
-                if let p = previous, d.day > p, UserState.fillsFoldedGap(Int(d.day - p) - 1, width: width) {
-                    rows += Int(d.day - p)
-                } else {
-                    rows += 1; runs += 1
-                }
-                previous = d.day
-            }
-            reserveFolded(columns: columns, rows: rows, runs: runs)
-            s.foldedValues.withUnsafeBufferPointer { all in
-                var at = 0
-                for d in s.foldedDays {
-                    let n = d.mask.nonzeroBitCount
-                    appendFoldedDay(d.day, mask: d.mask, values: UnsafeBufferPointer(rebasing: all[at..<(at + n)]))
-                    at += n
-                }
-            }
-        }
+        if !s.foldedDays.isEmpty { restoreFolded(s.foldedDays, values: s.foldedValues) }
         remapFolded(to: inputs)
     }
 

@@ -5,14 +5,14 @@ import RuleLanguage
 ///
 /// Memory is the product's sizing unit, so history is kept in two forms: days still open to late
 /// data hold raw values; older days are folded into the daily-input values the rules read
-/// (see docs/benchmarks.md for the arithmetic).
+/// (see docs/benchmarks.md for the arithmetic). The small fields sit together, without padding
+/// between them: the state is copied whole on some paths (a sample's ingest), and at 256 bytes or
+/// less that copy is one of memcpy's cheaper sizes (a test keeps it there).
 package struct UserState: Sendable {
     /// The user's id.
     package let user: String
     /// The user's home calendar (profile time zone, else the engine default).
     package var calendar: LocalCalendar
-    /// Whether the calendar came from a profile message.
-    package var hasProfile = false
     /// The care teams the last accepted profile named. The engine never reads them: it keeps them
     /// with the profile so that they survive a restart with the rest of the user's state.
     package var careTeams: [String] = []
@@ -20,6 +20,10 @@ package struct UserState: Sendable {
     package var firstDay: DayNumber?
     /// The last day whose rules have been evaluated.
     package var lastClosedDay: DayNumber?
+    /// Whether the calendar came from a profile message.
+    package var hasProfile = false
+    /// Whether the engine has the user in its touched list.
+    var touched = false
     /// Days open to late data, sorted by day.
     package internal(set) var openDays: [OpenDay] = []
     /// The open days' values, day after day (one allocation for the week of raw values a user
@@ -31,15 +35,16 @@ package struct UserState: Sendable {
     var cacheWidth = 0
     /// Folded days, all before the first open day, as a table: a row per day, a column per daily
     /// input that has a value on some folded day (bit i of `foldedColumns`: input i of
-    /// `foldedInputs`, columns in input order), NaN where the day has none. Consecutive days are
-    /// consecutive rows; `foldedRuns` says which day each run of rows starts at (a gap of a day
-    /// or two between days with data is filled with empty rows, a longer one starts a run).
-    /// With data every day that is 8 bytes per input per day, and one run.
+    /// `foldedInputs`, columns in input order), a cell of no value where the day has none.
+    /// Consecutive days are consecutive rows; `foldedRuns` says which day each run of rows starts
+    /// at (a gap between days with data is filled with empty rows while they cost no more than a
+    /// run's header, a longer one starts a run). Each column has a cell width (``FoldedCell``):
+    /// with data every day that is 8 bytes a day for a percentile, 1 for a count, and one run.
     package internal(set) var foldedRuns: [FoldedRun] = []
-    /// The inputs that have a column in the folded table.
-    package internal(set) var foldedColumns: UInt64 = 0
-    /// The folded table, row after row.
-    package internal(set) var foldedValues: [Double] = []
+    /// The folded table's columns and the width of each one's cells.
+    package internal(set) var foldedLayout = FoldedLayout()
+    /// The folded table, row after row, `foldedLayout.stride` bytes a row.
+    package internal(set) var foldedCells: [UInt8] = []
     /// The daily inputs the folded values belong to (the program's when they were folded).
     package var foldedInputs: [DailyInput] = []
     /// HealthKit sync identifiers of open-day samples.
@@ -71,8 +76,6 @@ package struct UserState: Sendable {
 
     /// Closed days that received late data since they were last published.
     package var revisedDays: Set<DayNumber> = []
-    /// Whether the engine has the user in its touched list.
-    var touched = false
     /// Until this instant (ms) no further day of the user can close: the check that runs after
     /// every sample is one comparison instead of a calendar lookup. Not stored; `.min` = unknown.
     var closeCheckUntil: Int64 = .min

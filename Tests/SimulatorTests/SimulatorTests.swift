@@ -249,7 +249,7 @@ import Testing
             // raw values only for days still open to late data (7 d lateness + 2 d margin + today)
             #expect(st.openDays.count <= 7 + 2 + 2, "\(u) keeps \(st.openDays.count) open days")
             // The folded table: a row per day of its runs, a column per input with a folded value.
-            #expect(st.foldedValues.count == st.foldedRuns.reduce(0) { $0 + Int($1.count) } * st.foldedColumns.nonzeroBitCount)
+            #expect(st.foldedCells.count == st.foldedRuns.reduce(0) { $0 + Int($1.count) } * st.foldedLayout.stride)
             #expect(st.foldedColumns == st.foldedDayList.reduce(0) { $0 | $1.mask }, "\(u): a column without values")
         }
     }
