@@ -190,6 +190,32 @@ import Testing
         #expect(out.alerts[0].evidence.first?.value == 500)
     }
 
+    @Test func sampleRulesRunOnlyForTheirMetric() {
+        // Per-sample rules are indexed by the metric they trigger on: each fires for its own
+        // metric's samples and is not evaluated for another's (which would resolve or fire it).
+        let rules = """
+            alert fast {
+              on sample walkingSpeed
+              when value > 1.5 m/s
+            }
+            alert far {
+              on sample sixMinuteWalkTestDistance
+              when value >= 500 m
+            }
+            """
+        var engine = Engine(program: program(rules))
+        var out: [EngineOutput] = []
+        engine.ingest(sample("s1", .walkingSpeed, 1.6, day: 1), user: "u", now: close(1), into: &out)
+        engine.ingest(sample("d1", .sixMinuteWalkTestDistance, 510, day: 1, hour: 13), user: "u", now: close(1), into: &out)
+        // A distance of 1 m would resolve `fast` if it ran there; a speed of 1 m/s would resolve `far`.
+        engine.ingest(sample("d2", .sixMinuteWalkTestDistance, 1, day: 2), user: "u", now: close(2), into: &out)
+        engine.ingest(sample("s2", .walkingSpeed, 1.0, day: 3), user: "u", now: close(3), into: &out)
+        #expect(
+            out.alerts.map { "\($0.rule) \($0.status.rawValue) \($0.day.dayNumber - day0)" } == [
+                "fast firing 1", "far firing 1", "far resolved 2", "fast resolved 3"
+            ])
+    }
+
     @Test func dstDayHas23HoursOfSamples() throws {
         let la = try #require(LocalCalendar(identifier: "America/Los_Angeles"))
         var config = EngineConfiguration()
