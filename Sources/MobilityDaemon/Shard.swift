@@ -237,7 +237,7 @@ final class Shard: @unchecked Sendable {
                 }
             }
             let evaluated = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            batchUsers.formUnion(ingestor.engine.takeTouched())
+            ingestor.engine.takeTouched(into: &batchUsers)
             desk?.screen(&out)  // no reminders of acknowledged instances
             pendingUsers.formUnion(batchUsers)
             var seriesMessages = 0  // published by this batch's commit (counted once committed)
