@@ -7,7 +7,8 @@
 # Then a phone syncing after days offline: mobility-sim population --sync-days $SYNC_DAYS (3) with 50-sample
 # messages running across the days of a sync ($SYNC_USERS users × 90 days, default 300; 0 skips), into a
 # fresh mobilityd --clock event (days close mid-sync, series published), against the ceiling on the same payloads.
-#   MOBILITYD=PATH: the mobilityd to measure (default this build's), e.g. another build side by side.
+#   MOBILITYD=PATH: the mobilityd to measure (default this build's), e.g. another build side by side;
+#   RULES=DIR: its rule pack (default rules/; an older build may not read today's).
 #   E2E_LEGS="1 50 sync": the legs to run (default all three).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ port=$(free_port); mport=$(free_port)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nmax_inflight_messages 0\n%s\n' "$port" "$( [ "$(id -u)" = 0 ] && echo 'user root')" > "$work/m.conf"
 mosquitto -c "$work/m.conf" >/dev/null 2>&1 &
 sleep 0.3
-"$daemon_bin" --broker mqtt://127.0.0.1:$port --rules rules --state "$work/state" --clock wall ${MOBILITYD_ARGS:-} \
+"$daemon_bin" --broker mqtt://127.0.0.1:$port --rules "${RULES:-rules}" --state "$work/state" --clock wall ${MOBILITYD_ARGS:-} \
   --metrics-address 127.0.0.1:$mport --log-level warn >"$work/mobilityd.log" 2>&1 &
 daemon=$!
 sleep 1
@@ -38,7 +39,7 @@ if [ "$sync_users" -gt 0 ] && case " $legs " in *" sync "*) true ;; *) false ;; 
   kill "$daemon"; wait "$daemon" 2>/dev/null || true
   "$bin/mobility-sim" population --users "$sync_users" --days 90 --seed 1 --samples-per-message 50 --sync-days "${SYNC_DAYS:-3}" -o "$work/sync.jsonl" >/dev/null 2>&1
   mport=$(free_port)
-  "$daemon_bin" --broker mqtt://127.0.0.1:$port --rules rules --state "$work/state-sync" --clock event --client-id mobilityd-sync ${MOBILITYD_ARGS:-} \
+  "$daemon_bin" --broker mqtt://127.0.0.1:$port --rules "${RULES:-rules}" --state "$work/state-sync" --clock event --client-id mobilityd-sync ${MOBILITYD_ARGS:-} \
     --metrics-address 127.0.0.1:$mport --log-level warn >"$work/mobilityd-sync.log" 2>&1 &
   sleep 1
   echo "== a sync every ${SYNC_DAYS:-3} days, 50-sample messages across its days ($sync_users users × 90 days, --clock event)"

@@ -23,6 +23,7 @@ command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-s
 command -v python3 >/dev/null 2>&1 || need+=(python3)            # the FHIR tests' independent validator (PyPI, below)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 [ -x /usr/bin/time ] || need+=(time)                              # scripts/bench-replay.sh: CPU time of each contestant
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)          # scripts/bench-callgrind.sh: instructions a message
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -156,12 +156,7 @@ public final class Daemon: Sendable {
                 ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
                 historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, fhir: config.fhir,
                 acknowledge: { user, lastID in
-                    var w = JSONWriter()
-                    w.beginObject()
-                    w.string("user", user)
-                    w.string("lastId", lastID)
-                    w.endObject()
-                    sink.publishUntracked(topic: layout.acks(user), payload: Array(w.text.utf8), retain: true)
+                    sink.publishUntracked(topic: layout.acks(user), payload: AckPayload.bytes(user: user, lastID: lastID), retain: true)
                 })
         }
         let scope = CommandScope(partitions: claimed?.partitions)  // which commands this run answers

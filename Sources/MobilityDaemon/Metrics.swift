@@ -4,8 +4,20 @@ import MobilityModel
 struct MetricsText {
     private(set) var text = ""
 
+    init() { text.reserveCapacity(32 << 10) }  // a scrape's page is ~20 KB: grown once, not doubled up to it
+
+    // Appends only: no interpolation, `map` or `joined` per line (a scrape is ~200 lines, and
+    // scripts/bench-e2e.sh scrapes every 10 ms while it measures).
     mutating func family(_ name: String, _ type: String, _ help: String) {
-        text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        text += "# HELP "
+        text += name
+        text += " "
+        text += help
+        text += "\n# TYPE "
+        text += name
+        text += " "
+        text += type
+        text += "\n"
     }
 
     mutating func sample(_ name: String, _ value: Double) { sample(name, [:], value) }
@@ -13,9 +25,19 @@ struct MetricsText {
     mutating func sample(_ name: String, _ labels: KeyValuePairs<String, String>, _ value: Double) {
         text += name
         if !labels.isEmpty {
-            text += "{" + labels.map { "\($0.key)=\"\(MetricsText.escape($0.value))\"" }.joined(separator: ",") + "}"
+            text += "{"
+            for (i, l) in labels.enumerated() {
+                if i > 0 { text += "," }
+                text += l.key
+                text += "=\""
+                text += MetricsText.escape(l.value)
+                text += "\""
+            }
+            text += "}"
         }
-        text += " " + (value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)) + "\n"
+        text += " "
+        text += value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+        text += "\n"
     }
 
     static func escape(_ s: String) -> String {

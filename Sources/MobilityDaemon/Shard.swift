@@ -124,9 +124,15 @@ final class Shard: @unchecked Sendable {
         t.start()
     }
 
-    /// Sets the firing gauges from the engine's alert states (they are not counted from transitions).
+    /// The firing counts and alert names last written to the gauges.
+    private var gaugedFiring: (names: [String], counts: [Int])?
+
+    /// Sets the firing gauges from the engine's alert states (they are not counted from transitions);
+    /// after each batch, but the lock and the dictionary writes only when a count or a name changed.
     private func updateFiring() {
         let names = ingestor.engine.alertNames, counts = ingestor.engine.firingCounts
+        if let g = gaugedFiring, g.counts == counts, g.names == names { return }
+        gaugedFiring = (names, counts)
         stats.withLock { s in
             s.firing.removeAll(keepingCapacity: true)
             for (j, n) in counts.enumerated() { s.firing[names[j]] = n }
@@ -198,14 +204,23 @@ final class Shard: @unchecked Sendable {
                 case .message(let seq, let topic, let parsed, let payload):
                     var user: String?
                     if case .inbound(let u, _) = parsed { user = u }
-                    if seq > 0, let u = user, seq <= applied[u, default: 0] { replayedNow += 1; continue }  // already applied before a restart
+                    // One hash of the user for reading and moving its journal position (a known user).
+                    var position: Dictionary<String, UInt64>.Index?
+                    if seq > 0, let u = user, let p = applied.index(forKey: u) {
+                        if seq <= applied.values[p] { replayedNow += 1; continue }  // already applied before a restart
+                        position = p
+                    }
                     ingestor.handle(topic: topic, parsed: parsed, payload: payload, now: wall, into: &out)
                     if case .inbound(let u, .profile) = parsed, !payload.isEmpty { teamsChanged = profileTeams(u, payload) || teamsChanged }
-                    if seq > 0, let u = user { applied[u] = seq; batchUsers.insert(u) }
+                    if seq > 0, let u = user {
+                        if let position { applied.values[position] = seq } else { applied[u] = seq }
+                        batchUsers.insert(u)
+                    }
                     if recordsHistory, case .inbound(let u, .events) = parsed {
                         for e in ingestor.engine.timeline(of: u) { pendingHistory.append(.timeline(user: u, e)) }
                     }
-                    if let u = user, let id = ingestor.lastSampleID[u] { pendingAcks[u] = id }
+                    // Acknowledged after the commit that applies new samples (docs/mqtt-api.md).
+                    if let u = user, let id = ingestor.lastMessageSampleID { pendingAcks[u] = id }
                 case .oversized(let topic, let parsed, let size):
                     ingestor.rejectOversized(topic: topic, parsed: parsed, size: size, into: &out)
                 case .tick(let now): ingestor.tick(now: now, into: &out)
@@ -222,7 +237,7 @@ final class Shard: @unchecked Sendable {
                 }
             }
             let evaluated = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            batchUsers.formUnion(ingestor.engine.takeTouched())
+            ingestor.engine.takeTouched(into: &batchUsers)
             desk?.screen(&out)  // no reminders of acknowledged instances
             pendingUsers.formUnion(batchUsers)
             var seriesMessages = 0  // published by this batch's commit (counted once committed)

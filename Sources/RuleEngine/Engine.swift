@@ -136,12 +136,17 @@ public struct Engine: Sendable {
     /// Returns and clears the set of users whose state changed.
     public mutating func takeTouched() -> Set<String> {
         var users = Set<String>(minimumCapacity: touchedList.count)
+        takeTouched(into: &users)
+        return users
+    }
+
+    /// Adds the users whose state changed to `users` and clears the list (no set built per call).
+    public mutating func takeTouched(into users: inout Set<String>) {
         for k in touchedList {
             states[k].touched = false
             users.insert(states[k].user)
         }
         touchedList.removeAll(keepingCapacity: true)
-        return users
     }
 
     /// The evaluator, lent to each day close and per-sample rule (one per set of rules, not one a user).

@@ -60,9 +60,11 @@ public struct Ingestor: Sendable {
     public var boundedByWallClock = false
     /// A user's event clock (event mode): the confirmed time; see ``clocks`` for the pending claims.
     public func eventNow(_ user: String) -> Timestamp? { clocks[user]?.now }
-    /// The id of the last sample of the last `samples` message handled per user (for commit acknowledgements).
-    public private(set) var lastSampleID: [String: String] = [:]
-    /// Whether ``lastSampleID`` is kept (the daemon's acknowledgements need it; a replay does not, and saves a hash a message).
+    /// The id of the last sample (accepted or rejected with its id) of the message just handled;
+    /// nil when it was not a `samples` message or named no sample id (for commit acknowledgements:
+    /// the caller notes it per user, so the ingestor keeps no dictionary of its own).
+    public private(set) var lastMessageSampleID: String?
+    /// Whether ``lastMessageSampleID`` is kept (the daemon's acknowledgements need it; a replay does not).
     public var tracksLastSampleID = true
 
     /// Creates an ingestor.
@@ -90,6 +92,7 @@ public struct Ingestor: Sendable {
     /// Handles one message whose topic the caller has already parsed.
     public mutating func handle(topic: String, parsed: TopicLayout.Parsed, payload: [UInt8], now wall: Timestamp, into out: inout [EngineOutput]) {
         counters.messages += 1
+        if lastMessageSampleID != nil { lastMessageSampleID = nil }
         let user: String, kind: TopicLayout.Inbound
         switch parsed {
         case .other: return
@@ -151,6 +154,7 @@ public struct Ingestor: Sendable {
         into out: inout [EngineOutput]
     ) {
         counters.messages += 1
+        if lastMessageSampleID != nil { lastMessageSampleID = nil }
         switch decoded {
         case .failure(let r): reject(user, topic(), r, into: &out)
         case .success(let items): ingest(samples: items, user: user, topic: topic(), now: wall, into: &out)
@@ -186,7 +190,7 @@ public struct Ingestor: Sendable {
         }
         // The last id of the message, stored once after it (not once a sample).
         var lastID: String?
-        defer { if tracksLastSampleID, let lastID { lastSampleID[user] = lastID } }
+        defer { if tracksLastSampleID { lastMessageSampleID = lastID } }
         for (index, item) in items.enumerated() {
             switch item {
             case .failure(let r):
