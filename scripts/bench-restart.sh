@@ -10,7 +10,8 @@
 #             released) and no store: every message is applied from the journal, as after a crash
 #             with that many messages uncommitted.
 #   scripts/bench-restart.sh [USERS] [DAYS] [RUNS]      (300 × 90 ≈ 1.14 M messages)
-#   BEFORE=DIR: also restarts DIR/mobilityd (another build) on a copy of the same crashed state, side by side.
+#   BEFORE=DIR: also restarts DIR/mobilityd (another build) on a copy of the same crashed state, side by side;
+#   BEFORE_RULES=DIR: the rule pack that build reads (default rules/; an older build may not read today's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 users=${1:-300}; days=${2:-90}; runs=${3:-1}
@@ -30,7 +31,7 @@ metric() { curl -s "http://127.0.0.1:$mport/metrics" | awk -v n="$1" '$1 == n { 
 num() { local v; v=$(metric "$1"); echo "${v%.*}"; }
 depth() { curl -s "http://127.0.0.1:$mport/metrics" | awk '$1 ~ /^mobilityd_queue_depth/ { s += $2 } END { print s + 0 }'; }
 daemon() {
-  "${1:-$bin}/mobilityd" --broker "mqtt://127.0.0.1:$port" --rules rules --state "$work/state" --clock event --commit-interval 60000 \
+  "${1:-$bin}/mobilityd" --broker "mqtt://127.0.0.1:$port" --rules "${2:-rules}" --state "$work/state" --clock event --commit-interval 60000 \
     --metrics-address "127.0.0.1:$mport" --log-level info >>"$work/mobilityd.log" 2>&1 & daemon=$!; pids+=($daemon)
 }
 for round in $(seq "$runs"); do
@@ -55,8 +56,11 @@ for round in $(seq "$runs"); do
   rm -rf "$work/state"; cp -a "$work/$kind" "$work/state"; : > "$work/mobilityd.log"
   journal=$(du -sm "$work/state/journal" | cut -f1)
   start=$(now)
-  daemon "$build"
-  until [ "$(metric mobilityd_broker_subscribed 2>/dev/null)" = 1 ]; do sleep 0.01; done
+  if [ "$build" = "$bin" ]; then daemon "$build"; else daemon "$build" "${BEFORE_RULES:-rules}"; fi
+  until [ "$(metric mobilityd_broker_subscribed 2>/dev/null)" = 1 ]; do
+    kill -0 "$daemon" 2>/dev/null || { echo "bench-restart: $build/mobilityd exited:" >&2; cat "$work/mobilityd.log" >&2; exit 1; }
+    sleep 0.01
+  done
   ready=$(now)
   records=$(grep -o 'journal_records=[0-9]*' "$work/mobilityd.log" | tail -1 | cut -d= -f2)
   until [ $(( $(num mobilityd_messages_received_total) + $(num mobilityd_journal_skipped_total) )) -ge "$records" ] && [ "$(depth)" = 0 ]; do sleep 0.01; done
