@@ -9,23 +9,10 @@ enum AckPayload {
         var out: [UInt8] = []
         out.reserveCapacity(23 + user.utf8.count + lastID.utf8.count)
         out += #"{"user":"#.utf8
-        quote(user, into: &out)
+        JSONWriter.quote(user, into: &out)
         out += #","lastId":"#.utf8
-        quote(lastID, into: &out)
+        JSONWriter.quote(lastID, into: &out)
         out.append(UInt8(ascii: "}"))
         return out
-    }
-
-    /// A JSON string literal: the bytes as they are when nothing needs escaping, else `JSONWriter.quote`'s.
-    private static func quote(_ s: String, into out: inout [UInt8]) {
-        if s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
-            var q = ""
-            JSONWriter.quote(s, into: &q)
-            out += q.utf8
-            return
-        }
-        out.append(UInt8(ascii: "\""))
-        out += s.utf8
-        out.append(UInt8(ascii: "\""))
     }
 }

@@ -27,24 +27,9 @@ public struct DailySeries: Hashable, Sendable {
     /// Whether `p` belongs to this message (same user, day and revision).
     public func holds(_ p: SeriesPoint) -> Bool { p.user == user && p.day == day && p.revised == revised }
 
-    /// The JSON payload; values rounded to 1e-6 as in a series point.
-    public var json: String {
-        var w = JSONWriter()
-        w.beginObject()
-        w.string("user", user)
-        w.string("day", day.description)
-        if revised { w.bool("revised", true) }
-        w.beginObject("series")
-        for v in values {
-            w.beginObject(v.name)
-            if let x = v.value { w.number("value", (x * 1e6).rounded() / 1e6) } else { w.null("value") }
-            w.string("unit", v.unit)
-            w.endObject()
-        }
-        w.endObject()
-        w.endObject()
-        return w.text
-    }
+    /// The JSON payload; values rounded to 1e-6 as in a series point (the text of ``jsonBytes``,
+    /// the one writer of this format).
+    public var json: String { String(decoding: jsonBytes, as: UTF8.self) }
 
     /// Parses a payload published by mobilityd (the inverse of ``json``); nil if malformed.
     public static func parse(_ payload: [UInt8]) -> DailySeries? {
