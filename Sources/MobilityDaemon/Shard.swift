@@ -457,8 +457,8 @@ extension Shard {
         switch o {
         case .alert(let a):
             let topic = layout.alert(a.user, rule: a.rule)
-            if a.status == .firing { return [.init(topic: topic, payload: Array(a.json.utf8), retain: true)] }
-            return [.init(topic: topic, payload: Array(a.json.utf8), retain: false), .init(topic: topic, payload: [], retain: true)]
+            if a.status == .firing { return [.init(topic: topic, payload: a.jsonBytes, retain: true)] }
+            return [.init(topic: topic, payload: a.jsonBytes, retain: false), .init(topic: topic, payload: [], retain: true)]
         case .series: return []  // a user-day's series leave together: SeriesBundler
         case .rejected(let user, let topic, let r):
             return [

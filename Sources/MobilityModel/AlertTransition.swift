@@ -151,8 +151,11 @@ public struct AlertTransition: Hashable, Sendable {
         return String(repeating: "0", count: 16 - s.count) + s
     }
 
-    /// The JSON payload (deterministic member order).
-    public var json: String {
+    /// The JSON payload (deterministic member order), as text.
+    public var json: String { String(decoding: jsonBytes, as: UTF8.self) }
+
+    /// The JSON payload as the bytes that are published.
+    public var jsonBytes: [UInt8] {
         var w = JSONWriter()
         w.beginObject()
         w.string("id", id)
@@ -190,7 +193,7 @@ public struct AlertTransition: Hashable, Sendable {
         window?.write("window", into: &w)
         baselineWindow?.write("baselineWindow", into: &w)
         w.endObject()
-        return w.text
+        return w.bytes
     }
 }
 

@@ -163,7 +163,7 @@ public final class ShardedReplay: @unchecked Sendable {
         for o in s.engineOut {
             switch o {
             case .series(let p): p.appendJSON(to: &s.out); s.out.append(0x0A)
-            case .alert(let a): s.out.append(contentsOf: a.json.utf8); s.out.append(0x0A)
+            case .alert(let a): s.out.append(contentsOf: a.jsonBytes); s.out.append(0x0A)
             case .rejected(let user, let topic, let r):
                 if verbose { s.notes.append(Note(line: line, kind: .rejected(r.json(user: user, topic: topic)))) }
             }

@@ -385,27 +385,10 @@ struct SeriesDay {
 
     /// Reads bytes; nil if they are not a well-formed row.
     init?(validating b: [UInt8]) {
-        guard b.count >= 2 else { return nil }
-        let n = Int(b[0]) | Int(b[1]) << 8
-        var i = 2
-        for _ in 0..<n {
-            guard i + 5 <= b.count else { return nil }
-            var id: UInt32 = 0
-            for k in 0..<4 { id |= UInt32(b[i + k]) << (8 * k) }
-            let flag = b[i + 4]
-            i += 5
-            switch flag {
-            case 0: points.append((Int64(id), nil))
-            case 1:
-                guard i + 8 <= b.count else { return nil }
-                var bits: UInt64 = 0
-                for k in 0..<8 { bits |= UInt64(b[i + k]) << (8 * k) }
-                points.append((Int64(id), Double(bitPattern: bits)))
-                i += 8
-            default: return nil
-            }
-        }
-        guard i == b.count else { return nil }
+        var points: [(id: Int64, value: Double?)] = []
+        let ok = b.withUnsafeBytes { raw in SeriesDay.visit(raw) { points.append(($0, $1)) } }
+        guard ok else { return nil }
+        self.points = points
     }
 
     /// Calls `body` with each point of a row's bytes, in order, without building the row; false

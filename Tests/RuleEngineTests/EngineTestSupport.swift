@@ -34,6 +34,16 @@ func sample(
 /// The end of day `d` plus the default grace: when that day closes.
 func close(_ d: Int) -> Timestamp { utc.startOfDay(day0 + DayNumber(d + 1)).adding(seconds: 3600) }
 
+/// The outputs of `rules` fed one walking-speed sample a day (days 1, 2, …, in SI units), up to
+/// the close of the last day.
+func dailyOutputs(_ rules: String, _ values: [Double]) -> [EngineOutput] {
+    var engine = Engine(program: program(rules))
+    var out: [EngineOutput] = []
+    for (i, v) in values.enumerated() { engine.ingest(sample("s\(i)", v, day: i + 1), user: "u", now: close(i + 1), into: &out) }
+    engine.advance(to: close(values.count), into: &out)
+    return out
+}
+
 extension Array where Element == EngineOutput {
     var alerts: [AlertTransition] { compactMap { if case .alert(let a) = $0 { return a } else { return nil } } }
     var series: [SeriesPoint] { compactMap { if case .series(let s) = $0 { return s } else { return nil } } }

@@ -157,30 +157,20 @@ import Testing
         // [4, 4.5] lie 1.4 and 1.7 below it (5.4, 6.2), one and two days after the break: the slope
         // change is (1 × -1.4 + 2 × -1.7) / (1 + 4) = -0.96 per day; the weighted shortfall 4.8 / 3 = 1.6
         // at the weighted mean day 20/3, variance 1.2 × 5/9 + 1.2/5 + (11/3)² × 1.2/10 = 2.52: z = -1.6 / √2.52
-        let p = program(
+        let out = dailyOutputs(
             """
             series d = mean(walkingSpeed)
             series c = slope_change(d, 2 d, fit: 5 d, fit_min: 5)
             series z = slope_change_z(d, 2 d, fit: 5 d, fit_min: 5)
-            """)
-        var engine = Engine(program: p)
-        var out: [EngineOutput] = []
-        for (i, v) in [1.0, 3, 2, 5, 4, 4, 4.5].enumerated() { engine.ingest(sample("s\(i)", v, day: i + 1), user: "u", now: close(i + 1), into: &out) }
-        engine.advance(to: close(7), into: &out)
+            """, [1.0, 3, 2, 5, 4, 4, 4.5])
         #expect(abs((out.series("c")[7]! ?? .nan) + 0.96) < 1e-9)  // m/s/d, the series' display unit
         #expect(abs((out.series("z")[7]! ?? .nan) + 1.6 / 2.52.squareRoot()) < 1e-9)
         // a clean stall: a line, then flat; the weights make the slope change exactly the lost slope
-        let flat = program(
+        let out2 = dailyOutputs(
             """
             series d = mean(walkingSpeed)
             series c = slope_change(d, 4 d, fit: 6 d)
-            """)
-        var e2 = Engine(program: flat)
-        var out2: [EngineOutput] = []
-        for (i, v) in [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.5, 1.5, 1.5, 1.5].enumerated() {
-            e2.ingest(sample("f\(i)", v, day: i + 1), user: "u", now: close(i + 1), into: &out2)
-        }
-        e2.advance(to: close(10), into: &out2)
+            """, [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.5, 1.5, 1.5, 1.5])
         #expect(abs((out2.series("c")[10]! ?? .nan) + 0.1) < 1e-9)
     }
 
@@ -188,16 +178,12 @@ import Testing
         // fit on days 1-5 [1, 3, 2, 5, 4]: slope 0.8, mean 3 at day 3, residuals 3.6 in all, variance 3.6 / 3 = 1.2;
         // recent days 6-7 [4, 4.5]: mean 4.25 at day 6.5, the line there 3 + 0.8 × 3.5 = 5.8, so
         // 1.55 below it; its variance 1.2/2 + 1.2/5 + 3.5² × 1.2/10 = 2.31: z = 1.55 / √2.31
-        let p = program(
+        let out = dailyOutputs(
             """
             series d = mean(walkingSpeed)
             series s = shortfall(d, 2 d, fit: 5 d, fit_min: 5)
             series z = shortfall_z(d, 2 d, fit: 5 d, fit_min: 5)
-            """)
-        var engine = Engine(program: p)
-        var out: [EngineOutput] = []
-        for (i, v) in [1.0, 3, 2, 5, 4, 4, 4.5].enumerated() { engine.ingest(sample("s\(i)", v, day: i + 1), user: "u", now: close(i + 1), into: &out) }
-        engine.advance(to: close(7), into: &out)
+            """, [1.0, 3, 2, 5, 4, 4, 4.5])
         #expect(abs((out.series("s")[7]! ?? .nan) - 1.55) < 1e-9)
         #expect(abs((out.series("z")[7]! ?? .nan) - 1.55 / 2.31.squareRoot()) < 1e-9)
         // day 6: the fit has only days 1-4 (fit_min 5): unknown
@@ -222,7 +208,7 @@ import Testing
 
     @Test func slopeBoundsMatchAReference() {
         // scipy.stats.linregress([0,1,2,3,4], [1,3,2,5,4]): slope 0.8, stderr 0.34641; t(0.95, 3) = 2.353
-        let p = program(
+        let out = dailyOutputs(
             """
             series d = mean(walkingSpeed)
             series b = slope(d, 5 d)
@@ -230,11 +216,7 @@ import Testing
             series lo = slope_lower(d, 5 d)
             series hi = slope_upper(d, 5 d)
             series sd = stddev(d, 5 d)
-            """)
-        var engine = Engine(program: p)
-        var out: [EngineOutput] = []
-        for (i, v) in [1.0, 3, 2, 5, 4].enumerated() { engine.ingest(sample("s\(i)", v, day: i + 1), user: "u", now: close(i + 1), into: &out) }
-        engine.advance(to: close(5), into: &out)
+            """, [1.0, 3, 2, 5, 4])
         func at5(_ n: String) -> Double { (out.series(n)[5] ?? nil) ?? .nan }
         #expect(abs(at5("b") - 0.8) < 1e-9)
         #expect(abs(at5("e") - 0.346_41) < 1e-5)
