@@ -16,6 +16,7 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CLibDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
@@ -30,7 +31,7 @@ let package = Package(
         .target(name: "RuleLanguage", dependencies: ["MobilityModel"], swiftSettings: strict),
         .target(name: "RuleEngine", dependencies: ["MobilityModel", "MobilityWire", "RuleLanguage"], swiftSettings: strict),
         .target(name: "MQTTTransport", dependencies: ["CMosquitto"], swiftSettings: strict),
-        .target(name: "StateStore", dependencies: ["CSQLite", "CZlib", "MobilityModel", "CareReports", "RuleEngine"], swiftSettings: strict),
+        .target(name: "StateStore", dependencies: ["CSQLite", "CLibDeflate", "MobilityModel", "CareReports", "RuleEngine"], swiftSettings: strict),
         // The state shared by instances: PostgreSQL behind the same StateBackend, fenced per partition.
         .target(name: "PostgresStore", dependencies: ["CLibPQ", "StateStore", "MobilityModel", "CareReports", "RuleEngine"], swiftSettings: strict),
         .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "MobilityModel"], swiftSettings: strict),
@@ -81,7 +82,7 @@ let package = Package(
             name: "SimulatorTests", dependencies: ["Simulator", "MobilityWire", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],
             exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(
-            name: "StateStoreTests", dependencies: ["StateStore", "CareReports", "CSQLite", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
+            name: "StateStoreTests", dependencies: ["StateStore", "CareReports", "CSQLite", "CZlib", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "PostgresStoreTests",

