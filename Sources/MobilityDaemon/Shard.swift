@@ -394,7 +394,10 @@ final class Shard: @unchecked Sendable {
         }
         do {
             let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked, history: pendingHistory)
-            var items = pendingOutbox
+            // Moved out, not copied: assigning the ids to a copy of the pending array copied every item.
+            var items: [StateStore.OutboxItem] = []
+            swap(&items, &pendingOutbox)
+            pendingOutbox.reserveCapacity(items.count)
             for k in items.indices { items[k].id = ids[k] }
             for u in users { ingestor.engine.markPersisted(u) }
             if all { pendingUsers.removeAll(keepingCapacity: true) } else { pendingUsers.subtract(users) }
