@@ -325,25 +325,35 @@ extension StateStore {
 
     /// ``pruneHistory(of:keepFrom:reportsFrom:)`` for several users in one transaction.
     @discardableResult
-    public func pruneHistory(_ users: [(user: String, keepFrom: DayNumber, reportsFrom: DayNumber)]) throws -> Int {
+    public func pruneHistory(_ users: [HistoryPrune]) throws -> Int {
         guard !users.isEmpty else { return 0 }
         return try lockedWrite { db in
-            let q = try db.prepare("DELETE FROM history WHERE user = ?1 AND ((kind IN (1, 2) AND day < ?2) OR (kind = 3 AND day < ?3))")
-            let d = try db.prepare("DELETE FROM history_days WHERE user = ?1 AND day < ?2")
-            var deleted = 0
-            for u in users {
-                q.bind(1, u.user)
-                q.bind(2, Int64(u.keepFrom))
-                q.bind(3, Int64(u.reportsFrom))
-                try q.run()
-                deleted += Int(db.changes)
-                d.bind(1, u.user)
-                d.bind(2, Int64(u.keepFrom))
-                try d.run()
-                deleted += Int(db.changes)
-            }
-            return deleted
+            try StateStore.prune(users, rows: try db.prepare(StateStore.pruneRowsSQL), days: try db.prepare(StateStore.pruneDaysSQL), changes: { db.changes })
         }
+    }
+
+    /// Deletes a user's alert and timeline rows before its `keepFrom` and weekly rows before its `reportsFrom`.
+    static let pruneRowsSQL = "DELETE FROM history WHERE user = ?1 AND ((kind IN (1, 2) AND day < ?2) OR (kind = 3 AND day < ?3))"
+    /// Deletes a user's series rows before its `keepFrom`.
+    static let pruneDaysSQL = "DELETE FROM history_days WHERE user = ?1 AND day < ?2"
+
+    /// Runs the prune statements for each user (inside the caller's transaction); returns the rows deleted.
+    static func prune(
+        _ users: [HistoryPrune], rows q: SQLiteDatabase.Statement, days d: SQLiteDatabase.Statement, changes: () -> Int32
+    ) throws(SQLiteError) -> Int {
+        var deleted = 0
+        for u in users {
+            q.bind(1, u.user)
+            q.bind(2, Int64(u.keepFrom))
+            q.bind(3, Int64(u.reportsFrom))
+            try q.run()
+            deleted += Int(changes())
+            d.bind(1, u.user)
+            d.bind(2, Int64(u.keepFrom))
+            try d.run()
+            deleted += Int(changes())
+        }
+        return deleted
     }
 
     /// Rows and bytes (keys and payloads; a series row holds a user-day) the history holds, for the benchmarks.
@@ -371,6 +381,10 @@ extension StateStore {
         return users
     }
 }
+
+/// What a weekly report prunes of its user's history: series, alert and timeline rows before
+/// `keepFrom`, weekly reports before `reportsFrom`.
+public typealias HistoryPrune = (user: String, keepFrom: DayNumber, reportsFrom: DayNumber)
 
 /// A user and a local day: the key of a packed series row.
 struct UserDay: Hashable {

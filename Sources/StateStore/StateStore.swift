@@ -262,6 +262,18 @@ public final class StateStore: @unchecked Sendable {
 
     /// Commits users, new outbox items and history rows in one transaction; returns the outbox ids in order.
     public func commit(users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64] = [], history: [HistoryRecord] = []) throws(SQLiteError) -> [Int64] {
+        try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, prune: [])
+    }
+
+    /// Commits weekly reports (their rows, replacing the due markers, and their outputs) and
+    /// prunes those users' history (``pruneHistory(_:)``) in one transaction; returns the outbox ids in order.
+    public func commitReports(outbox: [OutboxItem], history: [HistoryRecord], prune: [HistoryPrune]) throws(SQLiteError) -> [Int64] {
+        try commit(users: [], outbox: outbox, acknowledged: [], history: history, prune: prune)
+    }
+
+    private func commit(
+        users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64], history: [HistoryRecord], prune: [HistoryPrune]
+    ) throws(SQLiteError) -> [Int64] {
         try lock.withLock { _ throws(SQLiteError) in
             try statement(.begin).run()
             do {
@@ -322,6 +334,9 @@ public final class StateStore: @unchecked Sendable {
                         del.bind(2, run.upperBound)
                         try del.run()
                     }
+                }
+                if !prune.isEmpty {
+                    _ = try StateStore.prune(prune, rows: try statement(.pruneHistoryRows), days: try statement(.pruneHistoryDays), changes: { db.changes })
                 }
                 try statement(.commit).run()
                 return ids
@@ -461,7 +476,7 @@ func sqlite3ColumnIsNull(_ s: SQLiteDatabase.Statement, _ c: Int32) -> Bool { sq
 /// The statements of a commit, named so that finding one costs an array index, not hashing its SQL.
 private enum CommitSQL: Int, CaseIterable {
     case begin, upsertUser, deleteFoldedDays, upsertChunk, deleteChunksFrom, insertOutbox, deleteOutboxRun, upsertHistory, deleteTimelineRow, readHistoryDay,
-        writeHistoryDay, commit
+        writeHistoryDay, pruneHistoryRows, pruneHistoryDays, commit
 
     var text: String {
         switch self {
@@ -478,6 +493,8 @@ private enum CommitSQL: Int, CaseIterable {
         case .deleteTimelineRow: "DELETE FROM history WHERE user = ?1 AND kind = 2 AND key = ?2"
         case .upsertHistory:
             "INSERT INTO history (user, kind, key, day, value, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(user, kind, key, day) DO UPDATE SET value = ?5, payload = ?6"
+        case .pruneHistoryRows: StateStore.pruneRowsSQL
+        case .pruneHistoryDays: StateStore.pruneDaysSQL
         case .commit: "COMMIT"
         }
     }
