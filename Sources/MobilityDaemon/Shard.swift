@@ -150,7 +150,7 @@ final class Shard: @unchecked Sendable {
     /// the next commit, or at the next start.
     private func buildReports() {
         guard let reports, !dueWeeks.isEmpty else { return }
-        var rows: [HistoryRecord] = [], items: [StateStore.OutboxItem] = [], prune: [(user: String, keepFrom: DayNumber, reportsFrom: DayNumber)] = []
+        var rows: [HistoryRecord] = [], items: [StateStore.OutboxItem] = [], prune: [HistoryPrune] = []
         for d in dueWeeks.sorted(by: { ($0.week, $0.user) < ($1.week, $1.user) }) {
             let timeline = ingestor.engine.timeline(of: d.user)
             do {
@@ -165,9 +165,8 @@ final class Shard: @unchecked Sendable {
             }
         }
         do {
-            let ids = try store.commit(users: [], outbox: items, acknowledged: [], history: rows)
+            let ids = try store.commitReports(outbox: items, history: rows, prune: prune)  // one transaction (SQLite)
             for k in items.indices { items[k].id = ids[k] }
-            try store.pruneHistory(prune)
         } catch {
             log.error("cannot store weekly reports; they stay due", ["shard": String(index), "error": "\(error)"])
             return
@@ -394,7 +393,10 @@ final class Shard: @unchecked Sendable {
         }
         do {
             let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked, history: pendingHistory)
-            var items = pendingOutbox
+            // Moved out, not copied: assigning the ids to a copy of the pending array copied every item.
+            var items: [StateStore.OutboxItem] = []
+            swap(&items, &pendingOutbox)
+            pendingOutbox.reserveCapacity(items.count)
             for k in items.indices { items[k].id = ids[k] }
             for u in users { ingestor.engine.markPersisted(u) }
             if all { pendingUsers.removeAll(keepingCapacity: true) } else { pendingUsers.subtract(users) }

@@ -20,6 +20,12 @@ public protocol StateBackend: AnyObject, Sendable {
     /// rows (a series point replacing its day's earlier value), atomically; returns the new items'
     /// ids in order.
     func commit(users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord]) throws -> [Int64]
+    /// Commits weekly reports: their `history` rows (replacing the due markers) and `outbox`
+    /// items, then prunes the users' history as ``pruneHistory(_:)`` does; returns the items' ids
+    /// in order. ``StateStore`` does it in one transaction; the default (PostgreSQL) runs
+    /// ``commit(users:outbox:acknowledged:history:)``, then ``pruneHistory(_:)`` (a prune lost to a
+    /// crash between the two is done by the user's next report, which prunes from a later day).
+    func commitReports(outbox: [StateStore.OutboxItem], history: [HistoryRecord], prune: [HistoryPrune]) throws -> [Int64]
     /// The care-team history of a user from `from` through `through` (series in SI units, alert
     /// episodes), with the whole timeline; never waits for a commit.
     func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory
@@ -64,6 +70,15 @@ public protocol StateBackend: AnyObject, Sendable {
     var location: String { get }
     /// Housekeeping off the commit path, from a timer (SQLite: copies the WAL into the database file).
     func checkpoint() throws
+}
+
+extension StateBackend {
+    /// ``commit(users:outbox:acknowledged:history:)``, then ``pruneHistory(_:)``.
+    public func commitReports(outbox: [StateStore.OutboxItem], history: [HistoryRecord], prune: [HistoryPrune]) throws -> [Int64] {
+        let ids = try commit(users: [], outbox: outbox, acknowledged: [], history: history)
+        try pruneHistory(prune)
+        return ids
+    }
 }
 
 extension StateStore: StateBackend {

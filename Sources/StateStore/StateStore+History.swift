@@ -115,6 +115,7 @@ extension StateStore {
         var days: [(key: UserDay, points: [(id: Int64, value: Double?)])] = []
         var index: [UserDay: Int] = [:]
         var names: [(name: String, id: Int64)] = []
+        var current = -1  // the user-day of the last point (compared in place: a copy of it would copy its points on append)
         for r in rows {
             if r.kind == .series {
                 let id: Int64
@@ -124,16 +125,19 @@ extension StateStore {
                     id = try seriesID(r.key, unit: r.payload)
                     if names.count < 64 { names.append((r.key, id)) }
                 }
-                if let last = days.last, last.key.day == r.day, last.key.user == r.user {
-                    days[days.count - 1].points.append((id, r.value))
+                if current >= 0, days[current].key.day == r.day, days[current].key.user == r.user {
+                    days[current].points.append((id, r.value))
                 } else {
                     let key = UserDay(user: r.user, day: r.day)
                     if let k = index[key] {
-                        days[k].points.append((id, r.value))
+                        current = k
                     } else {
-                        index[key] = days.count
-                        days.append((key, [(id, r.value)]))
+                        current = days.count
+                        index[key] = current
+                        days.append((key, []))
+                        days[current].points.reserveCapacity(16)
                     }
+                    days[current].points.append((id, r.value))
                 }
                 continue
             }
@@ -153,7 +157,8 @@ extension StateStore {
         for (key, points) in days {
             readDay.bind(1, key.user)
             readDay.bind(2, Int64(key.day))
-            var packed = try readDay.step() ? SeriesDay(readDay.blob(0)) : SeriesDay()
+            var packed = SeriesDay(capacity: points.count)
+            if try readDay.step() { readDay.withBlob(0) { packed = SeriesDay(trusted: $0) } }
             readDay.reset()
             for p in points { packed.set(p.id, p.value) }
             writeDay.bind(1, key.user)
@@ -320,25 +325,35 @@ extension StateStore {
 
     /// ``pruneHistory(of:keepFrom:reportsFrom:)`` for several users in one transaction.
     @discardableResult
-    public func pruneHistory(_ users: [(user: String, keepFrom: DayNumber, reportsFrom: DayNumber)]) throws -> Int {
+    public func pruneHistory(_ users: [HistoryPrune]) throws -> Int {
         guard !users.isEmpty else { return 0 }
         return try lockedWrite { db in
-            let q = try db.prepare("DELETE FROM history WHERE user = ?1 AND ((kind IN (1, 2) AND day < ?2) OR (kind = 3 AND day < ?3))")
-            let d = try db.prepare("DELETE FROM history_days WHERE user = ?1 AND day < ?2")
-            var deleted = 0
-            for u in users {
-                q.bind(1, u.user)
-                q.bind(2, Int64(u.keepFrom))
-                q.bind(3, Int64(u.reportsFrom))
-                try q.run()
-                deleted += Int(db.changes)
-                d.bind(1, u.user)
-                d.bind(2, Int64(u.keepFrom))
-                try d.run()
-                deleted += Int(db.changes)
-            }
-            return deleted
+            try StateStore.prune(users, rows: try db.prepare(StateStore.pruneRowsSQL), days: try db.prepare(StateStore.pruneDaysSQL), changes: { db.changes })
         }
+    }
+
+    /// Deletes a user's alert and timeline rows before its `keepFrom` and weekly rows before its `reportsFrom`.
+    static let pruneRowsSQL = "DELETE FROM history WHERE user = ?1 AND ((kind IN (1, 2) AND day < ?2) OR (kind = 3 AND day < ?3))"
+    /// Deletes a user's series rows before its `keepFrom`.
+    static let pruneDaysSQL = "DELETE FROM history_days WHERE user = ?1 AND day < ?2"
+
+    /// Runs the prune statements for each user (inside the caller's transaction); returns the rows deleted.
+    static func prune(
+        _ users: [HistoryPrune], rows q: SQLiteDatabase.Statement, days d: SQLiteDatabase.Statement, changes: () -> Int32
+    ) throws(SQLiteError) -> Int {
+        var deleted = 0
+        for u in users {
+            q.bind(1, u.user)
+            q.bind(2, Int64(u.keepFrom))
+            q.bind(3, Int64(u.reportsFrom))
+            try q.run()
+            deleted += Int(changes())
+            d.bind(1, u.user)
+            d.bind(2, Int64(u.keepFrom))
+            try d.run()
+            deleted += Int(changes())
+        }
+        return deleted
     }
 
     /// Rows and bytes (keys and payloads; a series row holds a user-day) the history holds, for the benchmarks.
@@ -367,6 +382,10 @@ extension StateStore {
     }
 }
 
+/// What a weekly report prunes of its user's history: series, alert and timeline rows before
+/// `keepFrom`, weekly reports before `reportsFrom`.
+public typealias HistoryPrune = (user: String, keepFrom: DayNumber, reportsFrom: DayNumber)
+
 /// A user and a local day: the key of a packed series row.
 struct UserDay: Hashable {
     var user: String
@@ -380,8 +399,18 @@ struct SeriesDay {
 
     init() {}
 
+    /// An empty row with room for `capacity` points.
+    init(capacity: Int) { points.reserveCapacity(capacity) }
+
     /// Reads trusted bytes (written by this store in the same transaction's read).
     init(_ bytes: [UInt8]) { self = SeriesDay(validating: bytes) ?? SeriesDay() }
+
+    /// Reads trusted bytes in place (a row as the store holds it; malformed bytes read as an empty row, as ``init(_:)``).
+    init(trusted b: UnsafeRawBufferPointer) {
+        var points: [(id: Int64, value: Double?)] = []
+        points.reserveCapacity(b.count / 5)
+        if SeriesDay.visit(b, { points.append(($0, $1)) }) { self.points = points }
+    }
 
     /// Reads bytes; nil if they are not a well-formed row.
     init?(validating b: [UInt8]) {
@@ -424,20 +453,24 @@ struct SeriesDay {
 
     /// The row's bytes.
     var bytes: [UInt8] {
-        var b: [UInt8] = [UInt8(points.count & 0xff), UInt8(points.count >> 8)]
-        b.reserveCapacity(2 + points.count * 13)
-        for p in points {
-            let id = UInt32(truncatingIfNeeded: p.id)
-            for k in 0..<4 { b.append(UInt8(truncatingIfNeeded: id >> (8 * k))) }
-            if let v = p.value {
-                b.append(1)
-                let bits = v.bitPattern
-                for k in 0..<8 { b.append(UInt8(truncatingIfNeeded: bits >> (8 * k))) }
-            } else {
-                b.append(0)
+        let size = points.reduce(2) { $0 + ($1.value == nil ? 5 : 13) }
+        return [UInt8](unsafeUninitializedCapacity: size) { b, count in
+            let raw = UnsafeMutableRawBufferPointer(b)
+            raw.storeBytes(of: UInt16(truncatingIfNeeded: points.count).littleEndian, toByteOffset: 0, as: UInt16.self)
+            var i = 2
+            for p in points {
+                raw.storeBytes(of: UInt32(truncatingIfNeeded: p.id).littleEndian, toByteOffset: i, as: UInt32.self)
+                if let v = p.value {
+                    raw[i + 4] = 1
+                    raw.storeBytes(of: v.bitPattern.littleEndian, toByteOffset: i + 5, as: UInt64.self)
+                    i += 13
+                } else {
+                    raw[i + 4] = 0
+                    i += 5
+                }
             }
+            count = i
         }
-        return b
     }
 }
 

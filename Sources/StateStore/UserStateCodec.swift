@@ -166,15 +166,29 @@ enum UserStateCodec {
     static func encode(day values: ArraySlice<StoredValue>, chunk: Int) -> [UInt8] {
         let lo = values.startIndex + chunk * StateStore.chunkSize, hi = Swift.min(values.endIndex, lo + StateStore.chunkSize)
         var w = Writer()
-        w.bytes.reserveCapacity(4 + (hi - lo) * 26)
+        w.bytes.reserveCapacity(4 + (hi - lo) * valueBytes)
         encodeValues(values[lo..<hi], &w)
         return w.bytes
     }
 
+    /// The bytes of one value: its id, value and end (8 bytes each, little endian), metric, provenance.
+    static let valueBytes = 26
+
+    /// Writes a count and the values (``valueBytes`` each). The bytes are stored in place in one
+    /// grown buffer: three appends of 8 bytes a value were most of a commit's encoding.
     static func encodeValues(_ values: ArraySlice<StoredValue>, _ w: inout Writer) {
         w.i32(Int32(values.count))
-        for v in values {
-            w.i64(Int64(bitPattern: v.id.rawValue)); w.f64(v.value); w.i64(v.end.milliseconds); w.u8(v.metric.rawValue); w.u8(v.provenance.rawValue)
+        var o = w.bytes.count
+        w.bytes.append(contentsOf: repeatElement(0, count: values.count * valueBytes))
+        w.bytes.withUnsafeMutableBytes { raw in
+            for v in values {
+                raw.storeBytes(of: v.id.rawValue.littleEndian, toByteOffset: o, as: UInt64.self)
+                raw.storeBytes(of: v.value.bitPattern.littleEndian, toByteOffset: o + 8, as: UInt64.self)
+                raw.storeBytes(of: v.end.milliseconds.littleEndian, toByteOffset: o + 16, as: Int64.self)
+                raw[o + 24] = v.metric.rawValue
+                raw[o + 25] = v.provenance.rawValue
+                o += valueBytes
+            }
         }
     }
 

@@ -149,6 +149,32 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases)
+    func reportsCommitWithTheirOutputsAndPruneTheUsersHistory(_ backend: Backend) throws {
+        let (store, _) = try backend.make()
+        let old = SeriesPoint(user: "jamie", name: "speed_p95", day: CivilDate(parsing: "2026-02-20")!, value: 1.0, unit: "m/s")
+        let kept = SeriesPoint(user: "jamie", name: "speed_p95", day: CivilDate(parsing: "2026-03-08")!, value: 1.2, unit: "m/s")
+        _ = try store.commit(
+            users: [], outbox: [], acknowledged: [],
+            history: [
+                .series(old), .series(kept), HistoryRecord(user: "jamie", kind: .weekly, key: "2025-W01", day: day("2025-01-01"), payload: [1]),
+                HistoryRecord(user: "jamie", kind: .weekly, key: "2026-W10", day: day("2026-03-02"))
+            ])
+        #expect(try store.dueReports().map(\.week) == ["2026-W10"])
+        let payload = Array("{\"week\":\"2026-W10\"}".utf8)
+        let ids = try store.commitReports(
+            outbox: [.init(topic: "r/jamie", payload: payload, retain: true), .init(topic: "t/jamie", payload: payload, retain: false)],
+            history: [HistoryRecord(user: "jamie", kind: .weekly, key: "2026-W10", day: day("2026-03-02"), payload: payload)],
+            prune: [(user: "jamie", keepFrom: day("2026-03-01"), reportsFrom: day("2026-01-01"))])
+        #expect(ids.count == 2 && ids[0] < ids[1])
+        #expect(try store.dueReports().isEmpty)
+        #expect(try store.weeklyReport(of: "jamie", week: nil).map { $0.week } == "2026-W10")
+        #expect(try store.reportWeeks(of: "jamie") == ["2026-W10"])  // 2025-W01 pruned
+        #expect(try store.history(of: "jamie", from: .min, through: .max).series["speed_p95"]?.keys.sorted() == [day("2026-03-08")])
+        let (_, outbox) = try store.load(alertNames: [], prepare: { $0 })
+        #expect(outbox.map(\.id) == ids && outbox.map(\.topic) == ["r/jamie", "t/jamie"] && outbox.allSatisfy { $0.payload == payload })
+    }
+
+    @Test(arguments: Backend.allCases)
     func anUnreadableHistoryRowIsAnErrorNotAGuess(_ backend: Backend) throws {
         let (store, _) = try backend.make()
         _ = try store.commit(

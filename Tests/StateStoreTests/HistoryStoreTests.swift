@@ -147,5 +147,10 @@ import Testing
         #expect(SeriesDay(validating: bytes)?.points.map(\.value) == [-0.5, nil])
         for cut in 0..<bytes.count { #expect(SeriesDay(validating: Array(bytes.prefix(cut))) == nil, "cut at \(cut)") }
         #expect(SeriesDay(validating: bytes + [0]) == nil)
+        // The layout: a u16 count, then each point's u32 id, a flag and, with a value, its 8 bytes.
+        let bits = (-0.5).bitPattern
+        #expect(bytes == [2, 0, 3, 0, 0, 0, 1] + (0..<8).map { UInt8(truncatingIfNeeded: bits >> (8 * $0)) } + [0x70, 0x11, 0x01, 0x00, 0])
+        bytes.withUnsafeBytes { raw in #expect(SeriesDay(trusted: raw).bytes == bytes) }
+        #expect([UInt8]([0xff]).withUnsafeBytes { SeriesDay(trusted: $0).points.isEmpty })  // malformed: an empty row, as init(_:)
     }
 }

@@ -14,7 +14,37 @@ private func tempDir() -> String {
     return d
 }
 
+/// The page size of the database at `path`.
+private func pageSize(_ path: String) -> Int64 {
+    var db: OpaquePointer?
+    guard sqlite3_open(path, &db) == SQLITE_OK else { return -1 }
+    defer { sqlite3_close(db) }
+    var s: OpaquePointer?
+    sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &s, nil)
+    defer { sqlite3_finalize(s) }
+    return sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1
+}
+
 @Suite struct StateStoreTests {
+    /// A new store has 8 KiB pages (a full open-day chunk row fits in its page); a store made
+    /// with 4 KiB pages keeps them and works as before.
+    @Test func aNewStoreHas8KiBPagesAndAnOlderOneKeepsItsOwn() throws {
+        let dir = tempDir()
+        let fresh = dir + "/new.sqlite"
+        _ = try StateStore(path: fresh).commit(users: [], outbox: [.init(topic: "t", payload: [1], retain: false)])
+        #expect(pageSize(fresh) == 8192)
+        let older = dir + "/old.sqlite"
+        var db: OpaquePointer?
+        #expect(sqlite3_open(older, &db) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "PRAGMA page_size=4096; PRAGMA journal_mode=WAL; CREATE TABLE before_us (x);", nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(db)
+        let payload = [UInt8](repeating: 7, count: 3_000)
+        let ids = try StateStore(path: older).commit(users: [], outbox: [.init(topic: "t", payload: payload, retain: true)])
+        #expect(pageSize(older) == 4096)
+        let (_, outbox) = try StateStore(path: older).load()
+        #expect(outbox.map(\.id) == ids && outbox.first?.payload == payload)
+    }
+
     /// A user state with every kind of content, built through the real engine.
     func populatedEngine() throws -> Engine {
         let p = try #require(

@@ -124,4 +124,36 @@ import Testing
         let plain = try UserStateCodec.decode(user: "u", bytes)
         #expect(plain.restored.alerts == ["stalled_recovery_long_name": firing, "gone": pending])
     }
+
+    /// A chunk row is its count and each value's id, value and end (8 bytes each, little endian),
+    /// metric and provenance: the layout the store has always written (the encoder now stores
+    /// the bytes in place).
+    @Test func aChunkRowIsItsValuesLaidOutInOrder() throws {
+        func le<T: FixedWidthInteger>(_ v: T) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
+        var values: [StoredValue] = []
+        for i in 0..<70 {
+            let id = SampleID(rawValue: 0x0102_0304_0506_0700 &+ UInt64(i))
+            let metric: MetricKind = i % 2 == 0 ? .walkingSpeed : .walkingDoubleSupportPercentage
+            let value: Double = i == 3 ? -0.0 : 1.5 + Double(i)
+            let end = Timestamp(milliseconds: Int64(1_000 * i - 5))
+            let provenance: Provenance = i % 3 == 0 ? .userEntered : .device
+            values.append(StoredValue(id: id, metric: metric, value: value, end: end, provenance: provenance))
+        }
+        let chunks: [(chunk: Int, range: Range<Int>)] = [(0, 0..<64), (1, 64..<70)]
+        for (chunk, range) in chunks {
+            var expected: [UInt8] = le(Int32(range.count))
+            for v in values[range] {
+                expected += le(v.id.rawValue)
+                expected += le(v.value.bitPattern)
+                expected += le(v.end.milliseconds)
+                expected += [v.metric.rawValue, v.provenance.rawValue]
+            }
+            let bytes = UserStateCodec.encode(day: values[...], chunk: chunk)
+            #expect(bytes == expected, "chunk \(chunk)")
+            var back: [StoredValue] = []
+            try UserStateCodec.decodeChunk(bytes, user: "u", into: &back)
+            #expect(back == Array(values[range]))
+        }
+        #expect(UserStateCodec.encode(day: values[64...], chunk: 0).count == 4 + 6 * UserStateCodec.valueBytes)  // a slice of a day
+    }
 }
