@@ -36,6 +36,20 @@ public enum ISO8601 {
 
     /// Parses UTF-8 bytes; see ``parse(_:)``.
     public static func parse(utf8 b: UnsafeBufferPointer<UInt8>) -> (Timestamp, offsetSeconds: Int32)? {
+        var dates = DateCache()
+        return parse(utf8: b, dates: &dates)
+    }
+
+    /// Parses UTF-8 bytes, reusing the date part of the previous timestamp read through `dates`
+    /// when it is the same; the same results and rejections as ``parse(utf8:)``.
+    public static func parse(utf8 b: UnsafeBufferPointer<UInt8>, dates: inout DateCache) -> (Timestamp, offsetSeconds: Int32)? {
+        if let t = parseFixed(b, dates: &dates) { return t }
+        return parseGeneral(utf8: b)
+    }
+
+    /// The general parser of every accepted form, byte by byte (the fixed-offset forms go
+    /// through ``parseFixed(_:dates:)`` first).
+    static func parseGeneral(utf8 b: UnsafeBufferPointer<UInt8>) -> (Timestamp, offsetSeconds: Int32)? {
         var i = 0
         let n = b.count
         @inline(__always) func digits(_ count: Int) -> Int? {

@@ -34,8 +34,12 @@ extension WireDecoder {
         guard count <= maxBatch else { return .failure(Rejection(.tooManyItems, "batch of \(count) items exceeds the limit of \(maxBatch)")) }
         var out: [Item<Sample>] = []
         out.reserveCapacity(count)
+        // What the items of one payload repeat: the dates of their timestamps, their bundle id.
+        var repeats = PayloadRepeats()
         // Each item by pointer: the C struct is ~300 bytes, and passing it by value copied it.
-        for idx in 0..<count { out.append(sample(doc.items + idx, members: doc.members, user: user, index: count > 1 ? idx : nil)) }
+        for idx in 0..<count {
+            out.append(sample(doc.items + idx, members: doc.members, user: user, index: count > 1 ? idx : nil, repeats: &repeats))
+        }
         return .success(out)
     }
 
@@ -69,7 +73,9 @@ extension WireDecoder {
     }
 
     /// Validates one sample item's fields.
-    private func sample(_ fp: UnsafePointer<mw_sample_fields>, members: UnsafePointer<mw_json_member>?, user: String, index: Int?) -> Item<Sample> {
+    private func sample(
+        _ fp: UnsafePointer<mw_sample_fields>, members: UnsafePointer<mw_json_member>?, user: String, index: Int?, repeats: inout PayloadRepeats
+    ) -> Item<Sample> {
         // Every rejection names the item's position in a batch, and its id once known.
         func reject(_ r: Rejection, id: String? = nil) -> Item<Sample> { var r = r; r.itemID = id; r.index = index; return .failure(r) }
         guard fp.pointee.is_object != 0 else { return reject(Rejection(.invalidField, "a sample must be a JSON object")) }
@@ -112,11 +118,11 @@ extension WireDecoder {
             return fail(Rejection(.outOfRange, "\(metric.name) value \(raw) \(fp.pointee.unit.text) is outside the plausible range"))
         }
         let start: (Timestamp, offsetSeconds: Int32), end: (Timestamp, offsetSeconds: Int32)
-        switch fp.pointee.start.time("start") {
+        switch fp.pointee.start.time("start", dates: &repeats.dates) {
         case .success(let t): start = t;
         case .failure(let r): return fail(r)
         }
-        switch fp.pointee.end.time("end") {
+        switch fp.pointee.end.time("end", dates: &repeats.dates) {
         case .success(let t): end = t;
         case .failure(let r): return fail(r)
         }
@@ -159,7 +165,7 @@ extension WireDecoder {
             guard fp.pointee.source.type == UInt8(MW_OBJECT.rawValue) else { return fail(Rejection(.invalidField, "field 'source' must be an object")) }
             if fp.pointee.bundle_id.type != UInt8(MW_ABSENT.rawValue) {
                 guard fp.pointee.bundle_id.isString else { return fail(Rejection(.invalidField, "field 'source.bundleId' must be a string")) }
-                bundleId = fp.pointee.bundle_id.text
+                bundleId = repeats.bundleId.string(fp.pointee.bundle_id.bytes)
             }
         }
         var timeZone: String?

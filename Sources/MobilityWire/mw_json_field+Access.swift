@@ -22,10 +22,10 @@ extension mw_json_field {
     /// A required string field.
     func string(_ key: String) -> Result<String, Rejection> { isString ? .success(text) : .failure(typeError(key)) }
 
-    /// A required ISO 8601 timestamp field.
-    func time(_ key: String) -> Result<(Timestamp, offsetSeconds: Int32), Rejection> {
+    /// A required ISO 8601 timestamp field, its date part read through the payload's `dates`.
+    func time(_ key: String, dates: inout ISO8601.DateCache) -> Result<(Timestamp, offsetSeconds: Int32), Rejection> {
         guard isString else { return .failure(typeError(key)) }
-        guard let t = ISO8601.parse(utf8: bytes) else {
+        guard let t = ISO8601.parse(utf8: bytes, dates: &dates) else {
             return .failure(Rejection(.invalidField, "field '\(key)' must be an ISO 8601 timestamp with offset"))
         }
         return .success(t)
