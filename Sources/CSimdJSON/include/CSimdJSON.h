@@ -1,7 +1,7 @@
 #ifndef MOBILITYWATCH_CSIMDJSON_H
 #define MOBILITYWATCH_CSIMDJSON_H
 /*
- * A C API over Debian's simdjson (libsimdjson-dev, C++ on-demand API) for the one hot payload:
+ * A C API over Debian's simdjson (libsimdjson-dev, C++ DOM API: the whole payload is validated) for the one hot payload:
  * MobilityWatch sample objects, one or an array. The whole document is validated (RFC 8259,
  * UTF-8, nesting depth); the fields the wire contract names are reported flat, strings as
  * pointers into the parser's buffers (valid until the next call on the same parser). What the
