@@ -80,6 +80,30 @@ public struct AlertStateMachine: Hashable, Sendable {
     /// Whether the alert is firing.
     public var isFiring: Bool { if case .firing = state { return true } else { return false } }
 
+    /// How much of the condition an evaluation at `at` reads (``evaluate``): nothing when the
+    /// evaluation is stale or an inactive alert is in its cooldown; only whether it is true when
+    /// inactive or pending (false and unknown act alike there); its value when firing (unknown
+    /// holds the alert, false counts towards resolving it). The engine evaluates no more of a
+    /// rule than this, so that on most days the lets behind a false first clause are never read.
+    public func conditionUse(at: Int64) -> ConditionUse {
+        guard at > lastEvaluated else { return .none }
+        switch state {
+        case .inactive: return at >= quietUntil ? .truth : .none
+        case .pending: return .truth
+        case .firing: return .value
+        }
+    }
+
+    /// What ``conditionUse(at:)`` says an evaluation reads of the condition.
+    public enum ConditionUse: Hashable, Sendable {
+        /// Nothing: any value gives the same action and state.
+        case none
+        /// Whether it is true: false and unknown give the same action and state.
+        case truth
+        /// True, false or unknown.
+        case value
+    }
+
     /// Feeds one evaluation.
     /// - Parameters:
     ///   - condition: true, false, or nil for unknown.

@@ -422,8 +422,14 @@ public struct Engine: Sendable {
     ) {
         let j = ev.alert
         let inhibited = rule.inhibitedBy.contains { ev.user.alertStates[$0].isFiring }
-        let cond = inhibited ? nil : ev.condition(j, day)
         var sm = ev.user.alertStates[j]
+        // Only as much of the condition as the state machine reads (false stands for "not true").
+        let cond: Bool?
+        switch inhibited ? .none : sm.conditionUse(at: at) {
+        case .none: cond = nil
+        case .truth: cond = ev.conditionHolds(j, day)
+        case .value: cond = ev.condition(j, day)
+        }
         let wasFiring = sm.isFiring
         let action = sm.evaluate(
             cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,

@@ -57,6 +57,12 @@ struct Evaluator {
         if !far.isEmpty { far.removeAll(keepingCapacity: true) }
     }
 
+    /// Whether series or let `slot` has a memoised value for day `d` (what an evaluation read).
+    mutating func isMemoised(_ slot: Int, _ d: DayNumber) -> Bool {
+        for kind: Int64 in 1...3 { if case .known = recall(kind, slot, d) { return true } }
+        return false
+    }
+
     /// The near-memo index of (slot, day), or nil when the day is outside the span.
     @inline(__always) private mutating func nearIndex(_ slot: Int, _ d: DayNumber) -> Int? {
         if memoTop == .min {
@@ -183,10 +189,28 @@ struct Evaluator {
     /// An alert's condition (`alert` set) on day `d`.
     mutating func condition(_ j: Int, _ d: DayNumber) -> Bool? { boolean(code.conditions[j], d) }
 
+    /// Whether an alert's condition (`alert` set) is true on day `d`: its `and`, `or` and `not`
+    /// read only the operands that can still make it true (an unknown first clause of an `and`
+    /// settles it, where the three-valued value would read the second to tell false from
+    /// unknown).
+    mutating func conditionHolds(_ j: Int, _ d: DayNumber) -> Bool { holds(code.conditions[j], d, true) }
+
+    /// Whether boolean node `n` is `want` on day `d` (unknown is neither).
+    mutating func holds(_ n: Int32, _ d: DayNumber, _ want: Bool) -> Bool {
+        switch code.nodes[Int(n)] {
+        case .not(let x): return holds(x, d, !want)
+        case .binary(.and, let l, let r):
+            return want ? holds(l, d, true) && holds(r, d, true) : holds(l, d, false) || holds(r, d, false)
+        case .binary(.or, let l, let r):
+            return want ? holds(l, d, true) || holds(r, d, true) : holds(l, d, false) && holds(r, d, false)
+        default: return boolean(n, d) == want
+        }
+    }
+
     /// Whether the sample passes an alert's filter (true when it has none).
     mutating func passesFilter(_ j: Int, _ d: DayNumber) -> Bool {
         let f = code.filters[j]
-        return f < 0 || boolean(f, d) == true
+        return f < 0 || holds(f, d, true)
     }
 
     /// The days alert `j`'s condition read on day `d`: the trailing span (cut at the segment
