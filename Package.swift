@@ -90,7 +90,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "mobilityctlTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "MobilityFHIRTests", dependencies: ["MobilityFHIR", "MobilityModel", "RuleLanguage", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "MobilityFHIRTests", dependencies: ["MobilityFHIR", "MobilityModel", "RuleLanguage", "TestSupport"], exclude: ["Golden"],
+            swiftSettings: strict),
         .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "CareReportsTests",

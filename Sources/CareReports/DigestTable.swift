@@ -25,20 +25,40 @@ enum DigestTable {
     /// Digits for a unit: whole metres, two decimals for speeds and fractions, one for percent.
     private static func decimals(_ u: DisplayUnit) -> Int { u.symbol == "%" ? 1 : u.symbol == "m" || u.symbol == "ft" ? 0 : 2 }
 
-    private static func table(_ caption: String, _ head: [String], _ rows: [[(String, Bool)]], into m: inout Markup) {
+    /// A table in a horizontally scrolling box. `rows` are cells with whether each is a number
+    /// (right-aligned); a row's first cell is its header, a name or label that may break after an
+    /// underscore. `classes` name the table and, by column, its head and body cells (for the phone
+    /// layout of the style sheet); without rows the table holds one full-width cell saying `empty`.
+    private static func table(
+        _ caption: String, _ head: [String], _ rows: [[(String, Bool)]], empty: String? = nil, classes: (table: String, columns: [String])? = nil,
+        into m: inout Markup
+    ) {
+        func attributes(_ column: Int, numeric: Bool = false) -> [(String, String)] {
+            let c = [classes.flatMap { column < $0.columns.count ? $0.columns[column] : nil } ?? "", numeric ? "num" : ""].filter { !$0.isEmpty }
+            return c.isEmpty ? [] : [("class", c.joined(separator: " "))]
+        }
         m.open("div", [("class", "scroll")])
-        m.open("table")
+        m.open("table", classes.map { [("class", $0.table)] } ?? [])
         m.element("caption", text: caption)
         m.open("thead")
         m.open("tr")
-        for h in head { m.element("th", [("scope", "col")], text: h) }
+        for (i, h) in head.enumerated() { m.element("th", [("scope", "col")] + attributes(i), text: h) }
         m.close("tr")
         m.close("thead")
         m.open("tbody")
+        if rows.isEmpty, let empty {
+            m.open("tr")
+            m.element("td", [("class", "empty"), ("colspan", String(head.count))], text: empty)
+            m.close("tr")
+        }
         for r in rows {
             m.open("tr")
             for (i, (cell, numeric)) in r.enumerated() {
-                if i == 0 { m.element("th", [("scope", "row")], text: cell) } else { m.element("td", numeric ? [("class", "num")] : [], text: cell) }
+                if i == 0 {
+                    m.element("th", [("scope", "row")] + attributes(i), breakingAfterUnderscores: cell)
+                } else {
+                    m.element("td", attributes(i, numeric: numeric), text: cell)
+                }
             }
             m.close("tr")
         }
@@ -90,8 +110,7 @@ enum DigestTable {
                 (e.provisional ? "provisional (uncalibrated or capped)" : "calibrated", false)
             ])
         }
-        if rows.isEmpty { rows.append([("No six-minute walk this week", false), ("", false), ("", true), ("", false)]) }
-        table("Six-minute walks of the week", ["Source", "Day", "Distance", "Status"], rows, into: &m)
+        table("Six-minute walks of the week", ["Source", "Day", "Distance", "Status"], rows, empty: "No six-minute walk this week", into: &m)
     }
 
     private static func conditions(_ digest: WeeklyDigest, into m: inout Markup) {
@@ -106,25 +125,27 @@ enum DigestTable {
     }
 
     private static func alerts(_ digest: WeeklyDigest, into m: inout Markup) {
-        var rows = digest.alerts.prefix(100).map { a -> [(String, Bool)] in
+        let rows = digest.alerts.prefix(100).map { a -> [(String, Bool)] in
             [
                 (a.episode.rule, false), (a.episode.severity.rawValue, false), (a.state.rawValue, false), (NumberText.iso(a.episode.firedDay), false),
                 (a.episode.resolvedDay.map(NumberText.iso) ?? "still active", false), (XMLText.bounded(a.episode.reportedSummary), false)
             ]
         }
-        if rows.isEmpty { rows.append([("No alert fired, was active or resolved", false), ("", false), ("", false), ("", false), ("", false), ("", false)]) }
-        table("Alerts of the week", ["Rule", "Severity", "This week", "Fired", "Resolved", "Summary"], rows, into: &m)
+        // On a phone the summary, a sentence, goes on its own full-width line under the alert's other
+        // cells (the style sheet's `table.alerts`), so that those keep readable widths.
+        table(
+            "Alerts of the week", ["Rule", "Severity", "This week", "Fired", "Resolved", "Summary"], rows,
+            empty: "No alert fired, was active or resolved", classes: ("alerts", ["rule", "", "", "day", "day", "summary"]), into: &m)
     }
 
     private static func annotations(_ digest: WeeklyDigest, into m: inout Markup) {
-        var rows = digest.annotations.prefix(100).map { a -> [(String, Bool)] in
+        let rows = digest.annotations.prefix(100).map { a -> [(String, Bool)] in
             [
                 (NumberText.kind(XMLText.bounded(a.kind, limit: 60)), false), (a.category.description, false),
                 (a.firstDay == a.lastDay ? NumberText.iso(a.firstDay) : "\(NumberText.iso(a.firstDay)) to \(NumberText.iso(a.lastDay))", false),
                 (a.note.map { XMLText.bounded($0) } ?? "", false)
             ]
         }
-        if rows.isEmpty { rows.append([("No clinical event or annotation", false), ("", false), ("", false), ("", false)]) }
-        table("Clinical events and annotations of the week", ["Kind", "Category", "Days", "Note"], rows, into: &m)
+        table("Clinical events and annotations of the week", ["Kind", "Category", "Days", "Note"], rows, empty: "No clinical event or annotation", into: &m)
     }
 }

@@ -32,6 +32,21 @@ struct Markup {
         }
     }
 
+    /// `<name a="v"…>text</name>` with a line-break opportunity (`<wbr/>`) after each `_` of
+    /// `content`, so that a long name such as `gait_quality_explanation` wraps at its words on a
+    /// narrow screen (and copies whole).
+    mutating func element(_ name: String, _ attributes: [(String, String)] = [], breakingAfterUnderscores content: String) {
+        start(name, attributes)
+        text += ">"
+        var first = true
+        for part in content.split(separator: "_", omittingEmptySubsequences: false) {
+            if !first { text += "_<wbr/>" }
+            text += XMLText.escape(String(part))
+            first = false
+        }
+        close(name)
+    }
+
     /// Escaped text.
     mutating func add(_ content: String) { text += XMLText.escape(content) }
 

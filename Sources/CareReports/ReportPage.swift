@@ -81,8 +81,10 @@ public enum ReportPage {
         m.trusted("\n")
     }
 
-    /// The style sheet: phone first, wider on a desk, black on white on paper. It holds no `<` or
-    /// `&`, so it is valid XML text.
+    /// The style sheet: phone first, wider on a desk, black on white on paper. On a phone the alerts
+    /// table is a grid whose summary, a sentence, has a full-width line of its own under the rule,
+    /// severity and days, and a rule name breaks after its underscores (on a desk it stays whole).
+    /// It holds no `<` or `&`, so it is valid XML text.
     private static let style: StaticString = """
         body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;color:#1a1a1a;background:#fff;margin:0 auto;max-width:780px;padding:10px 12px;line-height:1.4;font-size:15px}
         h1{font-size:1.35em;margin:.3em 0}
@@ -100,7 +102,18 @@ public enum ReportPage {
         th,td{border-bottom:1px solid #d0d0d0;padding:4px 6px;text-align:left;vertical-align:top}
         thead th{border-bottom:2px solid #888}
         td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
-        @media (max-width:480px){body{font-size:14px;padding:8px}table{font-size:.78em}th,td{padding:3px 3px}td.num{white-space:normal}th,td{overflow-wrap:anywhere}}
+        td.empty{color:#555}
+        .alerts .day,.alerts .rule{white-space:nowrap}
+        .alerts .rule wbr{display:none}
+        @media (max-width:480px){body{font-size:14px;padding:8px}table{font-size:.78em}th,td{padding:3px 3px}td.num{white-space:normal}th,td{overflow-wrap:anywhere}
+        table.alerts,table.alerts caption,table.alerts thead,table.alerts tbody{display:block}
+        table.alerts tr{display:grid;grid-template-columns:minmax(0,1.5fr) minmax(0,1fr) minmax(0,1fr) minmax(0,1.15fr) minmax(0,1.15fr);border-bottom:1px solid #d0d0d0}
+        table.alerts thead tr{border-bottom:2px solid #888}
+        table.alerts th,table.alerts td{border:0}
+        table.alerts .rule{white-space:normal}
+        table.alerts .rule wbr{display:inline}
+        table.alerts .summary,table.alerts .empty{grid-column:1/-1}
+        table.alerts td.summary{padding-top:0;padding-bottom:5px}}
         @media print{body{max-width:none;padding:0;font-size:10pt}.scroll{overflow:visible}.chart-card{margin-bottom:8mm}.explanation{background:none}}
 
         """

@@ -33,13 +33,13 @@ struct FHIROutputs {
         switch o {
         case .alert(let a):
             let topic = "\(root)/fhir/users/\(a.user)/Flag/\(FlagResource.id(of: a))"
-            let payload = Array(FlagResource.json(a).utf8)
+            let payload = FlagResource.jsonBytes(a)
             if a.status == .firing { return [.init(topic: topic, payload: payload, retain: true)] }
             return [.init(topic: topic, payload: payload, retain: false), .init(topic: topic, payload: [], retain: true)]
         case .series(let s):
-            guard observations, let json = ObservationResource.json(s, meaning: meanings[s.name]) else { return [] }
+            guard observations, let json = ObservationResource.jsonBytes(s, meaning: meanings[s.name]) else { return [] }
             let id = ObservationResource.id(user: s.user, series: s.name, day: s.day)
-            return [.init(topic: "\(root)/fhir/users/\(s.user)/Observation/\(id)", payload: Array(json.utf8), retain: false)]
+            return [.init(topic: "\(root)/fhir/users/\(s.user)/Observation/\(id)", payload: json, retain: false)]
         case .rejected: return []
         }
     }

@@ -464,7 +464,7 @@ extension Shard {
         case .series: return []  // a user-day's series leave together: SeriesBundler
         case .rejected(let user, let topic, let r):
             return [
-                .init(topic: user.map { layout.rejected($0) } ?? layout.rejectedUnknown, payload: Array(r.json(user: user, topic: topic).utf8), retain: false)
+                .init(topic: user.map { layout.rejected($0) } ?? layout.rejectedUnknown, payload: r.jsonBytes(user: user, topic: topic), retain: false)
             ]
         }
     }

@@ -9,11 +9,14 @@ public enum FlagResource {
     /// The resource id of an alert instance's Flag (`mw-flag-` and the instance id).
     public static func id(of a: AlertTransition) -> String { "mw-flag-" + (FHIRSubject.isFHIRID(a.id) ? a.id : FHIRSubject.hash([a.id])) }
 
-    /// The Flag's JSON.
-    public static func json(_ a: AlertTransition) -> String {
+    /// The Flag's JSON, as text.
+    public static func json(_ a: AlertTransition) -> String { String(decoding: jsonBytes(a), as: UTF8.self) }
+
+    /// The Flag's JSON as the bytes that are published.
+    public static func jsonBytes(_ a: AlertTransition) -> [UInt8] {
         var w = JSONWriter()
         write(a, into: &w)
-        return w.text
+        return w.bytes
     }
 
     /// Writes the Flag as a JSON object (an array element or the top-level value).

@@ -12,12 +12,19 @@ public enum ObservationResource {
         "mw-obs-" + FHIRSubject.hash([user, series, day.description])
     }
 
-    /// The Observation's JSON; nil for a missing value that revises nothing (there is nothing to say).
+    /// The Observation's JSON as text; nil for a missing value that revises nothing (there is
+    /// nothing to say).
     public static func json(_ p: SeriesPoint, meaning: SeriesMeaning?) -> String? {
+        jsonBytes(p, meaning: meaning).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The Observation's JSON as the bytes that are published; nil for a missing value that
+    /// revises nothing.
+    public static func jsonBytes(_ p: SeriesPoint, meaning: SeriesMeaning?) -> [UInt8]? {
         guard p.value != nil || p.revised else { return nil }
         var w = JSONWriter()
         write(p, meaning: meaning, into: &w)
-        return w.text
+        return w.bytes
     }
 
     /// Writes the Observation as a JSON object. A missing value (a revised day whose data went

@@ -47,8 +47,11 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
     /// `reason: detail`, e.g. `invalid_field: field 'value' must be a number`.
     public var description: String { "\(reason.rawValue): \(detail)" }
 
-    /// The JSON published on the `rejected` topic.
-    public func json(user: String?, topic: String) -> String {
+    /// The JSON published on the `rejected` topic, as text.
+    public func json(user: String?, topic: String) -> String { String(decoding: jsonBytes(user: user, topic: topic), as: UTF8.self) }
+
+    /// The JSON published on the `rejected` topic, as the bytes that are published.
+    public func jsonBytes(user: String?, topic: String) -> [UInt8] {
         var w = JSONWriter()
         w.beginObject()
         w.string("reason", reason.rawValue)
@@ -58,6 +61,6 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
         if let itemID { w.string("id", itemID) }
         if let index { w.int("index", Int64(index)) }
         w.endObject()
-        return w.text
+        return w.bytes
     }
 }

@@ -24,7 +24,7 @@ import Testing
         return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
     }
 
-    static func temp(_ suffix: String) -> String { NSTemporaryDirectory() + "mw-report-\(UUID().uuidString.prefix(8))\(suffix)" }
+    static func temp(_ suffix: String) -> String { TemporaryPath.make("mw-report", suffix: suffix) }
 
     /// Jamie's heat wave: the digest of 2026-W09 (Mon 23 Feb – Sun 1 Mar, the heat wave's first
     /// week) against numbers computed here from `mobilityctl replay --series` of the same traffic.

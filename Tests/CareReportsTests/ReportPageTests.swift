@@ -234,6 +234,41 @@ import Testing
         #expect(weekly.all("p").contains { $0.allText == "<i>x</i> & y" })
     }
 
+    @Test func theAlertsTableMarksItsCellsForThePhoneLayout() throws {
+        // On a phone the style sheet lays `table.alerts` out as a grid: the summary (class `summary`)
+        // on its own full-width line under the rule, severity and days; the rule name breaks after
+        // its underscores (`<wbr/>`). RenderedPagesTests checks what Chromium makes of it.
+        let summary = "Walking speed dipped: its 7-day mean of 0.95 m/s is 0.08 m/s below its best of the last two weeks"
+        let episode = AlertEpisode(id: "e", rule: "gait_quality_explanation", severity: .info, firedDay: 20_004, resolvedDay: nil, summary: summary)
+        let digest = WeeklyDigest(
+            user: "u", week: ISOWeek(year: 2024, week: 40), firstDay: 20_002, lastDay: 20_008, alerts: [.init(episode: episode, state: .fired)])
+        let page = ReportPage.weekly(digest: digest, history: UserHistory(user: "u"), spec: spec)
+        let t = try XMLTree(page)
+        let table = try #require(t.all("table").first { $0.children.first?.allText == "Alerts of the week" })
+        #expect(table.classes == ["alerts"])
+        let heads = table.descendants.filter { $0.name == "th" && $0.attributes["scope"] == "col" }
+        #expect(heads.map { $0.attributes["class"] ?? "" } == ["rule", "", "", "day", "day", "summary"])
+        let row = try #require(table.descendants.first { $0.name == "tr" && $0.parent?.name == "tbody" })
+        #expect(row.children.map { $0.attributes["class"] ?? "" } == ["rule", "", "", "day", "day", "summary"])
+        #expect(row.children.first?.allText == "gait_quality_explanation")
+        #expect(row.children.first?.children.filter { $0.name == "wbr" }.count == 2)
+        #expect(row.children.last?.allText == summary)
+        let style = try #require(t.all("style").first).allText
+        let phone = try #require(style.range(of: "@media (max-width:480px){")).upperBound
+        let query = style[phone...].prefix { $0 != "@" }
+        #expect(query.contains("table.alerts tr{display:grid;"))
+        #expect(query.contains("table.alerts .summary,table.alerts .empty{grid-column:1/-1}"))
+        // No alert: one full-width cell says so.
+        let none = WeeklyDigest(user: "u", week: ISOWeek(year: 2024, week: 40), firstDay: 20_002, lastDay: 20_008)
+        let empty = try #require(
+            try XMLTree(ReportPage.weekly(digest: none, history: UserHistory(user: "u"), spec: spec)).all("table").first {
+                $0.classes.contains("alerts")
+            })
+        let cells = empty.descendants.filter { ($0.name == "td" || $0.name == "th") && $0.parent?.parent?.name == "tbody" }
+        #expect(cells.count == 1 && cells[0].attributes["colspan"] == "6" && cells[0].classes == ["empty"])
+        #expect(cells[0].allText == "No alert fired, was active or resolved")
+    }
+
     @Test func theWeeklyPageHoldsTheDigestAndTheThreeChartsWithTheWeek() throws {
         // The heat-wave week (2026-W09, Monday 23 February), its digest by WeeklyDigest.make; the
         // numbers checked here are worked out from the engine's published series points.

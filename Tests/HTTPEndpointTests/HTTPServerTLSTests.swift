@@ -21,7 +21,7 @@ import Testing
 
     /// One throwaway CA for the suite (minting takes a second).
     static let minted: Result<String, any Error> = Result {
-        let dir = NSTemporaryDirectory() + "mw-https-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-https")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         try TestCertificates.mint(dir)
         return dir

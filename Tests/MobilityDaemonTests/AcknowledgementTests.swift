@@ -44,7 +44,7 @@ import Testing
         #expect(expected.contains { $0.id == fired.id && $0.isRepeat })
 
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#", "mobility/v1/audit", "mobility/v1/teams/+/commands/rejected"])
         let pub = try MQTTRecorder(url: broker.url, filters: [])

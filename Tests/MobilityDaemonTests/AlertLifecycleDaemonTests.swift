@@ -7,7 +7,7 @@ import Testing
 /// Alert instances across a reload and a restart of the real daemon (issue 14, items 4 and 5).
 @Suite(.serialized) struct AlertLifecycleDaemonTests {
     func copyOfShippedRules() throws -> String {
-        let dir = NSTemporaryDirectory() + "mw-rules-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-rules")
         try FileManager.default.copyItem(atPath: RepoPaths.rules, toPath: dir)
         return dir
     }
@@ -56,7 +56,7 @@ import Testing
         let dir = try copyOfShippedRules()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         var daemon = try DaemonUnderTest(broker: broker, rules: dir, state: state)
         let topic = alertTopic("kim", "uncalibrated_6mwd")
@@ -81,7 +81,7 @@ import Testing
 
     @Test func firingGaugeCountsRestoredAlertsAndNeverGoesNegative() throws {
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let gauge = "mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}"
         let rec = try MQTTRecorder(url: broker.url, filters: [alertTopic("+", "uncalibrated_6mwd")])

@@ -13,7 +13,7 @@ import Testing
         init() throws {
             mqttPort = try freePort()
             let clientPort = try freePort()
-            dir = NSTemporaryDirectory() + "mw-nats-\(UUID().uuidString.prefix(8))"
+            dir = TemporaryPath.make("mw-nats")
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             try """
             server_name: mw-test
@@ -34,7 +34,7 @@ import Testing
     /// credentials are; before, mobilityd tried twice, then never again, and stayed up unhealthy.
     @Test func aRefusedProtocolVersionIsFatalWithAHint() throws {
         let nats = try NATSServer()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let v5 = try ChildProcess(
             ChildProcess.product("mobilityd"),
@@ -62,7 +62,7 @@ import Testing
 @Suite(.serialized) struct BrokerDropTests {
     @Test func theBrokersDropCounterIsAMetricAndAWarning() throws {
         let broker = try MosquittoBroker(stockQueueLimits: true, sysInterval: 1)
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         var daemon = try DaemonUnderTest(broker: broker, state: state)
         #expect(eventually { daemon.metric("mobilityd_broker_messages_dropped") == 0 })

@@ -69,7 +69,7 @@ import Testing
     /// daemon is down clears the old team's retained alert when the daemon is back.
     @Test func aTeamChangeWhileTheDaemonIsDownClearsTheOldTeam() throws {
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         var daemon = try DaemonUnderTest(broker: broker, state: state)
         let rec = try MQTTRecorder(url: broker.url, filters: [teamAlerts("+", "kim")])
@@ -91,7 +91,7 @@ import Testing
 
     /// The operator's mapping file wins over the team the gateway's profile claims.
     @Test func theMappingFileOverridesTheProfile() throws {
-        let file = NSTemporaryDirectory() + "mw-teams-\(UUID().uuidString.prefix(8))"
+        let file = TemporaryPath.make("mw-teams")
         defer { try? FileManager.default.removeItem(atPath: file) }
         #expect(
             FileManager.default.createFile(

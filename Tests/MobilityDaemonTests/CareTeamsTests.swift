@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 @testable import MobilityDaemon
@@ -26,7 +27,7 @@ struct CareTeamsTests {
     }
 
     @Test func aLooseOrBadFileIsAConfigurationError() throws {
-        let path = NSTemporaryDirectory() + "mw-ct-\(UUID().uuidString.prefix(8))"
+        let path = TemporaryPath.make("mw-ct")
         defer { try? FileManager.default.removeItem(atPath: path) }
         try "ann ward-a\n".write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o644)

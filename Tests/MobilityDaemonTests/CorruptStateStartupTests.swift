@@ -10,7 +10,7 @@ import Testing
 /// the log) instead of guessing: an unknown alert-state tag used to be restored as firing.
 @Suite struct CorruptStateStartupTests {
     @Test func anUnknownAlertStateTagStopsTheDaemonWithExitOne() throws {
-        let state = NSTemporaryDirectory() + "mw-corrupt-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-corrupt")
         defer { try? FileManager.default.removeItem(atPath: state) }
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let path = state + "/state.sqlite"

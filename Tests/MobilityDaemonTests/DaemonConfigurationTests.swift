@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import MobilityDaemon
 
 @Suite struct DaemonConfigurationTests {
     @Test func flagsBeatEnvironmentBeatFile() throws {
-        let file = NSTemporaryDirectory() + "mw-conf-\(UUID().uuidString.prefix(8)).conf"
+        let file = TemporaryPath.make("mw-conf", suffix: ".conf")
         try "# comment\nbroker = mqtt://file:1\nshards = 3\nrules = file-rules\n".write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
         let c = try DaemonConfiguration.load(
@@ -28,7 +29,7 @@ import Testing
 
     /// `#` starts a comment only at the start of a line or after whitespace: a password may hold it.
     @Test func aHashInsideAValueIsNotAComment() throws {
-        let file = NSTemporaryDirectory() + "mw-conf-\(UUID().uuidString.prefix(8)).conf"
+        let file = TemporaryPath.make("mw-conf", suffix: ".conf")
         try "# comment\npassword = pa#ss  # the broker's\nusername = svc#1\n".write(toFile: file, atomically: true, encoding: .utf8)
         chmod(file, 0o600)
         defer { try? FileManager.default.removeItem(atPath: file) }

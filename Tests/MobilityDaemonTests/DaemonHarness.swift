@@ -21,7 +21,7 @@ final class DaemonUnderTest: @unchecked Sendable {
     ) throws {
         self.broker = broker
         metricsPort = try freePort()
-        let state = state ?? NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = state ?? TemporaryPath.make("mw-state")
         statePath = state
         let arguments =
             [

@@ -148,7 +148,7 @@ import Testing
     }
 
     @Test func sighupWithABrokenRuleKeepsTheOldRules() throws {
-        let dir = NSTemporaryDirectory() + "mw-rules-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-rules")
         try FileManager.default.copyItem(atPath: RepoPaths.rules, toPath: dir)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let broker = try MosquittoBroker()
@@ -169,7 +169,7 @@ import Testing
     /// Issue 13, item 7: a rule file that overflowed the checker's stack killed the daemon on
     /// SIGHUP (no log line) and made it crash-loop at start.
     @Test func hostileRuleFilesAreRefusedOnSighupAndAtStart() throws {
-        let dir = NSTemporaryDirectory() + "mw-rules-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-rules")
         try FileManager.default.copyItem(atPath: RepoPaths.rules, toPath: dir)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let broker = try MosquittoBroker()
@@ -196,7 +196,7 @@ import Testing
         let start = try ChildProcess(
             ChildProcess.product("mobilityd"),
             [
-                "--broker", broker.url, "--rules", dir, "--state", NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))",
+                "--broker", broker.url, "--rules", dir, "--state", TemporaryPath.make("mw-state"),
                 "--metrics-address", "127.0.0.1:\(try freePort())"
             ])
         #expect(start.wait() == 1)
@@ -207,7 +207,7 @@ import Testing
     @Test func reloadThatRemovesARuleDropsItsFiringGauge() throws {
         // A long commit interval: the reload's batch publishes nothing and is not committed, and
         // its bookkeeping (the firing gauge of a removed rule) must happen all the same.
-        let dir = NSTemporaryDirectory() + "mw-rules-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-rules")
         try FileManager.default.copyItem(atPath: RepoPaths.rules, toPath: dir)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let broker = try MosquittoBroker()
@@ -250,7 +250,7 @@ import Testing
     }
 
     @Test func invalidRulesRefuseToStart() throws {
-        let dir = NSTemporaryDirectory() + "mw-badrules-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-badrules")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try "alert a { when 1 m/s > 25 % }\n".write(toFile: dir + "/a.rules", atomically: true, encoding: .utf8)
@@ -324,7 +324,7 @@ extension MQTTRecorder {
     }
 
     @Test func tlsWithPasswordAndMQTT5() throws {
-        let dir = NSTemporaryDirectory() + "mw-tls-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-tls")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try ShippedDeployment.mintCertificates(dir)

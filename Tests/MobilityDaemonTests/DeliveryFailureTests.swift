@@ -60,7 +60,7 @@ import Testing
     /// broker without `message_size_limit` delivers it).
     @Test func oversizedPayloadIsRejectedWithoutJournaling() throws {
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let daemon = try DaemonUnderTest(broker: broker, state: state, extra: ["--max-payload", "4096"])
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/rejected"])

@@ -46,7 +46,7 @@ import Testing
 
     @Test func verifyIsClean() throws {
         // verify wants the ExecStart binary to exist: only its path is substituted.
-        let dir = NSTemporaryDirectory() + "mw-unit-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-unit")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let unit = try String(contentsOfFile: Self.unitPath, encoding: .utf8)
@@ -71,7 +71,7 @@ import Testing
     @Test func execStartRunsWithTheShippedConfiguration() throws {
         let broker = try MosquittoBroker()
         let notify = try NotifySocket()
-        let dir = NSTemporaryDirectory() + "mw-unit-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-unit")
         try FileManager.default.createDirectory(atPath: dir + "/credentials", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try "test-secret\n".write(toFile: dir + "/credentials/mqtt-password", atomically: true, encoding: .utf8)

@@ -20,7 +20,7 @@ import Testing
         let expected = try Self.expectedAlerts(records)
         #expect(expected.count >= 2)
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try MQTTRecorder(url: broker.url, filters: [])
@@ -48,7 +48,7 @@ import Testing
         let expected = try Self.expectedAlerts(records)
         #expect(expected.count > 10)
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try MQTTRecorder(url: broker.url, filters: [])
@@ -94,7 +94,7 @@ import Testing
         let records = ScenarioVerifier.traffic([scenario])
         let expected = try DurabilityTests.expectedAlerts(records)
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try MQTTRecorder(url: broker.url, filters: [])
@@ -146,7 +146,7 @@ import Testing
 /// messages), reports unhealthy, and recovers without loss when space is back.
 @Suite(.serialized) struct DiskFullTests {
     @Test func fullDiskStopsAcknowledgingAndRecoversWithoutLoss() throws {
-        let mountPoint = NSTemporaryDirectory() + "mw-tmpfs-\(UUID().uuidString.prefix(8))"
+        let mountPoint = TemporaryPath.make("mw-tmpfs")
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         let mount = try ChildProcess("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint])
         try #require(mount.wait() == 0, "mounting a tmpfs needs root: \(mount.log)")
@@ -196,12 +196,12 @@ import Testing
         for r in records where r.topic.hasSuffix("/samples") {
             if case .success(.array(let a)) = JSONValue.parse(r.payload) { for x in a { if case .string(let id)? = x["id"] { ids.insert(id) } } }
         }
-        let file = NSTemporaryDirectory() + "mw-acks-\(UUID().uuidString.prefix(8)).jsonl"
+        let file = TemporaryPath.make("mw-acks", suffix: ".jsonl")
         try (records.map(\.line).joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
         // The broker snapshots only at start, so a SIGKILL loses everything it received since.
         let broker = try MosquittoBroker(persistence: true, autosaveSeconds: 3600)
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         var daemon = try DaemonUnderTest(broker: broker, state: state, extra: ["--publish-series", "false"])
         #expect(daemon.process.stop() == 0)  // its session queues what the gateway publishes

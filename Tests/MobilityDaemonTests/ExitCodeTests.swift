@@ -24,7 +24,7 @@ import Testing
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
         let port = Int(UInt16(bigEndian: addr.sin_port))
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let daemon = try ChildProcess(
             ChildProcess.product("mobilityd"),

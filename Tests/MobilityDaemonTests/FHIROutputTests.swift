@@ -17,7 +17,7 @@ import Testing
         let story = BuiltinScenario.jamiePlateau, user = story.rawValue
         let records = story.generator(seed: 3).generate().map(\.record)
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-fhir-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-fhir")
         defer { try? FileManager.default.removeItem(atPath: state) }
         var daemon: DaemonUnderTest? = try DaemonUnderTest(broker: broker, state: state, extra: ["--fhir", "on"])
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/fhir/#", "mobility/v1/users/+/alerts/#", "mobility/v1/users/+/series/#"])

@@ -148,7 +148,7 @@ import Testing
         #expect(ctl.wait(timeout: 30) == 0, "\(ctl.log)")
         let json = ctl.log.split(separator: "\n").first { $0.hasPrefix("{") }.map(String.init) ?? ""
         #expect((try? WeeklyDigest.decode(Array(json.utf8)).get()) == published.last)
-        let out = NSTemporaryDirectory() + "mw-panel-\(UUID().uuidString.prefix(8)).html"
+        let out = TemporaryPath.make("mw-panel", suffix: ".html")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let ctlPanel = try ChildProcess(
             ChildProcess.product("mobilityctl"), ["report", "--state", daemon.statePath, "--user", user, "--page", "panel", "-o", out])

@@ -16,7 +16,7 @@ import Testing
         let stories: [BuiltinScenario] = [.jamiePlateau, .jamieHeatWave]
         let records = stories.flatMap { $0.generator(seed: 3).generate().map(\.record) }
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-history-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-history")
         defer { try? FileManager.default.removeItem(atPath: state) }
         var daemon: DaemonUnderTest? = try DaemonUnderTest(broker: broker, state: state)
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/series/#", "mobility/v1/users/+/alerts/#"])
@@ -86,7 +86,7 @@ import Testing
     func seriesOffTheWireOrNoHistory(_ options: [String]) throws {
         let records = BuiltinScenario.jamiePlateau.generator(seed: 4).generate().map(\.record)
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-history-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-history")
         defer { try? FileManager.default.removeItem(atPath: state) }
         var daemon: DaemonUnderTest? = try DaemonUnderTest(broker: broker, state: state, extra: options)
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/series/#", "mobility/v1/users/+/alerts/#"])
@@ -118,7 +118,7 @@ import Testing
         let story = BuiltinScenario.jamiePlateau, user = story.rawValue
         let records = story.generator(seed: 5).generate().map(\.record)
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-history-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-history")
         defer { try? FileManager.default.removeItem(atPath: state) }
         var daemon: DaemonUnderTest? = try DaemonUnderTest(broker: broker, state: state)
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/series/#", "mobility/v1/users/+/alerts/#", "mobility/v1/users/+/reports/#"])

@@ -51,7 +51,7 @@ import Testing
         let p = try ChildProcess(
             ChildProcess.product("mobilityd"),
             [
-                "--broker", broker.url, "--rules", RepoPaths.rules, "--state", NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))",
+                "--broker", broker.url, "--rules", RepoPaths.rules, "--state", TemporaryPath.make("mw-state"),
                 "--metrics-address", "127.0.0.2:0"
             ])
         #expect(eventually { p.log.contains("msg=started") })

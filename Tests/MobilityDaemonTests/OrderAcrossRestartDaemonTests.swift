@@ -8,7 +8,7 @@ import Testing
 @Suite(.serialized) struct OrderAcrossRestartDaemonTests {
     @Test func aDeletionAndANewerVersionThatCameFirstSurviveARestart() throws {
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let user = "order-u"
         let sync = { (v: Int) in "{\"HKMetadataKeySyncIdentifier\":\"K\",\"HKMetadataKeySyncVersion\":\(v)}" }

@@ -14,7 +14,7 @@ import Testing
 @Suite(.serialized) struct PartitionFailoverTests {
     /// A partitioned mobilityd (its own state directory, a free metrics port).
     static func instance(_ name: String, broker: String, store: String, partitions: Int, lease: Int = 2) throws -> ChildProcess {
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         return try ChildProcess(
             ChildProcess.product("mobilityd"),
             [

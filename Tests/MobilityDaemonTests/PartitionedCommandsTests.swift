@@ -25,7 +25,7 @@ import struct PostgresStore.PartitionSet
         init(_ name: String, broker: String, store: String, partitions: Int, careTeams: String) throws {
             metricsPort = try freePort()
             self.name = name
-            let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+            let state = TemporaryPath.make("mw-state")
             process = try ChildProcess(
                 ChildProcess.product("mobilityd"),
                 [
@@ -81,7 +81,7 @@ import struct PostgresStore.PartitionSet
         // is decided by the instance that does not own the user.
         let two = PartitionSet(count: 2, owned: [0])
         let team = try #require((0..<64).map { "ward-\($0)" }.first { two.partition(of: $0) != two.partition(of: Self.user) })
-        let dir = NSTemporaryDirectory() + "mw-pcmd-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-pcmd")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let teamsFile = dir + "/care-teams"

@@ -39,7 +39,7 @@ import struct PostgresStore.PartitionSet
 
     /// A partitioned mobilityd on `broker` (its own state directory, a free metrics port).
     static func instance(_ name: String, broker: String, store: String, partitions: Int) throws -> ChildProcess {
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         return try ChildProcess(
             ChildProcess.product("mobilityd"),
             [

@@ -20,7 +20,7 @@ import Testing
         let url = try server.createDatabase()
         let database = String(url.split(separator: "/").last!)
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try MQTTRecorder(url: broker.url, filters: [])
@@ -57,7 +57,7 @@ import Testing
     }
 
     @Test func aPasswordInTheStoreURLIsAConfigurationError() throws {
-        let state = NSTemporaryDirectory() + "mw-state-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let p = try ChildProcess(
             ChildProcess.product("mobilityd"),

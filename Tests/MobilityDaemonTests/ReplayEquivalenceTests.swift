@@ -14,7 +14,7 @@ import Testing
         var timed: [TrafficGenerator.Timed] = []
         for (k, s) in BuiltinScenario.allCases.enumerated() { timed += s.generator(seed: UInt64(10 + k)).generate() }
         let records = timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element.record)
-        let file = NSTemporaryDirectory() + "mw-traffic-\(UUID().uuidString.prefix(8)).jsonl"
+        let file = TemporaryPath.make("mw-traffic", suffix: ".jsonl")
         try (records.map(\.line).joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
 
@@ -84,7 +84,7 @@ import Testing
         #expect(verify.wait(timeout: 120) == 0, "\(verify.log)")
         #expect(verify.log.contains("9 passed, 0 failed"), "\(verify.log)")
 
-        let file = NSTemporaryDirectory() + "mw-scenarios-\(UUID().uuidString.prefix(8)).jsonl"
+        let file = TemporaryPath.make("mw-scenarios", suffix: ".jsonl")
         defer { try? FileManager.default.removeItem(atPath: file) }
         let record = try ChildProcess(ChildProcess.product("mobility-sim"), ["record", scenarios, "-o", file])
         #expect(record.wait() == 0)

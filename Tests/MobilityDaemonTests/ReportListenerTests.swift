@@ -11,7 +11,7 @@ import Testing
 
     /// A scratch directory with a tokens file (`mode`) and, when asked, the TLS material.
     static func scratch(tokensMode: mode_t = 0o600, tls: Bool = false) throws -> String {
-        let dir = NSTemporaryDirectory() + "mw-reports-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-reports")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         try "# name:token\ncare-team:\(token)\n".write(toFile: dir + "/tokens", atomically: true, encoding: .utf8)
         chmod(dir + "/tokens", tokensMode)
@@ -24,7 +24,7 @@ import Testing
 
     /// Runs mobilityd with `arguments` and returns its exit code and output.
     static func refused(_ arguments: [String]) throws -> (Int32, String) {
-        let d = try ChildProcess(ChildProcess.product("mobilityd"), ["--rules", RepoPaths.rules, "--state", NSTemporaryDirectory() + "mw-never"] + arguments)
+        let d = try ChildProcess(ChildProcess.product("mobilityd"), ["--rules", RepoPaths.rules, "--state", TemporaryPath.make("mw-never")] + arguments)
         let code = d.wait(timeout: 15)
         return (code, d.log)
     }

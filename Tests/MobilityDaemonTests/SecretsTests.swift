@@ -8,7 +8,7 @@ import Testing
 /// The MQTT password: never on the command line, never in a file others can read.
 @Suite struct SecretsTests {
     static func file(_ text: String, mode: mode_t) throws -> String {
-        let path = NSTemporaryDirectory() + "mw-secret-\(UUID().uuidString.prefix(8))"
+        let path = TemporaryPath.make("mw-secret")
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, mode)
         return path

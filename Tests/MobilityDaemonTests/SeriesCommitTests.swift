@@ -14,7 +14,7 @@ import Testing
 
     @Test func seriesWaitForACommitAndSurviveACrash() throws {
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-series-commit-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-series-commit")
         defer { try? FileManager.default.removeItem(atPath: state) }
         // A long interval: nothing but another output (or a stop) commits the series here.
         let extra = ["--commit-interval", "60000", "--shards", "1"]

@@ -53,7 +53,7 @@ import Testing
     @Test func aStalledShardFailsHealthzAndStopsTheWatchdog() throws {
         let notify = try NotifySocket()
         let broker = try MosquittoBroker()
-        let state = NSTemporaryDirectory() + "mw-stall-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-stall")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let daemon = try DaemonUnderTest(
             broker: broker, state: state, extra: ["--stall-timeout", "1", "--commit-interval", "0", "--shards", "1"],

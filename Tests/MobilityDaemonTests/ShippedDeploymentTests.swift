@@ -24,7 +24,7 @@ final class ShippedDeployment: @unchecked Sendable {
     ///     (the shipped-files tests pass none).
     ///   - gateways: more gateway accounts (user ids) than `jamie` and `alex`.
     init(editACL: [(String, String)] = [], gateways: [String] = []) throws {
-        dir = NSTemporaryDirectory() + "mw-deploy-\(UUID().uuidString.prefix(8))"
+        dir = TemporaryPath.make("mw-deploy")
         try FileManager.default.createDirectory(atPath: dir + "/persist", withIntermediateDirectories: true)
         try ShippedDeployment.mintCertificates(dir)
         var pw: [String: String] = [:]

@@ -38,7 +38,7 @@ import Testing
         #expect(expected.contains { $0.id == fired.id && $0.isRepeat }, "the story reminds at least once")
 
         let broker = try MosquittoBroker()
-        let dir = NSTemporaryDirectory() + "mw-silence-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-silence")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let teamsFile = dir + "/care-teams"

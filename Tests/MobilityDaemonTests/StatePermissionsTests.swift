@@ -25,7 +25,7 @@ import Testing
 
     @Test(arguments: ["022", "000"])
     func freshStateIsPrivate(umask: String) throws {
-        let state = NSTemporaryDirectory() + "mw-perm-\(UUID().uuidString.prefix(8))/state"
+        let state = TemporaryPath.make("mw-perm") + "/state"
         defer { try? FileManager.default.removeItem(atPath: (state as NSString).deletingLastPathComponent) }
         let broker = try MosquittoBroker()
         let daemon = try DaemonUnderTest(broker: broker, state: state, umask: umask)
@@ -39,7 +39,7 @@ import Testing
     }
 
     @Test func looseStateDirectoryIsTightenedAndSaidSo() throws {
-        let state = NSTemporaryDirectory() + "mw-perm-\(UUID().uuidString.prefix(8))"
+        let state = TemporaryPath.make("mw-perm")
         defer { try? FileManager.default.removeItem(atPath: state) }
         let broker = try MosquittoBroker()
         var daemon: DaemonUnderTest? = try DaemonUnderTest(broker: broker, state: state)

@@ -95,6 +95,28 @@ import Testing
         #expect(ObservationResource.json(SeriesPoint(user: "jamie", name: "speed_p95", day: day, value: nil, unit: "m/s"), meaning: nil) == nil)
     }
 
+    @Test func thePublishedBytesAreTheGoldenOnes() throws {
+        // Golden/resources.jsonl holds what the daemon published when it built each resource as a
+        // String and converted it to bytes (captured from that code); the bytes written directly
+        // are the same, byte for byte, and so is the text.
+        let golden = try String(contentsOfFile: RepoPaths.root + "/Tests/MobilityFHIRTests/Golden/resources.jsonl", encoding: .utf8)
+            .split(separator: "\n").map { Array($0.utf8) }
+        let meanings = SeriesMeaning.of(try Self.program())
+        let day = CivilDate(year: 2026, month: 3, day: 6)
+        let weekly = SeriesPoint(user: "jamie", name: "speed_7d", day: day, value: 2.9, unit: "mph")
+        let gone = SeriesPoint(user: "jamie", name: "speed_p95", day: day, value: nil, unit: "m/s", revised: true)
+        let bytes = [
+            FlagResource.jsonBytes(Self.transition(.firing, repeating: true)), FlagResource.jsonBytes(Self.transition(.resolved, user: "pat_7")),
+            try #require(ObservationResource.jsonBytes(weekly, meaning: meanings["speed_7d"])),
+            try #require(ObservationResource.jsonBytes(gone, meaning: meanings["speed_p95"]))
+        ]
+        #expect(golden.count == 4)
+        for (b, g) in zip(bytes, golden) { #expect(b == g, "\(String(decoding: b, as: UTF8.self))") }
+        #expect(FlagResource.json(Self.transition(.firing, repeating: true)) == String(decoding: golden[0], as: UTF8.self))
+        #expect(ObservationResource.json(weekly, meaning: meanings["speed_7d"]) == String(decoding: golden[2], as: UTF8.self))
+        #expect(ObservationResource.jsonBytes(SeriesPoint(user: "jamie", name: "speed_p95", day: day, value: nil, unit: "m/s"), meaning: nil) == nil)
+    }
+
     @Test func aBundleOfFlagsAndObservationsIsValidR4() throws {
         var b = FHIRBundle()
         b.add(Self.transition(.resolved))

@@ -20,7 +20,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     func make() throws -> (store: any StateBackend, reopen: () throws -> any StateBackend) {
         switch self {
         case .sqlite:
-            let dir = NSTemporaryDirectory() + "mw-conf-\(UUID().uuidString.prefix(8))"
+            let dir = TemporaryPath.make("mw-conf")
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let path = dir + "/state.sqlite"
             return (try StateStore(path: path), { try StateStore(path: path) })

@@ -9,7 +9,7 @@ import Testing
     struct Run { var status: Int32; var stdout: String; var stderr: String }
 
     func replay(_ lines: [String], _ options: [String] = []) throws -> Run {
-        let file = NSTemporaryDirectory() + "mw-replay-\(UUID().uuidString.prefix(8)).jsonl"
+        let file = TemporaryPath.make("mw-replay", suffix: ".jsonl")
         try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
         let exe = ChildProcess.product("mobilityctl")

@@ -94,7 +94,7 @@ import Testing
 /// Issue 13, item 8: `rules /etc/passwd` in a test printed that file's lines as diagnostics.
 @Suite struct RuleTestPathTests {
     static func tree() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mw-paths-\(UUID().uuidString)")
+        let dir = URL(fileURLWithPath: TemporaryPath.make("mw-paths"))
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("tests"), withIntermediateDirectories: true)
         try "alert slow { when mean(walkingSpeed) < 1 m/s }\n".write(to: dir.appendingPathComponent("a.rules"), atomically: true, encoding: .utf8)
         return dir

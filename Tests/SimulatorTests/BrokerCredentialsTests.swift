@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Simulator
+import TestSupport
 import Testing
 
 /// `mobility-sim --credentials`: the file's format and the private-file rule.
@@ -23,7 +24,7 @@ import Testing
 
     @Test(arguments: [(mode_t(0o600), true), (0o400, true), (0o640, false), (0o604, false)])
     func onlyPrivateFilesAreRead(mode: mode_t, accepted: Bool) throws {
-        let path = NSTemporaryDirectory() + "mw-creds-\(UUID().uuidString.prefix(8))"
+        let path = TemporaryPath.make("mw-creds")
         defer { try? FileManager.default.removeItem(atPath: path) }
         try "jamie s3cret\n".write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, mode)

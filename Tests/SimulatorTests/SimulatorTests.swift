@@ -138,7 +138,7 @@ import Testing
 
     @Test func readsTheSameExportFromADeflatedZip() throws {
         let xml = try Array(Data(contentsOf: URL(fileURLWithPath: Self.fixture)))
-        let zip = NSTemporaryDirectory() + "mw-export-\(UUID().uuidString.prefix(8)).zip"
+        let zip = TemporaryPath.make("mw-export", suffix: ".zip")
         try Data(makeZip(name: "apple_health_export/export.xml", contents: xml)).write(to: URL(fileURLWithPath: zip))
         defer { try? FileManager.default.removeItem(atPath: zip) }
         let fromZip = try run(zip), fromXML = try run(Self.fixture)
@@ -147,7 +147,7 @@ import Testing
     }
 
     @Test func notWellFormedXMLIsAnError() throws {
-        let path = NSTemporaryDirectory() + "mw-bad-\(UUID().uuidString.prefix(8)).xml"
+        let path = TemporaryPath.make("mw-bad", suffix: ".xml")
         try "<HealthData><Record type=\"HKQuantityTypeIdentifierWalkingSpeed\"".write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         #expect(throws: ExportError.self) { _ = try HealthExport(path: path, user: "u").traffic() }

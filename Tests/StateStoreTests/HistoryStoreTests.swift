@@ -9,7 +9,7 @@ import Testing
 /// The care-team history in the state store (schema 5): rows written with a commit, read back as a
 /// `UserHistory`, pruned by day, weekly reports by week.
 @Suite struct HistoryStoreTests {
-    let dir = NSTemporaryDirectory() + "mw-hist-\(UUID().uuidString.prefix(8))"
+    let dir = TemporaryPath.make("mw-hist")
     var path: String { dir + "/state.sqlite" }
 
     init() throws { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }

@@ -3,6 +3,7 @@ import Foundation
 import MobilityModel
 import RuleLanguage
 import StateStore
+import TestSupport
 import Testing
 
 @testable import RuleEngine
@@ -54,7 +55,7 @@ import Testing
     }
 
     func tempPath() -> String {
-        let d = NSTemporaryDirectory() + "mw-old-\(UUID().uuidString.prefix(8))"
+        let d = TemporaryPath.make("mw-old")
         try? FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
         return d + "/s.sqlite"
     }

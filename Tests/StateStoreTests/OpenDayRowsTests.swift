@@ -2,6 +2,7 @@ import CSQLite
 import Foundation
 import MobilityModel
 import RuleLanguage
+import TestSupport
 import Testing
 
 @testable import RuleEngine
@@ -11,7 +12,7 @@ import Testing
 /// deletes the rows of days folded since, and a schema-1 store is migrated without loss.
 @Suite struct OpenDayRowsTests {
     func tempPath() -> String {
-        let d = NSTemporaryDirectory() + "mw-rows-\(UUID().uuidString.prefix(8))"
+        let d = TemporaryPath.make("mw-rows")
         try? FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
         return d + "/s.sqlite"
     }

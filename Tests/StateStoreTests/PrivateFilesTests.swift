@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import StateStore
+import TestSupport
 import Testing
 
 /// The state directory, the database with its WAL and shared-memory files and the journal
@@ -45,7 +46,7 @@ import Testing
 
     @Test(arguments: [mode_t(0o022), mode_t(0o002), mode_t(0o000)])
     func freshStateIsPrivateWhateverTheUmask(mask: mode_t) throws {
-        let dir = NSTemporaryDirectory() + "mw-private-\(UUID().uuidString.prefix(8))/state"
+        let dir = TemporaryPath.make("mw-private") + "/state"
         defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
         let open = try Self.withUmask(mask) { try Self.populate(dir) }
         try Self.expectPrivate(dir)
@@ -53,7 +54,7 @@ import Testing
     }
 
     @Test func looseStateOfAnOlderVersionIsTightened() throws {
-        let dir = NSTemporaryDirectory() + "mw-private-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-private")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var open: (StateStore, IngestJournal)? = try Self.populate(dir)
         // As an older mobilityd left it under umask 022.
@@ -70,7 +71,7 @@ import Testing
     }
 
     @Test func aPathThatIsNotADirectoryIsRefused() throws {
-        let file = NSTemporaryDirectory() + "mw-private-\(UUID().uuidString.prefix(8))"
+        let file = TemporaryPath.make("mw-private")
         #expect(FileManager.default.createFile(atPath: file, contents: Data()))
         defer { try? FileManager.default.removeItem(atPath: file) }
         #expect(throws: PrivateFiles.Failure.self) { try PrivateFiles.prepareDirectory(file) }

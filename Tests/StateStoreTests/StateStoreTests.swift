@@ -9,7 +9,7 @@ import Testing
 @testable import RuleEngine
 
 private func tempDir() -> String {
-    let d = NSTemporaryDirectory() + "mw-store-\(UUID().uuidString.prefix(8))"
+    let d = TemporaryPath.make("mw-store")
     try? FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
     return d
 }

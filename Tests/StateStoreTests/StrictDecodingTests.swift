@@ -90,7 +90,7 @@ import Testing
 
     /// The store refuses to load rather than hand the daemon a guess (the daemon exits 1 then).
     @Test func aStoreWithACorruptedAlertStateRefusesToLoad() throws {
-        let path = NSTemporaryDirectory() + "mw-strict-\(UUID().uuidString.prefix(8)).sqlite"
+        let path = TemporaryPath.make("mw-strict", suffix: ".sqlite")
         defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
         do {
             let p = try #require(Checker.check(text: "series s = mean(walkingSpeed)\nalert slow { when s < 1 m/s }").program)

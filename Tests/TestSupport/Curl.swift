@@ -19,7 +19,7 @@ public enum Curl {
 
     /// `curl URL` with `headers` (`Name: value`), trusting `caFile` when given, plus `extra` arguments.
     public static func get(_ url: String, headers: [String] = [], caFile: String? = nil, extra: [String] = []) throws -> Result {
-        let dir = NSTemporaryDirectory() + "mw-curl-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-curl")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var args = ["-s", "-S", "--max-time", "10", "-o", dir + "/body", "-D", dir + "/headers", "-w", "status=%{http_code}\n"]

@@ -20,7 +20,7 @@ public final class ChildProcess: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw HarnessError("\(executable) is not built; run 'swift build' first (scripts/test.sh does)")
         }
-        let log = logPath ?? NSTemporaryDirectory() + "mw-child-\(UUID().uuidString.prefix(8)).log"
+        let log = logPath ?? TemporaryPath.make("mw-child", suffix: ".log")
         self.logPath = log
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)

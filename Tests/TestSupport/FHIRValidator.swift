@@ -24,7 +24,7 @@ public enum FHIRValidator {
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw HarnessError("the FHIR validator is not installed at \(python); run scripts/install-deps.sh")
         }
-        let dir = NSTemporaryDirectory() + "mw-fhir-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-fhir")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var files: [String] = []

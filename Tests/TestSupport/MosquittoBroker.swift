@@ -21,7 +21,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     ///   - sysInterval: how often `$SYS` topics are published (mosquitto's default: 10 s).
     public init(persistence: Bool = false, autosaveSeconds: Int = 1, stockQueueLimits: Bool = false, sysInterval: Int? = nil) throws {
         port = try freePort()
-        directory = NSTemporaryDirectory() + "mw-broker-\(UUID().uuidString.prefix(8))"
+        directory = TemporaryPath.make("mw-broker")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var conf = """
             listener \(port) 127.0.0.1

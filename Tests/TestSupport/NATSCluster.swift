@@ -41,7 +41,7 @@ public final class NATSCluster: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: NATSCluster.binary) else {
             throw HarnessError("nats-server is not installed (\(NATSCluster.binary)): run scripts/install-deps.sh, which installs nats-server")
         }
-        directory = NSTemporaryDirectory() + "mw-nats-\(UUID().uuidString.prefix(8))"
+        directory = TemporaryPath.make("mw-nats")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var ns: [Node] = []
         for _ in 0..<size { ns.append(Node(clientPort: try freePort(), mqttPort: try freePort(), clusterPort: try freePort())) }

@@ -27,7 +27,7 @@ public final class PostgresServer: @unchecked Sendable {
                 "PostgreSQL 15 is not installed (\(PostgresServer.bin)/initdb is missing): run scripts/install-deps.sh, which installs postgresql-15")
         }
         port = try freePort()
-        directory = NSTemporaryDirectory() + "mw-pg-\(UUID().uuidString.prefix(8))"
+        directory = TemporaryPath.make("mw-pg")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if getuid() == 0 {
             guard let pw = getpwnam("postgres") else { throw HarnessError("no 'postgres' user to run PostgreSQL as (the postgresql-15 package creates it)") }

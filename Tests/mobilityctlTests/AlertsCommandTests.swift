@@ -230,7 +230,7 @@ import Testing
     }
 
     @Test func aRefusedLoginIsAConnectionFailureAndThePasswordIsNeverPrinted() throws {
-        let dir = NSTemporaryDirectory() + "mw-alerts-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-alerts")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let passwd = try ChildProcess("/usr/bin/mosquitto_passwd", ["-c", "-b", dir + "/passwd", "nurse", "right-one"])

@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func aDirectoryWithoutStateIsAFailure() throws {
-        let dir = NSTemporaryDirectory() + "mw-nostate-\(UUID().uuidString.prefix(8))"
+        let dir = TemporaryPath.make("mw-nostate")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let r = try Self.run(["export", "--state", dir])
