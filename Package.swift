@@ -86,7 +86,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "PostgresStoreTests",
-            dependencies: ["PostgresStore", "StateStore", "CareReports", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
+            dependencies: ["PostgresStore", "StateStore", "CareReports", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport", "CSQLite"],
             swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "mobilityctlTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),

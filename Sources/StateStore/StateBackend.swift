@@ -23,8 +23,9 @@ public protocol StateBackend: AnyObject, Sendable {
     /// Commits weekly reports: their `history` rows (replacing the due markers) and `outbox`
     /// items, then prunes the users' history as ``pruneHistory(_:)`` does; returns the items' ids
     /// in order. ``StateStore`` does it in one transaction; the default (PostgreSQL) runs
-    /// ``commit(users:outbox:acknowledged:history:)``, then ``pruneHistory(_:)`` (a prune lost to a
-    /// crash between the two is done by the user's next report, which prunes from a later day).
+    /// ``commit(users:outbox:acknowledged:history:)``, then ``pruneHistory(_:)``; a prune lost to a
+    /// crash between the two, or that fails, is done by the user's next report, which prunes from
+    /// a later day, and does not fail the call (the reports are committed).
     func commitReports(outbox: [StateStore.OutboxItem], history: [HistoryRecord], prune: [HistoryPrune]) throws -> [Int64]
     /// The care-team history of a user from `from` through `through` (series in SI units, alert
     /// episodes), with the whole timeline; never waits for a commit.
@@ -73,10 +74,13 @@ public protocol StateBackend: AnyObject, Sendable {
 }
 
 extension StateBackend {
-    /// ``commit(users:outbox:acknowledged:history:)``, then ``pruneHistory(_:)``.
+    /// ``commit(users:outbox:acknowledged:history:)``, then ``pruneHistory(_:)`` in a transaction
+    /// of its own. Once the reports are committed they are not due any more, so a prune that fails
+    /// does not fail the call (the caller would build and publish them again): it only deletes rows
+    /// older than the reports keep, and the next week's prune of the user deletes them.
     public func commitReports(outbox: [StateStore.OutboxItem], history: [HistoryRecord], prune: [HistoryPrune]) throws -> [Int64] {
         let ids = try commit(users: [], outbox: outbox, acknowledged: [], history: history)
-        try pruneHistory(prune)
+        _ = try? pruneHistory(prune)
         return ids
     }
 }

@@ -454,6 +454,7 @@ struct SeriesDay {
     /// The row's bytes.
     var bytes: [UInt8] {
         let size = points.reduce(2) { $0 + ($1.value == nil ? 5 : 13) }
+        precondition(points.count <= Int(UInt16.max), "a series row holds at most 65 535 points")  // as the format's 16-bit count
         return [UInt8](unsafeUninitializedCapacity: size) { b, count in
             let raw = UnsafeMutableRawBufferPointer(b)
             raw.storeBytes(of: UInt16(truncatingIfNeeded: points.count).littleEndian, toByteOffset: 0, as: UInt16.self)

@@ -1,3 +1,4 @@
+import CSQLite
 import CareReports
 import Foundation
 import MobilityModel
@@ -172,6 +173,59 @@ import Testing
         #expect(try store.history(of: "jamie", from: .min, through: .max).series["speed_p95"]?.keys.sorted() == [day("2026-03-08")])
         let (_, outbox) = try store.load(alertNames: [], prepare: { $0 })
         #expect(outbox.map(\.id) == ids && outbox.map(\.topic) == ["r/jamie", "t/jamie"] && outbox.allSatisfy { $0.payload == payload })
+    }
+
+    /// A prune that fails never leaves committed reports due (the shard would build and publish
+    /// them again): SQLite rolls the reports back with it, PostgreSQL keeps them and the rows the
+    /// prune would have deleted, for the user's next report to prune.
+    @Test(arguments: Backend.allCases)
+    func aFailingPruneNeverLeavesCommittedReportsDue(_ backend: Backend) throws {
+        let store: any StateBackend
+        switch backend {
+        case .sqlite:
+            let dir = TemporaryPath.make("mw-conf")
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            store = try StateStore(path: dir + "/state.sqlite")
+            var db: OpaquePointer?
+            try #require(sqlite3_open(dir + "/state.sqlite", &db) == SQLITE_OK)
+            defer { sqlite3_close(db) }
+            try #require(
+                sqlite3_exec(db, "CREATE TRIGGER no_prune BEFORE DELETE ON history_days BEGIN SELECT RAISE(ABORT, 'no prune'); END", nil, nil, nil) == SQLITE_OK
+            )
+        case .postgres:
+            let url = try PostgresServer.shared().createDatabase()
+            store = try PostgresStore(url: url, owner: "first")
+            _ = try PostgresServer.shared().psql(
+                "CREATE FUNCTION no_prune() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no prune'; END $$; "
+                    + "CREATE TRIGGER no_prune BEFORE DELETE ON history_points FOR EACH ROW EXECUTE FUNCTION no_prune()",
+                database: String(url.split(separator: "/").last!.split(separator: "?").first!))
+        }
+        let old = SeriesPoint(user: "jamie", name: "speed_p95", day: CivilDate(parsing: "2026-02-20")!, value: 1.0, unit: "m/s")
+        _ = try store.commit(
+            users: [], outbox: [], acknowledged: [],
+            history: [.series(old), HistoryRecord(user: "jamie", kind: .weekly, key: "2026-W10", day: day("2026-03-02"))])
+        let payload = Array("{\"week\":\"2026-W10\"}".utf8)
+        let commit = {
+            try store.commitReports(
+                outbox: [.init(topic: "r/jamie", payload: payload, retain: true)],
+                history: [HistoryRecord(user: "jamie", kind: .weekly, key: "2026-W10", day: day("2026-03-02"), payload: payload)],
+                prune: [(user: "jamie", keepFrom: day("2026-03-01"), reportsFrom: day("2026-01-01"))])
+        }
+        let (_, before) = try store.load(alertNames: [], prepare: { $0 })
+        #expect(before.isEmpty)
+        switch backend {
+        case .sqlite:
+            #expect(throws: (any Error).self) { _ = try commit() }
+            #expect(try store.dueReports().map(\.week) == ["2026-W10"])
+            #expect(try store.load(alertNames: [], prepare: { $0 }).outbox.isEmpty)
+        case .postgres:
+            let ids = try commit()
+            let due = try store.dueReports()
+            #expect(ids.count == 1 && due.isEmpty)
+            #expect(try store.load(alertNames: [], prepare: { $0 }).outbox.map(\.id) == ids)
+        }
+        // Either way the series row the prune would have deleted is still there.
+        #expect(try store.history(of: "jamie", from: .min, through: .max).series["speed_p95"]?.keys.sorted() == [day("2026-02-20")])
     }
 
     @Test(arguments: Backend.allCases)

@@ -1,6 +1,7 @@
 import CZlib
 import Foundation
 import StateStore
+import TestSupport
 import Testing
 
 /// The journal's records keep zlib's CRC-32 whichever library computes it, so a journal written by
@@ -18,7 +19,7 @@ import Testing
     }
 
     private func privateDir() throws -> String {
-        let d = NSTemporaryDirectory() + "mw-journal-\(UUID().uuidString.prefix(8))"
+        let d = TemporaryPath.make("mw-journal")
         try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         return d
     }
