@@ -308,19 +308,7 @@ extension StateStore {
     /// that end before it) and weekly reports before `reportsFrom`. Returns the rows deleted.
     @discardableResult
     public func pruneHistory(of user: String, keepFrom: DayNumber, reportsFrom: DayNumber) throws -> Int {
-        try lockedWrite { db in
-            let q = try db.prepare("DELETE FROM history WHERE user = ?1 AND ((kind IN (1, 2) AND day < ?2) OR (kind = 3 AND day < ?3))")
-            q.bind(1, user)
-            q.bind(2, Int64(keepFrom))
-            q.bind(3, Int64(reportsFrom))
-            try q.run()
-            let deleted = Int(db.changes)
-            let d = try db.prepare("DELETE FROM history_days WHERE user = ?1 AND day < ?2")
-            d.bind(1, user)
-            d.bind(2, Int64(keepFrom))
-            try d.run()
-            return deleted + Int(db.changes)
-        }
+        try pruneHistory([(user: user, keepFrom: keepFrom, reportsFrom: reportsFrom)])
     }
 
     /// ``pruneHistory(of:keepFrom:reportsFrom:)`` for several users in one transaction.
