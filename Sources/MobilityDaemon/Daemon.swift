@@ -173,15 +173,20 @@ public final class Daemon: Sendable {
         if claimed != nil { for s in shards { s.onFenced = { [self] in commitFenced() } } }
         silencesRef.set(silences)
         let count = UInt64(shards.count)
-        /// Parses a topic once and routes it: its user's shard, with the parse for the shard to reuse.
+        /// The shard of a parsed topic: its user's (shard 0 for a topic that names no user).
+        @Sendable func shard(of parsed: TopicLayout.Parsed) -> Int {
+            if case .inbound(let user, _) = parsed { return Int(Daemon.hash(user) % count) }
+            return 0
+        }
+        /// Parses a topic once and routes it straight to its user's shard, with the parse for the
+        /// shard to reuse (the journal's replay at start; live messages go through `stage`).
         @Sendable func route(_ topic: String, seq: UInt64, payload: [UInt8]) {
             let parsed = layout.parse(topic)
-            var shard = 0
-            if case .inbound(let user, _) = parsed {
-                shard = Int(Daemon.hash(user) % count)
-            }
-            shards[shard].queue.push(.message(seq: seq, topic: topic, parsed: parsed, payload: payload))
+            shards[shard(of: parsed)].queue.push(.message(seq: seq, topic: topic, parsed: parsed, payload: payload))
         }
+        // Large samples payloads are decoded on a thread of their own, in order (DecodeStage.swift).
+        let stage = DecodeStage(shards: shards.map(\.queue), decoder: decoder, capacity: config.queueCapacity) { journal.markQueued($0) }
+        stageRef.set(stage)
 
         // The subscriber: the persistent session (fixed client id, clean session off, QoS 1).
         var subConfig = MQTTClientConfiguration(broker: broker, clientID: clientID)
@@ -203,7 +208,7 @@ public final class Daemon: Sendable {
                     if desk.commandTeam(topic) != nil {  // a command: taken by its user's shard before it is acknowledged, not journalled
                         desk.received(topic: topic, payload: payload) { c in
                             let taken = DispatchSemaphore(value: 0)
-                            shards[Int(Daemon.hash(c.user) % count)].queue.push(.acknowledge(c, taken: taken))
+                            stage.deliver(.acknowledge(c, taken: taken), to: Int(Daemon.hash(c.user) % count))
                             _ = taken.wait(timeout: .now() + 10)
                         }
                         return
@@ -224,16 +229,14 @@ public final class Daemon: Sendable {
                             usleep(200_000)
                         }
                     }
-                    route(topic, seq: seq, payload: payload)
-                    journal.markQueued(seq)
+                    let parsed = layout.parse(topic)
+                    stage.route(seq: seq, topic: topic, parsed: parsed, payload: payload, to: shard(of: parsed))  // and marks it queued
                 }, onEvent: { [self] e in connectionEvent(e, role: "subscriber") },
                 onOversized: { topic, size in
                     if desk.commandTeam(topic) != nil { desk.oversized(topic: topic, size: size); return }
                     if silences.commandTeam(topic) != nil { silences.oversized(topic: topic, size: size); return }
                     let parsed = layout.parse(topic)
-                    var shard = 0
-                    if case .inbound(let user, _) = parsed { shard = Int(Daemon.hash(user) % count) }
-                    shards[shard].queue.push(.oversized(topic: topic, parsed: parsed, size: size))
+                    stage.deliver(.oversized(topic: topic, parsed: parsed, size: size), to: shard(of: parsed))
                 })
         } catch {
             log.error("cannot create MQTT subscriber", ["error": error.description])
@@ -273,13 +276,14 @@ public final class Daemon: Sendable {
                 outboxCount: restored.outbox.count, journal: journal,
                 storePath: store.location, dueReports: (try? store.dueReports()) ?? [], log: log, route: { route($0, seq: $1, payload: $2) }))
         services.append(PublisherConnectionService(publisher: publisher, sink: sink, outbox: restored.outbox, log: log))
+        services.append(stage)  // stopped after the subscriber (it drains into the shards), before the shards
         services.append(SubscriberService(subscriber: subscriber, log: log))
         if let claimed { services.append(partitionSessions(claimed, base: subConfig, shards: shards)) }
         if config.clock == .wall {
             services.append(
                 TimerService(name: "ticker", label: "tick", delay: .seconds(1), interval: .seconds(config.tickSeconds)) {
                     let now = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
-                    for s in shards { s.queue.push(.tick(now)) }
+                    for i in shards.indices { stage.deliver(.tick(now), to: i) }
                 })
         }
         // Silences end by the wall clock, in both clock modes.
@@ -317,7 +321,10 @@ public final class Daemon: Sendable {
             (
                 SIGHUP,
                 { [self] in
-                    guard let identity = reloader.reload(shards, notify: readySent.load(ordering: .relaxed)) else { return }
+                    guard
+                        let identity = reloader.reload(
+                            notify: readySent.load(ordering: .relaxed), deliver: { p in for i in shards.indices { stage.deliver(.reload(p), to: i) } })
+                    else { return }
                     try? store.setMeta("rules_identity", identity)
                     try? store.setMeta("rules_sources", reloader.storedSources)
                 }
@@ -414,6 +421,7 @@ public final class Daemon: Sendable {
     private let publisherRef = LateReference<MQTTClient>()
     private let healthSources = LateReference<HealthSources>()
     private let silencesRef = LateReference<SilenceDesk>()
+    private let stageRef = LateReference<DecodeStage>()
     /// The wall clock (silences and command times).
     static func wallNow() -> Timestamp { Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)) }
 
@@ -471,6 +479,7 @@ public final class Daemon: Sendable {
     func metrics(shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> String {
         var total = ShardStats()
         var depths: [Int] = []
+        let staged = stageRef.value?.depth ?? 0
         for s in shards {
             depths.append(s.queue.count)
             total += s.stats.withLock { $0 }
@@ -494,8 +503,9 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_timeline_events_total", Double(total.ingest.events))
         m.family("mobilityd_users", "gauge", "Users with state.")
         m.sample("mobilityd_users", Double(total.users))
-        m.family("mobilityd_queue_depth", "gauge", "Messages waiting per shard.")
+        m.family("mobilityd_queue_depth", "gauge", "Messages waiting per shard, and in the decode stage (queued or being decoded).")
         for (i, d) in depths.enumerated() { m.sample("mobilityd_queue_depth", ["shard": String(i)], Double(d)) }
+        m.sample("mobilityd_queue_depth", ["stage": "decode"], Double(staged))
         m.family(
             "mobilityd_shard_busy_seconds", "gauge", "How long each shard's batch at hand has run (0 while idle); past --stall-timeout the shard is stalled.")
         let now = DispatchTime.now().uptimeNanoseconds

@@ -89,10 +89,11 @@ final class RuleReloader: Sendable {
     static func labelNames(_ p: Program) -> Set<String> { Set(p.alerts.flatMap { $0.labels.map(\.0) }) }
 
     /// SIGHUP: check the new rules first; an invalid set is refused and the old rules keep
-    /// running. `notify`: the daemon has said ready, so the reload is announced to systemd.
+    /// running. `notify`: the daemon has said ready, so the reload is announced to systemd;
+    /// `deliver`: hands the new rules to every shard (after the messages routed before).
     /// Returns the new rules' identity, or nil when the reload was refused.
     @discardableResult
-    func reload(_ shards: [Shard], notify: Bool) -> String? {
+    func reload(notify: Bool, deliver: (Program) -> Void) -> String? {
         if notify { notifier.reloading(status: "reloading the rules") }
         guard let program = load() else {
             log.error("reload refused: the new rules are invalid; keeping the old rules")
@@ -101,7 +102,7 @@ final class RuleReloader: Sendable {
             return nil
         }
         defer { if notify { notifier.ready(status: "running: rules reloaded (\(program.identity))") } }
-        for s in shards { s.queue.push(.reload(program)) }
+        deliver(program)
         current.withLock { $0 = program.identity }
         currentLabels.withLock { $0 = RuleReloader.labelNames(program) }
         counts.withLock { $0.successes += 1 }

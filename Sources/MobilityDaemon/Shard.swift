@@ -203,23 +203,17 @@ final class Shard: @unchecked Sendable {
                 case .message(let seq, let topic, let parsed, let payload):
                     var user: String?
                     if case .inbound(let u, _) = parsed { user = u }
-                    // One hash of the user for reading and moving its journal position (a known user).
-                    var position: Dictionary<String, UInt64>.Index?
-                    if seq > 0, let u = user, let p = applied.index(forKey: u) {
-                        if seq <= applied.values[p] { replayedNow += 1; continue }  // already applied before a restart
-                        position = p
-                    }
+                    guard case .next(let position) = journalPosition(seq: seq, user: user) else { replayedNow += 1; continue }
                     ingestor.handle(topic: topic, parsed: parsed, payload: payload, now: wall, into: &out)
                     if case .inbound(let u, .profile) = parsed, !payload.isEmpty { teamsChanged = profileTeams(u, payload) || teamsChanged }
-                    if seq > 0, let u = user {
-                        if let position { applied.values[position] = seq } else { applied[u] = seq }
-                        batchUsers.insert(u)
-                    }
+                    handled(seq: seq, user: user, position: position)
                     if recordsHistory, case .inbound(let u, .events) = parsed {
                         for e in ingestor.engine.timeline(of: u) { pendingHistory.append(.timeline(user: u, e)) }
                     }
-                    // Acknowledged after the commit that applies new samples (docs/mqtt-api.md).
-                    if let u = user, let id = ingestor.lastMessageSampleID { pendingAcks[u] = id }
+                case .decodedSamples(let seq, let topic, let user, let samples):
+                    guard case .next(let position) = journalPosition(seq: seq, user: user) else { replayedNow += 1; continue }
+                    ingestor.handle(decodedSamples: samples, user: user, topic: topic, now: wall, into: &out)
+                    handled(seq: seq, user: user, position: position)
                 case .oversized(let topic, let parsed, let size):
                     ingestor.rejectOversized(topic: topic, parsed: parsed, size: size, into: &out)
                 case .tick(let now): ingestor.tick(now: now, into: &out)
@@ -347,6 +341,34 @@ final class Shard: @unchecked Sendable {
             publishAcks()
         }
         finished.signal()
+    }
+
+    /// Where a journalled message stands against its user's journal position.
+    private enum JournalPosition {
+        /// Applied before a restart: skipped.
+        case applied
+        /// To apply; the index of the user's position when the user has one (one hash of the
+        /// user for reading and moving it).
+        case next(Dictionary<String, UInt64>.Index?)
+    }
+
+    @inline(__always)
+    private func journalPosition(seq: UInt64, user: String?) -> JournalPosition {
+        guard seq > 0, let u = user, let p = applied.index(forKey: u) else { return .next(nil) }
+        return seq <= applied.values[p] ? .applied : .next(p)
+    }
+
+    /// After a message was handled: moves its user's journal position, notes the user as changed
+    /// by the batch, and the last sample id to acknowledge after the commit that applies it
+    /// (docs/mqtt-api.md).
+    @inline(__always)
+    private func handled(seq: UInt64, user: String?, position: Dictionary<String, UInt64>.Index?) {
+        guard let u = user else { return }
+        if seq > 0 {
+            if let position { applied.values[position] = seq } else { applied[u] = seq }
+            batchUsers.insert(u)
+        }
+        if let id = ingestor.lastMessageSampleID { pendingAcks[u] = id }
     }
 
     /// Applies the care teams of an accepted profile (the ingestor rejected a bad one, and counted

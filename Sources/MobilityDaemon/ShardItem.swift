@@ -8,6 +8,9 @@ import RuleLanguage
 enum ShardItem: Sendable {
     /// A journalled message (seq 0: not journalled), its topic already parsed by the router.
     case message(seq: UInt64, topic: String, parsed: TopicLayout.Parsed, payload: [UInt8])
+    /// A journalled `samples` message of `user` that the ``DecodeStage`` has already decoded
+    /// (the payload is not needed after that); handled exactly like ``message(seq:topic:parsed:payload:)``.
+    case decodedSamples(seq: UInt64, topic: String, user: String, samples: Result<[WireDecoder.Item<Sample>], Rejection>)
     /// A message whose payload was over the size limit: not copied, not journalled, rejected.
     case oversized(topic: String, parsed: TopicLayout.Parsed, size: Int)
     /// Wall clock: close the days that ended.
