@@ -45,6 +45,19 @@ __attribute__((always_inline)) inline void read(dom::element v, mw_json_field &f
 __attribute__((always_inline)) inline bool is(std::string_view k, const char *lit, size_t n) { return k.size() == n && __builtin_memcmp(k.data(), lit, n) == 0; }
 #define KEY(k, lit) is(k, lit, sizeof(lit) - 1)
 
+// The `metadata` object's members, appended to p.members.
+void readMetadata(mw_json_parser &p, mw_sample_fields &s, dom::element v) {
+    s.metadata_first = uint32_t(p.members.size());
+    for (dom::key_value_pair m : dom::object(v)) {
+        mw_json_member mem;
+        std::memset(&mem, 0, sizeof mem);
+        mem.key.type = MW_STRING; mem.key.str = m.key.data(); mem.key.len = uint32_t(m.key.size());
+        read(m.value, mem.value);
+        p.members.push_back(mem);
+    }
+    s.metadata_count = uint32_t(p.members.size()) - s.metadata_first;
+}
+
 void readItem(mw_json_parser &p, dom::element v) {
     // Filled in place (value-initialised: all zero, every field MW_ABSENT), not built on the
     // stack and copied in: the struct is ~370 bytes.
@@ -54,31 +67,33 @@ void readItem(mw_json_parser &p, dom::element v) {
     for (dom::key_value_pair kv : dom::object(v)) {
         std::string_view k = kv.key;
         mw_json_field *slot = nullptr;
+        // A repeated key keeps its first value: a slot already read is skipped. The two objects
+        // are read where their key is matched (testing every key for them cost two compares).
         switch (k.size()) {
         case 2: if (KEY(k, "id")) slot = &s.id; break;
         case 3: if (KEY(k, "end")) slot = &s.end; break;
         case 4: if (KEY(k, "user")) slot = &s.user; else if (KEY(k, "type")) slot = &s.type; else if (KEY(k, "unit")) slot = &s.unit; break;
         case 5: if (KEY(k, "value")) slot = &s.value; else if (KEY(k, "start")) slot = &s.start; break;
-        case 6: if (KEY(k, "source")) slot = &s.source; break;
-        case 8: if (KEY(k, "timeZone")) slot = &s.time_zone; else if (KEY(k, "metadata")) slot = &s.metadata; break;
-        }
-        if (!slot || slot->type != MW_ABSENT) continue;  // unknown, or a repeated key: the first wins
-        read(kv.value, *slot);
-        if (slot == &s.metadata && s.metadata.type == MW_OBJECT) {
-            s.metadata_first = uint32_t(p.members.size());
-            for (dom::key_value_pair m : dom::object(kv.value)) {
-                mw_json_member mem;
-                std::memset(&mem, 0, sizeof mem);
-                mem.key.type = MW_STRING; mem.key.str = m.key.data(); mem.key.len = uint32_t(m.key.size());
-                read(m.value, mem.value);
-                p.members.push_back(mem);
+        case 6:
+            if (KEY(k, "source") && s.source.type == MW_ABSENT) {
+                read(kv.value, s.source);
+                if (s.source.type == MW_OBJECT) {
+                    for (dom::key_value_pair m : dom::object(kv.value)) {
+                        if (KEY(m.key, "bundleId")) { read(m.value, s.bundle_id); break; }
+                    }
+                }
             }
-            s.metadata_count = uint32_t(p.members.size()) - s.metadata_first;
-        } else if (slot == &s.source && s.source.type == MW_OBJECT) {
-            for (dom::key_value_pair m : dom::object(kv.value)) {
-                if (KEY(m.key, "bundleId")) { read(m.value, s.bundle_id); break; }
+            continue;
+        case 8:
+            if (KEY(k, "timeZone")) {
+                slot = &s.time_zone;
+            } else if (KEY(k, "metadata") && s.metadata.type == MW_ABSENT) {
+                read(kv.value, s.metadata);
+                if (s.metadata.type == MW_OBJECT) readMetadata(p, s, kv.value);
             }
+            break;
         }
+        if (slot && slot->type == MW_ABSENT) read(kv.value, *slot);
     }
 }
 

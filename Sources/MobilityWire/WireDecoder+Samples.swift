@@ -135,28 +135,38 @@ extension WireDecoder {
             guard fp.pointee.metadata.type == UInt8(MW_OBJECT.rawValue) else { return fail(Rejection(.invalidField, "field 'metadata' must be an object")) }
             guard fp.pointee.metadata_count <= 64 else { return fail(Rejection(.invalidField, "field 'metadata' has more than 64 keys")) }
             if fp.pointee.metadata_count > 0, let members {
-                // Sized at once by the inlinable initialiser (the generic `reserveCapacity` of an
-                // empty dictionary was an unspecialised call into the runtime: ~1.2 k instructions).
-                metadata = Dictionary(minimumCapacity: Int(fp.pointee.metadata_count))
-                for m in UnsafeBufferPointer(start: members + Int(fp.pointee.metadata_first), count: Int(fp.pointee.metadata_count)) {
-                    // HealthKit's keys, in either spelling, without building a string.
-                    let known = MetadataKey.table[utf8: m.key.bytes]
-                    let key = known?.key ?? MetadataKey.canonical(m.key.text)
-                    if metadata[key] != nil { continue }  // the first of a duplicated key wins
-                    let v: MetadataValue
-                    switch Int(m.value.type) {
-                    case Int(MW_STRING.rawValue): v = .string(String(m.value.text.prefix(256)))
-                    case Int(MW_NUMBER.rawValue): v = .number(m.value.number)
-                    case Int(MW_BOOL.rawValue): v = .bool(m.value.boolean != 0)
-                    default: return fail(Rejection(.invalidField, "metadata '\(m.key.text.prefix(64))' must be a string, number or boolean"))
+                let list = UnsafeBufferPointer(start: members + Int(fp.pointee.metadata_first), count: Int(fp.pointee.metadata_count))
+                if let same = repeats.metadata.lookup(list) {
+                    // The same members as the last item's: its dictionary shared, not built again.
+                    metadata = same.values
+                    metadataZone = same.zone
+                    userEntered = same.userEntered
+                    calibrated = same.calibrated
+                } else {
+                    // Sized at once by the inlinable initialiser (the generic `reserveCapacity` of an
+                    // empty dictionary was an unspecialised call into the runtime: ~1.2 k instructions).
+                    metadata = Dictionary(minimumCapacity: list.count)
+                    for m in list {
+                        // HealthKit's keys, in either spelling, without building a string.
+                        let known = MetadataKey.table[utf8: m.key.bytes]
+                        let key = known?.key ?? MetadataKey.canonical(m.key.text)
+                        if metadata[key] != nil { continue }  // the first of a duplicated key wins
+                        let v: MetadataValue
+                        switch Int(m.value.type) {
+                        case Int(MW_STRING.rawValue): v = .string(String(m.value.text.prefix(256)))
+                        case Int(MW_NUMBER.rawValue): v = .number(m.value.number)
+                        case Int(MW_BOOL.rawValue): v = .bool(m.value.boolean != 0)
+                        default: return fail(Rejection(.invalidField, "metadata '\(m.key.text.prefix(64))' must be a string, number or boolean"))
+                        }
+                        metadata[key] = v
+                        switch known?.role {
+                        case .timeZone?: if case .string(let z) = v { metadataZone = z }
+                        case .wasUserEntered?: userEntered = v.asBool ?? false
+                        case .appleDeviceCalibrated?: calibrated = v.asBool
+                        default: break
+                        }
                     }
-                    metadata[key] = v
-                    switch known?.role {
-                    case .timeZone?: if case .string(let z) = v { metadataZone = z }
-                    case .wasUserEntered?: userEntered = v.asBool ?? false
-                    case .appleDeviceCalibrated?: calibrated = v.asBool
-                    default: break
-                    }
+                    repeats.metadata.note(list, DecodedMetadata(values: metadata, zone: metadataZone, userEntered: userEntered, calibrated: calibrated))
                 }
             }
         }

@@ -182,35 +182,52 @@ public struct Ingestor: Sendable {
             }
             let reach = clocks.values[c].reach(clockPolicy)
             var inStep = Int64.min, beyond = Int64.min
-            for case .success(let s) in items where s.end.milliseconds <= latest {
-                let e = s.end.milliseconds
-                if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
+            // The items read in place (a `for case .success(let s) in items` copied each sample out: four retains and releases).
+            items.withUnsafeBufferPointer { list in
+                for i in list.indices {
+                    guard case .success(let s) = list[i], s.end.milliseconds <= latest else { continue }
+                    let e = s.end.milliseconds
+                    if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
+                }
             }
             now = clocks.values[c].observe(inStep: inStep, beyond: beyond, policy: clockPolicy) ?? Timestamp(milliseconds: .min / 2)
         }
         // The last id of the message, stored once after it (not once a sample).
         var lastID: String?
         defer { if tracksLastSampleID { lastMessageSampleID = lastID } }
-        for (index, item) in items.enumerated() {
-            switch item {
-            case .failure(let r):
-                if let id = r.itemID { lastID = id }
-                reject(user, topic(), r, into: &out)
-            case .success(let s):
-                lastID = s.id
-                switch engine.ingest(s, user: user, now: now, future: future, into: &out) {
-                case .accepted: counters.samplesAccepted += 1
-                case .duplicate: counters.duplicates += 1
-                case .superseded: counters.samplesAccepted += 1; counters.superseded += 1
-                case .stale: counters.stale += 1
-                case .deleted: counters.deletedBeforeArrival += 1
-                case .rejected(var r):
-                    if items.count > 1 { r.index = index }  // as the decoder's rejections of a batch
-                    reject(user, topic(), r, into: &out)
-                }
+        // By index into the array's buffer: `for (index, item) in items.enumerated()` copied each
+        // item out of the array and destroyed the copy after it.
+        items.withUnsafeBufferPointer { list in
+            for index in list.indices {
+                ingest(list[index], index: index, count: list.count, user: user, topic: topic(), now: now, future: future, lastID: &lastID, into: &out)
             }
         }
         if clock == .event { engine.advance(user: user, to: now, into: &out) }
+    }
+
+    /// One decoded item of a samples message.
+    @inline(__always)
+    private mutating func ingest(
+        _ item: borrowing WireDecoder.Item<Sample>, index: Int, count: Int, user: String, topic: @autoclosure () -> String, now: Timestamp,
+        future: Timestamp?, lastID: inout String?, into out: inout [EngineOutput]
+    ) {
+        switch item {
+        case .failure(let r):
+            if let id = r.itemID { lastID = id }
+            reject(user, topic(), r, into: &out)
+        case .success(let s):
+            lastID = s.id
+            switch engine.ingest(s, user: user, now: now, future: future, into: &out) {
+            case .accepted: counters.samplesAccepted += 1
+            case .duplicate: counters.duplicates += 1
+            case .superseded: counters.samplesAccepted += 1; counters.superseded += 1
+            case .stale: counters.stale += 1
+            case .deleted: counters.deletedBeforeArrival += 1
+            case .rejected(var r):
+                if count > 1 { r.index = index }  // as the decoder's rejections of a batch
+                reject(user, topic(), r, into: &out)
+            }
+        }
     }
 
     /// Handles a message whose payload of `size` bytes the transport did not even copy because it

@@ -59,6 +59,59 @@ import Testing
         #expect(accepted > 100 && rejected > 100)
     }
 
+    /// Items whose metadata repeats the last item's share its decoded dictionary
+    /// (`RepeatedMetadata`): metadata that differ from it in one key, one value, one value's
+    /// type or bits, their order or a duplicated key, metadata that are refused, empty or absent
+    /// must still decode exactly as each item does alone.
+    @Test func sharedMetadataDecodesAsItDoesAlone() throws {
+        var rng = SplitMix64(seed: 1802)
+        let long = String(repeating: "é", count: 200)  // 400 bytes: cut to 256 characters
+        let metadata = [
+            #"{"HKMetadataKeyDevicePlacementSide":2}"#, #"{"HKMetadataKeyDevicePlacementSide":3}"#,
+            #"{"HKMetadataKeyDevicePlacementSide":2.0}"#, #"{"HKMetadataKeyDevicePlacementSide":-0.0}"#,
+            #"{"HKMetadataKeyDevicePlacementSide":"2"}"#, #"{"HKDevicePlacementSide":2}"#,
+            #"{"HKTimeZone":"Europe/London"}"#, #"{"HKTimeZone":"Europe/Londom"}"#, #"{"HKTimeZone":"America/New_York","HKMetadataKeyDevicePlacementSide":2}"#,
+            #"{"HKMetadataKeyDevicePlacementSide":2,"HKTimeZone":"America/New_York"}"#,
+            #"{"HKMetadataKeyAppleDeviceCalibrated":"1"}"#, #"{"HKMetadataKeyAppleDeviceCalibrated":"0"}"#,
+            #"{"HKMetadataKeyAppleDeviceCalibrated":true}"#, #"{"HKWasUserEntered":1}"#, #"{"HKWasUserEntered":0}"#,
+            #"{"HKWasUserEntered":true,"HKMetadataKeyWasUserEntered":false}"#, #"{"HKWasUserEntered":false,"HKMetadataKeyWasUserEntered":true}"#,
+            #"{"note":"caf\u00e9 \"quoted\" \\ tab\t"}"#, #"{"note":"café \"quoted\" \\ tab\t"}"#, #"{"note":"\#(long)"}"#,
+            #"{"n\u00f6te":"x"}"#, #"{"nöte":"x"}"#, #"{"HKMetadataKeySyncIdentifier":"s1","HKMetadataKeySyncVersion":2}"#,
+            #"{"HKMetadataKeySyncIdentifier":"s1","HKMetadataKeySyncVersion":3}"#, #"{"bad":[1]}"#, #"{"bad":null}"#,
+            #"{"ok":1,"bad":{}}"#, #"{}"#, #"[]"#, #""meta""#, nil
+        ]
+        var accepted = 0, rejected = 0, shared = 0
+        for round in 0..<60 {
+            var last: String??
+            let items = (0..<Int.random(in: 2...60, using: &rng)).map { i -> String in
+                // Runs of the same metadata, as a sync sends them, broken at random.
+                let m = Int.random(in: 0..<4, using: &rng) > 0 && last != nil ? last! : metadata.randomElement(using: &rng)!
+                if last != nil, m == last! { shared += 1 }
+                last = m
+                var json =
+                    #"{"id":"r\#(round)-\#(i)-ü","type":"walkingSpeed","value":1.2,"unit":"m/s","start":"2026-03-01T08:15:00+01:00","end":"2026-03-01T08:15:30+01:00","source":{"bundleId":"com.apple.health.9C2F5E1A"}"#
+                if let m { json += #","metadata":"# + m }
+                return json + "}"
+            }
+            let batch = try decoder.samples(Array(("[" + items.joined(separator: ",") + "]").utf8), user: "jamie").get()
+            #expect(batch.count == items.count)
+            for (i, (got, item)) in zip(batch, items).enumerated() {
+                switch (got, alone(item)) {
+                case (.success(let a), .success(let b)):
+                    #expect(a == b, "round \(round) item \(i): \(item)")
+                    #expect(a.provenance == b.provenance && a.calibrated == b.calibrated && a.timeZone == b.timeZone)
+                    accepted += 1
+                case (.failure(let a), .failure(var b)):
+                    b.index = i
+                    #expect(a == b, "round \(round) item \(i): \(item)")
+                    rejected += 1
+                default: Issue.record("round \(round) item \(i) differs from alone: \(item)")
+                }
+            }
+        }
+        #expect(accepted > 300 && rejected > 100 && shared > 300, "\(accepted) accepted, \(rejected) rejected, \(shared) shared")
+    }
+
     /// HealthKit's device keys, in the short spelling too, are stored under the long one.
     @Test func deviceMetadataKeysInEitherSpelling() throws {
         let item =
