@@ -198,6 +198,54 @@ import Testing
             #expect(first.weeks(of: u) == first.weeks(of: u).sorted() && second.weeks(of: u) == second.weeks(of: u).sorted())
         }
     }
+
+    /// A user moves from ward-a to ward-b while the worker is storing the user's reports with the
+    /// old team: the shard waits for that attempt before it clears ward-a's topic and takes back the
+    /// weeks not built yet, so ward-a keeps no report and ward-b ends with the latest one.
+    @Test func aTeamChangeWhileTheWorkerHoldsWeeksReachesOnlyTheNewTeam() throws {
+        let path = TemporaryPath.make("mw-report-worker")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let store = ControlledReports(try StateStore(path: path + "/state.sqlite"))
+        let sink = Captured()
+        func withTeams(_ r: TrafficRecord, _ team: String) -> TrafficRecord {
+            var r = r
+            r.payload = Array(String(decoding: r.payload.dropLast(), as: UTF8.self).utf8) + Array(",\"careTeams\":[\"\(team)\"]}".utf8)
+            return r
+        }
+        let profileTopic = Self.layout.profile("kim")
+        var records = Self.records(users: ["kim"])
+        let profile = try #require(records.first { $0.topic == profileTopic })
+        records = records.map { $0.topic == profileTopic ? withTeams($0, "ward-a") : $0 }
+        store.hold.store(true, ordering: .relaxed)
+        let shard = try Self.startShard(store, sink: sink)
+        Self.feed(shard, records)
+        #expect(eventually(timeout: 20) { store.holding.load(ordering: .relaxed) })
+        #expect(Self.weeksDue(shard) > 0)
+
+        let moved = DispatchSemaphore(value: 0)
+        shard.queue.push(
+            .message(
+                seq: UInt64(records.count) + 1, topic: profileTopic, parsed: Self.layout.parse(profileTopic), payload: withTeams(profile, "ward-b").payload))
+        shard.queue.push(.barrier(moved))
+        // The profile's batch waits for the worker's attempt under way (its reports carry ward-a).
+        let waited = moved.wait(timeout: .now() + 1) == .timedOut
+        #expect(waited, "the team change did not wait for the reports being stored")
+        store.hold.store(false, ordering: .relaxed)
+        store.gate.signal()
+        if waited { moved.wait() }
+        #expect(eventually(timeout: 30) { (try? store.dueReports().isEmpty) == true && Self.weeksDue(shard) == 0 })
+        shard.queue.close()
+        shard.join()
+
+        let items = sink.items.withLock { $0 }
+        let a = items.filter { $0.topic == Self.layout.teamWeeklyReport("ward-a", user: "kim") }
+        let b = items.filter { $0.topic == Self.layout.teamWeeklyReport("ward-b", user: "kim") }
+        let latest = try #require(items.last { $0.topic == Self.layout.weeklyReport("kim") })
+        #expect(!a.isEmpty && a.last?.payload == [], "ward-a's report topic ends cleared: \(a.map(\.payload.count))")
+        #expect(b.last?.payload == latest.payload, "ward-b ends with the latest report")
+        #expect(try store.weeklyReport(of: "kim", week: nil)?.payload == latest.payload)
+    }
 }
 
 /// The daemon end to end (real mosquitto, real SQLite): many users' weeks closing together are
