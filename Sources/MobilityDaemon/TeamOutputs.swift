@@ -41,13 +41,8 @@ struct TeamOutputs {
         return out
     }
 
-    /// The team copies of a user's weekly report (retained).
-    func reportItems(user: String, payload: [UInt8]) -> [StateStore.OutboxItem] {
-        TeamOutputs.reportItems(teams: careTeams.teams(of: user), user: user, payload: payload, layout: layout)
-    }
-
-    /// The copies of a user's weekly report under `teams` (retained): what ``ReportWorker`` publishes
-    /// with the teams the shard handed over.
+    /// The team copies of a user's weekly report under `teams` (retained): what ``ReportWorker``
+    /// publishes with the teams the shard handed over.
     static func reportItems(teams: [String], user: String, payload: [UInt8], layout: TopicLayout) -> [StateStore.OutboxItem] {
         teams.map { .init(topic: layout.teamWeeklyReport($0, user: user), payload: payload, retain: true) }
     }
