@@ -11,6 +11,8 @@
 #   RULES=DIR scripts/bench-callgrind.sh …              another rule pack (default rules/; an older build needs its own)
 #   TRAFFIC=FILE scripts/bench-callgrind.sh - OUT        recorded traffic instead ({"topic","payload"} lines, e.g. mobility-sim
 #                                                       population --sync-days 3 --samples-per-message 50), into mobilityd --clock event
+#   RECORD=FILE scripts/bench-callgrind.sh …             also writes what the daemon published (mosquitto_sub -v '#', sorted) to FILE,
+#                                                       to compare two builds' outputs (diff; acks and status differ with timing)
 # Then: callgrind_annotate --inclusive=yes OUT | head -80
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +51,10 @@ printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nmax_
 mosquitto -c "$work/m.conf" >/dev/null 2>&1 &
 pids+=($!)
 sleep 0.3
+if [ -n "${RECORD:-}" ]; then
+  mosquitto_sub -h 127.0.0.1 -p "$port" -v -t '#' >"$work/published.txt" 2>/dev/null &
+  pids+=($!)
+fi
 metric() { curl -s "http://127.0.0.1:$mport/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 vg=(valgrind --tool=callgrind --callgrind-out-file="$out")
 [ "${NATIVE:-0}" = 1 ] && vg=()
@@ -67,7 +73,8 @@ t0=$(date +%s.%N)
 for _ in $(seq 1200); do
   a=$(metric mobilityd_samples_accepted_total); u=$(metric mobilityd_outputs_uncommitted)
   [ -n "${TRAFFIC:-}" ] && a=$(metric mobilityd_messages_received_total)
-  [ "${a%.*}" -ge "$messages" ] 2>/dev/null && [ "${u:-0}" = 0 ] && break
+  d=$(metric mobilityd_weekly_reports_due)  # the report workers' weeks (builds before them: none)
+  [ "${a%.*}" -ge "$messages" ] 2>/dev/null && [ "${u:-0}" = 0 ] && [ "${d:-0}" = 0 ] && break
   sleep 0.5  # each poll renders /metrics in the measured process
 done
 t1=$(date +%s.%N)
@@ -75,11 +82,12 @@ t1=$(date +%s.%N)
 c0=$(metric mobilityd_state_commits_total)
 for _ in $(seq 600); do [ "$(metric mobilityd_state_commits_total)" != "$c0" ] && break; sleep 0.1; done
 sleep 0.5
-echo "accepted $(metric mobilityd_samples_accepted_total) samples of $messages messages in $(python3 -c "print(round($t1 - $t0, 1))") s; $(metric mobilityd_state_commits_total) commits, $(python3 -c "print(int($(metric mobilityd_evaluation_seconds_count) - $b0))") batches"
-[ "${NATIVE:-0}" = 1 ] && exit 0
+echo "weekly reports $(metric mobilityd_weekly_reports_total); accepted $(metric mobilityd_samples_accepted_total) samples of $messages messages in $(python3 -c "print(round($t1 - $t0, 1))") s; $(metric mobilityd_state_commits_total) commits, $(python3 -c "print(int($(metric mobilityd_evaluation_seconds_count) - $b0))") batches"
+if [ "${NATIVE:-0}" = 1 ]; then [ -n "${RECORD:-}" ] && sort "$work/published.txt" >"$RECORD"; exit 0; fi
 callgrind_control -d "$daemon" >/dev/null
 sleep 1
 kill "$daemon"; wait "$daemon" 2>/dev/null || true
+[ -n "${RECORD:-}" ] && sort "$work/published.txt" >"$RECORD"
 latest=$(ls -t "$out"* | grep -v "^$out$" | head -1 || true)
 [ -n "$latest" ] && mv "$latest" "$out.messages"
 echo "profile of the $messages messages: $out.messages (the whole run: $out)"

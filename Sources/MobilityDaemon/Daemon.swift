@@ -532,6 +532,8 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_outputs_uncommitted", Double(total.outputsUncommitted))
         m.family("mobilityd_weekly_reports_total", "counter", "Weekly care-team reports built, kept and published.")
         m.sample("mobilityd_weekly_reports_total", Double(total.weeklyReports))
+        m.family("mobilityd_weekly_reports_due", "gauge", "Weekly reports whose week closed, not built yet (waiting for a commit or the report worker).")
+        m.sample("mobilityd_weekly_reports_due", Double(total.weeklyReportsDue))
         m.family("mobilityd_publish_errors_total", "counter", "Publishes that libmosquitto refused.")
         m.sample("mobilityd_publish_errors_total", Double(total.publishErrors))
         m.family(

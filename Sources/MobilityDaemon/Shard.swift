@@ -51,8 +51,10 @@ final class Shard: @unchecked Sendable {
     private let publishesSeries: Bool
     /// Weekly reports (nil without history or without a `report` block in the rules).
     private var reports: WeeklyReports?
-    /// Weeks whose due marker is committed or pending, to be built after the next commit.
+    /// Weeks whose due marker is committed or pending, to be handed to `reportWorker` after the next commit.
     private var dueWeeks: Set<WeeklyReports.Due> = []
+    /// Builds, keeps and publishes the weekly reports of the due weeks, off this thread.
+    private let reportWorker: ReportWorker
     /// Users whose last sample id changed since the last acknowledgement.
     private var pendingAcks: [String: String] = [:]
     /// Committed but not yet published acknowledgements, coalesced per user.
@@ -101,6 +103,7 @@ final class Shard: @unchecked Sendable {
         self.teamOutputs = TeamOutputs(careTeams: careTeams, layout: ingestor.layout)
         self.bundler = SeriesBundler(layout: ingestor.layout)
         if fhir { self.fhir = FHIROutputs(program: ingestor.engine.program, root: ingestor.layout.root, observations: publishesSeries) }
+        self.reportWorker = ReportWorker(index: index, store: store, sink: sink, layout: ingestor.layout, log: log)
     }
 
     /// Makes room for `n` users (before restoring).
@@ -119,6 +122,15 @@ final class Shard: @unchecked Sendable {
 
     func start() {
         updateFiring()  // the restored users' firing alerts
+        reportWorker.counted = { [weak self] built, errors, waiting in
+            self?.stats.withLock { s in
+                s.weeklyReports += built
+                s.publishErrors += errors
+                s.reportsDueInWorker = waiting
+            }
+        }
+        reportWorker.onFenced = onFenced
+        reportWorker.start()
         let t = Thread { [self] in run() }
         t.name = "shard-\(index)"
         t.start()
@@ -145,42 +157,22 @@ final class Shard: @unchecked Sendable {
     /// A week found due in the store at start (its marker committed before a stop or crash).
     func addDue(_ d: WeeklyReports.Due) { if reports != nil { dueWeeks.insert(d) } }
 
-    /// Builds, keeps and publishes the reports of the due weeks, then prunes those users' history.
-    /// On failure the weeks stay due (their markers are in the store) and are tried again after
-    /// the next commit, or at the next start.
-    private func buildReports() {
+    /// Hands the due weeks to the report worker, which builds, keeps and publishes their reports,
+    /// then prunes those users' history. Call only once their markers are durable. Weeks the
+    /// worker refuses (it holds its capacity) stay due here and are handed over after the next
+    /// commit; weeks it cannot build stay due there (their markers are in the store).
+    private func handReports() {
         guard let reports, !dueWeeks.isEmpty else { return }
-        var rows: [HistoryRecord] = [], items: [StateStore.OutboxItem] = [], prune: [HistoryPrune] = []
-        for d in dueWeeks.sorted(by: { ($0.week, $0.user) < ($1.week, $1.user) }) {
-            let timeline = ingestor.engine.timeline(of: d.user)
-            do {
-                let payload = try reports.digest(d, timeline: timeline, store: store).jsonBytes
-                rows.append(HistoryRecord(user: d.user, kind: .weekly, key: d.week.description, day: d.week.monday, payload: payload))
-                items.append(.init(topic: layout.weeklyReport(d.user), payload: payload, retain: true))
-                items += teamOutputs.reportItems(user: d.user, payload: payload)
-                prune.append((d.user, reports.keepFrom(d, timeline: timeline), d.week.monday - WeeklyReports.reportDays))
-            } catch {
-                log.error("cannot build a weekly report; it stays due", ["shard": String(index), "error": "\(error)"])
-                return
-            }
-        }
-        do {
-            let ids = try store.commitReports(outbox: items, history: rows, prune: prune)  // one transaction (SQLite)
-            for k in items.indices { items[k].id = ids[k] }
-        } catch {
-            log.error("cannot store weekly reports; they stay due", ["shard": String(index), "error": "\(error)"])
-            return
+        // In week order, so that a refusal for capacity keeps a user's later weeks behind the earlier.
+        let jobs = dueWeeks.sorted { ($0.week, $0.user) < ($1.week, $1.user) }.map { d in
+            ReportWorker.Job(due: d, reports: reports, timeline: ingestor.engine.timeline(of: d.user), teams: teamOutputs.careTeams.teams(of: d.user))
         }
         dueWeeks.removeAll(keepingCapacity: true)
-        let failures = sink.publish(items)
-        stats.withLock { s in
-            s.weeklyReports += rows.count
-            s.publishErrors += failures
-        }
+        for d in reportWorker.offer(jobs) { dueWeeks.insert(d) }
     }
 
     private func run() {
-        buildReports()  // weeks left due by the last run
+        handReports()  // weeks left due by the last run
         var out: [EngineOutput] = []
         out.reserveCapacity(256)
         var batch: [ShardItem] = []
@@ -282,7 +274,11 @@ final class Shard: @unchecked Sendable {
                     if !items.isEmpty { failures = sink.publish(items) }
                     seriesMessages = heldSeries
                     heldSeries = 0
-                    if !dueWeeks.isEmpty && pendingHistory.isEmpty { buildReports() }  // their markers are durable
+                    if !dueWeeks.isEmpty && pendingHistory.isEmpty {
+                        handReports()  // their markers are durable
+                    } else if reportWorker.isFailing {
+                        reportWorker.poke()  // the store takes commits again: the worker's weeks are tried again
+                    }
                     // Durable now: tell gateways how far each user's samples are committed — coalesced:
                     // at most one retained ack per user per interval (an ack per message would double
                     // the broker's load at one sample per message).
@@ -301,6 +297,7 @@ final class Shard: @unchecked Sendable {
                 s.seriesPublished += seriesMessages
                 s.outputsUncommitted = pendingOutbox.count
                 s.replayed += replayedNow
+                s.reportsDueInShard = dueWeeks.count
                 if scope != .none {
                     s.storeHealthy = committed != nil
                     if committed != nil { s.commits += 1 } else { s.commitFailures += 1 }
@@ -333,10 +330,13 @@ final class Shard: @unchecked Sendable {
             heldSeries = 0
             for (u, id) in pendingAcks { committedAcks[u] = id }
             for w in durables { w.committed() }
+            if !dueWeeks.isEmpty && pendingHistory.isEmpty { handReports() }
         } else {
             policy.commitFailed()
             for w in durables { w.failed() }
         }
+        // The worker's last attempt at the weeks it holds; what it cannot build stays due for the next start.
+        reportWorker.finish()
         if policy.acknowledgementsDurable(waiting: acknowledge != nil && !committedAcks.isEmpty, now: DispatchTime.now().uptimeNanoseconds) {
             publishAcks()
         }
@@ -375,6 +375,11 @@ final class Shard: @unchecked Sendable {
     /// it); returns whether the change queued team outputs.
     private func profileTeams(_ user: String, _ payload: [UInt8]) -> Bool {
         guard case .success(let p) = ingestor.decoder.userProfile(payload) else { return false }
+        // The user's teams change: the weeks the worker holds come back here, after its attempt under
+        // way, and are handed over again with the new teams after this batch's commit.
+        if (teamOutputs.careTeams.assigned[user] ?? p.careTeams) != teamOutputs.careTeams.teams(of: user) {
+            for d in reportWorker.withdraw(user: user) { dueWeeks.insert(d) }
+        }
         let items = teamOutputs.profileTeams(p.careTeams, user: user, rules: ingestor.engine.alertNames) {
             guard reports != nil else { return nil }
             return (try? store.weeklyReport(of: user, week: nil))?.payload

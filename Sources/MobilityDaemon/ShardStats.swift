@@ -15,6 +15,12 @@ struct ShardStats: Sendable {
     var outputsUncommitted = 0
     /// Weekly reports built and published.
     var weeklyReports = 0
+    /// Weeks due, not built yet: waiting in the shard for a commit, or held by its report worker.
+    var reportsDueInShard = 0
+    /// Weeks held by the shard's report worker (set by the worker).
+    var reportsDueInWorker = 0
+    /// Weeks due, not built yet (``reportsDueInShard`` and ``reportsDueInWorker``).
+    var weeklyReportsDue: Int { reportsDueInShard + reportsDueInWorker }
     var publishErrors = 0
     var commits = 0
     var commitFailures = 0
@@ -34,6 +40,8 @@ struct ShardStats: Sendable {
         total.seriesPublished += s.seriesPublished
         total.outputsUncommitted += s.outputsUncommitted
         total.weeklyReports += s.weeklyReports
+        total.reportsDueInShard += s.reportsDueInShard
+        total.reportsDueInWorker += s.reportsDueInWorker
         total.publishErrors += s.publishErrors
         total.commits += s.commits
         total.commitFailures += s.commitFailures

@@ -41,9 +41,10 @@ struct TeamOutputs {
         return out
     }
 
-    /// The team copies of a user's weekly report (retained).
-    func reportItems(user: String, payload: [UInt8]) -> [StateStore.OutboxItem] {
-        careTeams.teams(of: user).map { .init(topic: layout.teamWeeklyReport($0, user: user), payload: payload, retain: true) }
+    /// The team copies of a user's weekly report under `teams` (retained): what ``ReportWorker``
+    /// publishes with the teams the shard handed over.
+    static func reportItems(teams: [String], user: String, payload: [UInt8], layout: TopicLayout) -> [StateStore.OutboxItem] {
+        teams.map { .init(topic: layout.teamWeeklyReport($0, user: user), payload: payload, retain: true) }
     }
 
     /// Records the teams of a user's accepted profile and returns what the change publishes:

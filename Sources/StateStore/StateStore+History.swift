@@ -1,3 +1,4 @@
+import CSQLite
 import CareReports
 import MobilityModel
 
@@ -509,6 +510,7 @@ final class HistoryReader {
     private let db: SQLiteDatabase
     private var statements: [String: SQLiteDatabase.Statement] = [:]
     private var names: [Int64: (name: String, unit: String)] = [:]
+    private var transaction: (begin: SQLiteDatabase.Statement, commit: SQLiteDatabase.Statement)?
 
     /// Opens a connection that maps the database file (no copy of each page read) with a cache of
     /// its own: a weekly close reads every user's recent days.
@@ -528,9 +530,19 @@ final class HistoryReader {
         return s
     }
 
-    /// Resets every statement, ending the connection's read transaction: the next read sees the
-    /// latest commit (a statement left stepped would pin an old snapshot and the WAL).
-    func finish() { for s in statements.values { s.reset() } }
+    /// Starts a read transaction: the statements until ``finish()`` see one snapshot.
+    func begin() throws(SQLiteError) {
+        if transaction == nil { transaction = (try db.prepare("BEGIN"), try db.prepare("COMMIT")) }
+        if sqlite3_get_autocommit(db.handle) == 0 { try? db.exec("ROLLBACK") }  // left open by a COMMIT that failed
+        try transaction!.begin.run()
+    }
+
+    /// Resets every statement and ends the read transaction: the next read sees the latest
+    /// commit (a statement left stepped, or the transaction left open, would pin an old snapshot and the WAL).
+    func finish() {
+        for s in statements.values { s.reset() }
+        if let t = transaction { _ = try? t.commit.run() }
+    }
 
     /// The name and unit of a series id (re-read when a new series appeared since).
     func series(_ id: Int64) throws(SQLiteError) -> (name: String, unit: String)? {

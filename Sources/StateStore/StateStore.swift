@@ -229,10 +229,13 @@ public final class StateStore: @unchecked Sendable {
         return users
     }
 
-    /// Runs `body` on the reader connection.
+    /// Runs `body` on the reader connection, in one read transaction: every statement of `body`
+    /// sees the same commit (a weekly digest's series and alert rows, read while the user's shard
+    /// commits newer rows).
     func reading(_ body: (HistoryReader) throws -> Void) throws {
         try readerLock.withLock { _ in
             if reader == nil { reader = try HistoryReader(path: path) }
+            try reader!.begin()
             defer { reader!.finish() }
             try body(reader!)
         }

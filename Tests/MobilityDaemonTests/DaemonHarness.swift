@@ -61,7 +61,7 @@ final class DaemonUnderTest: @unchecked Sendable {
     func waitIdle(timeout: TimeInterval = 20) -> Bool {
         eventually(timeout: timeout) {
             let m = metrics()
-            return m["mobilityd_outputs_unacknowledged"] == 0 && m["mobilityd_outputs_uncommitted"] == 0
+            return m["mobilityd_outputs_unacknowledged"] == 0 && m["mobilityd_outputs_uncommitted"] == 0 && m["mobilityd_weekly_reports_due"] == 0
                 && m.filter { $0.key.hasPrefix("mobilityd_queue_depth") || $0.key.hasPrefix("mobilityd_shard_busy_seconds") }.values.allSatisfy { $0 == 0 }
         }
     }
