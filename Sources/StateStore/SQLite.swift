@@ -67,13 +67,24 @@ final class SQLiteDatabase {
         unowned let db: SQLiteDatabase
         /// Parameter `i`'s buffer at index `i - 1` (nil base: none yet).
         private var buffers: [UnsafeMutableRawBufferPointer] = []
+        /// Buffers outgrown since the last ``reset()``, freed once no binding can point into them
+        /// (a bind refused while the statement runs keeps the old value).
+        private var retired: [UnsafeMutableRawBufferPointer] = []
         init(_ s: OpaquePointer, db: SQLiteDatabase) { self.s = s; self.db = db }
         deinit {
             sqlite3_finalize(s)  // before the buffers it may point into go
             for b in buffers { b.deallocate() }
+            for b in retired { b.deallocate() }
         }
 
-        func reset() { sqlite3_reset(s); sqlite3_clear_bindings(s) }
+        func reset() {
+            sqlite3_reset(s)
+            sqlite3_clear_bindings(s)
+            if !retired.isEmpty {
+                for b in retired { b.deallocate() }
+                retired.removeAll()
+            }
+        }
         func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(s, i, v) }
         /// Binds text up to its first NUL, as a C string of it reads (UTF-8).
         func bind(_ i: Int32, _ v: String) {
@@ -101,7 +112,7 @@ final class SQLiteDatabase {
                 buffers.append(contentsOf: repeatElement(UnsafeMutableRawBufferPointer(start: nil, count: 0), count: k + 1 - buffers.count))
             }
             if buffers[k].baseAddress == nil || buffers[k].count < count {
-                buffers[k].deallocate()  // SQLite may still point here, but reads it only after the bind below replaces it
+                if buffers[k].baseAddress != nil { retired.append(buffers[k]) }  // the current binding may point here
                 buffers[k] = .allocate(byteCount: max(64, count + count / 2), alignment: 8)
             }
             return buffers[k].baseAddress!

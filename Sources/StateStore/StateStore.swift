@@ -526,7 +526,7 @@ private enum CommitSQL: Int, CaseIterable {
 
     /// The largest outbox insert of at most `rows` rows.
     static func insertOutbox(rows: Int) -> CommitSQL {
-        rows >= 64 ? .insertOutbox64 : rows >= 16 ? .insertOutbox16 : rows >= 4 ? .insertOutbox4 : .insertOutbox
+        rows >= outboxRows ? .insertOutbox64 : rows >= 16 ? .insertOutbox16 : rows >= 4 ? .insertOutbox4 : .insertOutbox
     }
 
     /// Rows an outbox insert writes (1 for the other statements).
