@@ -57,16 +57,66 @@ final class SQLiteDatabase {
     }
 
     /// A prepared statement.
+    ///
+    /// Bound text and blobs are copied into a buffer the statement keeps for that parameter
+    /// (grown, never shrunk) and bound `SQLITE_STATIC`: SQLite reads them there until the
+    /// parameter is bound again, cleared (``reset()``) or the statement finalized, instead of
+    /// allocating, copying and freeing a copy of its own each bind (`SQLITE_TRANSIENT`).
     final class Statement {
         let s: OpaquePointer
         unowned let db: SQLiteDatabase
+        /// Parameter `i`'s buffer at index `i - 1` (nil base: none yet).
+        private var buffers: [UnsafeMutableRawBufferPointer] = []
+        /// Buffers outgrown since the last ``reset()``, freed once no binding can point into them
+        /// (a bind refused while the statement runs keeps the old value).
+        private var retired: [UnsafeMutableRawBufferPointer] = []
         init(_ s: OpaquePointer, db: SQLiteDatabase) { self.s = s; self.db = db }
-        deinit { sqlite3_finalize(s) }
+        deinit {
+            sqlite3_finalize(s)  // before the buffers it may point into go
+            for b in buffers { b.deallocate() }
+            for b in retired { b.deallocate() }
+        }
 
-        func reset() { sqlite3_reset(s); sqlite3_clear_bindings(s) }
+        func reset() {
+            sqlite3_reset(s)
+            sqlite3_clear_bindings(s)
+            if !retired.isEmpty {
+                for b in retired { b.deallocate() }
+                retired.removeAll()
+            }
+        }
         func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(s, i, v) }
-        func bind(_ i: Int32, _ v: String) { mw_sqlite_bind_text(s, i, v) }
-        func bind(_ i: Int32, _ v: [UInt8]) { v.withUnsafeBytes { _ = mw_sqlite_bind_blob(s, i, $0.baseAddress, Int32($0.count)) } }
+        /// Binds text up to its first NUL, as a C string of it reads (UTF-8).
+        func bind(_ i: Int32, _ v: String) {
+            var v = v
+            v.withUTF8 { u in
+                let n = u.firstIndex(of: 0) ?? u.count
+                let p = buffer(i, n)
+                if n > 0 { p.copyMemory(from: u.baseAddress!, byteCount: n) }
+                _ = sqlite3_bind_text(s, i, p.assumingMemoryBound(to: CChar.self), Int32(n), nil)
+            }
+        }
+        /// Binds a blob (an empty one is a zero-length blob, not NULL).
+        func bind(_ i: Int32, _ v: [UInt8]) {
+            v.withUnsafeBytes { b in
+                let p = buffer(i, b.count)
+                if let base = b.baseAddress, b.count > 0 { p.copyMemory(from: base, byteCount: b.count) }
+                _ = sqlite3_bind_blob(s, i, p, Int32(b.count), nil)
+            }
+        }
+
+        /// Parameter `i`'s buffer, with room for `count` bytes (never nil, so that an empty value is not NULL).
+        private func buffer(_ i: Int32, _ count: Int) -> UnsafeMutableRawPointer {
+            let k = Int(i) - 1
+            if k >= buffers.count {
+                buffers.append(contentsOf: repeatElement(UnsafeMutableRawBufferPointer(start: nil, count: 0), count: k + 1 - buffers.count))
+            }
+            if buffers[k].baseAddress == nil || buffers[k].count < count {
+                if buffers[k].baseAddress != nil { retired.append(buffers[k]) }  // the current binding may point here
+                buffers[k] = .allocate(byteCount: max(64, count + count / 2), alignment: 8)
+            }
+            return buffers[k].baseAddress!
+        }
         func bind(_ i: Int32, double v: Double) { sqlite3_bind_double(s, i, v) }
 
         /// Steps; true when a row is available.

@@ -108,7 +108,8 @@ extension StateStore {
     /// series' value there); the other rows are upserted by key.
     func write(
         history rows: [HistoryRecord], upsert up: SQLiteDatabase.Statement,
-        replacing del: SQLiteDatabase.Statement, readDay: SQLiteDatabase.Statement, writeDay: SQLiteDatabase.Statement
+        replacing del: SQLiteDatabase.Statement, insertDay: SQLiteDatabase.Statement, readDay: SQLiteDatabase.Statement,
+        writeDay: SQLiteDatabase.Statement
     ) throws(SQLiteError) {
         // A user-day's points come one after another (the engine emits a day's series together):
         // grouped as they come, the map consulted only when the user-day changes; series ids from
@@ -155,10 +156,19 @@ extension StateStore {
             up.bind(6, r.payload)
             try up.run()
         }
+        // A user-day's first points (a day close) are inserted in one statement; only a day the
+        // store already holds (a revision) is read back and merged (its other series kept).
         for (key, points) in days {
+            var packed = SeriesDay(capacity: points.count)
+            for p in points { packed.set(p.id, p.value) }
+            insertDay.bind(1, key.user)
+            insertDay.bind(2, Int64(key.day))
+            insertDay.bind(3, packed.bytes)
+            try insertDay.run()
+            if db.changes == 1 { continue }
             readDay.bind(1, key.user)
             readDay.bind(2, Int64(key.day))
-            var packed = SeriesDay(capacity: points.count)
+            packed = SeriesDay(capacity: points.count)
             if try readDay.step() { readDay.withBlob(0) { packed = SeriesDay(trusted: $0) } }
             readDay.reset()
             for p in points { packed.set(p.id, p.value) }

@@ -22,12 +22,21 @@ package enum UserRows {
     package static func forEachChange<E: Error>(
         of s: UserSnapshot, write: (DayNumber, Int, [UInt8]) throws(E) -> Void, deleteFrom: (DayNumber, Int) throws(E) -> Void
     ) throws(E) {
+        try forEachChange(of: s, write: { (day, c, bytes, _) throws(E) in try write(day, c, bytes) }, deleteFrom: deleteFrom)
+    }
+
+    /// ``forEachChange(of:write:deleteFrom:)`` telling `write` whether the store held the chunk
+    /// before (the day's stored values reach into it), so that it can be updated in place.
+    package static func forEachChange<E: Error>(
+        of s: UserSnapshot, write: (DayNumber, Int, [UInt8], Bool) throws(E) -> Void, deleteFrom: (DayNumber, Int) throws(E) -> Void
+    ) throws(E) {
         for day in s.openDays {
             guard let from = day.changedFrom else { continue }
             let values = s.values(of: day)
             let chunks = StateStore.chunks(values.count)
+            let stored = StateStore.chunks(day.storedCount)
             if from / StateStore.chunkSize < chunks {
-                for c in (from / StateStore.chunkSize)..<chunks { try write(day.day, c, UserStateCodec.encode(day: values, chunk: c)) }
+                for c in (from / StateStore.chunkSize)..<chunks { try write(day.day, c, UserStateCodec.encode(day: values, chunk: c), c < stored) }
             }
             if StateStore.chunks(day.storedCount) > chunks { try deleteFrom(day.day, chunks) }
         }

@@ -122,6 +122,37 @@ private func pageSize(_ path: String) -> Int64 {
         #expect(left.map(\.topic) == expected.map { "t\($0 - ids[0])" })
     }
 
+    /// A commit's outbox goes in multi-row inserts (64, 16, 4 and 1 rows a statement): every
+    /// size hands out the ids in the items' order, each the id its row is stored under, and ids
+    /// keep growing past acknowledged (deleted) items, never reused.
+    @Test func multiRowOutboxInsertsReturnEachRowsIdInOrder() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try StateStore(path: dir + "/s.sqlite")
+        var all: [(id: Int64, topic: String, payload: [UInt8], retain: Bool)] = []
+        var previous: Int64 = 0
+        for (round, count) in [1, 3, 4, 7, 16, 21, 64, 64 + 16 + 4 + 3, 150].enumerated() {
+            let items = (0..<count).map { k in
+                StateStore.OutboxItem(topic: "t\(round)/\(k)", payload: Array(repeating: UInt8(truncatingIfNeeded: k), count: k % 5), retain: k % 2 == 0)
+            }
+            let ids = try store.commit(users: [], outbox: items)
+            #expect(ids.count == count)
+            #expect(ids.first.map { $0 > previous } == true)
+            #expect(zip(ids, ids.dropFirst()).allSatisfy { $0 + 1 == $1 })
+            previous = ids.last ?? previous
+            all += zip(ids, items).map { ($0, $1.topic, $1.payload, $1.retain) }
+            if round == 6 {  // the newest items acknowledged: later ids still grow past them
+                _ = try store.commit(users: [], outbox: [], acknowledged: ids)
+                all.removeLast(ids.count)
+            }
+        }
+        let stored = try StateStore(path: dir + "/s.sqlite").load().outbox
+        #expect(stored.map(\.id) == all.map(\.id))
+        #expect(stored.map(\.topic) == all.map(\.topic))
+        #expect(stored.map(\.payload) == all.map(\.payload))
+        #expect(stored.map(\.retain) == all.map(\.retain))
+    }
+
     @Test func commitLoadRoundTripsUserStateAndOutbox() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
