@@ -185,7 +185,9 @@ public final class Daemon: Sendable {
             shards[shard(of: parsed)].queue.push(.message(seq: seq, topic: topic, parsed: parsed, payload: payload))
         }
         // Large samples payloads are decoded on a thread of their own, in order (DecodeStage.swift).
-        let stage = DecodeStage(shards: shards.map(\.queue), decoder: decoder, capacity: config.queueCapacity) { journal.markQueued($0) }
+        let stage = DecodeStage(
+            shards: shards.map(\.queue), decoder: decoder, capacity: config.queueCapacity, threshold: DecodeStage.threshold(shards: shards.count)
+        ) { journal.markQueued($0) }
         stageRef.set(stage)
 
         // The subscriber: the persistent session (fixed client id, clean session off, QoS 1).

@@ -31,6 +31,14 @@ final class DecodeStage: Service, @unchecked Sendable {
     /// A `samples` payload of at least this many bytes is decoded by the stage (2 KiB: about
     /// eight samples; a one-sample message gains nothing from an extra hand-off).
     static let defaultThreshold = 2048
+    /// The most shards one stage serves. Decoding is about a third of a shard's work on a
+    /// backfill, so one stage thread keeps up with two shards; with more, the stage would be
+    /// their bottleneck, and the shards decode for themselves (as without the stage).
+    static let maxShards = 2
+
+    /// The threshold the daemon uses with `shards` shards: ``defaultThreshold`` up to
+    /// ``maxShards``, else none (`Int.max`: every item goes straight to its shard).
+    static func threshold(shards: Int) -> Int { shards <= maxShards ? defaultThreshold : Int.max }
 
     /// What waits in the stage: an item and the shard it goes to.
     private struct Entry {

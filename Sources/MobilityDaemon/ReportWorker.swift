@@ -24,7 +24,8 @@ import struct PostgresStore.PostgresError
 /// Holding at most ``capacity`` weeks, ``offer(_:)`` refuses the rest: the shard keeps them due and
 /// offers them again after its next commit (their markers are durable either way).
 ///
-/// Sendability: every stored `var` is read and written only while holding `condition`.
+/// Sendability: every stored `var` is read and written only while holding `condition`, except
+/// `counted`, `onFenced` and `maxWeeksPerAttempt`, which are set before ``start()`` and only read after it.
 final class ReportWorker: @unchecked Sendable {
     /// A due week and what its build needs of the shard's state when it was handed over.
     struct Job: Sendable {
@@ -47,6 +48,9 @@ final class ReportWorker: @unchecked Sendable {
     private let log: Logger
     /// At most this many weeks are held (``offer(_:)``).
     let capacity: Int
+    /// At most this many weeks are built in one attempt (one transaction), the earliest first
+    /// (set before ``start()``).
+    var maxWeeksPerAttempt = 256
     private let condition = NSCondition()
     private let finished = DispatchSemaphore(value: 0)
     /// The weeks held, each with its latest job and the offer that made it (see `run`).
@@ -156,7 +160,11 @@ final class ReportWorker: @unchecked Sendable {
             }
             if pending.isEmpty || fenced { break }  // closed (or fenced: nothing more is published)
             poked = false
+            // The earliest weeks first, at most `maxWeeksPerAttempt` (a withdraw waits for one attempt,
+            // and its transaction holds the store's write lock); the rest go with the next attempt,
+            // at once (they are still pending).
             let batch = pending.values.sorted { ($0.job.due.week, $0.job.due.user) < ($1.job.due.week, $1.job.due.user) }
+                .prefix(maxWeeksPerAttempt)
             building = true
             condition.unlock()
             let (outcome, built, errors) = attempt(batch.map(\.job))

@@ -54,7 +54,7 @@ final class Shard: @unchecked Sendable {
     /// Weeks whose due marker is committed or pending, to be handed to `reportWorker` after the next commit.
     private var dueWeeks: Set<WeeklyReports.Due> = []
     /// Builds, keeps and publishes the weekly reports of the due weeks, off this thread.
-    private let reportWorker: ReportWorker
+    let reportWorker: ReportWorker
     /// Users whose last sample id changed since the last acknowledgement.
     private var pendingAcks: [String: String] = [:]
     /// Committed but not yet published acknowledgements, coalesced per user.

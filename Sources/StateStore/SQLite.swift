@@ -107,6 +107,9 @@ final class SQLiteDatabase {
 
         /// Parameter `i`'s buffer, with room for `count` bytes (never nil, so that an empty value is not NULL).
         private func buffer(_ i: Int32, _ count: Int) -> UnsafeMutableRawPointer {
+            // SQLite refuses a bind to a statement that has not been reset, and would keep reading
+            // the previous value from this buffer, which is about to be overwritten in place.
+            precondition(sqlite3_stmt_busy(s) == 0, "a bind to an SQLite statement that has not been reset")
             let k = Int(i) - 1
             if k >= buffers.count {
                 buffers.append(contentsOf: repeatElement(UnsafeMutableRawBufferPointer(start: nil, count: 0), count: k + 1 - buffers.count))

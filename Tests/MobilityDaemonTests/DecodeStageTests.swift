@@ -129,4 +129,20 @@ import Testing
         #expect(marks.calls.withLock { $0.map(\.seq) } == [7])
         #expect(s.depth == 0)
     }
+
+    /// With more shards than one stage keeps up with, nothing goes through it: a large samples
+    /// message reaches its shard undecoded, as without the stage.
+    @Test func withMoreShardsThanItServesTheStageTakesNothing() throws {
+        #expect(DecodeStage.threshold(shards: 1) == DecodeStage.defaultThreshold)
+        #expect(DecodeStage.threshold(shards: DecodeStage.maxShards) == DecodeStage.defaultThreshold)
+        let q = BoundedQueue<ShardItem>(capacity: 100)
+        let s = DecodeStage(shards: [q], decoder: WireDecoder(), capacity: 64, threshold: DecodeStage.threshold(shards: DecodeStage.maxShards + 1)) { _ in }
+        s.start()
+        route(s, 3, "samples", big("many"))
+        var items: [ShardItem] = []
+        q.takeAll(into: &items)
+        #expect(names(items) == ["m3"])
+        #expect(s.depth == 0)
+        s.stop()
+    }
 }

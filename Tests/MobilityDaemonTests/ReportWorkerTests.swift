@@ -40,6 +40,7 @@ import Testing
         let store: StateStore
         let refuse = Atomic<Bool>(false)
         let refused = Atomic<Int>(0)
+        let stored = Atomic<Int>(0)
         let hold = Atomic<Bool>(false)
         let holding = Atomic<Bool>(false)
         let gate = DispatchSemaphore(value: 0)
@@ -54,7 +55,9 @@ import Testing
                 refused.add(1, ordering: .relaxed)
                 throw Refused()
             }
-            return try store.commitReports(outbox: outbox, history: history, prune: prune)
+            let ids = try store.commitReports(outbox: outbox, history: history, prune: prune)
+            stored.add(1, ordering: .relaxed)
+            return ids
         }
         func load<Prepared: Sendable>(
             alertNames: [String], prepare: @escaping @Sendable (UserSnapshot) -> Prepared
@@ -100,7 +103,7 @@ import Testing
 
     /// A shard over `store` with the shipped rules (event clock), its users restored from the
     /// store and the weeks it holds due added, as the daemon starts one; started.
-    static func startShard(_ store: ControlledReports, sink: Captured) throws -> Shard {
+    static func startShard(_ store: ControlledReports, sink: Captured, weeksPerAttempt: Int? = nil) throws -> Shard {
         let program = try program()
         let config = DaemonConfiguration().engine
         let shard = Shard(
@@ -109,6 +112,7 @@ import Testing
         var users = try store.load(alertNames: program.alerts.map(\.name), prepare: Engine(program: program, configuration: config).preparer).users
         for i in users.indices { shard.restore(&users[i]) }
         for d in try store.dueReports() { shard.addDue(WeeklyReports.Due(user: d.user, week: try #require(ISOWeek(parsing: d.week)))) }
+        if let weeksPerAttempt { shard.reportWorker.maxWeeksPerAttempt = weeksPerAttempt }
         shard.start()
         return shard
     }
@@ -131,7 +135,8 @@ import Testing
     static func weeksDue(_ shard: Shard) -> Int { shard.stats.withLock { $0.weeklyReportsDue } }
 
     /// A week the worker cannot store stays due (its marker in the store) and is built once the
-    /// store takes writes again, exactly once, in week order, without a new message.
+    /// store takes writes again, exactly once, in week order, without a new message — in attempts
+    /// of at most `weeksPerAttempt` weeks, one after another.
     @Test func aWeekLeftDueByAFailingStoreIsBuiltOnceTheStoreRecovers() throws {
         let path = TemporaryPath.make("mw-report-worker")
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -139,7 +144,7 @@ import Testing
         let store = ControlledReports(try StateStore(path: path + "/state.sqlite"))
         let sink = Captured()
         store.refuse.store(true, ordering: .relaxed)
-        let shard = try Self.startShard(store, sink: sink)
+        let shard = try Self.startShard(store, sink: sink, weeksPerAttempt: 5)
         Self.feed(shard, Self.records(users: ["kim"]))
         #expect(eventually(timeout: 20) { store.refused.load(ordering: .relaxed) >= 1 })
         let due = try store.dueReports()
@@ -153,6 +158,7 @@ import Testing
         #expect(published == due.map(\.week), "published \(published), due \(due.map(\.week))")
         #expect(try store.reportWeeks(of: "kim") == due.map(\.week).reversed())
         #expect(shard.stats.withLock { $0.weeklyReports } == due.count)
+        #expect(store.stored.load(ordering: .relaxed) >= (due.count + 4) / 5, "\(store.stored.load(ordering: .relaxed)) report commits for \(due.count) weeks")
         shard.queue.close()
         shard.join()
     }
