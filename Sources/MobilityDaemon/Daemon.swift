@@ -174,10 +174,7 @@ public final class Daemon: Sendable {
         silencesRef.set(silences)
         let count = UInt64(shards.count)
         /// The shard of a parsed topic: its user's (shard 0 for a topic that names no user).
-        @Sendable func shard(of parsed: TopicLayout.Parsed) -> Int {
-            if case .inbound(let user, _) = parsed { return Int(Daemon.hash(user) % count) }
-            return 0
-        }
+        @Sendable func shard(of parsed: TopicLayout.Parsed) -> Int { Daemon.shard(of: parsed, count: count) }
         /// Parses a topic once and routes it straight to its user's shard, with the parse for the
         /// shard to reuse (the journal's replay at start; live messages go through `stage`).
         @Sendable func route(_ topic: String, seq: UInt64, payload: [UInt8]) {
@@ -461,6 +458,12 @@ public final class Daemon: Sendable {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in s.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
         return h
+    }
+
+    /// The shard of a parsed inbound topic among `count` shards (its user's hash; 0 for anything else).
+    static func shard(of parsed: TopicLayout.Parsed, count: UInt64) -> Int {
+        if case .inbound(let user, _) = parsed { return Int(hash(user) % count) }
+        return 0
     }
 
     private func http(path: String, shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> HTTPResponse {

@@ -82,8 +82,7 @@ final class PartitionInputService: Service, @unchecked Sendable {
     }
 
     private func shard(of parsed: TopicLayout.Parsed) -> Shard {
-        if case .inbound(let user, _) = parsed { return shards[Int(Daemon.hash(user) % UInt64(shards.count))] }
-        return shards[0]
+        shards[Daemon.shard(of: parsed, count: UInt64(shards.count))]
     }
 
     /// One message of partition `k`: to its user's shard, acknowledged once committed.

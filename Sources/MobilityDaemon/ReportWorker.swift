@@ -148,12 +148,13 @@ final class ReportWorker: @unchecked Sendable {
 
     private func run() {
         var backoff: TimeInterval = 0
+        var retryAt = Date()  // the end of the backoff after a failed attempt (a wake-up does not restart it)
         condition.lock()
         while true {
             // Work: weeks held, and no failed attempt waiting for a poke, its backoff or the close.
             while !closed && (pending.isEmpty || fenced || (failing && !poked)) {
                 if failing && !fenced && !pending.isEmpty {
-                    if !condition.wait(until: Date().addingTimeInterval(backoff)) { break }  // the backoff is over
+                    if !condition.wait(until: retryAt) { break }  // the backoff is over
                 } else {
                     condition.wait()
                 }
@@ -179,6 +180,7 @@ final class ReportWorker: @unchecked Sendable {
             case .failed:
                 failing = true
                 backoff = min(max(backoff * 2, 1), 30)
+                retryAt = Date().addingTimeInterval(backoff)
             case .fenced:
                 fenced = true
             }

@@ -312,22 +312,20 @@ public final class StateStore: @unchecked Sendable {
                         of: s,
                         write: { (day, c, bytes, stored) throws(SQLiteError) in
                             // A chunk the store holds is updated; a new one (or one the update
-                            // did not find) is upserted.
-                            if stored {
-                                let row = try statement(.updateChunk)
+                            // did not find) is upserted. Both take (user, day, chunk, bytes).
+                            func write(_ sql: CommitSQL) throws(SQLiteError) {
+                                let row = try statement(sql)
                                 row.bind(1, u.user)
                                 row.bind(2, Int64(day))
                                 row.bind(3, Int64(c))
                                 row.bind(4, bytes)
                                 try row.run()
+                            }
+                            if stored {
+                                try write(.updateChunk)
                                 if db.changes == 1 { return }
                             }
-                            let row = try statement(.upsertChunk)
-                            row.bind(1, u.user)
-                            row.bind(2, Int64(day))
-                            row.bind(3, Int64(c))
-                            row.bind(4, bytes)
-                            try row.run()
+                            try write(.upsertChunk)
                         },
                         deleteFrom: { (day, c) throws(SQLiteError) in
                             let del = try statement(.deleteChunksFrom)

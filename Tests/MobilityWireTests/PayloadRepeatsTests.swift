@@ -17,6 +17,28 @@ import Testing
         }
     }
 
+    /// Decodes `items` as one batch and expects each to decode exactly as it does alone (its
+    /// rejection with its batch index); returns how many were accepted and rejected.
+    func expectBatchDecodesAsAlone(_ items: [String], round: Int) throws -> (accepted: Int, rejected: Int) {
+        let batch = try decoder.samples(Array(("[" + items.joined(separator: ",") + "]").utf8), user: "jamie").get()
+        #expect(batch.count == items.count)
+        var accepted = 0, rejected = 0
+        for (i, (got, item)) in zip(batch, items).enumerated() {
+            switch (got, alone(item)) {
+            case (.success(let a), .success(let b)):
+                #expect(a == b, "round \(round) item \(i): \(item)")
+                #expect(a.provenance == b.provenance && a.calibrated == b.calibrated && a.timeZone == b.timeZone)
+                accepted += 1
+            case (.failure(let a), .failure(var b)):
+                b.index = i
+                #expect(a == b, "round \(round) item \(i): \(item)")
+                rejected += 1
+            default: Issue.record("round \(round) item \(i) differs from alone: \(item)")
+            }
+        }
+        return (accepted, rejected)
+    }
+
     @Test func everyItemOfABatchDecodesAsItDoesAlone() throws {
         var rng = SplitMix64(seed: 18)
         // Bundle ids of one length differing in one byte (first and last), longer and shorter
@@ -41,20 +63,9 @@ import Testing
                 if let s = sources.randomElement(using: &rng)! { json += #","source":"# + s }
                 return json + "}"
             }
-            let batch = try decoder.samples(Array(("[" + items.joined(separator: ",") + "]").utf8), user: "jamie").get()
-            #expect(batch.count == items.count)
-            for (i, (got, item)) in zip(batch, items).enumerated() {
-                switch (got, alone(item)) {
-                case (.success(let a), .success(let b)):
-                    #expect(a == b, "round \(round) item \(i): \(item)")
-                    accepted += 1
-                case (.failure(let a), .failure(var b)):
-                    b.index = i
-                    #expect(a == b, "round \(round) item \(i): \(item)")
-                    rejected += 1
-                default: Issue.record("round \(round) item \(i) differs from alone: \(item)")
-                }
-            }
+            let (a, r) = try expectBatchDecodesAsAlone(items, round: round)
+            accepted += a
+            rejected += r
         }
         #expect(accepted > 100 && rejected > 100)
     }
@@ -93,21 +104,9 @@ import Testing
                 if let m { json += #","metadata":"# + m }
                 return json + "}"
             }
-            let batch = try decoder.samples(Array(("[" + items.joined(separator: ",") + "]").utf8), user: "jamie").get()
-            #expect(batch.count == items.count)
-            for (i, (got, item)) in zip(batch, items).enumerated() {
-                switch (got, alone(item)) {
-                case (.success(let a), .success(let b)):
-                    #expect(a == b, "round \(round) item \(i): \(item)")
-                    #expect(a.provenance == b.provenance && a.calibrated == b.calibrated && a.timeZone == b.timeZone)
-                    accepted += 1
-                case (.failure(let a), .failure(var b)):
-                    b.index = i
-                    #expect(a == b, "round \(round) item \(i): \(item)")
-                    rejected += 1
-                default: Issue.record("round \(round) item \(i) differs from alone: \(item)")
-                }
-            }
+            let (a, r) = try expectBatchDecodesAsAlone(items, round: round)
+            accepted += a
+            rejected += r
         }
         #expect(accepted > 300 && rejected > 100 && shared > 300, "\(accepted) accepted, \(rejected) rejected, \(shared) shared")
     }
