@@ -93,7 +93,7 @@ final class DecodeStage: Service, @unchecked Sendable {
 
     /// Hands `item` to shard `shard` after everything routed before it: through the stage while
     /// it holds anything, else straight to the shard's queue.
-    func deliver(_ item: ShardItem, to shard: Int) {
+    func deliver(_ item: consuming ShardItem, to shard: Int) {
         if inFlight.load(ordering: .acquiring) == 0 {
             shards[shard].push(item)
         } else {
@@ -101,14 +101,13 @@ final class DecodeStage: Service, @unchecked Sendable {
         }
     }
 
-    private func enter(_ e: Entry) {
+    private func enter(_ e: consuming Entry) {
         inFlight.add(1, ordering: .relaxed)
-        guard queue.push(e) else {
+        if let refused = queue.offer(e) {
             // Stopped (only at shutdown, after the subscriber): straight to the shard once the
             // stage's thread has handed over everything it held.
             waitUntilFinished()
-            pass(e)
-            return
+            pass(refused)
         }
     }
 
@@ -152,12 +151,14 @@ final class DecodeStage: Service, @unchecked Sendable {
 
     /// Pushes an entry of the stage to its shard, marks a journalled message queued, then takes
     /// it out of the in-flight count (in this order: see the type's summary).
-    private func pass(_ e: Entry) {
-        shards[e.shard].push(e.item)
+    private func pass(_ e: consuming Entry) {
+        let seq: UInt64
         switch e.item {
-        case .message(let seq, _, _, _) where seq > 0, .decodedSamples(let seq, _, _, _) where seq > 0: markQueued(seq)
-        default: break
+        case .message(let s, _, _, _), .decodedSamples(let s, _, _, _): seq = s
+        default: seq = 0
         }
+        shards[e.shard].push(e.item)
+        if seq > 0 { markQueued(seq) }
         inFlight.subtract(1, ordering: .releasing)
     }
 }

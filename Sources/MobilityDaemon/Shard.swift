@@ -190,8 +190,12 @@ final class Shard: @unchecked Sendable {
             var replayedNow = 0
             var teamsChanged = false
             batchUsers.removeAll(keepingCapacity: true)
-            for item in batch {
-                switch item {
+            for k in batch.indices {
+                // Moved out of the batch (a copy retains every string and array of the item, and
+                // emptying the batch would release them again).
+                var item = ShardItem.housekeeping
+                swap(&item, &batch[k])
+                switch consume item {
                 case .message(let seq, let topic, let parsed, let payload):
                     var user: String?
                     if case .inbound(let u, _) = parsed { user = u }
