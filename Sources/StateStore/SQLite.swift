@@ -50,6 +50,17 @@ final class SQLiteDatabase {
         return Statement(s, db: self)
     }
 
+    /// A PASSIVE checkpoint of the main database: copies the WAL frames it can into the database
+    /// file without waiting for other connections. Returns the frames in the WAL and how many of
+    /// them are now copied (equal: the next write transaction starts the WAL over).
+    /// (The pragma, not `sqlite3_wal_checkpoint_v2`: on a connection that has read nothing yet
+    /// the C call finds no WAL open and copies nothing.)
+    func walCheckpoint() throws(SQLiteError) -> (frames: Int64, copied: Int64) {
+        let s = try prepare("PRAGMA wal_checkpoint(PASSIVE)")
+        guard try s.step() else { return (0, 0) }
+        return (s.int(1), s.int(2))
+    }
+
     func scalarInt(_ sql: String) throws(SQLiteError) -> Int64 {
         let s = try prepare(sql)
         guard try s.step() else { return 0 }

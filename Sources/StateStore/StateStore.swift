@@ -91,13 +91,15 @@ public final class StateStore: @unchecked Sendable {
     ///
     /// With `autoCheckpoint` off, committing never copies the WAL into the database file (SQLite
     /// does that, with an fsync, inside whichever commit crosses 1000 WAL pages: measured as the
-    /// ~4 ms p99 of alert latency); the owner calls ``checkpoint()`` from another thread instead.
+    /// ~4 ms p99 of alert latency); the owner calls ``checkpoint()`` from another thread instead,
+    /// which starts the WAL over once it holds `walRestartFrames` frames.
     ///
     /// The database file is created 0600 before SQLite opens it (SQLite gives its `-wal` and
     /// `-shm` files the database file's mode), and looser modes left by an older version are
     /// tightened: the store holds health data.
-    public init(path: String, autoCheckpoint: Bool = true) throws(SQLiteError) {
+    public init(path: String, autoCheckpoint: Bool = true, walRestartFrames: Int64 = 4096) throws(SQLiteError) {
         self.path = path
+        self.walRestartFrames = walRestartFrames
         do {
             try PrivateFiles.prepareFile(path)
             for suffix in ["-wal", "-shm", "-journal"] { try PrivateFiles.tightenIfPresent(path + suffix) }
@@ -107,7 +109,11 @@ public final class StateStore: @unchecked Sendable {
         // open day's chunk row (up to 64 values, 1.7 KB) then fits in its b-tree page instead of
         // spilling to an overflow page, which SQLite allows from 1 002 bytes with 4 KiB pages.
         try db.exec("PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
-        if !autoCheckpoint { try db.exec("PRAGMA wal_autocheckpoint=0;") }
+        // The committing connection starts the WAL over (``checkpoint()``); a WAL that grew past
+        // twice the restart size during a burst is cut back to that when it does.
+        if !autoCheckpoint {
+            try db.exec("PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=\(2 * walRestartFrames * 8192);")
+        }
         var version = Int(try db.scalarInt("PRAGMA user_version"))
         guard version <= StateStore.schemaVersion else {
             throw SQLiteError(code: -1, message: "\(path) has schema \(version), newer than this build's \(StateStore.schemaVersion)")
@@ -118,13 +124,37 @@ public final class StateStore: @unchecked Sendable {
         }
     }
 
-    /// Copies committed WAL frames into the database file from a second connection. PASSIVE: it
-    /// never waits for, nor blocks, the committing connection; frames it cannot copy yet are copied
-    /// by a later call, and SQLite reuses the WAL from its start once all of it is copied.
+    /// The WAL size, in frames (8 KiB pages), from which ``checkpoint()`` makes the next commit
+    /// start the WAL over (default 4 096: 32 MiB).
+    let walRestartFrames: Int64
+
+    /// Copies committed WAL frames into the database file from a second connection, and keeps
+    /// the WAL from growing without bound.
+    ///
+    /// A PASSIVE checkpoint neither waits for nor blocks commits; it copies the frames committed
+    /// when it began and syncs the WAL and the database file. SQLite starts the WAL over only when
+    /// a write transaction begins with every frame copied, which under continuous commits never
+    /// happens (frames committed during the copy are always left): the WAL grew to 254 MB for a
+    /// 16 MB database in a 5-second backfill and to 150 MB in 3 seconds of alerts, every commit
+    /// appended to new blocks of the file, and those appends waited for the file system's block
+    /// allocation while the checkpoint's sync wrote the file back (docs/benchmarks.md).
+    ///
+    /// So once the WAL holds ``walRestartFrames``, passes are repeated without holding commits
+    /// until one has little left (each copies what the pass before left), and a last pass runs
+    /// with commits held (``lock``): a few frames, after which the WAL is fully copied and the
+    /// next commit writes it again from its start, in blocks the file already has. A reader in
+    /// the middle of a read can still make SQLite keep appending; the next call tries again.
     public func checkpoint() throws(SQLiteError) {
         try checkpointLock.withLock { (_) throws(SQLiteError) in
             if checkpointer == nil { checkpointer = try SQLiteDatabase(path: path) }
-            try checkpointer!.exec("PRAGMA wal_checkpoint(PASSIVE);")
+            var pass = try checkpointer!.walCheckpoint()
+            guard pass.frames >= walRestartFrames else { return }
+            for _ in 0..<3 {
+                let before = pass.frames
+                pass = try checkpointer!.walCheckpoint()
+                if pass.frames - before < 64 { break }
+            }
+            try lock.withLock { (_) throws(SQLiteError) in _ = try checkpointer!.walCheckpoint() }
         }
     }
 
