@@ -61,7 +61,7 @@ enum EndToEnd {
     /// `latency`) alert latency; each round printed, then the medians.
     static func run(broker: String, metricsPort: Int, messages: Int, batch: Int, runs: Int, latency: Bool) throws {
         let pub = try client(broker, "bench-pub")
-        var ratios: [Double] = [], rates: [Double] = [], p50s: [Double] = [], p99s: [Double] = []
+        var ratios: [Double] = [], rates: [Double] = [], p50s: [Double] = [], p99s: [Double] = [], echoP99s: [Double] = []
         for round in 0..<runs {
             let wallMs = Int64(Date().timeIntervalSince1970 * 1000)
             // 1. The broker's own ceiling: one publisher, one subscriber that only counts (QoS 1).
@@ -112,39 +112,67 @@ enum EndToEnd {
             // --commit-interval behind, default 100 ms) and the housekeeping that checkpoints the
             // WAL (every 500 ms) finish first; otherwise they hold the store for the first alerts.
             usleep(600_000)
-            let alerts = Counter()
-            let latUser = "lat\(wallMs)"  // a fresh user each round: its alert alternates from inactive
-            let asub = try client(broker, "bench-alert-sub", subscriptions: ["mobility/v1/users/\(latUser)/alerts/uncalibrated_6mwd"]) { _, p in
-                guard !p.isEmpty else { return }
-                alerts.stamps.withLock { $0.append(now()) }
-            }
-            var sent: [UInt64] = []
+            // The control: the same publisher, rate and subscriber through the broker alone (the
+            // sample is its own echo), so the daemon's share of the tail can be told from the VM's.
             let n = 3000
-            for i in 0..<n {
-                let capped = i % 2 == 0
-                let s = sample(
-                    "lat-\(i)-\(wallMs)", ms: wallMs - Int64(n - i) * 1000, metric: "sixMinuteWalkTestDistance", value: capped ? 500 : 420, unit: "m",
-                    extra: ",\"metadata\":{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}")
-                sent.append(now())
-                try pub.publish(topic: "mobility/v1/users/\(latUser)/samples", payload: Array(s.utf8), qos: 1)
-                usleep(1000)
+            let latUser = "lat\(wallMs)"  // a fresh user each round: its alert alternates from inactive
+            func latencyPayload(_ i: Int) -> [UInt8] {
+                Array(
+                    sample(
+                        "lat-\(i)-\(wallMs)", ms: wallMs - Int64(n - i) * 1000, metric: "sixMinuteWalkTestDistance", value: i % 2 == 0 ? 500 : 420,
+                        unit: "m", extra: ",\"metadata\":{\"HKMetadataKeyAppleDeviceCalibrated\":\"1\"}"
+                    ).utf8)
             }
-            let deadline = Date().addingTimeInterval(10)
-            while alerts.stamps.withLock({ $0.count }) < n && Date() < deadline { usleep(1000) }
-            let got = alerts.stamps.withLock { $0 }
-            asub.stop()
-            let lat = zip(sent, got).map { Double($1 - $0) / 1e6 }.sorted()
-            guard lat.count == n else { print("alert latency: only \(got.count) of \(n) alerts arrived"); continue }
+            guard
+                let echo = try roundTrips(broker, pub, n: n, publishTo: "bench/echo/\(latUser)", receiveFrom: "bench/echo/\(latUser)", payload: latencyPayload),
+                let lat = try roundTrips(
+                    broker, pub, n: n, publishTo: "mobility/v1/users/\(latUser)/samples",
+                    receiveFrom: "mobility/v1/users/\(latUser)/alerts/uncalibrated_6mwd", payload: latencyPayload)
+            else { continue }
             p50s.append(lat[n / 2])
             p99s.append(lat[n * 99 / 100])
+            echoP99s.append(echo[n * 99 / 100])
             print(
-                "round \(round + 1): alert latency, sample published → alert received, ~1k/s   p50 \(String(format: "%.3f", lat[n / 2])) ms, p99 \(String(format: "%.3f", lat[n * 99 / 100])) ms (\(n) alerts)"
+                "round \(round + 1): alert latency, sample published → alert received, ~1k/s   p50 \(String(format: "%.3f", lat[n / 2])) ms, p99 \(String(format: "%.3f", lat[n * 99 / 100])) ms (\(n) alerts); the broker alone (published → echo received): p50 \(String(format: "%.3f", echo[n / 2])) ms, p99 \(String(format: "%.3f", echo[n * 99 / 100])) ms"
             )
         }
         print(
             "median of \(runs): \(batch) sample\(batch == 1 ? "" : "s") per message: \(Int(median(rates))) samples/s, ratio to ceiling \(String(format: "%.2f", median(ratios)))"
-                + (p99s.isEmpty ? "" : "; alert latency p50 \(String(format: "%.3f", median(p50s))) ms, p99 \(String(format: "%.3f", median(p99s))) ms"))
+                + (p99s.isEmpty
+                    ? ""
+                    : "; alert latency p50 \(String(format: "%.3f", median(p50s))) ms, p99 \(String(format: "%.3f", median(p99s))) ms; the broker alone p99 \(String(format: "%.3f", median(echoP99s))) ms")
+        )
         pub.stop()
+    }
+
+    /// Publishes `n` payloads at ~1 kHz (QoS 1) and returns each one's time until the message it
+    /// causes on `receiveFrom` arrives (non-empty payloads, in order), in ms, sorted; nil (and a
+    /// line printed) when some did not arrive within 10 s.
+    static func roundTrips(
+        _ broker: String, _ pub: MQTTClient, n: Int, publishTo: String, receiveFrom: String, payload: (Int) -> [UInt8]
+    ) throws -> [Double]? {
+        let received = Counter()
+        let sub = try client(broker, "bench-latency-sub", subscriptions: [receiveFrom]) { _, p in
+            guard !p.isEmpty else { return }
+            received.stamps.withLock { $0.append(now()) }
+        }
+        defer { sub.stop() }
+        var sent: [UInt64] = []
+        sent.reserveCapacity(n)
+        for i in 0..<n {
+            let p = payload(i)
+            sent.append(now())
+            try pub.publish(topic: publishTo, payload: p, qos: 1)
+            usleep(1000)
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while received.stamps.withLock({ $0.count }) < n && Date() < deadline { usleep(1000) }
+        let got = received.stamps.withLock { $0 }
+        guard got.count == n else {
+            print("\(receiveFrom): only \(got.count) of \(n) arrived")
+            return nil
+        }
+        return zip(sent, got).map { Double($1 - $0) / 1e6 }.sorted()
     }
 
     /// Recorded traffic (`{"topic","payload"}` lines, e.g. `mobility-sim population --sync-days 3
