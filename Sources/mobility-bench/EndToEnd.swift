@@ -109,8 +109,8 @@ enum EndToEnd {
             // 3. Alert latency at ~1000 samples/s: per-sample rule, fire/resolve alternating.
             guard latency else { continue }
             // Steady state, not the tail of the burst: the burst's last group commit (up to
-            // --commit-interval behind, default 100 ms) and the housekeeping that checkpoints the
-            // WAL (every 500 ms) finish first; otherwise they hold the store for the first alerts.
+            // --commit-interval behind, default 100 ms) and the WAL checkpoints that copy the
+            // burst's commits finish first; otherwise they hold the store for the first alerts.
             usleep(600_000)
             // The control: the same publisher, rate and subscriber through the broker alone (the
             // sample is its own echo), so the daemon's share of the tail can be told from the VM's.

@@ -50,21 +50,21 @@ private func pageSize(_ path: String) -> Int64 {
     /// the WAL starts over once it holds the restart size, so the file stays bounded (7.8 MB at
     /// most here, with a 1 MiB restart size). With PASSIVE passes alone it never started over
     /// (frames committed during each copy were always left) and grew by every commit: 274 MB
-    /// for the 40 MB of rows below.
+    /// for the 40 MB of rows below. (The checkpoints run back to back here, not every 50 ms.)
     @Test func theWALStaysBoundedUnderContinuousCommits() throws {
         let path = tempDir() + "/wal.sqlite"
         let restart: Int64 = 128  // 1 MiB of 8 KiB frames (the daemon's default is 32 MiB)
         let store = try StateStore(path: path, autoCheckpoint: false, walRestartFrames: restart)
         let stop = Atomic<Bool>(false)
         let passes = Atomic<Int>(0)
+        let stopped = DispatchSemaphore(value: 0)
         let checkpointing = Thread {
             while !stop.load(ordering: .relaxed) {
-                try? store.checkpoint()
-                passes.add(1, ordering: .relaxed)
+                if (try? store.checkpoint()) != nil { passes.add(1, ordering: .relaxed) }
             }
+            stopped.signal()
         }
         checkpointing.start()
-        defer { stop.store(true, ordering: .relaxed) }
         let payload = [UInt8](repeating: 7, count: 6_000)  // an outbox row fills most of a page
         var last: [Int64] = []
         var largest: Int64 = 0
@@ -77,10 +77,12 @@ private func pageSize(_ path: String) -> Int64 {
             let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int64) ?? 0
             largest = max(largest, size)
         }
-        #expect(passes.load(ordering: .relaxed) > 10)
-        // What commits add while a pass syncs depends on the disk: half of the rows written is a
-        // bound a WAL that starts over keeps and one that grows by every commit passes at once.
-        #expect(largest <= Int64(written / 2), "the WAL reached \(largest) bytes")
+        stop.store(true, ordering: .relaxed)
+        stopped.wait()
+        #expect(passes.load(ordering: .relaxed) > 0)
+        // What commits add while a pass syncs depends on the disk, so the bound is loose: less
+        // than the rows written. A WAL that grows by every commit gets ~7 times that.
+        #expect(largest < Int64(written), "the WAL reached \(largest) bytes")
     }
 
     /// A user state with every kind of content, built through the real engine.
