@@ -270,6 +270,22 @@ public final class Daemon: Sendable {
             let refused = acks.drainRefused()
             if !refused.isEmpty { park(refused, store: store, acks: acks) }
         }
+        // WAL → database file on a timer's thread, not inside a shard's commit; started before the
+        // shards (their journal replay commits too) and stopped after them (so does their drain).
+        // Every 50 ms: each pass then syncs what 50 ms of commits wrote, and the commits that
+        // append to the WAL meanwhile wait less for it (alert latency p99 3–4 ms every 500 ms, ~1 ms every 100 ms,
+        // 0.7–0.8 ms every 50 ms: docs/benchmarks.md). With nothing committed a pass only reads
+        // the WAL's header.
+        let checkpointLog = log
+        services.append(
+            TimerService(name: "checkpoint", label: "checkpoint", delay: .milliseconds(100), interval: .milliseconds(50)) { [self] in
+                do {
+                    try store.checkpoint()
+                    if !checkpointHealthy.exchange(true, ordering: .relaxed) { checkpointLog.info("state checkpoint works again") }
+                } catch {
+                    if checkpointHealthy.exchange(false, ordering: .relaxed) { checkpointLog.warn("state checkpoint failed", ["error": "\(error)"]) }
+                }
+            })
         services.append(PublisherService(publisher: publisher, sink: sink, acks: acks, statusTopic: statusTopic, settle: settleOutputs))
         services.append(
             ShardsService(
@@ -291,26 +307,11 @@ public final class Daemon: Sendable {
         services.append(
             TimerService(name: "silences", label: "silences", delay: .milliseconds(200), interval: .seconds(1)) { silences.tick(now: Daemon.wallNow()) })
         // Housekeeping: commit acknowledgements and retries, release journal segments every shard has committed.
-        let checkpointLog = log
         services.append(
             TimerService(name: "housekeeping", label: "housekeeping", delay: .milliseconds(500), interval: .milliseconds(500)) {
                 if sink.backlog > 0 { _ = sink.publish([]) }
                 for s in shards { s.queue.push(.housekeeping) }
                 journal.release(through: shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0)
-            })
-        // WAL → database file on a timer's thread, not inside a shard's commit. Every 50 ms: each
-        // pass then syncs what 50 ms of commits wrote, and the commits that append to the WAL
-        // meanwhile wait less for it (alert latency p99 3–4 ms every 500 ms, ~1 ms every 100 ms,
-        // 0.7–0.8 ms every 50 ms: docs/benchmarks.md). With nothing committed a pass only reads
-        // the WAL's header.
-        services.append(
-            TimerService(name: "checkpoint", label: "checkpoint", delay: .milliseconds(100), interval: .milliseconds(50)) { [self] in
-                do {
-                    try store.checkpoint()
-                    if !checkpointHealthy.exchange(true, ordering: .relaxed) { checkpointLog.info("state checkpoint works again") }
-                } catch {
-                    if checkpointHealthy.exchange(false, ordering: .relaxed) { checkpointLog.warn("state checkpoint failed", ["error": "\(error)"]) }
-                }
             })
         // Forget acknowledged outputs quickly: the window in which a crash re-publishes an output
         // the broker already has is the time between its acknowledgement and this deletion.
