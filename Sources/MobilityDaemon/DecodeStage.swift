@@ -112,7 +112,10 @@ final class DecodeStage: Service, @unchecked Sendable {
     }
 
     func start() {
-        let t = Thread { [self] in run() }
+        let t = Thread { [self] in
+            ThreadName.set("decode")
+            run()
+        }
         t.name = "decode"
         thread = t
         t.start()

@@ -86,7 +86,10 @@ final class ReportWorker: @unchecked Sendable {
         condition.lock()
         started = true
         condition.unlock()
-        let t = Thread { [self] in run() }
+        let t = Thread { [self] in
+            ThreadName.set("reports-\(index)")
+            run()
+        }
         t.name = "reports-\(index)"
         t.start()
     }

@@ -131,7 +131,10 @@ final class Shard: @unchecked Sendable {
         }
         reportWorker.onFenced = onFenced
         reportWorker.start()
-        let t = Thread { [self] in run() }
+        let t = Thread { [self] in
+            ThreadName.set("shard-\(index)")
+            run()
+        }
         t.name = "shard-\(index)"
         t.start()
     }
