@@ -273,9 +273,9 @@ public final class Daemon: Sendable {
         // WAL → database file on a timer's thread, not inside a shard's commit; started before the
         // shards (their journal replay commits too) and stopped after them (so does their drain).
         // Every 50 ms: each pass then syncs what 50 ms of commits wrote, and the commits that
-        // append to the WAL meanwhile wait less for it (alert latency p99 3–4 ms every 500 ms, ~1 ms every 100 ms,
-        // 0.7–0.8 ms every 50 ms: docs/benchmarks.md). With nothing committed a pass only reads
-        // the WAL's header.
+        // append to the WAL meanwhile wait less for it (every 500 ms: stalls of 3–25 ms; every
+        // 100 ms: alert latency p99 0.9–1.5 ms; every 50 ms: 0.7–0.8 ms; docs/benchmarks.md).
+        // With nothing committed a pass only reads the WAL's header.
         let checkpointLog = log
         services.append(
             TimerService(name: "checkpoint", label: "checkpoint", delay: .milliseconds(100), interval: .milliseconds(50)) { [self] in

@@ -112,11 +112,7 @@ final class DecodeStage: Service, @unchecked Sendable {
     }
 
     func start() {
-        let t = Thread { [self] in
-            ThreadName.set("decode")
-            run()
-        }
-        t.name = "decode"
+        let t = ThreadName.thread("decode") { [self] in run() }
         thread = t
         t.start()
     }

@@ -86,11 +86,7 @@ final class ReportWorker: @unchecked Sendable {
         condition.lock()
         started = true
         condition.unlock()
-        let t = Thread { [self] in
-            ThreadName.set("reports-\(index)")
-            run()
-        }
-        t.name = "reports-\(index)"
+        let t = ThreadName.thread("reports-\(index)") { [self] in run() }
         t.start()
     }
 

@@ -131,11 +131,7 @@ final class Shard: @unchecked Sendable {
         }
         reportWorker.onFenced = onFenced
         reportWorker.start()
-        let t = Thread { [self] in
-            ThreadName.set("shard-\(index)")
-            run()
-        }
-        t.name = "shard-\(index)"
+        let t = ThreadName.thread("shard-\(index)") { [self] in run() }
         t.start()
     }
 

@@ -110,9 +110,11 @@ public final class StateStore: @unchecked Sendable {
         // spilling to an overflow page, which SQLite allows from 1 002 bytes with 4 KiB pages.
         try db.exec("PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
         // The committing connection starts the WAL over (``checkpoint()``); a WAL that grew past
-        // twice the restart size during a burst is cut back to that when it does.
+        // twice the restart size during a burst is cut back to that when it does. (An older
+        // store keeps its 4 KiB pages: frames are pages.)
         if !autoCheckpoint {
-            try db.exec("PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=\(2 * walRestartFrames * 8192);")
+            let pageSize = try db.scalarInt("PRAGMA page_size")
+            try db.exec("PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=\(2 * walRestartFrames * pageSize);")
         }
         var version = Int(try db.scalarInt("PRAGMA user_version"))
         guard version <= StateStore.schemaVersion else {
@@ -124,8 +126,8 @@ public final class StateStore: @unchecked Sendable {
         }
     }
 
-    /// The WAL size, in frames (8 KiB pages), from which ``checkpoint()`` makes the next commit
-    /// start the WAL over (default 4 096: 32 MiB).
+    /// The WAL size, in frames (a page each), from which ``checkpoint()`` makes the next commit
+    /// start the WAL over (default 4 096: 32 MiB with a new store's 8 KiB pages).
     let walRestartFrames: Int64
 
     /// Copies committed WAL frames into the database file from a second connection, and keeps
