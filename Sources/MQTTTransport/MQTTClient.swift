@@ -53,7 +53,10 @@ public struct MQTTClientConfiguration: Sendable {
 
 /// A connection state change, for logs and metrics.
 public enum MQTTConnectionEvent: Sendable, Equatable {
-    case connected(sessionPresent: Bool)
+    /// The broker accepted the connection. `sessionPresent`: it resumed a session it kept for
+    /// this client id (CONNACK's flag; always false with a clean session). `reconnect`: this
+    /// client had been connected before.
+    case connected(sessionPresent: Bool, reconnect: Bool)
     case disconnected(reason: String)
     /// The broker answered (SUBACK) the subscriptions made on this connection.
     case subscribed
@@ -170,9 +173,9 @@ public final class MQTTClient: @unchecked Sendable {
         }
         try check(mosquitto_reconnect_delay_set(handle, c.reconnectMinSeconds, c.reconnectMaxSeconds, true), "reconnect delay")
 
-        mosquitto_connect_callback_set(handle) { _, obj, rc in
+        mosquitto_connect_with_flags_callback_set(handle) { _, obj, rc, flags in
             guard let obj else { return }
-            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().connected(rc: rc)
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().connected(rc: rc, sessionPresent: flags & 1 != 0)
         }
         mosquitto_disconnect_callback_set(handle) { _, obj, rc in
             guard let obj else { return }
@@ -211,7 +214,7 @@ public final class MQTTClient: @unchecked Sendable {
         }
     }
 
-    private func connected(rc: Int32) {
+    private func connected(rc: Int32, sessionPresent: Bool) {
         let v5 = configuration.protocolVersion == .v5
         guard rc == 0 else {
             let e = MQTTError.refused(rc, v5: v5)
@@ -219,7 +222,7 @@ public final class MQTTClient: @unchecked Sendable {
             return
         }
         connectedFlag.store(true, ordering: .relaxed)
-        connections.add(1, ordering: .relaxed)
+        let earlier = connections.wrappingAdd(1, ordering: .relaxed).oldValue
         let subs = configuration.subscriptions
         subscribedFlag.store(subs.isEmpty, ordering: .releasing)
         if !subs.isEmpty {
@@ -236,7 +239,7 @@ public final class MQTTClient: @unchecked Sendable {
             subscribeMid.store(mid, ordering: .releasing)
             if rc != 0 { onEvent(.disconnected(reason: "subscribe failed: \(String(cString: mosquitto_strerror(rc)))")) }
         }
-        onEvent(.connected(sessionPresent: false))
+        onEvent(.connected(sessionPresent: sessionPresent, reconnect: earlier > 0))
     }
 
     /// Connects (retrying in the background if the broker is not there yet) and starts the network thread.

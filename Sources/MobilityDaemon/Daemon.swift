@@ -23,6 +23,8 @@ public final class Daemon: Sendable {
     /// The rules: loaded at start, reloaded on SIGHUP.
     let reloader: RuleReloader
     private let readySent = Atomic<Bool>(false)
+    /// Reconnections of a persistent session that the broker answered without its session.
+    let sessionsLost = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     /// Which care teams each user belongs to (the mapping file, else the profile).
     public let careTeams: CareTeams
@@ -450,8 +452,17 @@ public final class Daemon: Sendable {
 
     func connectionEvent(_ e: MQTTConnectionEvent, role: String) {
         switch e {
-        case .connected:
+        case .connected(let sessionPresent, let reconnect):
             log.info("broker connected", ["role": role])
+            // The subscriber and the partition sessions keep a session at the broker (clean
+            // session off), which holds what is published while they are away. A reconnect that
+            // finds none means the broker lost or expired it: those messages never reach us.
+            if reconnect, !sessionPresent, role != "publisher" {
+                sessionsLost.add(1, ordering: .relaxed)
+                log.warn(
+                    "the broker kept no session for this connection: inputs published while it was down are lost to mobilityd (the broker lost or expired its session)",
+                    ["role": role])
+            }
         case .subscribed:
             // Ready once the broker has answered the subscriptions (state is restored and metrics
             // listen by then): units ordered after mobilityd start when it consumes.
@@ -591,6 +602,10 @@ public final class Daemon: Sendable {
         m.family("mobilityd_broker_reconnects_total", "counter", "Reconnections after the first connection, by role.")
         m.sample("mobilityd_broker_reconnects_total", ["role": "subscriber"], Double(max(0, subscriber.connectionCount - 1)))
         m.sample("mobilityd_broker_reconnects_total", ["role": "publisher"], Double(max(0, publisher.connectionCount - 1)))
+        m.family(
+            "mobilityd_broker_sessions_lost_total", "counter",
+            "Reconnections of the subscriber or a partition session that the broker answered without the session it was keeping (its queued inputs are lost).")
+        m.sample("mobilityd_broker_sessions_lost_total", Double(sessionsLost.load(ordering: .relaxed)))
         m.family("mobilityd_rule_reloads_total", "counter", "SIGHUP rule reloads, by result.")
         m.sample("mobilityd_rule_reloads_total", ["result": "success"], Double(reloader.successes))
         m.sample("mobilityd_rule_reloads_total", ["result": "failure"], Double(reloader.failures))

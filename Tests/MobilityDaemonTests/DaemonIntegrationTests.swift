@@ -145,6 +145,25 @@ import Testing
         try rec.publish(samplesTopic("kim"), sampleJSON(id: "k1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
         #expect(eventually { rec.messages(prefix: alertTopic("kim", "uncalibrated_6mwd")).count == 1 })
         #expect(rec.messages(prefix: "mobility/v1/daemon/").last?.text == "online")  // re-announced after the reconnect
+        // The broker saved the daemon's session and resumed it (CONNACK's session present).
+        #expect(daemon.metric("mobilityd_broker_sessions_lost_total") == 0)
+        #expect(!daemon.process.log.contains("kept no session"))
+    }
+
+    /// A broker without persistence forgets the daemon's session when it restarts, and with it
+    /// whatever it had queued: the reconnect says so (CONNACK without a session), the daemon logs
+    /// it and counts it, so that an operator learns inputs may be lost instead of guessing.
+    @Test func aReconnectWithoutItsSessionIsReported() throws {
+        let broker = try MosquittoBroker(persistence: false)
+        let daemon = try DaemonUnderTest(broker: broker, extra: ["--log-level", "info"])
+        #expect(daemon.metric("mobilityd_broker_sessions_lost_total") == 0)
+        broker.stop()
+        #expect(eventually { daemon.metric("mobilityd_broker_connected{role=\"subscriber\"}") == 0 })
+        try broker.start()
+        #expect(eventually(timeout: 20) { daemon.metric("mobilityd_broker_sessions_lost_total") == 1 }, "\(daemon.process.log)")
+        #expect(eventually { daemon.process.log.contains("kept no session") && daemon.process.log.contains("role=subscriber") })
+        // The publisher's session is clean by design: its reconnect is not a loss.
+        #expect(daemon.process.log.split(separator: "\n").filter { $0.contains("kept no session") }.count == 1, "\(daemon.process.log)")
     }
 
     @Test func sighupWithABrokenRuleKeepsTheOldRules() throws {
