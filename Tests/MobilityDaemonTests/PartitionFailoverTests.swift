@@ -36,12 +36,53 @@ import Testing
     /// Lines of `p`'s log containing `text`.
     static func lines(_ p: ChildProcess, _ text: String) -> Int { p.log.split(separator: "\n").filter { $0.contains(text) }.count }
 
-    /// Waits for every expected alert, then checks that nothing else was published.
-    static func expectReplaysAlerts(_ rec: MQTTRecorder, _ expected: [String], timeout: TimeInterval = 90, _ logs: @autoclosure () -> String) throws {
-        #expect(eventually(timeout: timeout) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) }, "\(logs())")
+    /// Waits for every expected alert, then checks that nothing else was published. On a timeout
+    /// the message starts with what tells a lost input from a lost output: the alerts missing,
+    /// each user's event time in the store against its last sample's, the outbox left, each NATS
+    /// node's warnings; then `logs`.
+    static func expectReplaysAlerts(
+        _ rec: MQTTRecorder, _ expected: [String], timeout: TimeInterval = 90, store: (PostgresServer, String)? = nil, records: [TrafficRecord] = [],
+        nats: NATSCluster? = nil, _ logs: @autoclosure () -> String
+    ) throws {
+        let all = eventually(timeout: timeout) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) }
+        if !all {
+            let live = Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text))
+            let lost = expected.filter { !live.contains($0) }
+            let missing = lost.map { text -> String in
+                let o = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+                return ["user", "rule", "day", "status"].map { "\(o[$0] ?? "?")" }.joined(separator: " ")
+            }
+            let diagnosis = Self.diagnosis(store: store, records: records, nats: nats)
+            let head = "\(lost.count) of \(expected.count) alerts not received in \(Int(timeout)) s (user rule day status)"
+            Issue.record("\(head):\n\(missing.joined(separator: "\n"))\n\(diagnosis)\n\(logs())")
+        }
         #expect(try rec.barrier())
         let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text)
         #expect(Set(live) == Set(expected), "lost: \(Set(expected).subtracting(live).count), spurious: \(Set(live).subtracting(expected))")
+    }
+
+    /// Each user's partition and event time in the store beside its last sample's, the outbox's
+    /// length, and each NATS node's warnings and errors (the last 40 lines of each).
+    static func diagnosis(store: (PostgresServer, String)?, records: [TrafficRecord], nats: NATSCluster?) -> String {
+        var out = ""
+        if let (server, database) = store {
+            var last: [String: String] = [:]
+            for r in records where r.topic.hasSuffix("/samples") {
+                let user = r.topic.split(separator: "/").dropLast().last.map(String.init) ?? "?"
+                last[user] = String(String(decoding: r.payload, as: UTF8.self).prefix(160))
+            }
+            let users = (try? server.psql("SELECT partition, user_id, event_now FROM users ORDER BY partition, user_id", database: database)) ?? "(psql failed)"
+            out += "users in the store (partition|user|event_now):\n\(users)\nlast sample of each user:\n"
+            out += last.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "\n")
+            out += "\noutbox: " + ((try? server.psql("SELECT count(*) FROM outbox", database: database)) ?? "?") + "\n"
+        }
+        if let nats {
+            for i in nats.nodes.indices {
+                let lines = nats.log(i).split(separator: "\n").filter { $0.contains("[WRN]") || $0.contains("[ERR]") }
+                out += "NATS n\(i) warnings and errors (\(lines.count)):\n" + lines.suffix(40).joined(separator: "\n") + "\n"
+            }
+        }
+        return out
     }
 
     /// Issue 19: a paused owner (SIGSTOP past its lease) cannot commit after resuming. While it
@@ -88,7 +129,7 @@ import Testing
         #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
         let rebalanced = Date().timeIntervalSince(resumed)
         try Self.publish(records[(3 * quarter)...], pub)
-        try Self.expectReplaysAlerts(rec, expected, a.log + "\n" + b.log)
+        try Self.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
         // No loop of failing commits: at most one refused commit per shard of the old run.
         let refused = Self.lines(a, "state commit") - failuresBefore
         #expect(refused <= 1, "\(refused) refused commits after the resume:\n\(a.log)")
@@ -131,7 +172,7 @@ import Testing
         let refused = Self.lines(a, "state commit")
         #expect(refused <= 1, "\(refused) refused commits:\n\(a.log)")
         try Self.publish(records[half...], pub)
-        try Self.expectReplaysAlerts(rec, expected, a.log)
+        try Self.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log)
         print("fenced commit: the run stopped and the loss noticed \(String(format: "%.2f", noticed)) s after the takeover; \(refused) refused commits")
         #expect(a.stop() == 0)
     }
@@ -176,7 +217,7 @@ import Testing
         #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
         let resumed = Date().timeIntervalSince(back)
         try Self.publish(records[(3 * quarter)...], pub)
-        try Self.expectReplaysAlerts(rec, expected, a.log + "\n" + b.log)
+        try Self.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
         #expect(a.isRunning && b.isRunning)
         print("PostgreSQL down \(String(format: "%.1f", outage)) s mid-replay: leases held again \(String(format: "%.1f", resumed)) s after its restart")
         #expect(a.stop() == 0)
@@ -210,7 +251,7 @@ import Testing
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
         nats.stop(0, signal: SIGKILL)
         try Self.publish(records[half...], pub)
-        try Self.expectReplaysAlerts(rec, expected, a.log + "\n" + b.log + "\n" + nats.log(1).suffix(3000))
+        try Self.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
         #expect(a.isRunning && b.isRunning)
         #expect(a.stop() == 0)
         #expect(b.stop() == 0)
@@ -247,7 +288,7 @@ import Testing
         let restarted = Date()
         #expect(eventually(timeout: 60) { Self.lines(a, "partition session subscribed") >= before + 4 }, "\(a.log)")
         let back = Date().timeIntervalSince(restarted)
-        try Self.expectReplaysAlerts(rec, expected, a.log + "\n" + b.log)
+        try Self.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
         print("NATS node of an instance killed and restarted: its 4 sessions subscribed again \(String(format: "%.1f", back)) s after the node's restart")
         #expect(a.stop() == 0)
         #expect(b.stop() == 0)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HTTPEndpoint
+import Synchronization
 
 /// A real mosquitto broker on a free loopback port, for integration tests. Stopped on deinit.
 public final class MosquittoBroker: @unchecked Sendable {
@@ -77,15 +78,46 @@ public struct HarnessError: Error, CustomStringConvertible {
     public init(_ d: String) { description = d }
 }
 
-/// A TCP port that was free a moment ago on 127.0.0.1.
+/// Ports `freePort()` has handed out in this test process: never twice, so that a port a test
+/// lets go for a while (a broker or NATS node it killed and restarts on the same ports) is not
+/// given to a test running beside it meanwhile. That happened: a restarted node's port taken by
+/// another test's NATS node, whose routes then joined the two clusters.
+private let handedOutPorts = Mutex<Set<Int>>([])
+
+/// A TCP port on 127.0.0.1 that was free a moment ago and that no other caller in this process
+/// has been given. Chosen below the kernel's ephemeral range (outgoing connections take their
+/// source ports from that range, so none can take a listener's port while it is down).
 public func freePort() throws -> Int {
+    let low = ephemeralPortRangeStart()
+    if low > 12_000 {
+        for _ in 0..<500 {
+            let p = Int.random(in: 10_000..<low)
+            guard handedOutPorts.withLock({ $0.insert(p).inserted }) else { continue }
+            if (try? bindLoopback(port: p)) == p { return p }
+        }
+    }
+    for _ in 0..<500 {
+        let p = try bindLoopback(port: 0)
+        if handedOutPorts.withLock({ $0.insert(p).inserted }) { return p }
+    }
+    throw HarnessError("no free loopback port found")
+}
+
+/// The first port of the kernel's ephemeral range (`ip_local_port_range`; Linux's default 32768).
+func ephemeralPortRangeStart() -> Int {
+    let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+    return text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) } ?? 32_768
+}
+
+/// Binds a TCP socket to 127.0.0.1:`port` (0: any) and closes it; the port it got.
+func bindLoopback(port: Int) throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw HarnessError("socket failed") }
     defer { close(fd) }
     var addr = sockaddr_in()
     addr.sin_family = sa_family_t(AF_INET)
     addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    addr.sin_port = 0
+    addr.sin_port = UInt16(port).bigEndian
     let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
     guard rc == 0 else { throw HarnessError("bind failed") }
     var len = socklen_t(MemoryLayout<sockaddr_in>.size)

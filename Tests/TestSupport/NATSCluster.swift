@@ -42,6 +42,9 @@ public final class NATSCluster: @unchecked Sendable {
             throw HarnessError("nats-server is not installed (\(NATSCluster.binary)): run scripts/install-deps.sh, which installs nats-server")
         }
         directory = TemporaryPath.make("mw-nats")
+        // A name of its own: a route from another test's cluster (to a port this one now uses)
+        // is refused instead of joining the two.
+        let name = "mw-" + directory.suffix(8).filter { $0.isLetter || $0.isNumber }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var ns: [Node] = []
         for _ in 0..<size { ns.append(Node(clientPort: try freePort(), mqttPort: try freePort(), clusterPort: try freePort())) }
@@ -57,7 +60,7 @@ public final class NATSCluster: @unchecked Sendable {
                 """
             if size > 1 {
                 let routes = ns.enumerated().filter { $0.offset != i }.map { "nats-route://127.0.0.1:\($0.element.clusterPort)" }
-                conf += "cluster { name: mw, listen: 127.0.0.1:\(n.clusterPort), routes: [\(routes.joined(separator: ", "))] }\n"
+                conf += "cluster { name: \(name), listen: 127.0.0.1:\(n.clusterPort), routes: [\(routes.joined(separator: ", "))] }\n"
             }
             if let partitions { conf += NATSCluster.mapping(partitions: partitions) }
             try conf.write(toFile: "\(directory)/n\(i).conf", atomically: true, encoding: .utf8)
