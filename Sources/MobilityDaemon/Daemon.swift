@@ -460,7 +460,7 @@ public final class Daemon: Sendable {
             if reconnect, !sessionPresent, role != "publisher" {
                 sessionsLost.add(1, ordering: .relaxed)
                 log.warn(
-                    "the broker kept no session for this connection: inputs published while it was down are lost to mobilityd (the broker lost or expired its session)",
+                    "the broker kept no session for this connection: inputs published while it was disconnected are lost to mobilityd (the broker lost or expired its session)",
                     ["role": role])
             }
         case .subscribed:

@@ -80,8 +80,8 @@ public struct HarnessError: Error, CustomStringConvertible {
 
 /// Ports `freePort()` has handed out in this test process: never twice, so that a port a test
 /// lets go for a while (a broker or NATS node it killed and restarts on the same ports) is not
-/// given to a test running beside it meanwhile. That happened: a restarted node's port taken by
-/// another test's NATS node, whose routes then joined the two clusters.
+/// given to a test running beside it meanwhile (another test's NATS node there would take the
+/// restarted node's clients, and the routes of the first cluster's nodes).
 private let handedOutPorts = Mutex<Set<Int>>([])
 
 /// A TCP port on 127.0.0.1 that was free a moment ago and that no other caller in this process
