@@ -94,6 +94,9 @@ public final class MQTTRecorder: Sendable {
     /// This recorder's publishes the broker has acknowledged (QoS 1).
     public var acknowledgedCount: Int { client.acknowledgedCount }
 
+    /// Successful connections so far (more than 1: it reconnected).
+    public var connectionCount: Int { client.connectionCount }
+
     /// Whether the connection is up.
     public var isConnected: Bool { client.isConnected }
 

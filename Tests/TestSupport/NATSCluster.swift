@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HTTPEndpoint
 
 /// Real NATS servers (2.9, `/usr/sbin/nats-server`) for tests: one node, or a cluster of several
 /// routed on loopback, each with JetStream and an MQTT listener (JetStream and a server name are
@@ -11,8 +12,9 @@ public final class NATSCluster: @unchecked Sendable {
     public static let binary = "/usr/sbin/nats-server"
     /// One node's ports and process.
     public struct Node: Sendable {
-        /// The client port, the MQTT port and the cluster (route) port, on 127.0.0.1.
-        public let clientPort: Int, mqttPort: Int, clusterPort: Int
+        /// The client port, the MQTT port, the cluster (route) port and the monitoring (HTTP)
+        /// port, on 127.0.0.1.
+        public let clientPort: Int, mqttPort: Int, clusterPort: Int, monitorPort: Int
         /// `mqtt://127.0.0.1:MQTT_PORT`.
         public var url: String { "mqtt://127.0.0.1:\(mqttPort)" }
     }
@@ -47,13 +49,14 @@ public final class NATSCluster: @unchecked Sendable {
         let name = "mw-" + directory.suffix(8).filter { $0.isLetter || $0.isNumber }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var ns: [Node] = []
-        for _ in 0..<size { ns.append(Node(clientPort: try freePort(), mqttPort: try freePort(), clusterPort: try freePort())) }
+        for _ in 0..<size { ns.append(Node(clientPort: try freePort(), mqttPort: try freePort(), clusterPort: try freePort(), monitorPort: try freePort())) }
         nodes = ns
         processes = Array(repeating: nil, count: size)
         for (i, n) in ns.enumerated() {
             var conf = """
                 server_name: n\(i)
                 listen: 127.0.0.1:\(n.clientPort)
+                http: 127.0.0.1:\(n.monitorPort)
                 jetstream { store_dir: "\(directory)/js\(i)" }
                 mqtt { listen: 127.0.0.1:\(n.mqttPort), stream_replicas: \(size), max_ack_pending: \(maxAckPending), ack_wait: "2s" }
 
@@ -99,6 +102,33 @@ public final class NATSCluster: @unchecked Sendable {
             usleep(50_000)
         }
         throw HarnessError("nats-server n\(i) did not open its MQTT listener; see \(directory)/n\(i).log: \(log(i).suffix(2000))")
+    }
+
+    /// Node `i`'s view of the JetStream consumers it hosts (its `/jsz` monitoring endpoint), one
+    /// line each: stream, consumer, whether this node leads it, messages delivered and not yet
+    /// acknowledged, redelivered, not yet delivered, the last delivered and the acknowledged
+    /// stream sequence, whether a client is bound. What tells a stalled consumer from a lost
+    /// message after a failure; "(not answering)" for a node that is down.
+    public func consumers(_ i: Int) -> String {
+        guard let r = LoopbackHTTP.get(port: nodes[i].monitorPort, path: "/jsz?accounts=true&streams=true&consumers=true"), r.status == 200,
+            let root = try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]
+        else { return "(not answering)" }
+        var lines: [String] = []
+        for account in root["account_details"] as? [[String: Any]] ?? [] {
+            for stream in account["stream_detail"] as? [[String: Any]] ?? [] {
+                for c in stream["consumer_detail"] as? [[String: Any]] ?? [] {
+                    let cluster = c["cluster"] as? [String: Any]
+                    let leads = (cluster?["leader"] as? String) == "n\(i)"
+                    let delivered = (c["delivered"] as? [String: Any])?["stream_seq"] ?? "?"
+                    let floor = (c["ack_floor"] as? [String: Any])?["stream_seq"] ?? "?"
+                    lines.append(
+                        "\(stream["name"] ?? "?") \(c["name"] ?? "?")\(leads ? " (leader)" : "") ack_pending=\(c["num_ack_pending"] ?? "?") "
+                            + "redelivered=\(c["num_redelivered"] ?? "?") pending=\(c["num_pending"] ?? "?") delivered=\(delivered) ack_floor=\(floor) "
+                            + "bound=\(c["push_bound"] ?? false)")
+                }
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// Node `i`'s log.
