@@ -54,9 +54,10 @@ public struct MQTTClientConfiguration: Sendable {
 /// A connection state change, for logs and metrics.
 public enum MQTTConnectionEvent: Sendable, Equatable {
     /// The broker accepted the connection. `sessionPresent`: it resumed a session it kept for
-    /// this client id (CONNACK's flag; always false with a clean session). `reconnect`: this
-    /// client had been connected before.
-    case connected(sessionPresent: Bool, reconnect: Bool)
+    /// this client id (CONNACK's flag; always false with a clean session). `sessionLost`: a
+    /// client with a persistent session (clean session off) reconnected and the broker had none,
+    /// so what it queued while the client was away is gone.
+    case connected(sessionPresent: Bool, sessionLost: Bool)
     case disconnected(reason: String)
     /// The broker answered (SUBACK) the subscriptions made on this connection.
     case subscribed
@@ -239,7 +240,7 @@ public final class MQTTClient: @unchecked Sendable {
             subscribeMid.store(mid, ordering: .releasing)
             if rc != 0 { onEvent(.disconnected(reason: "subscribe failed: \(String(cString: mosquitto_strerror(rc)))")) }
         }
-        onEvent(.connected(sessionPresent: sessionPresent, reconnect: earlier > 0))
+        onEvent(.connected(sessionPresent: sessionPresent, sessionLost: !configuration.cleanSession && earlier > 0 && !sessionPresent))
     }
 
     /// Connects (retrying in the background if the broker is not there yet) and starts the network thread.

@@ -452,12 +452,12 @@ public final class Daemon: Sendable {
 
     func connectionEvent(_ e: MQTTConnectionEvent, role: String) {
         switch e {
-        case .connected(let sessionPresent, let reconnect):
+        case .connected(_, let sessionLost):
             log.info("broker connected", ["role": role])
             // The subscriber and the partition sessions keep a session at the broker (clean
-            // session off), which holds what is published while they are away. A reconnect that
-            // finds none means the broker lost or expired it: those messages never reach us.
-            if reconnect, !sessionPresent, role != "publisher" {
+            // session off), which holds what is published while they are away; the publisher's
+            // is clean. A reconnect that finds none: the broker lost or expired it.
+            if sessionLost {
                 sessionsLost.add(1, ordering: .relaxed)
                 log.warn(
                     "the broker kept no session for this connection: inputs published while it was disconnected are lost to mobilityd (the broker lost or expired its session)",

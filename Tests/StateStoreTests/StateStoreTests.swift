@@ -46,7 +46,7 @@ private func pageSize(_ path: String) -> Int64 {
         #expect(outbox.map(\.id) == ids && outbox.first?.payload == payload)
     }
 
-    /// Under continuous commits, with a thread checkpointing as the daemon's housekeeping does,
+    /// Under continuous commits, with a thread checkpointing as the daemon's checkpoint timer does,
     /// the WAL starts over once it holds the restart size, so the file stays bounded (7.8 MB at
     /// most here, with a 1 MiB restart size). With PASSIVE passes alone it never started over
     /// (frames committed during each copy were always left) and grew by every commit: 274 MB
