@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end benchmark (not part of CI): a private mosquitto and mobilityd (wall clock, durable
-# state on) on loopback; measures the broker's own QoS 1 pass-through ceiling and mobilityd's
-# throughput in the same run (1 sample per message, and 50), and alert latency at ~1k samples/s.
+# state on) on loopback; measures the broker's own QoS 1 pass-through ceiling, the floor under any
+# daemon that journals before it acknowledges (a subscriber that only appends each message to an
+# IngestJournal) and mobilityd's throughput in the same round (1 sample per message, and 50), and
+# alert latency at ~1k samples/s.
 #   scripts/bench-e2e.sh [MESSAGES] [RUNS]     (each figure: every round, then the median of RUNS)
 #   MOBILITYD_ARGS="--publish-series false" scripts/bench-e2e.sh …   (extra mobilityd options; default: mobilityd's defaults, series on)
 # Then a phone syncing after days offline: mobility-sim population --sync-days $SYNC_DAYS (3) with 50-sample

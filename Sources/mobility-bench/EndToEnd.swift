@@ -3,6 +3,7 @@ import HTTPEndpoint
 import MQTTTransport
 import MobilityModel
 import RuleEngine
+import StateStore
 import Synchronization
 
 /// End-to-end measurements against a live broker and mobilityd (see scripts/bench-e2e.sh).
@@ -57,11 +58,33 @@ enum EndToEnd {
         return cond()
     }
 
+    /// The floor of any daemon that acknowledges a message once it is journalled, in messages/s:
+    /// `payloads` flooded into one QoS 1 subscriber that appends each message to an
+    /// `IngestJournal` in its callback (as mobilityd's network thread does) and does nothing else.
+    /// Nil (and a line printed) when they do not all arrive.
+    static func journalFloor(_ broker: String, _ pub: MQTTClient, _ payloads: [[UInt8]], round: Int) throws -> Double? {
+        let dir = NSTemporaryDirectory() + "mw-floor-\(getpid())-\(round)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = try IngestJournal(directory: dir)
+        let journalled = Counter()
+        let sub = try client(broker, "bench-floor-sub", subscriptions: ["bench/floor"]) { t, p in
+            _ = try? journal.append(topic: t, payload: p)
+            journalled.n.add(1, ordering: .relaxed)
+        }
+        defer { sub.stop() }
+        let t0 = now()
+        try flood(pub, payloads.map { ("bench/floor", $0) })
+        guard wait(300, { journalled.n.load(ordering: .relaxed) >= payloads.count }) else {
+            print("floor: only \(journalled.n.load(ordering: .relaxed)) of \(payloads.count) journalled"); return nil
+        }
+        return Double(payloads.count) / (Double(now() - t0) / 1e9)
+    }
+
     /// `runs` rounds of: the broker's ceiling, mobilityd's throughput in the same round, and (with
     /// `latency`) alert latency; each round printed, then the medians.
     static func run(broker: String, metricsPort: Int, messages: Int, batch: Int, runs: Int, latency: Bool) throws {
         let pub = try client(broker, "bench-pub")
-        var ratios: [Double] = [], rates: [Double] = [], p50s: [Double] = [], p99s: [Double] = [], echoP99s: [Double] = []
+        var ratios: [Double] = [], floors: [Double] = [], rates: [Double] = [], p50s: [Double] = [], p99s: [Double] = [], echoP99s: [Double] = []
         for round in 0..<runs {
             let wallMs = Int64(Date().timeIntervalSince1970 * 1000)
             // 1. The broker's own ceiling: one publisher, one subscriber that only counts (QoS 1).
@@ -76,6 +99,11 @@ enum EndToEnd {
             let ceiling = Double(messages) / (Double(now() - t0) / 1e9)
             sub.stop()
             print("round \(round + 1): broker ceiling, 1 publisher → 1 counting subscriber, QoS 1    \(Int(ceiling)) messages/s")
+            guard let floor = try journalFloor(broker, pub, Array(repeating: payload, count: messages), round: round) else { return }
+            floors.append(floor / ceiling)
+            print(
+                "round \(round + 1): broker + a subscriber that only journals   \(Int(floor)) messages/s; ratio to ceiling \(String(format: "%.2f", floor / ceiling))"
+            )
 
             // 2. Through mobilityd: the same rate of sample messages, batch samples per message.
             guard let before = metric(metricsPort, "mobilityd_samples_accepted_total") else {
@@ -137,7 +165,7 @@ enum EndToEnd {
             )
         }
         print(
-            "median of \(runs): \(batch) sample\(batch == 1 ? "" : "s") per message: \(Int(median(rates))) samples/s, ratio to ceiling \(String(format: "%.2f", median(ratios)))"
+            "median of \(runs): \(batch) sample\(batch == 1 ? "" : "s") per message: \(Int(median(rates))) samples/s, ratio to ceiling \(String(format: "%.2f", median(ratios))) (a subscriber that only journals: \(String(format: "%.2f", median(floors))))"
                 + (p99s.isEmpty
                     ? ""
                     : "; alert latency p50 \(String(format: "%.3f", median(p50s))) ms, p99 \(String(format: "%.3f", median(p99s))) ms; the broker alone p99 \(String(format: "%.3f", median(echoP99s))) ms")
@@ -206,7 +234,7 @@ enum EndToEnd {
         let prefix = "mobility/v1/users/"
         print("traffic \(path): \(records.count) messages, \(samples) samples")
         let pub = try client(broker, "bench-pub")
-        var ratios: [Double] = [], rates: [Double] = []
+        var ratios: [Double] = [], rates: [Double] = [], floorRates: [Double] = []
         for round in 0..<runs {
             let counter = Counter()
             let sub = try client(broker, "bench-ceiling-sub", subscriptions: ["bench/ceiling"]) { _, _ in counter.n.add(1, ordering: .relaxed) }
@@ -219,6 +247,11 @@ enum EndToEnd {
             sub.stop()
             print(
                 "round \(round + 1): broker ceiling on the same payloads    \(Int(ceiling)) messages/s = \(Int(ceiling * Double(samples) / Double(records.count))) samples/s"
+            )
+            guard let floor = try journalFloor(broker, pub, records.map { $0.payload }, round: round) else { return }
+            floorRates.append(floor * Double(samples) / Double(records.count))
+            print(
+                "round \(round + 1): broker + a subscriber that only journals   \(Int(floor)) messages/s = \(Int(floor * Double(samples) / Double(records.count))) samples/s"
             )
             guard let before = metric(metricsPort, "mobilityd_samples_accepted_total") else {
                 print("cannot read mobilityd metrics on port \(metricsPort)"); return
@@ -241,7 +274,9 @@ enum EndToEnd {
                 "round \(round + 1): mobilityd, recorded traffic, durability on   \(Int(rate)) messages/s = \(Int(Double(samples) / secs)) samples/s; ratio to ceiling \(String(format: "%.2f", rate / ceiling))"
             )
         }
-        print("median of \(runs): recorded traffic: \(Int(median(rates))) samples/s, ratio to ceiling \(String(format: "%.2f", median(ratios)))")
+        print(
+            "median of \(runs): recorded traffic: \(Int(median(rates))) samples/s, ratio to ceiling \(String(format: "%.2f", median(ratios))); a subscriber that only journals: \(Int(median(floorRates))) samples/s"
+        )
         pub.stop()
     }
 }
