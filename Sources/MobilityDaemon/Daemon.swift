@@ -501,13 +501,13 @@ public final class Daemon: Sendable {
         case "/metrics":
             return HTTPResponse(
                 contentType: "text/plain; version=0.0.4; charset=utf-8",
-                body: metrics(shards: shards, subscriber: subscriber, publisher: publisher))
+                bytes: metrics(shards: shards, subscriber: subscriber, publisher: publisher))
         default:
             return HTTPResponse(status: 404, body: "not found; try /metrics or /healthz\n")
         }
     }
 
-    func metrics(shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> String {
+    func metrics(shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> [UInt8] {
         var total = ShardStats()
         var depths: [Int] = []
         let staged = stageRef.value?.depth ?? 0
@@ -613,6 +613,6 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_rules_info", ["identity": reloader.identity], 1)
         m.family("mobilityd_start_time_seconds", "gauge", "Start time of the process since the epoch.")
         m.sample("mobilityd_start_time_seconds", started.timeIntervalSince1970.rounded())
-        return m.text
+        return m.bytes
     }
 }
