@@ -2,9 +2,9 @@ import MobilityModel
 
 /// Renders the Prometheus text exposition format (version 0.0.4) into UTF-8 bytes.
 ///
-/// Appended as bytes, not as a `String`: a scrape is ~200 lines, and `String +=` of each name,
-/// label and number cost ~5 k instructions a line (~1 M a scrape; `scripts/bench-e2e.sh` scrapes
-/// every 10 ms while it measures). Names and label values are native strings, copied by their
+/// Appended as bytes, not as a `String`: a scrape is ~180 lines, and `String +=` of each name,
+/// label and number cost ~2.8 k instructions a line (510 k a scrape; `scripts/bench-e2e.sh`
+/// scrapes every 10 ms while it measures). Names and label values are native strings, copied by their
 /// UTF-8 storage; integers are written digit by digit.
 struct MetricsText {
     private(set) var bytes: [UInt8] = []
