@@ -44,9 +44,18 @@ enum EndToEnd {
             "{\"id\":\"\(id)\",\"type\":\"\(metric)\",\"value\":\(value),\"unit\":\"\(unit)\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.b\"}\(extra)}"
     }
 
+    /// One kept-alive connection a metrics port: the rounds read a counter every 10 ms, and a new
+    /// connection a read cost the measured daemon more CPU than rendering the page.
+    static let sessions = Mutex<[Int: LoopbackHTTP.Session]>([:])
+
     /// Reads one metric from mobilityd's `/metrics` on loopback.
     static func metric(_ port: Int, _ name: String) -> Double? {
-        guard let r = LoopbackHTTP.get(port: port, path: "/metrics"), r.status == 200 else { return nil }
+        let got = sessions.withLock { s in
+            var session = s.removeValue(forKey: port) ?? LoopbackHTTP.Session(port: port)
+            defer { s[port] = session }
+            return session.get("/metrics")
+        }
+        guard let r = got, r.status == 200 else { return nil }
         for line in r.body.split(separator: "\n") where line.hasPrefix(name + " ") { return Double(line.split(separator: " ").last!) }
         return nil
     }
