@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end benchmark (not part of CI): a private mosquitto and mobilityd (wall clock, durable
-# state on) on loopback; measures the broker's own QoS 1 pass-through ceiling, the floor under any
-# daemon that journals before it acknowledges (a subscriber that only appends each message to an
-# IngestJournal) and mobilityd's throughput in the same round (1 sample per message, and 50), and
-# alert latency at ~1k samples/s.
+# state on) on loopback; measures the broker's own QoS 1 pass-through ceiling, a journal-only bound
+# (one libmosquitto subscriber that only appends each message to an IngestJournal, as mobilityd's
+# network thread does) and mobilityd's throughput in the same round (1 sample per message, and 50),
+# and alert latency at ~1k samples/s.
 #   scripts/bench-e2e.sh [MESSAGES] [RUNS]     (each figure: every round, then the median of RUNS)
 #   MOBILITYD_ARGS="--publish-series false" scripts/bench-e2e.sh …   (extra mobilityd options; default: mobilityd's defaults, series on)
 # Then a phone syncing after days offline: mobility-sim population --sync-days $SYNC_DAYS (3) with 50-sample
@@ -34,8 +34,8 @@ sleep 0.3
 daemon=$!
 sleep 1
 echo "== $(nproc) cores; mosquitto $(mosquitto -h 2>&1 | head -1 | awk '{print $3}'); $messages messages per measurement"
-case " $legs " in *" 1 "*) "$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages "$messages" --batch 1 --runs "$runs" ;; esac
-case " $legs " in *" 50 "*) "$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages $((messages / 5)) --batch 50 --runs "$runs" --latency off ;; esac
+case " $legs " in *" 1 "*) "$bin/mobility-bench" e2e --scratch "$work" --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages "$messages" --batch 1 --runs "$runs" ;; esac
+case " $legs " in *" 50 "*) "$bin/mobility-bench" e2e --scratch "$work" --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages $((messages / 5)) --batch 50 --runs "$runs" --latency off ;; esac
 sync_users=${SYNC_USERS:-300}
 if [ "$sync_users" -gt 0 ] && case " $legs " in *" sync "*) true ;; *) false ;; esac; then
   kill "$daemon"; wait "$daemon" 2>/dev/null || true
@@ -45,5 +45,5 @@ if [ "$sync_users" -gt 0 ] && case " $legs " in *" sync "*) true ;; *) false ;; 
     --metrics-address 127.0.0.1:$mport --log-level warn >"$work/mobilityd-sync.log" 2>&1 &
   sleep 1
   echo "== a sync every ${SYNC_DAYS:-3} days, 50-sample messages across its days ($sync_users users × 90 days, --clock event)"
-  "$bin/mobility-bench" e2e --broker mqtt://127.0.0.1:$port --metrics-port $mport --traffic "$work/sync.jsonl" --runs "$runs"
+  "$bin/mobility-bench" e2e --scratch "$work" --broker mqtt://127.0.0.1:$port --metrics-port $mport --traffic "$work/sync.jsonl" --runs "$runs"
 fi

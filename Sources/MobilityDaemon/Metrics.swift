@@ -18,7 +18,7 @@ struct MetricsText {
         append("# HELP ")
         append(name)
         bytes.append(UInt8(ascii: " "))
-        append(help)
+        appendEscaped(help, quotes: false)
         append("\n# TYPE ")
         append(name)
         bytes.append(UInt8(ascii: " "))
@@ -54,16 +54,17 @@ struct MetricsText {
         s.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
-    /// A label value with `\`, `"` and line feeds escaped, as the format requires.
-    private mutating func appendEscaped(_ s: String) {
+    /// A label value with `\`, `"` and line feeds escaped, or (`quotes: false`) a HELP text with
+    /// `\` and line feeds escaped, as the format requires.
+    private mutating func appendEscaped(_ s: String, quotes: Bool = true) {
         var s = s
         s.withUTF8 { u in
-            // Label values are rule names, reasons and the like: almost never anything to escape.
-            guard u.contains(where: { $0 == 92 || $0 == 34 || $0 == 10 }) else { return bytes.append(contentsOf: u) }
+            // Label values and help texts: almost never anything to escape.
+            guard u.contains(where: { $0 == 92 || ($0 == 34 && quotes) || $0 == 10 }) else { return bytes.append(contentsOf: u) }
             for b in u {
                 switch b {
                 case 92: bytes.append(contentsOf: [92, 92])  // \\
-                case 34: bytes.append(contentsOf: [92, 34])  // \"
+                case 34 where quotes: bytes.append(contentsOf: [92, 34])  // \"
                 case 10: bytes.append(contentsOf: [92, 110])  // \n
                 default: bytes.append(b)
                 }

@@ -11,7 +11,7 @@ import StateStore
 /// Each figure is the median of `--runs` runs. `--smoke` uses tiny sizes (CI checks it works).
 let usage = """
     usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart|history|reports ...]
-           mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N] [--runs N] [--latency on|off] [--traffic FILE]   (see scripts/bench-e2e.sh)
+           mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N] [--runs N] [--latency on|off] [--traffic FILE] [--scratch DIR]   (see scripts/bench-e2e.sh)
            mobility-bench store-commits --postgres URL [--users N] [--batches N] [--rules DIR]   (see scripts/bench-postgres.sh)
     """
 
@@ -19,6 +19,7 @@ var args = Array(CommandLine.arguments.dropFirst())
 if args.first == "e2e" {
     var broker = "mqtt://127.0.0.1:1883", port = 9464, messages = 50_000, batch = 1, e2eRuns = 3, latency = true
     var traffic: String?
+    var scratch = NSTemporaryDirectory()  // the journal-only subscriber's journal: on the daemon's --state filesystem
     var j = 1
     while j + 1 < args.count {
         switch args[j] {
@@ -29,17 +30,18 @@ if args.first == "e2e" {
         case "--runs": e2eRuns = max(1, Int(args[j + 1]) ?? e2eRuns)
         case "--latency": latency = args[j + 1] != "off"
         case "--traffic": traffic = args[j + 1]
+        case "--scratch": scratch = args[j + 1]
         default: FileHandle.standardError.write(Data(usage.utf8)); exit(2)
         }
         j += 2
     }
     if let traffic {
-        do { try EndToEnd.runTraffic(broker: broker, metricsPort: port, path: traffic, runs: e2eRuns) } catch {
+        do { try EndToEnd.runTraffic(broker: broker, metricsPort: port, path: traffic, runs: e2eRuns, scratch: scratch) } catch {
             print("e2e failed: \(error)"); exit(1)
         }
         exit(0)
     }
-    do { try EndToEnd.run(broker: broker, metricsPort: port, messages: messages, batch: batch, runs: e2eRuns, latency: latency) } catch {
+    do { try EndToEnd.run(broker: broker, metricsPort: port, messages: messages, batch: batch, runs: e2eRuns, latency: latency, scratch: scratch) } catch {
         print("e2e failed: \(error)"); exit(1)
     }
     exit(0)

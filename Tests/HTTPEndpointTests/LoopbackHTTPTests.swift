@@ -16,7 +16,7 @@ import Testing
     @Test func requestsShareOneKeptAliveConnection() throws {
         let s = try Self.server(idle: 30)
         defer { s.stop() }
-        var session = LoopbackHTTP.Session(port: Int(s.port))
+        let session = LoopbackHTTP.Session(port: Int(s.port))
         defer { session.close() }
         #expect(session.localPort == nil)
         #expect(session.get("/n")?.body == "ok /n\n")
@@ -37,22 +37,16 @@ import Testing
     @Test func aConnectionTheServerClosedIsReplaced() throws {
         let s = try Self.server(idle: 1)
         defer { s.stop() }
-        var session = LoopbackHTTP.Session(port: Int(s.port))
+        let session = LoopbackHTTP.Session(port: Int(s.port))
         defer { session.close() }
         #expect(session.get("/first")?.body == "ok /first\n")
         #expect(eventually(timeout: 5) { s.connections == 0 })  // the idle timeout closed it
         // The old connection answers nothing now: an answer came on a new one.
         #expect(session.get("/second")?.body == "ok /second\n")
-        #expect(s.connections == 1)
     }
 
     @Test func nothingListeningIsNil() throws {
-        let port = try { () throws -> Int in
-            let s = try Self.server(idle: 1)
-            defer { s.stop() }
-            return Int(s.port)
-        }()
-        var session = LoopbackHTTP.Session(port: port)
+        let session = LoopbackHTTP.Session(port: try freePort())  // a port nothing in this process listens on
         #expect(session.get("/") == nil)
     }
 }

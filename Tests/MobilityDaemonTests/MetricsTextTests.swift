@@ -3,8 +3,8 @@ import Testing
 
 @testable import MobilityDaemon
 
-/// The Prometheus text `MetricsText` renders: families, label escaping and every kind of value,
-/// byte for byte, and parsed back by the suite's exposition parser.
+/// The Prometheus text `MetricsText` renders: families, escaping and every kind of value, byte
+/// for byte (the first page also parsed back by the suite's exposition parser).
 @Suite struct MetricsTextTests {
     @Test func rendersFamiliesSamplesAndLabels() throws {
         var m = MetricsText()
@@ -49,5 +49,11 @@ import Testing
         var m = MetricsText()
         m.sample("mw_rules_info", ["identity": "a\\b \"c\"\nd é"], 1)
         #expect(m.text == "mw_rules_info{identity=\"a\\\\b \\\"c\\\"\\nd é\"} 1\n")
+    }
+
+    @Test func escapesBackslashAndLineFeedInHelpButNotQuotes() {
+        var m = MetricsText()
+        m.family("mw_x", "gauge", "a \\ b\nc \"d\"")
+        #expect(m.text == "# HELP mw_x a \\\\ b\\nc \"d\"\n# TYPE mw_x gauge\n")
     }
 }
