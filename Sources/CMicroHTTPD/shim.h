@@ -66,8 +66,9 @@ static inline int mw_mhd_peer_ipv4(struct MHD_Connection *connection, uint8_t ou
     return 1;
 }
 
-static inline struct MHD_Response *mw_mhd_response_copy(size_t size, void *buffer) {
-    return MHD_create_response_from_buffer(size, buffer, MHD_RESPMEM_MUST_COPY);
+static inline struct MHD_Response *mw_mhd_response_copy(size_t size, const void *buffer) {
+    /* MUST_COPY: libmicrohttpd copies the bytes and never writes through the pointer. */
+    return MHD_create_response_from_buffer(size, (void *)buffer, MHD_RESPMEM_MUST_COPY);
 }
 
 /* The listening socket's descriptor, or -1. */

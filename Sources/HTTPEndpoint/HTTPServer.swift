@@ -178,7 +178,7 @@ public final class HTTPServer: @unchecked Sendable {
             authorization: mw_mhd_header(conn, "Authorization").map { String(cString: $0) }, peer: peer, isTLS: isTLS)
         let (r, record) = responder(request)
         // libmicrohttpd copies the body (MUST_COPY): lent as it is, not copied into a mutable array first.
-        let resp = r.bytes.withUnsafeBytes { mw_mhd_response_copy($0.count, UnsafeMutableRawPointer(mutating: $0.baseAddress)) }
+        let resp = r.bytes.withUnsafeBytes { mw_mhd_response_copy($0.count, $0.baseAddress) }
         guard let resp else { return .NO }
         _ = MHD_add_response_header(resp, "Content-Type", r.contentType)
         for (name, value) in r.headers { _ = MHD_add_response_header(resp, name, value) }

@@ -4,7 +4,7 @@ import Testing
 
 /// `LoopbackHTTP.Session` against a real `HTTPServer`: requests share one connection, a body
 /// longer than one read arrives whole, and a connection the server closed is replaced.
-@Suite struct LoopbackHTTPTests {
+@Suite struct LoopbackHTTPSessionTests {
     static let big = String(repeating: "0123456789abcdef", count: 12_500)  // 200 KB: several reads
 
     static func server(idle: Int) throws -> HTTPServer {
