@@ -90,6 +90,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "mobilityctlTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "mobility-benchTests", dependencies: ["mobility-bench", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "MobilityFHIRTests", dependencies: ["MobilityFHIR", "MobilityModel", "RuleLanguage", "TestSupport"], exclude: ["Golden"],
             swiftSettings: strict),

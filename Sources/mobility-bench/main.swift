@@ -11,7 +11,7 @@ import StateStore
 /// Each figure is the median of `--runs` runs. `--smoke` uses tiny sizes (CI checks it works).
 let usage = """
     usage: mobility-bench [--smoke] [--runs N] [--users N] [--days N] [--rules DIR] [only: decode|engine|dayclose|memory|restart|history|reports ...]
-           mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N] [--runs N] [--latency on|off] [--traffic FILE] [--scratch DIR]   (see scripts/bench-e2e.sh)
+           mobility-bench e2e --broker URL --metrics-port PORT [--messages N] [--batch N] [--runs N] [--latency on|off] [--traffic FILE] [--scratch DIR] [--cpu NAME=PID ...]   (see scripts/bench-e2e.sh)
            mobility-bench store-commits --postgres URL [--users N] [--batches N] [--rules DIR]   (see scripts/bench-postgres.sh)
     """
 
@@ -20,6 +20,7 @@ if args.first == "e2e" {
     var broker = "mqtt://127.0.0.1:1883", port = 9464, messages = 50_000, batch = 1, e2eRuns = 3, latency = true
     var traffic: String?
     var scratch = NSTemporaryDirectory()  // the journal-only subscriber's journal: on the daemon's --state filesystem
+    var watched: [(name: String, pid: Int32)] = []  // processes whose CPU a message each round prints (besides the harness's own)
     var j = 1
     while j + 1 < args.count {
         switch args[j] {
@@ -31,17 +32,26 @@ if args.first == "e2e" {
         case "--latency": latency = args[j + 1] != "off"
         case "--traffic": traffic = args[j + 1]
         case "--scratch": scratch = args[j + 1]
+        case "--cpu":
+            let parts = args[j + 1].split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, !parts[0].isEmpty, let pid = Int32(parts[1]), pid > 0 else {
+                FileHandle.standardError.write(Data("mobility-bench e2e: --cpu wants NAME=PID, got '\(args[j + 1])'\n".utf8)); exit(2)
+            }
+            watched.append((String(parts[0]), pid))
         default: FileHandle.standardError.write(Data(usage.utf8)); exit(2)
         }
         j += 2
     }
     if let traffic {
-        do { try EndToEnd.runTraffic(broker: broker, metricsPort: port, path: traffic, runs: e2eRuns, scratch: scratch) } catch {
+        do { try EndToEnd.runTraffic(broker: broker, metricsPort: port, path: traffic, runs: e2eRuns, scratch: scratch, watched: watched) } catch {
             print("e2e failed: \(error)"); exit(1)
         }
         exit(0)
     }
-    do { try EndToEnd.run(broker: broker, metricsPort: port, messages: messages, batch: batch, runs: e2eRuns, latency: latency, scratch: scratch) } catch {
+    do {
+        try EndToEnd.run(
+            broker: broker, metricsPort: port, messages: messages, batch: batch, runs: e2eRuns, latency: latency, scratch: scratch, watched: watched)
+    } catch {
         print("e2e failed: \(error)"); exit(1)
     }
     exit(0)
