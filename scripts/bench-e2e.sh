@@ -12,6 +12,7 @@
 # messages running across the days of a sync ($SYNC_USERS users × 90 days, default 300; 0 skips), into a
 # fresh mobilityd --clock event (days close mid-sync, series published), against the ceiling on the same payloads.
 #   MOBILITYD=PATH: the mobilityd to measure (default this build's), e.g. another build side by side;
+#   MOBILITY_BENCH=PATH: the harness (default this build's mobility-bench), e.g. another build's, to compare harnesses;
 #   RULES=DIR: its rule pack (default rules/; an older build may not read today's).
 #   E2E_LEGS="1 50 sync": the legs to run (default all three).
 set -euo pipefail
@@ -22,6 +23,7 @@ bash scripts/install-deps.sh
 swift build -c release >/dev/null
 bin=$PWD/.build/release
 daemon_bin=${MOBILITYD:-$bin/mobilityd}
+bench=${MOBILITY_BENCH:-$bin/mobility-bench}
 legs=${E2E_LEGS:-1 50 sync}
 work=$(mktemp -d /tmp/mw-bench.XXXXXX)
 cleanup() { kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -37,8 +39,8 @@ sleep 0.3
 daemon=$!
 sleep 1
 echo "== $(nproc) cores; mosquitto $(mosquitto -h 2>&1 | head -1 | awk '{print $3}'); $messages messages per measurement"
-case " $legs " in *" 1 "*) "$bin/mobility-bench" e2e --scratch "$work" --cpu mosquitto=$broker --cpu mobilityd=$daemon --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages "$messages" --batch 1 --runs "$runs" ;; esac
-case " $legs " in *" 50 "*) "$bin/mobility-bench" e2e --scratch "$work" --cpu mosquitto=$broker --cpu mobilityd=$daemon --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages $((messages / 5)) --batch 50 --runs "$runs" --latency off ;; esac
+case " $legs " in *" 1 "*) "$bench" e2e --scratch "$work" --cpu mosquitto=$broker --cpu mobilityd=$daemon --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages "$messages" --batch 1 --runs "$runs" ;; esac
+case " $legs " in *" 50 "*) "$bench" e2e --scratch "$work" --cpu mosquitto=$broker --cpu mobilityd=$daemon --broker mqtt://127.0.0.1:$port --metrics-port $mport --messages $((messages / 5)) --batch 50 --runs "$runs" --latency off ;; esac
 sync_users=${SYNC_USERS:-300}
 if [ "$sync_users" -gt 0 ] && case " $legs " in *" sync "*) true ;; *) false ;; esac; then
   kill "$daemon"; wait "$daemon" 2>/dev/null || true
@@ -49,5 +51,5 @@ if [ "$sync_users" -gt 0 ] && case " $legs " in *" sync "*) true ;; *) false ;; 
   daemon=$!
   sleep 1
   echo "== a sync every ${SYNC_DAYS:-3} days, 50-sample messages across its days ($sync_users users × 90 days, --clock event)"
-  "$bin/mobility-bench" e2e --scratch "$work" --cpu mosquitto=$broker --cpu mobilityd=$daemon --broker mqtt://127.0.0.1:$port --metrics-port $mport --traffic "$work/sync.jsonl" --runs "$runs"
+  "$bench" e2e --scratch "$work" --cpu mosquitto=$broker --cpu mobilityd=$daemon --broker mqtt://127.0.0.1:$port --metrics-port $mport --traffic "$work/sync.jsonl" --runs "$runs"
 fi

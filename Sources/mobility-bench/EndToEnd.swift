@@ -30,14 +30,32 @@ enum EndToEnd {
 
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+    /// The broker answered none of the publisher's messages in flight for a minute.
+    struct Stalled: Error, CustomStringConvertible {
+        /// Messages published and not answered.
+        var inFlight: Int
+        /// The error's text.
+        var description: String { "the broker answered none of \(inFlight) messages in flight for 60 s" }
+    }
+
     /// Publishes `payloads` as fast as acknowledgements allow: at most 1000 in flight; once full,
-    /// it waits until half have been acknowledged, looking every millisecond. (It looked every
-    /// 50 µs while full: up to 20 000 wake-ups a second, CPU taken from the broker and the daemon
-    /// being measured on a 2-core machine.)
+    /// it waits until half have been answered, looking every millisecond, and throws ``Stalled``
+    /// when none is answered for 60 s. (It looked every 50 µs while full: up to 20 000 wake-ups a
+    /// second, CPU taken from the broker and the daemon being measured on a 2-core machine.)
     static func flood(_ pub: MQTTClient, _ payloads: [(String, [UInt8])]) throws {
+        func answered() -> Int { pub.acknowledgedCount + pub.refusedCount }
         for (t, p) in payloads {
-            if pub.publishedCount - pub.acknowledgedCount >= 1000 {
-                while pub.publishedCount - pub.acknowledgedCount > 500 { usleep(1000) }
+            if pub.publishedCount - answered() >= 1000 {
+                var last = answered(), since = now()
+                while pub.publishedCount - answered() > 500 {
+                    usleep(1000)
+                    if answered() != last {
+                        last = answered()
+                        since = now()
+                    } else if now() - since > 60_000_000_000 {
+                        throw Stalled(inFlight: pub.publishedCount - last)
+                    }
+                }
             }
             try pub.publish(topic: t, payload: p, qos: 1)
         }

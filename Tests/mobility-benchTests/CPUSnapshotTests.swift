@@ -1,13 +1,12 @@
 import Foundation
 import Glibc
-import TestSupport
 import Testing
 
 @testable import mobility_bench
 
 /// `CPUSnapshot`, which `mobility-bench e2e` prints a cost a message with: the `/proc` parsers on
-/// crafted text (a command name holding spaces and parentheses), a real process's CPU time growing
-/// with work, and `--cpu` given a bad value.
+/// crafted text (a command name holding spaces and parentheses), and a real process's CPU time
+/// growing with work.
 @Suite struct CPUSnapshotTests {
     static let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
 
@@ -32,9 +31,16 @@ import Testing
     @Test func aBusyProcessShowsItsWork() throws {
         let me = getpid()
         let before = CPUSnapshot.take([(name: "self", pid: me), (name: "gone", pid: Int32.max)])
+        // Spins until this process has spent 300 ms of CPU (not of wall time: on two loaded cores
+        // 300 ms of wall time may hold much less).
+        func cpuNanoseconds() -> Int {
+            var t = timespec()
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t)
+            return t.tv_sec * 1_000_000_000 + t.tv_nsec
+        }
         var x: UInt64 = 1
-        let end = DispatchTime.now().uptimeNanoseconds + 300_000_000
-        while DispatchTime.now().uptimeNanoseconds < end { x = x &* 6_364_136_223_846_793_005 &+ 1 }
+        let end = cpuNanoseconds() + 300_000_000
+        while cpuNanoseconds() < end { for _ in 0..<10_000 { x = x &* 6_364_136_223_846_793_005 &+ 1 } }
         #expect(x != 0)
         let after = CPUSnapshot.take([(name: "self", pid: me), (name: "gone", pid: Int32.max)])
         let spent = try #require(after.processes[0].seconds) - (try #require(before.processes[0].seconds))
@@ -46,23 +52,5 @@ import Testing
         #expect(line.hasPrefix("CPU a message: self "), "\(line)")
         #expect(line.contains("gone ?"), "\(line)")
         #expect(line.contains("; cores busy "), "\(line)")
-    }
-
-    @Test func aBadCPUArgumentIsRefused() throws {
-        let exe = ChildProcess.product("mobility-bench")
-        guard FileManager.default.isExecutableFile(atPath: exe) else { throw HarnessError("\(exe) is not built; run 'swift build' first") }
-        for bad in ["mosquitto", "mosquitto=", "=12", "mobilityd=-3", "mobilityd=abc"] {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: exe)
-            p.arguments = ["e2e", "--cpu", bad]
-            let err = Pipe()
-            p.standardError = err
-            p.standardOutput = Pipe()
-            try p.run()
-            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            p.waitUntilExit()
-            #expect(p.terminationStatus == 2, "--cpu \(bad)")
-            #expect(text == "mobility-bench e2e: --cpu wants NAME=PID, got '\(bad)'\n")
-        }
     }
 }
