@@ -3,7 +3,7 @@
 # state on) on loopback; measures the broker's own QoS 1 pass-through ceiling, a journal-only bound
 # (one libmosquitto subscriber that only appends each message to an IngestJournal, as mobilityd's
 # network thread does) and mobilityd's throughput in the same round (1 sample per message, and 50),
-# and alert latency at ~1k samples/s. After each figure, what one message cost in CPU: the broker, mobilityd
+# and alert latency at ~1k samples/s. After each throughput figure, what one message cost in CPU: the broker, mobilityd
 # and the harness (its publisher, and in the first two its subscriber), and how many cores were busy: the
 # three share this machine's cores, so a throughput is what the others leave (docs/benchmarks.md, twelfth pass).
 #   scripts/bench-e2e.sh [MESSAGES] [RUNS]     (each figure: every round, then the median of RUNS)

@@ -72,26 +72,12 @@ struct MetricsText {
         }
     }
 
-    /// A sample value: an integral value below 1e15 as an integer, the format's `NaN`, `+Inf` and
-    /// `-Inf`, otherwise Swift's shortest round-tripping text of the double.
+    /// A sample value: the format's `NaN`, `+Inf` and `-Inf`; otherwise as JSON writes a number (an
+    /// integral value below 1e15 as an integer, digit by digit; else Swift's shortest round-tripping
+    /// text of the double).
     private mutating func appendValue(_ v: Double) {
         if v.isNaN { return append("NaN") }
         if v.isInfinite { return append(v > 0 ? "+Inf" : "-Inf") }
-        guard v == v.rounded(), abs(v) < 1e15 else { return append(String(v)) }
-        var n = Int64(v)
-        if n < 0 {
-            bytes.append(UInt8(ascii: "-"))
-            n = -n
-        }
-        // Digits written backwards into a fixed buffer, then appended in order (at most 15).
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buf in
-            var i = 20
-            repeat {
-                i -= 1
-                buf[i] = UInt8(ascii: "0") + UInt8(n % 10)
-                n /= 10
-            } while n > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i..<20]))
-        }
+        JSONWriter.appendNumber(v, to: &bytes)
     }
 }

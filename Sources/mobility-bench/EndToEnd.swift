@@ -39,9 +39,9 @@ enum EndToEnd {
     }
 
     /// Publishes `payloads` as fast as acknowledgements allow: at most 1000 in flight; once full,
-    /// it waits until half have been answered, looking every millisecond, and throws ``Stalled``
-    /// when none is answered for 60 s. (It looked every 50 µs while full: up to 20 000 wake-ups a
-    /// second, CPU taken from the broker and the daemon being measured on a 2-core machine.)
+    /// it waits until half have been answered, looking every millisecond (a few wake-ups, not CPU
+    /// taken from the broker and daemon it measures on the same cores), and throws ``Stalled``
+    /// when none is answered for 60 s.
     static func flood(_ pub: MQTTClient, _ payloads: [(String, [UInt8])]) throws {
         func answered() -> Int { pub.acknowledgedCount + pub.refusedCount }
         for (t, p) in payloads {
@@ -67,18 +67,11 @@ enum EndToEnd {
             "{\"id\":\"\(id)\",\"type\":\"\(metric)\",\"value\":\(value),\"unit\":\"\(unit)\",\"start\":\"\(t)\",\"end\":\"\(t)\",\"source\":{\"bundleId\":\"com.apple.health.b\"}\(extra)}"
     }
 
-    /// One kept-alive connection a metrics port: the rounds read a counter every 10 ms, and a new
-    /// connection a read cost the measured daemon more CPU than rendering the page.
-    static let sessions = Mutex<[Int: LoopbackHTTP.Session]>([:])
-
-    /// Reads one metric from mobilityd's `/metrics` on loopback.
-    static func metric(_ port: Int, _ name: String) -> Double? {
-        let got = sessions.withLock { s in
-            let session = s[port] ?? LoopbackHTTP.Session(port: port)
-            s[port] = session
-            return session.get("/metrics")
-        }
-        guard let r = got, r.status == 200 else { return nil }
+    /// Reads one metric from mobilityd's `/metrics` through `session`: one kept-alive connection,
+    /// since the rounds read a counter every 10 ms, and a new connection a read cost the measured
+    /// daemon more CPU than rendering the page.
+    static func metric(_ session: LoopbackHTTP.Session, _ name: String) -> Double? {
+        guard let r = session.get("/metrics"), r.status == 200 else { return nil }
         for line in r.body.split(separator: "\n") where line.hasPrefix(name + " ") { return Double(line.split(separator: " ").last!) }
         return nil
     }
@@ -127,27 +120,34 @@ enum EndToEnd {
         broker: String, metricsPort: Int, messages: Int, batch: Int, runs: Int, latency: Bool, scratch: String, watched: [(name: String, pid: Int32)]
     ) throws {
         let pub = try client(broker, "bench-pub")
+        let metrics = LoopbackHTTP.Session(port: metricsPort)
         var ratios: [Double] = [], bounds: [Double] = [], rates: [Double] = [], p50s: [Double] = [], p99s: [Double] = [], echoP99s: [Double] = []
         for round in 0..<runs {
             let wallMs = Int64(Date().timeIntervalSince1970 * 1000)
             // 1. The broker's own ceiling: one publisher, one subscriber that only counts (QoS 1).
             let counter = Counter()
             let sub = try client(broker, "bench-ceiling-sub", subscriptions: ["bench/ceiling"]) { _, _ in counter.n.add(1, ordering: .relaxed) }
-            let payload = Array(sample("x", ms: wallMs).utf8)
+            // The messages mobilityd gets in step 2; the ceiling and the bound carry the same bodies.
+            var payloads: [(String, [UInt8])] = []
+            payloads.reserveCapacity(messages)
+            for i in 0..<messages {
+                let user = "b\(i % 1000)"
+                let items = (0..<batch).map { k in sample("e\(wallMs)-\(batch)-\(i)-\(k)", ms: wallMs - Int64(i % 3600) * 1000) }
+                payloads.append(("mobility/v1/users/\(user)/samples", Array((batch == 1 ? items[0] : "[" + items.joined(separator: ",") + "]").utf8)))
+            }
             var cpu = CPUSnapshot.take(watched)
             var t0 = now()
-            try flood(pub, Array(repeating: ("bench/ceiling", payload), count: messages))
+            try flood(pub, payloads.map { ("bench/ceiling", $0.1) })
             guard wait(120, { counter.n.load(ordering: .relaxed) >= messages }) else {
                 print("ceiling: only \(counter.n.load(ordering: .relaxed)) of \(messages) arrived"); return
             }
             let ceiling = Double(messages) / (Double(now() - t0) / 1e9)
             let ceilingCost = CPUSnapshot.take(watched).costLine(since: cpu, messages: messages)
             sub.stop()
-            print("round \(round + 1): broker ceiling, 1 publisher → 1 counting subscriber, QoS 1    \(Int(ceiling)) messages/s")
+            print("round \(round + 1): broker ceiling on the same payloads, 1 publisher → 1 counting subscriber, QoS 1    \(Int(ceiling)) messages/s")
             print("round \(round + 1):   \(ceilingCost)")
             guard
-                let (bound, boundCost) = try journalOnly(
-                    broker, pub, Array(repeating: payload, count: messages), round: round, scratch: scratch, watched: watched)
+                let (bound, boundCost) = try journalOnly(broker, pub, payloads.map { $0.1 }, round: round, scratch: scratch, watched: watched)
             else { return }
             bounds.append(bound / ceiling)
             print(
@@ -156,15 +156,8 @@ enum EndToEnd {
             print("round \(round + 1):   \(boundCost)")
 
             // 2. Through mobilityd: the same rate of sample messages, batch samples per message.
-            guard let before = metric(metricsPort, "mobilityd_samples_accepted_total") else {
+            guard let before = metric(metrics, "mobilityd_samples_accepted_total") else {
                 print("cannot read mobilityd metrics on port \(metricsPort)"); return
-            }
-            var payloads: [(String, [UInt8])] = []
-            payloads.reserveCapacity(messages)
-            for i in 0..<messages {
-                let user = "b\(i % 1000)"
-                let items = (0..<batch).map { k in sample("e\(wallMs)-\(batch)-\(i)-\(k)", ms: wallMs - Int64(i % 3600) * 1000) }
-                payloads.append(("mobility/v1/users/\(user)/samples", Array((batch == 1 ? items[0] : "[" + items.joined(separator: ",") + "]").utf8)))
             }
             cpu = CPUSnapshot.take(watched)
             t0 = now()
@@ -172,9 +165,9 @@ enum EndToEnd {
             let target = before + Double(messages * batch)
             // Polled every 10 ms: each poll renders mobilityd's /metrics, which at 0.5 ms intervals
             // (2 000 requests/s) took CPU from the daemon being measured. Resolution: 10 ms of a ~1 s run.
-            guard wait(300, every: 10_000, { (metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) >= target }) else {
+            guard wait(300, every: 10_000, { (metric(metrics, "mobilityd_samples_accepted_total") ?? 0) >= target }) else {
                 print(
-                    "mobilityd: only \(Int((metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) - before)) of \(messages * batch) samples accepted");
+                    "mobilityd: only \(Int((metric(metrics, "mobilityd_samples_accepted_total") ?? 0) - before)) of \(messages * batch) samples accepted");
                 return
             }
             let secs = Double(now() - t0) / 1e9
@@ -287,6 +280,7 @@ enum EndToEnd {
         let prefix = "mobility/v1/users/"
         print("traffic \(path): \(records.count) messages, \(samples) samples")
         let pub = try client(broker, "bench-pub")
+        let metrics = LoopbackHTTP.Session(port: metricsPort)
         var ratios: [Double] = [], rates: [Double] = [], boundRates: [Double] = []
         for round in 0..<runs {
             let counter = Counter()
@@ -313,7 +307,7 @@ enum EndToEnd {
                 "round \(round + 1): broker + a subscriber that only journals   \(Int(bound)) messages/s = \(Int(bound * Double(samples) / Double(records.count))) samples/s"
             )
             print("round \(round + 1):   \(boundCost)")
-            guard let before = metric(metricsPort, "mobilityd_samples_accepted_total") else {
+            guard let before = metric(metrics, "mobilityd_samples_accepted_total") else {
                 print("cannot read mobilityd metrics on port \(metricsPort)"); return
             }
             let renamed = records.map { r in
@@ -323,8 +317,8 @@ enum EndToEnd {
             t0 = now()
             try flood(pub, renamed)
             let target = before + Double(samples)
-            guard wait(600, every: 10_000, { (metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) >= target }) else {
-                print("mobilityd: only \(Int((metric(metricsPort, "mobilityd_samples_accepted_total") ?? 0) - before)) of \(samples) samples accepted")
+            guard wait(600, every: 10_000, { (metric(metrics, "mobilityd_samples_accepted_total") ?? 0) >= target }) else {
+                print("mobilityd: only \(Int((metric(metrics, "mobilityd_samples_accepted_total") ?? 0) - before)) of \(samples) samples accepted")
                 return
             }
             let secs = Double(now() - t0) / 1e9

@@ -19,7 +19,7 @@ var args = Array(CommandLine.arguments.dropFirst())
 if args.first == "e2e" {
     var broker = "mqtt://127.0.0.1:1883", port = 9464, messages = 50_000, batch = 1, e2eRuns = 3, latency = true
     var traffic: String?
-    var scratch = NSTemporaryDirectory()  // the journal-only subscriber's journal: on the daemon's --state filesystem
+    var scratch = NSTemporaryDirectory()  // the journal-only subscriber's journal (bench-e2e.sh passes its work directory, beside the daemon's --state)
     var watched: [(name: String, pid: Int32)] = []  // processes whose CPU a message each round prints (besides the harness's own)
     var j = 1
     while j + 1 < args.count {

@@ -7,22 +7,7 @@ import Testing
 /// `mobilityctl report`, the built executable, end to end: a shipped scenario recorded by
 /// `mobility-sim record`, an Apple Health export through `mobility-sim export`, and bad arguments.
 @Suite(.serialized) struct ReportCommandTests {
-    struct Run { var status: Int32; var stdout: String; var stderr: String }
-
-    static func run(_ tool: String, _ args: [String]) throws -> Run {
-        let exe = ChildProcess.product(tool)
-        guard FileManager.default.isExecutableFile(atPath: exe) else { throw HarnessError("\(exe) is not built; run 'swift build' first") }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
-    }
+    static func run(_ tool: String, _ args: [String]) throws -> ProductRun { try ProductRun(tool, args) }
 
     static func temp(_ suffix: String) -> String { TemporaryPath.make("mw-report", suffix: suffix) }
 

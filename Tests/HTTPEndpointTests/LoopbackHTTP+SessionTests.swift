@@ -40,9 +40,11 @@ import Testing
         let session = LoopbackHTTP.Session(port: Int(s.port))
         defer { session.close() }
         #expect(session.get("/first")?.body == "ok /first\n")
+        let first = try #require(session.localPort)
         #expect(eventually(timeout: 5) { s.connections == 0 })  // the idle timeout closed it
         // The old connection answers nothing now: an answer came on a new one.
         #expect(session.get("/second")?.body == "ok /second\n")
+        #expect(session.localPort != first)
     }
 
     @Test func nothingListeningIsNil() throws {

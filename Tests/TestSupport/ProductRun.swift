@@ -1,0 +1,31 @@
+import Foundation
+
+/// A built product of this package run to its end with piped output: its exit status, standard
+/// output and standard error (a command-line tool driven by a test).
+public struct ProductRun: Sendable {
+    /// The exit status.
+    public var status: Int32
+    /// What it wrote to standard output.
+    public var stdout: String
+    /// What it wrote to standard error.
+    public var stderr: String
+
+    /// Runs `product` (built by `swift build`) with `arguments` and waits for it; throws when it is
+    /// not built.
+    public init(_ product: String, _ arguments: [String]) throws {
+        let exe = ChildProcess.product(product)
+        guard FileManager.default.isExecutableFile(atPath: exe) else { throw HarnessError("\(exe) is not built; run 'swift build' first") }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        status = p.terminationStatus
+        stdout = String(decoding: o, as: UTF8.self)
+        stderr = String(decoding: e, as: UTF8.self)
+    }
+}
