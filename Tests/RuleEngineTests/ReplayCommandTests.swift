@@ -6,24 +6,11 @@ import Testing
 /// `mobilityctl replay`, the built executable: what it drops is said on stderr and in the exit
 /// code, and the end of the file closes the last day of data (issue 14, item 8).
 @Suite(.serialized) struct ReplayCommandTests {
-    struct Run { var status: Int32; var stdout: String; var stderr: String }
-
-    func replay(_ lines: [String], _ options: [String] = []) throws -> Run {
+    func replay(_ lines: [String], _ options: [String] = []) throws -> ProductRun {
         let file = TemporaryPath.make("mw-replay", suffix: ".jsonl")
         try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let exe = ChildProcess.product("mobilityctl")
-        guard FileManager.default.isExecutableFile(atPath: exe) else { throw HarnessError("\(exe) is not built; run 'swift build' first") }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = ["replay", "--rules", RepoPaths.rules] + options + [file]
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        return try ProductRun("mobilityctl", ["replay", "--rules", RepoPaths.rules] + options + [file])
     }
 
     static func line(_ user: String, id: String, value: Double = 1.2, end: String) -> String {
@@ -57,7 +44,7 @@ import Testing
 
     @Test func theEndOfTheFileClosesTheLastDayOfData() throws {
         let lines = (1...3).map { d in Self.line("cy", id: "c\(d)", end: "2026-03-0\(d)T10:00:00Z") }
-        func days(_ r: Run) -> Set<String> {
+        func days(_ r: ProductRun) -> Set<String> {
             Set(
                 r.stdout.split(separator: "\n").compactMap { l in
                     guard case .string(let d)? = try? JSONValue.parse(Array(l.utf8)).get()["day"] else { return nil }

@@ -6,18 +6,8 @@ import Testing
 /// is wrong; a directory without state or an unknown user is a failure (exit 1).
 @Suite struct FHIRCommandTests {
     static func run(_ args: [String]) throws -> (status: Int32, stderr: String) {
-        let exe = ChildProcess.product("mobilityctl")
-        guard FileManager.default.isExecutableFile(atPath: exe) else { throw HarnessError("\(exe) is not built; run 'swift build' first") }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = ["fhir"] + args
-        let err = Pipe()
-        p.standardError = err
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: e, as: UTF8.self))
+        let r = try ProductRun("mobilityctl", ["fhir"] + args)
+        return (r.status, r.stderr)
     }
 
     @Test(arguments: [
