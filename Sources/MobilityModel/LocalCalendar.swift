@@ -33,6 +33,11 @@ public struct LocalCalendar: Hashable, Sendable {
     /// UTC.
     public static let utc = LocalCalendar(timeZone: TimeZone(identifier: "UTC")!)
 
+    /// A calendar of a fixed UTC offset (`GMT+1100`: no daylight saving time), cached.
+    public static func cached(utcOffsetSeconds: Int) -> LocalCalendar? {
+        TimeZone(secondsFromGMT: utcOffsetSeconds).flatMap { cached($0.identifier) }
+    }
+
     /// The zone's identifier.
     public var identifier: String { timeZone.identifier }
 

@@ -23,6 +23,12 @@ public struct EngineConfiguration: Sendable {
     /// The most deleted sample ids (``Tombstone``s) one user's state remembers; beyond, the
     /// oldest eighth is forgotten. 16 bytes each: at most 32 KiB a user.
     public var maxTombstones: Int = 2048
+    /// How many closed days back a revision re-evaluates the user's alert states: a timeline
+    /// entry, late sample or deletion dated on a closed day rolls the alert states back to that
+    /// day (at most this many days before the last closed day) and evaluates the days since
+    /// again. Retention keeps the history those days' windows read. 0: alerts are never
+    /// re-evaluated (series still are republished).
+    public var revisionDays: Int = 14
     /// Fold days past the allowed lateness into daily-input values and drop history no rule can
     /// reach any more. Off only to test that folding and compaction change nothing.
     public var retention = true
@@ -221,14 +227,33 @@ public struct Engine: Sendable {
         }
         let rules: DayCloser? = sampleMask & (1 << UInt64(s.metric.rawValue)) != 0 ? closer : nil
         let k = slot(user, create: true)!
+        if !states[k].hasProfile && states[k].lastClosedDay == nil { adoptZone(of: s, k) }
         // A static function on the state in place: a closure here would copy the sample.
-        let outcome = Engine.ingest(s, into: &states[k], publishSeries: configuration.publishSeries, rules: rules, ev: &evaluator, out: &out)
+        let outcome = Engine.ingest(s, into: &states[k], rules: rules, ev: &evaluator, out: &out)
         markTouched(k)
         return outcome
     }
 
+    /// A user without a profile takes the zone of the first sample that names one (its IANA zone,
+    /// else the fixed UTC offset it was written with), while none of the user's days has closed:
+    /// the user's days then close at the user's own local midnights, not at UTC's. A phone in Los
+    /// Angeles writing its evening samples after UTC midnight would otherwise see each day
+    /// evaluated before its evening arrived, so that how the phone batched its samples decided
+    /// which days an alert saw. (A fixed offset is an hour off across a DST change: within the
+    /// grace. A sample whose offset the calendar already has at its time changes nothing, so a
+    /// configured default zone keeps its DST rules.) A profile, when it comes, wins.
+    private mutating func adoptZone(of s: Sample, _ k: Int) {
+        guard states[k].calendar == configuration.defaultCalendar else { return }
+        // An offset the calendar already has at that instant: the calendar (with its DST rules) fits.
+        if s.timeZone == nil && Int64(s.utcOffset) == states[k].calendar.offset(at: s.end) { return }
+        let zone = s.timeZone.flatMap(LocalCalendar.cached) ?? LocalCalendar.cached(utcOffsetSeconds: Int(s.utcOffset))
+        guard let cal = zone, cal != states[k].calendar else { return }
+        states[k].calendar = cal
+        states[k].clearCaches()
+    }
+
     private static func ingest(
-        _ s: Sample, into st: inout UserState, publishSeries: Bool, rules: DayCloser?,
+        _ s: Sample, into st: inout UserState, rules: DayCloser?,
         ev: inout Evaluator, out: inout [EngineOutput]
     ) -> IngestOutcome {
         let day = s.localDay(default: st.calendar)
@@ -253,7 +278,7 @@ public struct Engine: Sendable {
         if !st.tombstones.isEmpty, st.isTombstoned(id) { return .deleted }
         st.append(StoredValue(id: id, metric: s.metric, value: s.value, end: s.end, provenance: s.provenance), day: day)
         st.noteDay(day)
-        if publishSeries, let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
+        if let closed = st.lastClosedDay, day <= closed { st.revisedDays.insert(day) }
         if let rules { Engine.runSampleRules(rules, s, day: day, state: &st, ev: &ev, into: &out) }
         return outcome
     }
@@ -300,17 +325,25 @@ public struct Engine: Sendable {
     /// How far past the user's today an annotation reported ahead may end (days).
     public static let maxAnnotationReachDays: DayNumber = 366
 
-    /// Records a timeline entry from the wire, or refuses it (nothing changes then): it must start
-    /// between `maxEventAgeDays` before the user's today (of `now` plus the clock-skew guard) and
-    /// that today, end at most ``maxAnnotationReachDays`` after it, and a new id must fit under
-    /// `maxTimelineEntries`. `now` is the user's clock; nil (event
-    /// mode before the user's first sample) checks only the calendar's range (1900–2099), and the
-    /// entry then moves no day.
+    /// Records a timeline entry from the wire, or refuses it (nothing changes then).
+    ///
+    /// - `now`: the user's clock (the wall clock, or in event mode the user's event clock; nil
+    ///   before the user's first sample in a replay). An entry may start at most
+    ///   `maxEventAgeDays` before its local today.
+    /// - `latest`: the latest instant the input can vouch for (the daemon's wall clock; nil in a
+    ///   replay, which has none). An entry may not start after its local today, with the
+    ///   clock-skew guard, and an annotation may end at most ``maxAnnotationReachDays`` after
+    ///   the later of its start and that today.
+    ///
+    /// An entry dated after the samples seen so far (a phone that syncs its samples after the
+    /// injury was entered, a clinician who records it the same day) is kept: the days it bounds
+    /// have not been evaluated yet. Every date lies in 1900–2099, and a new id must fit under
+    /// `maxTimelineEntries`.
     ///
     /// An accepted entry can cost only bounded work: it moves the user's first day back at most
     /// to the first day a sample could still reach, and a clinical event republishes the series
     /// only of days the engine still holds (the rules' look-back plus the allowed lateness).
-    public mutating func record(event e: TimelineEvent, user: String, now: Timestamp?) -> Rejection? {
+    public mutating func record(event e: TimelineEvent, user: String, now: Timestamp?, latest: Timestamp?) -> Rejection? {
         let st = slots[user].map { states[$0] }
         let cal = st?.calendar ?? configuration.defaultCalendar
         func refuse(_ why: String) -> Rejection {
@@ -322,16 +355,21 @@ public struct Engine: Sendable {
         }
         let calendarRange = CivilDate(year: 1900, month: 1, day: 1).dayNumber...CivilDate(year: 2099, month: 12, day: 31).dayNumber
         guard calendarRange.contains(e.firstDay), calendarRange.contains(e.lastDay) else { return refuse("is outside the years 1900–2099") }
+        var reachFrom = e.firstDay
+        if let latest {
+            let today = cal.day(of: latest.adding(seconds: configuration.maxFutureSeconds))
+            if e.firstDay > today { return refuse("starts after today (\(CivilDate(dayNumber: today)))") }
+            reachFrom = today
+        }
+        // An annotation may be reported at its start with its planned end (a heat-wave
+        // warning, a trip), up to a year ahead.
+        if e.lastDay > reachFrom + Engine.maxAnnotationReachDays {
+            return refuse(
+                "ends more than \(Engine.maxAnnotationReachDays) d after \(latest == nil ? "its start" : "today (\(CivilDate(dayNumber: reachFrom)))")")
+        }
         var history: DayNumber?
         if let now {
-            let today = cal.day(of: now.adding(seconds: configuration.maxFutureSeconds))
             let earliest = cal.day(of: now) - DayNumber(configuration.maxEventAgeDays)
-            if e.firstDay > today { return refuse("starts after the user's today (\(CivilDate(dayNumber: today)))") }
-            // An annotation may be reported at its start with its planned end (a heat-wave
-            // warning, a trip), up to a year ahead.
-            if e.lastDay > today + Engine.maxAnnotationReachDays {
-                return refuse("ends more than \(Engine.maxAnnotationReachDays) d after the user's today (\(CivilDate(dayNumber: today)))")
-            }
             if e.firstDay < earliest {
                 return refuse("starts more than \(configuration.maxEventAgeDays) d before the user's today (before \(CivilDate(dayNumber: earliest)))")
             }
@@ -345,16 +383,22 @@ public struct Engine: Sendable {
     }
 
     /// Stores an entry. `history`: the first day it makes the user's history reach (nil: none).
+    ///
+    /// An entry that changes what closed days saw (a new or moved entry dated on or before the
+    /// last closed day) marks those days revised: their series are republished and the alert
+    /// states re-evaluated from the first of them (``EngineConfiguration/revisionDays``). A
+    /// re-sent identical entry changes nothing.
     private mutating func store(_ e: TimelineEvent, user: String, history: DayNumber?) {
         let held = configuration.allowedLatenessSeconds / 86_400 + Int64(program.lookbackDays) + 2
         withUser(user) { st in
-            st.events[e.id] = e
+            let previous = st.events.updateValue(e, forKey: e.id)
+            if previous == e { return }
             if let history { st.noteDay(history) }
             st.rebuildBoundaries()
             // Days before the held history have no data to recompute (retention may have dropped
             // it): their series stay as published, with or without retention.
-            if let closed = st.lastClosedDay, e.category == .clinical {
-                let from = max(e.firstDay, closed - DayNumber(held))
+            if let closed = st.lastClosedDay {
+                let from = max(min(e.firstDay, previous?.firstDay ?? e.firstDay), closed - DayNumber(held))
                 if from <= closed { for d in from...closed { st.revisedDays.insert(d) } }
             }
         }

@@ -47,6 +47,14 @@ public struct EventClock: Hashable, Sendable {
         return now.milliseconds > Int64.max - policy.maxStepMs ? .max : now.milliseconds + policy.maxStepMs
     }
 
+    /// Moves the clock to the latest pending claim: the end of a bounded input, after which no
+    /// message can confirm or refute them.
+    public mutating func confirmClaims() {
+        guard let last = claims.max() else { return }
+        if last > now?.milliseconds ?? .min { now = Timestamp(milliseconds: last) }
+        claims.removeAll()
+    }
+
     /// Takes one samples message: `inStep`, its latest end at or before ``reach(_:)``, and
     /// `beyond`, its latest end after it (`.min`: none). Returns the clock after it.
     @discardableResult

@@ -119,10 +119,13 @@ public struct Ingestor: Sendable {
                     switch item {
                     case .failure(let r): reject(user, topic, r, into: &out)
                     case .success(let e):
-                        // The user's clock; in event mode before the user's first sample, the
-                        // daemon's wall clock (a replay has none: only the calendar's range).
-                        let now = clock == .wall ? wall : (clocks[user]?.now ?? (boundedByWallClock ? wall : nil))
-                        if var r = engine.record(event: e, user: user, now: now) {
+                        // The user's clock bounds how old an entry may be; the wall clock, where
+                        // there is one, how far ahead (a replay has none: the calendar's range).
+                        // An entry dated after the user's latest sample is kept: a phone often
+                        // syncs its samples after the injury was entered.
+                        let latest: Timestamp? = clock == .wall || boundedByWallClock ? wall : nil
+                        let now = clock == .wall ? wall : (clocks[user]?.now ?? latest)
+                        if var r = engine.record(event: e, user: user, now: now, latest: latest) {
                             if items.count > 1 { r.index = k }
                             reject(user, topic, r, into: &out)
                         } else {
@@ -167,6 +170,7 @@ public struct Ingestor: Sendable {
     ) {
         var now = wall
         var future: Timestamp? = wall
+        var lateness = wall
         if clock == .event {
             // The user's clock moves only as far as the traffic confirms (EventClock);
             // samples past it are judged by the wall clock in the daemon, else by none.
@@ -180,6 +184,7 @@ public struct Ingestor: Sendable {
                 clocks[user] = EventClock()
                 c = clocks.index(forKey: user)!
             }
+            let before = clocks.values[c].now
             let reach = clocks.values[c].reach(clockPolicy)
             var inStep = Int64.min, beyond = Int64.min
             // The items read in place (a `for case .success(let s) in items` copied each sample out: four retains and releases).
@@ -190,7 +195,13 @@ public struct Ingestor: Sendable {
                     if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
                 }
             }
+            if beyond != .min, let before {
+                (inStep, beyond) = Ingestor.chain(items, from: max(inStep, before.milliseconds), upTo: latest, step: clockPolicy.maxStepMs)
+            }
             now = clocks.values[c].observe(inStep: inStep, beyond: beyond, policy: clockPolicy) ?? Timestamp(milliseconds: .min / 2)
+            // Lateness is judged against what was known before the message: a sync or an export
+            // spanning more than the allowed lateness is not late for its own first days.
+            lateness = before ?? Timestamp(milliseconds: .min / 2)
         }
         // The last id of the message, stored once after it (not once a sample).
         var lastID: String?
@@ -199,7 +210,7 @@ public struct Ingestor: Sendable {
         // item out of the array and destroyed the copy after it.
         items.withUnsafeBufferPointer { list in
             for index in list.indices {
-                ingest(list[index], index: index, count: list.count, user: user, topic: topic(), now: now, future: future, lastID: &lastID, into: &out)
+                ingest(list[index], index: index, count: list.count, user: user, topic: topic(), now: lateness, future: future, lastID: &lastID, into: &out)
             }
         }
         if clock == .event { engine.advance(user: user, to: now, into: &out) }
@@ -228,6 +239,24 @@ public struct Ingestor: Sendable {
                 reject(user, topic(), r, into: &out)
             }
         }
+    }
+
+    /// The part of a message's samples that continues the user's clock without a gap: its sample
+    /// ends after `start`, in time order, for as long as each lies within `step` of the one before
+    /// (a sync of several days of continuous data moves the clock through its last sample, as the
+    /// same samples one a message would). Returns the latest such end (`.min`: none) and the
+    /// latest end after the first gap longer than a step (`.min`: none), which stays a claim
+    /// (``EventClock``): one outlier sample a year ahead does not move the clock.
+    static func chain(_ items: [WireDecoder.Item<Sample>], from start: Int64, upTo latest: Int64, step: Int64) -> (inStep: Int64, beyond: Int64) {
+        var ends: [Int64] = []
+        for case .success(let s) in items where s.end.milliseconds > start && s.end.milliseconds <= latest { ends.append(s.end.milliseconds) }
+        ends.sort()
+        var t = start, k = 0
+        while k < ends.count, ends[k] - t <= step {
+            t = ends[k]
+            k += 1
+        }
+        return (k == 0 ? (start == .min ? .min : start) : t, k < ends.count ? ends[ends.count - 1] : .min)
     }
 
     /// Handles a message whose payload of `size` bytes the transport did not even copy because it
@@ -264,9 +293,11 @@ public struct Ingestor: Sendable {
     /// The users that have an event clock, in id order (the order ``closeOpenDays(into:)`` closes them in).
     public var clockedUsers: [String] { clocks.keys.sorted() }
 
-    /// Closes one user's days through the day of the user's event clock.
+    /// Closes one user's days through the day of the user's last sample: the end of a bounded
+    /// input confirms the pending claims of the user's clock, since no later message can refute
+    /// them (a gap followed by a sync at the end of an export is real data, not an outlier).
     public mutating func closeOpenDays(of user: String, into out: inout [EngineOutput]) {
-        // The confirmed clocks only: pending claims (a possible outlier) close no day here either.
+        clocks[user]?.confirmClaims()
         guard let now = clocks[user]?.now, let cal = engine.calendar(of: user) else { return }
         engine.advance(user: user, to: cal.startOfDay(cal.day(of: now) + 1).adding(seconds: engine.configuration.graceSeconds), into: &out)
     }
