@@ -3,12 +3,14 @@ import RuleLanguage
 
 /// Retention: which days a user's rules can still reach, and dropping the folded days they cannot.
 extension DayCloser {
-    /// The days still needed by some rule for a user: the rules' look-back plus the allowed
-    /// lateness before the last closed day, and the anchored windows (baselines, recovery
-    /// windows) around the latest clinical event of each kind.
+    /// The days still needed by some rule for a user: the rules' look-back before the earliest
+    /// day a late sample (the allowed lateness) or a revision (``EngineConfiguration/revisionDays``)
+    /// can make the engine evaluate again, and the anchored windows (baselines, recovery windows)
+    /// around the latest clinical event of each kind.
     func retainedRanges(_ st: UserState) -> [ClosedRange<DayNumber>] {
         guard let closed = st.lastClosedDay else { return [] }
-        let recent = closed - DayNumber(program.lookbackDays) - DayNumber(configuration.allowedLatenessSeconds / 86_400) - 2
+        let reach = max(DayNumber(configuration.allowedLatenessSeconds / 86_400) + 2, DayNumber(configuration.revisionDays))
+        let recent = closed - DayNumber(program.lookbackDays) - reach
         var ranges = [recent...DayNumber.max]
         if program.anchoredWindowDays > 0 {
             var latestByKind: [String: DayNumber] = [:]

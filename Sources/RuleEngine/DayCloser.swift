@@ -39,12 +39,13 @@ final class DayCloser: Sendable {
         ev.begin()
         swap(&ev.user, &st)
         defer { swap(&ev.user, &st) }
-        // Revised days (late data): publish corrected series values.
-        let revised = !ev.user.revisedDays.isEmpty
-        if revised {
-            if configuration.publishSeries, let closed = ev.user.lastClosedDay {
-                let from = ev.user.revisedDays.min()!
-                if max(from, first) <= closed { for d in max(from, first)...closed { emitSeries(&ev, d, revised: true, into: &out) } }
+        // Revised days (late data, timeline entries): publish corrected series values, then
+        // evaluate the alerts again from the first of them.
+        if !ev.user.revisedDays.isEmpty {
+            if let closed = ev.user.lastClosedDay {
+                let from = max(ev.user.revisedDays.min()!, first)
+                if configuration.publishSeries, from <= closed { for d in from...closed { emitSeries(&ev, d, revised: true, into: &out) } }
+                reevaluate(&ev, from: from, through: closed, into: &out)
             }
             ev.user.revisedDays.removeAll()
         }
@@ -52,6 +53,7 @@ final class DayCloser: Sendable {
         if start <= lastClosable {
             for d in start...lastClosable { closeDay(&ev, d, into: &out) }
             ev.user.lastClosedDay = lastClosable
+            pruneAlertLog(&ev.user)
             if !ev.user.tombstones.isEmpty { _ = pruneTombstones(&ev.user, now: now) }
             if configuration.retention {
                 fold(&ev, now: now)
@@ -84,13 +86,31 @@ final class DayCloser: Sendable {
     func closeDay(_ ev: inout Evaluator, _ d: DayNumber, into out: inout [EngineOutput]) {
         ev.resetMemo(day: d)
         if configuration.publishSeries { emitSeries(&ev, d, revised: false, into: &out) }
+        evaluateAlerts(&ev, d, into: &out)
+    }
+
+    /// Evaluates the daily alert rules on a day (memo reset for it), noting in the alert log each
+    /// rule whose lifecycle the day changed.
+    func evaluateAlerts(_ ev: inout Evaluator, _ d: DayNumber, into out: inout [EngineOutput]) {
         let dayStart = ev.user.calendar.startOfDay(d).milliseconds
         let dayEnd = ev.user.calendar.startOfDay(d + 1).milliseconds
+        let logs = configuration.revisionDays > 0
         for j in program.alerts.indices where program.alerts[j].trigger == .day {
             ev.alert = j
+            let before = ev.user.alertStates[j]
             Engine.step(
                 program.alerts[j], program: program, at: dayEnd, activeSince: dayStart, clock: .days(ev.user.calendar), ev: &ev,
                 day: d, into: &out)
+            if logs && !before.sameLifecycle(as: ev.user.alertStates[j]) {
+                ev.user.alertLog.append(AlertRevision(day: d, rule: Int32(j), before: before))
+            }
         }
+    }
+
+    /// Forgets the alert log of days no revision can reach any more.
+    func pruneAlertLog(_ st: inout UserState) {
+        guard let closed = st.lastClosedDay, let oldest = st.alertLog.first?.day else { return }
+        let keep = closed - DayNumber(configuration.revisionDays) + 1
+        if oldest < keep { st.alertLog.removeAll { $0.day < keep } }
     }
 }

@@ -45,8 +45,12 @@ public struct UserSnapshot: Hashable, Sendable {
     public var events: [TimelineEvent]
     /// The alert states other than a never-evaluated inactive one, sorted by rule name.
     public var alerts: [Alert]
-    /// Closed days that received late data since they were last published, ascending.
+    /// Closed days whose data or timeline changed since they were last evaluated, ascending.
     public var revisedDays: [DayNumber]
+    /// How the recently closed days changed the alert states, oldest first: what a
+    /// re-evaluation of those days starts from (a store written before the log existed has
+    /// none: its states re-evaluate from where they are).
+    public var alertLog: [Revision]
     /// Open days (all, or in a commit the changed ones), ascending.
     public var openDays: [OpenDay]
     /// The open days' values (the engine's own array, shared: a commit copies none of it).
@@ -68,6 +72,7 @@ public struct UserSnapshot: Hashable, Sendable {
         events = []
         alerts = []
         revisedDays = []
+        alertLog = []
         openDays = []
         openValues = []
     }
@@ -144,6 +149,23 @@ public struct UserSnapshot: Hashable, Sendable {
             self.reduction = reduction
             self.percentile = percentile
             self.method = method
+        }
+    }
+
+    /// One rule's alert state before a closed day changed it, by the rule's name.
+    public struct Revision: Hashable, Sendable {
+        /// The closed day whose evaluation changed the state.
+        public var day: DayNumber
+        /// The rule's name.
+        public var rule: String
+        /// The state before that day's evaluation.
+        public var machine: AlertStateMachine
+
+        /// Creates a log entry.
+        public init(day: DayNumber, rule: String, machine: AlertStateMachine) {
+            self.day = day
+            self.rule = rule
+            self.machine = machine
         }
     }
 

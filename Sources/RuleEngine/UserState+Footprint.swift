@@ -16,6 +16,7 @@ extension UserState {
             "tombstones": bytes(tombstones),
             "id filter": bytes(idFilter.words),
             "alert states": bytes(alertStates),
+            "alert log": bytes(alertLog),
             "boundaries": bytes(boundaries),
             "events, revised days": (events.isEmpty ? 0 : events.capacity * 64) + (revisedDays.isEmpty ? 0 : revisedDays.capacity * 4 + 48),
             "user id": user.utf8.count > 15 ? user.utf8.count + 48 : 0

@@ -30,6 +30,7 @@ extension UserState {
         }
         if s.alerts.count > 1 { s.alerts.sort { $0.rule < $1.rule } }
         if !revisedDays.isEmpty { s.revisedDays = revisedDays.sorted() }
+        s.alertLog = alertLog.map { UserSnapshot.Revision(day: $0.day, rule: alertNames[Int($0.rule)], machine: $0.before) }
         for d in openDays where !changesOnly || d.dirty {
             s.openDays.append(
                 UserSnapshot.OpenDay(
@@ -59,6 +60,9 @@ extension UserState {
             alertStates = s.alerts.map(\.machine)
         }
         alignAlerts(to: rules)
+        for r in s.alertLog {
+            if let k = rules.firstIndex(of: r.rule) { alertLog.append(AlertRevision(day: r.day, rule: Int32(k), before: r.machine)) }
+        }
         revisedDays = Set(s.revisedDays)
         restoreOpenDays(&s)
     }

@@ -74,8 +74,12 @@ package struct UserState: Sendable {
         }
     }
 
-    /// Closed days that received late data since they were last published.
+    /// Closed days whose data or timeline changed since they were last evaluated (late samples,
+    /// deletions, timeline entries dated on or before them): their series are republished and
+    /// the user's alert states re-evaluated from the first of them.
     package var revisedDays: Set<DayNumber> = []
+    /// How the recently closed days changed the alert states (``AlertRevision``), oldest first.
+    package var alertLog: [AlertRevision] = []
     /// Until this instant (ms) no further day of the user can close: the check that runs after
     /// every sample is one comparison instead of a calendar lookup. Not stored; `.min` = unknown.
     var closeCheckUntil: Int64 = .min
@@ -93,6 +97,13 @@ package struct UserState: Sendable {
         var states = [AlertStateMachine](repeating: AlertStateMachine(), count: names.count)
         for (k, n) in names.enumerated() {
             if let i = alertNames.firstIndex(of: n) { states[k] = alertStates[i] }
+        }
+        if !alertLog.isEmpty {
+            let old = alertNames
+            alertLog = alertLog.compactMap { e in
+                guard let k = names.firstIndex(of: old[Int(e.rule)]) else { return nil }
+                return AlertRevision(day: e.day, rule: Int32(k), before: e.before)
+            }
         }
         alertStates = states
         alertNames = names

@@ -133,6 +133,8 @@ enum UserStateCodec {
     enum Section: UInt8 {
         /// Deleted sample ids (``Tombstone``s): a count, then (id, day) each.
         case tombstones = 1
+        /// The alert log (``UserSnapshot/alertLog``): a count, then (day, rule name, state) each.
+        case alertLog = 2
     }
 
     /// The optional sections, in tag order.
@@ -141,6 +143,15 @@ enum UserStateCodec {
             w.u8(Section.tombstones.rawValue)
             w.i32(Int32(s.tombstones.count))
             for t in s.tombstones { w.i64(Int64(bitPattern: t.id.rawValue)); w.i32(t.day) }
+        }
+        if !s.alertLog.isEmpty {
+            w.u8(Section.alertLog.rawValue)
+            w.i32(Int32(s.alertLog.count))
+            for e in s.alertLog {
+                w.i32(e.day)
+                w.str(e.rule)
+                encode(e.machine, &w)
+            }
         }
     }
 
@@ -157,6 +168,13 @@ enum UserStateCodec {
                 s.tombstones.reserveCapacity(min(Int(n), (r.b.count - r.i) / 12))
                 for _ in 0..<n {
                     s.tombstones.append(Tombstone(id: SampleID(rawValue: UInt64(bitPattern: try r.i64())), day: try r.i32()))
+                }
+            case .alertLog:
+                let n = try r.count()
+                s.alertLog.reserveCapacity(min(Int(n), (r.b.count - r.i) / 33))
+                for _ in 0..<n {
+                    let day = try r.i32(), rule = try r.str()
+                    s.alertLog.append(UserSnapshot.Revision(day: day, rule: rule, machine: try decodeMachine(&r, rule: rule)))
                 }
             }
         }
@@ -248,17 +266,33 @@ enum UserStateCodec {
         w.i32(Int32(s.alerts.count))
         for a in s.alerts {
             w.str(a.rule)
-            let sm = a.machine
-            switch sm.state {
-            case .inactive: w.u8(0)
-            case .pending(let a): w.u8(1); w.i64(a)
-            case .firing(let a, let f, let t, let l): w.u8(2); w.i64(a); w.i64(f); w.i64(t); w.i64(l)
-            }
-            w.i64(sm.quietUntil)
-            w.i64(sm.lastEvaluated)
+            encode(a.machine, &w)
         }
         w.i32(Int32(s.revisedDays.count))
         for d in s.revisedDays { w.i32(d) }
+    }
+
+    /// An alert state machine: its state (a tag and the state's instants), cooldown and last evaluation.
+    static func encode(_ sm: AlertStateMachine, _ w: inout Writer) {
+        switch sm.state {
+        case .inactive: w.u8(0)
+        case .pending(let a): w.u8(1); w.i64(a)
+        case .firing(let a, let f, let t, let l): w.u8(2); w.i64(a); w.i64(f); w.i64(t); w.i64(l)
+        }
+        w.i64(sm.quietUntil)
+        w.i64(sm.lastEvaluated)
+    }
+
+    /// An alert state machine written by ``encode(_:_:)-(AlertStateMachine,_)``.
+    static func decodeMachine(_ r: inout Reader, rule name: String) throws -> AlertStateMachine {
+        let state: AlertStateMachine.State
+        switch try r.u8() {
+        case 0: state = .inactive
+        case 1: state = .pending(activeSince: try r.i64())
+        case 2: state = .firing(activeSince: try r.i64(), firedAt: try r.i64(), lastTrue: try r.i64(), lastSent: try r.i64())
+        case let t: throw Reader.UnknownTag(field: "alert state of rule \(name)", tag: t)
+        }
+        return AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
     }
 
     /// - Parameter known: names to read as these instances when equal (the rules' alert names,
@@ -273,14 +307,7 @@ enum UserStateCodec {
         }
         for _ in 0..<(try r.count()) {
             let name = try r.str(oneOf: known)
-            let state: AlertStateMachine.State
-            switch try r.u8() {
-            case 0: state = .inactive
-            case 1: state = .pending(activeSince: try r.i64())
-            case 2: state = .firing(activeSince: try r.i64(), firedAt: try r.i64(), lastTrue: try r.i64(), lastSent: try r.i64())
-            case let t: throw Reader.UnknownTag(field: "alert state of rule \(name)", tag: t)
-            }
-            let sm = AlertStateMachine(state: state, quietUntil: try r.i64(), lastEvaluated: try r.i64())
+            let sm = try decodeMachine(&r, rule: name)
             if s.alerts.contains(where: { $0.rule == name }) { continue }  // written once per name; a repeat is ignored
             s.alerts.append(UserSnapshot.Alert(rule: name, machine: sm))
         }

@@ -37,6 +37,7 @@ import Testing
         #expect(r.openDays.map(\.day) == state.openDays.map(\.day) && r.openValueCount == 6)
         #expect(r.openDayValues == state.openDayValues && r.foldedDayList == state.foldedDayList)
         #expect(r.syncIndex == state.syncIndex && r.events.count == 2 && r.alerts == state.alerts)
+        #expect(r.alertLog == state.alertLog && !state.alertLog.isEmpty)
         // The restored engine continues exactly as an uninterrupted one.
         var a = engine, b = Engine(program: engine.program)
         b.restore(snapshot)

@@ -5,7 +5,8 @@ import Testing
 
 @testable import RuleEngine
 
-/// Retention: folded days no rule can reach (outside the look-back plus the allowed lateness, and
+/// Retention: folded days no rule can reach (outside the look-back before the earliest day a late
+/// sample or a revision re-evaluates, and
 /// outside the anchored windows around the latest clinical event of each kind) are dropped.
 @Suite struct RetentionTests {
     /// One sample a day for `days` days, each day closed as it ends.
@@ -28,7 +29,9 @@ import Testing
     @Test func foldedDaysBeforeTheLookBackAndTheLatenessAreDropped() {
         let (e, st) = RetentionTests.run("series s = mean(walkingSpeed)\nseries w = mean(s, 7 d)", days: 60)
         let closed = st.lastClosedDay!
-        let recent = closed - DayNumber(e.program.lookbackDays) - 7 - 2
+        // The look-back before the earliest day a revision re-evaluates (14 d, more than the
+        // 7 d lateness plus 2 d of margin).
+        let recent = closed - DayNumber(e.program.lookbackDays) - DayNumber(max(7 + 2, e.configuration.revisionDays))
         #expect(e.retainedRanges(st) == [recent...DayNumber.max])
         #expect(st.foldedDayList.first?.day == recent && !st.foldedDayList.isEmpty)
         #expect(st.lastFoldedDay! < st.openDays.first!.day)

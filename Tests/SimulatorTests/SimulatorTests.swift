@@ -243,9 +243,10 @@ import Testing
             let f = full.state(of: u)!
             let fullDays = Set(f.foldedDayList.map(\.day) + f.openDays.map(\.day))
             #expect(days.count < fullDays.count, "\(u): nothing was compacted")
-            // recent: look-back + 7 d lateness + 2 d margin + the closed day + the open day;
-            // anchored: the 2a + 2 days around the latest injury
-            #expect(days.count <= (program.lookbackDays + 7 + 2 + 1 + 1) + (2 * program.anchoredWindowDays + 2), "\(u) keeps \(days.count) days")
+            // recent: look-back + the 14 d a revision re-evaluates (more than 7 d lateness + 2 d
+            // margin) + the closed day + the open day; anchored: the 2a + 2 days around the latest injury
+            let reach = max(7 + 2, EngineConfiguration().revisionDays)
+            #expect(days.count <= (program.lookbackDays + reach + 1 + 1) + (2 * program.anchoredWindowDays + 2), "\(u) keeps \(days.count) days")
             // raw values only for days still open to late data (7 d lateness + 2 d margin + today)
             #expect(st.openDays.count <= 7 + 2 + 2, "\(u) keeps \(st.openDays.count) open days")
             // The folded table: a row per day of its runs, a column per input with a folded value.

@@ -21,10 +21,18 @@ import Testing
     // The fixture was written with `for 1 d`, which fired on the second true day until that was
     // fixed; `for 2 d` fires there now, so the same state (and bytes) results.
 
+    /// The old build's engine: no revisions, so retention keeps the days it kept and the state
+    /// has no alert log (a state with one writes it in an optional section after the old bytes).
+    static var configuration: EngineConfiguration {
+        var c = EngineConfiguration()
+        c.revisionDays = 0
+        return c
+    }
+
     /// The user the fixture was written from (the same code ran in the old build).
     static func populated() throws -> Engine {
         let p = try #require(Checker.check(text: rules).program)
-        var e = Engine(program: p)
+        var e = Engine(program: p, configuration: configuration)
         var out: [EngineOutput] = []
         let tz = try #require(LocalCalendar(identifier: "Europe/Zurich"))
         e.setProfile(user: "u", calendar: tz)
@@ -106,7 +114,7 @@ import Testing
         let records = try StateStore(path: path).load(alertNames: original.alertNames).users
         let snapshot = try #require(records.first?.state)
         #expect(records.count == 1 && records[0].appliedSeq == 5)
-        var e = Engine(program: original.program)
+        var e = Engine(program: original.program, configuration: OldStoreTests.configuration)
         e.restore(snapshot)
         let back = try #require(e.state(of: "u"))
         #expect(back.calendar.identifier == "Europe/Zurich" && back.hasProfile && back.firstDay == st.firstDay && back.lastClosedDay == st.lastClosedDay)
@@ -118,7 +126,7 @@ import Testing
         // Made on the load's threads (as mobilityd loads), the same state; made for other rules,
         // re-aligned with these on restore (as a reload would: folded values of inputs the other
         // rules lack are gone).
-        var viaPreparer = Engine(program: original.program)
+        var viaPreparer = Engine(program: original.program, configuration: OldStoreTests.configuration)
         for r in try StateStore(path: path).load(alertNames: original.alertNames, prepare: viaPreparer.preparer).users {
             let prepared = try #require(r.state)
             viaPreparer.restore(prepared)
@@ -126,7 +134,7 @@ import Testing
         #expect(viaPreparer.snapshot(of: "u") == e.snapshot(of: "u") && viaPreparer.firingCounts == e.firingCounts)
         let other = Engine(
             program: try #require(Checker.check(text: "series s = mean(walkingSpeed)\nalert fresh { when s > 9 m/s }\nalert slow { when s < 1 m/s }").program))
-        var realigned = Engine(program: original.program)
+        var realigned = Engine(program: original.program, configuration: OldStoreTests.configuration)
         for r in try StateStore(path: path).load(prepare: other.preparer).users {
             let prepared = try #require(r.state)
             realigned.restore(prepared)

@@ -222,6 +222,8 @@ private func pageSize(_ path: String) -> Int64 {
         #expect(r.foldedDayList == state.foldedDayList && r.foldedInputs == state.foldedInputs)
         #expect(r.syncIndex == state.syncIndex && r.syncIndex.count == 6 && r.events.count == 2 && r.boundaries == [20_500])
         #expect(r.alerts == state.alerts)
+        // The days' alert changes, which a revision starts from (an optional section of the head).
+        #expect(r.alertLog == state.alertLog && !state.alertLog.isEmpty)
         #expect(users.first { $0.user == "ghost" }?.state == nil)
         // The restored engine continues exactly: the next day's evaluation matches an uninterrupted engine.
         var a = engine, b = Engine(program: engine.program)

@@ -1,0 +1,92 @@
+import MobilityModel
+import RuleLanguage
+
+/// Revision: evaluating a user's alerts again over closed days whose data or timeline changed.
+extension DayCloser {
+    /// Rolls the user's daily alert states back to before `requested` (at most
+    /// ``EngineConfiguration/revisionDays`` before `closed`; nothing when a clinical event
+    /// dated earlier than that is among the changes) and evaluates the days from there through `closed` again, as if the late entry or
+    /// sample had been there when they closed. What the care team was told is then corrected,
+    /// episode by episode (an episode: one rule's firing from one `activeSince`):
+    ///
+    /// * an episode of both evaluations that ends the same way publishes nothing;
+    /// * an episode the re-evaluation does not have is withdrawn: a resolved transition with
+    ///   `"reason": "revised"` (also when it had already resolved: a false alarm is marked so);
+    /// * an episode only the re-evaluation has publishes its transitions of the re-evaluated
+    ///   days (its firing, and its resolution if it ended);
+    /// * an episode of both that now ends within the days publishes its resolution, and one that
+    ///   had ended but now goes on fires again (same id).
+    func reevaluate(_ ev: inout Evaluator, from requested: DayNumber, through closed: DayNumber, into out: inout [EngineOutput]) {
+        guard configuration.revisionDays > 0 else { return }
+        let window = closed - DayNumber(configuration.revisionDays) + 1
+        // A clinical event before the days a revision can reach changed the segments the
+        // states at their start were evaluated in: evaluating only the later days would start
+        // from states that are no longer true (a false alarm the event explains would be held
+        // firing by the unknown values the new boundary makes). Such alerts stand as published.
+        if requested < window, ev.user.boundaries.contains(where: { $0 >= requested && $0 < window }) { return }
+        let from = max(requested, window)
+        guard from <= closed else { return }
+        let published = ev.user.alertStates
+        var rolled = published
+        // Newest first, so that the earliest change on or after `from` is the one that stays.
+        for e in ev.user.alertLog.reversed() where e.day >= from { rolled[Int(e.rule)] = e.before }
+        let before = DayCloser.episodes(ev.user.alertLog, from: from, final: published)
+        ev.user.alertLog.removeAll { $0.day >= from }
+        let rewind = ev.user.calendar.startOfDay(from).milliseconds
+        for j in program.alerts.indices where program.alerts[j].trigger == .day {
+            let r = rolled[j].rewound(to: rewind)
+            if r.isFiring != published[j].isFiring { ev.firing[j] += r.isFiring ? 1 : -1 }
+            ev.user.alertStates[j] = r
+        }
+        var fresh: [AlertTransition] = []
+        do {
+            var outputs: [EngineOutput] = []
+            for d in from...closed {
+                ev.resetMemo(day: d)
+                evaluateAlerts(&ev, d, into: &outputs)
+            }
+            for case .alert(let t) in outputs { fresh.append(t) }
+        }
+        let after = DayCloser.episodes(ev.user.alertLog, from: from, final: ev.user.alertStates)
+        let end = ev.user.calendar.startOfDay(closed + 1).milliseconds
+        for j in program.alerts.indices where program.alerts[j].trigger == .day {
+            let rule = program.alerts[j]
+            ev.alert = j
+            let old = before[j] ?? [:], new = after[j] ?? [:]
+            for (since, fired) in old.sorted(by: { $0.key < $1.key }) where new[since] == nil {
+                let action = AlertStateMachine.Action.resolve(activeSince: since, firedAt: fired, resolvedAt: end)
+                if var t = Engine.transition(action, rule: rule, ev: &ev, day: closed) {
+                    t.reason = "revised"
+                    t.summary = "Withdrawn on re-evaluation with late data or a late timeline entry: " + t.summary
+                    out.append(.alert(t))
+                }
+            }
+            let wasFiring = published[j].firingEpisode?.since, isFiring = ev.user.alertStates[j].firingEpisode?.since
+            for (since, fired) in new.sorted(by: { $0.key < $1.key }) {
+                let episode = fresh.filter { $0.rule == rule.name && $0.activeSince.milliseconds == since && !$0.isRepeat }
+                if old[since] == nil {
+                    for t in episode { out.append(.alert(t)) }
+                } else if wasFiring == since && isFiring != since {
+                    for t in episode where t.status == .resolved { out.append(.alert(t)) }
+                } else if wasFiring != since && isFiring == since,
+                    let t = Engine.transition(.fire(activeSince: since, firedAt: fired), rule: rule, ev: &ev, day: closed)
+                {
+                    out.append(.alert(t))
+                }
+            }
+        }
+    }
+
+    /// Each daily rule's firing episodes (`activeSince` → `firedAt`) over the days of the alert
+    /// log from `from` on: the firing states the log holds from then, and the final state.
+    static func episodes(_ log: [AlertRevision], from: DayNumber, final: [AlertStateMachine]) -> [Int: [Int64: Int64]] {
+        var found: [Int: [Int64: Int64]] = [:]
+        for e in log where e.day >= from {
+            if let ep = e.before.firingEpisode { found[Int(e.rule), default: [:]][ep.since] = ep.fired }
+        }
+        for (j, sm) in final.enumerated() {
+            if let ep = sm.firingEpisode { found[j, default: [:]][ep.since] = ep.fired }
+        }
+        return found
+    }
+}
