@@ -244,8 +244,9 @@ public struct Engine: Sendable {
     /// configured default zone keeps its DST rules.) A profile, when it comes, wins.
     private mutating func adoptZone(of s: Sample, _ k: Int) {
         guard states[k].calendar == configuration.defaultCalendar else { return }
-        // An offset the calendar already has at that instant: the calendar (with its DST rules) fits.
-        if s.timeZone == nil && Int64(s.utcOffset) == states[k].calendar.offset(at: s.end) { return }
+        // A `Z` timestamp names no zone (the home zone decides its day); an offset the calendar
+        // already has at that instant: the calendar, with its DST rules, fits.
+        if s.timeZone == nil && (s.utcOffset == 0 || Int64(s.utcOffset) == states[k].calendar.offset(at: s.end)) { return }
         let zone = s.timeZone.flatMap(LocalCalendar.cached) ?? LocalCalendar.cached(utcOffsetSeconds: Int(s.utcOffset))
         guard let cal = zone, cal != states[k].calendar else { return }
         states[k].calendar = cal

@@ -66,6 +66,9 @@ public struct Ingestor: Sendable {
     public private(set) var lastMessageSampleID: String?
     /// Whether ``lastMessageSampleID`` is kept (the daemon's acknowledgements need it; a replay does not).
     public var tracksLastSampleID = true
+    /// The ends (ms) of the samples the message being handled added (event mode): what moves the
+    /// user's clock. Kept between messages so that its storage is reused.
+    private var newEnds: [Int64] = []
 
     /// Creates an ingestor.
     public init(
@@ -168,40 +171,17 @@ public struct Ingestor: Sendable {
         samples items: [WireDecoder.Item<Sample>], user: String, topic: @autoclosure () -> String, now wall: Timestamp,
         into out: inout [EngineOutput]
     ) {
-        var now = wall
         var future: Timestamp? = wall
         var lateness = wall
+        var before: Timestamp?
         if clock == .event {
-            // The user's clock moves only as far as the traffic confirms (EventClock);
-            // samples past it are judged by the wall clock in the daemon, else by none.
+            // Samples past the user's clock are judged by the wall clock in the daemon, else by none.
             future = boundedByWallClock ? wall : nil
-            let latest = future.map { $0.milliseconds + engine.configuration.maxFutureSeconds * 1000 } ?? .max
-            // One hash of the user for both reading and moving the clock (a new user's starts empty).
-            let c: Dictionary<String, EventClock>.Index
-            if let found = clocks.index(forKey: user) {
-                c = found
-            } else {
-                clocks[user] = EventClock()
-                c = clocks.index(forKey: user)!
-            }
-            let before = clocks.values[c].now
-            let reach = clocks.values[c].reach(clockPolicy)
-            var inStep = Int64.min, beyond = Int64.min
-            // The items read in place (a `for case .success(let s) in items` copied each sample out: four retains and releases).
-            items.withUnsafeBufferPointer { list in
-                for i in list.indices {
-                    guard case .success(let s) = list[i], s.end.milliseconds <= latest else { continue }
-                    let e = s.end.milliseconds
-                    if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
-                }
-            }
-            if beyond != .min, let before {
-                (inStep, beyond) = Ingestor.chain(items, from: max(inStep, before.milliseconds), upTo: latest, step: clockPolicy.maxStepMs)
-            }
-            now = clocks.values[c].observe(inStep: inStep, beyond: beyond, policy: clockPolicy) ?? Timestamp(milliseconds: .min / 2)
+            before = clocks[user]?.now
             // Lateness is judged against what was known before the message: a sync or an export
             // spanning more than the allowed lateness is not late for its own first days.
             lateness = before ?? Timestamp(milliseconds: .min / 2)
+            newEnds.removeAll(keepingCapacity: true)
         }
         // The last id of the message, stored once after it (not once a sample).
         var lastID: String?
@@ -213,7 +193,32 @@ public struct Ingestor: Sendable {
                 ingest(list[index], index: index, count: list.count, user: user, topic: topic(), now: lateness, future: future, lastID: &lastID, into: &out)
             }
         }
-        if clock == .event { engine.advance(user: user, to: now, into: &out) }
+        if clock == .event { engine.advance(user: user, to: moveClock(of: user, before: before, future: future), into: &out) }
+    }
+
+    /// Moves a user's event clock by the samples a message brought that the user's state did not
+    /// hold (``newEnds``): a re-sent message, all duplicates, neither moves, confirms nor refutes
+    /// anything (a gateway re-sends after every lost connection). Returns the clock after it.
+    private mutating func moveClock(of user: String, before: Timestamp?, future: Timestamp?) -> Timestamp {
+        let latest = future.map { $0.milliseconds + engine.configuration.maxFutureSeconds * 1000 } ?? .max
+        // One hash of the user for both reading and moving the clock (a new user's starts empty).
+        let c: Dictionary<String, EventClock>.Index
+        if let found = clocks.index(forKey: user) {
+            c = found
+        } else {
+            clocks[user] = EventClock()
+            c = clocks.index(forKey: user)!
+        }
+        let reach = clocks.values[c].reach(clockPolicy)
+        var inStep = Int64.min, beyond = Int64.min
+        for e in newEnds where e <= latest {
+            if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
+        }
+        if beyond != .min, let before {
+            (inStep, beyond) = Ingestor.chain(newEnds, from: max(inStep, before.milliseconds), upTo: latest, step: clockPolicy.maxStepMs)
+        }
+        guard inStep != .min || beyond != .min else { return clocks.values[c].now ?? Timestamp(milliseconds: .min / 2) }
+        return clocks.values[c].observe(inStep: inStep, beyond: beyond, policy: clockPolicy) ?? Timestamp(milliseconds: .min / 2)
     }
 
     /// One decoded item of a samples message.
@@ -229,9 +234,14 @@ public struct Ingestor: Sendable {
         case .success(let s):
             lastID = s.id
             switch engine.ingest(s, user: user, now: now, future: future, into: &out) {
-            case .accepted: counters.samplesAccepted += 1
+            case .accepted:
+                counters.samplesAccepted += 1
+                if clock == .event { newEnds.append(s.end.milliseconds) }
             case .duplicate: counters.duplicates += 1
-            case .superseded: counters.samplesAccepted += 1; counters.superseded += 1
+            case .superseded:
+                counters.samplesAccepted += 1
+                counters.superseded += 1
+                if clock == .event { newEnds.append(s.end.milliseconds) }
             case .stale: counters.stale += 1
             case .deleted: counters.deletedBeforeArrival += 1
             case .rejected(var r):
@@ -241,16 +251,14 @@ public struct Ingestor: Sendable {
         }
     }
 
-    /// The part of a message's samples that continues the user's clock without a gap: its sample
+    /// The part of a message's sample ends that continues the user's clock without a gap: the
     /// ends after `start`, in time order, for as long as each lies within `step` of the one before
     /// (a sync of several days of continuous data moves the clock through its last sample, as the
     /// same samples one a message would). Returns the latest such end (`.min`: none) and the
     /// latest end after the first gap longer than a step (`.min`: none), which stays a claim
     /// (``EventClock``): one outlier sample a year ahead does not move the clock.
-    static func chain(_ items: [WireDecoder.Item<Sample>], from start: Int64, upTo latest: Int64, step: Int64) -> (inStep: Int64, beyond: Int64) {
-        var ends: [Int64] = []
-        for case .success(let s) in items where s.end.milliseconds > start && s.end.milliseconds <= latest { ends.append(s.end.milliseconds) }
-        ends.sort()
+    static func chain(_ all: [Int64], from start: Int64, upTo latest: Int64, step: Int64) -> (inStep: Int64, beyond: Int64) {
+        let ends = all.filter { $0 > start && $0 <= latest }.sorted()
         var t = start, k = 0
         while k < ends.count, ends[k] - t <= step {
             t = ends[k]

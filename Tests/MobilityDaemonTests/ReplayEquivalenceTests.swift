@@ -35,6 +35,33 @@ import Testing
         #expect(try rec.barrier())  // nothing more arrives
         #expect(got() == expected)
     }
+
+    /// A cohort whose phones sync every two days, published live in other packings (one sample to
+    /// 300 a message) with messages re-sent as gateways do after a lost connection, gives the
+    /// alerts of the original traffic's replay.
+    @Test func packingAndReSendsChangeNoAlertOfTheDaemon() throws {
+        var pop = Population(users: 8, days: 70, seed: 7)
+        pop.syncDays = 2
+        pop.samplesPerMessage = 50
+        let records = Array(pop.traffic())
+        let program = try #require(Checker.check(RuleSet.load([RepoPaths.rules]).sources).program)
+        let expected = ScenarioVerifier.replay(records, program: program).map(\.json).sorted()
+        #expect(expected.count >= 5)
+        let variant = TrafficVariations.resend(TrafficVariations.repack(records, seed: 7), seed: 7)
+        #expect(variant.count != records.count)
+
+        let broker = try MosquittoBroker()
+        let daemon = try DaemonUnderTest(broker: broker, extra: ["--publish-series", "false", "--shards", "2"])
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        for r in variant { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        #expect(daemon.waitProcessed(variant.count, timeout: 120))
+        let got = { rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted() }
+        #expect(eventually { got().count >= expected.count })
+        #expect(daemon.waitIdle())
+        #expect(try rec.barrier())  // nothing more arrives
+        #expect(got() == expected)
+    }
 }
 
 /// Issue 14.3 through the real broker: outlier timestamps in one user's stream change none of
