@@ -37,6 +37,9 @@ public struct Timeline: Sendable, Hashable {
     public var days = 90
     /// The injury (a clinical event), if any.
     public var injuryDay: Int?
+    /// The day the injury is entered (published), when later than the injury itself (a clinician
+    /// recording it days after the fact); nil: the injury's own day.
+    public var injuryEnteredDay: Int?
     /// Walking speed right after the injury, as a fraction of baseline.
     public var dropFactor: Double = 0.55
     /// Recovery speed gained per day after the injury (m/s per day).

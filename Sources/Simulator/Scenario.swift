@@ -126,7 +126,14 @@ extension Scenario {
                 s.persona.samplesPerDay = a...b
             case "speed_noise": s.persona.speedNoise = try quantity(1, .speed)
             case "imperial_share": s.persona.imperialShare = try quantity(1, .dimensionless)
-            case "injury": s.timeline.injuryDay = try dayRange(1).lowerBound
+            case "injury":
+                s.timeline.injuryDay = try dayRange(1).lowerBound
+                if w.count > 3 {
+                    guard w[3] == "entered", w.count == 6 else { throw fail("expected 'injury day N' or 'injury day N entered day M'") }
+                    let entered = try dayRange(4).lowerBound
+                    guard entered >= s.timeline.injuryDay! else { throw fail("an injury cannot be entered before it happens") }
+                    s.timeline.injuryEnteredDay = entered
+                }
             case "drop": s.timeline.dropFactor = 1 - (try quantity(1, .dimensionless))
             case "recovery": s.timeline.recoveryPerDay = try quantity(1, .speed / .time) * 86_400
             case "plateau": s.timeline.plateauDay = try dayRange(1).lowerBound

@@ -161,8 +161,8 @@ public struct TrafficGenerator: Sendable {
                         at: home.startOfDay(dayNumber).adding(seconds: -3600),
                         record: TrafficRecord(topic: layout.profile(user), payload: Array("{\"timeZone\":\"\(persona.timeZone)\"}".utf8)))))
         }
-        if let inj = timeline.injuryDay, inj == d {
-            let date = CivilDate(dayNumber: dayNumber)
+        if let inj = timeline.injuryDay, (timeline.injuryEnteredDay ?? inj) == d {
+            let date = CivilDate(dayNumber: startDay + DayNumber(inj))
             out.append(
                 .record(
                     Timed(

@@ -23,6 +23,8 @@ import Testing
         ("walking_speed 1.3 %", 1, "not a unit of speed"),
         ("user bad user", 1, "user id"),
         ("injury day", 1, "whole number"),
+        ("injury day 30 entered 35", 1, "injury day N entered day M"),
+        ("injury day 30 entered day 25", 1, "cannot be entered before it happens"),
         ("days 90\nfrobnicate 3", 2, "unknown statement 'frobnicate'"),
         ("expect stalled_recovery fires day 3", 1, "expect RULE"),
         ("missing day 9 to 3", 1, "ends before it starts"),
