@@ -128,14 +128,15 @@ enum DigestTable {
         let rows = digest.alerts.prefix(100).map { a -> [(String, Bool)] in
             [
                 (a.episode.rule, false), (a.episode.severity.rawValue, false), (a.state.rawValue, false), (NumberText.iso(a.episode.firedDay), false),
-                (a.episode.resolvedDay.map(NumberText.iso) ?? "still active", false), (XMLText.bounded(a.episode.reportedSummary), false)
+                (a.episode.endedDay.map { (a.episode.expired ? "expired " : "") + NumberText.iso($0) } ?? "still active", false),
+                (XMLText.bounded(a.episode.reportedSummary), false)
             ]
         }
         // On a phone the summary, a sentence, goes on its own full-width line under the alert's other
         // cells (the style sheet's `table.alerts`), so that those keep readable widths.
         table(
-            "Alerts of the week", ["Rule", "Severity", "This week", "Fired", "Resolved", "Summary"], rows,
-            empty: "No alert fired, was active or resolved", classes: ("alerts", ["rule", "", "", "day", "day", "summary"]), into: &m)
+            "Alerts of the week", ["Rule", "Severity", "This week", "Fired", "Ended", "Summary"], rows,
+            empty: "No alert fired, was active or ended", classes: ("alerts", ["rule", "", "", "day", "day", "summary"]), into: &m)
     }
 
     private static func annotations(_ digest: WeeklyDigest, into m: inout Markup) {

@@ -39,7 +39,7 @@ enum GaitQualityCard {
     static func explanations(_ history: UserHistory, _ spec: ReportSpec, window: ClosedRange<DayNumber>) -> [String] {
         let rules = Set(spec.explanations)
         var seen = Set<String>()
-        return history.alerts.filter { rules.contains($0.rule) && $0.firedDay <= window.upperBound && ($0.resolvedDay ?? .max) >= window.lowerBound }
+        return history.alerts.filter { rules.contains($0.rule) && $0.firedDay <= window.upperBound && ($0.endedDay ?? .max) >= window.lowerBound }
             .sorted { ($0.firedDay, $0.id) > ($1.firedDay, $1.id) }
             .compactMap { seen.insert($0.reportedSummary).inserted ? $0.reportedSummary : nil }
     }

@@ -11,20 +11,25 @@ extension UserHistory {
     }
 
     /// Records an alert transition: a firing opens an episode, a reminder updates its summaries,
-    /// a resolution closes it. A resolution whose firing was never seen (history begun while the
-    /// alert fired) is an episode of that one day.
+    /// a resolution or an expiry closes it. An end whose firing was never seen (history begun
+    /// while the alert fired) is an episode of that one day.
     public mutating func record(_ t: AlertTransition) {
         let day = t.day.dayNumber
         if let i = alerts.lastIndex(where: { $0.id == t.id }) {
             alerts[i].summary = t.summary
-            if t.status == .resolved { alerts[i].resolvedDay = day } else { alerts[i].firedSummary = t.summary }
+            if t.status.isEnded {
+                alerts[i].endedDay = day
+                alerts[i].expired = t.status == .expired
+            } else {
+                alerts[i].firedSummary = t.summary
+            }
             return
         }
         let labels = Dictionary(t.labels, uniquingKeysWith: { a, _ in a })
         alerts.append(
             AlertEpisode(
-                id: t.id, rule: t.rule, severity: t.severity, firedDay: day, resolvedDay: t.status == .resolved ? day : nil,
-                summary: t.summary, labels: labels, firedSummary: t.status == .firing ? t.summary : nil))
+                id: t.id, rule: t.rule, severity: t.severity, firedDay: day, endedDay: t.status.isEnded ? day : nil,
+                summary: t.summary, labels: labels, firedSummary: t.status == .firing ? t.summary : nil, expired: t.status == .expired))
     }
 
     /// Records a timeline entry, replacing one with the same id; the timeline stays sorted by first day.

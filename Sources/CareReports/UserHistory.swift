@@ -31,7 +31,7 @@ public struct UserHistory: Hashable, Sendable {
     }
 }
 
-/// One alert instance from firing to resolution (or still active).
+/// One alert instance from firing to its end, resolved or expired (or still active).
 public struct AlertEpisode: Hashable, Sendable {
     /// The instance id (the `id` of its transitions).
     public var id: String
@@ -41,31 +41,35 @@ public struct AlertEpisode: Hashable, Sendable {
     public var severity: Severity
     /// The local day it fired on.
     public var firedDay: DayNumber
-    /// The local day it resolved on; nil while active.
-    public var resolvedDay: DayNumber?
+    /// The local day it ended on (resolved or expired); nil while active.
+    public var endedDay: DayNumber?
+    /// True when it ended by expiring (its rule's monitoring window closed, or the rule was
+    /// removed), not by resolving: it stopped being watched, not holding.
+    public var expired: Bool
     /// The summary of its latest transition (numbers included).
     public var summary: String
-    /// The summary of its firing transition or latest reminder: what held while it fired (a
-    /// resolved transition's summary has the numbers of the day it stopped holding).
+    /// The summary of its firing transition or latest reminder: what held while it fired (an
+    /// ended transition's summary has the numbers of the day it stopped holding or being watched).
     public var firedSummary: String?
     /// Its labels.
     public var labels: [String: String]
 
     /// The summary the pages quote: what held while it fired (``firedSummary``), else the latest
-    /// transition's (a history begun at its resolution).
+    /// transition's (a history begun at its end).
     public var reportedSummary: String { firedSummary ?? summary }
 
     /// Creates an episode.
     public init(
-        id: String, rule: String, severity: Severity, firedDay: DayNumber, resolvedDay: DayNumber?, summary: String,
-        labels: [String: String] = [:], firedSummary: String? = nil
+        id: String, rule: String, severity: Severity, firedDay: DayNumber, endedDay: DayNumber?, summary: String,
+        labels: [String: String] = [:], firedSummary: String? = nil, expired: Bool = false
     ) {
         self.firedSummary = firedSummary
+        self.expired = expired
         self.id = id
         self.rule = rule
         self.severity = severity
         self.firedDay = firedDay
-        self.resolvedDay = resolvedDay
+        self.endedDay = endedDay
         self.summary = summary
         self.labels = labels
     }

@@ -19,7 +19,7 @@ extension WeeklyDigest {
             func values(_ name: String, checkProvisional: Bool) -> [DayValue] {
                 (mon...sun).compactMap { day in
                     guard case .some(.some(let v)) = h.series[name]?[day] else { return nil }
-                    let p = checkProvisional && provisional.contains { $0.firedDay <= day && ($0.resolvedDay.map { day < $0 } ?? true) }
+                    let p = checkProvisional && provisional.contains { $0.firedDay <= day && ($0.endedDay.map { day < $0 } ?? true) }
                     return DayValue(day: day, value: v * w.displayUnit.factor, provisional: p)
                 }
             }
@@ -33,8 +33,9 @@ extension WeeklyDigest {
         d.conditions = counts.map { c, n in
             ConditionShare(group: c.group, label: c.label, count: Int(n.rounded()), share: totals[c.group]! > 0 ? n / totals[c.group]! : 0)
         }
-        for e in h.alerts where e.firedDay <= sun && (e.resolvedDay.map { $0 >= mon } ?? true) {
-            let state: AlertInWeek.State = e.firedDay >= mon ? .fired : e.resolvedDay.map { $0 <= sun } == true ? .resolved : .active
+        for e in h.alerts where e.firedDay <= sun && (e.endedDay.map { $0 >= mon } ?? true) {
+            let ended = e.endedDay.map { $0 <= sun } == true
+            let state: AlertInWeek.State = e.firedDay >= mon ? .fired : ended ? (e.expired ? .expired : .resolved) : .active
             d.alerts.append(AlertInWeek(episode: e, state: state))
             if spec.explanations.contains(e.rule) { d.explanations.append(e.reportedSummary) }
         }

@@ -131,7 +131,7 @@ final class AcknowledgementDesk: Sendable {
         guard let instance else {
             let resolved = book.withLock { $0.resolved.contains(c.alert) }
             return resolved
-                ? no(.alertResolved, "the alert instance has resolved; a new firing has a new id")
+                ? no(.alertResolved, "the alert instance has ended (resolved or expired); a new firing has a new id")
                 : no(.unknownAlert, "no firing alert instance of this user has this id")
         }
         let (already, cached) = book.withLock { ($0.acknowledged[c.alert], $0.lastFiring[c.alert]) }
@@ -173,7 +173,7 @@ final class AcknowledgementDesk: Sendable {
     }
 
     /// Drops the reminders of acknowledged instances from a shard's outputs, remembers the last
-    /// firing transition of each instance, and forgets the acknowledgement of a resolved one.
+    /// firing transition of each instance, and forgets the acknowledgement of an ended one.
     func screen(_ out: inout [EngineOutput]) {
         guard out.contains(where: { if case .alert = $0 { true } else { false } }) else { return }
         var cleared: [String] = []
@@ -184,7 +184,7 @@ final class AcknowledgementDesk: Sendable {
                 case .firing:
                     if a.isRepeat, b.acknowledged[a.id] != nil { b.suppressedReminders += 1; return true }
                     b.lastFiring[a.id] = a
-                case .resolved:
+                case .resolved, .expired:
                     b.lastFiring[a.id] = nil
                     if b.acknowledged.removeValue(forKey: a.id) != nil { cleared.append(a.id) }
                     if b.resolved.insert(a.id).inserted {

@@ -1,9 +1,10 @@
 import MobilityModel
 
 /// An alert transition as a FHIR R4 `Flag`: a warning about the patient for the period the alert
-/// fires. `active` while firing, `inactive` once resolved; the period runs from the alert's
-/// `activeSince` to its `resolvedAt`; the evidence, severity, labels and acknowledgement travel in
-/// extensions (Flag has no evidence element). The id is derived from the alert instance id, so a
+/// fires. `active` while firing, `inactive` once it ended; the period runs from the alert's
+/// `activeSince` to its end; how it ended (`resolved`, or `expired` when its rule stopped watching
+/// while it held) is the `alert-outcome` extension, why it expired `alert-reason`; the evidence,
+/// severity, labels and acknowledgement travel in extensions (Flag has no evidence element). The id is derived from the alert instance id, so a
 /// re-publish (a reminder, the resolution, a retry) updates the same resource. Mapping: docs/fhir.md.
 public enum FlagResource {
     /// The resource id of an alert instance's Flag (`mw-flag-` and the instance id).
@@ -30,6 +31,7 @@ public enum FlagResource {
         simple(&w, ext + "alert-fired-at") { $0.string("valueDateTime", a.firedAt.description) }
         simple(&w, ext + "alert-day") { $0.string("valueDate", a.day.description) }
         if a.isRepeat { simple(&w, ext + "alert-reminder") { $0.bool("valueBoolean", true) } }
+        if a.status.isEnded { simple(&w, ext + "alert-outcome") { $0.string("valueCode", a.status.rawValue) } }
         if let r = a.reason { simple(&w, ext + "alert-reason") { $0.string("valueString", r) } }
         for (k, v) in a.labels {
             complex(&w, ext + "alert-label") { w in
@@ -84,7 +86,7 @@ public enum FlagResource {
         FHIRSubject.write(a.user, into: &w)
         w.beginObject("period")
         w.string("start", a.activeSince.description)
-        if a.status == .resolved, let r = a.resolvedAt { w.string("end", r.description) }
+        if let r = a.endedAt { w.string("end", r.description) }
         w.endObject()
         w.beginObject("author")
         w.string("display", "MobilityWatch rule \(a.rule)")

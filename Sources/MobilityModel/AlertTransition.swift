@@ -5,7 +5,16 @@ public enum Severity: String, CaseIterable, Hashable, Sendable {
 
 /// The published state of an alert.
 public enum AlertStatus: String, Hashable, Sendable {
-    case firing, resolved
+    /// The condition holds (a new instance, or a reminder with `repeat`).
+    case firing
+    /// The condition was false on evidence, for the rule's `keep_firing_for`.
+    case resolved
+    /// The instance ended without its condition becoming false: its rule's monitoring window
+    /// (`during`) closed, or a reload removed the rule (`reason` says which). Not a recovery.
+    case expired
+
+    /// Whether the instance is over (resolved or expired): its retained topic is cleared.
+    public var isEnded: Bool { self != .firing }
 }
 
 /// One value an alert's condition used, shown to care staff as evidence.
@@ -85,6 +94,10 @@ public struct AlertTransition: Hashable, Sendable {
     public var firedAt: Timestamp
     /// When it resolved, for resolved transitions.
     public var resolvedAt: Timestamp?
+    /// When it expired, for expired transitions.
+    public var expiredAt: Timestamp?
+    /// When the instance ended: ``resolvedAt`` or ``expiredAt``; nil while firing.
+    public var endedAt: Timestamp? { resolvedAt ?? expiredAt }
     /// The local day that was evaluated.
     public var day: CivilDate
     /// The rendered summary.
@@ -102,8 +115,9 @@ public struct AlertTransition: Hashable, Sendable {
     public var baselineWindow: AlertWindow?
     /// True for a reminder of an alert that is still firing (`repeat`).
     public var isRepeat: Bool
-    /// Why a transition happened when it was not the rule's condition (`rule_removed`: a reload
-    /// removed the rule, which resolves its firing instances); nil otherwise.
+    /// Why a transition happened when it was not the rule's condition, for expired transitions:
+    /// `window_ended` (the rule's monitoring window closed while it fired) or `rule_removed` (a
+    /// reload removed the rule); nil otherwise.
     public var reason: String?
     /// The acknowledgement of a firing instance (set by the daemon, never by the engine).
     public var acknowledged: AlertAcknowledgement?
@@ -133,6 +147,11 @@ public struct AlertTransition: Hashable, Sendable {
         self.isRepeat = isRepeat
         self.reason = reason
     }
+
+    /// The `reason` of an instance that expired because its rule's monitoring window closed.
+    public static let windowEnded = "window_ended"
+    /// The `reason` of an instance that expired because a reload removed its rule.
+    public static let ruleRemoved = "rule_removed"
 
     /// Equal when the published payloads are equal.
     public static func == (a: AlertTransition, b: AlertTransition) -> Bool { a.json == b.json }
@@ -167,6 +186,7 @@ public struct AlertTransition: Hashable, Sendable {
         w.string("activeSince", activeSince.description)
         w.string("firedAt", firedAt.description)
         if let resolvedAt { w.string("resolvedAt", resolvedAt.description) }
+        if let expiredAt { w.string("expiredAt", expiredAt.description) }
         if isRepeat { w.bool("repeat", true) }
         if let reason { w.string("reason", reason) }
         acknowledged?.write(into: &w)
@@ -266,6 +286,7 @@ extension AlertTransition {
             id: id, rule: rule, user: user, severity: sev, status: status, activeSince: since, firedAt: fired,
             resolvedAt: time("resolvedAt"), day: day, summary: str("summary") ?? "", labels: labels,
             evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true), reason: str("reason"))
+        a.expiredAt = time("expiredAt")
         if let k = v["acknowledged"], case .string(let by)? = k["by"], case .string(let at)? = k["at"], let t = ISO8601.parse(at)?.0 {
             var note: String?
             if case .string(let n)? = k["note"] { note = n }

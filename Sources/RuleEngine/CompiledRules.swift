@@ -54,9 +54,10 @@ struct CompiledRules: Sendable {
     private(set) var letIsBool: [Bool] = []
     /// Whether each let (same index as `lets`) is text (`let src = bundle_id`).
     private(set) var letIsString: [Bool] = []
-    /// Each alert's condition, and its sample filter (-1: none).
+    /// Each alert's condition, its sample filter and its monitoring window (`during`; -1: none).
     private(set) var conditions: [Int32] = []
     private(set) var filters: [Int32] = []
+    private(set) var monitoring: [Int32] = []
     /// Each alert's summary parts: the root of a `.value` part, -1 for other parts.
     private(set) var summaries: [[Int32]] = []
     /// For each alert, how many days before the evaluated day its condition reads (through its
@@ -79,6 +80,7 @@ struct CompiledRules: Sendable {
             }
             conditions.append(add(a.condition, alert: j))
             filters.append(a.filter.map { add($0, alert: j) } ?? -1)
+            monitoring.append(a.monitoring.map { add($0, alert: j) } ?? -1)
             summaries.append(
                 a.summary.map { part in
                     if case .value(let e, _, _, _) = part { return add(e, alert: j) }

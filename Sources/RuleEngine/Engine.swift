@@ -413,8 +413,8 @@ public struct Engine: Sendable {
         }
     }
 
-    /// One evaluation of an alert (`ev.alert` set): its condition unless inhibited, its state
-    /// machine, and the transition that produces, if any.
+    /// One evaluation of an alert (`ev.alert` set): its monitoring window, its condition unless
+    /// inhibited or outside the window, its state machine, and the transition that produces, if any.
     /// `clock`: `.days` (the user's calendar) for daily rules, so that their durations count local days.
     static func step(
         _ rule: AlertRule, program: Program, at: Int64, activeSince: Int64, clock: AlertStateMachine.Clock,
@@ -423,16 +423,19 @@ public struct Engine: Sendable {
         let j = ev.alert
         let inhibited = rule.inhibitedBy.contains { ev.user.alertStates[$0].isFiring }
         var sm = ev.user.alertStates[j]
+        let use = sm.conditionUse(at: at)
+        // The window first: outside it the condition is not read (a firing alert expires).
+        let monitored = use == .none || ev.monitored(j, day)
         // Only as much of the condition as the state machine reads (false stands for "not true").
         let cond: Bool?
-        switch inhibited ? .none : sm.conditionUse(at: at) {
+        switch inhibited || !monitored ? .none : use {
         case .none: cond = nil
         case .truth: cond = ev.conditionHolds(j, day)
         case .value: cond = ev.condition(j, day)
         }
         let wasFiring = sm.isFiring
         let action = sm.evaluate(
-            cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
+            cond, monitored: monitored, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
             keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
             cooldownMs: rule.cooldownSeconds * 1000, clock: clock)
         ev.user.alertStates[j] = sm
@@ -441,12 +444,13 @@ public struct Engine: Sendable {
     }
 
     static func transition(_ action: AlertStateMachine.Action, rule: AlertRule, ev: inout Evaluator, day: DayNumber) -> AlertTransition? {
-        let status: AlertStatus, since: Int64, fired: Int64, resolved: Int64?, isRepeat: Bool
+        let status: AlertStatus, since: Int64, fired: Int64, ended: Int64?, isRepeat: Bool
         switch action {
         case .none: return nil
-        case .fire(let s, let f): (status, since, fired, resolved, isRepeat) = (.firing, s, f, nil, false)
-        case .repeatFiring(let s, let f): (status, since, fired, resolved, isRepeat) = (.firing, s, f, nil, true)
-        case .resolve(let s, let f, let r): (status, since, fired, resolved, isRepeat) = (.resolved, s, f, r, false)
+        case .fire(let s, let f): (status, since, fired, ended, isRepeat) = (.firing, s, f, nil, false)
+        case .repeatFiring(let s, let f): (status, since, fired, ended, isRepeat) = (.firing, s, f, nil, true)
+        case .resolve(let s, let f, let r): (status, since, fired, ended, isRepeat) = (.resolved, s, f, r, false)
+        case .expire(let s, let f, let e): (status, since, fired, ended, isRepeat) = (.expired, s, f, e, false)
         }
         var evidence: [Evidence] = []
         for (i, b) in rule.lets.enumerated() {
@@ -485,12 +489,15 @@ public struct Engine: Sendable {
                 }
             }
         }
+        if status == .expired { summary = "Monitoring window ended while the alert still held: " + summary }
         let sinceTs = Timestamp(milliseconds: since)
         var transition = AlertTransition(
             id: AlertTransition.stableID(rule: rule.name, user: user, activeSince: sinceTs), rule: rule.name, user: user,
             severity: rule.severity, status: status, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired),
-            resolvedAt: resolved.map { Timestamp(milliseconds: $0) }, day: date, summary: summary,
-            labels: rule.labels, evidence: evidence, annotations: notes, isRepeat: isRepeat)
+            resolvedAt: status == .resolved ? ended.map { Timestamp(milliseconds: $0) } : nil, day: date, summary: summary,
+            labels: rule.labels, evidence: evidence, annotations: notes, isRepeat: isRepeat,
+            reason: status == .expired ? AlertTransition.windowEnded : nil)
+        if status == .expired { transition.expiredAt = ended.map { Timestamp(milliseconds: $0) } }
         (transition.window, transition.baselineWindow) = ev.decisionWindows(ev.alert, day)
         return transition
     }
@@ -524,8 +531,9 @@ public struct Engine: Sendable {
     /// values, a new input has none for folded days (like a new Prometheus recording rule, it is
     /// not back-filled past the allowed lateness).
     ///
-    /// A firing instance of a rule the new rules no longer have is resolved (`resolvedAt` = `now`,
-    /// `"reason": "rule_removed"`), so that its retained alert is cleared rather than left firing.
+    /// A firing instance of a rule the new rules no longer have expires (`expiredAt` = `now`,
+    /// `"reason": "rule_removed"`), so that its retained alert is cleared rather than left firing;
+    /// it is not resolved, since nothing showed that its condition stopped holding.
     public mutating func reload(_ newProgram: Program, now: Timestamp, into out: inout [EngineOutput]) {
         let removed = program.alerts.filter { a in !newProgram.alerts.contains { $0.name == a.name } }
         closer = DayCloser(program: newProgram, configuration: configuration)
@@ -540,20 +548,20 @@ public struct Engine: Sendable {
         evaluator.firing = countFiring()
     }
 
-    /// The resolved transitions of a user's firing instances of removed rules.
+    /// The expired transitions of a user's firing instances of removed rules.
     private static func resolveRemoved(_ removed: [AlertRule], in st: UserState, now: Timestamp, into out: inout [EngineOutput]) {
         for rule in removed {
             guard let i = st.alertNames.firstIndex(of: rule.name),
                 case .firing(let since, let fired, _, _) = st.alertStates[i].state
             else { continue }
             let sinceTs = Timestamp(milliseconds: since), at = Timestamp(milliseconds: max(now.milliseconds, fired))
-            out.append(
-                .alert(
-                    AlertTransition(
-                        id: AlertTransition.stableID(rule: rule.name, user: st.user, activeSince: sinceTs), rule: rule.name, user: st.user,
-                        severity: rule.severity, status: .resolved, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired), resolvedAt: at,
-                        day: CivilDate(dayNumber: st.calendar.day(of: at)), summary: "\(rule.name) for \(st.user) resolved: the rule was removed",
-                        labels: rule.labels, evidence: [], annotations: [], reason: "rule_removed")))
+            var t = AlertTransition(
+                id: AlertTransition.stableID(rule: rule.name, user: st.user, activeSince: sinceTs), rule: rule.name, user: st.user,
+                severity: rule.severity, status: .expired, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired), resolvedAt: nil,
+                day: CivilDate(dayNumber: st.calendar.day(of: at)), summary: "\(rule.name) for \(st.user) ended: the rule was removed",
+                labels: rule.labels, evidence: [], annotations: [], reason: AlertTransition.ruleRemoved)
+            t.expiredAt = at
+            out.append(.alert(t))
         }
     }
 

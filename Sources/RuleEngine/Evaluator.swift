@@ -208,6 +208,13 @@ struct Evaluator {
         }
     }
 
+    /// Whether day `d` is inside an alert's monitoring window (`during` true; always when it has
+    /// none). Unknown is outside: a window that cannot be placed watches nothing.
+    mutating func monitored(_ j: Int, _ d: DayNumber) -> Bool {
+        let w = code.monitoring[j]
+        return w < 0 || holds(w, d, true)
+    }
+
     /// Whether the sample passes an alert's filter (true when it has none).
     mutating func passesFilter(_ j: Int, _ d: DayNumber) -> Bool {
         let f = code.filters[j]

@@ -180,7 +180,7 @@ public struct Checker {
 
     // MARK: Alerts
 
-    static let singleClauses: Set<String> = ["on", "when", "for", "keep_firing_for", "repeat", "cooldown", "severity", "labels", "summary"]
+    static let singleClauses: Set<String> = ["on", "when", "during", "for", "keep_firing_for", "repeat", "cooldown", "severity", "labels", "summary"]
 
     /// An alert's declaration as the parser gave it, held until every series is resolved.
     struct AlertDeclaration {
@@ -261,6 +261,16 @@ public struct Checker {
                     continue
                 }
                 condition = t
+                program.lookbackDays = max(program.lookbackDays, t.lookback)
+            case "during":
+                guard let e = c.expr else { continue }
+                guard let t = check(e) else { ok = false; continue }
+                guard t.type == .bool else {
+                    error(.duringNotBoolean(type: "\(t.type)"), e.range)
+                    ok = false
+                    continue
+                }
+                rule.monitoring = t.expr
                 program.lookbackDays = max(program.lookbackDays, t.lookback)
             case "for", "keep_firing_for", "repeat", "cooldown":
                 guard let e = c.expr, let secs = duration(e, after: "'\(c.keyword)'", wholeDays: false) else { ok = false; continue }

@@ -60,6 +60,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case duplicateReport
     /// A duration outside 0…3650 days.
     case durationOutOfRange(after: String)
+    /// A `during` window that is not a boolean.
+    case duringNotBoolean(type: String)
     /// Not a clause keyword inside an alert.
     case expectedClause(found: String)
     /// A duration is not a constant time.
@@ -219,7 +221,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .tooManyDiagnostics: .tooManyDiagnostics
         case .expectedKind, .filterNotBoolean, .metadataKeyNotString, .metricNeedsAggregation, .needsMetricArgument, .needsOperand,
             .notComparable, .orderingNeedsNumbers, .percentileNotNumber, .reportConditionNotCount, .seriesNotNumber, .startsWithNeedsStrings,
-            .whenNotBoolean:
+            .whenNotBoolean, .duringNotBoolean:
             .typeMismatch
         case .undefinedName, .unknownAlert, .unknownKind, .unknownReportSeries, .unknownSampleType: .undefinedName
         case .unexpectedCharacters: .unexpectedCharacter
@@ -259,7 +261,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .duplicateReport: "a rule set has one report block; this is a second one"
         case .duplicateLet(let n): "'\(n)' is already defined"
         case .durationOutOfRange(let what): "duration after \(what) must be between 0 and 3650 d"
-        case .expectedClause(let found): "expected a clause (when, for, let, severity, summary, …), found \(found)"
+        case .duringNotBoolean(let t): "the monitoring window of 'during' must be a boolean, not a \(t)"
+        case .expectedClause(let found): "expected a clause (when, during, for, let, severity, summary, …), found \(found)"
         case .expectedDuration(let what, let found, let notConstant):
             "expected a duration such as '7 d' after \(what), found a \(found)\(notConstant ? " that is not constant" : "")"
         case .expectedExpression(let found): "expected an expression, found \(found)"

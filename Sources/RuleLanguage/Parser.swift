@@ -24,7 +24,7 @@ public struct Parser {
     public static let walkFields: Set<String> = ["title", "clinic", "watch", "provisional", "unit"]
     /// Keywords that start a clause inside an alert block.
     public static let clauseKeywords: Set<String> = [
-        "on", "let", "when", "for", "keep_firing_for", "repeat", "cooldown",
+        "on", "let", "when", "during", "for", "keep_firing_for", "repeat", "cooldown",
         "severity", "labels", "summary", "inhibited_by"
     ]
 
@@ -206,7 +206,7 @@ public struct Parser {
             c.nameRange = r(n)
             guard expectPunct("=", after: "'let \(n.text)'") else { return nil }
             c.expr = parseExpr()
-        case "when", "for", "keep_firing_for", "repeat", "cooldown":
+        case "when", "during", "for", "keep_firing_for", "repeat", "cooldown":
             c.expr = parseExpr()
         case "severity":
             guard let w = expectIdent("info, warning or critical after 'severity'") else { return nil }

@@ -205,6 +205,9 @@ public struct AlertRule: Hashable, Sendable {
     public var lets: [Binding]
     /// The boolean condition; when it is unknown (insufficient data), a pending alert resets and a firing one holds.
     public var condition: Expr
+    /// The monitoring window (`during`): a boolean; while it is not true the rule watches
+    /// nothing, and a firing instance expires when it closes. nil: always monitored.
+    public var monitoring: Expr?
     /// How long the condition must hold before firing (seconds of event time).
     public var forSeconds: Int64
     /// How long to keep firing after the condition clears.
@@ -226,7 +229,8 @@ public struct AlertRule: Hashable, Sendable {
 
     /// Equal when everything but the source range is equal (a moved but unchanged rule is the same rule).
     public static func == (a: AlertRule, b: AlertRule) -> Bool {
-        a.name == b.name && a.trigger == b.trigger && a.filter == b.filter && a.lets == b.lets && a.condition == b.condition && a.forSeconds == b.forSeconds
+        a.name == b.name && a.trigger == b.trigger && a.filter == b.filter && a.lets == b.lets && a.condition == b.condition && a.monitoring == b.monitoring
+            && a.forSeconds == b.forSeconds
             && a.keepFiringForSeconds == b.keepFiringForSeconds && a.repeatSeconds == b.repeatSeconds && a.cooldownSeconds == b.cooldownSeconds
             && a.severity == b.severity && a.labels.map(\.0) == b.labels.map(\.0) && a.labels.map(\.1) == b.labels.map(\.1)
             && a.summary == b.summary && a.inhibitedBy == b.inhibitedBy

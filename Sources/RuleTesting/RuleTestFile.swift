@@ -285,9 +285,11 @@ extension RuleTestFile {
                 var list: [(String, Int)] = []
                 for item in rest {
                     let p = item.split(separator: " ")
-                    guard p.count == 3, ["firing", "resolved", "repeat"].contains(p[0]), p[1] == "day" else {
+                    guard p.count == 3, ["firing", "resolved", "expired", "repeat"].contains(p[0]), p[1] == "day" else {
                         throw LineError(
-                            message: "expected 'firing day N', 'resolved day N' or 'repeat day N', found '\(item.trimmingCharacters(in: .whitespaces))'")
+                            message:
+                                "expected 'firing day N', 'repeat day N', 'resolved day N' or 'expired day N', found '\(item.trimmingCharacters(in: .whitespaces))'"
+                        )
                     }
                     list.append((String(p[0]), try int(String(p[2]), "a day number")))
                 }

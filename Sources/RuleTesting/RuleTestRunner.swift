@@ -114,7 +114,7 @@ public enum RuleTestRunner {
 
     /// The transitions and series a case produced, by day number relative to its start (day 1).
     public struct Outcome: Sendable {
-        /// Every alert transition published, in order: rule, status word (`firing`, `resolved`, `repeat`), day and summary.
+        /// Every alert transition published, in order: rule, status word (`firing`, `repeat`, `resolved`, `expired`), day and summary.
         public var transitions: [(rule: String, status: String, day: Int, summary: String)] = []
         /// Series values by series name, then day; in SI units, nil for a day published as missing.
         public var series: [String: [Int: Double?]] = [:]

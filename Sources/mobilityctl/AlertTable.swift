@@ -49,11 +49,12 @@ struct AlertTable {
     /// One transition as it arrives: time, status, severity, rule, user, summary.
     func line(_ a: AlertTransition) -> String {
         let status = a.isRepeat ? "repeat" : a.status.rawValue
-        let time = (a.status == .resolved ? a.resolvedAt ?? a.firedAt : a.firedAt).description
+        let time = (a.endedAt ?? a.firedAt).description
         let fields = "\(time)  \(status.padding(toLength: 8, withPad: " ", startingAt: 0))"
         let sev = a.severity.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + "  "
         let rest = "\(a.rule)  \(a.user)  "
         let visible = fields.count + 2 + sev.count + rest.count
+        // Green for a resolution; an expiry is not a recovery and stays uncoloured.
         let statusText = colour && a.status == .resolved ? "\u{1B}[32m\(fields)\u{1B}[0m" : fields
         return statusText + "  " + paint(sev, a.severity) + rest + cut(oneLine(a.summary), room: width.map { $0 - visible })
     }

@@ -93,7 +93,7 @@ import struct PostgresStore.PartitionSet
     }
 
     /// Three NATS nodes, PostgreSQL, three mobilityd instances (one per node) on 8 partitions,
-    /// the nine shipped scenarios and a population: the alerts of the replay, exactly; `kill -9`
+    /// the ten shipped scenarios and a population: the alerts of the replay, exactly; `kill -9`
     /// of one mid-replay moves its partitions to the other two within the lease bound, loses
     /// nothing and re-fires nothing.
     @Test func killNineOfAnInstanceMovesItsPartitionsAndLosesNothing() throws {
@@ -101,7 +101,7 @@ import struct PostgresStore.PartitionSet
         let scenarios = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".scenario") }.sorted().map {
             try Scenario.load(dir + "/" + $0)
         }
-        #expect(scenarios.count == 9)
+        #expect(scenarios.count == 10)
         let records = Array(Population(users: 16, days: 40, seed: 23).traffic()) + ScenarioVerifier.traffic(scenarios)
         let expected = try DurabilityTests.expectedAlerts(records)
         #expect(expected.count > 20)

@@ -20,6 +20,10 @@ import Testing
                 Evidence(name: "recent", value: 0.99, unit: "m/s"), Evidence(name: "trend", value: nil, unit: "m/s/d"),
                 Evidence(name: "gait_improving", value: 0, unit: "bool"), Evidence(name: "source", text: "com.apple.health")
             ], annotations: [], isRepeat: repeating)
+        if status == .expired {
+            a.expiredAt = since.adding(seconds: 9 * 86_400)
+            a.reason = AlertTransition.windowEnded
+        }
         if status == .firing, repeating { a.acknowledged = AlertAcknowledgement(by: "nurse-kim", at: since.adding(seconds: 4 * 86_400), note: "called") }
         return a
     }
@@ -44,7 +48,10 @@ import Testing
     }
 
     @Test func flagsOfEveryTransitionAreValidR4() throws {
-        let flags = [Self.transition(.firing), Self.transition(.firing, repeating: true), Self.transition(.resolved), Self.transition(.firing, user: "pat_7")]
+        let flags = [
+            Self.transition(.firing), Self.transition(.firing, repeating: true), Self.transition(.resolved), Self.transition(.firing, user: "pat_7"),
+            Self.transition(.expired)
+        ]
         let verdict = try FHIRValidator.validate(flags.map(FlagResource.json))
         #expect(verdict.valid, "\(verdict.output)")
         let firing = try Self.object(FlagResource.json(flags[0])), resolved = try Self.object(FlagResource.json(flags[2]))
@@ -53,6 +60,18 @@ import Testing
         #expect(firing["id"] == resolved["id"])  // one resource per alert instance: a resolution updates it
         #expect(firing["period"]?["end"] == nil)
         #expect(resolved["period"]?["end"] == .string(flags[2].resolvedAt!.description))
+        // An expiry ends the Flag too, but says it was not a resolution, and why.
+        let expired = try Self.object(FlagResource.json(flags[4]))
+        #expect(expired["status"] == .string("inactive") && expired["id"] == firing["id"])
+        #expect(expired["period"]?["end"] == .string(flags[4].expiredAt!.description))
+        func ext(_ flag: JSONValue, _ name: String) -> JSONValue? {
+            guard case .array(let all)? = flag["extension"] else { return nil }
+            return all.first { $0["url"] == .string("urn:mobilitywatch:fhir:" + name) }
+        }
+        #expect(ext(expired, "alert-outcome")?["valueCode"] == .string("expired"))
+        #expect(ext(expired, "alert-reason")?["valueString"] == .string("window_ended"))
+        #expect(ext(resolved, "alert-outcome")?["valueCode"] == .string("resolved") && ext(resolved, "alert-reason") == nil)
+        #expect(ext(firing, "alert-outcome") == nil)
         #expect(firing["subject"]?["reference"] == .string("Patient/jamie"))
         // A user id that is not a FHIR id is referred to by identifier only.
         let underscored = try Self.object(FlagResource.json(flags[3]))

@@ -124,7 +124,7 @@ import Testing
         #expect(h.series["speed_p95"]?.count == 2 && h.units["speed_p95"] == "m/s")
         #expect(h.timeline == [movedAgain])
         #expect(h.alerts.map(\.id) == ["a1", "a2"])
-        #expect(h.alerts[0].firedDay == day("2026-03-02") && h.alerts[0].resolvedDay == day("2026-03-12") && h.alerts[0].summary == "resolved")
+        #expect(h.alerts[0].firedDay == day("2026-03-02") && h.alerts[0].endedDay == day("2026-03-12") && h.alerts[0].summary == "resolved")
         let late = try store.history(of: "jamie", from: day("2026-03-13"), through: .max)
         #expect(late.alerts.map(\.id) == ["a2"] && late.series["speed_p95"] == nil)
         #expect(try store.history(of: "nobody", from: .min, through: .max) == UserHistory(user: "nobody"))

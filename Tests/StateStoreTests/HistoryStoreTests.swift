@@ -54,14 +54,30 @@ import Testing
         #expect(h.units["speed_p95"] == "m/s")
         #expect(h.timeline == [moved])  // re-sent with another date: one entry
         #expect(h.alerts.map(\.id) == ["a1", "a2"])
-        #expect(h.alerts[0].firedDay == day("2026-03-02") && h.alerts[0].resolvedDay == day("2026-03-12") && h.alerts[0].summary == "resolved")
-        #expect(h.alerts[1].resolvedDay == nil && h.alerts[0].labels == ["team": "physio"])
+        #expect(h.alerts[0].firedDay == day("2026-03-02") && h.alerts[0].endedDay == day("2026-03-12") && h.alerts[0].summary == "resolved")
+        #expect(h.alerts[1].endedDay == nil && h.alerts[0].labels == ["team": "physio"])
 
         // A range after a1's resolution leaves it out; series outside the range too.
         let late = try store.history(of: "jamie", from: day("2026-03-13"), through: .max)
         #expect(late.alerts.map(\.id) == ["a2"])
         #expect(late.series["speed_p95"] == nil)
         #expect(try store.history(of: "nobody", from: .min, through: .max) == UserHistory(user: "nobody"))
+    }
+
+    /// An expired instance reads back as ended by expiring (not resolved), and a range after its
+    /// end leaves it out as it does a resolved one.
+    @Test func anExpiredEpisodeReadsBackAsExpired() throws {
+        let store = try StateStore(path: path)
+        var expired = transition("x1", .expired, day: "2026-04-02", summary: "window ended")
+        expired.expiredAt = Timestamp(seconds: 2)
+        expired.reason = AlertTransition.windowEnded
+        _ = try store.commit(
+            users: [], outbox: [],
+            history: [.alert(transition("x1", .firing, day: "2026-03-01", summary: "stalled")), .alert(expired)])
+        let h = try store.history(of: "jamie", from: .min, through: .max)
+        #expect(h.alerts.count == 1)
+        #expect(h.alerts[0].expired && h.alerts[0].endedDay == day("2026-04-02") && h.alerts[0].firedSummary == "stalled")
+        #expect(try store.history(of: "jamie", from: day("2026-04-03"), through: .max).alerts.isEmpty)
     }
 
     /// The series read back (built a series at a time since the sixth pass) are what recording the
