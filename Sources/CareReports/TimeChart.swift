@@ -189,7 +189,8 @@ struct TimeChart {
             return .init(
                 first: scale.clamp(e.firedDay), last: last,
                 label: XMLText.bounded(e.rule.replacingUnderscores(), limit: 40) + (e.endedDay == nil ? " (active)" : e.expired ? " (expired)" : ""),
-                detail: "\(e.rule) (\(e.severity.rawValue)), fired \(NumberText.iso(e.firedDay)), \(state): \(XMLText.bounded(e.reportedSummary))",
+                detail: "\(e.rule) (\(e.severity.rawValue)), active since \(NumberText.iso(e.sinceDay)), fired \(NumberText.iso(e.firedDay)): "
+                    + XMLText.bounded(e.firedHeadline ?? e.headline) + (e.endedDay == nil ? "" : "; \(state): " + XMLText.bounded(e.headline)),
                 fill: colours.0, ink: colours.1, cssClass: "alert alert-\(e.severity.rawValue)", open: e.endedDay == nil,
                 key: e.severity.rawValue)
         }

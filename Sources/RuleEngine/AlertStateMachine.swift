@@ -16,6 +16,9 @@ public struct AlertStateMachine: Hashable, Sendable {
         /// hours (23 or 25 at DST changes). A duration that is not whole days is rounded up.
         case days(LocalCalendar)
 
+        /// Whether durations count local days (a daily rule).
+        var isDays: Bool { if case .days = self { true } else { false } }
+
         /// A rule duration in this clock's unit.
         @inline(__always) func span(_ ms: Int64) -> Int64 {
             switch self {

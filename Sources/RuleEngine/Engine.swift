@@ -440,10 +440,12 @@ public struct Engine: Sendable {
             cooldownMs: rule.cooldownSeconds * 1000, clock: clock)
         ev.user.alertStates[j] = sm
         if sm.isFiring != wasFiring { ev.firing[j] += sm.isFiring ? 1 : -1 }
-        if let t = transition(action, rule: rule, ev: &ev, day: day) { out.append(.alert(t)) }
+        if let t = transition(action, rule: rule, ev: &ev, day: day, daily: clock.isDays) { out.append(.alert(t)) }
     }
 
-    static func transition(_ action: AlertStateMachine.Action, rule: AlertRule, ev: inout Evaluator, day: DayNumber) -> AlertTransition? {
+    /// The transition an action publishes, its texts rendered on `day`. `daily`: the rule is
+    /// evaluated at day closes (its instants are local midnights ending the evaluated day).
+    static func transition(_ action: AlertStateMachine.Action, rule: AlertRule, ev: inout Evaluator, day: DayNumber, daily: Bool) -> AlertTransition? {
         let status: AlertStatus, since: Int64, fired: Int64, ended: Int64?, isRepeat: Bool
         switch action {
         case .none: return nil
@@ -469,55 +471,26 @@ public struct Engine: Sendable {
                 : "\(e.kind) \(CivilDate(dayNumber: e.firstDay))..\(CivilDate(dayNumber: e.lastDay))"
         }
         let date = CivilDate(dayNumber: day)
-        var summary = ""
-        for (k, p) in rule.summary.enumerated() {
-            switch p {
-            case .text(let t): summary += t
-            case .user: summary += user
-            case .day: summary += date.description
-            case .rule: summary += rule.name
-            case .value(_, let unit, let decimals, let isBool):
-                let e = ev.summaryNode(ev.alert, k)
-                if ev.isText(e) {
-                    summary += ev.string(e, day) ?? "unknown"
-                } else if isBool {
-                    summary += ev.boolean(e, day).map { $0 ? "yes" : "no" } ?? "unknown"
-                } else if let v = ev.number(e, day) {
-                    summary += Engine.format(unit.fromSI(v), decimals: decimals) + (unit.symbol.isEmpty ? "" : " " + unit.symbol)
-                } else {
-                    summary += "unknown"
-                }
-            }
-        }
-        if status == .expired { summary = "Monitoring window ended while the alert still held: " + summary }
+        let days = Engine.localDays(since: since, fired: fired, daily: daily, calendar: ev.user.calendar)
+        let kind: TransitionKind = status == .resolved ? .resolved : status == .expired ? .expired : isRepeat ? .repeat : .firing
+        let headline = TemplateText.oneLine(
+            Engine.render(rule.headline(for: kind).parts, slot: CompiledRules.headlineSlot(kind), rule: rule, ev: &ev, day: day, days: days))
+        let details = Engine.render(rule.details.parts, slot: 0, rule: rule, ev: &ev, day: day, days: days)
         let sinceTs = Timestamp(milliseconds: since)
         var transition = AlertTransition(
             id: AlertTransition.stableID(rule: rule.name, user: user, activeSince: sinceTs), rule: rule.name, user: user,
             severity: rule.severity, status: status, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired),
-            resolvedAt: status == .resolved ? ended.map { Timestamp(milliseconds: $0) } : nil, day: date, summary: summary,
+            resolvedAt: status == .resolved ? ended.map { Timestamp(milliseconds: $0) } : nil, day: date, headline: headline, details: details,
             labels: rule.labels, evidence: evidence, annotations: notes, isRepeat: isRepeat,
-            reason: status == .expired ? AlertTransition.windowEnded : nil)
+            reason: status == .expired ? AlertTransition.windowEnded : nil, activeSinceDay: days.since, firedDay: days.fired,
+            endedDay: status == .firing ? nil : date)
         if status == .expired { transition.expiredAt = ended.map { Timestamp(milliseconds: $0) } }
         (transition.window, transition.baselineWindow) = ev.decisionWindows(ev.alert, day)
         return transition
     }
 
-    /// Formats a number with a fixed number of decimals (or up to 3 significant decimals).
-    public static func format(_ v: Double, decimals: Int?) -> String {
-        let d = decimals ?? 2
-        var p = 1.0
-        for _ in 0..<d { p *= 10 }
-        let r = (v * p).rounded() / p
-        var s = r == 0 ? "0" : String(r)
-        if s.hasSuffix(".0") { s.removeLast(2) }
-        if d > 0 {
-            if !s.contains(".") { s += "." }
-            let frac = s.count - 1 - s.distance(from: s.startIndex, to: s.firstIndex(of: ".")!)
-            if frac < d { s += String(repeating: "0", count: d - frac) }
-        }
-        if d == 0, s.hasSuffix(".") { s.removeLast() }
-        return s
-    }
+    /// Formats a number with a fixed number of decimals (default 2), as templates write it.
+    public static func format(_ v: Double, decimals: Int?) -> String { TemplateText.number(v, decimals: decimals) }
 
     // MARK: Retention
 
@@ -555,11 +528,14 @@ public struct Engine: Sendable {
                 case .firing(let since, let fired, _, _) = st.alertStates[i].state
             else { continue }
             let sinceTs = Timestamp(milliseconds: since), at = Timestamp(milliseconds: max(now.milliseconds, fired))
+            let days = Engine.localDays(since: since, fired: fired, daily: rule.trigger == .day, calendar: st.calendar)
             var t = AlertTransition(
                 id: AlertTransition.stableID(rule: rule.name, user: st.user, activeSince: sinceTs), rule: rule.name, user: st.user,
                 severity: rule.severity, status: .expired, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired), resolvedAt: nil,
-                day: CivilDate(dayNumber: st.calendar.day(of: at)), summary: "\(rule.name) for \(st.user) ended: the rule was removed",
-                labels: rule.labels, evidence: [], annotations: [], reason: AlertTransition.ruleRemoved)
+                day: CivilDate(dayNumber: st.calendar.day(of: at)),
+                headline: TemplateText.oneLine("\(TemplateText.ruleWords(rule.name)) (active since \(days.since)) ended: its rule was removed"),
+                labels: rule.labels, evidence: [], annotations: [], reason: AlertTransition.ruleRemoved, activeSinceDay: days.since,
+                firedDay: days.fired)
             t.expiredAt = at
             out.append(.alert(t))
         }

@@ -240,8 +240,8 @@ struct Evaluator {
         return (window, baseline)
     }
 
-    /// The root of an alert's summary part `k` (a `.value` part).
-    func summaryNode(_ j: Int, _ k: Int) -> Int32 { code.summaries[j][k] }
+    /// The root of expression `index` of template `slot` of alert `j` (``CompiledRules/templateSlots(_:)``).
+    func templateNode(_ j: Int, _ slot: Int, _ index: Int) -> Int32 { code.templates[j][slot][index] }
 
     mutating func number(_ n: Int32, _ d: DayNumber) -> Double? {
         switch code.nodes[Int(n)] {

@@ -36,16 +36,16 @@ import Testing
             TimelineEvent(id: "p", category: .annotation, kind: "pain", firstDay: mon + 7, lastDay: mon + 8)
         ]
         h.alerts = [
-            AlertEpisode(id: "a", rule: "stalled_recovery", severity: .warning, firedDay: mon - 10, endedDay: nil, summary: "s"),
-            AlertEpisode(id: "b", rule: "uncalibrated_6mwd", severity: .info, firedDay: mon + 2, endedDay: mon + 5, summary: "u"),
-            AlertEpisode(id: "c", rule: "data_gap", severity: .warning, firedDay: mon - 9, endedDay: mon + 3, summary: "g"),
-            AlertEpisode(id: "d", rule: "data_gap", severity: .warning, firedDay: mon - 20, endedDay: mon - 1, summary: "old"),
+            AlertEpisode(id: "a", rule: "stalled_recovery", severity: .warning, firedDay: mon - 10, endedDay: nil, headline: "s"),
+            AlertEpisode(id: "b", rule: "uncalibrated_6mwd", severity: .info, firedDay: mon + 2, endedDay: mon + 5, headline: "u"),
+            AlertEpisode(id: "c", rule: "data_gap", severity: .warning, firedDay: mon - 9, endedDay: mon + 3, headline: "g"),
+            AlertEpisode(id: "d", rule: "data_gap", severity: .warning, firedDay: mon - 20, endedDay: mon - 1, headline: "old"),
             AlertEpisode(
-                id: "e", rule: "explain", severity: .info, firedDay: mon + 1, endedDay: mon + 3, summary: "resolved numbers",
-                firedSummary: "Walking speed dipped by 0.05 m/s"),
+                id: "e", rule: "explain", severity: .info, firedDay: mon + 1, endedDay: mon + 3, headline: "resolved numbers",
+                firedHeadline: "Walking speed dipped by 0.05 m/s"),
             AlertEpisode(
-                id: "f", rule: "stalled_recovery", severity: .warning, firedDay: mon - 30, endedDay: mon + 4, summary: "window ended",
-                firedSummary: "stalled", expired: true)
+                id: "f", rule: "stalled_recovery", severity: .warning, firedDay: mon - 30, endedDay: mon + 4, headline: "window ended",
+                firedHeadline: "stalled", expired: true)
         ]
         return h
     }
@@ -109,6 +109,31 @@ import Testing
         #expect(d.alerts.map { "\($0.episode.id) \($0.state)" } == ["a active", "b fired", "c resolved", "e fired", "f expired"])
         #expect(d.annotations.map(\.id) == ["h"])
         #expect(d.explanations == ["Walking speed dipped by 0.05 m/s"])
+    }
+
+    /// A report quotes what an alert said up to the week's Sunday: a history rebuilt later (from
+    /// traffic, or read after more reminders) holds later texts, which are not the week's. Before,
+    /// the report quoted the latest reminder, weeks after the week it was about.
+    @Test func aWeekQuotesWhatTheAlertSaidThatWeek() throws {
+        let mon = Self.mon
+        var h = UserHistory(user: "jamie")
+        var e = AlertEpisode(id: "s", rule: "stalled_recovery", severity: .warning, firedDay: mon - 10, endedDay: nil, headline: "fired")
+        e.texts = [
+            .init(day: mon - 10, firing: true, headline: "fired"), .init(day: mon - 3, firing: true, headline: "reminder of last week"),
+            .init(day: mon + 4, firing: true, headline: "reminder of this week"), .init(day: mon + 11, firing: true, headline: "reminder of next week"),
+            .init(day: mon + 20, firing: false, headline: "expired later")
+        ]
+        e.endedDay = mon + 20
+        e.expired = true
+        h.alerts = [e]
+        let d = WeeklyDigest.make(history: h, spec: Self.spec, week: Self.week)
+        let a = try #require(d.alerts.first)
+        #expect(a.state == .active && a.episode.endedDay == nil)
+        #expect(a.episode.headline == "reminder of this week" && a.episode.firedHeadline == "reminder of this week")
+        let earlier = try #require(WeeklyDigest.make(history: h, spec: Self.spec, week: ISOWeek(containing: mon - 7)).alerts.first)
+        #expect(earlier.episode.headline == "reminder of last week")
+        let last = try #require(WeeklyDigest.make(history: h, spec: Self.spec, week: ISOWeek(containing: mon + 20)).alerts.first)
+        #expect(last.state == .expired && last.episode.headline == "expired later" && last.episode.firedHeadline == "reminder of next week")
     }
 
     @Test func theJSONRoundTripsAndIsStrict() throws {

@@ -1,8 +1,10 @@
+import CareReports
 import Foundation
 import MobilityModel
 import RuleEngine
 import RuleLanguage
 import Simulator
+import StateStore
 import TestSupport
 import Testing
 
@@ -120,6 +122,13 @@ import Testing
         try pub.publish(Self.ackTopic, Self.ack(fired.id, by: "dr.lee"))
         #expect(eventually { rejections(rec).last == "alert_resolved" }, "\(rejections(rec))")
         #expect(daemon.process.stop() == 0)
+        // The withheld reminders are in the history, marked, so that a later week's report quotes
+        // what the alert said that week; before, its text stopped at the firing day.
+        let history = try StateStore(path: state + "/state.sqlite").history(of: Self.user, from: .min, through: .max)
+        let episode = try #require(history.alerts.first { $0.id == fired.id })
+        let reminders = expected.filter { $0.id == fired.id && $0.isRepeat }
+        #expect(episode.texts.filter(\.firing).map(\.day) == [fired.day.dayNumber] + reminders.map(\.day.dayNumber))
+        #expect(episode.texts.filter(\.firing).map(\.headline) == [fired.headline] + reminders.map(\.headline))
         let table = try ChildProcess(ChildProcess.product("mobilityctl"), ["audit", "--state", state])
         #expect(table.wait() == 0)
         #expect(table.log.contains("acknowledge") && table.log.contains("nurse.kim") && table.log.contains(fired.id), "\(table.log)")

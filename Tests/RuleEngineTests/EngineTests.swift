@@ -175,7 +175,7 @@ import Testing
         // weekly known from day 4, for 2 d: fires day 5. The gap fires on day 13; slow is held, not resolved.
         #expect(a == ["slow firing 5", "gap firing 13"])
         let fired = out.alerts[0]
-        #expect(fired.summary == "weekly 0.80 m/s")
+        #expect(fired.details == "weekly 0.80 m/s" && fired.headline == "Slow since 2026-01-05")
         #expect(fired.evidence == [Evidence(name: "recent", value: 0.8, unit: "m/s")])
         #expect(fired.id == AlertTransition.stableID(rule: "slow", user: "u", activeSince: utc.startOfDay(day0 + 4)))
     }
