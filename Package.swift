@@ -88,7 +88,9 @@ let package = Package(
             name: "PostgresStoreTests",
             dependencies: ["PostgresStore", "StateStore", "CareReports", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport", "CSQLite"],
             swiftSettings: strict),
-        .testTarget(name: "RuleTestingTests", dependencies: ["RuleTesting", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "RuleTestingTests", dependencies: ["RuleTesting", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"], exclude: ["Golden"],
+            swiftSettings: strict),
         .testTarget(name: "mobilityctlTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "mobility-benchTests", dependencies: ["mobility-bench", "TestSupport"], swiftSettings: strict),
         .testTarget(

@@ -33,7 +33,7 @@ echo "== mobilityd running (clock: event); subscribing to mobility/v1/users/+/al
 # that ends with it), so that cleanup stops it rather than the last stage of a pipeline.
 mosquitto_sub -h 127.0.0.1 -p "$port" -q 1 -t 'mobility/v1/users/+/alerts/#' -F '%p' > >(
   sed -u 's/"status":"firing"\(.*"repeat":true\)/"status":"still firing (weekly reminder)"\1/' | \
-  sed -un 's/.*"rule":"\([^"]*\)".*"user":"\([^"]*\)".*"status":"\([^"]*\)","day":"\([^"]*\)".*"summary":"\([^"]*\)".*/  [\4] \2 \1 \3: \5/p') & pids+=($!)
+  sed -un 's/.*"rule":"\([^"]*\)".*"user":"\([^"]*\)".*"status":"\([^"]*\)","day":"\([^"]*\)".*"headline":"\([^"]*\)".*/  [\4] \2 \1 \3: \5/p') & pids+=($!)
 sleep 0.5
 
 for s in jamie-normal jamie-heat-wave jamie-plateau; do

@@ -127,15 +127,18 @@ enum DigestTable {
     private static func alerts(_ digest: WeeklyDigest, into m: inout Markup) {
         let rows = digest.alerts.prefix(100).map { a -> [(String, Bool)] in
             [
-                (a.episode.rule, false), (a.episode.severity.rawValue, false), (a.state.rawValue, false), (NumberText.iso(a.episode.firedDay), false),
-                (a.episode.resolvedDay.map(NumberText.iso) ?? "still active", false), (XMLText.bounded(a.episode.reportedSummary), false)
+                (a.episode.rule, false), (a.episode.severity.rawValue, false), (a.state.rawValue, false), (NumberText.iso(a.episode.sinceDay), false),
+                (a.episode.endedDay.map { (a.episode.expired ? "expired " : "") + NumberText.iso($0) } ?? "still active", false),
+                (XMLText.bounded(a.episode.headline), false)
             ]
         }
-        // On a phone the summary, a sentence, goes on its own full-width line under the alert's other
-        // cells (the style sheet's `table.alerts`), so that those keep readable widths.
+        // On a phone the headline, a sentence, goes on its own full-width line under the alert's
+        // other cells (the style sheet's `table.alerts`), so that those keep readable widths. The
+        // days are the user's local days, as in every other view of the alert: since (its
+        // condition first held) and its end; the day it fired is on its band in the charts.
         table(
-            "Alerts of the week", ["Rule", "Severity", "This week", "Fired", "Resolved", "Summary"], rows,
-            empty: "No alert fired, was active or resolved", classes: ("alerts", ["rule", "", "", "day", "day", "summary"]), into: &m)
+            "Alerts of the week", ["Rule", "Severity", "This week", "Since", "Ended", "What it says"], rows,
+            empty: "No alert fired, was active or ended", classes: ("alerts", ["rule", "", "", "day", "ended", "summary"]), into: &m)
     }
 
     private static func annotations(_ digest: WeeklyDigest, into m: inout Markup) {

@@ -34,13 +34,14 @@ enum GaitQualityCard {
         m.close("section")
     }
 
-    /// What the explanation rules said while they fired (``AlertEpisode/reportedSummary``) in the
-    /// episodes that overlap the window, latest first.
+    /// What the explanation rules said while they fired (``AlertEpisode/firedHeadline``, as of
+    /// the window's last day) in the episodes that overlap the window, latest first.
     static func explanations(_ history: UserHistory, _ spec: ReportSpec, window: ClosedRange<DayNumber>) -> [String] {
         let rules = Set(spec.explanations)
         var seen = Set<String>()
-        return history.alerts.filter { rules.contains($0.rule) && $0.firedDay <= window.upperBound && ($0.resolvedDay ?? .max) >= window.lowerBound }
+        return history.alerts.filter { rules.contains($0.rule) && $0.firedDay <= window.upperBound && ($0.endedDay ?? .max) >= window.lowerBound }
             .sorted { ($0.firedDay, $0.id) > ($1.firedDay, $1.id) }
-            .compactMap { seen.insert($0.reportedSummary).inserted ? $0.reportedSummary : nil }
+            .map { e in e.asOf(window.upperBound).firedHeadline ?? e.headline }
+            .filter { seen.insert($0).inserted }
     }
 }

@@ -52,7 +52,7 @@ enum Legend {
         }
         for (severity, open) in shown.alerts {
             entries.append(
-                (.band(TimeChart.alertColours(severity).fill), "\(severity.rawValue) alert, from firing to resolved" + (open ? " (arrow: still active)" : "")))
+                (.band(TimeChart.alertColours(severity).fill), "\(severity.rawValue) alert, from firing to its end" + (open ? " (arrow: still active)" : "")))
         }
         if shown.reportWeek { entries.append((.outline("#1f4e8c"), "report week (outlined)")) }
         return entries

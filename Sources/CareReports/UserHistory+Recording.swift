@@ -10,21 +10,26 @@ extension UserHistory {
         units[p.name] = p.unit
     }
 
-    /// Records an alert transition: a firing opens an episode, a reminder updates its summaries,
-    /// a resolution closes it. A resolution whose firing was never seen (history begun while the
-    /// alert fired) is an episode of that one day.
+    /// Records an alert transition: a firing opens an episode, a reminder adds what it said, a
+    /// resolution or an expiry closes it. An end whose firing was never seen (history begun
+    /// while the alert fired) is an episode of that one day.
     public mutating func record(_ t: AlertTransition) {
         let day = t.day.dayNumber
+        let text = AlertEpisode.Text(day: day, firing: t.status == .firing, headline: t.headline, details: t.details)
         if let i = alerts.lastIndex(where: { $0.id == t.id }) {
-            alerts[i].summary = t.summary
-            if t.status == .resolved { alerts[i].resolvedDay = day } else { alerts[i].firedSummary = t.summary }
+            alerts[i].texts.append(text)
+            if t.status.isEnded {
+                alerts[i].endedDay = day
+                alerts[i].expired = t.status == .expired
+            }
             return
         }
-        let labels = Dictionary(t.labels, uniquingKeysWith: { a, _ in a })
-        alerts.append(
-            AlertEpisode(
-                id: t.id, rule: t.rule, severity: t.severity, firedDay: day, resolvedDay: t.status == .resolved ? day : nil,
-                summary: t.summary, labels: labels, firedSummary: t.status == .firing ? t.summary : nil))
+        var e = AlertEpisode(
+            id: t.id, rule: t.rule, severity: t.severity, sinceDay: t.activeSinceDay.dayNumber, firedDay: t.firedDay.dayNumber,
+            endedDay: t.status.isEnded ? day : nil, headline: t.headline, labels: Dictionary(t.labels, uniquingKeysWith: { a, _ in a }),
+            expired: t.status == .expired)
+        e.texts = [text]
+        alerts.append(e)
     }
 
     /// Records a timeline entry, replacing one with the same id; the timeline stays sorted by first day.

@@ -31,7 +31,8 @@ public struct UserHistory: Hashable, Sendable {
     }
 }
 
-/// One alert instance from firing to resolution (or still active).
+/// One alert instance from firing to its end, resolved or expired (or still active), with what
+/// each of its transitions said.
 public struct AlertEpisode: Hashable, Sendable {
     /// The instance id (the `id` of its transitions).
     public var id: String
@@ -39,34 +40,80 @@ public struct AlertEpisode: Hashable, Sendable {
     public var rule: String
     /// The rule's severity.
     public var severity: Severity
+    /// The local day it became active (its condition first held).
+    public var sinceDay: DayNumber
     /// The local day it fired on.
     public var firedDay: DayNumber
-    /// The local day it resolved on; nil while active.
-    public var resolvedDay: DayNumber?
-    /// The summary of its latest transition (numbers included).
-    public var summary: String
-    /// The summary of its firing transition or latest reminder: what held while it fired (a
-    /// resolved transition's summary has the numbers of the day it stopped holding).
-    public var firedSummary: String?
+    /// The local day it ended on (resolved or expired); nil while active.
+    public var endedDay: DayNumber?
+    /// True when it ended by expiring (its rule's monitoring window closed, or the rule was
+    /// removed), not by resolving: it stopped being watched, not holding.
+    public var expired: Bool
+    /// What its transitions said, in order (firing, reminders, its end).
+    public var texts: [Text]
     /// Its labels.
     public var labels: [String: String]
 
-    /// The summary the pages quote: what held while it fired (``firedSummary``), else the latest
-    /// transition's (a history begun at its resolution).
-    public var reportedSummary: String { firedSummary ?? summary }
+    /// What one transition said, on its local day.
+    public struct Text: Hashable, Sendable {
+        /// The transition's evaluated local day.
+        public var day: DayNumber
+        /// True for the firing and its reminders, false for the end.
+        public var firing: Bool
+        /// Its headline.
+        public var headline: String
+        /// Its details.
+        public var details: String
 
-    /// Creates an episode.
+        /// Creates a text.
+        public init(day: DayNumber, firing: Bool, headline: String, details: String = "") {
+            self.day = day
+            self.firing = firing
+            self.headline = headline
+            self.details = details
+        }
+    }
+
+    /// The headline of its latest transition: what the pages quote.
+    public var headline: String { texts.last?.headline ?? "" }
+    /// The details of its latest transition.
+    public var details: String { texts.last?.details ?? "" }
+    /// The headline of its firing or latest reminder: what held while it fired.
+    public var firedHeadline: String? { texts.last { $0.firing }?.headline }
+
+    /// The episode as it stood at the end of `day`: only the texts of its transitions up to that
+    /// day, and not ended if it ended later. A report of a week quotes what was said that week,
+    /// not what a later reminder or the end said.
+    public func asOf(_ day: DayNumber) -> AlertEpisode {
+        var e = self
+        let through = texts.filter { $0.day <= day }
+        e.texts = through.isEmpty ? Array(texts.prefix(1)) : through
+        if let end = endedDay, end > day {
+            e.endedDay = nil
+            e.expired = false
+        }
+        return e
+    }
+
+    /// Creates an episode of one transition's text, or of a firing's (`firedHeadline` on
+    /// `firedDay`) and a later one's (`headline`, on `endedDay` or the firing day).
     public init(
-        id: String, rule: String, severity: Severity, firedDay: DayNumber, resolvedDay: DayNumber?, summary: String,
-        labels: [String: String] = [:], firedSummary: String? = nil
+        id: String, rule: String, severity: Severity, sinceDay: DayNumber? = nil, firedDay: DayNumber, endedDay: DayNumber?,
+        headline: String, details: String = "", labels: [String: String] = [:], firedHeadline: String? = nil, expired: Bool = false
     ) {
-        self.firedSummary = firedSummary
         self.id = id
         self.rule = rule
         self.severity = severity
+        self.sinceDay = sinceDay ?? firedDay
         self.firedDay = firedDay
-        self.resolvedDay = resolvedDay
-        self.summary = summary
+        self.endedDay = endedDay
+        self.expired = expired
         self.labels = labels
+        let last = Text(day: endedDay ?? firedDay, firing: endedDay == nil, headline: headline, details: details)
+        if let firedHeadline, firedHeadline != headline || endedDay != nil {
+            texts = [Text(day: firedDay, firing: true, headline: firedHeadline), last]
+        } else {
+            texts = [last]
+        }
     }
 }

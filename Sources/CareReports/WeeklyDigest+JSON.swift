@@ -74,10 +74,17 @@ extension WeeklyDigest {
             w.string("id", e.id)
             w.string("rule", e.rule)
             w.string("severity", e.severity.rawValue)
+            day("sinceDay", e.sinceDay)
             day("firedDay", e.firedDay)
-            if let r = e.resolvedDay { day("resolvedDay", r) } else { w.null("resolvedDay") }
-            w.string("summary", e.summary)
-            if let f = e.firedSummary { w.string("firedSummary", f) } else { w.null("firedSummary") }
+            // An expired episode has no resolvedDay: it ended without getting better.
+            if let r = e.endedDay, !e.expired { day("resolvedDay", r) } else { w.null("resolvedDay") }
+            if let r = e.endedDay, e.expired { day("expiredDay", r) }
+            w.string("headline", e.headline)
+            w.string("details", e.details)
+            if let f = e.firedHeadline { w.string("firedHeadline", f) } else { w.null("firedHeadline") }
+            // The former names of headline and firedHeadline, for readers written before them.
+            w.string("summary", e.headline)
+            if let f = e.firedHeadline { w.string("firedSummary", f) } else { w.null("firedSummary") }
             w.beginObject("labels")
             for (k, v) in e.labels.sorted(by: { $0.key < $1.key }) { w.string(k, v) }
             w.endObject()
@@ -141,6 +148,9 @@ struct DigestReader {
     func only(_ keys: Set<String>) throws {
         for (k, _) in members where !keys.contains(k) { throw DigestDecodingError(path: path, message: "unknown member '\(k)'") }
     }
+
+    /// Whether the object has member `k` (an optional member added after the first version).
+    func has(_ k: String) -> Bool { members.contains { $0.0 == k } }
 
     func value(_ k: String) throws -> JSONValue {
         guard let v = members.first(where: { $0.0 == k })?.1 else { throw fail(k, "missing") }
@@ -238,10 +248,14 @@ struct DigestReader {
                 share: try c.number("share"))
         }
         d.alerts = try r.objects("alerts").map { a in
-            try a.only(["state", "id", "rule", "severity", "firedDay", "resolvedDay", "summary", "firedSummary", "labels"])
+            try a.only([
+                "state", "id", "rule", "severity", "sinceDay", "firedDay", "resolvedDay", "expiredDay", "headline", "details", "firedHeadline",
+                "summary", "firedSummary", "labels"
+            ])
             guard let state = WeeklyDigest.AlertInWeek.State(rawValue: try a.string("state")) else {
-                throw a.fail("state", "expected fired, active or resolved")
+                throw a.fail("state", "expected fired, active, resolved or expired")
             }
+            let expiredDay = a.has("expiredDay") ? try a.optionalDay("expiredDay") : nil
             guard let severity = Severity(rawValue: try a.string("severity")) else { throw a.fail("severity", "expected info, warning or critical") }
             let l = try a.object("labels")
             var labels: [String: String] = [:]
@@ -249,10 +263,13 @@ struct DigestReader {
                 guard case .string(let s) = v else { throw l.fail(k, "expected a string") }
                 labels[k] = s
             }
+            // Reports stored before headlines existed have only `summary` and `firedSummary`.
+            let current = a.has("headline")
             let e = AlertEpisode(
-                id: try a.string("id"), rule: try a.string("rule"), severity: severity, firedDay: try a.day("firedDay"),
-                resolvedDay: try a.optionalDay("resolvedDay"), summary: try a.string("summary"), labels: labels,
-                firedSummary: try a.optionalString("firedSummary"))
+                id: try a.string("id"), rule: try a.string("rule"), severity: severity, sinceDay: a.has("sinceDay") ? try a.day("sinceDay") : nil,
+                firedDay: try a.day("firedDay"), endedDay: try expiredDay ?? a.optionalDay("resolvedDay"),
+                headline: try a.string(current ? "headline" : "summary"), details: a.has("details") ? try a.string("details") : "", labels: labels,
+                firedHeadline: try a.optionalString(current ? "firedHeadline" : "firedSummary"), expired: expiredDay != nil)
             return .init(episode: e, state: state)
         }
         d.annotations = try r.objects("annotations").map { t in

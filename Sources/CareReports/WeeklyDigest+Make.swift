@@ -19,7 +19,7 @@ extension WeeklyDigest {
             func values(_ name: String, checkProvisional: Bool) -> [DayValue] {
                 (mon...sun).compactMap { day in
                     guard case .some(.some(let v)) = h.series[name]?[day] else { return nil }
-                    let p = checkProvisional && provisional.contains { $0.firedDay <= day && ($0.resolvedDay.map { day < $0 } ?? true) }
+                    let p = checkProvisional && provisional.contains { $0.firedDay <= day && ($0.endedDay.map { day < $0 } ?? true) }
                     return DayValue(day: day, value: v * w.displayUnit.factor, provisional: p)
                 }
             }
@@ -33,10 +33,12 @@ extension WeeklyDigest {
         d.conditions = counts.map { c, n in
             ConditionShare(group: c.group, label: c.label, count: Int(n.rounded()), share: totals[c.group]! > 0 ? n / totals[c.group]! : 0)
         }
-        for e in h.alerts where e.firedDay <= sun && (e.resolvedDay.map { $0 >= mon } ?? true) {
-            let state: AlertInWeek.State = e.firedDay >= mon ? .fired : e.resolvedDay.map { $0 <= sun } == true ? .resolved : .active
+        for whole in h.alerts where whole.firedDay <= sun && (whole.endedDay.map { $0 >= mon } ?? true) {
+            // What it said up to the week's Sunday, not what a later reminder or its end said.
+            let e = whole.asOf(sun)
+            let state: AlertInWeek.State = e.firedDay >= mon ? .fired : e.endedDay != nil ? (e.expired ? .expired : .resolved) : .active
             d.alerts.append(AlertInWeek(episode: e, state: state))
-            if spec.explanations.contains(e.rule) { d.explanations.append(e.reportedSummary) }
+            if spec.explanations.contains(e.rule) { d.explanations.append(e.firedHeadline ?? e.headline) }
         }
         d.annotations = h.timeline.filter { $0.firstDay <= sun && $0.lastDay >= mon }
         return d

@@ -185,9 +185,10 @@ public struct WeeklyDigest: Hashable, Sendable {
             self.state = state
         }
 
-        /// Fired during the week (possibly resolved too), active throughout, or resolved during it.
+        /// Fired during the week (possibly ended too), active throughout, or resolved or expired
+        /// during it (expired: its rule stopped watching while it held, not a recovery).
         public enum State: String, Hashable, Sendable {
-            case fired, active, resolved
+            case fired, active, resolved, expired
         }
     }
 }

@@ -131,7 +131,7 @@ final class AcknowledgementDesk: Sendable {
         guard let instance else {
             let resolved = book.withLock { $0.resolved.contains(c.alert) }
             return resolved
-                ? no(.alertResolved, "the alert instance has resolved; a new firing has a new id")
+                ? no(.alertResolved, "the alert instance has ended (resolved or expired); a new firing has a new id")
                 : no(.unknownAlert, "no firing alert instance of this user has this id")
         }
         let (already, cached) = book.withLock { ($0.acknowledged[c.alert], $0.lastFiring[c.alert]) }
@@ -173,18 +173,27 @@ final class AcknowledgementDesk: Sendable {
     }
 
     /// Drops the reminders of acknowledged instances from a shard's outputs, remembers the last
-    /// firing transition of each instance, and forgets the acknowledgement of a resolved one.
-    func screen(_ out: inout [EngineOutput]) {
-        guard out.contains(where: { if case .alert = $0 { true } else { false } }) else { return }
+    /// firing transition of each instance, and forgets the acknowledgement of an ended one.
+    /// Returns the dropped reminders, marked with their acknowledgement: not published, but the
+    /// history records them, so that a weekly report quotes what the alert said that week.
+    func screen(_ out: inout [EngineOutput]) -> [AlertTransition] {
+        guard out.contains(where: { if case .alert = $0 { true } else { false } }) else { return [] }
         var cleared: [String] = []
+        var withheld: [AlertTransition] = []
         book.withLock { b in
             out.removeAll { o in
                 guard case .alert(let a) = o else { return false }
                 switch a.status {
                 case .firing:
-                    if a.isRepeat, b.acknowledged[a.id] != nil { b.suppressedReminders += 1; return true }
+                    if a.isRepeat, let ack = b.acknowledged[a.id] {
+                        b.suppressedReminders += 1
+                        var marked = a
+                        marked.acknowledged = ack.acknowledgement
+                        withheld.append(marked)
+                        return true
+                    }
                     b.lastFiring[a.id] = a
-                case .resolved:
+                case .resolved, .expired:
                     b.lastFiring[a.id] = nil
                     if b.acknowledged.removeValue(forKey: a.id) != nil { cleared.append(a.id) }
                     if b.resolved.insert(a.id).inserted {
@@ -199,16 +208,20 @@ final class AcknowledgementDesk: Sendable {
         do { try store.clearAcknowledgements(cleared) } catch {
             log.warn("cannot forget resolved acknowledgements; they are forgotten at the next resolution or start", ["error": "\(error)"])
         }
+        return withheld
     }
 
     /// A firing transition made from the engine's state alone (no cached or recorded payload:
-    /// history off and the daemon restarted since the instance fired): no evidence or summary.
+    /// history off and the daemon restarted since the instance fired): no evidence or details,
+    /// the rule's name for a headline, days in UTC (the user's calendar is not at hand here).
     static func minimal(_ c: AckCommand, instance: (rule: AlertRule, activeSince: Int64, firedAt: Int64)) -> AlertTransition {
-        AlertTransition(
+        let since = CivilDate(dayNumber: LocalCalendar.utc.day(of: Timestamp(milliseconds: instance.activeSince)))
+        return AlertTransition(
             id: c.alert, rule: instance.rule.name, user: c.user, severity: instance.rule.severity, status: .firing,
             activeSince: Timestamp(milliseconds: instance.activeSince), firedAt: Timestamp(milliseconds: instance.firedAt),
             resolvedAt: nil, day: CivilDate(dayNumber: LocalCalendar.utc.day(of: Timestamp(milliseconds: instance.firedAt))),
-            summary: "", labels: instance.rule.labels, evidence: [], annotations: [])
+            headline: "\(TemplateText.ruleWords(instance.rule.name)) since \(since)", labels: instance.rule.labels, evidence: [], annotations: [],
+            activeSinceDay: since)
     }
 
     /// The acknowledgement metrics.

@@ -55,7 +55,7 @@ enum HistoryAPI {
         return w.text
     }
 
-    /// `{"alerts": [{"id", "rule", "severity", "firedDay", "resolvedDay", "summary", "labels"}]}`.
+    /// `{"alerts": [{"id", "rule", "severity", "sinceDay", "firedDay", "resolvedDay", ["expiredDay",] "headline", "details", "summary", "labels"}]}`.
     static func alertsJSON(_ h: UserHistory) -> String {
         var w = JSONWriter()
         w.beginObject()
@@ -65,9 +65,13 @@ enum HistoryAPI {
             w.string("id", e.id)
             w.string("rule", e.rule)
             w.string("severity", e.severity.rawValue)
+            w.string("sinceDay", CivilDate(dayNumber: e.sinceDay).description)
             w.string("firedDay", CivilDate(dayNumber: e.firedDay).description)
-            if let r = e.resolvedDay { w.string("resolvedDay", CivilDate(dayNumber: r).description) } else { w.null("resolvedDay") }
-            w.string("summary", e.summary)
+            if let r = e.endedDay, !e.expired { w.string("resolvedDay", CivilDate(dayNumber: r).description) } else { w.null("resolvedDay") }
+            if let r = e.endedDay, e.expired { w.string("expiredDay", CivilDate(dayNumber: r).description) }
+            w.string("headline", e.headline)
+            w.string("details", e.details)
+            w.string("summary", e.headline)  // the former name of headline
             w.beginObject("labels")
             for (k, v) in e.labels.sorted(by: { $0.key < $1.key }) { w.string(k, v) }
             w.endObject()

@@ -226,7 +226,9 @@ final class Shard: @unchecked Sendable {
             }
             let evaluated = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             ingestor.engine.takeTouched(into: &batchUsers)
-            desk?.screen(&out)  // no reminders of acknowledged instances
+            // No reminders of acknowledged instances; the history still records what they said.
+            let withheld = desk?.screen(&out) ?? []
+            if recordsHistory { for a in withheld { pendingHistory.append(.alert(a)) } }
             pendingUsers.formUnion(batchUsers)
             var seriesMessages = 0  // published by this batch's commit (counted once committed)
             for var o in out {

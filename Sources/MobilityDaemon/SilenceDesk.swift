@@ -296,7 +296,7 @@ final class SilenceDesk: Sendable {
                 ids = v.byTeam[String(team)] ?? []
                 silenced = !ids.isEmpty
             }
-            if silenced, a.isRepeat || (a.status == .resolved && !item.retain && !item.payload.isEmpty) {
+            if silenced, a.isRepeat || (a.status.isEnded && !item.retain && !item.payload.isEmpty) {
                 dropped = true
                 return nil
             }

@@ -1,9 +1,11 @@
 import MobilityModel
 
 /// An alert transition as a FHIR R4 `Flag`: a warning about the patient for the period the alert
-/// fires. `active` while firing, `inactive` once resolved; the period runs from the alert's
-/// `activeSince` to its `resolvedAt`; the evidence, severity, labels and acknowledgement travel in
-/// extensions (Flag has no evidence element). The id is derived from the alert instance id, so a
+/// fires. `active` while firing, `inactive` once it ended; the period runs from the local day it
+/// became active to the local day it ended (dates, as every view shows them); `code.text` is the
+/// headline, the details an extension; how it ended (`resolved`, or `expired` when its rule stopped watching
+/// while it held) is the `alert-outcome` extension, why it expired `alert-reason`; the evidence,
+/// severity, labels and acknowledgement travel in extensions (Flag has no evidence element). The id is derived from the alert instance id, so a
 /// re-publish (a reminder, the resolution, a retry) updates the same resource. Mapping: docs/fhir.md.
 public enum FlagResource {
     /// The resource id of an alert instance's Flag (`mw-flag-` and the instance id).
@@ -27,10 +29,12 @@ public enum FlagResource {
         w.string("id", id(of: a))
         w.beginArray("extension")
         simple(&w, ext + "alert-severity") { $0.string("valueCode", a.severity.rawValue) }
-        simple(&w, ext + "alert-fired-at") { $0.string("valueDateTime", a.firedAt.description) }
+        simple(&w, ext + "alert-fired-at") { $0.string("valueDateTime", a.firedDay.description) }
         simple(&w, ext + "alert-day") { $0.string("valueDate", a.day.description) }
         if a.isRepeat { simple(&w, ext + "alert-reminder") { $0.bool("valueBoolean", true) } }
+        if a.status.isEnded { simple(&w, ext + "alert-outcome") { $0.string("valueCode", a.status.rawValue) } }
         if let r = a.reason { simple(&w, ext + "alert-reason") { $0.string("valueString", r) } }
+        if !a.details.isEmpty { simple(&w, ext + "alert-details") { $0.string("valueString", a.details) } }
         for (k, v) in a.labels {
             complex(&w, ext + "alert-label") { w in
                 simple(&w, "name") { $0.string("valueString", k) }
@@ -79,12 +83,12 @@ public enum FlagResource {
         w.beginArray("coding")
         FHIRCoding(system: FHIRSystem.rule, code: a.rule, display: a.rule).write(into: &w)
         w.endArray()
-        w.string("text", a.summary.isEmpty ? a.rule : a.summary)
+        w.string("text", a.headline.isEmpty ? a.rule : a.headline)
         w.endObject()
         FHIRSubject.write(a.user, into: &w)
         w.beginObject("period")
-        w.string("start", a.activeSince.description)
-        if a.status == .resolved, let r = a.resolvedAt { w.string("end", r.description) }
+        w.string("start", a.activeSinceDay.description)
+        if let r = a.endedDay { w.string("end", r.description) }
         w.endObject()
         w.beginObject("author")
         w.string("display", "MobilityWatch rule \(a.rule)")

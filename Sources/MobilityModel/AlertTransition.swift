@@ -5,7 +5,16 @@ public enum Severity: String, CaseIterable, Hashable, Sendable {
 
 /// The published state of an alert.
 public enum AlertStatus: String, Hashable, Sendable {
-    case firing, resolved
+    /// The condition holds (a new instance, or a reminder with `repeat`).
+    case firing
+    /// The condition was false on evidence, for the rule's `keep_firing_for`.
+    case resolved
+    /// The instance ended without its condition becoming false: its rule's monitoring window
+    /// (`during`) closed, or a reload removed the rule (`reason` says which). Not a recovery.
+    case expired
+
+    /// Whether the instance is over (resolved or expired): its retained topic is cleared.
+    public var isEnded: Bool { self != .firing }
 }
 
 /// One value an alert's condition used, shown to care staff as evidence.
@@ -85,10 +94,24 @@ public struct AlertTransition: Hashable, Sendable {
     public var firedAt: Timestamp
     /// When it resolved, for resolved transitions.
     public var resolvedAt: Timestamp?
+    /// When it expired, for expired transitions.
+    public var expiredAt: Timestamp?
+    /// When the instance ended: ``resolvedAt`` or ``expiredAt``; nil while firing.
+    public var endedAt: Timestamp? { resolvedAt ?? expiredAt }
     /// The local day that was evaluated.
     public var day: CivilDate
-    /// The rendered summary.
-    public var summary: String
+    /// The user's local day the instance became active (its condition first held): every view
+    /// shows this date as the alert's start, never an instant in another zone.
+    public var activeSinceDay: CivilDate
+    /// The user's local day the instance fired.
+    public var firedDay: CivilDate
+    /// The user's local day it resolved or expired; nil while firing.
+    public var endedDay: CivilDate?
+    /// One line for care staff (at most ``headlineLimit`` characters): where the patient is,
+    /// against what, since when, in the report's display units.
+    public var headline: String
+    /// The statistics behind the headline (the rule's `details`); may be empty.
+    public var details: String
     /// Labels, sorted by key.
     public var labels: [(String, String)]
     /// The values the condition used.
@@ -102,8 +125,9 @@ public struct AlertTransition: Hashable, Sendable {
     public var baselineWindow: AlertWindow?
     /// True for a reminder of an alert that is still firing (`repeat`).
     public var isRepeat: Bool
-    /// Why a transition happened when it was not the rule's condition (`rule_removed`: a reload
-    /// removed the rule, which resolves its firing instances); nil otherwise.
+    /// Why a transition happened when it was not the rule's condition, for expired transitions:
+    /// `window_ended` (the rule's monitoring window closed while it fired) or `rule_removed` (a
+    /// reload removed the rule); nil otherwise.
     public var reason: String?
     /// The acknowledgement of a firing instance (set by the daemon, never by the engine).
     public var acknowledged: AlertAcknowledgement?
@@ -111,11 +135,16 @@ public struct AlertTransition: Hashable, Sendable {
     /// when none: then the payload has no `silencedBy`.
     public var silencedBy: [String]?
 
-    /// Creates a transition.
+    /// The most characters a headline has.
+    public static let headlineLimit = 120
+
+    /// Creates a transition. The local days default to `day` (fired and, when ended, ended on
+    /// the evaluated day; active since it).
     public init(
         id: String, rule: String, user: String, severity: Severity, status: AlertStatus, activeSince: Timestamp,
-        firedAt: Timestamp, resolvedAt: Timestamp?, day: CivilDate, summary: String,
-        labels: [(String, String)], evidence: [Evidence], annotations: [String], isRepeat: Bool = false, reason: String? = nil
+        firedAt: Timestamp, resolvedAt: Timestamp?, day: CivilDate, headline: String, details: String = "",
+        labels: [(String, String)], evidence: [Evidence], annotations: [String], isRepeat: Bool = false, reason: String? = nil,
+        activeSinceDay: CivilDate? = nil, firedDay: CivilDate? = nil, endedDay: CivilDate? = nil
     ) {
         self.id = id
         self.rule = rule
@@ -126,13 +155,27 @@ public struct AlertTransition: Hashable, Sendable {
         self.firedAt = firedAt
         self.resolvedAt = resolvedAt
         self.day = day
-        self.summary = summary
+        self.activeSinceDay = activeSinceDay ?? firedDay ?? day
+        self.firedDay = firedDay ?? day
+        self.endedDay = endedDay ?? (status == .firing ? nil : day)
+        self.headline = headline
+        self.details = details
         self.labels = labels
         self.evidence = evidence
         self.annotations = annotations
         self.isRepeat = isRepeat
         self.reason = reason
     }
+
+    /// The `reason` of an instance that expired because its rule's monitoring window closed.
+    public static let windowEnded = "window_ended"
+    /// The `reason` of a resolved transition that withdraws an alert: a late timeline entry or
+    /// late samples re-evaluated the user's days and the alert does not hold on them.
+    public static let revised = "revised"
+    /// The headline of a withdrawn alert (the details keep what the rule said of it).
+    public static let withdrawnHeadline = "Withdrawn: re-evaluated with a late entry or late data, this alert does not hold"
+    /// The `reason` of an instance that expired because a reload removed its rule.
+    public static let ruleRemoved = "rule_removed"
 
     /// Equal when the published payloads are equal.
     public static func == (a: AlertTransition, b: AlertTransition) -> Bool { a.json == b.json }
@@ -167,6 +210,10 @@ public struct AlertTransition: Hashable, Sendable {
         w.string("activeSince", activeSince.description)
         w.string("firedAt", firedAt.description)
         if let resolvedAt { w.string("resolvedAt", resolvedAt.description) }
+        if let expiredAt { w.string("expiredAt", expiredAt.description) }
+        w.string("activeSinceDay", activeSinceDay.description)
+        w.string("firedDay", firedDay.description)
+        if let endedDay { w.string(status == .expired ? "expiredDay" : "resolvedDay", endedDay.description) }
         if isRepeat { w.bool("repeat", true) }
         if let reason { w.string("reason", reason) }
         acknowledged?.write(into: &w)
@@ -175,7 +222,9 @@ public struct AlertTransition: Hashable, Sendable {
             for id in silencedBy { w.string(nil, id) }
             w.endArray()
         }
-        w.string("summary", summary)
+        w.string("headline", headline)
+        w.string("details", details)
+        w.string("summary", headline)
         w.beginObject("labels")
         for (k, v) in labels { w.string(k, v) }
         w.endObject()
@@ -243,6 +292,8 @@ extension AlertTransition {
         guard case .success(let v) = JSONValue.parse(payload) else { return nil }
         func str(_ k: String) -> String? { if case .string(let s)? = v[k] { return s }; return nil }
         func time(_ k: String) -> Timestamp? { str(k).flatMap { ISO8601.parse($0)?.0 } }
+        // Payloads from before the local days were published: the evaluated day stands in.
+        func localDay(_ k: String) -> CivilDate? { str(k).flatMap { CivilDate(parsing: Substring($0)) } }
         guard let id = str("id"), let rule = str("rule"), let user = str("user"), let sev = str("severity").flatMap(Severity.init),
             let status = str("status").flatMap(AlertStatus.init), let day = str("day").flatMap({ CivilDate(parsing: Substring($0)) }),
             let since = time("activeSince"), let fired = time("firedAt")
@@ -264,8 +315,10 @@ extension AlertTransition {
         if case .array(let a)? = v["annotations"] { for x in a { if case .string(let s) = x { notes.append(s) } } }
         var a = AlertTransition(
             id: id, rule: rule, user: user, severity: sev, status: status, activeSince: since, firedAt: fired,
-            resolvedAt: time("resolvedAt"), day: day, summary: str("summary") ?? "", labels: labels,
-            evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true), reason: str("reason"))
+            resolvedAt: time("resolvedAt"), day: day, headline: str("headline") ?? str("summary") ?? "", details: str("details") ?? "",
+            labels: labels, evidence: evidence, annotations: notes, isRepeat: v["repeat"] == .bool(true), reason: str("reason"),
+            activeSinceDay: localDay("activeSinceDay"), firedDay: localDay("firedDay"), endedDay: localDay("resolvedDay") ?? localDay("expiredDay"))
+        a.expiredAt = time("expiredAt")
         if let k = v["acknowledged"], case .string(let by)? = k["by"], case .string(let at)? = k["at"], let t = ISO8601.parse(at)?.0 {
             var note: String?
             if case .string(let n)? = k["note"] { note = n }

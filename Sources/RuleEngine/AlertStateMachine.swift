@@ -1,9 +1,11 @@
 import MobilityModel
 
-/// The lifecycle of one alert for one user: inactive → pending → firing → (resolved) inactive.
+/// The lifecycle of one alert for one user: inactive → pending → firing → (resolved or expired) inactive.
 ///
 /// A struct that returns an action; the caller publishes. Time is event time, passed in.
-/// An unknown condition (insufficient data) resets a pending alert and holds a firing one.
+/// An unknown condition (insufficient data) resets a pending alert and holds a firing one; only
+/// a false one resolves it. Outside the rule's monitoring window (`during`) nothing starts, a
+/// pending alert resets and a firing one expires: it ends, but not as resolved.
 /// Instants are always milliseconds; how durations are counted between them is the ``Clock``.
 public struct AlertStateMachine: Hashable, Sendable {
     /// How a rule's durations (`for`, `keep_firing_for`, `repeat`, `cooldown`) are counted.
@@ -13,6 +15,9 @@ public struct AlertStateMachine: Hashable, Sendable {
         /// Local calendar days of a zone (daily rules): `3 d` is three local days, whatever their
         /// hours (23 or 25 at DST changes). A duration that is not whole days is rounded up.
         case days(LocalCalendar)
+
+        /// Whether durations count local days (a daily rule).
+        var isDays: Bool { if case .days = self { true } else { false } }
 
         /// A rule duration in this clock's unit.
         @inline(__always) func span(_ ms: Int64) -> Int64 {
@@ -56,13 +61,15 @@ public struct AlertStateMachine: Hashable, Sendable {
         case fire(activeSince: Int64, firedAt: Int64)
         /// Publish a reminder that the alert is still firing (same id).
         case repeatFiring(activeSince: Int64, firedAt: Int64)
-        /// Publish a resolved transition.
+        /// Publish a resolved transition: the condition was false for `keep_firing_for`.
         case resolve(activeSince: Int64, firedAt: Int64, resolvedAt: Int64)
+        /// Publish an expired transition: the monitoring window closed while the alert fired.
+        case expire(activeSince: Int64, firedAt: Int64, expiredAt: Int64)
     }
 
     /// The current state.
     public private(set) var state: State = .inactive
-    /// No new firing before this instant (cooldown after a resolve), in ms.
+    /// No new firing before this instant (cooldown after a resolve or an expiry), in ms.
     public private(set) var quietUntil: Int64 = .min
     /// The event time of the last evaluation, in ms (older evaluations are ignored).
     public private(set) var lastEvaluated: Int64 = .min
@@ -106,17 +113,32 @@ public struct AlertStateMachine: Hashable, Sendable {
 
     /// Feeds one evaluation.
     /// - Parameters:
-    ///   - condition: true, false, or nil for unknown.
+    ///   - condition: true, false, or nil for unknown (not read when `monitored` is false).
+    ///   - monitored: whether the evaluation is inside the rule's monitoring window (`during`
+    ///     true; always for a rule without one). Outside, an inactive alert stays so, a pending one
+    ///     resets and a firing one expires.
     ///   - at: the event time of the evaluation (ms): the close of the day, or the sample's end.
     ///   - activeSince: when the condition would count as having started (the day's start, or the sample's end).
     ///   - rule: the durations of the rule (ms).
     ///   - clock: how the durations are counted: `.days` for daily rules, `.wall` for per-sample rules.
     public mutating func evaluate(
-        _ condition: Bool?, at: Int64, activeSince: Int64, forMs: Int64, keepFiringForMs: Int64,
+        _ condition: Bool?, monitored: Bool = true, at: Int64, activeSince: Int64, forMs: Int64, keepFiringForMs: Int64,
         repeatMs: Int64, cooldownMs: Int64, clock: Clock = .wall
     ) -> Action {
         guard at > lastEvaluated else { return .none }
         lastEvaluated = at
+        guard monitored else {
+            switch state {
+            case .inactive: return .none
+            case .pending:
+                state = .inactive
+                return .none
+            case .firing(let since, let fired, _, _):
+                state = .inactive
+                quietUntil = cooldownMs > 0 ? clock.instant(cooldownMs, after: at) : .min
+                return .expire(activeSince: since, firedAt: fired, expiredAt: at)
+            }
+        }
         switch state {
         case .inactive:
             guard condition == true, at >= quietUntil else { return .none }

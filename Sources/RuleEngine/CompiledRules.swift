@@ -54,11 +54,21 @@ struct CompiledRules: Sendable {
     private(set) var letIsBool: [Bool] = []
     /// Whether each let (same index as `lets`) is text (`let src = bundle_id`).
     private(set) var letIsString: [Bool] = []
-    /// Each alert's condition, and its sample filter (-1: none).
+    /// Each alert's condition, its sample filter and its monitoring window (`during`; -1: none).
     private(set) var conditions: [Int32] = []
     private(set) var filters: [Int32] = []
-    /// Each alert's summary parts: the root of a `.value` part, -1 for other parts.
-    private(set) var summaries: [[Int32]] = []
+    private(set) var monitoring: [Int32] = []
+    /// Each alert's text templates (``templateSlots``: the details, then the headline of each
+    /// kind of transition): the root of each of the template's expressions, by index.
+    private(set) var templates: [[[Int32]]] = []
+
+    /// The templates of an alert in the order of ``templates``: its details, then its headline
+    /// for each ``TransitionKind`` (the firing one's for a reminder without its own, a generic one
+    /// for a kind without any).
+    static func templateSlots(_ a: AlertRule) -> [Template] { [a.details] + TransitionKind.allCases.map { a.headline(for: $0) } }
+
+    /// The slot of the headline of a kind of transition in ``templateSlots(_:)``.
+    static func headlineSlot(_ kind: TransitionKind) -> Int { 1 + TransitionKind.allCases.firstIndex(of: kind)! }
     /// For each alert, how many days before the evaluated day its condition reads (through its
     /// lets and series; 0: only the evaluated day), and its `before:` windows (days, event kind).
     private(set) var decisionReach: [(days: Int, baselines: [(days: Int32, kind: Int32)])] = []
@@ -79,11 +89,8 @@ struct CompiledRules: Sendable {
             }
             conditions.append(add(a.condition, alert: j))
             filters.append(a.filter.map { add($0, alert: j) } ?? -1)
-            summaries.append(
-                a.summary.map { part in
-                    if case .value(let e, _, _, _) = part { return add(e, alert: j) }
-                    return -1
-                })
+            monitoring.append(a.monitoring.map { add($0, alert: j) } ?? -1)
+            templates.append(CompiledRules.templateSlots(a).map { t in t.expressions.map { add($0, alert: j) } })
         }
         for c in conditions {
             var baselines: [(days: Int32, kind: Int32)] = []

@@ -55,9 +55,9 @@ extension DayCloser {
             let old = before[j] ?? [:], new = after[j] ?? [:]
             for (since, fired) in old.sorted(by: { $0.key < $1.key }) where new[since] == nil {
                 let action = AlertStateMachine.Action.resolve(activeSince: since, firedAt: fired, resolvedAt: end)
-                if var t = Engine.transition(action, rule: rule, ev: &ev, day: closed) {
-                    t.reason = "revised"
-                    t.summary = "Withdrawn on re-evaluation with late data or a late timeline entry: " + t.summary
+                if var t = Engine.transition(action, rule: rule, ev: &ev, day: closed, daily: true) {
+                    t.reason = AlertTransition.revised
+                    t.headline = AlertTransition.withdrawnHeadline
                     out.append(.alert(t))
                 }
             }
@@ -67,9 +67,9 @@ extension DayCloser {
                 if old[since] == nil {
                     for t in episode { out.append(.alert(t)) }
                 } else if wasFiring == since && isFiring != since {
-                    for t in episode where t.status == .resolved { out.append(.alert(t)) }
+                    for t in episode where t.status != .firing { out.append(.alert(t)) }
                 } else if wasFiring != since && isFiring == since,
-                    let t = Engine.transition(.fire(activeSince: since, firedAt: fired), rule: rule, ev: &ev, day: closed)
+                    let t = Engine.transition(.fire(activeSince: since, firedAt: fired), rule: rule, ev: &ev, day: closed, daily: true)
                 {
                     out.append(.alert(t))
                 }

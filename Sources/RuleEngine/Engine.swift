@@ -458,8 +458,8 @@ public struct Engine: Sendable {
         }
     }
 
-    /// One evaluation of an alert (`ev.alert` set): its condition unless inhibited, its state
-    /// machine, and the transition that produces, if any.
+    /// One evaluation of an alert (`ev.alert` set): its monitoring window, its condition unless
+    /// inhibited or outside the window, its state machine, and the transition that produces, if any.
     /// `clock`: `.days` (the user's calendar) for daily rules, so that their durations count local days.
     static func step(
         _ rule: AlertRule, program: Program, at: Int64, activeSince: Int64, clock: AlertStateMachine.Clock,
@@ -468,30 +468,36 @@ public struct Engine: Sendable {
         let j = ev.alert
         let inhibited = rule.inhibitedBy.contains { ev.user.alertStates[$0].isFiring }
         var sm = ev.user.alertStates[j]
+        let use = sm.conditionUse(at: at)
+        // The window first: outside it the condition is not read (a firing alert expires).
+        let monitored = use == .none || ev.monitored(j, day)
         // Only as much of the condition as the state machine reads (false stands for "not true").
         let cond: Bool?
-        switch inhibited ? .none : sm.conditionUse(at: at) {
+        switch inhibited || !monitored ? .none : use {
         case .none: cond = nil
         case .truth: cond = ev.conditionHolds(j, day)
         case .value: cond = ev.condition(j, day)
         }
         let wasFiring = sm.isFiring
         let action = sm.evaluate(
-            cond, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
+            cond, monitored: monitored, at: at, activeSince: activeSince, forMs: rule.forSeconds * 1000,
             keepFiringForMs: rule.keepFiringForSeconds * 1000, repeatMs: rule.repeatSeconds * 1000,
             cooldownMs: rule.cooldownSeconds * 1000, clock: clock)
         ev.user.alertStates[j] = sm
         if sm.isFiring != wasFiring { ev.firing[j] += sm.isFiring ? 1 : -1 }
-        if let t = transition(action, rule: rule, ev: &ev, day: day) { out.append(.alert(t)) }
+        if let t = transition(action, rule: rule, ev: &ev, day: day, daily: clock.isDays) { out.append(.alert(t)) }
     }
 
-    static func transition(_ action: AlertStateMachine.Action, rule: AlertRule, ev: inout Evaluator, day: DayNumber) -> AlertTransition? {
-        let status: AlertStatus, since: Int64, fired: Int64, resolved: Int64?, isRepeat: Bool
+    /// The transition an action publishes, its texts rendered on `day`. `daily`: the rule is
+    /// evaluated at day closes (its instants are local midnights ending the evaluated day).
+    static func transition(_ action: AlertStateMachine.Action, rule: AlertRule, ev: inout Evaluator, day: DayNumber, daily: Bool) -> AlertTransition? {
+        let status: AlertStatus, since: Int64, fired: Int64, ended: Int64?, isRepeat: Bool
         switch action {
         case .none: return nil
-        case .fire(let s, let f): (status, since, fired, resolved, isRepeat) = (.firing, s, f, nil, false)
-        case .repeatFiring(let s, let f): (status, since, fired, resolved, isRepeat) = (.firing, s, f, nil, true)
-        case .resolve(let s, let f, let r): (status, since, fired, resolved, isRepeat) = (.resolved, s, f, r, false)
+        case .fire(let s, let f): (status, since, fired, ended, isRepeat) = (.firing, s, f, nil, false)
+        case .repeatFiring(let s, let f): (status, since, fired, ended, isRepeat) = (.firing, s, f, nil, true)
+        case .resolve(let s, let f, let r): (status, since, fired, ended, isRepeat) = (.resolved, s, f, r, false)
+        case .expire(let s, let f, let e): (status, since, fired, ended, isRepeat) = (.expired, s, f, e, false)
         }
         var evidence: [Evidence] = []
         for (i, b) in rule.lets.enumerated() {
@@ -510,52 +516,26 @@ public struct Engine: Sendable {
                 : "\(e.kind) \(CivilDate(dayNumber: e.firstDay))..\(CivilDate(dayNumber: e.lastDay))"
         }
         let date = CivilDate(dayNumber: day)
-        var summary = ""
-        for (k, p) in rule.summary.enumerated() {
-            switch p {
-            case .text(let t): summary += t
-            case .user: summary += user
-            case .day: summary += date.description
-            case .rule: summary += rule.name
-            case .value(_, let unit, let decimals, let isBool):
-                let e = ev.summaryNode(ev.alert, k)
-                if ev.isText(e) {
-                    summary += ev.string(e, day) ?? "unknown"
-                } else if isBool {
-                    summary += ev.boolean(e, day).map { $0 ? "yes" : "no" } ?? "unknown"
-                } else if let v = ev.number(e, day) {
-                    summary += Engine.format(unit.fromSI(v), decimals: decimals) + (unit.symbol.isEmpty ? "" : " " + unit.symbol)
-                } else {
-                    summary += "unknown"
-                }
-            }
-        }
+        let days = Engine.localDays(since: since, fired: fired, daily: daily, calendar: ev.user.calendar)
+        let kind: TransitionKind = status == .resolved ? .resolved : status == .expired ? .expired : isRepeat ? .repeat : .firing
+        let headline = TemplateText.oneLine(
+            Engine.render(rule.headline(for: kind).parts, slot: CompiledRules.headlineSlot(kind), rule: rule, ev: &ev, day: day, days: days))
+        let details = Engine.render(rule.details.parts, slot: 0, rule: rule, ev: &ev, day: day, days: days)
         let sinceTs = Timestamp(milliseconds: since)
         var transition = AlertTransition(
             id: AlertTransition.stableID(rule: rule.name, user: user, activeSince: sinceTs), rule: rule.name, user: user,
             severity: rule.severity, status: status, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired),
-            resolvedAt: resolved.map { Timestamp(milliseconds: $0) }, day: date, summary: summary,
-            labels: rule.labels, evidence: evidence, annotations: notes, isRepeat: isRepeat)
+            resolvedAt: status == .resolved ? ended.map { Timestamp(milliseconds: $0) } : nil, day: date, headline: headline, details: details,
+            labels: rule.labels, evidence: evidence, annotations: notes, isRepeat: isRepeat,
+            reason: status == .expired ? AlertTransition.windowEnded : nil, activeSinceDay: days.since, firedDay: days.fired,
+            endedDay: status == .firing ? nil : date)
+        if status == .expired { transition.expiredAt = ended.map { Timestamp(milliseconds: $0) } }
         (transition.window, transition.baselineWindow) = ev.decisionWindows(ev.alert, day)
         return transition
     }
 
-    /// Formats a number with a fixed number of decimals (or up to 3 significant decimals).
-    public static func format(_ v: Double, decimals: Int?) -> String {
-        let d = decimals ?? 2
-        var p = 1.0
-        for _ in 0..<d { p *= 10 }
-        let r = (v * p).rounded() / p
-        var s = r == 0 ? "0" : String(r)
-        if s.hasSuffix(".0") { s.removeLast(2) }
-        if d > 0 {
-            if !s.contains(".") { s += "." }
-            let frac = s.count - 1 - s.distance(from: s.startIndex, to: s.firstIndex(of: ".")!)
-            if frac < d { s += String(repeating: "0", count: d - frac) }
-        }
-        if d == 0, s.hasSuffix(".") { s.removeLast() }
-        return s
-    }
+    /// Formats a number with a fixed number of decimals (default 2), as templates write it.
+    public static func format(_ v: Double, decimals: Int?) -> String { TemplateText.number(v, decimals: decimals) }
 
     // MARK: Retention
 
@@ -569,8 +549,9 @@ public struct Engine: Sendable {
     /// values, a new input has none for folded days (like a new Prometheus recording rule, it is
     /// not back-filled past the allowed lateness).
     ///
-    /// A firing instance of a rule the new rules no longer have is resolved (`resolvedAt` = `now`,
-    /// `"reason": "rule_removed"`), so that its retained alert is cleared rather than left firing.
+    /// A firing instance of a rule the new rules no longer have expires (`expiredAt` = `now`,
+    /// `"reason": "rule_removed"`), so that its retained alert is cleared rather than left firing;
+    /// it is not resolved, since nothing showed that its condition stopped holding.
     public mutating func reload(_ newProgram: Program, now: Timestamp, into out: inout [EngineOutput]) {
         let removed = program.alerts.filter { a in !newProgram.alerts.contains { $0.name == a.name } }
         closer = DayCloser(program: newProgram, configuration: configuration)
@@ -585,20 +566,23 @@ public struct Engine: Sendable {
         evaluator.firing = countFiring()
     }
 
-    /// The resolved transitions of a user's firing instances of removed rules.
+    /// The expired transitions of a user's firing instances of removed rules.
     private static func resolveRemoved(_ removed: [AlertRule], in st: UserState, now: Timestamp, into out: inout [EngineOutput]) {
         for rule in removed {
             guard let i = st.alertNames.firstIndex(of: rule.name),
                 case .firing(let since, let fired, _, _) = st.alertStates[i].state
             else { continue }
             let sinceTs = Timestamp(milliseconds: since), at = Timestamp(milliseconds: max(now.milliseconds, fired))
-            out.append(
-                .alert(
-                    AlertTransition(
-                        id: AlertTransition.stableID(rule: rule.name, user: st.user, activeSince: sinceTs), rule: rule.name, user: st.user,
-                        severity: rule.severity, status: .resolved, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired), resolvedAt: at,
-                        day: CivilDate(dayNumber: st.calendar.day(of: at)), summary: "\(rule.name) for \(st.user) resolved: the rule was removed",
-                        labels: rule.labels, evidence: [], annotations: [], reason: "rule_removed")))
+            let days = Engine.localDays(since: since, fired: fired, daily: rule.trigger == .day, calendar: st.calendar)
+            var t = AlertTransition(
+                id: AlertTransition.stableID(rule: rule.name, user: st.user, activeSince: sinceTs), rule: rule.name, user: st.user,
+                severity: rule.severity, status: .expired, activeSince: sinceTs, firedAt: Timestamp(milliseconds: fired), resolvedAt: nil,
+                day: CivilDate(dayNumber: st.calendar.day(of: at)),
+                headline: TemplateText.oneLine("\(TemplateText.ruleWords(rule.name)) (active since \(days.since)) ended: its rule was removed"),
+                labels: rule.labels, evidence: [], annotations: [], reason: AlertTransition.ruleRemoved, activeSinceDay: days.since,
+                firedDay: days.fired)
+            t.expiredAt = at
+            out.append(.alert(t))
         }
     }
 

@@ -208,6 +208,13 @@ struct Evaluator {
         }
     }
 
+    /// Whether day `d` is inside an alert's monitoring window (`during` true; always when it has
+    /// none). Unknown is outside: a window that cannot be placed watches nothing.
+    mutating func monitored(_ j: Int, _ d: DayNumber) -> Bool {
+        let w = code.monitoring[j]
+        return w < 0 || holds(w, d, true)
+    }
+
     /// Whether the sample passes an alert's filter (true when it has none).
     mutating func passesFilter(_ j: Int, _ d: DayNumber) -> Bool {
         let f = code.filters[j]
@@ -233,8 +240,8 @@ struct Evaluator {
         return (window, baseline)
     }
 
-    /// The root of an alert's summary part `k` (a `.value` part).
-    func summaryNode(_ j: Int, _ k: Int) -> Int32 { code.summaries[j][k] }
+    /// The root of expression `index` of template `slot` of alert `j` (``CompiledRules/templateSlots(_:)``).
+    func templateNode(_ j: Int, _ slot: Int, _ index: Int) -> Int32 { code.templates[j][slot][index] }
 
     mutating func number(_ n: Int32, _ d: DayNumber) -> Double? {
         switch code.nodes[Int(n)] {

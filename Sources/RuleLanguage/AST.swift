@@ -36,13 +36,13 @@ public struct SyntaxClause: Hashable, Sendable {
     public var keyword: String
     /// Where the keyword is.
     public var keywordRange: SourceRange
-    /// The name for `let NAME = …` and `on sample NAME`.
+    /// The name for `let NAME = …` and `on sample NAME`; the kind of `headline KIND "…"`.
     public var name: String?
     /// Where the name is.
     public var nameRange: SourceRange?
     /// The expression, for clauses that take one.
     public var expr: SyntaxExpr?
-    /// String or identifier arguments (`severity warning`, `summary "…"`, `inhibited_by a, b`, labels).
+    /// String or identifier arguments (`severity warning`, `headline "…"`, `details "…"`, `inhibited_by a, b`, labels).
     public var words: [(String, SourceRange)]
     /// `labels { k = "v" }` pairs.
     public var pairs: [(key: String, value: String, range: SourceRange)]

@@ -54,7 +54,9 @@ extension Checker {
                 if d > RuleLimits.maxEvaluationDepth, !usesDeep, !reported { reportDepth("'\(b.name)'", d, b.range); reported = true }
                 if d > RuleLimits.maxEvaluationDepth { deepAlerts.insert(j) }
             }
-            for e in [a.condition] + (a.filter.map { [$0] } ?? []) + a.summary.compactMap({ if case .value(let e, _, _, _) = $0 { e } else { nil } }) {
+            for e in [a.condition] + (a.filter.map { [$0] } ?? []) + (a.monitoring.map { [$0] } ?? [])
+                + a.details.expressions + TransitionKind.allCases.flatMap({ a.headline(for: $0).expressions })
+            {
                 var usesDeep = false
                 let d = Checker.depth(e, series: seriesDepth, lets: letDepth, deep: deepSeries, usesDeep: &usesDeep)
                 if d > RuleLimits.maxEvaluationDepth {
@@ -172,12 +174,13 @@ struct CostWalk {
     }
 
     /// Visits what one evaluation of an alert computes: its lets (shown as evidence), condition,
-    /// sample filter and summary values.
+    /// sample filter, monitoring window and the values of its headlines and details.
     mutating func visitAlert(_ a: AlertRule) {
         for k in a.lets.indices { letReach[k] = letReach[k] ?? 0 }  // memoised: computed in finish()
         visit(a.condition, points: 1, reach: 0)
         if let f = a.filter { visit(f, points: 1, reach: 0) }
-        for case .value(let e, _, _, _) in a.summary { visit(e, points: 1, reach: 0) }
+        if let m = a.monitoring { visit(m, points: 1, reach: 0) }
+        for e in a.details.expressions + TransitionKind.allCases.flatMap({ a.headline(for: $0).expressions }) { visit(e, points: 1, reach: 0) }
     }
 
     /// Adds the memoised definitions, each computed once per day it is needed on (lets use only

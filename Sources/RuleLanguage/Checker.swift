@@ -180,7 +180,17 @@ public struct Checker {
 
     // MARK: Alerts
 
-    static let singleClauses: Set<String> = ["on", "when", "for", "keep_firing_for", "repeat", "cooldown", "severity", "labels", "summary"]
+    static let singleClauses: Set<String> = ["on", "when", "during", "for", "keep_firing_for", "repeat", "cooldown", "severity", "labels", "details"]
+
+    /// The key of a clause that may appear once: `summary` is the former name of `details`, and
+    /// each kind of headline is a clause of its own (`headline`, `headline resolved`).
+    static func singleKey(_ c: SyntaxClause) -> String? {
+        switch c.keyword {
+        case "summary": "details"
+        case "headline": "headline" + (c.name.map { $0 == "firing" ? "" : " " + $0 } ?? "")
+        default: singleClauses.contains(c.keyword) ? c.keyword : nil
+        }
+    }
 
     /// An alert's declaration as the parser gave it, held until every series is resolved.
     struct AlertDeclaration {
@@ -198,12 +208,13 @@ public struct Checker {
         trigger = .day
         var seen: [String: SourceRange] = [:]
         var ok = true
-        for c in clauses where Checker.singleClauses.contains(c.keyword) {
-            if seen[c.keyword] != nil {
-                error(.duplicateClause(alert: name, keyword: c.keyword), c.keywordRange)
+        for c in clauses {
+            guard let key = Checker.singleKey(c) else { continue }
+            if seen[key] != nil {
+                error(.duplicateClause(alert: name, keyword: key), c.keywordRange)
                 ok = false
             }
-            seen[c.keyword] = c.keywordRange
+            seen[key] = c.keywordRange
         }
         if let on = clauses.first(where: { $0.keyword == "on" }), let w = on.words.first {
             switch w.0 {
@@ -236,7 +247,8 @@ public struct Checker {
         }
         var rule = AlertRule(
             name: name, trigger: trigger, filter: filter, lets: [], condition: .bool(false), forSeconds: 0, keepFiringForSeconds: 0,
-            repeatSeconds: 0, cooldownSeconds: 0, severity: .warning, labels: [], summary: [], inhibitedBy: [], range: nr)
+            repeatSeconds: 0, cooldownSeconds: 0, severity: .warning, labels: [], headlines: [:], details: Template(parts: []), inhibitedBy: [],
+            range: nr)
         var condition: Typed?
         var inhibit: [(String, SourceRange)] = []
         for c in clauses {
@@ -262,6 +274,16 @@ public struct Checker {
                 }
                 condition = t
                 program.lookbackDays = max(program.lookbackDays, t.lookback)
+            case "during":
+                guard let e = c.expr else { continue }
+                guard let t = check(e) else { ok = false; continue }
+                guard t.type == .bool else {
+                    error(.duringNotBoolean(type: "\(t.type)"), e.range)
+                    ok = false
+                    continue
+                }
+                rule.monitoring = t.expr
+                program.lookbackDays = max(program.lookbackDays, t.lookback)
             case "for", "keep_firing_for", "repeat", "cooldown":
                 guard let e = c.expr, let secs = duration(e, after: "'\(c.keyword)'", wholeDays: false) else { ok = false; continue }
                 switch c.keyword {
@@ -285,9 +307,21 @@ public struct Checker {
                     if ["rule", "user", "severity"].contains(p.key) { error(.reservedLabel(p.key), p.range); ok = false }
                 }
                 rule.labels = c.pairs.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 }
-            case "summary":
+            case "details", "summary":
                 guard let w = c.words.first else { continue }
-                if let parts = template(w.0, w.1) { rule.summary = parts } else { ok = false }
+                if let t = template(w.0, w.1, what: "details") { rule.details = t } else { ok = false }
+            case "headline":
+                guard let w = c.words.first else { continue }
+                let kind = c.name.flatMap(TransitionKind.init) ?? .firing
+                guard let t = template(w.0, w.1, what: "headline") else { ok = false; continue }
+                rule.headlines[kind] = t
+                let width = TemplateText.nominalWidth(t.parts, rule: name)
+                if width > TemplateText.headlineLimit {
+                    error(
+                        .headlineTooLong(alert: name, kind: kind == .firing ? nil : kind.rawValue, width: width, limit: TemplateText.headlineLimit),
+                        w.1, notes: [Note(message: .headlineWidths)])
+                    ok = false
+                }
             case "inhibited_by":
                 inhibit += c.words
             default: break
@@ -298,7 +332,8 @@ public struct Checker {
             return nil
         }
         rule.condition = cond.expr
-        if rule.summary.isEmpty { rule.summary = [.rule, .text(" for "), .user] }
+        // (a headline with errors was reported already)
+        if !clauses.contains(where: { $0.keyword == "headline" }) { diagnostics.append(Diagnostic(.missingHeadline(alert: name), at: nr)) }
         for (n, (_, t)) in locals where !usedLocals.contains(n) {
             _ = t
             if let b = rule.lets.first(where: { $0.name == n }) {
@@ -363,101 +398,5 @@ public struct Checker {
             }
         }
         return Int64(v.rounded())
-    }
-
-    /// The source range of a `{name…}` placeholder's name inside the summary literal at `r`,
-    /// for a fix-it that replaces just the name; nil if it cannot be found verbatim.
-    func placeholder(_ name: String, in r: SourceRange) -> SourceRange? {
-        let bytes = sources[r.file].bytes, n = Array(name.utf8)
-        guard !n.isEmpty, r.range.upperBound <= bytes.count else { return nil }
-        var i = r.range.lowerBound
-        while i + n.count <= r.range.upperBound {
-            if Array(bytes[i..<(i + n.count)]) == n {
-                var j = i - 1
-                while j >= r.range.lowerBound, bytes[j] == 32 { j -= 1 }
-                if j >= r.range.lowerBound, bytes[j] == 123 { return SourceRange(file: r.file, i..<(i + n.count)) }
-            }
-            i += 1
-        }
-        return nil
-    }
-
-    mutating func template(_ s: String, _ r: SourceRange) -> [TemplatePart]? {
-        var parts: [TemplatePart] = []
-        var text = ""
-        var ok = true
-        var it = Array(s)
-        it.append("\0")
-        var i = 0
-        while i < it.count - 1 {
-            let c = it[i]
-            if c == "{" && it[i + 1] == "{" { text.append("{"); i += 2; continue }
-            if c == "}" && it[i + 1] == "}" { text.append("}"); i += 2; continue }
-            if c != "{" { text.append(c); i += 1; continue }
-            guard let close = it[(i + 1)...].firstIndex(of: "}") else {
-                error(.unclosedTemplateBrace, r)
-                return nil
-            }
-            let body = String(it[(i + 1)..<close]).trimmingCharacters(in: .whitespaces)
-            i = close + 1
-            if !text.isEmpty { parts.append(.text(text)); text = "" }
-            var spec = body
-            var decimals: Int?
-            if let colon = spec.lastIndex(of: ":") {
-                let fmt = spec[spec.index(after: colon)...]
-                spec = String(spec[..<colon]).trimmingCharacters(in: .whitespaces)
-                if fmt.hasPrefix("."), fmt.hasSuffix("f"), let d = Int(fmt.dropFirst().dropLast()), (0...6).contains(d) {
-                    decimals = d
-                } else {
-                    error(.invalidTemplateFormat(String(fmt)), r)
-                    ok = false
-                    continue
-                }
-            }
-            var unitName: String?
-            if let inRange = spec.range(of: " in ") {
-                unitName = String(spec[inRange.upperBound...]).trimmingCharacters(in: .whitespaces)
-                spec = String(spec[..<inRange.lowerBound]).trimmingCharacters(in: .whitespaces)
-            }
-            switch spec {
-            case "user" where unitName == nil: parts.append(.user); continue
-            case "day" where unitName == nil: parts.append(.day); continue
-            case "rule" where unitName == nil: parts.append(.rule); continue
-            default: break
-            }
-            let t: Typed
-            if let (idx, lt) = locals[spec] {
-                usedLocals.insert(spec)
-                t = Typed(expr: .local(idx), type: lt.type, unit: lt.unit)
-            } else if seriesSyntax[spec] != nil, let (idx, st) = resolveSeries(spec) {
-                t = Typed(expr: .series(idx), type: st.type, unit: st.unit)
-            } else {
-                let s = suggestion(for: spec, among: Array(locals.keys) + Array(seriesSyntax.keys) + ["user", "day", "rule"])
-                if let s, let at = placeholder(spec, in: r) {
-                    error(.unknownTemplateName(spec), r, fixIts: didYouMean(s, at: at))
-                } else {
-                    error(.unknownTemplateName(spec), r, notes: s.map { [Note(message: .didYouMean($0))] } ?? [])
-                }
-                ok = false
-                continue
-            }
-            var unit = t.unit
-            if let un = unitName {
-                guard let u = MeasureUnit.rule(un) else {
-                    error(.unknownTemplateUnit(un), r)
-                    ok = false
-                    continue
-                }
-                guard case .number(let dim) = t.type, dim == u.dimension else {
-                    error(.templateUnitMismatch(name: spec, type: "\(t.type)", unit: un), r)
-                    ok = false
-                    continue
-                }
-                unit = u
-            }
-            parts.append(.value(t.expr, unit: unit, decimals: decimals, isBool: t.type == .bool))
-        }
-        if !text.isEmpty { parts.append(.text(text)) }
-        return ok ? parts : nil
     }
 }

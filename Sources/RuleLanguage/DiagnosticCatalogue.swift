@@ -2,17 +2,20 @@
 /// `docs/rule-language.md` (a test checks that the doc lists exactly these).
 public enum DiagnosticID: String, CaseIterable, Hashable, Sendable {
     case argumentMismatch = "argument-mismatch"
+    case doubledUnit = "doubled-unit"
     case duplicateClause = "duplicate-clause"
     case duplicateName = "duplicate-name"
     case expectedExpression = "expected-expression"
     case expectedToken = "expected-token"
     case expressionTooLong = "expression-too-long"
     case fileTooLarge = "file-too-large"
+    case headlineTooLong = "headline-too-long"
     case incompleteReport = "incomplete-report"
     case inhibitionCycle = "inhibition-cycle"
     case invalidDuration = "invalid-duration"
     case invalidNumber = "invalid-number"
     case invalidTemplate = "invalid-template"
+    case missingHeadline = "missing-headline"
     case missingWhen = "missing-when"
     case nestingTooDeep = "nesting-too-deep"
     case recursiveDefinition = "recursive-definition"
@@ -44,6 +47,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case chainedComparison
     /// `cannot add X to Y` / `cannot subtract X from Y`.
     case differentDimensions(op: String, left: String, right: String)
+    /// A template value followed by its own unit: `{missing in d:.0f} days`.
+    case doubledUnit(unit: String, in: String)
     /// An argument label given twice in one call.
     case duplicateArgument(String)
     /// A single clause (`when`, `for`, …) given twice in one alert.
@@ -60,6 +65,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case duplicateReport
     /// A duration outside 0…3650 days.
     case durationOutOfRange(after: String)
+    /// A `during` window that is not a boolean.
+    case duringNotBoolean(type: String)
     /// Not a clause keyword inside an alert.
     case expectedClause(found: String)
     /// A duration is not a constant time.
@@ -82,6 +89,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case filterNotBoolean(type: String)
     /// A `shortfall` fit of fewer than 3 days.
     case fitTooShort(days: Int)
+    /// A headline that can render longer than the limit with values of nominal width.
+    case headlineTooLong(alert: String, kind: String?, width: Int, limit: Int)
     /// Alerts that inhibit each other in a cycle.
     case inhibitionCycle(through: String)
     /// `'method'` other than linear or nearest.
@@ -92,8 +101,10 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case invalidNumber(String)
     /// A `source:` other than device, user_entered or any.
     case invalidSource
-    /// A summary format other than `:.Nf`.
-    case invalidTemplateFormat(String)
+    /// A template format other than `:.Nf`.
+    case invalidTemplateFormat(String, in: String)
+    /// A `{…?…}` placeholder that is not `{NAME ? 'text' : 'text'}`.
+    case malformedChoice(in: String)
     /// `'metadata'` with a key that is not a string.
     case metadataKeyNotString
     /// `'metadata'` outside an `on sample` alert.
@@ -102,6 +113,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case metricNeedsAggregation(String)
     /// `min:` (or `fit_min:`) larger than the window.
     case minDaysExceedWindow(min: Int, days: Int, label: String = "min")
+    /// An alert without any `headline`.
+    case missingHeadline(alert: String)
     /// A report panel without a field it needs: `'six_minute_walk' needs a 'watch' series`.
     case missingReportField(panel: String, field: String)
     /// An alert without `when`.
@@ -148,12 +161,12 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case seriesNotNumber(name: String, type: String)
     /// `starts_with` with operands that are not both strings.
     case startsWithNeedsStrings
-    /// A summary value shown in a unit of another dimension.
+    /// A template value shown in a unit of another dimension.
     case templateUnitMismatch(name: String, type: String, unit: String)
     /// More diagnostics in a file than the cap.
     case tooManyDiagnostics(more: Int)
-    /// A `{` without its `}` in a summary.
-    case unclosedTemplateBrace
+    /// A `{` without its `}` in a template.
+    case unclosedTemplateBrace(in: String)
     /// A name that is not a let, series, metric or sample field.
     case undefinedName(String)
     /// A run of characters that cannot start a token.
@@ -178,10 +191,10 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case unknownSampleType(String)
     /// A severity other than info, warning or critical.
     case unknownSeverity(String)
-    /// A name in a summary that is not a let or series.
-    case unknownTemplateName(String)
-    /// A unit in a summary that is not in the table.
-    case unknownTemplateUnit(String)
+    /// A name in a template that is not a let or series.
+    case unknownTemplateName(String, in: String)
+    /// A unit in a template that is not in the table.
+    case unknownTemplateUnit(String, in: String)
     /// A unit that is not in the table.
     case unknownUnit(String)
     /// A string without its closing quote.
@@ -199,17 +212,20 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .arityMismatch, .beforeAndAfter, .invalidMethod, .invalidMinDays, .invalidSource, .minDaysExceedWindow, .percentileOutOfRange,
             .fitTooShort:
             .argumentMismatch
+        case .doubledUnit: .doubledUnit
         case .duplicateClause, .duplicateInReport: .duplicateClause
         case .duplicateArgument, .duplicateDefinition, .duplicateLabel, .duplicateLet, .duplicateReport, .seriesNamedLikeMetric: .duplicateName
         case .expectedExpression: .expectedExpression
         case .expectedToken, .expectedTrigger: .expectedToken
         case .expressionTooLong: .expressionTooLong
         case .fileTooLarge: .fileTooLarge
+        case .headlineTooLong: .headlineTooLong
         case .missingReportField: .incompleteReport
         case .inhibitionCycle, .selfInhibition: .inhibitionCycle
         case .durationOutOfRange, .expectedDuration, .windowNotWholeDays: .invalidDuration
         case .invalidNumber: .invalidNumber
-        case .invalidTemplateFormat, .unclosedTemplateBrace, .unknownTemplateName: .invalidTemplate
+        case .invalidTemplateFormat, .malformedChoice, .unclosedTemplateBrace, .unknownTemplateName: .invalidTemplate
+        case .missingHeadline: .missingHeadline
         case .missingWhen: .missingWhen
         case .nestingTooDeepExpanded, .nestingTooDeepInExpansion, .nestingTooDeepInSource: .nestingTooDeep
         case .recursiveSeries: .recursiveDefinition
@@ -219,7 +235,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .tooManyDiagnostics: .tooManyDiagnostics
         case .expectedKind, .filterNotBoolean, .metadataKeyNotString, .metricNeedsAggregation, .needsMetricArgument, .needsOperand,
             .notComparable, .orderingNeedsNumbers, .percentileNotNumber, .reportConditionNotCount, .seriesNotNumber, .startsWithNeedsStrings,
-            .whenNotBoolean:
+            .whenNotBoolean, .duringNotBoolean:
             .typeMismatch
         case .undefinedName, .unknownAlert, .unknownKind, .unknownReportSeries, .unknownSampleType: .undefinedName
         case .unexpectedCharacters: .unexpectedCharacter
@@ -234,10 +250,10 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         }
     }
 
-    /// Error, except for the unused `let` (a warning) and the cap (a note).
+    /// Error, except for the unused `let` and the missing headline (warnings) and the cap (a note).
     public var severity: DiagnosticSeverity {
         switch self {
-        case .unusedLet: .warning
+        case .missingHeadline, .unusedLet: .warning
         case .tooManyDiagnostics: .note
         default: .error
         }
@@ -251,6 +267,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .beforeAndAfter: "a window is either 'before:' or 'after:' an event, not both"
         case .chainedComparison: "comparisons cannot be chained; combine them with 'and'"
         case .differentDimensions(let op, let l, let r): "cannot \(op == "+" ? "add" : "subtract") \(r) \(op == "+" ? "to" : "from") \(l)"
+        case .doubledUnit(let u, let what): "a value in the \(what) already shows its unit; remove the '\(u)' written after it"
         case .duplicateArgument(let l): "argument '\(l)' is given twice"
         case .duplicateClause(let alert, let kw): "alert '\(alert)' has more than one '\(kw)' clause"
         case .duplicateDefinition(let what, let n): "\(what) '\(n)' is already defined"
@@ -259,7 +276,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .duplicateReport: "a rule set has one report block; this is a second one"
         case .duplicateLet(let n): "'\(n)' is already defined"
         case .durationOutOfRange(let what): "duration after \(what) must be between 0 and 3650 d"
-        case .expectedClause(let found): "expected a clause (when, for, let, severity, summary, …), found \(found)"
+        case .duringNotBoolean(let t): "the monitoring window of 'during' must be a boolean, not a \(t)"
+        case .expectedClause(let found): "expected a clause (when, during, for, let, severity, summary, …), found \(found)"
         case .expectedDuration(let what, let found, let notConstant):
             "expected a duration such as '7 d' after \(what), found a \(found)\(notConstant ? " that is not constant" : "")"
         case .expectedExpression(let found): "expected an expression, found \(found)"
@@ -271,16 +289,20 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .expressionTooLong(let limit): "expression has more than \(limit) operators"
         case .fileTooLarge(let bytes): "rule file is larger than \(Checker.grouped(Double(bytes))) bytes (1 MiB)"
         case .filterNotBoolean(let t): "the filter after 'where' must be a boolean, not a \(t)"
+        case .headlineTooLong(let alert, let kind, let width, let limit):
+            "the \(kind.map { $0 + " " } ?? "")headline of '\(alert)' can be \(width) characters long with its values, more than \(limit)"
         case .inhibitionCycle(let n): "alerts inhibit each other in a cycle through '\(n)'"
         case .invalidMethod: "'method' must be linear or nearest"
         case .invalidMinDays: "'min' must be a whole number of days with data, e.g. 'min: 4'"
         case .invalidNumber(let t): "invalid number '\(t)'"
         case .invalidSource: "'source' must be device, user_entered or any"
-        case .invalidTemplateFormat(let f): "invalid format '\(f)' in summary; use ':.Nf'"
+        case .invalidTemplateFormat(let f, let what): "invalid format '\(f)' in the \(what); use ':.Nf'"
         case .metadataKeyNotString: "'metadata' needs a string key"
         case .metadataOutsideSample: "'metadata' is only available in alerts with 'on sample'"
         case .metricNeedsAggregation(let m): "metric '\(m)' needs a daily aggregation, such as p95(\(m)) or mean(\(m))"
         case .minDaysExceedWindow(let m, let days, let label): "'\(label): \(m)' asks for more days than the \(days)-day window holds"
+        case .malformedChoice(let what): "a choice in the \(what) is written '{NAME ? 'text' : 'text'}'"
+        case .missingHeadline(let alert): "alert '\(alert)' has no headline; care staff are shown a generic one"
         case .missingReportField(let panel, let field): "'\(panel)' in the report needs a '\(field)' series"
         case .missingWhen(let alert): "alert '\(alert)' has no 'when' condition"
         case .needsMetricArgument(let f): "'\(f)' needs a metric such as walkingSpeed as its first argument"
@@ -307,7 +329,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .startsWithNeedsStrings: "'starts_with' needs two strings"
         case .templateUnitMismatch(let n, let t, let u): "cannot show '\(n)' (\(t)) in \(u)"
         case .tooManyDiagnostics(let more): "too many diagnostics in this file; \(more) more not shown"
-        case .unclosedTemplateBrace: "unclosed '{' in summary"
+        case .unclosedTemplateBrace(let what): "unclosed '{' in the \(what)"
         case .undefinedName(let n): "undefined name '\(n)'"
         case .unexpectedCharacters(let first, let count):
             count == 1 ? "unexpected character '\(first)'" : "\(count) unexpected characters, starting with '\(first)'"
@@ -321,8 +343,8 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
         case .unknownReportSeries(let n): "no series named '\(n)'"
         case .unknownSampleType(let m): "unknown sample type '\(m)'"
         case .unknownSeverity(let s): "unknown severity '\(s)'; expected info, warning or critical"
-        case .unknownTemplateName(let n): "unknown name '\(n)' in summary"
-        case .unknownTemplateUnit(let u): "unknown unit '\(u)' in summary"
+        case .unknownTemplateName(let n, let what): "unknown name '\(n)' in the \(what)"
+        case .unknownTemplateUnit(let u, let what): "unknown unit '\(u)' in the \(what)"
         case .unknownUnit(let u): "unknown unit '\(u)'"
         case .unterminatedString: "unterminated string"
         case .unusedLet(let n): "'\(n)' is defined but not used (it is still shown as evidence)"
@@ -346,6 +368,8 @@ public enum RuleNote: Hashable, Sendable {
     case firstDefinedHere
     /// A dimensionless number where a quantity was expected.
     case giveNumberUnit
+    /// How a headline's length is bounded.
+    case headlineWidths
     /// Which series a costly rule needs on many days.
     case seriesNeededOnDays(name: String, days: Int)
     /// How to shorten an expression.
@@ -366,6 +390,8 @@ public enum RuleNote: Hashable, Sendable {
         case .eachLevelCounts: "parentheses, function calls, 'not' and '-' each add a level"
         case .firstDefinedHere: "first defined here"
         case .giveNumberUnit: "give the number a unit, e.g. '0.1 m/s', '30 m', '25 %' or '7 d'"
+        case .headlineWidths:
+            "a value counts as 4 digits with its decimals and unit, a fallback its own length, a date 10, '{user}' 16; shorten the text or use fewer decimals"
         case .seriesNeededOnDays(let n, let days): "series '\(n)' is needed on \(Checker.grouped(Double(days))) days for each evaluated day"
         case .splitExpression: "split it into series or lets"
         case .takesArguments(let labels): "it takes: \(labels.joined(separator: ", "))"

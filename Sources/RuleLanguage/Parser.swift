@@ -24,8 +24,8 @@ public struct Parser {
     public static let walkFields: Set<String> = ["title", "clinic", "watch", "provisional", "unit"]
     /// Keywords that start a clause inside an alert block.
     public static let clauseKeywords: Set<String> = [
-        "on", "let", "when", "for", "keep_firing_for", "repeat", "cooldown",
-        "severity", "labels", "summary", "inhibited_by"
+        "on", "let", "when", "during", "for", "keep_firing_for", "repeat", "cooldown",
+        "severity", "labels", "headline", "details", "summary", "inhibited_by"
     ]
 
     /// Lexes and parses a source file.
@@ -206,14 +206,33 @@ public struct Parser {
             c.nameRange = r(n)
             guard expectPunct("=", after: "'let \(n.text)'") else { return nil }
             c.expr = parseExpr()
-        case "when", "for", "keep_firing_for", "repeat", "cooldown":
+        case "when", "during", "for", "keep_firing_for", "repeat", "cooldown":
             c.expr = parseExpr()
         case "severity":
             guard let w = expectIdent("info, warning or critical after 'severity'") else { return nil }
             c.words.append((w.text, r(w)))
-        case "summary":
+        case "headline":
+            // `headline "…"` (firing and reminders) or `headline resolved "…"` and the like
+            if tok.kind == .identifier {
+                guard TransitionKind(rawValue: tok.text) != nil else {
+                    error(
+                        .expectedToken(what: "firing, repeat, resolved, expired or a string after 'headline'", found: describe(tok)), r(tok),
+                        fixIts: didYouMean(among: TransitionKind.allCases.map(\.rawValue)))
+                    return nil
+                }
+                let k = advance()
+                c.name = k.text
+                c.nameRange = r(k)
+            }
             guard tok.kind == .string else {
-                error(.expectedToken(what: "a string after 'summary'", found: describe(tok)), r(tok))
+                error(.expectedToken(what: "a string after '\(c.name.map { "headline " + $0 } ?? "headline")'", found: describe(tok)), r(tok))
+                return nil
+            }
+            let s = advance()
+            c.words.append((s.text, r(s)))
+        case "details", "summary":
+            guard tok.kind == .string else {
+                error(.expectedToken(what: "a string after '\(kw.text)'", found: describe(tok)), r(tok))
                 return nil
             }
             let s = advance()

@@ -185,14 +185,6 @@ public enum Trigger: Hashable, Sendable {
     public func matches(_ m: MetricKind) -> Bool { self == .sample(m) }
 }
 
-/// A piece of a summary template.
-public enum TemplatePart: Hashable, Sendable {
-    case text(String)
-    /// A value: a let (local) or series, in a unit, with a number of decimals.
-    case value(Expr, unit: MeasureUnit, decimals: Int?, isBool: Bool)
-    case user, day, rule
-}
-
 /// A checked alerting rule.
 public struct AlertRule: Hashable, Sendable {
     /// The alert's name; on reload a rule that kept its name keeps its users' alert state.
@@ -205,6 +197,9 @@ public struct AlertRule: Hashable, Sendable {
     public var lets: [Binding]
     /// The boolean condition; when it is unknown (insufficient data), a pending alert resets and a firing one holds.
     public var condition: Expr
+    /// The monitoring window (`during`): a boolean; while it is not true the rule watches
+    /// nothing, and a firing instance expires when it closes. nil: always monitored.
+    public var monitoring: Expr?
     /// How long the condition must hold before firing (seconds of event time).
     public var forSeconds: Int64
     /// How long to keep firing after the condition clears.
@@ -217,19 +212,32 @@ public struct AlertRule: Hashable, Sendable {
     public var severity: Severity
     /// Sorted by key.
     public var labels: [(String, String)]
-    /// The summary template, rendered into each published transition.
-    public var summary: [TemplatePart]
+    /// The one-line headline of each kind of transition (`headline`, `headline resolved`, …),
+    /// rendered into every published transition; a kind without one is rendered from its
+    /// fallback (``headline(for:)``).
+    public var headlines: [TransitionKind: Template]
+    /// The details template (`details`, formerly `summary`): the statistics behind the headline.
+    public var details: Template
     /// Indices of alerts whose firing suppresses this one for the same user.
     public var inhibitedBy: [Int]
     /// Where the alert is defined in its rule file.
     public var range: SourceRange
 
+    /// The headline template of a kind of transition: the rule's own, a reminder's the firing
+    /// one's, else the generic one (``TemplateText/defaultHeadline(rule:kind:)``).
+    public func headline(for kind: TransitionKind) -> Template {
+        if let t = headlines[kind] { return t }
+        if kind == .repeat, let t = headlines[.firing] { return t }
+        return TemplateText.defaultHeadline(rule: name, kind: kind)
+    }
+
     /// Equal when everything but the source range is equal (a moved but unchanged rule is the same rule).
     public static func == (a: AlertRule, b: AlertRule) -> Bool {
-        a.name == b.name && a.trigger == b.trigger && a.filter == b.filter && a.lets == b.lets && a.condition == b.condition && a.forSeconds == b.forSeconds
+        a.name == b.name && a.trigger == b.trigger && a.filter == b.filter && a.lets == b.lets && a.condition == b.condition && a.monitoring == b.monitoring
+            && a.forSeconds == b.forSeconds
             && a.keepFiringForSeconds == b.keepFiringForSeconds && a.repeatSeconds == b.repeatSeconds && a.cooldownSeconds == b.cooldownSeconds
             && a.severity == b.severity && a.labels.map(\.0) == b.labels.map(\.0) && a.labels.map(\.1) == b.labels.map(\.1)
-            && a.summary == b.summary && a.inhibitedBy == b.inhibitedBy
+            && a.headlines == b.headlines && a.details == b.details && a.inhibitedBy == b.inhibitedBy
     }
 
     /// Hashes the name and condition only (consistent with `==`).

@@ -75,8 +75,8 @@ public struct RuleTestCase: Sendable {
         case transitions(rule: String, [(String, Int)], line: Int)
         /// A series value on a day (in `unit`), or missing when `value` is nil.
         case series(name: String, day: Int, value: Double?, unit: MeasureUnit, tolerance: Double, line: Int)
-        /// The summary of the transition of a rule on a day contains a text.
-        case summary(rule: String, day: Int, contains: String, line: Int)
+        /// The headline (or the details) of the transition of a rule on a day contains a text.
+        case text(rule: String, headline: Bool, day: Int, contains: String, line: Int)
     }
 }
 
@@ -272,12 +272,15 @@ extension RuleTestFile {
                 var tol = 1e-9
                 if w.count == 10, w[8] == "+-", let t = Double(w[9]) { tol = t } else if w.count != 8 { throw LineError(message: "expected '+- TOLERANCE'") }
                 c.expectations.append(.series(name: w[2], day: day, value: v, unit: u, tolerance: tol, line: n))
-            } else if w[2] == "summary" {
-                // expect RULE summary day N contains "text"
+            } else if ["headline", "details", "summary"].contains(w[2]) {
+                // expect RULE headline|details day N contains "text" (`summary`: the former name of details)
                 guard w.count >= 6, w[3] == "day", w[5] == "contains", let q1 = line.firstIndex(of: "\""), let q2 = line.lastIndex(of: "\""), q1 < q2 else {
-                    throw LineError(message: "expected 'expect RULE summary day N contains \"text\"'")
+                    throw LineError(message: "expected 'expect RULE \(w[2]) day N contains \"text\"'")
                 }
-                c.expectations.append(.summary(rule: w[1], day: try int(w[4], "a day number"), contains: String(line[line.index(after: q1)..<q2]), line: n))
+                c.expectations.append(
+                    .text(
+                        rule: w[1], headline: w[2] == "headline", day: try int(w[4], "a day number"), contains: String(line[line.index(after: q1)..<q2]),
+                        line: n))
             } else if w.count == 3, w[2] == "none" {
                 c.expectations.append(.transitions(rule: w[1], [], line: n))
             } else {
@@ -285,9 +288,11 @@ extension RuleTestFile {
                 var list: [(String, Int)] = []
                 for item in rest {
                     let p = item.split(separator: " ")
-                    guard p.count == 3, ["firing", "resolved", "repeat"].contains(p[0]), p[1] == "day" else {
+                    guard p.count == 3, ["firing", "resolved", "expired", "repeat"].contains(p[0]), p[1] == "day" else {
                         throw LineError(
-                            message: "expected 'firing day N', 'resolved day N' or 'repeat day N', found '\(item.trimmingCharacters(in: .whitespaces))'")
+                            message:
+                                "expected 'firing day N', 'repeat day N', 'resolved day N' or 'expired day N', found '\(item.trimmingCharacters(in: .whitespaces))'"
+                        )
                     }
                     list.append((String(p[0]), try int(String(p[2]), "a day number")))
                 }

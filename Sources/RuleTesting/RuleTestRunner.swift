@@ -114,8 +114,9 @@ public enum RuleTestRunner {
 
     /// The transitions and series a case produced, by day number relative to its start (day 1).
     public struct Outcome: Sendable {
-        /// Every alert transition published, in order: rule, status word (`firing`, `resolved`, `repeat`), day and summary.
-        public var transitions: [(rule: String, status: String, day: Int, summary: String)] = []
+        /// Every alert transition published, in order: rule, status word (`firing`, `repeat`,
+        /// `resolved`, `expired`), day, headline and details.
+        public var transitions: [(rule: String, status: String, day: Int, headline: String, details: String)] = []
         /// Series values by series name, then day; in SI units, nil for a day published as missing.
         public var series: [String: [Int: Double?]] = [:]
     }
@@ -176,7 +177,7 @@ public enum RuleTestRunner {
             for o in out {
                 switch o {
                 case .alert(let a):
-                    outcome.transitions.append((a.rule, a.isRepeat ? "repeat" : a.status.rawValue, Int(a.day.dayNumber - base), a.summary))
+                    outcome.transitions.append((a.rule, a.isRepeat ? "repeat" : a.status.rawValue, Int(a.day.dayNumber - base), a.headline, a.details))
                 case .series(let s):
                     outcome.series[s.name, default: [:]][Int(s.day.dayNumber - base)] = s.value.map { v in
                         let unit = program.series.first { $0.name == s.name }!.displayUnit
@@ -219,11 +220,13 @@ public enum RuleTestRunner {
                 } else if got != nil {
                     failures.append("line \(line): series \(name) day \(day)\n  expected: missing\n  got:      \(show(got))")
                 }
-            case .summary(let rule, let day, let text, let line):
+            case .text(let rule, let headline, let day, let text, let line):
                 let t = outcome.transitions.first { $0.rule == rule && $0.day == day }
-                if t == nil || !t!.summary.contains(text) {
+                let got = t.map { headline ? $0.headline : $0.details }
+                if got?.contains(text) != true {
                     failures.append(
-                        "line \(line): \(rule) summary on day \(day)\n  expected to contain: \(text)\n  got: \(t?.summary ?? "no transition that day")")
+                        "line \(line): \(rule) \(headline ? "headline" : "details") on day \(day)\n  expected to contain: \(text)\n  got: \(got ?? "no transition that day")"
+                    )
                 }
             }
         }

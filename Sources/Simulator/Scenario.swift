@@ -24,7 +24,7 @@ public struct Scenario: Sendable {
     public struct Expectation: Sendable, CustomStringConvertible {
         /// The name of the alert rule expected.
         public var rule: String
-        /// `firing` or `resolved`; nil means "no transition of this rule at all".
+        /// `firing`, `resolved` or `expired`; nil means "no transition of this rule at all".
         public var status: String?
         /// The days (1-based) the transition is expected on, any one of them satisfying it; unused when `status` is nil.
         public var days: ClosedRange<Int>
@@ -162,8 +162,8 @@ extension Scenario {
                 if w.count == 3, w[1] == "no" {
                     s.expectations.append(Expectation(rule: w[2], status: nil, days: 0...0, line: n))
                 } else {
-                    guard w.count >= 5, ["firing", "resolved"].contains(w[2]) else {
-                        throw fail("expected 'expect RULE firing|resolved day A [to B]' or 'expect no RULE'")
+                    guard w.count >= 5, ["firing", "resolved", "expired"].contains(w[2]) else {
+                        throw fail("expected 'expect RULE firing|resolved|expired day A [to B]' or 'expect no RULE'")
                     }
                     s.expectations.append(Expectation(rule: w[1], status: w[2], days: try dayRange(3), line: n))
                 }

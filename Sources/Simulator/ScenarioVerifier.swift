@@ -67,7 +67,9 @@ public struct ScenarioVerifier: Sendable {
                 }
             }
             let checked = Set(s.expectations.map(\.rule))
-            for (i, t) in mine.enumerated() where !matched.contains(i) && checked.contains(t.rule) && t.status == .firing {
+            // Strict for the rules it names: a firing, resolution or expiry no expectation matched
+            // fails (a false "resolved" is as wrong as a false alarm).
+            for (i, t) in mine.enumerated() where !matched.contains(i) && checked.contains(t.rule) {
                 ok = false
                 lines.append("  FAIL  unexpected \(show(t))")
             }

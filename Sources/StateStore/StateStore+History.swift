@@ -48,7 +48,7 @@ public struct HistoryRecord: Sendable, Equatable {
     /// The row of an alert transition.
     public static func alert(_ a: AlertTransition) -> HistoryRecord {
         HistoryRecord(
-            user: a.user, kind: .alert, key: a.id + (a.status == .firing ? (a.isRepeat ? "/repeat" : "/firing") : "/resolved"),
+            user: a.user, kind: .alert, key: a.id + (a.status == .firing ? (a.isRepeat ? "/repeat" : "/firing") : "/" + a.status.rawValue),
             day: a.day.dayNumber, payload: Array(a.json.utf8))
     }
 
@@ -259,7 +259,7 @@ extension StateStore {
         // Transitions in publication order: by day, a firing before its reminders and resolution.
         func rank(_ key: String) -> Int { key.hasSuffix("/firing") ? 0 : key.hasSuffix("/repeat") ? 1 : 2 }
         alertRows.sort { ($0.day, rank($0.key)) < ($1.day, rank($1.key)) }
-        var episodes: [String: (fired: DayNumber, resolved: DayNumber?)] = [:]
+        var episodes: [String: (fired: DayNumber, ended: DayNumber?)] = [:]
         var transitions: [AlertTransition] = []
         for r in alertRows {
             guard let a = AlertTransition.parse(r.payload) else {
@@ -267,12 +267,12 @@ extension StateStore {
             }
             transitions.append(a)
             var e = episodes[a.id] ?? (r.day, nil)
-            if a.status == .resolved { e.resolved = r.day }
+            if a.status.isEnded { e.ended = r.day }
             episodes[a.id] = e
         }
         for a in transitions {
             guard let e = episodes[a.id] else { continue }
-            if let r = e.resolved, r < from { continue }  // over before the range
+            if let r = e.ended, r < from { continue }  // over before the range
             h.record(a)
         }
         for e in timeline { h.record(e) }

@@ -5,10 +5,12 @@ import MobilityModel
 struct AlertTable {
     /// ANSI colours; only when stdout is a terminal and NO_COLOR is unset.
     var colour: Bool
-    /// Lines are cut to this many characters (the summary gives way, ending in `…`); nil: never.
+    /// Lines are cut to this many characters (the headline gives way, ending in `…`); nil: never.
     var width: Int?
 
-    static let header = ["RULE", "USER", "SEVERITY", "STATE", "SINCE", "SUMMARY"]
+    /// The columns: SINCE and FIRED are the user's local days the instance became active and
+    /// fired, the same dates the reports and FHIR show.
+    static let header = ["RULE", "USER", "SEVERITY", "STATE", "SINCE", "FIRED", "HEADLINE"]
 
     /// What staff have done about a firing alert, as `amtool` shows a suppressed one:
     /// `acked:NAME` once acknowledged, `silenced` while a silence holds it, `firing` otherwise.
@@ -27,7 +29,10 @@ struct AlertTable {
     /// The table: a header and one row per alert, columns padded to their widest cell.
     func table(_ alerts: [AlertTransition]) -> String {
         let rows = AlertTable.sorted(alerts).map {
-            [$0.rule, $0.user, $0.severity.rawValue, oneLine(AlertTable.state($0)), $0.firedAt.description, oneLine($0.summary)]
+            [
+                $0.rule, $0.user, $0.severity.rawValue, oneLine(AlertTable.state($0)), $0.activeSinceDay.description, $0.firedDay.description,
+                oneLine($0.headline)
+            ]
         }
         let last = AlertTable.header.count - 1
         var widths = AlertTable.header.map(\.count)
@@ -46,16 +51,17 @@ struct AlertTable {
         return out
     }
 
-    /// One transition as it arrives: time, status, severity, rule, user, summary.
+    /// One transition as it arrives: its local day, status, severity, rule, user, headline.
     func line(_ a: AlertTransition) -> String {
         let status = a.isRepeat ? "repeat" : a.status.rawValue
-        let time = (a.status == .resolved ? a.resolvedAt ?? a.firedAt : a.firedAt).description
+        let time = a.day.description
         let fields = "\(time)  \(status.padding(toLength: 8, withPad: " ", startingAt: 0))"
         let sev = a.severity.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + "  "
         let rest = "\(a.rule)  \(a.user)  "
         let visible = fields.count + 2 + sev.count + rest.count
+        // Green for a resolution; an expiry is not a recovery and stays uncoloured.
         let statusText = colour && a.status == .resolved ? "\u{1B}[32m\(fields)\u{1B}[0m" : fields
-        return statusText + "  " + paint(sev, a.severity) + rest + cut(oneLine(a.summary), room: width.map { $0 - visible })
+        return statusText + "  " + paint(sev, a.severity) + rest + cut(oneLine(a.headline), room: width.map { $0 - visible })
     }
 
     /// `text` in the severity's colour (critical red, warning yellow, info cyan) when colouring.

@@ -68,12 +68,12 @@ import Testing
     @Test func alertsAreListedBySeverityAndActiveOnesSaySo() throws {
         var (h, _) = try ScenarioHistory.load("data-gap")
         let last = h.series.values.flatMap(\.keys).max()!
-        h.alerts.append(AlertEpisode(id: "x", rule: "low_gait_speed", severity: .critical, firedDay: last - 5, resolvedDay: nil, summary: "still low"))
+        h.alerts.append(AlertEpisode(id: "x", rule: "low_gait_speed", severity: .critical, firedDay: last - 5, endedDay: nil, headline: "still low"))
         let (_, entries, _) = try #require(try cards(ReportPage.panel(history: h, spec: ScenarioHistory.spec)).first)
         #expect(
             entries.filter { $0.contains(" alert, ") } == [
-                "critical alert, from firing to resolved (arrow: still active)",
-                "warning alert, from firing to resolved"
+                "critical alert, from firing to its end (arrow: still active)",
+                "warning alert, from firing to its end"
             ])
         try check(ReportPage.panel(history: h, spec: ScenarioHistory.spec), "data-gap with an active alert")
     }

@@ -181,7 +181,7 @@ import Testing
         var hollow = 0
         for w in watch {
             let d = try #require(day(w.attributes["data-day"]))
-            let provisional = episodes.contains { d >= $0.firedDay && d < ($0.resolvedDay ?? .max) }
+            let provisional = episodes.contains { d >= $0.firedDay && d < ($0.endedDay ?? .max) }
             #expect(w.classes.contains("provisional") == provisional)
             #expect(w.attributes["fill"] == (provisional ? "#ffffff" : "#2e7d32"))
             #expect(w.attributes["stroke"] == "#2e7d32")
@@ -197,9 +197,9 @@ import Testing
     @Test func alertsAreBandsFromFiringToResolvedOrTheRightEdge() throws {
         var (h, _) = try ScenarioHistory.load("data-gap")
         let gap = try #require(h.alerts.first { $0.rule == "data_gap" })
-        let resolved = try #require(gap.resolvedDay)
+        let resolved = try #require(gap.endedDay)
         let last = h.series.values.flatMap(\.keys).max()!
-        h.alerts.append(AlertEpisode(id: "x", rule: "low_gait_speed", severity: .critical, firedDay: last - 5, resolvedDay: nil, summary: "still low"))
+        h.alerts.append(AlertEpisode(id: "x", rule: "low_gait_speed", severity: .critical, firedDay: last - 5, endedDay: nil, headline: "still low"))
         let svg = try chart(try XMLTree(ReportPage.panel(history: h, spec: spec)), in: "recovery-panel")
         let bands = svg.descendants.filter { $0.classes.contains("alert") }
         let g = try #require(bands.first { $0.classes.contains("alert-warning") || $0.allText.contains("data gap") })
@@ -218,7 +218,7 @@ import Testing
             TimelineEvent(id: "a", category: .annotation, kind: "pain<b>", firstDay: 20_010, lastDay: 20_012, note: note),
             TimelineEvent(id: "i", category: .clinical, kind: "injury", firstDay: 20_020, lastDay: 20_020, note: note)
         ]
-        h.alerts = [AlertEpisode(id: "e", rule: "r<&>", severity: .warning, firedDay: 20_030, resolvedDay: nil, summary: "speed < 0.8 & falling")]
+        h.alerts = [AlertEpisode(id: "e", rule: "r<&>", severity: .warning, firedDay: 20_030, endedDay: nil, headline: "speed < 0.8 & falling")]
         let digest = WeeklyDigest(
             user: user, week: ISOWeek(year: 2024, week: 40), firstDay: 20_002, lastDay: 20_008,
             alerts: [.init(episode: h.alerts[0], state: .active)], annotations: h.timeline, explanations: ["<i>x</i> & y"])
@@ -239,7 +239,7 @@ import Testing
         // on its own full-width line under the rule, severity and days; the rule name breaks after
         // its underscores (`<wbr/>`). RenderedPagesTests checks what Chromium makes of it.
         let summary = "Walking speed dipped: its 7-day mean of 0.95 m/s is 0.08 m/s below its best of the last two weeks"
-        let episode = AlertEpisode(id: "e", rule: "gait_quality_explanation", severity: .info, firedDay: 20_004, resolvedDay: nil, summary: summary)
+        let episode = AlertEpisode(id: "e", rule: "gait_quality_explanation", severity: .info, firedDay: 20_004, endedDay: nil, headline: summary)
         let digest = WeeklyDigest(
             user: "u", week: ISOWeek(year: 2024, week: 40), firstDay: 20_002, lastDay: 20_008, alerts: [.init(episode: episode, state: .fired)])
         let page = ReportPage.weekly(digest: digest, history: UserHistory(user: "u"), spec: spec)
@@ -247,9 +247,9 @@ import Testing
         let table = try #require(t.all("table").first { $0.children.first?.allText == "Alerts of the week" })
         #expect(table.classes == ["alerts"])
         let heads = table.descendants.filter { $0.name == "th" && $0.attributes["scope"] == "col" }
-        #expect(heads.map { $0.attributes["class"] ?? "" } == ["rule", "", "", "day", "day", "summary"])
+        #expect(heads.map { $0.attributes["class"] ?? "" } == ["rule", "", "", "day", "ended", "summary"])
         let row = try #require(table.descendants.first { $0.name == "tr" && $0.parent?.name == "tbody" })
-        #expect(row.children.map { $0.attributes["class"] ?? "" } == ["rule", "", "", "day", "day", "summary"])
+        #expect(row.children.map { $0.attributes["class"] ?? "" } == ["rule", "", "", "day", "ended", "summary"])
         #expect(row.children.first?.allText == "gait_quality_explanation")
         #expect(row.children.first?.children.filter { $0.name == "wbr" }.count == 2)
         #expect(row.children.last?.allText == summary)
@@ -266,7 +266,7 @@ import Testing
             })
         let cells = empty.descendants.filter { ($0.name == "td" || $0.name == "th") && $0.parent?.parent?.name == "tbody" }
         #expect(cells.count == 1 && cells[0].attributes["colspan"] == "6" && cells[0].classes == ["empty"])
-        #expect(cells[0].allText == "No alert fired, was active or resolved")
+        #expect(cells[0].allText == "No alert fired, was active or ended")
     }
 
     @Test func theWeeklyPageHoldsTheDigestAndTheThreeChartsWithTheWeek() throws {
@@ -311,8 +311,8 @@ import Testing
                 if case .alert(let a) = o, a.rule == "gait_quality_explanation", a.status == .firing { return a } else { return nil }
             }.first)
         #expect(week.monday...week.sunday ~= fired.day.dayNumber)
-        #expect(fired.summary.hasSuffix("gait quality is still recovering"))
-        #expect(t.withClass("explanation").map(\.allText) == [fired.summary, fired.summary])
+        #expect(fired.headline.hasSuffix("but double support keeps improving"))
+        #expect(t.withClass("explanation").map(\.allText) == [fired.headline, fired.headline])
     }
 
     /// `v` with `n` decimals, by Foundation's formatter (not the pages' NumberText).
@@ -341,32 +341,62 @@ import Testing
         }
     }
 
-    @Test func aResolvedAlertShowsWhatHeldWhileItFired() throws {
-        // A resolution's summary has the numbers of the day the condition stopped holding ("unknown"
-        // once the clinic test left the window); the pages show the firing's.
+    /// A plateau followed past the 60-day recovery: no week after the stall fired reads as if
+    /// nothing were wrong. The stall's episode ends as expired (never resolved), in the week of
+    /// recovery day 61, and every week from its firing to the end has an active recovery alert.
+    @Test func aPlateauPastTheRecoveryWindowNeverReadsResolved() throws {
+        let (h, s) = try ScenarioHistory.load("jamie-plateau-long")
+        let stall = try #require(h.alerts.first { $0.rule == "stalled_recovery" })
+        #expect(stall.expired && stall.endedDay == ScenarioHistory.day(s, 92))
+        let deficit = try #require(h.alerts.first { $0.rule == "persistent_deficit" })
+        #expect(deficit.firedDay == ScenarioHistory.day(s, 92) && deficit.endedDay == nil)
+        let last = ScenarioHistory.day(s, 129)
+        var week = ISOWeek(containing: stall.firedDay)
+        while week.sunday <= last {
+            let d = WeeklyDigest.make(history: h, spec: spec, week: week)
+            let recovery = d.alerts.filter { ["stalled_recovery", "persistent_deficit"].contains($0.episode.rule) }
+            #expect(!recovery.contains { $0.state == .resolved }, "\(week)")
+            #expect(recovery.contains { $0.state != .expired && $0.state != .resolved }, "\(week): no active recovery alert")
+            let page = ReportPage.weekly(digest: d, history: h, spec: spec)
+            #expect(!page.contains("No alert fired"), "\(week)")
+            if week == ISOWeek(containing: stall.endedDay!) {
+                #expect(recovery.map { "\($0.episode.rule) \($0.state)" }.sorted() == ["persistent_deficit fired", "stalled_recovery expired"])
+                #expect(try XMLTree(page).all("td").contains { $0.allText == "expired " + CivilDate(dayNumber: stall.endedDay!).description })
+            }
+            week = ISOWeek(containing: week.sunday + 1)
+        }
+    }
+
+    @Test func anEndedAlertSaysHowItEndedAndItsBandWhatHeldWhileItFired() throws {
+        // The clinic test leaves the week: the disagreement expires, and its end says so in plain
+        // words (before, the resolution's text read "Clinic six-minute walk unknown differs from
+        // the watch estimate 470 m by unknown"). The week it fired quotes its firing; the week it
+        // ended, its end; the band holds both.
         func transitions(_ out: [EngineOutput], _ rule: String) -> [AlertTransition] {
             out.compactMap { if case .alert(let a) = $0, a.rule == rule { return a } else { return nil } }
         }
         let (h, _, out) = try ScenarioHistory.replay("clinic-disagreement")
         let disagreement = transitions(out, "six_minute_walk_disagreement")
-        let fired = try #require(disagreement.first { $0.status == .firing }), resolved = try #require(disagreement.last { $0.status == .resolved })
-        #expect(resolved.summary.contains("unknown") && !fired.summary.contains("unknown"))
-        let week = ISOWeek(containing: fired.day.dayNumber)
-        let weekly = ReportPage.weekly(digest: WeeklyDigest.make(history: h, spec: spec, week: week), history: h, spec: spec)
+        let fired = try #require(disagreement.first { $0.status == .firing }), ended = try #require(disagreement.last { $0.status.isEnded })
+        #expect(ended.status == .expired && ended.headline == "Six-minute walks no longer compared: clinic none in the last 7 days, watch 470 m")
+        for t in disagreement { #expect(!t.headline.contains("unknown") && !t.details.contains("unknown"), "\(t.headline) | \(t.details)") }
+        let firedWeek = ISOWeek(containing: fired.day.dayNumber), endWeek = ISOWeek(containing: ended.day.dayNumber)
+        #expect(firedWeek != endWeek)
+        let weekly = ReportPage.weekly(digest: WeeklyDigest.make(history: h, spec: spec, week: firedWeek), history: h, spec: spec)
+        #expect(try XMLTree(weekly).all("td").contains { $0.allText == fired.headline })
+        #expect(!(try XMLTree(weekly).all("td").contains { $0.allText == ended.headline }))
+        let later = ReportPage.weekly(digest: WeeklyDigest.make(history: h, spec: spec, week: endWeek), history: h, spec: spec)
+        #expect(try XMLTree(later).all("td").contains { $0.allText == ended.headline })
         let panel = ReportPage.panel(history: h, spec: spec)
-        for page in [weekly, panel] {
-            #expect(!page.contains(resolved.summary))
-            let bands = try XMLTree(page).withClass("alert").filter { $0.allText.contains("six_minute_walk_disagreement") }
-            #expect(!bands.isEmpty && bands.allSatisfy { $0.allText.contains(fired.summary) })
-        }
-        #expect(try XMLTree(weekly).all("td").contains { $0.allText == fired.summary })
+        let bands = try XMLTree(panel).withClass("alert").filter { $0.allText.contains("six_minute_walk_disagreement") }
+        #expect(!bands.isEmpty && bands.allSatisfy { $0.allText.contains(fired.headline) && $0.allText.contains(ended.headline) })
         // The gait-quality explanation of the heat wave resolved with other numbers: the card quotes the firing.
         let (hw, _, hwOut) = try ScenarioHistory.replay("jamie-heat-wave")
         let explanation = transitions(hwOut, "gait_quality_explanation")
-        let said = try #require(explanation.last { $0.status == .firing }), ended = try #require(explanation.last { $0.status == .resolved })
-        #expect(said.summary != ended.summary)
+        let said = try #require(explanation.last { $0.status == .firing }), over = try #require(explanation.last { $0.status == .resolved })
+        #expect(said.headline != over.headline)
         let card = try #require(try XMLTree(ReportPage.panel(history: hw, spec: spec)).withClass("gait-quality").first)
-        #expect(card.descendants.filter { $0.classes.contains("explanation") }.map(\.allText) == [said.summary])
+        #expect(card.descendants.filter { $0.classes.contains("explanation") }.map(\.allText) == [said.headline])
     }
 
     @Test func aLongHistoryDrawsAtMostTheBoundedWindow() throws {

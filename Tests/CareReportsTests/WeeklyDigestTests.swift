@@ -36,13 +36,16 @@ import Testing
             TimelineEvent(id: "p", category: .annotation, kind: "pain", firstDay: mon + 7, lastDay: mon + 8)
         ]
         h.alerts = [
-            AlertEpisode(id: "a", rule: "stalled_recovery", severity: .warning, firedDay: mon - 10, resolvedDay: nil, summary: "s"),
-            AlertEpisode(id: "b", rule: "uncalibrated_6mwd", severity: .info, firedDay: mon + 2, resolvedDay: mon + 5, summary: "u"),
-            AlertEpisode(id: "c", rule: "data_gap", severity: .warning, firedDay: mon - 9, resolvedDay: mon + 3, summary: "g"),
-            AlertEpisode(id: "d", rule: "data_gap", severity: .warning, firedDay: mon - 20, resolvedDay: mon - 1, summary: "old"),
+            AlertEpisode(id: "a", rule: "stalled_recovery", severity: .warning, firedDay: mon - 10, endedDay: nil, headline: "s"),
+            AlertEpisode(id: "b", rule: "uncalibrated_6mwd", severity: .info, firedDay: mon + 2, endedDay: mon + 5, headline: "u"),
+            AlertEpisode(id: "c", rule: "data_gap", severity: .warning, firedDay: mon - 9, endedDay: mon + 3, headline: "g"),
+            AlertEpisode(id: "d", rule: "data_gap", severity: .warning, firedDay: mon - 20, endedDay: mon - 1, headline: "old"),
             AlertEpisode(
-                id: "e", rule: "explain", severity: .info, firedDay: mon + 1, resolvedDay: mon + 3, summary: "resolved numbers",
-                firedSummary: "Walking speed dipped by 0.05 m/s")
+                id: "e", rule: "explain", severity: .info, firedDay: mon + 1, endedDay: mon + 3, headline: "resolved numbers",
+                firedHeadline: "Walking speed dipped by 0.05 m/s"),
+            AlertEpisode(
+                id: "f", rule: "stalled_recovery", severity: .warning, firedDay: mon - 30, endedDay: mon + 4, headline: "window ended",
+                firedHeadline: "stalled", expired: true)
         ]
         return h
     }
@@ -102,9 +105,35 @@ import Testing
 
     @Test func alertsAnnotationsAndExplanations() {
         let d = WeeklyDigest.make(history: Self.history(), spec: Self.spec, week: Self.week)
-        #expect(d.alerts.map { "\($0.episode.id) \($0.state)" } == ["a active", "b fired", "c resolved", "e fired"])
+        // "f" ended by expiring (its window closed while it held): not a resolution
+        #expect(d.alerts.map { "\($0.episode.id) \($0.state)" } == ["a active", "b fired", "c resolved", "e fired", "f expired"])
         #expect(d.annotations.map(\.id) == ["h"])
         #expect(d.explanations == ["Walking speed dipped by 0.05 m/s"])
+    }
+
+    /// A report quotes what an alert said up to the week's Sunday: a history rebuilt later (from
+    /// traffic, or read after more reminders) holds later texts, which are not the week's. Before,
+    /// the report quoted the latest reminder, weeks after the week it was about.
+    @Test func aWeekQuotesWhatTheAlertSaidThatWeek() throws {
+        let mon = Self.mon
+        var h = UserHistory(user: "jamie")
+        var e = AlertEpisode(id: "s", rule: "stalled_recovery", severity: .warning, firedDay: mon - 10, endedDay: nil, headline: "fired")
+        e.texts = [
+            .init(day: mon - 10, firing: true, headline: "fired"), .init(day: mon - 3, firing: true, headline: "reminder of last week"),
+            .init(day: mon + 4, firing: true, headline: "reminder of this week"), .init(day: mon + 11, firing: true, headline: "reminder of next week"),
+            .init(day: mon + 20, firing: false, headline: "expired later")
+        ]
+        e.endedDay = mon + 20
+        e.expired = true
+        h.alerts = [e]
+        let d = WeeklyDigest.make(history: h, spec: Self.spec, week: Self.week)
+        let a = try #require(d.alerts.first)
+        #expect(a.state == .active && a.episode.endedDay == nil)
+        #expect(a.episode.headline == "reminder of this week" && a.episode.firedHeadline == "reminder of this week")
+        let earlier = try #require(WeeklyDigest.make(history: h, spec: Self.spec, week: ISOWeek(containing: mon - 7)).alerts.first)
+        #expect(earlier.episode.headline == "reminder of last week")
+        let last = try #require(WeeklyDigest.make(history: h, spec: Self.spec, week: ISOWeek(containing: mon + 20)).alerts.first)
+        #expect(last.state == .expired && last.episode.headline == "expired later" && last.episode.firedHeadline == "reminder of next week")
     }
 
     @Test func theJSONRoundTripsAndIsStrict() throws {
@@ -113,6 +142,9 @@ import Testing
         #expect(back.json == d.json)
         #expect(back.alerts.map(\.state) == d.alerts.map(\.state) && back.conditions == d.conditions && back.sixMinuteWalk == d.sixMinuteWalk)
         #expect(d.json.contains("\"week\":\"2026-W10\",\"firstDay\":\"2026-03-02\",\"lastDay\":\"2026-03-08\""))
+        // An expired episode has no resolvedDay: its end is an expiredDay.
+        #expect(d.json.contains("\"state\":\"expired\",\"id\":\"f\",") && d.json.contains("\"resolvedDay\":null,\"expiredDay\":\"2026-03-06\""))
+        #expect(back.alerts.last?.episode.expired == true && back.alerts.last?.episode.endedDay == Self.mon + 4)
         func refused(_ text: String) -> String? {
             if case .failure(let e) = WeeklyDigest.decode(Array(text.utf8)) { return e.description }
             return nil
@@ -122,7 +154,8 @@ import Testing
         #expect(refused(j.replacingOccurrences(of: "\"daysWithData\":5,", with: "")) == "metrics[0].thisWeek.daysWithData: missing")
         #expect(refused(j.replacingOccurrences(of: "2026-W10", with: "2026-W11")) == "firstDay: the week 2026-W11 runs from its Monday to its Sunday")
         #expect(
-            refused(j.replacingOccurrences(of: "\"state\":\"fired\"", with: "\"state\":\"burning\"")) == "alerts[1].state: expected fired, active or resolved")
+            refused(j.replacingOccurrences(of: "\"state\":\"fired\"", with: "\"state\":\"burning\""))
+                == "alerts[1].state: expected fired, active, resolved or expired")
         #expect(
             refused(j.replacingOccurrences(of: "\"daysWithoutData\":2", with: "\"daysWithoutData\":3"))
                 == "metrics[0].thisWeek.daysWithoutData: days with and without data must add up to 7")

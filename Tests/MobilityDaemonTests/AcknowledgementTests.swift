@@ -1,8 +1,10 @@
+import CareReports
 import Foundation
 import MobilityModel
 import RuleEngine
 import RuleLanguage
 import Simulator
+import StateStore
 import TestSupport
 import Testing
 
@@ -108,7 +110,7 @@ import Testing
         for r in records[next...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         let tail = try Self.resolvingDays(pub)
         #expect(daemon.waitProcessed(records.count - next + tail, timeout: 60))
-        #expect(eventually { rec.messages(prefix: alertTopic).contains { AlertTransition.parse($0.payload)?.status == .resolved } })
+        #expect(eventually { rec.messages(prefix: alertTopic).contains { AlertTransition.parse($0.payload)?.status.isEnded == true } })
         #expect(daemon.waitIdle())
         #expect(try rec.barrier())
         let mine = rec.messages(prefix: alertTopic).compactMap { AlertTransition.parse($0.payload) }.filter { $0.id == fired.id }
@@ -120,6 +122,13 @@ import Testing
         try pub.publish(Self.ackTopic, Self.ack(fired.id, by: "dr.lee"))
         #expect(eventually { rejections(rec).last == "alert_resolved" }, "\(rejections(rec))")
         #expect(daemon.process.stop() == 0)
+        // The withheld reminders are in the history, marked, so that a later week's report quotes
+        // what the alert said that week; before, its text stopped at the firing day.
+        let history = try StateStore(path: state + "/state.sqlite").history(of: Self.user, from: .min, through: .max)
+        let episode = try #require(history.alerts.first { $0.id == fired.id })
+        let reminders = expected.filter { $0.id == fired.id && $0.isRepeat }
+        #expect(episode.texts.filter(\.firing).map(\.day) == [fired.day.dayNumber] + reminders.map(\.day.dayNumber))
+        #expect(episode.texts.filter(\.firing).map(\.headline) == [fired.headline] + reminders.map(\.headline))
         let table = try ChildProcess(ChildProcess.product("mobilityctl"), ["audit", "--state", state])
         #expect(table.wait() == 0)
         #expect(table.log.contains("acknowledge") && table.log.contains("nurse.kim") && table.log.contains(fired.id), "\(table.log)")
@@ -143,7 +152,7 @@ import Testing
         #expect(daemon.waitIdle())
         let topic = alertTopic(Self.user, "stalled_recovery")
         let all = rec.messages(prefix: topic).compactMap { AlertTransition.parse($0.payload) }
-        let resolvedID = try #require(all.first { $0.status == .resolved }?.id)
+        let resolvedID = try #require(all.first { $0.status.isEnded }?.id)
         // mobilityctl ack of the resolved instance: the broker takes it, the daemon refuses it, and
         // mobilityctl says so (exit 1, with the reason).
         let ctl = try ChildProcess(
@@ -153,7 +162,7 @@ import Testing
                 "--alert", resolvedID, "--by", "nurse.kim", "--note", "seen"
             ])
         #expect(ctl.wait() == 1, "\(ctl.log)")
-        #expect(ctl.log.contains("mobilityctl ack: refused (alert_resolved): the alert instance has resolved"), "\(ctl.log)")
+        #expect(ctl.log.contains("mobilityctl ack: refused (alert_resolved): the alert instance has ended"), "\(ctl.log)")
         #expect(eventually { rejections(rec) == ["alert_resolved"] }, "\(rejections(rec))")
         // A new instance (a re-fire) has a new id: the old acknowledgement would not cover it.
         let ids = Set(all.filter { $0.status == .firing && !$0.isRepeat }.map(\.id))

@@ -12,14 +12,15 @@ import Testing
         return dir
     }
 
-    /// After the firing transition: the removed rule's instance is resolved, saying why, and its
-    /// retained state is cleared (nothing retained for a later subscriber).
-    func expectResolvedAsRemoved(_ rec: MQTTRecorder, firing: JSONValue, broker: MosquittoBroker, topic: String, log: String = "") throws {
+    /// After the firing transition: the removed rule's instance expires (it is not resolved:
+    /// nothing showed its condition false), saying why, and its retained state is cleared
+    /// (nothing retained for a later subscriber).
+    func expectExpiredAsRemoved(_ rec: MQTTRecorder, firing: JSONValue, broker: MosquittoBroker, topic: String, log: String = "") throws {
         #expect(eventually { rec.messages().count == 3 }, "\(log)")
         let msgs = rec.messages()
         try #require(msgs.count == 3)
         let resolved = try JSONValue.parse(msgs[1].payload).get()
-        #expect(resolved["status"] == .string("resolved"))
+        #expect(resolved["status"] == .string("expired"))
         #expect(resolved["reason"] == .string("rule_removed"))
         #expect(resolved["id"] == firing["id"])
         #expect(msgs[2].payload.isEmpty)
@@ -27,7 +28,7 @@ import Testing
         #expect(!eventually(timeout: 0.5) { !later.messages().isEmpty })
     }
 
-    @Test func reloadThatRemovesAFiringRuleResolvesItAndClearsTheRetainedTopic() throws {
+    @Test func reloadThatRemovesAFiringRuleExpiresItAndClearsTheRetainedTopic() throws {
         let dir = try copyOfShippedRules()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let broker = try MosquittoBroker()
@@ -43,16 +44,16 @@ import Testing
         daemon.process.signal(SIGHUP)
         #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
         // The removed rule's instance is resolved, saying why, and its retained state is cleared.
-        try expectResolvedAsRemoved(rec, firing: firing, broker: broker, topic: topic)
-        #expect(daemon.metric("mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"resolved\"}") == 1)
+        try expectExpiredAsRemoved(rec, firing: firing, broker: broker, topic: topic)
+        #expect(daemon.metric("mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"expired\"}") == 1)
         #expect(daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == nil)
         #expect(daemon.process.stop() == 0)
     }
 
     /// A rule removed while the daemon was stopped: the restart is a reload from the rules the
-    /// state was made with (kept in the store), so the instance resolves and its retained topic
+    /// state was made with (kept in the store), so the instance expires and its retained topic
     /// clears. Before, the store dropped the rule's state on load and the alert stood for good.
-    @Test func aRuleRemovedWhileStoppedResolvesAtTheRestart() throws {
+    @Test func aRuleRemovedWhileStoppedExpiresAtTheRestart() throws {
         let dir = try copyOfShippedRules()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let broker = try MosquittoBroker()
@@ -69,7 +70,7 @@ import Testing
         // report.rules names the six-minute-walk series and rule: the set would not check without them
         try FileManager.default.removeItem(atPath: dir + "/report.rules")
         daemon = try DaemonUnderTest(broker: broker, rules: dir, state: state)
-        try expectResolvedAsRemoved(rec, firing: firing, broker: broker, topic: topic, log: daemon.process.log)
+        try expectExpiredAsRemoved(rec, firing: firing, broker: broker, topic: topic, log: daemon.process.log)
         #expect(daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == nil)
         // A restart with the same rules again changes nothing.
         #expect(daemon.process.stop() == 0)

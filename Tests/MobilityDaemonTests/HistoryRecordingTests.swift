@@ -67,8 +67,8 @@ import Testing
             #expect(Set(h.alerts.map(\.id)) == Set(transitions.keys))
             for e in h.alerts {
                 let resolved = transitions[e.id]?.last == "resolved"
-                #expect((e.resolvedDay != nil) == resolved, "episode \(e.rule) \(e.id)")
-                #expect(e.resolvedDay.map { $0 >= e.firedDay } ?? true)
+                #expect((e.endedDay != nil) == resolved, "episode \(e.rule) \(e.id)")
+                #expect(e.endedDay.map { $0 >= e.firedDay } ?? true)
             }
             // The story's injury and heat wave, as the events topic sent them.
             if story == .jamieHeatWave {

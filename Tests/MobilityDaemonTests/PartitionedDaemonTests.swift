@@ -101,7 +101,7 @@ import struct PostgresStore.PartitionSet
         let scenarios = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".scenario") }.sorted().map {
             try Scenario.load(dir + "/" + $0)
         }
-        #expect(scenarios.count == 10)
+        #expect(scenarios.count == 11)
         let records = Array(Population(users: 16, days: 40, seed: 23).traffic()) + ScenarioVerifier.traffic(scenarios)
         let expected = try DurabilityTests.expectedAlerts(records)
         #expect(expected.count > 20)

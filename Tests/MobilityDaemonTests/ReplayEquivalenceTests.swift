@@ -112,7 +112,7 @@ import Testing
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
         let verify = try ChildProcess(ChildProcess.product("mobility-sim"), ["verify", scenarios, "--broker", broker.url])
         #expect(verify.wait(timeout: 120) == 0, "\(verify.log)")
-        #expect(verify.log.contains("10 passed, 0 failed"), "\(verify.log)")
+        #expect(verify.log.contains("11 passed, 0 failed"), "\(verify.log)")
 
         let file = TemporaryPath.make("mw-scenarios", suffix: ".jsonl")
         defer { try? FileManager.default.removeItem(atPath: file) }

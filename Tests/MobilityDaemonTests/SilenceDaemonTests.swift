@@ -128,8 +128,8 @@ import Testing
         for d in 1...12 {
             try pub.publish(samplesTopic(Self.user), sampleJSON(id: "tail-\(d)", value: 1.3, end: String(format: "2026-04-%02dT20:00:00Z", d)))
         }
-        #expect(eventually(timeout: 30) { rec.messages(prefix: teamTopic).contains { AlertTransition.parse($0.payload)?.status == .resolved } })
-        let resolved = try #require(rec.messages(prefix: userTopic).compactMap { AlertTransition.parse($0.payload) }.first { $0.status == .resolved })
+        #expect(eventually(timeout: 30) { rec.messages(prefix: teamTopic).contains { AlertTransition.parse($0.payload)?.status.isEnded == true } })
+        let resolved = try #require(rec.messages(prefix: userTopic).compactMap { AlertTransition.parse($0.payload) }.first { $0.status.isEnded })
         #expect(resolved.id == fired.id && resolved.silencedBy == nil)
 
         // Expired by the clock: a short silence ends on its own (audited as by mobilityd).

@@ -1,3 +1,4 @@
+import Foundation
 import MobilityFHIR
 import MobilityModel
 import RuleLanguage
@@ -14,12 +15,19 @@ import Testing
         var a = AlertTransition(
             id: AlertTransition.stableID(rule: "stalled_recovery", user: user, activeSince: since), rule: "stalled_recovery", user: user,
             severity: .warning, status: status, activeSince: since, firedAt: since.adding(seconds: 3 * 86_400),
-            resolvedAt: status == .resolved ? since.adding(seconds: 9 * 86_400) : nil, day: CivilDate(year: 2026, month: 3, day: 6),
-            summary: "Recovery stalled: 7-day walking speed 0.99 m/s", labels: [("category", "recovery"), ("team", "physio-north")],
+            resolvedAt: status == .resolved ? since.adding(seconds: 9 * 86_400) : nil, day: CivilDate(year: 2026, month: 3, day: 12),
+            headline: "Recovery stalled since 2026-03-03: 2.2 mph vs 2.9 mph before injury", details: "7-day walking speed 0.99 m/s",
+            labels: [("category", "recovery"), ("team", "physio-north")],
             evidence: [
                 Evidence(name: "recent", value: 0.99, unit: "m/s"), Evidence(name: "trend", value: nil, unit: "m/s/d"),
                 Evidence(name: "gait_improving", value: 0, unit: "bool"), Evidence(name: "source", text: "com.apple.health")
-            ], annotations: [], isRepeat: repeating)
+            ], annotations: [], isRepeat: repeating,
+            // Los Angeles: active since the start of 03-03 (08:00Z), fired at the end of 03-05
+            activeSinceDay: CivilDate(year: 2026, month: 3, day: 3), firedDay: CivilDate(year: 2026, month: 3, day: 5))
+        if status == .expired {
+            a.expiredAt = since.adding(seconds: 9 * 86_400)
+            a.reason = AlertTransition.windowEnded
+        }
         if status == .firing, repeating { a.acknowledged = AlertAcknowledgement(by: "nurse-kim", at: since.adding(seconds: 4 * 86_400), note: "called") }
         return a
     }
@@ -44,15 +52,34 @@ import Testing
     }
 
     @Test func flagsOfEveryTransitionAreValidR4() throws {
-        let flags = [Self.transition(.firing), Self.transition(.firing, repeating: true), Self.transition(.resolved), Self.transition(.firing, user: "pat_7")]
+        let flags = [
+            Self.transition(.firing), Self.transition(.firing, repeating: true), Self.transition(.resolved), Self.transition(.firing, user: "pat_7"),
+            Self.transition(.expired)
+        ]
         let verdict = try FHIRValidator.validate(flags.map(FlagResource.json))
         #expect(verdict.valid, "\(verdict.output)")
         let firing = try Self.object(FlagResource.json(flags[0])), resolved = try Self.object(FlagResource.json(flags[2]))
         #expect(firing["status"] == .string("active"))
         #expect(resolved["status"] == .string("inactive"))
         #expect(firing["id"] == resolved["id"])  // one resource per alert instance: a resolution updates it
-        #expect(firing["period"]?["end"] == nil)
-        #expect(resolved["period"]?["end"] == .string(flags[2].resolvedAt!.description))
+        // The period and the firing are the user's local days, the dates every view shows.
+        #expect(firing["period"]?["start"] == .string("2026-03-03") && firing["period"]?["end"] == nil)
+        #expect(resolved["period"]?["end"] == .string("2026-03-12"))
+        #expect(firing["code"]?["text"] == .string(flags[0].headline))
+        // An expiry ends the Flag too, but says it was not a resolution, and why.
+        let expired = try Self.object(FlagResource.json(flags[4]))
+        #expect(expired["status"] == .string("inactive") && expired["id"] == firing["id"])
+        #expect(expired["period"]?["end"] == .string("2026-03-12"))
+        func ext(_ flag: JSONValue, _ name: String) -> JSONValue? {
+            guard case .array(let all)? = flag["extension"] else { return nil }
+            return all.first { $0["url"] == .string("urn:mobilitywatch:fhir:" + name) }
+        }
+        #expect(ext(expired, "alert-outcome")?["valueCode"] == .string("expired"))
+        #expect(ext(expired, "alert-reason")?["valueString"] == .string("window_ended"))
+        #expect(ext(resolved, "alert-outcome")?["valueCode"] == .string("resolved") && ext(resolved, "alert-reason") == nil)
+        #expect(ext(firing, "alert-outcome") == nil)
+        #expect(ext(firing, "alert-fired-at")?["valueDateTime"] == .string("2026-03-05"))
+        #expect(ext(firing, "alert-details")?["valueString"] == .string("7-day walking speed 0.99 m/s"))
         #expect(firing["subject"]?["reference"] == .string("Patient/jamie"))
         // A user id that is not a FHIR id is referred to by identifier only.
         let underscored = try Self.object(FlagResource.json(flags[3]))
@@ -96,11 +123,10 @@ import Testing
     }
 
     @Test func thePublishedBytesAreTheGoldenOnes() throws {
-        // Golden/resources.jsonl holds what the daemon published when it built each resource as a
-        // String and converted it to bytes (captured from that code); the bytes written directly
-        // are the same, byte for byte, and so is the text.
-        let golden = try String(contentsOfFile: RepoPaths.root + "/Tests/MobilityFHIRTests/Golden/resources.jsonl", encoding: .utf8)
-            .split(separator: "\n").map { Array($0.utf8) }
+        // Golden/resources.jsonl holds the published bytes of two Flags and two Observations; the
+        // bytes written directly and the text are the same, byte for byte. Regenerate with
+        // UPDATE_GOLDEN=1 after a deliberate change of the mapping, and review the diff.
+        let path = RepoPaths.root + "/Tests/MobilityFHIRTests/Golden/resources.jsonl"
         let meanings = SeriesMeaning.of(try Self.program())
         let day = CivilDate(year: 2026, month: 3, day: 6)
         let weekly = SeriesPoint(user: "jamie", name: "speed_7d", day: day, value: 2.9, unit: "mph")
@@ -110,6 +136,10 @@ import Testing
             try #require(ObservationResource.jsonBytes(weekly, meaning: meanings["speed_7d"])),
             try #require(ObservationResource.jsonBytes(gone, meaning: meanings["speed_p95"]))
         ]
+        if ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] != nil {
+            try (bytes.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        let golden = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { Array($0.utf8) }
         #expect(golden.count == 4)
         for (b, g) in zip(bytes, golden) { #expect(b == g, "\(String(decoding: b, as: UTF8.self))") }
         #expect(FlagResource.json(Self.transition(.firing, repeating: true)) == String(decoding: golden[0], as: UTF8.self))

@@ -99,7 +99,7 @@ struct SilenceTests {
     @Test func alertPayloadCarriesSilencedBy() throws {
         var a = AlertTransition(
             id: "ab", rule: "r", user: "u", severity: .info, status: .firing, activeSince: Timestamp(seconds: 0), firedAt: Timestamp(seconds: 0),
-            resolvedAt: nil, day: CivilDate(dayNumber: 0), summary: "", labels: [], evidence: [], annotations: [])
+            resolvedAt: nil, day: CivilDate(dayNumber: 0), headline: "", labels: [], evidence: [], annotations: [])
         #expect(!a.json.contains("silencedBy"))
         a.silencedBy = ["0123456789abcdef"]
         #expect(a.json.contains("\"silencedBy\":[\"0123456789abcdef\"]"))

@@ -88,11 +88,11 @@ import Testing
 
     func day(_ s: String) -> DayNumber { CivilDate(parsing: Substring(s))!.dayNumber }
 
-    func transition(_ id: String, _ status: AlertStatus, day d: String, summary: String, isRepeat: Bool = false) -> AlertTransition {
+    func transition(_ id: String, _ status: AlertStatus, day d: String, headline: String, isRepeat: Bool = false) -> AlertTransition {
         AlertTransition(
             id: id, rule: "stalled_recovery", user: "jamie", severity: .warning, status: status, activeSince: Timestamp(seconds: 0),
             firedAt: Timestamp(seconds: 0), resolvedAt: status == .resolved ? Timestamp(seconds: 1) : nil,
-            day: CivilDate(parsing: Substring(d))!, summary: summary, labels: [("team", "physio")], evidence: [], annotations: [],
+            day: CivilDate(parsing: Substring(d))!, headline: headline, labels: [("team", "physio")], evidence: [], annotations: [],
             isRepeat: isRepeat, reason: nil)
     }
 
@@ -102,7 +102,7 @@ import Testing
         let p1 = SeriesPoint(user: "jamie", name: "speed_p95", day: CivilDate(parsing: "2026-03-02")!, value: 1.2, unit: "m/s")
         let missing = SeriesPoint(user: "jamie", name: "speed_p95", day: CivilDate(parsing: "2026-03-03")!, value: nil, unit: "m/s")
         let injury = TimelineEvent(id: "inj", category: .clinical, kind: "injury", firstDay: day("2026-02-01"), lastDay: day("2026-02-01"))
-        let firing = transition("a1", .firing, day: "2026-03-02", summary: "first")
+        let firing = transition("a1", .firing, day: "2026-03-02", headline: "first")
         _ = try store.commit(
             users: [], outbox: [], acknowledged: [],
             history: [.series(p1), .series(missing), .timeline(user: "jamie", injury), .alert(firing)])
@@ -115,9 +115,9 @@ import Testing
             users: [], outbox: [], acknowledged: [],
             history: [
                 .series(revised), .timeline(user: "jamie", moved), .timeline(user: "jamie", movedAgain),  // twice in one commit: the last wins
-                .alert(transition("a1", .firing, day: "2026-03-09", summary: "reminder", isRepeat: true)),
-                .alert(transition("a1", .resolved, day: "2026-03-12", summary: "resolved")),
-                .alert(transition("a2", .firing, day: "2026-03-20", summary: "again"))
+                .alert(transition("a1", .firing, day: "2026-03-09", headline: "reminder", isRepeat: true)),
+                .alert(transition("a1", .resolved, day: "2026-03-12", headline: "resolved")),
+                .alert(transition("a2", .firing, day: "2026-03-20", headline: "again"))
             ])
         let h = try store.history(of: "jamie", from: .min, through: .max)
         #expect(h.series["speed_p95"]?[day("2026-03-02")] == .some(1.1))
@@ -125,11 +125,11 @@ import Testing
         #expect(h.series["speed_p95"]?.count == 2 && h.units["speed_p95"] == "m/s")
         #expect(h.timeline == [movedAgain])
         #expect(h.alerts.map(\.id) == ["a1", "a2"])
-        #expect(h.alerts[0].firedDay == day("2026-03-02") && h.alerts[0].resolvedDay == day("2026-03-12") && h.alerts[0].summary == "resolved")
+        #expect(h.alerts[0].firedDay == day("2026-03-02") && h.alerts[0].endedDay == day("2026-03-12") && h.alerts[0].headline == "resolved")
         let late = try store.history(of: "jamie", from: day("2026-03-13"), through: .max)
         #expect(late.alerts.map(\.id) == ["a2"] && late.series["speed_p95"] == nil)
         #expect(try store.history(of: "nobody", from: .min, through: .max) == UserHistory(user: "nobody"))
-        #expect(try store.firingPayload(user: "jamie", alert: "a1").map { AlertTransition.parse($0)?.summary } == "reminder")
+        #expect(try store.firingPayload(user: "jamie", alert: "a1").map { AlertTransition.parse($0)?.headline } == "reminder")
         #expect(try store.firingPayload(user: "jamie", alert: "a9") == nil)
 
         // Weekly reports: markers due until built, by week, pruned by day.

@@ -7,26 +7,33 @@ import Testing
     typealias A = AlertStateMachine.Action
     let day: Int64 = 86_400_000
 
-    /// Feeds conditions one day apart and collects the actions.
-    func run(_ conds: [Bool?], forDays: Int64 = 0, keep: Int64 = 0, repeatDays: Int64 = 0, cooldown: Int64 = 0) -> [String] {
+    /// Feeds conditions one day apart and collects the actions; a nil in `monitored` (outside the
+    /// monitoring window) is written `-` in the tables.
+    func run(
+        _ conds: [Bool?], monitored: [Bool]? = nil, forDays: Int64 = 0, keep: Int64 = 0, repeatDays: Int64 = 0, cooldown: Int64 = 0
+    ) -> [String] {
         var sm = AlertStateMachine()
         return conds.enumerated().map { i, c in
             let at = Int64(i + 1) * day
             switch sm.evaluate(
-                c, at: at, activeSince: Int64(i) * day, forMs: forDays * day, keepFiringForMs: keep * day,
+                c, monitored: monitored?[i] ?? true, at: at, activeSince: Int64(i) * day, forMs: forDays * day, keepFiringForMs: keep * day,
                 repeatMs: repeatDays * day, cooldownMs: cooldown * day)
             {
             case .none: return "."
             case .fire: return "F"
             case .repeatFiring: return "R"
             case .resolve: return "X"
+            case .expire: return "E"
             }
         }
     }
 
+    /// Conditions T true, F false, ? unknown; `-` outside the monitoring window (its condition,
+    /// were it read, true: the window alone decides).
+    func c(_ s: String) -> [Bool?] { s.map { $0 == "T" || $0 == "-" ? true : $0 == "F" ? false : nil } }
+    func w(_ s: String) -> [Bool] { s.map { $0 != "-" } }
+
     @Test func table() {
-        // conditions: T true, F false, ? unknown
-        func c(_ s: String) -> [Bool?] { s.map { $0 == "T" ? true : $0 == "F" ? false : nil } }
         #expect(run(c("FTTFF")).joined() == ".F.X.")
         #expect(run(c("TTTTF"), forDays: 3).joined() == "..F.X")  // fires when held for 3 days
         #expect(run(c("TTF"), forDays: 1).joined() == "F.X")  // `for 1 d`: the first true day is a whole day
@@ -38,6 +45,36 @@ import Testing
         #expect(run(c("TFTF"), keep: 2).joined() == "F...")  // true again within keep: still firing
         #expect(run(c("TTTTTTTT"), repeatDays: 3).joined() == "F..R..R.")  // reminders every 3 days
         #expect(run(c("TFTTTT"), cooldown: 3).joined() == "FX..F.")  // no new firing within the cooldown
+    }
+
+    /// The monitoring window (`during`): nothing starts outside it, a pending alert resets, and a
+    /// firing one ends as expired, never resolved, whatever its condition.
+    @Test(
+        arguments: [
+            // conditions, expected actions, for/keep_firing_for/repeat/cooldown (days)
+            ("--TTT---", "..F..E..", 0, 0, 0, 0),  // fires inside, expires on the first day outside
+            ("TTT--TTT", "F..E.F..", 0, 0, 0, 0),  // a window that opens again fires a new instance
+            ("TF--", "F.E.", 0, 3, 0, 0),  // within keep_firing_for at the window's end: expired, not resolved
+            ("T?-", "F.E", 0, 0, 0, 0),  // held by unknown data, then the window ends: expired
+            ("TT-TTT", ".....F", 3, 0, 0, 0),  // `for` restarts after the window: pending resets outside
+            ("T-TTTT", "....F.", 3, 0, 0, 0),
+            ("TTTT-", "F..RE", 0, 0, 3, 0),  // a reminder, then the expiry
+            ("T-TTTT", "FE..F.", 0, 0, 0, 3),  // the cooldown runs from the expiry too
+            ("---", "...", 0, 0, 0, 0)
+        ] as [(String, String, Int64, Int64, Int64, Int64)])
+    func monitoringWindow(_ conds: String, _ expected: String, _ forDays: Int64, _ keep: Int64, _ repeatDays: Int64, _ cooldown: Int64) {
+        #expect(
+            run(c(conds), monitored: w(conds), forDays: forDays, keep: keep, repeatDays: repeatDays, cooldown: cooldown).joined() == expected,
+            "\(conds)")
+    }
+
+    @Test func anExpiryCarriesTheInstanceAndItsEnd() {
+        var sm = AlertStateMachine()
+        #expect(sm.evaluate(true, at: day, activeSince: 0, forMs: 0, keepFiringForMs: 0, repeatMs: 0, cooldownMs: 0) == .fire(activeSince: 0, firedAt: day))
+        #expect(
+            sm.evaluate(nil, monitored: false, at: 2 * day, activeSince: day, forMs: 0, keepFiringForMs: 0, repeatMs: 0, cooldownMs: 0)
+                == .expire(activeSince: 0, firedAt: day, expiredAt: 2 * day))
+        #expect(!sm.isFiring && sm.state == .inactive)
     }
 
     @Test func localDayClockCountsA23HourDayAsADay() throws {

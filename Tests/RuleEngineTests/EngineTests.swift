@@ -175,7 +175,7 @@ import Testing
         // weekly known from day 4, for 2 d: fires day 5. The gap fires on day 13; slow is held, not resolved.
         #expect(a == ["slow firing 5", "gap firing 13"])
         let fired = out.alerts[0]
-        #expect(fired.summary == "weekly 0.80 m/s")
+        #expect(fired.details == "weekly 0.80 m/s" && fired.headline == "Slow since 2026-01-05")
         #expect(fired.evidence == [Evidence(name: "recent", value: 0.8, unit: "m/s")])
         #expect(fired.id == AlertTransition.stableID(rule: "slow", user: "u", activeSince: utc.startOfDay(day0 + 4)))
     }
@@ -261,7 +261,7 @@ import Testing
 
 /// Removing a rule resolves its firing instances; the firing counts follow the alert states.
 @Suite struct ReloadAndFiringCountTests {
-    @Test func removingAFiringRuleResolvesItWithAReason() throws {
+    @Test func removingAFiringRuleExpiresItWithAReason() throws {
         var engine = Engine(program: program(EngineTests.rules))
         var out: [EngineOutput] = []
         for u in ["u", "v"] {
@@ -277,10 +277,11 @@ import Testing
             .replacingOccurrences(of: "alert slow", with: "alert slower")
         engine.reload(program(without), now: close(7), into: &out)
         #expect(out.alerts.count == 2)
+        // Expired, not resolved: nothing showed that its condition stopped holding.
         let resolved = try #require(out.alerts.first { $0.user == "u" })
-        #expect(resolved.rule == "slow" && resolved.status == .resolved && resolved.reason == "rule_removed")
-        #expect(resolved.id == fired.id && resolved.resolvedAt == close(7))
-        #expect(resolved.json.contains("\"reason\":\"rule_removed\""))
+        #expect(resolved.rule == "slow" && resolved.status == .expired && resolved.reason == "rule_removed")
+        #expect(resolved.id == fired.id && resolved.expiredAt == close(7) && resolved.resolvedAt == nil)
+        #expect(resolved.json.contains("\"status\":\"expired\"") && resolved.json.contains("\"reason\":\"rule_removed\""))
         #expect(engine.firingCounts == engine.countFiring())
         #expect(engine.firingCounts.allSatisfy { $0 == 0 })
         // A restored firing state is counted; replacing a user's state does not count it twice.

@@ -28,7 +28,7 @@ import Testing
         #expect(before.rejections.isEmpty)
         let out = Self.run(&ing, [Self.outlier] + Self.messages(10..<12))
         #expect(out.rejections.isEmpty, "\(out.rejections.prefix(3))")
-        #expect(out.alerts.isEmpty, "\(out.alerts.prefix(3).map(\.summary))")
+        #expect(out.alerts.isEmpty, "\(out.alerts.prefix(3).map(\.headline))")
         // Days close as the real data goes: up to day 10 (the clock is on day 11), none beyond.
         #expect(Set(out.series.map { Int($0.day.dayNumber - day0) }) == [9, 10])
         #expect(ing.engine.state(of: "u")!.lastClosedDay == day0 + 10)

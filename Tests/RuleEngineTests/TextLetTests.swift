@@ -34,7 +34,7 @@ import Testing
         let alerts = run(bundle: "org.clinic")
         #expect(alerts.map(\.rule).sorted() == ["direct", "via_let"])
         let a = try #require(alerts.first { $0.rule == "via_let" })
-        #expect(a.summary == "from org.clinic, clinic yes")
+        #expect(a.details == "from org.clinic, clinic yes")
         #expect(a.json.contains("\"src\":{\"value\":\"org.clinic\",\"unit\":\"\"}"), "\(a.json)")
         #expect(AlertTransition.parse(Array(a.json.utf8))?.evidence.first { $0.name == "src" }?.text == "org.clinic")
     }

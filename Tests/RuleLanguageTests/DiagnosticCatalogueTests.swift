@@ -42,14 +42,14 @@ import Testing
     }
 
     @Test func wrongIDsOfIssue15AreFixed() {
-        let severity = Checker.check(text: "alert a {\n  when true\n  severity urgent\n}\n").diagnostics.map(\.id)
+        let severity = Checker.check(text: "alert a {\n  when true\n  severity urgent\n  headline \"a\"\n}\n").diagnostics.map(\.id)
         #expect(severity == [.unknownSeverity])
-        let label = Checker.check(text: "alert a {\n  when true\n  labels { rule = \"x\" }\n}\n").diagnostics.map(\.id)
+        let label = Checker.check(text: "alert a {\n  when true\n  labels { rule = \"x\" }\n  headline \"a\"\n}\n").diagnostics.map(\.id)
         #expect(label == [.reservedLabel])
     }
 
     @Test func aDuplicateNamePointsAtTheFirstDefinitionInItsOwnFile() throws {
-        let a = SourceFile(path: "a.rules", text: "alert x {\n  when true\n}\n")
+        let a = SourceFile(path: "a.rules", text: "alert x {\n  when true\n  headline \"x\"\n}\n")
         let b = SourceFile(path: "b.rules", text: "\n  alert x { when false }\n")
         let d = try #require(Checker.check([a, b]).diagnostics.first)
         #expect(d.id == .duplicateName)

@@ -55,7 +55,7 @@ import Testing
     @Test func justUnderTheLimitsIsAccepted() {
         let nested = String(repeating: "(", count: 63) + "mean(walkingSpeed)" + String(repeating: ")", count: 63)
         let long = Array(repeating: "1 m/s", count: 255).joined(separator: " + ")  // 254 operators, and '>'
-        let r = Checker.check(text: "series s = \(nested)\nalert a { when s > \(long) }\n")
+        let r = Checker.check(text: "series s = \(nested)\nalert a { when s > \(long)\n headline \"a\" }\n")
         #expect(r.diagnostics.isEmpty, "\(r.diagnostics.map(\.message))")
         #expect(r.program != nil)
     }
@@ -143,7 +143,7 @@ import Testing
         t.stackSize = 4 << 20
         t.start()
         done.wait()
-        #expect(diags.isEmpty, "\(diags.map(\.message))")
+        #expect(diags.filter { $0.id != .missingHeadline }.isEmpty, "\(diags.map(\.message))")
     }
 
     /// Rules at the nesting, operator and depth limits at once.

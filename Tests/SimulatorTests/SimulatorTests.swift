@@ -78,7 +78,7 @@ import Testing
         s.timeline.days = 10
         let t = AlertTransition(
             id: "x", rule: "stalled_recovery", user: "t", severity: .warning, status: .firing, activeSince: Timestamp(seconds: 0),
-            firedAt: Timestamp(seconds: 0), resolvedAt: nil, day: CivilDate(year: 2026, month: 1, day: 3), summary: "", labels: [],
+            firedAt: Timestamp(seconds: 0), resolvedAt: nil, day: CivilDate(year: 2026, month: 1, day: 3), headline: "", labels: [],
             evidence: [], annotations: [])
         let r = ScenarioVerifier(scenarios: [s]).verify([t])
         #expect(!r[0].passed)

@@ -16,11 +16,11 @@ import Testing
 
     func day(_ s: String) -> DayNumber { CivilDate(parsing: Substring(s))!.dayNumber }
 
-    func transition(_ id: String, _ status: AlertStatus, day d: String, summary: String, isRepeat: Bool = false) -> AlertTransition {
+    func transition(_ id: String, _ status: AlertStatus, day d: String, headline: String, isRepeat: Bool = false) -> AlertTransition {
         AlertTransition(
             id: id, rule: "stalled_recovery", user: "jamie", severity: .warning, status: status, activeSince: Timestamp(seconds: 0),
             firedAt: Timestamp(seconds: 0), resolvedAt: status == .resolved ? Timestamp(seconds: 1) : nil,
-            day: CivilDate(parsing: Substring(d))!, summary: summary, labels: [("team", "physio")], evidence: [], annotations: [],
+            day: CivilDate(parsing: Substring(d))!, headline: headline, labels: [("team", "physio")], evidence: [], annotations: [],
             isRepeat: isRepeat, reason: nil)
     }
 
@@ -33,7 +33,7 @@ import Testing
             users: [], outbox: [],
             history: [
                 .series(p1), .series(missing), .timeline(user: "jamie", injury),
-                .alert(transition("a1", .firing, day: "2026-03-02", summary: "first"))
+                .alert(transition("a1", .firing, day: "2026-03-02", headline: "first"))
             ])
         var revised = p1
         revised.value = 1.1
@@ -43,9 +43,9 @@ import Testing
             users: [], outbox: [],
             history: [
                 .series(revised), .timeline(user: "jamie", moved),
-                .alert(transition("a1", .firing, day: "2026-03-09", summary: "reminder", isRepeat: true)),
-                .alert(transition("a1", .resolved, day: "2026-03-12", summary: "resolved")),
-                .alert(transition("a2", .firing, day: "2026-03-20", summary: "again"))
+                .alert(transition("a1", .firing, day: "2026-03-09", headline: "reminder", isRepeat: true)),
+                .alert(transition("a1", .resolved, day: "2026-03-12", headline: "resolved")),
+                .alert(transition("a2", .firing, day: "2026-03-20", headline: "again"))
             ])
         let h = try store.history(of: "jamie", from: .min, through: .max)
         #expect(h.series["speed_p95"]?[day("2026-03-02")] == .some(1.1))
@@ -54,14 +54,30 @@ import Testing
         #expect(h.units["speed_p95"] == "m/s")
         #expect(h.timeline == [moved])  // re-sent with another date: one entry
         #expect(h.alerts.map(\.id) == ["a1", "a2"])
-        #expect(h.alerts[0].firedDay == day("2026-03-02") && h.alerts[0].resolvedDay == day("2026-03-12") && h.alerts[0].summary == "resolved")
-        #expect(h.alerts[1].resolvedDay == nil && h.alerts[0].labels == ["team": "physio"])
+        #expect(h.alerts[0].firedDay == day("2026-03-02") && h.alerts[0].endedDay == day("2026-03-12") && h.alerts[0].headline == "resolved")
+        #expect(h.alerts[1].endedDay == nil && h.alerts[0].labels == ["team": "physio"])
 
         // A range after a1's resolution leaves it out; series outside the range too.
         let late = try store.history(of: "jamie", from: day("2026-03-13"), through: .max)
         #expect(late.alerts.map(\.id) == ["a2"])
         #expect(late.series["speed_p95"] == nil)
         #expect(try store.history(of: "nobody", from: .min, through: .max) == UserHistory(user: "nobody"))
+    }
+
+    /// An expired instance reads back as ended by expiring (not resolved), and a range after its
+    /// end leaves it out as it does a resolved one.
+    @Test func anExpiredEpisodeReadsBackAsExpired() throws {
+        let store = try StateStore(path: path)
+        var expired = transition("x1", .expired, day: "2026-04-02", headline: "window ended")
+        expired.expiredAt = Timestamp(seconds: 2)
+        expired.reason = AlertTransition.windowEnded
+        _ = try store.commit(
+            users: [], outbox: [],
+            history: [.alert(transition("x1", .firing, day: "2026-03-01", headline: "stalled")), .alert(expired)])
+        let h = try store.history(of: "jamie", from: .min, through: .max)
+        #expect(h.alerts.count == 1)
+        #expect(h.alerts[0].expired && h.alerts[0].endedDay == day("2026-04-02") && h.alerts[0].firedHeadline == "stalled")
+        #expect(try store.history(of: "jamie", from: day("2026-04-03"), through: .max).alerts.isEmpty)
     }
 
     /// The series read back (built a series at a time since the sixth pass) are what recording the

@@ -33,14 +33,14 @@ import Testing
 
     static func transition(
         _ rule: String, _ user: String, _ severity: Severity, status: AlertStatus = .firing, day: Int = 5,
-        summary: String? = nil
+        headline: String? = nil
     ) -> AlertTransition {
         let since = Timestamp(seconds: 1_772_524_800 + Int64(day) * 86_400)
         return AlertTransition(
             id: AlertTransition.stableID(rule: rule, user: user, activeSince: since), rule: rule, user: user,
             severity: severity, status: status, activeSince: since, firedAt: Timestamp(seconds: since.milliseconds / 1000 + 3600),
             resolvedAt: status == .resolved ? Timestamp(seconds: since.milliseconds / 1000 + 7200) : nil,
-            day: CivilDate(year: 2026, month: 3, day: day), summary: summary ?? "\(rule) of \(user)",
+            day: CivilDate(year: 2026, month: 3, day: day), headline: headline ?? "\(rule) of \(user)",
             labels: [("team", "physio-north")], evidence: [Evidence(name: "recent", value: 0.99, unit: "m/s")], annotations: [])
     }
 
@@ -82,13 +82,15 @@ import Testing
         let r = try Self.alerts(["--broker", broker.url])
         #expect(r.status == 0, "\(r.stderr)")
         let rows = Self.rows(r.stdout)
-        #expect(rows.first == ["RULE", "USER", "SEVERITY", "STATE", "SINCE", "SUMMARY"])
+        #expect(rows.first == ["RULE", "USER", "SEVERITY", "STATE", "SINCE", "FIRED", "HEADLINE"])
         #expect(
             rows.dropFirst().map { Array($0.prefix(3)) } == [
                 ["fall_risk", "alex", "critical"], ["stalled_recovery", "jamie", "warning"], ["low_activity", "sam", "info"]
             ])
         #expect(rows.dropFirst().map { $0[3] } == ["silenced", "acked:nurse.kim", "firing"])
-        #expect(rows.dropFirst().first?[4] == Self.transition("fall_risk", "alex", .critical).firedAt.description)
+        // The user's local days, as every other view shows them (not the instants of the payload).
+        let fall = Self.transition("fall_risk", "alex", .critical)
+        #expect(rows.dropFirst().first?[4] == fall.activeSinceDay.description && rows.dropFirst().first?[5] == fall.firedDay.description)
         #expect(!r.stdout.contains("\u{1B}"), "no colour when piped")
         #expect(!r.stdout.contains("robin"), "team topics only with --team")
         #expect(r.stderr.contains("mobility/v1/users/kim/alerts/broken") && r.stderr.contains("not an alert transition"))
@@ -122,14 +124,14 @@ import Testing
     @Test func summariesAreCutToTheWidth() throws {
         let broker = try MosquittoBroker()
         let pub = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/#"])
-        let long = Self.transition("stalled_recovery", "jamie", .warning, summary: String(repeating: "slow walking ", count: 20))
+        let long = Self.transition("stalled_recovery", "jamie", .warning, headline: String(repeating: "slow walking ", count: 20))
         _ = try pub.publishAwaitingAnswer("mobility/v1/users/jamie/alerts/stalled_recovery", long.json, retain: true)
         let r = try Self.alerts(["--broker", broker.url], environment: ["COLUMNS": "72"])
         #expect(r.status == 0, "\(r.stderr)")
         let row = try #require(r.stdout.split(separator: "\n").last)
         #expect(row.count == 72 && row.hasSuffix("…"), "\(row)")
         let wide = try Self.alerts(["--broker", broker.url])
-        #expect(wide.stdout.contains(long.summary), "not cut when piped without COLUMNS")
+        #expect(wide.stdout.contains(long.headline), "not cut when piped without COLUMNS")
     }
 
     /// `--follow` piped: a transition published after start is printed, plain; SIGINT exits 0.
@@ -138,16 +140,16 @@ import Testing
         let p = try ChildProcess(Self.exe, ["alerts", "--broker", broker.url, "--follow", "--user", "alex"])
         defer { p.stop(signal: SIGKILL) }
         try #require(eventually { p.log.contains("following") }, "\(p.log)")
-        let fired = Self.transition("fall_risk", "alex", .critical, day: 9, summary: "a fresh fall risk")
+        let fired = Self.transition("fall_risk", "alex", .critical, day: 9, headline: "a fresh fall risk")
         try pub.publish("mobility/v1/users/alex/alerts/fall_risk", fired.json, retain: true)
         try pub.publish("mobility/v1/users/jamie/alerts/stalled_recovery", Self.transition("stalled_recovery", "jamie", .critical).json)
-        let resolved = Self.transition("fall_risk", "alex", .critical, status: .resolved, day: 9, summary: "resolved now")
+        let resolved = Self.transition("fall_risk", "alex", .critical, status: .resolved, day: 9, headline: "resolved now")
         try pub.publish("mobility/v1/users/alex/alerts/fall_risk", resolved.json)
         try #require(eventually { p.log.contains("resolved now") }, "\(p.log)")
         let lines = p.log.split(separator: "\n").filter { $0.contains("fall_risk") }
         #expect(lines.count == 3, "the table row, the firing and the resolution: \(p.log)")
-        #expect(lines.contains { $0.contains("firing") && $0.contains("a fresh fall risk") && $0.hasPrefix(fired.firedAt.description) })
-        #expect(lines.contains { $0.contains("resolved") && $0.hasPrefix(resolved.resolvedAt!.description) })
+        #expect(lines.contains { $0.contains("firing") && $0.contains("a fresh fall risk") && $0.hasPrefix(fired.firedDay.description) })
+        #expect(lines.contains { $0.contains("resolved") && $0.hasPrefix(resolved.endedDay!.description) })
         #expect(!p.log.contains("jamie"), "filtered out")
         #expect(!p.log.contains("\u{1B}"))
         #expect(p.stop(signal: SIGINT) == 0)
@@ -192,7 +194,7 @@ import Testing
         func screen() -> String { (try? run(["capture-pane", "-p", "-e", "-t", "alerts"])) ?? "" }
         try #require(eventually { screen().contains("following") }, "\(screen())")
         #expect(screen().contains("\u{1B}[33mwarning"), "the table's severity in colour: \(screen())")
-        let t = Self.transition("fall_risk", "alex", .critical, summary: String(repeating: "very long summary ", count: 10))
+        let t = Self.transition("fall_risk", "alex", .critical, headline: String(repeating: "very long summary ", count: 10))
         try pub.publish("mobility/v1/users/alex/alerts/fall_risk", t.json, retain: true)
         try #require(eventually { screen().contains("fall_risk") }, "\(screen())")
         let line = try #require(screen().split(separator: "\n").first { $0.contains("fall_risk") })
