@@ -174,7 +174,7 @@ public struct Engine: Sendable {
 
     /// Runs `body` on a user's state in place (one hash lookup, no copy), creating it if new, and
     /// marks the user touched.
-    private mutating func withUser<R>(_ id: String, _ body: (inout UserState) -> R) -> R {
+    mutating func withUser<R>(_ id: String, _ body: (inout UserState) -> R) -> R {
         let k = slot(id, create: true)!
         let r = body(&states[k])
         markTouched(k)
@@ -346,15 +346,17 @@ public struct Engine: Sendable {
 
     /// Stores an entry. `history`: the first day it makes the user's history reach (nil: none).
     private mutating func store(_ e: TimelineEvent, user: String, history: DayNumber?) {
-        let held = configuration.allowedLatenessSeconds / 86_400 + Int64(program.lookbackDays) + 2
+        let held = heldDays
         withUser(user) { st in
-            st.events[e.id] = e
+            // A correction moves a clinical event: the days from the earlier of its two dates change.
+            let replaced = st.events.updateValue(e, forKey: e.id)
             if let history { st.noteDay(history) }
             st.rebuildBoundaries()
             // Days before the held history have no data to recompute (retention may have dropped
             // it): their series stay as published, with or without retention.
-            if let closed = st.lastClosedDay, e.category == .clinical {
-                let from = max(e.firstDay, closed - DayNumber(held))
+            if let closed = st.lastClosedDay, e.category == .clinical || replaced?.category == .clinical {
+                let moved = [e, replaced].compactMap { $0 }.filter { $0.category == .clinical }.map(\.firstDay).min()!
+                let from = max(moved, closed - DayNumber(held))
                 if from <= closed { for d in from...closed { st.revisedDays.insert(d) } }
             }
         }
