@@ -1,6 +1,6 @@
 /// Routes requests to handlers by method and path pattern, authenticates them with bearer
 /// tokens, enforces the request bounds and answers what no route takes (404, 405, 400, 401,
-/// 414): under `/api/` with the JSON error envelope (``HTTPResponse/apiError(_:_:)``), elsewhere
+/// 413, 414, 415): under `/api/` with the JSON error envelope (``HTTPResponse/apiError(_:_:reason:)``), elsewhere
 /// in plain text. Every response gets ``HTTPResponse/securityHeaders`` (and HSTS over TLS).
 ///
 /// Mounting a route (the daemon builds its router in `Daemon+ReportRoutes.swift`):
@@ -73,6 +73,13 @@ public struct HTTPRouter: Sendable {
     public init(tokens: BearerTokens?, limits: Limits = Limits()) {
         self.tokens = tokens
         self.limits = limits
+    }
+
+    /// Mounts a `POST` route whose handler reads a JSON body (``HTTPRequest/body``): a body over
+    /// ``HTTPServer/maxBodyBytes`` is a 413, one without `Content-Type: application/json` a 415,
+    /// before the handler runs.
+    public mutating func post(_ pattern: String, access: Access = .token, _ handler: @escaping Handler) {
+        add(method: "POST", pattern, query: [], access: access, handler)
     }
 
     /// Mounts a `GET` (and `HEAD`) route. See the type's documentation for patterns.
@@ -159,6 +166,13 @@ public struct HTTPRouter: Sendable {
                 return (fail(.badData, "path parameter '\(name)' must be 1-\(limits.maxParameterBytes) characters of A-Z a-z 0-9 - . _ ~"), route)
             }
             parameters[name] = String(part)
+        }
+        if route.method == "POST" {
+            if request.bodyOverflow { return (fail(.payloadTooLarge, "the body is larger than \(HTTPServer.maxBodyBytes) bytes"), route) }
+            let type = request.contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard type == "application/json" else {
+                return (fail(.unsupportedMediaType, "send the body as JSON, with 'Content-Type: application/json'"), route)
+            }
         }
         if request.queryOverflow || request.query.count > limits.maxQueryParameters {
             return (fail(.badData, "more than \(limits.maxQueryParameters) query parameters"), route)
