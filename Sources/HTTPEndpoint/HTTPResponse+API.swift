@@ -7,6 +7,8 @@ public enum APIErrorType: String, Sendable {
     case badData = "bad_data"
     /// Missing or wrong credentials (401).
     case unauthorized
+    /// A valid token that may not do this (403).
+    case forbidden
     /// No such resource (404).
     case notFound = "not_found"
     /// The path exists but not for this method (405).
@@ -29,6 +31,7 @@ public enum APIErrorType: String, Sendable {
         switch self {
         case .badData: 400
         case .unauthorized: 401
+        case .forbidden: 403
         case .notFound: 404
         case .methodNotAllowed: 405
         case .conflict: 409

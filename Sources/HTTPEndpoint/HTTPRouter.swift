@@ -24,6 +24,7 @@
 /// - `access` is `.token` by default: the request must carry `Authorization: Bearer TOKEN` of
 ///   one of the router's tokens (else 401 with `WWW-Authenticate: Bearer`); the handler sees the
 ///   token's name as `request.principal`. A router without tokens refuses every `.token` route.
+/// - `.write(what)` routes (`POST`) also need the token's line to grant it (`write=events`), else 403.
 /// - `HEAD` is answered by the `GET` route (libmicrohttpd drops the body).
 /// - Handlers run on the server's thread, one request at a time: keep them quick, and never put
 ///   health data in an error message (clients' logs keep them) nor in the access log (the
@@ -35,6 +36,12 @@ public struct HTTPRouter: Sendable {
         case open
         /// A request with one of the router's bearer tokens.
         case token
+        /// A request with a token whose line in the tokens file grants writing this (`write=events`);
+        /// another token is answered 403.
+        case write(String)
+
+        /// Whether a request needs a bearer token.
+        var needsToken: Bool { if case .open = self { false } else { true } }
     }
 
     /// The request bounds.
@@ -143,7 +150,7 @@ public struct HTTPRouter: Sendable {
                 .adding("Allow", allowed.joined(separator: ", ")), route0(candidates)
             )
         }
-        if route.access == .token {
+        if route.access.needsToken {
             guard let header = request.authorization else {
                 return (
                     fail(.unauthorized, "authentication required: send 'Authorization: Bearer TOKEN'")
@@ -158,6 +165,9 @@ public struct HTTPRouter: Sendable {
             }
             request.principal = name
             request.teams = tokens?.teams(of: name)
+            if case .write(let what) = route.access, tokens?.writes(of: name).contains(what) != true {
+                return (fail(.forbidden, "this token may only read; its line in the tokens file needs write=\(what)"), route)
+            }
         }
         var parameters: [String: String] = [:]
         for (segment, part) in zip(route.segments, parts) {

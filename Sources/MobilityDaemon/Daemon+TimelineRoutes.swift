@@ -8,7 +8,8 @@ extension Daemon {
     /// The patients' timelines over the report listener:
     ///
     /// - `POST /api/v1/users/{u}/events` with a ``TimelineCommand`` as the JSON body (the same
-    ///   JSON as `{root}/teams/{team}/commands/event`): records, corrects or retracts an entry,
+    ///   JSON as `{root}/teams/{team}/commands/event`), for a token granted `write=events` (403
+    ///   for another): records, corrects or retracts an entry,
     ///   attributed to the bearer token's name (a body's `by`, if any, must be that name) and to the
     ///   token's team that holds the user (none for a token of every team). Answered once the
     ///   change is committed: 200 with the audit row, or the refusal with its reason (`reason`
@@ -20,7 +21,7 @@ extension Daemon {
         _ router: inout HTTPRouter, store: any StateBackend, desk: TimelineDesk, deliver: @escaping @Sendable (TimelineRequest) -> Void
     ) {
         let careTeams = careTeams
-        router.post("/api/v1/users/{u}/events") { request in
+        router.post("/api/v1/users/{u}/events", access: .write("events")) { request in
             guard let u = careTeams.readableUser(request), let principal = request.principal else { return .apiError(.notFound, "no such user") }
             let command: TimelineCommand
             switch TimelineCommand.parse(request.body) {

@@ -401,7 +401,7 @@ private let notAuthorized: Int32 = 135
     @Test func staffRecordTimelineEntriesForTheirTeamOnly() throws {
         let d = try ShippedDeployment(gateways: ["staff-ward-a"])
         let httpPort = try freePort(), token = String(repeating: "d9", count: 20)
-        try "nurse.lee:\(token) teams=ward-a\n".write(toFile: d.dir + "/http-tokens", atomically: true, encoding: .utf8)
+        try "nurse.lee:\(token) teams=ward-a write=events\n".write(toFile: d.dir + "/http-tokens", atomically: true, encoding: .utf8)
         chmod(d.dir + "/http-tokens", 0o600)
         try d.startDaemon(edit: [
             ("# http-address = 127.0.0.1:9465", "http-address = 127.0.0.1:\(httpPort)"),

@@ -9,7 +9,7 @@ import Testing
 /// MQTT and `POST /api/v1/users/{u}/events` over HTTP; the timeline, the audit trail, the pages
 /// and FHIR say who did what; bad input is refused with its reason and changes nothing.
 @Suite(.serialized) struct TimelineCommandDaemonTests {
-    static let wardA = String(repeating: "a7", count: 20), wardB = String(repeating: "b8", count: 20)
+    static let wardA = String(repeating: "a7", count: 20), wardB = String(repeating: "b8", count: 20), reader = String(repeating: "c9", count: 20)
 
     /// The patient's local date `days` from today (UTC users).
     static func date(_ days: Int) -> String { String(isoNow(days: Double(days)).prefix(10)) }
@@ -47,7 +47,8 @@ import Testing
 
     static func ward() throws -> Ward {
         let dir = try ReportListenerTests.scratch()
-        try "nurse.kim:\(wardA) teams=ward-a\nnurse.bo:\(wardB) teams=ward-b\n".write(toFile: dir + "/tokens", atomically: true, encoding: .utf8)
+        try "nurse.kim:\(wardA) teams=ward-a write=events\nnurse.bo:\(wardB) teams=ward-b write=events\nreader:\(reader) teams=ward-a\n".write(
+            toFile: dir + "/tokens", atomically: true, encoding: .utf8)
         chmod(dir + "/tokens", 0o600)
         try "jamie ward-a\nalex ward-b\n".write(toFile: dir + "/teams", atomically: true, encoding: .utf8)
         chmod(dir + "/teams", 0o600)
@@ -189,6 +190,7 @@ import Testing
         }
         let retract = #"{"action":"retract","user":"jamie","entry":{"id":"inj-1","retracted":true}}"#
         #expect(try w.post(retract, token: Self.wardB).status == 404)
+        #expect(try w.post(retract, token: Self.reader).status == 403, "a token that only reads")
         #expect(
             status(try w.post(#"{"action":"add","user":"jamie","entry":{"id":"inj-1","kind":"fall","category":"clinical","date":"\#(Self.date(-1))"}}"#)) == (
                 409, .string("entry_exists")
