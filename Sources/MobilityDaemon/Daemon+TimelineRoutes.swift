@@ -13,7 +13,7 @@ extension Daemon {
     ///   attributed to the bearer token's name (a body's `by`, if any, must be that name) and to the
     ///   token's team that holds the user (none for a token of every team). Answered once the
     ///   change is committed: 200 with the audit row, or the refusal with its reason (`reason`
-    ///   member): 400, 404 (`unknown_entry`; a user the token may not read, as on every route),
+    ///   member): 400, 404 (`unknown_entry`, `unknown_user`; a user the token may not read, as on every route),
     ///   409 (`entry_exists`), 503 (`store_unavailable`, no answer in time, or a patient another
     ///   instance holds).
     /// - `GET /api/v1/users/{u}/events`: the recorded timeline, each entry with who entered it.
@@ -48,7 +48,7 @@ extension Daemon {
             case .refused(let f)?:
                 let type: APIErrorType
                 switch f.reason {
-                case "unknown_entry", "team_does_not_own_user": type = .notFound
+                case "unknown_entry", "unknown_user", "team_does_not_own_user": type = .notFound
                 case "entry_exists": type = .conflict
                 case "store_unavailable": type = .unavailable
                 default: type = .badData

@@ -160,6 +160,11 @@ final class TimelineDesk: Sendable {
         if !r.team.isEmpty, let known = teams.knownTeams(of: user), !known.contains(r.team) {
             return no("team_does_not_own_user", "team \(r.team) is not a care team of this user")
         }
+        // A user id nobody has heard of is a typo far more often than a patient yet to sync: no
+        // entry makes a user (one the care-teams file lists may be entered before the first sync).
+        guard ingestor.engine.calendar(of: user) != nil || teams.assigned[user] != nil else {
+            return no("unknown_user", "no data, profile or care-teams entry of this user")
+        }
         let program = ingestor.engine.program
         if let bad = c.check(clinicalKinds: program.clinicalKinds, annotationKinds: program.annotationKinds) { return no(bad.reason, bad.message) }
         let held = ingestor.engine.entry(id, of: user)

@@ -157,6 +157,9 @@ import Testing
         try refused(["add", "--kind", "fall", "--date", "1899-12-31", "--id", "x"] + a, "date_out_of_range", "entry dated 1899-12-31 is outside the years 1900")
         try refused(["add", "--kind", "fall", "--date", Self.date(-1), "--id", "inj-1"] + a, "entry_exists", "the user already holds an entry with this id")
         try refused(["retract", "--id", "nope"] + a, "unknown_entry", "the user holds no timeline entry with this id")
+        try refused(
+            ["add", "--team", "ward-a", "--user", "jamei", "--kind", "fall", "--date", Self.date(-1), "--by", "nurse.kim"], "unknown_user",
+            "no data, profile or care-teams entry of this user")
         try refused(["correct", "--id", "nope", "--kind", "injury", "--date", Self.date(-1)] + a, "unknown_entry", "the user holds no timeline entry")
         // Ward-b's staff on their own command topic (the broker here has no ACL) for ward-a's patient.
         try refused(
@@ -180,7 +183,7 @@ import Testing
         #expect(
             eventually {
                 w.refusals() == [
-                    "unknown_kind", "date_out_of_range", "date_out_of_range", "entry_exists", "unknown_entry", "unknown_entry",
+                    "unknown_kind", "date_out_of_range", "date_out_of_range", "entry_exists", "unknown_entry", "unknown_user", "unknown_entry",
                     "team_does_not_own_user", "team_does_not_own_user", "invalid_text", "missing_field", "malformed_json"
                 ]
             }, "\(w.refusals())")
