@@ -106,9 +106,10 @@ enum EventCommandLine {
             guard case .success(let v) = JSONValue.parse(p), case .string(entryID)? = v["subject"], case .string(user)? = v["user"],
                 case .string(expected)? = v["action"], case .string(let who)? = v["by"], case .string(let at)? = v["at"]
             else { return nil }
-            let detail: String = if case .string(let d)? = v["detail"] { d } else { entryID }
-            return .accepted(
-                "\(detail) of \(user) (\(entryID)): \(action == .add ? "added" : action == .correct ? "corrected" : "retracted") by \(who) at \(at)")
+            var detail: Substring = if case .string(let d)? = v["detail"] { Substring(d) } else { "" }
+            if detail.hasPrefix("retracted ") { detail = detail.dropFirst("retracted ".count) }
+            let verb = action == .add ? "added" : action == .correct ? "corrected" : "retracted"
+            return .accepted("\(verb) \(entryID) of \(user) by \(who) at \(at)" + (detail.isEmpty ? "" : ": \(detail)"))
         }
         switch outcome {
         case .accepted(let text):

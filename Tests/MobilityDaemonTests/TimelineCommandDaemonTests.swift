@@ -81,7 +81,7 @@ import Testing
             "--by", "nurse.kim"
         ])
         #expect(added == 0, "\(addLog)")
-        #expect(addLog.contains("inj-1") && addLog.contains("injury on \(Self.date(-5)) of jamie (inj-1): added by nurse.kim at "), "\(addLog)")
+        #expect(addLog.contains("added inj-1 of jamie by nurse.kim at ") && addLog.contains(": injury on \(Self.date(-5))\n"), "\(addLog)")
         var entry = try #require(try w.timeline()["inj-1"], "\(w.daemon.process.log)")
         #expect(entry["first"] == .string(Self.date(-5)) && entry["kind"] == .string("injury") && entry["note"] == .string("fell on the stairs"))
         #expect(entry["entered"]?["by"] == .string("nurse.kim") && entry["entered"]?["team"] == .string("ward-a"))
