@@ -16,9 +16,10 @@ extension Engine {
     var heldDays: Int64 { configuration.allowedLatenessSeconds / 86_400 + Int64(program.lookbackDays) + 2 }
 
     /// Removes the user's entry with this id (a retraction); false when the user holds none (nothing
-    /// changes then). A clinical event's removal joins the segments it split, so the series of the
-    /// held days from its date on are republished revised (as when one is recorded); an annotation
-    /// changes no series.
+    /// changes then). The held days from the entry's first day on are marked revised, as when an
+    /// entry is recorded: a clinical event's removal joins the segments it split, an annotation's
+    /// gives back the days an `excluding:` window left out, and what the alerts said of them is
+    /// quoted from the timeline.
     @discardableResult
     public mutating func retract(event id: String, user: String) -> Bool {
         guard state(of: user)?.events[id] != nil else { return false }
@@ -26,7 +27,7 @@ extension Engine {
         withUser(user) { st in
             guard let e = st.events.removeValue(forKey: id) else { return }
             st.rebuildBoundaries()
-            if let closed = st.lastClosedDay, e.category == .clinical {
+            if let closed = st.lastClosedDay {
                 let from = max(e.firstDay, closed - DayNumber(held))
                 if from <= closed { for d in from...closed { st.revisedDays.insert(d) } }
             }

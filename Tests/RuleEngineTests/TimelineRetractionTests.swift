@@ -13,12 +13,15 @@ import Testing
     static let rules = """
         series n = count(walkingSpeed)
         series weekly = sum(n, 7 d, min: 1)
+        series well = sum(n, 7 d, min: 1, excluding: illness)
         """
 
-    /// Ten days of data for `u`, two samples a day, each day closed by the wall clock.
-    static func tenDays() -> (Ingestor, [EngineOutput]) {
+    /// Ten days of data for `u`, two samples a day, each day closed by the wall clock; `entries`
+    /// are on the timeline before the first day closes.
+    static func tenDays(_ entries: [String] = []) -> (Ingestor, [EngineOutput]) {
         var ing = Ingestor(engine: Engine(program: program(rules)), clock: .wall)
         var out: [EngineOutput] = []
+        if !entries.isEmpty { ing.handle(topic: WireTraffic.eventsTopic("u"), payload: WireTraffic.events(entries), now: close(9), into: &out) }
         for d in 0..<10 {
             ing.handle(topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("s", day: d, hours: [9, 15]), now: close(d), into: &out)
             ing.tick(now: close(d), into: &out)
@@ -58,6 +61,21 @@ import Testing
         #expect(ing.counters.events == 2)
     }
 
+    /// An illness retracted: the days it covered count again in `excluding:` windows, and are
+    /// republished so.
+    @Test func aRetractedAnnotationGivesItsDaysBackToTheWindowsThatLeftThemOut() {
+        let plain = Self.tenDays().1.series("well")
+        let ill = "{\"id\":\"ill\",\"kind\":\"illness\",\"start\":\"\(CivilDate(dayNumber: day0 + 4))\",\"end\":\"\(CivilDate(dayNumber: day0 + 5))\"}"
+        var (ing, out) = Self.tenDays([ill])
+        #expect(out.rejections.isEmpty && out.series("well")[6] == 10, "days 4 and 5 left out: \(out.series("well"))")
+        out.removeAll()
+        Self.send(["{\"id\":\"ill\",\"retracted\":true}"], &ing, &out)
+        #expect(out.series("well").keys.min() == 4 && out.series.allSatisfy(\.revised))
+        var merged = plain
+        for (d, v) in out.series("well") { merged[d] = v }
+        #expect(merged == plain)
+    }
+
     /// An injury moved later (day 3 to day 6): days 3–5 are no longer cut by it and are
     /// republished too, not only the days from its new date.
     @Test func aCorrectionRepublishesFromTheEarlierOfItsTwoDates() {
@@ -95,6 +113,6 @@ import Testing
         let held = engine.retract(event: "hw", user: "u")
         #expect(held)
         #expect(engine.timeline(of: "u").isEmpty)
-        #expect(engine.state(of: "u")!.revisedDays.isEmpty, "an annotation changes no series")
+        #expect(engine.state(of: "u")!.revisedDays.isEmpty, "no day had closed")
     }
 }
