@@ -14,7 +14,7 @@ extension Daemon {
     /// `router.get("/api/v1/users/{u}/reports", query: ["week"]) { request in … }`.
     /// `deliver` hands a care-staff timeline command to its user's shard (the POST route waits for
     /// the answer the shard gives).
-    func reportRouter(shards: [Shard], store: any StateBackend, deliver: @escaping @Sendable (TimelineRequest) -> Void = { _ in }) -> HTTPRouter {
+    func reportRouter(shards: [Shard], store: any StateBackend, deliver: @escaping @Sendable (TimelineRequest) -> Void) -> HTTPRouter {
         var router = HTTPRouter(tokens: config.httpTokens)
         // No health data: counts and the rules' identity, for a client to check its token and TLS.
         router.get("/api/v1/status") { [self] request in
