@@ -61,7 +61,10 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "mobilityctl",
-            dependencies: ["MobilityModel", "MQTTTransport", "RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore", "Simulator", "MobilityFHIR"],
+            dependencies: [
+                "MobilityModel", "MobilityWire", "MQTTTransport", "RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore", "Simulator",
+                "MobilityFHIR"
+            ],
             swiftSettings: strict),
 
         // Tests mirror the targets.

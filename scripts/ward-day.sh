@@ -3,7 +3,8 @@
 # mobilityd with two care teams, the report listener (a team token) and the FHIR feed; Jamie's
 # plateau story (team physio-north) and a normal recovery (team gait-lab) played through the
 # broker; then what the physio-north staff do: see what fires, acknowledge it, silence a patient,
-# read the audit trail, open the weekly report, export FHIR. Stops everything it started.
+# record a fall and correct its date, read the audit trail, open the weekly report, export FHIR.
+# Stops everything it started.
 #
 #   BIN=.build/debug bash scripts/ward-day.sh     # default: a release build in .build/release
 set -euo pipefail
@@ -60,6 +61,26 @@ sid=$("$BIN/mobilityctl" silence add --broker "$broker" --team physio-north user
   --duration 2d --comment "inpatient until Thursday" --author dr.lee)
 echo "silence $sid"
 "$BIN/mobilityctl" silence query --broker "$broker" --team physio-north
+
+step "10:30 — Jamie fell at home: nurse Kim records it, then corrects the date (mobilityctl event)"
+"$BIN/mobilityctl" event add --broker "$broker" --team physio-north --user jamie-plateau --kind fall --date 2026-03-20 \
+  --id fall-1 --note "tripped on the stairs at home" --by nurse.kim
+"$BIN/mobilityctl" event correct --broker "$broker" --team physio-north --user jamie-plateau --id fall-1 --kind fall \
+  --date 2026-03-19 --note "tripped on the stairs at home" --comment "his daughter says Thursday" --by nurse.kim
+"$BIN/mobilityctl" event add --broker "$broker" --team physio-north --user jamie-plateau --kind illness \
+  --start 2026-03-10 --end 2026-03-12 --id flu-1 --by dr.lee
+"$BIN/mobilityctl" event retract --broker "$broker" --team physio-north --user jamie-plateau --id flu-1 \
+  --comment "entered for the wrong patient" --by dr.lee
+"$BIN/mobilityctl" event add --broker "$broker" --team physio-north --user jamie-normal --kind fall --date 2026-03-20 \
+  --by nurse.kim 2>&1 || echo "(exit $?)"
+curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:$http/api/v1/users/jamie-plateau/events" > "$work/events.json"
+python3 - "$work/events.json" <<'PY'
+import json, sys
+print("GET /api/v1/users/jamie-plateau/events:")
+for e in json.load(open(sys.argv[1]))["data"]["events"]:
+    who = e.get("entered")
+    print(f'  {e["kind"]} {e["first"]}' + (f' entered by {who["by"]} ({who["team"]})' if who else " (from the phone)"))
+PY
 
 step "12:00 — the audit trail (mobilityctl audit)"
 "$BIN/mobilityctl" audit --state "$work/state"

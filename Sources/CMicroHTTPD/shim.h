@@ -16,7 +16,7 @@
    (PEM text, NULL for plain HTTP) it speaks TLS 1.2 or 1.3 only (GnuTLS priorities). */
 static inline struct MHD_Daemon *mw_mhd_start_tls(const struct sockaddr *addr, MHD_AccessHandlerCallback handler, void *context,
                                                   unsigned int connection_limit, unsigned int timeout_seconds, size_t memory_limit,
-                                                  const char *cert_pem, const char *key_pem) {
+                                                  const char *cert_pem, const char *key_pem, MHD_RequestCompletedCallback completed) {
     unsigned int flags = MHD_USE_ERROR_LOG | (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES
                                               ? MHD_USE_EPOLL_INTERNAL_THREAD : MHD_USE_POLL_INTERNAL_THREAD);
     struct MHD_OptionItem options[] = {
@@ -24,14 +24,16 @@ static inline struct MHD_Daemon *mw_mhd_start_tls(const struct sockaddr *addr, M
         { MHD_OPTION_CONNECTION_LIMIT, connection_limit, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds, NULL },
         { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)memory_limit, NULL },
+        /* Called when a request ends, answered or not: frees what the handler kept for it (a body). */
+        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, context },
         { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
         { MHD_OPTION_END, 0, NULL },
     };
     if (cert_pem != NULL && key_pem != NULL) {
         flags |= MHD_USE_TLS;
-        options[4] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert_pem };
-        options[5] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key_pem };
-        options[6] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
+        options[5] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert_pem };
+        options[6] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key_pem };
+        options[7] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
                                               (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2" };
     }
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, context, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
@@ -40,7 +42,7 @@ static inline struct MHD_Daemon *mw_mhd_start_tls(const struct sockaddr *addr, M
 /* Plain HTTP (see mw_mhd_start_tls). */
 static inline struct MHD_Daemon *mw_mhd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback handler, void *context,
                                               unsigned int connection_limit, unsigned int timeout_seconds, size_t memory_limit) {
-    return mw_mhd_start_tls(addr, handler, context, connection_limit, timeout_seconds, memory_limit, NULL, NULL);
+    return mw_mhd_start_tls(addr, handler, context, connection_limit, timeout_seconds, memory_limit, NULL, NULL, NULL);
 }
 
 /* Whether this libmicrohttpd was built with TLS (Debian's is, with GnuTLS). */

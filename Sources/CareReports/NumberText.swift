@@ -45,6 +45,15 @@ enum NumberText {
 
     /// A timeline kind for people: `heat_wave` → `heat wave`.
     static func kind(_ k: String) -> String { k.replacingUnderscores() }
+
+    /// Who of the staff entered an entry and when, for its tooltip: `entered by nurse.kim
+    /// (physio-north) on 2026-03-04 at 10:12 UTC`; nil for an entry of the patient's gateway.
+    static func entered(_ e: TimelineEvent) -> String? {
+        guard let a = e.entered else { return nil }
+        let t = a.at.description  // 2026-03-04T10:12:05.123Z
+        let time = t.count >= 16 ? " at \(t.dropFirst(11).prefix(5)) UTC" : ""
+        return "entered by \(XMLText.bounded(a.by, limit: 100))" + (a.team.isEmpty ? "" : " (\(a.team))") + " on \(t.prefix(10))" + time
+    }
 }
 
 extension String {

@@ -141,8 +141,14 @@ struct TimeChart {
         if !plotTops.isEmpty {
             for e in clinical {
                 let x = scale.x(e.firstDay)
-                m.open("g", [("class", "clinical-event"), ("data-day", NumberText.iso(e.firstDay))])
-                m.element("title", text: "\(NumberText.kind(e.kind)) on \(NumberText.iso(e.firstDay))" + (e.note.map { ": " + XMLText.bounded($0) } ?? ""))
+                m.open(
+                    "g",
+                    [("class", "clinical-event"), ("data-day", NumberText.iso(e.firstDay))]
+                        + (e.entered.map { [("data-entered-by", XMLText.bounded($0.by, limit: 100))] } ?? []))
+                m.element(
+                    "title",
+                    text: "\(NumberText.kind(e.kind)) on \(NumberText.iso(e.firstDay))" + (e.note.map { ": " + XMLText.bounded($0) } ?? "")
+                        + (NumberText.entered(e).map { "; " + $0 } ?? ""))
                 for (p, top) in zip(plots, plotTops) {  // within the plots, not over their titles
                     m.element(
                         "line",
@@ -152,7 +158,8 @@ struct TimeChart {
                             ("stroke", "#6a1b9a"), ("stroke-width", "1.5")
                         ])
                 }
-                let label = "\(NumberText.kind(e.kind)) \(NumberText.short(e.firstDay))"
+                // A staff entry says whose it is where the marker is read, not only in its tooltip.
+                let label = "\(NumberText.kind(e.kind)) \(NumberText.short(e.firstDay))" + (e.entered.map { " · " + XMLText.bounded($0.by, limit: 24) } ?? "")
                 let w = Double(label.count) * 7.4
                 let lx = min(max(x, scale.left + w / 2), scale.left + scale.width - w / 2)
                 m.element(
@@ -175,9 +182,11 @@ struct TimeChart {
         history.timeline.filter { $0.category == .annotation && $0.lastDay >= scale.first && $0.firstDay <= scale.last }.map { a in
             let range = a.firstDay == a.lastDay ? NumberText.iso(a.firstDay) : "\(NumberText.iso(a.firstDay)) to \(NumberText.iso(a.lastDay))"
             return .init(
-                first: scale.clamp(a.firstDay), last: scale.clamp(a.lastDay), label: XMLText.bounded(NumberText.kind(a.kind), limit: 40),
-                detail: "\(NumberText.kind(a.kind)), \(range)" + (a.note.map { ": " + XMLText.bounded($0) } ?? ""),
-                fill: "#f3dfa2", ink: "#5b4300", cssClass: "annotation")
+                first: scale.clamp(a.firstDay), last: scale.clamp(a.lastDay),
+                label: XMLText.bounded(NumberText.kind(a.kind), limit: 40) + (a.entered.map { " · " + XMLText.bounded($0.by, limit: 24) } ?? ""),
+                detail: "\(NumberText.kind(a.kind)), \(range)" + (a.note.map { ": " + XMLText.bounded($0) } ?? "")
+                    + (NumberText.entered(a).map { "; " + $0 } ?? ""),
+                fill: "#f3dfa2", ink: "#5b4300", cssClass: a.entered == nil ? "annotation" : "annotation staff-entry")
         }
     }
 

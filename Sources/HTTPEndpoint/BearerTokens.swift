@@ -23,6 +23,7 @@ public struct BearerTokens: Sendable {
 
     private let entries: [(name: String, token: [UInt8])]
     private let scopes: [String: [String]]
+    private let grants: [String: Set<String>]
 
     /// The most teams one token may be limited to.
     public static let maximumTeams = 100
@@ -33,14 +34,22 @@ public struct BearerTokens: Sendable {
     /// The care teams a token is limited to (`teams=` on its line), nil for a token without a limit.
     public func teams(of name: String) -> [String]? { scopes[name] }
 
+    /// What a token may write besides reading (`write=events` on its line); a token reads only
+    /// unless its line says so.
+    public func writes(of name: String) -> Set<String> { grants[name] ?? [] }
+
+    /// What a tokens file may grant with `write=`: `events` (patients' timeline entries).
+    public static let writable: Set<String> = ["events"]
+
     /// Parses `name:token` lines, each optionally followed by ` teams=T1,T2…` (the token then
-    /// reads only the users of those care teams). Names are 1–64 characters of
+    /// reads only the users of those care teams) and ` write=events` (it may also record, correct
+    /// and retract those users' timeline entries). Names are 1–64 characters of
     /// `A-Z a-z 0-9 . _ -` (they are logged), and so are team ids; tokens are printable ASCII
     /// without spaces, at least ``minimumTokenLength`` long (e.g. `openssl rand -hex 32`); names
     /// and tokens are unique; at least one token.
     public init(parsing text: String) throws(Problem) {
         var entries: [(name: String, token: [UInt8])] = []
-        var scopes: [String: [String]] = [:]
+        var scopes: [String: [String]] = [:], grants: [String: Set<String>] = [:]
         for (n, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let trimmed = line.drop { $0 == " " || $0 == "\t" }
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
@@ -55,22 +64,30 @@ public struct BearerTokens: Sendable {
             guard token.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
                 throw Problem(line: n + 1, message: "the token of '\(name)' must be printable ASCII without spaces")
             }
-            var scope = rest[tokenEnd...].trimmingPrefix { $0 == " " || $0 == "\t" }
-            while let last = scope.last, last == " " || last == "\t" { scope = scope.dropLast() }
-            if !scope.isEmpty {
-                guard scope.hasPrefix("teams=") else {
-                    throw Problem(line: n + 1, message: "after the token of '\(name)' only 'teams=TEAM[,TEAM...]' may follow")
+            for option in rest[tokenEnd...].split(whereSeparator: { $0 == " " || $0 == "\t" }) {
+                if option.hasPrefix("teams="), scopes[name] == nil {
+                    let teams = option.dropFirst("teams=".count).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                    guard teams.count <= BearerTokens.maximumTeams,
+                        teams.allSatisfy({ (1...64).contains($0.utf8.count) && $0.utf8.allSatisfy(BearerTokens.isNameByte) })
+                    else {
+                        throw Problem(
+                            line: n + 1,
+                            message:
+                                "the teams of '\(name)' must be 1-\(BearerTokens.maximumTeams) team ids of 1-64 characters of A-Z a-z 0-9 . _ -, comma-separated"
+                        )
+                    }
+                    scopes[name] = teams
+                } else if option.hasPrefix("write="), grants[name] == nil {
+                    let what = option.dropFirst("write=".count).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                    guard !what.isEmpty, what.allSatisfy(BearerTokens.writable.contains) else {
+                        throw Problem(
+                            line: n + 1,
+                            message: "'write=' of '\(name)' names what the token may write: \(BearerTokens.writable.sorted().joined(separator: ", "))")
+                    }
+                    grants[name] = Set(what)
+                } else {
+                    throw Problem(line: n + 1, message: "after the token of '\(name)' only 'teams=TEAM[,TEAM...]' and 'write=events' may follow, once each")
                 }
-                let teams = scope.dropFirst("teams=".count).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-                guard teams.count <= BearerTokens.maximumTeams,
-                    teams.allSatisfy({ (1...64).contains($0.utf8.count) && $0.utf8.allSatisfy(BearerTokens.isNameByte) })
-                else {
-                    throw Problem(
-                        line: n + 1,
-                        message:
-                            "the teams of '\(name)' must be 1-\(BearerTokens.maximumTeams) team ids of 1-64 characters of A-Z a-z 0-9 . _ -, comma-separated")
-                }
-                scopes[name] = teams
             }
             guard token.count >= BearerTokens.minimumTokenLength, token.count <= BearerTokens.maximumTokenLength else {
                 throw Problem(
@@ -87,6 +104,7 @@ public struct BearerTokens: Sendable {
         guard !entries.isEmpty else { throw Problem(line: nil, message: "no tokens (expected NAME:TOKEN lines)") }
         self.entries = entries
         self.scopes = scopes
+        self.grants = grants
     }
 
     /// The name of the token equal to `presented`, or nil. Every known token is compared, each

@@ -15,6 +15,12 @@ public struct HTTPRequest: Sendable {
     public var peer: String?
     /// Whether the request came over TLS.
     public var isTLS: Bool
+    /// A `POST`'s body (at most ``HTTPServer/maxBodyBytes``; empty for other methods).
+    public var body: [UInt8] = []
+    /// The body was longer than the server collects (it was discarded past the limit).
+    public var bodyOverflow = false
+    /// The `Content-Type` header of a `POST`.
+    public var contentType: String?
 
     /// The route's pattern that matched, e.g. `/api/v1/users/{u}/report` (set by the router).
     public internal(set) var route: String?

@@ -1,6 +1,6 @@
 /// Routes requests to handlers by method and path pattern, authenticates them with bearer
 /// tokens, enforces the request bounds and answers what no route takes (404, 405, 400, 401,
-/// 414): under `/api/` with the JSON error envelope (``HTTPResponse/apiError(_:_:)``), elsewhere
+/// 413, 414, 415): under `/api/` with the JSON error envelope (``HTTPResponse/apiError(_:_:reason:)``), elsewhere
 /// in plain text. Every response gets ``HTTPResponse/securityHeaders`` (and HSTS over TLS).
 ///
 /// Mounting a route (the daemon builds its router in `Daemon+ReportRoutes.swift`):
@@ -24,6 +24,7 @@
 /// - `access` is `.token` by default: the request must carry `Authorization: Bearer TOKEN` of
 ///   one of the router's tokens (else 401 with `WWW-Authenticate: Bearer`); the handler sees the
 ///   token's name as `request.principal`. A router without tokens refuses every `.token` route.
+/// - `.write(what)` routes (`POST`) also need the token's line to grant it (`write=events`), else 403.
 /// - `HEAD` is answered by the `GET` route (libmicrohttpd drops the body).
 /// - Handlers run on the server's thread, one request at a time: keep them quick, and never put
 ///   health data in an error message (clients' logs keep them) nor in the access log (the
@@ -35,6 +36,12 @@ public struct HTTPRouter: Sendable {
         case open
         /// A request with one of the router's bearer tokens.
         case token
+        /// A request with a token whose line in the tokens file grants writing this (`write=events`);
+        /// another token is answered 403.
+        case write(String)
+
+        /// Whether a request needs a bearer token.
+        var needsToken: Bool { if case .open = self { false } else { true } }
     }
 
     /// The request bounds.
@@ -73,6 +80,13 @@ public struct HTTPRouter: Sendable {
     public init(tokens: BearerTokens?, limits: Limits = Limits()) {
         self.tokens = tokens
         self.limits = limits
+    }
+
+    /// Mounts a `POST` route whose handler reads a JSON body (``HTTPRequest/body``): a body over
+    /// ``HTTPServer/maxBodyBytes`` is a 413, one without `Content-Type: application/json` a 415,
+    /// before the handler runs.
+    public mutating func post(_ pattern: String, access: Access = .token, _ handler: @escaping Handler) {
+        add(method: "POST", pattern, query: [], access: access, handler)
     }
 
     /// Mounts a `GET` (and `HEAD`) route. See the type's documentation for patterns.
@@ -136,7 +150,7 @@ public struct HTTPRouter: Sendable {
                 .adding("Allow", allowed.joined(separator: ", ")), route0(candidates)
             )
         }
-        if route.access == .token {
+        if route.access.needsToken {
             guard let header = request.authorization else {
                 return (
                     fail(.unauthorized, "authentication required: send 'Authorization: Bearer TOKEN'")
@@ -151,6 +165,9 @@ public struct HTTPRouter: Sendable {
             }
             request.principal = name
             request.teams = tokens?.teams(of: name)
+            if case .write(let what) = route.access, tokens?.writes(of: name).contains(what) != true {
+                return (fail(.forbidden, "this token may only read; its line in the tokens file needs write=\(what)"), route)
+            }
         }
         var parameters: [String: String] = [:]
         for (segment, part) in zip(route.segments, parts) {
@@ -159,6 +176,13 @@ public struct HTTPRouter: Sendable {
                 return (fail(.badData, "path parameter '\(name)' must be 1-\(limits.maxParameterBytes) characters of A-Z a-z 0-9 - . _ ~"), route)
             }
             parameters[name] = String(part)
+        }
+        if route.method == "POST" {
+            if request.bodyOverflow { return (fail(.payloadTooLarge, "the body is larger than \(HTTPServer.maxBodyBytes) bytes"), route) }
+            let type = request.contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard type == "application/json" else {
+                return (fail(.unsupportedMediaType, "send the body as JSON, with 'Content-Type: application/json'"), route)
+            }
         }
         if request.queryOverflow || request.query.count > limits.maxQueryParameters {
             return (fail(.badData, "more than \(limits.maxQueryParameters) query parameters"), route)

@@ -33,7 +33,9 @@ public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertibl
 /// Bounded: at most `connectionLimit` connections at once (more wait in the listen backlog),
 /// each closed after `idleTimeoutSeconds` without activity, with a small per-connection pool
 /// (16 KiB, which bounds a request's line and headers), so idle or slow clients can neither
-/// exhaust the process's descriptors nor starve a health check. Request bodies are discarded.
+/// exhaust the process's descriptors nor starve a health check. A `POST`'s body is collected up to
+/// ``maxBodyBytes`` (past that the request says ``HTTPRequest/bodyOverflow`` and the rest is
+/// discarded); other methods' bodies are discarded.
 ///
 /// Sendability: `daemon` is only passed to libmicrohttpd (stopped once, in `stop`); the responder
 /// and the access log are `@Sendable` and called from libmicrohttpd's thread.
@@ -70,6 +72,17 @@ public final class HTTPServer: @unchecked Sendable {
     public static let defaultConnectionLimit = 2048
     /// The most query parameters collected per request (more set ``HTTPRequest/queryOverflow``).
     public static let maxQueryParameters = 64
+    /// The longest `POST` body collected (bytes); a longer one sets ``HTTPRequest/bodyOverflow``.
+    public static let maxBodyBytes = 16 * 1024
+
+    /// What the server keeps of one `POST` request between libmicrohttpd's calls (the connection's
+    /// `con_cls`, released when the request completes).
+    final class Upload {
+        var bytes: [UInt8] = []
+        var overflow = false
+    }
+    /// The `con_cls` of a request whose body is discarded (not a pointer to anything).
+    static var discarding: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 1)! }
 
     /// Whether this libmicrohttpd was built with TLS.
     public static var supportsTLS: Bool { mw_mhd_has_tls() != 0 }
@@ -131,15 +144,37 @@ public final class HTTPServer: @unchecked Sendable {
             ptr.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
                 mw_mhd_start_tls(
                     sa,
-                    { cls, conn, url, method, _, _, uploadSize, conCls in
-                        guard let cls, let conn, let url, let method else { return .NO }
-                        // The first call per request only sets up state; answer on the last.
-                        if conCls?.pointee == nil { conCls?.pointee = UnsafeMutableRawPointer(bitPattern: 1); return .YES }
-                        if let uploadSize, uploadSize.pointee != 0 { uploadSize.pointee = 0; return .YES }
+                    { cls, conn, url, method, _, uploadData, uploadSize, conCls in
+                        guard let cls, let conn, let url, let method, let conCls else { return .NO }
+                        // The first call per request only sets up state (a POST's body buffer);
+                        // the calls with upload data collect it; answer on the last.
+                        guard let state = conCls.pointee else {
+                            conCls.pointee =
+                                strcmp(method, "POST") == 0 ? Unmanaged.passRetained(Upload()).toOpaque() : HTTPServer.discarding
+                            return .YES
+                        }
+                        if let uploadSize, uploadSize.pointee != 0 {
+                            if state != HTTPServer.discarding, let uploadData {
+                                let upload = Unmanaged<Upload>.fromOpaque(state).takeUnretainedValue()
+                                if upload.bytes.count + uploadSize.pointee <= HTTPServer.maxBodyBytes {
+                                    upload.bytes += UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee)
+                                } else {
+                                    upload.overflow = true
+                                }
+                            }
+                            uploadSize.pointee = 0
+                            return .YES
+                        }
                         let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-                        return server.answer(conn, method: String(cString: method), path: String(cString: url))
+                        let upload = state == HTTPServer.discarding ? nil : Unmanaged<Upload>.fromOpaque(state).takeUnretainedValue()
+                        return server.answer(conn, method: String(cString: method), path: String(cString: url), upload: upload)
                     }, me, UInt32(clamping: max(1, connectionLimit)), UInt32(clamping: max(1, idleTimeoutSeconds)), 16 * 1024,
-                    pem?.cert, pem?.key)
+                    pem?.cert, pem?.key,
+                    { _, _, conCls, _ in
+                        guard let conCls, let state = conCls.pointee else { return }
+                        if state != HTTPServer.discarding { Unmanaged<Upload>.fromOpaque(state).release() }
+                        conCls.pointee = nil
+                    })
             }
         }
         guard let d else {
@@ -156,7 +191,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Builds the request, asks the responder, queues the response and logs the exchange.
-    private func answer(_ conn: OpaquePointer, method: String, path: String) -> MHD_Result {
+    private func answer(_ conn: OpaquePointer, method: String, path: String, upload: Upload?) -> MHD_Result {
         var collector = QueryCollector()
         withUnsafeMutablePointer(to: &collector) { c in
             _ = mw_mhd_query_arguments(
@@ -173,9 +208,14 @@ public final class HTTPServer: @unchecked Sendable {
         let peer: String? = withUnsafeMutableBytes(of: &ip) { b in
             mw_mhd_peer_ipv4(conn, b.baseAddress!.assumingMemoryBound(to: UInt8.self)) != 0 ? b.map(String.init).joined(separator: ".") : nil
         }
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method, path: path, query: collector.items, queryOverflow: collector.overflow,
             authorization: mw_mhd_header(conn, "Authorization").map { String(cString: $0) }, peer: peer, isTLS: isTLS)
+        if let upload {
+            request.body = upload.bytes
+            request.bodyOverflow = upload.overflow
+            request.contentType = mw_mhd_header(conn, "Content-Type").map { String(cString: $0) }
+        }
         let (r, record) = responder(request)
         // libmicrohttpd copies the body (MUST_COPY): lent as it is, not copied into a mutable array first.
         let resp = r.bytes.withUnsafeBytes { mw_mhd_response_copy($0.count, $0.baseAddress) }

@@ -151,11 +151,12 @@ final class AcknowledgementDesk: Sendable {
         // The retained firing message on the user's topic and on each of the user's team topics.
         let topics =
             [layout.alert(c.user, rule: instance.rule.name)] + teams.teams(of: c.user).map { layout.teamAlert($0, user: c.user, rule: instance.rule.name) }
-        let audit = auditTopic
+        let audit = auditTopic, teamAudit = layout.teamAudit(c.team)
         let items: [StateStore.OutboxItem]
         do {
             items = try store.recordAcknowledgement(stored, audit: entry) { e in
-                topics.map { .init(topic: $0, payload: stored.payload, retain: true) } + [.init(topic: audit, payload: Array(e.json.utf8), retain: false)]
+                topics.map { .init(topic: $0, payload: stored.payload, retain: true) }
+                    + [audit, teamAudit].map { .init(topic: $0, payload: Array(e.json.utf8), retain: false) }
             }.outbox
         } catch {
             if CommandScope.isFenced(error) {

@@ -174,6 +174,11 @@ public final class Daemon: Sendable {
             publishNow: { sink.publishUntracked(topic: $0, payload: $1, retain: false) })
         do { try silences.restore() } catch { log.error("cannot read the silences", ["error": "\(error)"]); return 1 }
         for s in shards { s.silences = silences }
+        let timelines = TimelineDesk(layout: layout, teams: careTeams, log: log, scope: scope) {
+            sink.publishUntracked(topic: $0, payload: $1, retain: false)
+        }
+        for s in shards { s.timelines = timelines }
+        timelinesRef.set(timelines)
         if claimed != nil { for s in shards { s.onFenced = { [self] in commitFenced() } } }
         silencesRef.set(silences)
         let count = UInt64(shards.count)
@@ -196,9 +201,9 @@ public final class Daemon: Sendable {
         applyCommon(&subConfig)
         subConfig.cleanSession = false
         // mosquitto's count of messages it dropped for its queue limits (it says nothing else).
-        subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic, desk.subscription, silences.subscription]
+        subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic, desk.subscription, silences.subscription, timelines.subscription]
         // Inputs come through the partition sessions; every instance takes the commands (CommandScope).
-        if claimed != nil { subConfig.subscriptions = [desk.subscription, silences.subscription] }
+        if claimed != nil { subConfig.subscriptions = [desk.subscription, silences.subscription, timelines.subscription] }
         // A payload the decoder would reject for its size is neither copied nor journalled.
         subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
         let subscriber: MQTTClient
@@ -208,6 +213,13 @@ public final class Daemon: Sendable {
                 onMessage: { [self] topic, payload in
                     if topic.utf8.first == UInt8(ascii: "$") { brokerReported(topic, payload); return }
                     if silences.commandTeam(topic) != nil { silences.received(topic: topic, payload: payload, now: Daemon.wallNow()); return }
+                    if timelines.commandTeam(topic) != nil {  // committed (or refused) by its user's shard before it is acknowledged, not journalled
+                        timelines.received(topic: topic, payload: payload) { r in
+                            stage.deliver(.timeline(r), to: Int(Daemon.hash(r.command.user) % count))
+                            _ = r.answer.wait(seconds: TimelineDesk.answerSeconds)
+                        }
+                        return
+                    }
                     if desk.commandTeam(topic) != nil {  // a command: taken by its user's shard before it is acknowledged, not journalled
                         desk.received(topic: topic, payload: payload) { c in
                             let taken = DispatchSemaphore(value: 0)
@@ -238,6 +250,7 @@ public final class Daemon: Sendable {
                 onOversized: { topic, size in
                     if desk.commandTeam(topic) != nil { desk.oversized(topic: topic, size: size); return }
                     if silences.commandTeam(topic) != nil { silences.oversized(topic: topic, size: size); return }
+                    if timelines.commandTeam(topic) != nil { timelines.oversized(topic: topic, size: size); return }
                     let parsed = layout.parse(topic)
                     stage.deliver(.oversized(topic: topic, parsed: parsed, size: size), to: shard(of: parsed))
                 })
@@ -261,7 +274,10 @@ public final class Daemon: Sendable {
         }
         var reports: HTTPService?
         if let addr = config.httpAddress {
-            reports = HTTPService(reportsAt: addr, tls: config.httpTLS, router: reportRouter(shards: shards, store: store), log: log)
+            let router = reportRouter(shards: shards, store: store) { r in
+                stage.deliver(.timeline(r), to: Int(Daemon.hash(r.command.user) % count))
+            }
+            reports = HTTPService(reportsAt: addr, tls: config.httpTLS, router: router, log: log)
             services.append(reports!)
         }
         // Forgets acknowledged outputs and parks refused ones: every 20 ms, and once more when the
@@ -437,6 +453,7 @@ public final class Daemon: Sendable {
     private let publisherRef = LateReference<MQTTClient>()
     private let healthSources = LateReference<HealthSources>()
     private let silencesRef = LateReference<SilenceDesk>()
+    let timelinesRef = LateReference<TimelineDesk>()
     private let stageRef = LateReference<DecodeStage>()
     /// The wall clock (silences and command times).
     static func wallNow() -> Timestamp { Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)) }
@@ -554,6 +571,7 @@ public final class Daemon: Sendable {
         for (rule, n) in total.repeats.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alert_reminders_total", ["rule": rule], Double(n)) }
         healthSources.value?.desk?.metrics(into: &m)
         silencesRef.value?.metrics(into: &m, now: Daemon.wallNow())
+        timelinesRef.value?.metrics(into: &m)
         m.family("mobilityd_alerts_firing", "gauge", "Alerts firing now, by rule.")
         for (rule, n) in total.firing.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alerts_firing", ["rule": rule], Double(n)) }
         m.family("mobilityd_series_published_total", "counter", "Series messages published (one per user-day, every series of the day).")

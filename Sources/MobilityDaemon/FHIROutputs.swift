@@ -43,4 +43,15 @@ struct FHIROutputs {
         case .rejected: return []
         }
     }
+
+    /// The FHIR copy of a care-staff timeline change: the entry's Observation on
+    /// `{root}/fhir/users/{u}/Observation/{id}` (not retained), `entered-in-error` once retracted.
+    func timelineItems(user: String, entry: TimelineEvent, retracted: Bool) -> [StateStore.OutboxItem] {
+        let id = TimelineObservation.id(user: user, entry: entry.id)
+        return [
+            .init(
+                topic: "\(root)/fhir/users/\(user)/Observation/\(id)", payload: TimelineObservation.jsonBytes(entry, user: user, retracted: retracted),
+                retain: false)
+        ]
+    }
 }

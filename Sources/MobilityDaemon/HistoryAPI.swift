@@ -55,6 +55,34 @@ enum HistoryAPI {
         return w.text
     }
 
+    /// `{"events": [{"id", "category", "kind", "first", "last", "note"?, "entered"?: {"by", "team", "at"}}]}`:
+    /// the recorded timeline (days are local dates; `entered` for an entry care staff entered).
+    static func timelineJSON(_ h: UserHistory) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.beginArray("events")
+        for e in h.timeline {
+            w.beginObject()
+            w.string("id", e.id)
+            w.string("category", e.category.description)
+            w.string("kind", e.kind)
+            w.string("first", CivilDate(dayNumber: e.firstDay).description)
+            w.string("last", CivilDate(dayNumber: e.lastDay).description)
+            if let n = e.note { w.string("note", n) }
+            if let a = e.entered {
+                w.beginObject("entered")
+                w.string("by", a.by)
+                w.string("team", a.team)
+                w.string("at", a.at.description)
+                w.endObject()
+            }
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.text
+    }
+
     /// `{"alerts": [{"id", "rule", "severity", "sinceDay", "firedDay", "resolvedDay", ["expiredDay",] "headline", "details", "summary", "labels"}]}`.
     static func alertsJSON(_ h: UserHistory) -> String {
         var w = JSONWriter()

@@ -72,6 +72,12 @@ final class Shard: @unchecked Sendable {
     var desk: AcknowledgementDesk?
     /// Care-staff silences (nil: none apply).
     var silences: SilenceDesk?
+    /// Care-staff timeline commands (nil: none are taken).
+    var timelines: TimelineDesk?
+    /// Care-staff changes applied to the engine and not committed yet (their audit rows and
+    /// announcing outputs go with the next commit), and the answers waiting for that commit.
+    private var pendingAudited: [AuditedChange] = []
+    private var pendingAnswers: [TimelineAnswer] = []
     /// Partition sessions waiting for the next successful commit (``ShardItem/durable(_:)``).
     private var durables: [CommitWaiter] = []
     /// Called when the store fenced a commit (partitioned input: the run stops, see ``Daemon/commitFenced()``).
@@ -199,12 +205,14 @@ final class Shard: @unchecked Sendable {
                     var user: String?
                     if case .inbound(let u, _) = parsed { user = u }
                     guard case .next(let position) = journalPosition(seq: seq, user: user) else { replayedNow += 1; continue }
+                    // What an events message changes of the timeline is recorded (and its FHIR
+                    // copies published): the entries it recorded or replaced, and those it retracted.
+                    var timelineBefore: [TimelineEvent]?
+                    if recordsHistory || fhir != nil, case .inbound(let u, .events) = parsed { timelineBefore = ingestor.engine.timeline(of: u) }
                     ingestor.handle(topic: topic, parsed: parsed, payload: payload, now: wall, into: &out)
                     if case .inbound(let u, .profile) = parsed, !payload.isEmpty { teamsChanged = profileTeams(u, payload) || teamsChanged }
                     handled(seq: seq, user: user, position: position)
-                    if recordsHistory, case .inbound(let u, .events) = parsed {
-                        for e in ingestor.engine.timeline(of: u) { pendingHistory.append(.timeline(user: u, e)) }
-                    }
+                    if let before = timelineBefore, let u = user { timelineChanged(u, before: before) }
                 case .decodedSamples(let seq, let topic, let user, let samples):
                     guard case .next(let position) = journalPosition(seq: seq, user: user) else { replayedNow += 1; continue }
                     ingestor.handle(decodedSamples: samples, user: user, topic: topic, now: wall, into: &out)
@@ -222,6 +230,16 @@ final class Shard: @unchecked Sendable {
                 case .acknowledge(let c, let taken):
                     desk?.acknowledge(c, instance: ingestor.engine.firingInstance(user: c.user, id: c.alert), now: wall)
                     taken?.signal()
+                case .timeline(let r):
+                    guard let timelines else {
+                        r.answer.refuse(.init("store_unavailable", "this daemon takes no timeline commands", id: r.command.change.id, user: r.command.user))
+                        continue
+                    }
+                    if let applied = timelines.apply(r, ingestor: &ingestor, wall: wall, fhir: fhir, into: &out) {
+                        if recordsHistory { pendingHistory.append(applied.history) }
+                        pendingAudited.append(applied.change)
+                        pendingAnswers.append(r.answer)
+                    }
                 }
             }
             let evaluated = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
@@ -260,7 +278,7 @@ final class Shard: @unchecked Sendable {
                 heldSeries += 1
             }
             // Series wait for the interval's commit (nobody waits for them); other outputs commit now.
-            let urgent = teamsChanged || out.contains { !$0.isSeries }
+            let urgent = teamsChanged || !pendingAudited.isEmpty || out.contains { !$0.isSeries }
             if !urgent && !out.isEmpty { deferredUsers.formUnion(batchUsers) }
             let scope = policy.batchProcessed(
                 outputs: urgent, deferred: !pendingOutbox.isEmpty || !deferredUsers.isEmpty, barrier: !barriers.isEmpty,
@@ -376,6 +394,25 @@ final class Shard: @unchecked Sendable {
         if let id = ingestor.lastMessageSampleID { pendingAcks[u] = id }
     }
 
+    /// Records what an events message changed of `user`'s timeline (`before`: the timeline before
+    /// it): the entries it recorded or replaced, and the removal of those it retracted, in the
+    /// history and, with `--fhir on`, as Observations. Entries it left as they were keep their rows
+    /// (and the attribution of the staff who entered them).
+    private func timelineChanged(_ user: String, before: [TimelineEvent]) {
+        let after = ingestor.engine.timeline(of: user)
+        guard after != before else { return }
+        let held = Dictionary(before.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let kept = Set(after.map(\.id))
+        for e in after where held[e.id] != e {
+            if recordsHistory { pendingHistory.append(.timeline(user: user, e)) }
+            if let fhir { pendingOutbox += fhir.timelineItems(user: user, entry: e, retracted: false) }
+        }
+        for e in before where !kept.contains(e.id) {
+            if recordsHistory { pendingHistory.append(.retracted(user: user, id: e.id)) }
+            if let fhir { pendingOutbox += fhir.timelineItems(user: user, entry: e, retracted: true) }
+        }
+    }
+
     /// Applies the care teams of an accepted profile (the ingestor rejected a bad one, and counted
     /// it); returns whether the change queued team outputs.
     private func profileTeams(_ user: String, _ payload: [UInt8]) -> Bool {
@@ -417,19 +454,30 @@ final class Shard: @unchecked Sendable {
     private func commit(all: Bool = true) -> [StateStore.OutboxItem]? {
         let acked = acks.drain()
         let users = all ? pendingUsers : batchUsers
-        if users.isEmpty && pendingOutbox.isEmpty && acked.isEmpty && pendingHistory.isEmpty { return [] }
+        if users.isEmpty && pendingOutbox.isEmpty && acked.isEmpty && pendingHistory.isEmpty && pendingAudited.isEmpty { return [] }
         let records = users.map { u in
             StateStore.UserRecord(
                 user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.clocks[u]?.now,
                 eventClaims: ingestor.clocks[u]?.claims ?? [], state: ingestor.engine.changes(of: u))
         }
         do {
-            let ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked, history: pendingHistory)
+            let ids: [Int64], announced: [StateStore.OutboxItem]
+            if pendingAudited.isEmpty {
+                ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked, history: pendingHistory)
+                announced = []
+            } else {
+                (ids, announced) = try store.commit(
+                    users: records, outbox: pendingOutbox, acknowledged: acked, history: pendingHistory, audited: pendingAudited)
+            }
             // Moved out, not copied: assigning the ids to a copy of the pending array copied every item.
             var items: [StateStore.OutboxItem] = []
             swap(&items, &pendingOutbox)
             pendingOutbox.reserveCapacity(items.count)
             for k in items.indices { items[k].id = ids[k] }
+            items += announced
+            pendingAudited.removeAll()
+            for a in pendingAnswers { a.committed() }
+            pendingAnswers.removeAll()
             for u in users { ingestor.engine.markPersisted(u) }
             if all { pendingUsers.removeAll(keepingCapacity: true) } else { pendingUsers.subtract(users) }
             deferredUsers.removeAll(keepingCapacity: true)  // their outputs are committed (all or with this batch)

@@ -23,6 +23,9 @@ enum ShardItem: Sendable {
     /// A care-staff acknowledgement of an alert instance of one of the shard's users; `taken` is
     /// signalled once it is committed and handed to the broker (or refused).
     case acknowledge(AckCommand, taken: DispatchSemaphore?)
+    /// A care-staff timeline command (record, correct, retract an entry) for one of the shard's
+    /// users; its answer is given once the change is committed (or refused).
+    case timeline(TimelineRequest)
     /// Partitioned input (no journal): told once everything queued before it is committed (or
     /// that the shard closed without); the partition session acknowledges its message only then.
     case durable(CommitWaiter)

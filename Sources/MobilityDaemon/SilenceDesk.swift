@@ -127,11 +127,12 @@ final class SilenceDesk: Sendable {
         let entry = AuditEntry(
             at: now, action: "silence", actor: s.createdBy, team: s.team, user: equal("user"), rule: equal("rule"), subject: s.id,
             note: s.comment, detail: SilenceDesk.detail(s))
-        let state = s.state(at: now), topic = topic(team: s.team, id: s.id), audit = auditTopic
+        let state = s.state(at: now), topic = topic(team: s.team, id: s.id), audit = [auditTopic, layout.teamAudit(s.team)]
         let items: [StateStore.OutboxItem]
         do {
             items = try store.recordSilence(s, audit: entry) { e in
-                [.init(topic: topic, payload: Array(s.json(state: state).utf8), retain: true), .init(topic: audit, payload: Array(e.json.utf8), retain: false)]
+                [.init(topic: topic, payload: Array(s.json(state: state).utf8), retain: true)]
+                    + audit.map { .init(topic: $0, payload: Array(e.json.utf8), retain: false) }
             }
         } catch {
             if CommandScope.isFenced(error) {
@@ -170,11 +171,11 @@ final class SilenceDesk: Sendable {
         if ended.endsAt > now { ended.endsAt = now }
         let entry = AuditEntry(
             at: now, action: "expire", actor: by, team: s.team, user: "", rule: "", subject: s.id, note: nil, detail: SilenceDesk.detail(ended))
-        let topic = topic(team: s.team, id: s.id), audit = auditTopic
+        let topic = topic(team: s.team, id: s.id), audit = [auditTopic, layout.teamAudit(s.team)]
         let items: [StateStore.OutboxItem]
         do {
             items = try store.expireSilence(id: s.id, audit: entry) { e in
-                [.init(topic: topic, payload: [], retain: true), .init(topic: audit, payload: Array(e.json.utf8), retain: false)]
+                [.init(topic: topic, payload: [], retain: true)] + audit.map { .init(topic: $0, payload: Array(e.json.utf8), retain: false) }
             }
         } catch {
             log.error("cannot store a silence's expiry; it stays in force until the store takes it", ["error": "\(error)"])

@@ -81,6 +81,10 @@ struct TeamOutputs {
 extension TopicLayout {
     /// `{root}/teams/{team}/users/{user}/alerts/{rule}`: the user's alert, for the user's care team.
     func teamAlert(_ team: String, user: String, rule: String) -> String { "\(root)/teams/\(team)/users/\(user)/alerts/\(rule)" }
+    /// The audit trail (every care-staff action).
+    var audit: String { "\(root)/audit" }
+    /// A team's copy of the audit trail: the actions taken on its command topics (or by its token).
+    func teamAudit(_ team: String) -> String { "\(root)/teams/\(team)/audit" }
     /// `{root}/teams/{team}/users/{user}/reports/weekly`: the user's weekly report, for the user's care team.
     func teamWeeklyReport(_ team: String, user: String) -> String { "\(root)/teams/\(team)/users/\(user)/reports/weekly" }
 }

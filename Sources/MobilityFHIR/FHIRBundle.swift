@@ -20,6 +20,13 @@ public struct FHIRBundle: Sendable {
         entries.append(w.text)
     }
 
+    /// Adds a timeline entry's Observation.
+    public mutating func add(_ e: TimelineEvent, user: String) {
+        var w = JSONWriter()
+        TimelineObservation.write(e, user: user, into: &w)
+        entries.append(w.text)
+    }
+
     /// The bundle's JSON (the resources' own JSON, each as an entry's `resource`).
     public var json: String {
         var s = "{\"resourceType\":\"Bundle\",\"type\":\"collection\",\"entry\":["

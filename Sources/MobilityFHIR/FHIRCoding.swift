@@ -53,6 +53,14 @@ public enum FHIRSystem {
     public static let alertInstance = "urn:mobilitywatch:alert-instance"
     /// Series points, `user/series/day` (an Observation's identifier).
     public static let seriesPoint = "urn:mobilitywatch:series-point"
+    /// SNOMED CT (the codes of the built-in timeline kinds that have one).
+    public static let snomed = "http://snomed.info/sct"
+    /// MobilityWatch's timeline kinds (`injury`, `heat_wave`, a kind the rules declare): an entry's code.
+    public static let timelineKind = "urn:mobilitywatch:timeline-kind"
+    /// Clinical event or annotation (an entry's Observation category).
+    public static let timelineCategory = "urn:mobilitywatch:timeline-category"
+    /// Timeline entries, `user/id` (an entry's Observation identifier).
+    public static let timelineEntry = "urn:mobilitywatch:timeline-entry"
     /// The prefix of MobilityWatch's extension URLs.
     public static let extensionPrefix = "urn:mobilitywatch:fhir:"
 }

@@ -23,15 +23,29 @@ public struct TimelineEvent: Hashable, Sendable {
     public var lastDay: DayNumber
     /// Free text (never logged at info level).
     public var note: String?
+    /// Who of the care staff entered (or last corrected) it and when; nil for an entry of the
+    /// patient's gateway. Kept in the care-team history, not in the engine (which needs none of it).
+    public var entered: EntryAttribution?
 
     /// Creates an entry.
-    public init(id: String, category: EventCategory, kind: String, firstDay: DayNumber, lastDay: DayNumber, note: String? = nil) {
+    public init(
+        id: String, category: EventCategory, kind: String, firstDay: DayNumber, lastDay: DayNumber, note: String? = nil,
+        entered: EntryAttribution? = nil
+    ) {
         self.id = id
         self.category = category
         self.kind = kind
         self.firstDay = firstDay
         self.lastDay = lastDay
         self.note = note
+        self.entered = entered
+    }
+
+    /// The same entry without its attribution: what the engine and the wire hold of it.
+    public var unattributed: TimelineEvent {
+        var e = self
+        e.entered = nil
+        return e
     }
 
     /// Built-in clinical event kinds.
@@ -40,4 +54,21 @@ public struct TimelineEvent: Hashable, Sendable {
     public static let annotationKinds: Set<String> = [
         "pain", "fatigue", "heat_wave", "cold_spell", "illness", "exercise_plan_change", "travel", "new_device", "note"
     ]
+}
+
+/// Who of the care staff entered a timeline entry, for which team, and when (the daemon's clock).
+public struct EntryAttribution: Hashable, Sendable {
+    /// The member of staff: the command's `by`, or the name of the HTTP bearer token.
+    public var by: String
+    /// The team whose command topic or token it came through (empty for a token of every team).
+    public var team: String
+    /// When the daemon took it.
+    public var at: Timestamp
+
+    /// Creates an attribution.
+    public init(by: String, team: String, at: Timestamp) {
+        self.by = by
+        self.team = team
+        self.at = at
+    }
 }

@@ -23,6 +23,8 @@ public enum RejectionReason: String, CaseIterable, Hashable, Sendable {
     case dateOutOfRange = "date_out_of_range"
     /// A new timeline entry for a user who already holds the maximum number of entries.
     case tooManyEntries = "too_many_entries"
+    /// A retraction of a timeline entry the user does not hold.
+    case unknownEntry = "unknown_entry"
 }
 
 /// A refusal: the reason, a human detail, and the id of the refused item if it had one.

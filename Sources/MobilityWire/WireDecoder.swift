@@ -40,12 +40,13 @@ public struct WireDecoder: Sendable {
         }
     }
 
-    /// Decodes an `events` payload: clinical events and annotations, one or an array.
+    /// Decodes an `events` payload: clinical events and annotations, one or an array, and
+    /// retractions of entries (``TimelineChange``).
     /// Days are given as `date` (`YYYY-MM-DD`, the user's local date) or `start`/`end` dates for a range.
-    public func events(_ payload: [UInt8], user: String) -> Result<[Item<TimelineEvent>], Rejection> {
+    public func events(_ payload: [UInt8], user: String) -> Result<[Item<TimelineChange>], Rejection> {
         items(payload).map { list in
             list.enumerated().map { idx, v in
-                event(v).mapError { r in
+                timelineChange(v).mapError { r in
                     var r = r; if list.count > 1 { r.index = idx }; return r
                 }
             }

@@ -96,6 +96,7 @@ struct CommitBatch {
             case .timeline:
                 timelineUsers.append(r.user)
                 timelineKeys.append(r.key)
+                if r.payload.isEmpty { continue }  // a retraction: the row goes, none replaces it
             case .alert, .weekly: break
             }
             rowUsers.append(r.user)

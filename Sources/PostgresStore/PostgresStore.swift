@@ -236,6 +236,36 @@ public final class PostgresStore: StateBackend, @unchecked Sendable {
         return ids
     }
 
+    /// ``commit(users:outbox:acknowledged:history:)`` with care-staff changes, in one fenced
+    /// transaction (the announcing outputs need their audit rows' numbers, so it is not one
+    /// pipeline; staff changes are rare). Returns `outbox`'s ids in order and the announcing items.
+    public func commit(
+        users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange]
+    ) throws -> (ids: [Int64], announced: [StateStore.OutboxItem]) {
+        guard !audited.isEmpty else { return (try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history), []) }
+        return try fencedTransaction { c in
+            var batch = CommitBatch(partitions: partitions)
+            batch.add(users: users)
+            batch.add(outbox: outbox)
+            batch.add(acknowledged: acknowledged)
+            batch.add(history: history)
+            let (steps, outboxStep) = batch.statements()
+            var ids: [Int64] = []
+            for (k, step) in steps.enumerated() {
+                let r = try c.query(step.sql, step.parameters)
+                if k == outboxStep { ids = (0..<r.rows).map { r.int64($0, 0) }.sorted() }
+            }
+            guard ids.count == outbox.count else {
+                throw PostgresError.statement("outbox insert returned \(ids.count) ids for \(outbox.count) items", sqlState: nil)
+            }
+            var announced: [StateStore.OutboxItem] = []
+            for change in audited {
+                announced += try PostgresStore.appendAudit(change.entry, outbox: change.announce, partitions: partitions, on: c).1
+            }
+            return (ids, announced)
+        }
+    }
+
     /// Nothing to do between commits (PostgreSQL checkpoints itself).
     public func checkpoint() throws {}
 }

@@ -180,7 +180,7 @@ public struct Engine: Sendable {
 
     /// Runs `body` on a user's state in place (one hash lookup, no copy), creating it if new, and
     /// marks the user touched.
-    private mutating func withUser<R>(_ id: String, _ body: (inout UserState) -> R) -> R {
+    mutating func withUser<R>(_ id: String, _ body: (inout UserState) -> R) -> R {
         let k = slot(id, create: true)!
         let r = body(&states[k])
         markTouched(k)
@@ -390,7 +390,7 @@ public struct Engine: Sendable {
     /// states re-evaluated from the first of them (``EngineConfiguration/revisionDays``). A
     /// re-sent identical entry changes nothing.
     private mutating func store(_ e: TimelineEvent, user: String, history: DayNumber?) {
-        let held = configuration.allowedLatenessSeconds / 86_400 + Int64(program.lookbackDays) + 2
+        let held = heldDays
         withUser(user) { st in
             let previous = st.events.updateValue(e, forKey: e.id)
             if previous == e { return }

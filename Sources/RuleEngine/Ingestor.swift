@@ -28,7 +28,7 @@ public struct IngestCounters: Sendable, Equatable {
     public var deletions = 0
     /// Samples dropped because their id had been deleted before they arrived (a tombstone).
     public var deletedBeforeArrival = 0
-    /// Timeline entries accepted.
+    /// Timeline entries accepted (recorded, replaced or retracted).
     public var events = 0
     /// Rejections by reason.
     public var rejected: [RejectionReason: Int] = [:]
@@ -121,7 +121,16 @@ public struct Ingestor: Sendable {
                 for (k, item) in items.enumerated() {
                     switch item {
                     case .failure(let r): reject(user, topic, r, into: &out)
-                    case .success(let e):
+                    case .success(.retract(let id)):
+                        if engine.retract(event: id, user: user) {
+                            counters.events += 1
+                        } else {
+                            reject(
+                                user, topic,
+                                Rejection(.unknownEntry, "the user holds no timeline entry with this id", itemID: id, index: items.count > 1 ? k : nil),
+                                into: &out)
+                        }
+                    case .success(.record(let e)):
                         // The user's clock bounds how old an entry may be; the wall clock, where
                         // there is one, how far ahead (a replay has none: the calendar's range).
                         // An entry dated after the user's latest sample is kept: a phone often

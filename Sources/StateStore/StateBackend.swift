@@ -20,6 +20,13 @@ public protocol StateBackend: AnyObject, Sendable {
     /// rows (a series point replacing its day's earlier value), atomically; returns the new items'
     /// ids in order.
     func commit(users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord]) throws -> [Int64]
+    /// ``commit(users:outbox:acknowledged:history:)`` with care-staff changes of the users' state
+    /// (a timeline entry entered by staff): each one's audit row is appended, numbered, and the
+    /// outputs it announces are appended after `outbox`, in the same transaction. Returns
+    /// `outbox`'s ids in order and the announcing items with theirs.
+    func commit(
+        users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange]
+    ) throws -> (ids: [Int64], announced: [StateStore.OutboxItem])
     /// Commits weekly reports: their `history` rows (replacing the due markers) and `outbox`
     /// items, then prunes the users' history as ``pruneHistory(_:)`` does; returns the items' ids
     /// in order. ``StateStore`` does it in one transaction; the default (PostgreSQL) runs

@@ -86,6 +86,22 @@ public struct AuditEntry: Hashable, Sendable {
     }
 }
 
+/// A care-staff change committed with the users' state it made
+/// (``StateBackend/commit(users:outbox:acknowledged:history:audited:)``): its audit row, numbered
+/// on append, and the outputs that announce it, made from the numbered row.
+public struct AuditedChange: Sendable {
+    /// The audit row (``AuditEntry/seq`` assigned by the store).
+    public var entry: AuditEntry
+    /// The outputs that announce the change (the audit message and its copies), from the numbered row.
+    public var announce: @Sendable (AuditEntry) -> [StateStore.OutboxItem]
+
+    /// Creates a change.
+    public init(entry: AuditEntry, announce: @escaping @Sendable (AuditEntry) -> [StateStore.OutboxItem]) {
+        self.entry = entry
+        self.announce = announce
+    }
+}
+
 extension StateStore {
     /// SQL of the acknowledgement and audit tables (schema 6).
     static let acknowledgementsMigration = """
@@ -114,7 +130,7 @@ extension StateStore {
     }
 
     /// Appends an audit row (call inside a transaction, holding `lock`); returns its sequence number.
-    func append(audit e: AuditEntry) throws -> Int64 {
+    func append(audit e: AuditEntry) throws(SQLiteError) -> Int64 {
         let q = try db.prepare(
             "INSERT INTO audit (at, action, actor, team, user, rule, subject, note, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
         q.bind(1, e.at.milliseconds); q.bind(2, e.action); q.bind(3, e.actor); q.bind(4, e.team)

@@ -11,7 +11,8 @@ public struct HistoryRecord: Sendable, Equatable {
         case series = 0
         /// An alert transition: `key` the instance id and status, `payload` the transition's JSON.
         case alert = 1
-        /// A timeline entry: `key` its id, `day` its last day, `payload` its JSON (re-sending an id replaces its row).
+        /// A timeline entry: `key` its id, `day` its last day, `payload` its JSON (re-sending an id
+        /// replaces its row; an empty payload, ``HistoryRecord/retracted(user:id:)``, removes it).
         case timeline = 2
         /// A weekly report: `key` the week (`2026-W10`), `day` its Monday, `payload` the digest's JSON.
         case weekly = 3
@@ -62,8 +63,20 @@ public struct HistoryRecord: Sendable, Equatable {
         w.number("firstDay", Double(e.firstDay))
         w.number("lastDay", Double(e.lastDay))
         if let n = e.note { w.string("note", n) }
+        if let a = e.entered {
+            w.beginObject("entered")
+            w.string("by", a.by)
+            w.string("team", a.team)
+            w.string("at", a.at.description)
+            w.endObject()
+        }
         w.endObject()
         return HistoryRecord(user: user, kind: .timeline, key: e.id, day: e.lastDay, payload: Array(w.text.utf8))
+    }
+
+    /// The row that removes a retracted timeline entry's row (no payload).
+    public static func retracted(user: String, id: String) -> HistoryRecord {
+        HistoryRecord(user: user, kind: .timeline, key: id, day: 0, payload: [])
     }
 
     /// Decodes a timeline row's payload; nil if malformed.
@@ -75,7 +88,14 @@ public struct HistoryRecord: Sendable, Equatable {
         else { return nil }
         var note: String?
         if case .string(let n)? = v["note"] { note = n }
-        return TimelineEvent(id: id, category: category, kind: kind, firstDay: first, lastDay: last, note: note)
+        var entered: EntryAttribution?
+        if let a = v["entered"] {
+            guard case .string(let by)? = a["by"], case .string(let team)? = a["team"], case .string(let at)? = a["at"],
+                let time = ISO8601.parse(at)?.0
+            else { return nil }
+            entered = EntryAttribution(by: by, team: team, at: time)
+        }
+        return TimelineEvent(id: id, category: category, kind: kind, firstDay: first, lastDay: last, note: note, entered: entered)
     }
 }
 
@@ -143,10 +163,11 @@ extension StateStore {
                 }
                 continue
             }
-            if r.kind == .timeline {  // an entry re-sent with other dates replaces its row
+            if r.kind == .timeline {  // an entry re-sent with other dates replaces its row; a retraction removes it
                 del.bind(1, r.user)
                 del.bind(2, r.key)
                 try del.run()
+                if r.payload.isEmpty { continue }
             }
             up.bind(1, r.user)
             up.bind(2, r.kind.rawValue)

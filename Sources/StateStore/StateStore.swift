@@ -306,17 +306,31 @@ public final class StateStore: @unchecked Sendable {
 
     /// Commits users, new outbox items and history rows in one transaction; returns the outbox ids in order.
     public func commit(users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64] = [], history: [HistoryRecord] = []) throws(SQLiteError) -> [Int64] {
-        try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, prune: [])
+        var announced: [OutboxItem] = []
+        return try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, prune: [], audited: [], announced: &announced)
+    }
+
+    /// ``commit(users:outbox:acknowledged:history:)`` with care-staff changes: each one's audit
+    /// row is appended (numbered) and the outputs it announces inserted after `outbox`, in the same
+    /// transaction; returns `outbox`'s ids in order and the announcing items with theirs.
+    public func commit(
+        users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange]
+    ) throws(SQLiteError) -> (ids: [Int64], announced: [OutboxItem]) {
+        var announced: [OutboxItem] = []
+        let ids = try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, prune: [], audited: audited, announced: &announced)
+        return (ids, announced)
     }
 
     /// Commits weekly reports (their rows, replacing the due markers, and their outputs) and
     /// prunes those users' history (``pruneHistory(_:)``) in one transaction; returns the outbox ids in order.
     public func commitReports(outbox: [OutboxItem], history: [HistoryRecord], prune: [HistoryPrune]) throws(SQLiteError) -> [Int64] {
-        try commit(users: [], outbox: outbox, acknowledged: [], history: history, prune: prune)
+        var announced: [OutboxItem] = []
+        return try commit(users: [], outbox: outbox, acknowledged: [], history: history, prune: prune, audited: [], announced: &announced)
     }
 
     private func commit(
-        users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64], history: [HistoryRecord], prune: [HistoryPrune]
+        users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64], history: [HistoryRecord], prune: [HistoryPrune],
+        audited: [AuditedChange], announced: inout [OutboxItem]
     ) throws(SQLiteError) -> [Int64] {
         try lock.withLock { _ throws(SQLiteError) in
             try statement(.begin).run()
@@ -396,6 +410,17 @@ public final class StateStore: @unchecked Sendable {
                 }
                 if !prune.isEmpty {
                     _ = try StateStore.prune(prune, rows: try statement(.pruneHistoryRows), days: try statement(.pruneHistoryDays), changes: { db.changes })
+                }
+                for change in audited {
+                    var entry = change.entry
+                    entry.seq = try append(audit: entry)
+                    let items = change.announce(entry)
+                    var itemIDs: [Int64] = []
+                    try insert(items, ids: &itemIDs)
+                    for (k, var item) in items.enumerated() {
+                        item.id = itemIDs[k]
+                        announced.append(item)
+                    }
                 }
                 try statement(.commit).run()
                 return ids

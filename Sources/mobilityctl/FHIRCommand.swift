@@ -7,7 +7,8 @@ import StateStore
 /// `mobilityctl fhir export --state DIR [--rules DIR] [--user U] [--from DAY] [--to DAY] [-o FILE|-]`:
 /// a FHIR R4 `Bundle` (type `collection`) of a mobilityd state directory's history: a `Flag` per
 /// alert instance (its latest transition through `--to`; instances over before `--from` left out)
-/// and an `Observation` per recorded series value of the days `--from`…`--to`. The series are
+/// and an `Observation` per recorded series value of the days `--from`…`--to` and per timeline
+/// entry (clinical event or annotation) overlapping them. The series are
 /// coded from their rules (`--rules`, else the rules the daemon last ran, kept in its store).
 enum FHIRCommand {
     static let usage = """
@@ -66,7 +67,7 @@ enum FHIRCommand {
                 return 1
             }
             var bundle = FHIRBundle()
-            var flags = 0
+            var flags = 0, entries = 0
             for u in user.map({ [$0] }) ?? known {
                 // One Flag per instance: its latest transition, unless it was over before the range.
                 var latest: [String: AlertTransition] = [:]
@@ -88,11 +89,16 @@ enum FHIRCommand {
                         bundle.add(SeriesPoint(user: u, name: name, day: CivilDate(dayNumber: d), value: si / toSI, unit: unit), meaning: meanings[name])
                     }
                 }
+                // The timeline entries that overlap the range (who of the staff entered them, if staff did).
+                for e in h.timeline where e.lastDay >= from && e.firstDay <= through {
+                    bundle.add(e, user: u)
+                    entries += 1
+                }
             }
             guard ReportCommand.write(bundle.json + "\n", to: output) else { return 1 }
             let users = user == nil ? known.count : 1
             writeErr(
-                "mobilityctl fhir export: \(flags) Flag\(flags == 1 ? "" : "s"), \(bundle.count - flags) Observations of \(users) user\(users == 1 ? "" : "s") from \(dir)\n"
+                "mobilityctl fhir export: \(flags) Flag\(flags == 1 ? "" : "s"), \(bundle.count - flags) Observations (\(entries) of timeline entries) of \(users) user\(users == 1 ? "" : "s") from \(dir)\n"
             )
             return 0
         } catch {

@@ -21,12 +21,12 @@ enum SilenceCommandLine {
         """
 
     struct Options {
-        var broker: String?, team: String?, author: String?, comment: String?
+        var team: String?, author: String?, comment: String?
         var duration: String?, end: String?, start: String?
-        var credentials: String?, account = "care-dashboard", caFile: String?, certFile: String?, keyFile: String?, version: String?
-        var root = "mobility/v1", output = "table"
-        var wait: TimeInterval = 10
+        var output = "table"
+        var broker = CommandBroker()
         var positional: [String] = []
+        var root: String { broker.root }
     }
 
     static func run(_ args: [String]) -> Int32 {
@@ -34,7 +34,7 @@ enum SilenceCommandLine {
             fail("mobilityctl silence: expected add, query or expire\n\n" + usage)
         }
         let o = parse(Array(args.dropFirst()), sub)
-        let access = brokerAccess(o, sub)
+        let access = o.broker.access("silence \(sub)")
         switch sub {
         case "add": return add(o, access)
         case "expire": return expire(o, access)
@@ -52,7 +52,6 @@ enum SilenceCommandLine {
         }
         while i < args.count {
             switch args[i] {
-            case "--broker": o.broker = value()
             case "--team": o.team = value()
             case "--author", "-a": o.author = value()
             case "--comment", "-c": o.comment = value()
@@ -60,41 +59,16 @@ enum SilenceCommandLine {
             case "--end": o.end = value()
             case "--start": o.start = value()
             case "--output", "-o": o.output = value()
-            case "--wait":
-                guard let w = Double(value()), w >= 0, w <= 600 else { fail("mobilityctl silence \(sub): --wait is 0-600 seconds\n\n" + usage) }
-                o.wait = w
-            case "--topic-root": o.root = value()
-            case "--credentials": o.credentials = value()
-            case "--account": o.account = value()
-            case "--ca-file": o.caFile = value()
-            case "--cert-file": o.certFile = value()
-            case "--key-file": o.keyFile = value()
-            case "--mqtt-version": o.version = value()
+            case let flag where o.broker.take(flag, command: "silence \(sub)", value: value): break
             case let a where a.hasPrefix("-"): fail("mobilityctl silence \(sub): unknown option '\(a)'\n\n" + usage)
             case let a: o.positional.append(a)
             }
             i += 1
         }
-        guard o.broker != nil else { fail("mobilityctl silence \(sub): --broker is required\n\n" + usage) }
+        guard o.broker.broker != nil else { fail("mobilityctl silence \(sub): --broker is required\n\n" + usage) }
         if let t = o.team, !AckCommandLine.isID(t) { fail("mobilityctl silence \(sub): --team is 1-64 of A-Z a-z 0-9 _ -") }
         if sub != "query", o.team == nil { fail("mobilityctl silence \(sub): --team is required (the team the silence is for)\n\n" + usage) }
         return o
-    }
-
-    static func brokerAccess(_ o: Options, _ sub: String) -> BrokerAccess {
-        let url: BrokerURL
-        do { url = try BrokerURL(parsing: o.broker!) } catch { fail("mobilityctl silence \(sub): \(error.description)") }
-        var creds: BrokerCredentials?
-        if let c = o.credentials { do { creds = try BrokerCredentials.load(c) } catch { fail("mobilityctl silence \(sub): \(error.description)") } }
-        var version: MQTTClientConfiguration.ProtocolVersion = .v5
-        if let v = o.version {
-            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else {
-                fail("mobilityctl silence \(sub): --mqtt-version must be 3.1.1 or 5")
-            }
-            version = p
-        }
-        if (o.certFile == nil) != (o.keyFile == nil) { fail("mobilityctl silence \(sub): --cert-file and --key-file go together") }
-        return BrokerAccess(broker: url, credentials: creds, caFile: o.caFile, certFile: o.certFile, keyFile: o.keyFile, protocolVersion: version)
     }
 
     /// `2h`, `90m`, `2d`, `1w`, `30s`, or combined `1d12h`, in seconds; nil when malformed.
@@ -164,7 +138,7 @@ enum SilenceCommandLine {
         w.string("createdBy", author)
         w.string("comment", comment)
         w.endObject()
-        let topic = "\(o.root)/teams/\(team)/commands/silence"
+        let topic = o.broker.commandTopic(team: team, "silence")
         let retained = "\(o.root)/teams/\(team)/silences/\(id)"
         return command(access, o, topic, w.text, "silence add", id: id, listen: retained) { p in
             guard let s = Silence.parse(p) else { return nil }
@@ -183,7 +157,7 @@ enum SilenceCommandLine {
         for id in o.positional where !(id.utf8.count == 16 && id.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) {
             fail("mobilityctl silence expire: '\(id.prefix(40))' is not a silence id (16 lower-case hex digits, as silence add and query print)")
         }
-        let topic = "\(o.root)/teams/\(team)/commands/silence"
+        let topic = o.broker.commandTopic(team: team, "silence")
         for id in o.positional {
             var w = JSONWriter()
             w.beginObject()
@@ -207,53 +181,24 @@ enum SilenceCommandLine {
         _ access: BrokerAccess, _ o: Options, _ topic: String, _ payload: String, _ what: String, id: String, listen: String,
         judge: @escaping @Sendable ([UInt8]) -> CommandAnswer?, done: () -> Void
     ) -> Int32 {
-        guard o.wait > 0 else {
-            guard publish(access, o, topic, payload, what) else { return 1 }
+        let rejected = o.broker.rejectedTopic(team: o.team!)
+        let outcome = o.broker.send(access, what: what, topic: topic, payload: Array(payload.utf8), listen: [rejected, listen]) { t, p in
+            t == rejected ? CommandAnswer.refusal(p, command: "silence", key: "silence", value: id) : judge(p)
+        }
+        switch outcome {
+        case .accepted(let text):
             done()
-            return 0
+            writeErr("mobilityctl \(what): \(text)\n")
+        case .sent: done()
+        case .failed(let status): return status
         }
-        let rejected = "\(o.root)/teams/\(o.team!)/commands/rejected"
-        do {
-            let answer = try CommandAnswer.send(
-                access, account: access.credentials == nil ? nil : o.account, topic: topic, payload: Array(payload.utf8), listen: [rejected, listen],
-                timeout: o.wait
-            ) { t, p in
-                t == rejected ? CommandAnswer.refusal(p, command: "silence", key: "silence", value: id) : judge(p)
-            }
-            switch answer {
-            case .accepted(let text)?:
-                done()
-                writeErr("mobilityctl \(what): \(text)\n")
-                return 0
-            case .refused(let reason, let message)?:
-                writeErr("mobilityctl \(what): refused (\(reason)): \(message)\n")
-                return 1
-            case nil:
-                writeErr("mobilityctl \(what): sent to \(topic), but no answer from mobilityd within \(Int(o.wait)) s (is it running and subscribed?)\n")
-                return 1
-            }
-        } catch {
-            writeErr("mobilityctl \(what): \(error.description)\n")
-            return error.exitCode
-        }
-    }
-
-    static func publish(_ access: BrokerAccess, _ o: Options, _ topic: String, _ payload: String, _ what: String) -> Bool {
-        do {
-            let c = try access.commander(account: access.credentials == nil ? nil : o.account)
-            defer { c.stop() }
-            try c.publishConfirmed(topic: topic, payload: Array(payload.utf8))
-            return true
-        } catch {
-            writeErr("mobilityctl \(what): \(error.description)\n")
-            return false
-        }
+        return 0
     }
 
     static func query(_ o: Options, _ access: BrokerAccess) -> Int32 {
         guard o.output == "table" || o.output == "json" else { fail("mobilityctl silence query: --output is table or json") }
         guard o.positional.isEmpty else { fail("mobilityctl silence query: unexpected argument '\(o.positional[0].prefix(40))'\n\n" + usage) }
-        let account = access.credentials == nil ? nil : o.account
+        let account = o.broker.login(access)
         var password: String?
         if let account {
             guard let p = access.credentials?.password(for: account) else { fail("mobilityctl silence query: the credentials file has no line for \(account)") }

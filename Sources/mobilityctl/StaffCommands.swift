@@ -10,10 +10,8 @@ import StateStore
 /// (exit 1, with the reason); `--wait 0` only waits for the broker.
 enum AckCommandLine {
     static func run(_ args: [String]) -> Int32 {
-        var broker: String?, team: String?, user: String?, alert: String?, by: String?, note: String?
-        var credentials: String?, account = "care-dashboard", caFile: String?, certFile: String?, keyFile: String?, version: String?
-        var root = "mobility/v1"
-        var wait: TimeInterval = 10
+        var team: String?, user: String?, alert: String?, by: String?, note: String?
+        var options = CommandBroker()
         var i = 0
         func value() -> String {
             i += 1
@@ -22,27 +20,17 @@ enum AckCommandLine {
         }
         while i < args.count {
             switch args[i] {
-            case "--broker": broker = value()
             case "--team": team = value()
             case "--user": user = value()
             case "--alert": alert = value()
             case "--by": by = value()
             case "--note": note = value()
-            case "--topic-root": root = value()
-            case "--credentials": credentials = value()
-            case "--account": account = value()
-            case "--ca-file": caFile = value()
-            case "--cert-file": certFile = value()
-            case "--key-file": keyFile = value()
-            case "--mqtt-version": version = value()
-            case "--wait":
-                guard let w = Double(value()), w >= 0, w <= 600 else { fail("mobilityctl ack: --wait is 0-600 seconds") }
-                wait = w
+            case let flag where options.take(flag, command: "ack", value: value): break
             default: fail("mobilityctl ack: unknown option '\(args[i])'\n\n" + usage)
             }
             i += 1
         }
-        guard let broker, let team, let user, let alert, let by else {
+        guard options.broker != nil, let team, let user, let alert, let by else {
             fail("mobilityctl ack: --broker, --team, --user, --alert and --by are required\n\n" + usage)
         }
         // The same bounds the daemon applies, so that a typo is told here and not on the rejected topic.
@@ -55,19 +43,7 @@ enum AckCommandLine {
         if let note, note.utf8.count > AlertAcknowledgement.maxNoteBytes {
             fail("mobilityctl ack: --note is at most \(AlertAcknowledgement.maxNoteBytes) bytes")
         }
-        let url: BrokerURL
-        do { url = try BrokerURL(parsing: broker) } catch { fail("mobilityctl ack: \(error.description)") }
-        var creds: BrokerCredentials?
-        if let credentials { do { creds = try BrokerCredentials.load(credentials) } catch { fail("mobilityctl ack: \(error.description)") } }
-        var protocolVersion: MQTTClientConfiguration.ProtocolVersion = .v5
-        if let version {
-            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: version == "3" || version == "311" ? "3.1.1" : version) else {
-                fail("mobilityctl ack: --mqtt-version must be 3.1.1 or 5")
-            }
-            protocolVersion = p
-        }
-        if (certFile == nil) != (keyFile == nil) { fail("mobilityctl ack: --cert-file and --key-file go together") }
-        let access = BrokerAccess(broker: url, credentials: creds, caFile: caFile, certFile: certFile, keyFile: keyFile, protocolVersion: protocolVersion)
+        let access = options.access("ack")
         var w = JSONWriter()
         w.beginObject()
         w.string("alert", alert)
@@ -75,38 +51,20 @@ enum AckCommandLine {
         w.string("by", by)
         if let note { w.string("note", note) }
         w.endObject()
-        let topic = "\(root)/teams/\(team)/commands/ack", rejected = "\(root)/teams/\(team)/commands/rejected"
-        let login = creds == nil ? nil : account
-        do throws(SimulatorConnectionError) {
-            guard wait > 0 else {
-                let c = try access.commander(account: login)
-                defer { c.stop() }
-                try c.publishConfirmed(topic: topic, payload: Array(w.text.utf8))
-                print("acknowledgement of \(alert) sent to \(topic) (not waiting for the daemon's answer)")
-                return 0
-            }
-            // The team's copy (what staff may read) or the user's topic (what a dashboard reads).
-            let listen = [rejected, "\(root)/teams/\(team)/users/\(user)/alerts/+", "\(root)/users/\(user)/alerts/+"]
-            let answer = try CommandAnswer.send(access, account: login, topic: topic, payload: Array(w.text.utf8), listen: listen, timeout: wait) { t, p in
-                if t == rejected { return CommandAnswer.refusal(p, command: "ack", key: "alert", value: alert) }
-                guard let a = AlertTransition.parse(p), a.id == alert, let ack = a.acknowledged else { return nil }
-                return .accepted("\(a.rule) of \(a.user) (\(alert)) acknowledged by \(ack.by) at \(ack.at)")
-            }
-            switch answer {
-            case .accepted(let text)?:
-                print(text)
-                return 0
-            case .refused(let reason, let message)?:
-                writeErr("mobilityctl ack: refused (\(reason)): \(message)\n")
-                return 1
-            case nil:
-                writeErr("mobilityctl ack: sent to \(topic), but no answer from mobilityd within \(Int(wait)) s (is it running and subscribed?)\n")
-                return 1
-            }
-        } catch {
-            writeErr("mobilityctl ack: \(error.description)\n")
-            return error.exitCode
+        let topic = options.commandTopic(team: team, "ack"), rejected = options.rejectedTopic(team: team)
+        // The team's copy (what staff may read) or the user's topic (what a dashboard reads).
+        let listen = [rejected, "\(options.root)/teams/\(team)/users/\(user)/alerts/+", "\(options.root)/users/\(user)/alerts/+"]
+        let outcome = options.send(access, what: "ack", topic: topic, payload: w.bytes, listen: listen) { t, p in
+            if t == rejected { return CommandAnswer.refusal(p, command: "ack", key: "alert", value: alert) }
+            guard let a = AlertTransition.parse(p), a.id == alert, let ack = a.acknowledged else { return nil }
+            return .accepted("\(a.rule) of \(a.user) (\(alert)) acknowledged by \(ack.by) at \(ack.at)")
         }
+        switch outcome {
+        case .accepted(let text): print(text)
+        case .sent: print("acknowledgement of \(alert) sent to \(topic) (not waiting for the daemon's answer)")
+        case .failed(let status): return status
+        }
+        return 0
     }
 
     static func isID(_ s: String) -> Bool {

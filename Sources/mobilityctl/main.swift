@@ -60,9 +60,17 @@ let usage = """
                                         retained {root}/teams/T/silences/+; expire ends them now;
                                         add and expire wait for mobilityd's answer (--wait SECONDS,
                                         default 10): exit 1 with the reason when it refuses
+      event add|correct|retract --team T --user U [--id ID] [--kind KIND (--date D | --start D --end D)]
+            [--category clinical|annotation] [--note TEXT] [--comment WHY] --by NAME (the broker options of ack)
+                                        record a clinical event or an annotation on a patient's timeline
+                                        (an injury, a fall, an illness, a note), correct its date, kind or
+                                        note, or retract it: publish the command on
+                                        {root}/teams/T/commands/event and wait for mobilityd's answer (the
+                                        audit entry on {root}/teams/T/audit: exit 0; add prints the id) or
+                                        its refusal with the reason (exit 1); `event --help` for more
       audit --state DIR [--output table|json]
-                                        list the audit trail (acknowledgements, silences, expiries)
-                                        of the daemon's store
+                                        list the audit trail (acknowledgements, silences, expiries,
+                                        timeline entries added, corrected, retracted) of the daemon's store
       fhir export --state DIR [--rules DIR] [--user USER] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [-o FILE|-]
                                         the state's history as a FHIR R4 Bundle (collection): a Flag
                                         per alert instance, an Observation per series value
@@ -97,6 +105,8 @@ case "audit":
     exit(AuditCommandLine.run(args))
 case "silence":
     exit(SilenceCommandLine.run(args))
+case "event":
+    exit(EventCommandLine.run(args))
 case "alerts":
     exit(AlertsCommand.run(args))
 case "fhir":

@@ -107,6 +107,36 @@ import Testing
         }
     }
 
+    /// Entries that care staff entered say whose they are on the chart (the marker's and the
+    /// band's label) and when (their tooltips); a gateway's entry says neither.
+    @Test func staffEntriesNameWhoEnteredThem() throws {
+        let (base, s) = try ScenarioHistory.load("jamie-plateau")
+        let injury = s.timeline.start.dayNumber - 1 + DayNumber(s.timeline.injuryDay!)
+        var h = base
+        let at = Timestamp(seconds: Int64(injury + 2) * 86_400 + 9 * 3600 + 12 * 60)
+        h.timeline = h.timeline.map { e in
+            var e = e
+            if e.category == .clinical { e.entered = EntryAttribution(by: "nurse.kim", team: "physio-north", at: at) }
+            return e
+        }
+        h.record(
+            TimelineEvent(
+                id: "ill", category: .annotation, kind: "illness", firstDay: injury + 5, lastDay: injury + 8,
+                entered: EntryAttribution(by: "dr.lee <x>", team: "", at: at)))
+        h.record(TimelineEvent(id: "hw", category: .annotation, kind: "heat_wave", firstDay: injury + 20, lastDay: injury + 22))
+        let t = try XMLTree(ReportPage.panel(history: h, spec: spec))
+        let svg = try chart(t, in: "recovery-panel")
+        let marker = try #require(svg.descendants.first { $0.classes.contains("clinical-event") })
+        #expect(marker.attributes["data-entered-by"] == "nurse.kim")
+        #expect(marker.allText.contains("entered by nurse.kim (physio-north) on \(CivilDate(dayNumber: injury + 2)) at 09:12 UTC"), "\(marker.allText)")
+        #expect(marker.allText.contains("injury \(NumberTextProbe.short(injury)) · nurse.kim"), "\(marker.allText)")
+        let bands = svg.descendants.filter { $0.classes.contains("annotation") }
+        let staff = try #require(bands.first { $0.classes.contains("staff-entry") })
+        #expect(staff.allText.contains("illness · dr.lee <x>") && staff.allText.contains("entered by dr.lee <x> on "), "\(staff.allText)")
+        let gateway = try #require(bands.first { $0.allText.contains("heat wave") })
+        #expect(!gateway.classes.contains("staff-entry") && !gateway.allText.contains("entered by"))
+    }
+
     @Test func axisLabelsAreInTheDisplayUnit() throws {
         let (h, _) = try ScenarioHistory.load("jamie-normal")
         func labels(_ s: ReportSpec) throws -> (String, [Double]) {
@@ -417,5 +447,13 @@ import Testing
         #expect(svg.descendants.filter { $0.classes.contains("annotation") }.count <= 3 * 60)
         // Each annotation draws a range per plot, lanes hold a few, notes are cut to 600 characters.
         #expect(page.utf8.count < 400_000)
+    }
+}
+
+/// The chart's short date (`Feb 1`), as the marker label writes it.
+enum NumberTextProbe {
+    static func short(_ d: DayNumber) -> String {
+        let c = CivilDate(dayNumber: d)
+        return ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][c.month - 1] + " " + String(c.day)
     }
 }

@@ -37,6 +37,23 @@ import Testing
         #expect(t.teams(of: "dashboard") == nil)
     }
 
+    /// A token reads only, unless its line grants writing timeline entries (`write=events`).
+    @Test func aTokenWritesOnlyWhatItsLineGrants() throws {
+        let t = try BearerTokens(parsing: "dashboard:\(Self.a)\nnurse.kim:\(Self.b) write=events teams=ward-a\n")
+        #expect(t.writes(of: "dashboard").isEmpty && t.writes(of: "nurse.kim") == ["events"])
+        #expect(t.teams(of: "nurse.kim") == ["ward-a"])
+        var r = HTTPRouter(tokens: t)
+        r.post("/api/v1/users/{u}/events", access: .write("events")) { _ in .apiSuccess(data: "{}") }
+        for (token, status) in [(Self.a, UInt32(403)), (Self.b, 200)] {
+            var req = HTTPRequest(method: "POST", path: "/api/v1/users/u/events", authorization: "Bearer \(token)")
+            req.contentType = "application/json"
+            let (response, record) = r.respond(to: req)
+            #expect(response.status == status, "\(response.body)")
+            #expect(record.principal == (token == Self.a ? "dashboard" : "nurse.kim"))
+            if status == 403 { #expect(response.body.contains("needs write=events")) }
+        }
+    }
+
     static let badFiles: [(String, String)] = [
         ("", "no tokens (expected NAME:TOKEN lines)"),
         ("# only a comment\n", "no tokens (expected NAME:TOKEN lines)"),
@@ -45,10 +62,13 @@ import Testing
         (":\(Self.a)\n", "line 1: a token's name must be 1-64 characters of A-Z a-z 0-9 . _ -"),
         ("care-team:short\n", "line 1: the token of 'care-team' must be 32-512 characters (e.g. 'openssl rand -hex 32')"),
         ("care-team:\(Self.a)\u{01}\n", "line 1: the token of 'care-team' must be printable ASCII without spaces"),
-        ("x:\(Self.a) ward-a\n", "line 1: after the token of 'x' only 'teams=TEAM[,TEAM...]' may follow"),
+        ("x:\(Self.a) ward-a\n", "line 1: after the token of 'x' only 'teams=TEAM[,TEAM...]' and 'write=events' may follow, once each"),
+        ("x:\(Self.a) teams=ward-a teams=ward-b\n", "line 1: after the token of 'x' only 'teams=TEAM[,TEAM...]' and 'write=events' may follow, once each"),
+        ("x:\(Self.a) write=alerts\n", "line 1: 'write=' of 'x' names what the token may write: events"),
+        ("x:\(Self.a) write=\n", "line 1: 'write=' of 'x' names what the token may write: events"),
         ("x:\(Self.a) teams=\n", "line 1: \(teamsProblem)"),
         ("x:\(Self.a) teams=ward-a,,ward-b\n", "line 1: \(teamsProblem)"),
-        ("x:\(Self.a) teams=ward a\n", "line 1: \(teamsProblem)"),
+        ("x:\(Self.a) teams=ward,a\u{7f}\n", "line 1: \(teamsProblem)"),
         ("x:\(Self.a) teams=\(Array(repeating: "w", count: 101).joined(separator: ","))\n", "line 1: \(teamsProblem)"),
         ("x:\(Self.a)\nx:\(Self.b)\n", "line 2: the name 'x' is given twice"),
         ("x:\(Self.a)\ny:\(Self.a)\n", "line 2: the token of 'y' is also another name's token")

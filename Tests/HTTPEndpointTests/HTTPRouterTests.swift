@@ -73,6 +73,34 @@ import Testing
         #expect(post.header("Allow") == "POST")
     }
 
+    /// A POST route takes a JSON body: the router answers a body over the bound (413) or one that
+    /// is not declared JSON (415) itself; the handler sees the body and the token.
+    @Test func aPostRouteTakesAJSONBodyWithinItsBound() throws {
+        var r = HTTPRouter(tokens: try BearerTokens(parsing: "nurse.kim:\(Self.token)\n"))
+        r.post("/api/v1/users/{u}/events") { req in .apiSuccess(data: "{\"by\":\"\(req.principal ?? "")\",\"bytes\":\(req.body.count)}") }
+        func post(_ body: String, type: String? = "application/json; charset=utf-8", overflow: Bool = false) -> HTTPResponse {
+            var req = HTTPRequest(method: "POST", path: "/api/v1/users/u/events", authorization: "Bearer \(Self.token)")
+            req.body = Array(body.utf8)
+            req.bodyOverflow = overflow
+            req.contentType = type
+            return r.respond(to: req).0
+        }
+        let ok = post("{\"a\":1}")
+        #expect(ok.status == 200 && ok.body == #"{"status":"success","data":{"by":"nurse.kim","bytes":7}}"#, "\(ok.body)")
+        #expect(post("{}", type: "Application/JSON").status == 200)
+        let big = post("", overflow: true)
+        #expect(try big.status == 413 && Self.json(big)["errorType"] == .string("payload_too_large"))
+        for type in [nil, "text/plain", "application/x-www-form-urlencoded"] {
+            let wrong = post("a=1", type: type)
+            #expect(try wrong.status == 415 && Self.json(wrong)["errorType"] == .string("unsupported_media_type"), "\(type ?? "none")")
+        }
+        var unauthenticated = HTTPRequest(method: "POST", path: "/api/v1/users/u/events")
+        unauthenticated.contentType = "application/json"
+        #expect(r.respond(to: unauthenticated).0.status == 401)
+        let refused = HTTPResponse.apiError(.conflict, "taken", reason: "entry_exists")
+        #expect(refused.status == 409 && refused.body == #"{"status":"error","errorType":"conflict","error":"taken","reason":"entry_exists"}"#)
+    }
+
     @Test func headIsAnsweredByTheGetRoute() throws {
         let (r, record) = try Self.get("/users/jamie/report", method: "HEAD")
         #expect(r.status == 200)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HTTPEndpoint
+import MobilityModel
 import TestSupport
 import Testing
 
@@ -40,6 +41,33 @@ import Testing
         #expect(s.connections <= 4)
         // As idle ones time out, waiting ones are accepted, and a request is answered.
         #expect(LoopbackHTTP.get(port: Int(s.port), path: "/healthz")?.body == "ok\n")
+    }
+
+    /// Over a socket: a POST's body reaches the handler whole (in the chunks libmicrohttpd reads
+    /// it in), one over the bound is a 413, and the server keeps serving.
+    @Test func aPostBodyReachesTheHandlerAndABodyOverTheBoundIsRefused() throws {
+        let token = String(repeating: "c3", count: 20)
+        var router = HTTPRouter(tokens: try BearerTokens(parsing: "nurse:\(token)\n"))
+        router.post("/api/v1/echo") { req in
+            var w = JSONWriter()
+            w.beginObject()
+            w.int("bytes", Int64(req.body.count))
+            w.int("sum", Int64(req.body.reduce(0) { $0 + Int($1) }))
+            w.endObject()
+            return .apiSuccess(data: w.text)
+        }
+        let s = try HTTPServer(address: "127.0.0.1:0", router: router)
+        defer { s.stop() }
+        let url = "http://127.0.0.1:\(s.port)/api/v1/echo", auth = ["Authorization: Bearer \(token)"]
+        let body = (0..<12_000).map { UInt8($0 % 251) }
+        let r = try Curl.post(url, body: body, headers: auth)
+        #expect(
+            r.status == 200 && r.body == "{\"status\":\"success\",\"data\":{\"bytes\":12000,\"sum\":\(body.reduce(0) { $0 + Int($1) })}}", "\(r.body) \(r.log)")
+        let big = try Curl.post(url, body: Array(repeating: 0x20, count: HTTPServer.maxBodyBytes + 1), headers: auth)
+        #expect(big.status == 413, "\(big.body)")
+        #expect(try Curl.post(url, body: Array("{}".utf8), contentType: "text/plain", headers: auth).status == 415)
+        #expect(try Curl.post(url, json: "{}", headers: auth).body.contains("\"bytes\":2"))
+        #expect(try Curl.get(url, headers: auth).status == 405)
     }
 
     @Test func reportsTheAddressItBound() throws {

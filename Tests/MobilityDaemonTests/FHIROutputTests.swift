@@ -33,6 +33,7 @@ import Testing
         var alerts: [(id: String, status: String)] = [], points = 0
         var finalValue: [String: Bool] = [:]  // series/day → whether its latest point has a value
         var flags: [(topic: String, id: String, status: String, payload: [UInt8])] = [], observations: [[UInt8]] = []
+        var entries: [JSONValue] = []  // the timeline entries' Observations (the story's injury)
         for m in rec.messages() where !m.payload.isEmpty {
             guard let v = Self.object(m.payload) else { Issue.record("not JSON on \(m.topic): \(m.text)"); continue }
             if m.topic.contains("/fhir/users/\(user)/Flag/") {
@@ -42,6 +43,10 @@ import Testing
                 }
                 flags.append((m.topic, alertID, Self.str(v["status"]) ?? "", m.payload))
                 #expect(m.topic.hasSuffix("/Flag/" + (Self.str(v["id"]) ?? "?")), "the topic names the resource id")
+            } else if m.topic.contains("/fhir/users/\(user)/Observation/mw-event-") {
+                #expect(Self.str(v["resourceType"]) == "Observation")
+                entries.append(v)
+                observations.append(m.payload)
             } else if m.topic.contains("/fhir/users/\(user)/Observation/") {
                 #expect(Self.str(v["resourceType"]) == "Observation")
                 observations.append(m.payload)
@@ -58,7 +63,10 @@ import Testing
         // One Flag per transition, in order, active while firing and inactive once resolved.
         #expect(flags.map(\.id) == alerts.map(\.id))
         #expect(flags.map(\.status) == alerts.map { $0.status == "firing" ? "active" : "inactive" })
-        #expect(observations.count == points, "an Observation per series value")
+        #expect(observations.count - entries.count == points, "an Observation per series value")
+        // The gateway's injury, as an Observation coded by SNOMED CT, with no staff performer.
+        #expect(entries.count == 1)
+        #expect(entries.first.map { $0.text.contains("\"code\":\"417746004\"") && $0["performer"] == nil } == true, "\(entries)")
         #expect(points > 100)
 
         let verdict = try FHIRValidator.validate(
@@ -85,10 +93,14 @@ import Testing
         #expect(stat(out, &st) == 0 && st.st_mode & 0o077 == 0, "the export is readable by its owner only")
         let bundleVerdict = try FHIRValidator.validate([bundle])
         #expect(bundleVerdict.valid, "\(bundleVerdict.output.prefix(2000))")
-        guard let b = Self.object(Array(bundle.utf8)), case .array(let entries)? = b["entry"] else { Issue.record("no entries: \(bundle.prefix(300))"); return }
+        guard let b = Self.object(Array(bundle.utf8)), case .array(let resources)? = b["entry"] else {
+            Issue.record("no entries: \(bundle.prefix(300))"); return
+        }
         var lastFlag: [String: String] = [:]
         for f in flags { lastFlag[f.id] = String(decoding: f.payload, as: UTF8.self) }
-        let exportedFlags = entries.filter { Self.str($0["resource"]?["resourceType"]) == "Flag" }
+        let exportedFlags = resources.filter { Self.str($0["resource"]?["resourceType"]) == "Flag" }
+        let exportedEntries = resources.filter { Self.str($0["resource"]?["id"])?.hasPrefix("mw-event-") == true }
+        #expect(exportedEntries.map { $0["resource"] } == entries.map { Optional($0) }, "the export's timeline entry is the one published")
         #expect(exportedFlags.count == lastFlag.count)
         for e in exportedFlags {
             guard case .array(let ids)? = e["resource"]?["identifier"], let id = Self.str(ids.first?["value"]) else { continue }
@@ -98,7 +110,8 @@ import Testing
         let nobody = try ChildProcess(ChildProcess.product("mobilityctl"), ["fhir", "export", "--state", state, "--user", "nobody", "-o", out])
         #expect(nobody.wait() == 1)
         #expect(nobody.log.contains("no history of user 'nobody'"), "\(nobody.log)")
-        #expect(entries.count - exportedFlags.count == finalValue.values.filter { $0 }.count, "an Observation per day's latest value")
+        #expect(
+            resources.count - exportedFlags.count - exportedEntries.count == finalValue.values.filter { $0 }.count, "an Observation per day's latest value")
     }
 
     @Test func theFHIROptionTakesOnOrOff() throws {

@@ -67,6 +67,11 @@ import Testing
         func commit(users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord]) throws -> [Int64] {
             try store.commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history)
         }
+        func commit(
+            users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange]
+        ) throws -> (ids: [Int64], announced: [StateStore.OutboxItem]) {
+            try store.commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, audited: audited)
+        }
         func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory { try store.history(of: user, from: from, through: through) }
         func weeklyReport(of user: String, week: String?) throws -> (week: String, payload: [UInt8])? { try store.weeklyReport(of: user, week: week) }
         func reportWeeks(of user: String) throws -> [String] { try store.reportWeeks(of: user) }

@@ -393,6 +393,93 @@ private let notAuthorized: Int32 = 135
         #expect(m.keys.filter { $0.hasPrefix("mobilityd_publish_refused_total") }.isEmpty, "\(m)")
     }
 
+    /// Timeline entries through the shipped files: ward-a's staff account records, corrects and
+    /// retracts an injury of its patient with `mobilityctl event`, and the report listener (its
+    /// shipped lines uncommented) takes one with a ward-a token; the audit names each person. The
+    /// broker refuses (135) ward-a's staff on ward-b's command topic, and a gateway on another
+    /// user's events topic or on any team's; the all-teams dashboard may record for ward-b.
+    @Test func staffRecordTimelineEntriesForTheirTeamOnly() throws {
+        let d = try ShippedDeployment(gateways: ["staff-ward-a"])
+        let httpPort = try freePort(), token = String(repeating: "d9", count: 20)
+        try "nurse.lee:\(token) teams=ward-a write=events\n".write(toFile: d.dir + "/http-tokens", atomically: true, encoding: .utf8)
+        chmod(d.dir + "/http-tokens", 0o600)
+        try d.startDaemon(edit: [
+            ("# http-address = 127.0.0.1:9465", "http-address = 127.0.0.1:\(httpPort)"),
+            ("# http-tokens = /run/credentials/mobilityd.service/http-tokens", "http-tokens = \(d.dir)/http-tokens")
+        ])
+        for (user, team) in [("jamie", "ward-a"), ("alex", "ward-b")] {
+            let gw = try d.client(user, filters: [])
+            #expect(try gw.publishAwaitingAnswer("mobility/v1/users/\(user)/profile", "{\"timeZone\":\"UTC\",\"careTeams\":[\"\(team)\"]}", retain: true) == 0)
+            gw.stop()
+        }
+        #expect(eventually { d.metrics()["mobilityd_messages_received_total"] == 2 })
+        let day = { (k: Double) in String(isoNow(days: k).prefix(10)) }
+        let creds = try d.credentialsFile(["staff-ward-a", "care-dashboard"])
+        func event(_ account: String, _ args: [String]) throws -> (Int32, String) {
+            let p = try ChildProcess(
+                ChildProcess.product("mobilityctl"), ["event"] + args + ["--broker", d.tlsURL, "--ca-file", d.ca, "--credentials", creds, "--account", account])
+            return (p.wait(timeout: 30), p.log)
+        }
+        let jamie = ["--team", "ward-a", "--user", "jamie", "--id", "inj-1"]
+        for args in [
+            ["add", "--kind", "injury", "--date", day(-5), "--by", "nurse.kim"] + jamie,
+            ["correct", "--kind", "injury", "--date", day(-4), "--by", "nurse.kim", "--comment", "from the letter"] + jamie,
+            ["retract", "--by", "dr.lee"] + jamie,
+            ["add", "--kind", "fall", "--date", day(-2), "--by", "nurse.kim", "--team", "ward-a", "--user", "jamie", "--id", "fall-1"]
+        ] {
+            let (code, log) = try event("staff-ward-a", args)
+            #expect(code == 0, "\(args): \(log)\n\(d.daemon!.log)")
+        }
+        // Ward-a's staff cannot send on ward-b's topic: the broker refuses, mobilityctl says so.
+        let (foreign, foreignLog) = try event(
+            "staff-ward-a", ["add", "--kind", "fall", "--date", day(-2), "--by", "nurse.kim", "--team", "ward-b", "--user", "alex", "--id", "f"])
+        #expect(foreign == 1 && foreignLog.contains("reason code 135"), "\(foreignLog)")
+        // The all-teams dashboard may; ward-b's answer is on ward-b's audit topic.
+        let (dashboard, dashboardLog) = try event(
+            "care-dashboard",
+            ["add", "--kind", "illness", "--start", day(-3), "--end", day(-1), "--by", "dr.ng", "--team", "ward-b", "--user", "alex", "--id", "ill"])
+        #expect(dashboard == 0, "\(dashboardLog)")
+        // Over the shipped report listener, with a ward-a token.
+        let posted = try Curl.post(
+            "http://127.0.0.1:\(httpPort)/api/v1/users/jamie/events",
+            json: #"{"action":"add","user":"jamie","entry":{"id":"pain-1","kind":"pain","category":"annotation","date":"\#(day(-1))"}}"#,
+            headers: ["Authorization: Bearer \(token)"])
+        #expect(posted.status == 200, "\(posted.body)")
+        #expect(
+            try Curl.post(
+                "http://127.0.0.1:\(httpPort)/api/v1/users/alex/events",
+                json: #"{"action":"add","user":"alex","entry":{"id":"p","kind":"pain","category":"annotation","date":"\#(day(-1))"}}"#,
+                headers: ["Authorization: Bearer \(token)"]
+            ).status == 404)
+
+        // Refused at the broker (135): other users' timelines, other teams' commands.
+        let entry = #"{"id":"forged","kind":"injury","date":"\#(day(-1))"}"#
+        let command = #"{"action":"add","user":"alex","by":"x","entry":{"id":"forged","kind":"injury","category":"clinical","date":"\#(day(-1))"}}"#
+        for (account, topic, payload) in [
+            ("jamie", "mobility/v1/users/alex/events", entry), ("alex", "mobility/v1/users/jamie/events", entry),
+            ("jamie", "mobility/v1/teams/ward-a/commands/event", command), ("staff-ward-a", "mobility/v1/teams/ward-b/commands/event", command),
+            ("staff-ward-a", "mobility/v1/users/alex/events", entry), ("staff-ward-a", "mobility/v1/teams/ward-a/audit", "{\"forged\":1}")
+        ] {
+            let forger = try d.client(account, filters: [])
+            #expect(try forger.publishAwaitingAnswer(topic, payload) == notAuthorized, "\(account) → \(topic)")
+            forger.stop()
+        }
+        // The store's audit: who did what, in order; the gateways' forgeries never arrived.
+        #expect(eventually { d.metrics()["mobilityd_timeline_commands_total{result=\"accepted\"}"] == 6 })
+        let audit = try ChildProcess(ChildProcess.product("mobilityctl"), ["audit", "--state", d.dir + "/state", "--output", "json"])
+        #expect(audit.wait() == 0)
+        let rows = audit.log.split(separator: "\n").compactMap { try? JSONValue.parse(String($0)).get() }
+        func text(_ v: JSONValue?) -> String { if case .string(let s)? = v { s } else { "?" } }
+        #expect(
+            rows.map { [$0["action"], $0["by"], $0["team"], $0["subject"]].map(text).joined(separator: " ") } == [
+                "add_event nurse.kim ward-a inj-1", "correct_event nurse.kim ward-a inj-1", "retract_event dr.lee ward-a inj-1",
+                "add_event nurse.kim ward-a fall-1", "add_event dr.ng ward-b ill", "add_event nurse.lee ward-a pain-1"
+            ], "\(audit.log)")
+        let m = d.metrics()
+        #expect(m.keys.filter { $0.hasPrefix("mobilityd_publish_refused_total") }.isEmpty, "every output is granted by the shipped ACL: \(m)")
+        #expect(m["mobilityd_dead_letters"] == 0)
+    }
+
     /// The shipped FHIR lines (`fhir = on` uncommented): a gateway's alert reaches the integration
     /// account as a valid FHIR Flag; that account reads nothing else and publishes nothing.
     @Test func theFHIRFeedReachesTheIntegrationAccountOnly() throws {

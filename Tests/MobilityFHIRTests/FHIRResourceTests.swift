@@ -147,6 +147,36 @@ import Testing
         #expect(ObservationResource.jsonBytes(SeriesPoint(user: "jamie", name: "speed_p95", day: day, value: nil, unit: "m/s"), meaning: nil) == nil)
     }
 
+    /// Timeline entries: a staff-entered injury (SNOMED CT coded, the performer and `issued` its
+    /// attribution), a gateway's annotation over days, a kind without a SNOMED CT concept, and a
+    /// retracted entry (`entered-in-error`, the same resource id).
+    @Test func timelineEntriesAreValidR4Observations() throws {
+        let d = CivilDate(year: 2026, month: 2, day: 1).dayNumber
+        let injury = TimelineEvent(
+            id: "inj_1", category: .clinical, kind: "injury", firstDay: d, lastDay: d, note: "fell on the stairs <b>",
+            entered: EntryAttribution(by: "nurse.kim", team: "physio-north", at: Self.since))
+        let illness = TimelineEvent(id: "ill-1", category: .annotation, kind: "illness", firstDay: d + 3, lastDay: d + 9)
+        let stroke = TimelineEvent(
+            id: "s", category: .clinical, kind: "stroke", firstDay: d, lastDay: d, entered: EntryAttribution(by: "dr.lee", team: "", at: Self.since))
+        let texts = [
+            TimelineObservation.jsonBytes(injury, user: "jamie"), TimelineObservation.jsonBytes(illness, user: "jamie_2"),
+            TimelineObservation.jsonBytes(stroke, user: "jamie"), TimelineObservation.jsonBytes(injury, user: "jamie", retracted: true)
+        ].map { String(decoding: $0, as: UTF8.self) }
+        let verdict = try FHIRValidator.validate(texts)
+        #expect(verdict.valid, "\(verdict.output)")
+        let v = try #require(try? JSONValue.parse(texts[0]).get())
+        #expect(v["status"] == .string("final") && v["issued"] == .string(Self.since.description))
+        #expect(v["effectiveDateTime"] == .string("2026-02-01") && v["performer"] == .array([.object([("display", .string("nurse.kim (physio-north)"))])]))
+        #expect(texts[0].contains(#"{"system":"http://snomed.info/sct","code":"417746004","display":"Traumatic injury"}"#))
+        #expect(texts[0].contains(#""note":[{"text":"fell on the stairs <b>"}]"#))
+        let annotation = try #require(try? JSONValue.parse(texts[1]).get())
+        #expect(annotation["effectivePeriod"] == .object([("start", .string("2026-02-04")), ("end", .string("2026-02-10"))]))
+        #expect(annotation["performer"] == nil && annotation["issued"] == nil, "a gateway's entry names no staff")
+        #expect(!texts[2].contains("snomed") && texts[2].contains(#""code":"stroke""#))
+        let retracted = try #require(try? JSONValue.parse(texts[3]).get())
+        #expect(retracted["status"] == .string("entered-in-error") && retracted["id"] == v["id"])
+    }
+
     @Test func aBundleOfFlagsAndObservationsIsValidR4() throws {
         var b = FHIRBundle()
         b.add(Self.transition(.resolved))

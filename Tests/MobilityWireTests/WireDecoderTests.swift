@@ -135,7 +135,7 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
         let ev = try decoder.events(
             Array(#"[{"id":"e1","kind":"injury","date":"2026-02-01"},{"id":"a1","kind":"heat_wave","start":"2026-03-01","end":"2026-03-05"}]"#.utf8), user: "u"
         ).get()
-        let e1 = try ev[0].get(), a1 = try ev[1].get()
+        guard case .record(let e1) = try ev[0].get(), case .record(let a1) = try ev[1].get() else { Issue.record("not entries: \(ev)"); return }
         #expect(e1.category == .clinical && e1.firstDay == CivilDate(year: 2026, month: 2, day: 1).dayNumber)
         #expect(a1.category == .annotation && a1.lastDay - a1.firstDay == 4)
         #expect(try decoder.deletions(Array(#"{"ids":["a","b"]}"#.utf8)).get() == ["a", "b"])

@@ -304,4 +304,46 @@ import Testing
         #expect(try again.silences().silences.isEmpty)
         #expect(try again.auditTrail(limit: 10).map(\.action) == ["silence", "expire"])
     }
+
+    /// A care-staff timeline change: the user's state, the entry's history row (with who entered
+    /// it), its numbered audit row and the announcing outputs commit together; a retraction
+    /// removes the row; both backends read back the same.
+    @Test(arguments: Backend.allCases)
+    func aStaffTimelineChangeCommitsWithItsAuditRow(_ backend: Backend) throws {
+        let engine = try Engines.populated()
+        let (store, reopen) = try backend.make()
+        let at = Timestamp(seconds: 1_772_000_000)
+        let injury = TimelineEvent(
+            id: "inj-1", category: .clinical, kind: "injury", firstDay: 20_480, lastDay: 20_480, note: "fell",
+            entered: EntryAttribution(by: "nurse.kim", team: "ward-a", at: at))
+        let illness = TimelineEvent(id: "ill", category: .annotation, kind: "illness", firstDay: 20_481, lastDay: 20_483)
+        func change(_ action: String, _ subject: String) -> AuditedChange {
+            AuditedChange(entry: AuditEntry(at: at, action: action, actor: "nurse.kim", team: "ward-a", user: "u", rule: "", subject: subject, note: nil)) {
+                e in
+                [
+                    .init(topic: "audit", payload: Array(e.json.utf8), retain: false),
+                    .init(topic: "teams/ward-a/audit", payload: Array(e.json.utf8), retain: false)
+                ]
+            }
+        }
+        let (ids, announced) = try store.commit(
+            users: [.init(user: "u", appliedSeq: 3, eventNow: nil, state: engine.changes(of: "u"))],
+            outbox: [.init(topic: "before", payload: [1], retain: false)],
+            acknowledged: [], history: [.timeline(user: "u", injury), .timeline(user: "u", illness)], audited: [change("add_event", "inj-1")])
+        #expect(ids.count == 1)
+        #expect(announced.map(\.topic) == ["audit", "teams/ward-a/audit"] && announced.allSatisfy { $0.id > ids[0] })
+        #expect(announced.allSatisfy { String(decoding: $0.payload, as: UTF8.self).contains("\"seq\":1,") }, "the announcement carries the row's number")
+        #expect(try store.auditTrail(limit: 10).map { "\($0.seq) \($0.action) \($0.actor) \($0.subject)" } == ["1 add_event nurse.kim inj-1"])
+        #expect(try store.history(of: "u", from: .min, through: .max).timeline == [injury, illness])
+
+        let again = try reopen()
+        let (_, second) = try again.commit(
+            users: [], outbox: [], acknowledged: [], history: [.retracted(user: "u", id: "inj-1")], audited: [change("retract_event", "inj-1")])
+        #expect(second.count == 2)
+        #expect(try again.history(of: "u", from: .min, through: .max).timeline == [illness])
+        #expect(try again.auditTrail(limit: 10).map(\.action) == ["add_event", "retract_event"])
+        let (users, outbox) = try again.load(alertNames: [], prepare: { $0 })
+        #expect(users.first { $0.user == "u" }?.appliedSeq == 3)
+        #expect(outbox.map(\.topic) == ["before", "audit", "teams/ward-a/audit", "audit", "teams/ward-a/audit"])
+    }
 }

@@ -39,4 +39,18 @@ public enum Curl {
         let body = (try? String(contentsOfFile: dir + "/body", encoding: .utf8)) ?? ""
         return Result(status: status, headers: hs, body: body, exitCode: code, log: log)
     }
+
+    /// `curl -X POST URL` with `body` (from a file, sent as is) and `contentType`, plus `headers`.
+    public static func post(_ url: String, body: [UInt8], contentType: String? = "application/json", headers: [String] = []) throws -> Result {
+        let dir = TemporaryPath.make("mw-curl-body")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Data(body).write(to: URL(fileURLWithPath: dir + "/body"))
+        return try get(url, headers: headers + (contentType.map { ["Content-Type: \($0)"] } ?? []), extra: ["-X", "POST", "--data-binary", "@" + dir + "/body"])
+    }
+
+    /// ``post(_:body:contentType:headers:)`` of a text.
+    public static func post(_ url: String, json: String, headers: [String] = []) throws -> Result {
+        try post(url, body: Array(json.utf8), headers: headers)
+    }
 }
