@@ -128,7 +128,10 @@ enum DigestTable {
         let rows = digest.alerts.prefix(100).map { a -> [(String, Bool)] in
             [
                 (a.episode.rule, false), (a.episode.severity.rawValue, false), (a.state.rawValue, false), (NumberText.iso(a.episode.sinceDay), false),
-                (a.episode.endedDay.map { (a.episode.expired ? "expired " : "") + NumberText.iso($0) } ?? "still active", false),
+                (
+                    a.episode.withdrawnDay.map { "withdrawn " + NumberText.iso($0) }
+                        ?? a.episode.endedDay.map { (a.episode.expired ? "expired " : "") + NumberText.iso($0) } ?? "still active", false
+                ),
                 (XMLText.bounded(a.episode.headline), false)
             ]
         }

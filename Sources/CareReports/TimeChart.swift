@@ -194,10 +194,13 @@ struct TimeChart {
         history.alerts.filter { $0.firedDay <= scale.last && ($0.endedDay.map { $0 > scale.first } ?? true) }.map { e in
             let last = e.endedDay.map { scale.clamp(max($0 - 1, e.firedDay)) } ?? scale.last
             let colours = Self.alertColours(e.severity)
-            let state = e.endedDay.map { "\(e.expired ? "expired (no longer watched)" : "resolved") \(NumberText.iso($0))" } ?? "active"
+            let state =
+                e.withdrawnDay.map { "withdrawn (late data showed it did not hold) \(NumberText.iso($0))" }
+                ?? e.endedDay.map { "\(e.expired ? "expired (no longer watched)" : "resolved") \(NumberText.iso($0))" } ?? "active"
             return .init(
                 first: scale.clamp(e.firedDay), last: last,
-                label: XMLText.bounded(e.rule.replacingUnderscores(), limit: 40) + (e.endedDay == nil ? " (active)" : e.expired ? " (expired)" : ""),
+                label: XMLText.bounded(e.rule.replacingUnderscores(), limit: 40)
+                    + (e.withdrawnDay != nil ? " (withdrawn)" : e.endedDay == nil ? " (active)" : e.expired ? " (expired)" : ""),
                 detail: "\(e.rule) (\(e.severity.rawValue)), active since \(NumberText.iso(e.sinceDay)), fired \(NumberText.iso(e.firedDay)): "
                     + XMLText.bounded(e.firedHeadline ?? e.headline) + (e.endedDay == nil ? "" : "; \(state): " + XMLText.bounded(e.headline)),
                 fill: colours.0, ink: colours.1, cssClass: "alert alert-\(e.severity.rawValue)", open: e.endedDay == nil,

@@ -11,14 +11,18 @@ extension UserHistory {
     }
 
     /// Records an alert transition: a firing opens an episode, a reminder adds what it said, a
-    /// resolution or an expiry closes it. An end whose firing was never seen (history begun
-    /// while the alert fired) is an episode of that one day.
+    /// resolution or an expiry closes it, a withdrawal marks it withdrawn (closing it if it was
+    /// still active). An end whose firing was never seen (history begun while the alert fired) is
+    /// an episode of that one day.
     public mutating func record(_ t: AlertTransition) {
         let day = t.day.dayNumber
         let text = AlertEpisode.Text(day: day, firing: t.status == .firing, headline: t.headline, details: t.details)
         if let i = alerts.lastIndex(where: { $0.id == t.id }) {
             alerts[i].texts.append(text)
-            if t.status.isEnded {
+            if t.isWithdrawal {
+                alerts[i].withdrawnDay = day
+                if alerts[i].endedDay == nil { alerts[i].endedDay = day }
+            } else if t.status.isEnded {
                 alerts[i].endedDay = day
                 alerts[i].expired = t.status == .expired
             }
@@ -28,6 +32,7 @@ extension UserHistory {
             id: t.id, rule: t.rule, severity: t.severity, sinceDay: t.activeSinceDay.dayNumber, firedDay: t.firedDay.dayNumber,
             endedDay: t.status.isEnded ? day : nil, headline: t.headline, labels: Dictionary(t.labels, uniquingKeysWith: { a, _ in a }),
             expired: t.status == .expired)
+        if t.isWithdrawal { e.withdrawnDay = day }
         e.texts = [text]
         alerts.append(e)
     }

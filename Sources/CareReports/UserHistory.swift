@@ -49,6 +49,10 @@ public struct AlertEpisode: Hashable, Sendable {
     /// True when it ended by expiring (its rule's monitoring window closed, or the rule was
     /// removed), not by resolving: it stopped being watched, not holding.
     public var expired: Bool
+    /// The local day it was withdrawn on, if it was: a late timeline entry or late samples
+    /// re-evaluated the patient's days and the alert did not hold on them (a false alarm, also
+    /// when it had already ended).
+    public var withdrawnDay: DayNumber?
     /// What its transitions said, in order (firing, reminders, its end).
     public var texts: [Text]
     /// Its labels.
@@ -92,6 +96,7 @@ public struct AlertEpisode: Hashable, Sendable {
             e.endedDay = nil
             e.expired = false
         }
+        if let w = withdrawnDay, w > day { e.withdrawnDay = nil }
         return e
     }
 

@@ -79,6 +79,7 @@ extension WeeklyDigest {
             // An expired episode has no resolvedDay: it ended without getting better.
             if let r = e.endedDay, !e.expired { day("resolvedDay", r) } else { w.null("resolvedDay") }
             if let r = e.endedDay, e.expired { day("expiredDay", r) }
+            if let r = e.withdrawnDay { day("withdrawnDay", r) }
             w.string("headline", e.headline)
             w.string("details", e.details)
             if let f = e.firedHeadline { w.string("firedHeadline", f) } else { w.null("firedHeadline") }
@@ -249,11 +250,12 @@ struct DigestReader {
         }
         d.alerts = try r.objects("alerts").map { a in
             try a.only([
-                "state", "id", "rule", "severity", "sinceDay", "firedDay", "resolvedDay", "expiredDay", "headline", "details", "firedHeadline",
+                "state", "id", "rule", "severity", "sinceDay", "firedDay", "resolvedDay", "expiredDay", "withdrawnDay", "headline", "details",
+                "firedHeadline",
                 "summary", "firedSummary", "labels"
             ])
             guard let state = WeeklyDigest.AlertInWeek.State(rawValue: try a.string("state")) else {
-                throw a.fail("state", "expected fired, active, resolved or expired")
+                throw a.fail("state", "expected fired, active, resolved, expired or withdrawn")
             }
             let expiredDay = a.has("expiredDay") ? try a.optionalDay("expiredDay") : nil
             guard let severity = Severity(rawValue: try a.string("severity")) else { throw a.fail("severity", "expected info, warning or critical") }
@@ -265,11 +267,12 @@ struct DigestReader {
             }
             // Reports stored before headlines existed have only `summary` and `firedSummary`.
             let current = a.has("headline")
-            let e = AlertEpisode(
+            var e = AlertEpisode(
                 id: try a.string("id"), rule: try a.string("rule"), severity: severity, sinceDay: a.has("sinceDay") ? try a.day("sinceDay") : nil,
                 firedDay: try a.day("firedDay"), endedDay: try expiredDay ?? a.optionalDay("resolvedDay"),
                 headline: try a.string(current ? "headline" : "summary"), details: a.has("details") ? try a.string("details") : "", labels: labels,
                 firedHeadline: try a.optionalString(current ? "firedHeadline" : "firedSummary"), expired: expiredDay != nil)
+            if a.has("withdrawnDay") { e.withdrawnDay = try a.optionalDay("withdrawnDay") }
             return .init(episode: e, state: state)
         }
         d.annotations = try r.objects("annotations").map { t in

@@ -33,10 +33,12 @@ extension WeeklyDigest {
         d.conditions = counts.map { c, n in
             ConditionShare(group: c.group, label: c.label, count: Int(n.rounded()), share: totals[c.group]! > 0 ? n / totals[c.group]! : 0)
         }
-        for whole in h.alerts where whole.firedDay <= sun && (whole.endedDay.map { $0 >= mon } ?? true) {
+        for whole in h.alerts
+        where whole.firedDay <= sun && ((whole.endedDay.map { $0 >= mon } ?? true) || (mon...sun).contains(whole.withdrawnDay ?? .min)) {
             // What it said up to the week's Sunday, not what a later reminder or its end said.
             let e = whole.asOf(sun)
-            let state: AlertInWeek.State = e.firedDay >= mon ? .fired : e.endedDay != nil ? (e.expired ? .expired : .resolved) : .active
+            let state: AlertInWeek.State =
+                e.withdrawnDay != nil ? .withdrawn : e.firedDay >= mon ? .fired : e.endedDay != nil ? (e.expired ? .expired : .resolved) : .active
             d.alerts.append(AlertInWeek(episode: e, state: state))
             if spec.explanations.contains(e.rule) { d.explanations.append(e.firedHeadline ?? e.headline) }
         }

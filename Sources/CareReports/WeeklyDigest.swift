@@ -186,9 +186,10 @@ public struct WeeklyDigest: Hashable, Sendable {
         }
 
         /// Fired during the week (possibly ended too), active throughout, or resolved or expired
-        /// during it (expired: its rule stopped watching while it held, not a recovery).
+        /// during it (expired: its rule stopped watching while it held, not a recovery), or
+        /// withdrawn by the week's end (late data or a late timeline entry showed it did not hold).
         public enum State: String, Hashable, Sendable {
-            case fired, active, resolved, expired
+            case fired, active, resolved, expired, withdrawn
         }
     }
 }

@@ -71,7 +71,8 @@ public enum FlagResource {
         w.string("value", a.id)
         w.endObject()
         w.endArray()
-        w.string("status", a.status == .firing ? "active" : "inactive")
+        // A withdrawn alert was raised in error (late data or a late timeline entry showed it did not hold).
+        w.string("status", a.status == .firing ? "active" : a.isWithdrawal ? "entered-in-error" : "inactive")
         w.beginArray("category")
         w.beginObject()
         w.beginArray("coding")

@@ -172,6 +172,8 @@ public struct AlertTransition: Hashable, Sendable {
     /// The `reason` of a resolved transition that withdraws an alert: a late timeline entry or
     /// late samples re-evaluated the user's days and the alert does not hold on them.
     public static let revised = "revised"
+    /// Whether this transition withdraws its alert (a resolution with reason ``revised``).
+    public var isWithdrawal: Bool { status == .resolved && reason == AlertTransition.revised }
     /// The headline of a withdrawn alert (the details keep what the rule said of it).
     public static let withdrawnHeadline = "Withdrawn: re-evaluated with a late entry or late data, this alert does not hold"
     /// The `reason` of an instance that expired because a reload removed its rule.

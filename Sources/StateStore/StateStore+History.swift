@@ -46,11 +46,11 @@ public struct HistoryRecord: Sendable, Equatable {
         HistoryRecord(user: p.user, kind: .series, key: p.name, day: p.day.dayNumber, value: p.value, payload: Array(p.unit.utf8))
     }
 
-    /// The row of an alert transition.
+    /// The row of an alert transition. A withdrawal has a row of its own: an episode that had
+    /// resolved keeps its resolution beside it.
     public static func alert(_ a: AlertTransition) -> HistoryRecord {
-        HistoryRecord(
-            user: a.user, kind: .alert, key: a.id + (a.status == .firing ? (a.isRepeat ? "/repeat" : "/firing") : "/" + a.status.rawValue),
-            day: a.day.dayNumber, payload: Array(a.json.utf8))
+        let kind = a.status == .firing ? (a.isRepeat ? "/repeat" : "/firing") : a.isWithdrawal ? "/withdrawn" : "/" + a.status.rawValue
+        return HistoryRecord(user: a.user, kind: .alert, key: a.id + kind, day: a.day.dayNumber, payload: Array(a.json.utf8))
     }
 
     /// The row of a timeline entry.

@@ -53,14 +53,14 @@ struct AlertTable {
 
     /// One transition as it arrives: its local day, status, severity, rule, user, headline.
     func line(_ a: AlertTransition) -> String {
-        let status = a.isRepeat ? "repeat" : a.status.rawValue
+        let status = a.isRepeat ? "repeat" : a.isWithdrawal ? "withdrawn" : a.status.rawValue
         let time = a.day.description
-        let fields = "\(time)  \(status.padding(toLength: 8, withPad: " ", startingAt: 0))"
+        let fields = "\(time)  \(status.padding(toLength: 9, withPad: " ", startingAt: 0))"
         let sev = a.severity.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + "  "
         let rest = "\(a.rule)  \(a.user)  "
         let visible = fields.count + 2 + sev.count + rest.count
         // Green for a resolution; an expiry is not a recovery and stays uncoloured.
-        let statusText = colour && a.status == .resolved ? "\u{1B}[32m\(fields)\u{1B}[0m" : fields
+        let statusText = colour && a.status == .resolved && !a.isWithdrawal ? "\u{1B}[32m\(fields)\u{1B}[0m" : fields
         return statusText + "  " + paint(sev, a.severity) + rest + cut(oneLine(a.headline), room: width.map { $0 - visible })
     }
 

@@ -10,7 +10,7 @@ import Testing
 @Suite struct RenderedPagesTests {
     static let scenarios = [
         "clinic-disagreement", "data-gap", "double-support-regression", "jamie-heat-wave", "jamie-normal",
-        "jamie-plateau", "jamie-plateau-long", "offline-late-sync", "traveller-dst", "uncalibrated-watch"
+        "jamie-plateau", "jamie-plateau-long", "late-injury", "offline-late-sync", "traveller-dst", "uncalibrated-watch"
     ]
 
     /// The week a scenario's weekly page shows: the heat wave's middle, else the latest alert's

@@ -397,6 +397,26 @@ import Testing
         }
     }
 
+    /// An injury entered nine days late: the double-support alert it explains fired before it was
+    /// known and was withdrawn when it came. The pages say so (a band labelled withdrawn, the
+    /// weekly table's end), and the weekly JSON keeps it through a round trip.
+    @Test func aWithdrawnAlertReadsWithdrawnOnThePages() throws {
+        let (h, s) = try ScenarioHistory.load("late-injury")
+        let ds = try #require(h.alerts.first { $0.rule == "double_support_regression" })
+        #expect(ds.withdrawnDay == ScenarioHistory.day(s, 39) && ds.endedDay == ds.withdrawnDay)
+        let panel = ReportPage.panel(history: h, spec: spec)
+        #expect(panel.contains("double support regression (withdrawn)") && !panel.contains("double support regression (active)"))
+        let d = WeeklyDigest.make(history: h, spec: spec, week: ISOWeek(containing: ds.withdrawnDay!))
+        let row = try #require(d.alerts.first { $0.episode.rule == "double_support_regression" })
+        #expect(row.state == .withdrawn)
+        let page = ReportPage.weekly(digest: d, history: h, spec: spec)
+        #expect(try XMLTree(page).all("td").contains { $0.allText == "withdrawn " + CivilDate(dayNumber: ds.withdrawnDay!).description })
+        let back = try WeeklyDigest.decode(Array(d.json.utf8)).get()
+        #expect(back.alerts.first { $0.episode.rule == "double_support_regression" }?.episode.withdrawnDay == ds.withdrawnDay)
+        // The stall is the on-time one's, untouched.
+        #expect(h.alerts.first { $0.rule == "stalled_recovery" }?.withdrawnDay == nil)
+    }
+
     @Test func anEndedAlertSaysHowItEndedAndItsBandWhatHeldWhileItFired() throws {
         // The clinic test leaves the week: the disagreement expires, and its end says so in plain
         // words (before, the resolution's text read "Clinic six-minute walk unknown differs from

@@ -155,7 +155,7 @@ import Testing
         #expect(refused(j.replacingOccurrences(of: "2026-W10", with: "2026-W11")) == "firstDay: the week 2026-W11 runs from its Monday to its Sunday")
         #expect(
             refused(j.replacingOccurrences(of: "\"state\":\"fired\"", with: "\"state\":\"burning\""))
-                == "alerts[1].state: expected fired, active, resolved or expired")
+                == "alerts[1].state: expected fired, active, resolved, expired or withdrawn")
         #expect(
             refused(j.replacingOccurrences(of: "\"daysWithoutData\":2", with: "\"daysWithoutData\":3"))
                 == "metrics[0].thisWeek.daysWithoutData: days with and without data must add up to 7")

@@ -52,9 +52,12 @@ import Testing
     }
 
     @Test func flagsOfEveryTransitionAreValidR4() throws {
+        var withdrawn = Self.transition(.resolved)
+        withdrawn.reason = AlertTransition.revised
+        withdrawn.headline = AlertTransition.withdrawnHeadline
         let flags = [
             Self.transition(.firing), Self.transition(.firing, repeating: true), Self.transition(.resolved), Self.transition(.firing, user: "pat_7"),
-            Self.transition(.expired)
+            Self.transition(.expired), withdrawn
         ]
         let verdict = try FHIRValidator.validate(flags.map(FlagResource.json))
         #expect(verdict.valid, "\(verdict.output)")
@@ -75,6 +78,10 @@ import Testing
             return all.first { $0["url"] == .string("urn:mobilitywatch:fhir:" + name) }
         }
         #expect(ext(expired, "alert-outcome")?["valueCode"] == .string("expired"))
+        // A withdrawn alert was raised in error: late data or a late timeline entry showed it did not hold.
+        let error = try Self.object(FlagResource.json(flags[5]))
+        #expect(error["status"] == .string("entered-in-error") && error["id"] == firing["id"])
+        #expect(ext(error, "alert-reason")?["valueString"] == .string("revised"))
         #expect(ext(expired, "alert-reason")?["valueString"] == .string("window_ended"))
         #expect(ext(resolved, "alert-outcome")?["valueCode"] == .string("resolved") && ext(resolved, "alert-reason") == nil)
         #expect(ext(firing, "alert-outcome") == nil)
