@@ -6,8 +6,9 @@
 /// (``committedThroughKey``). So at start:
 /// - the store must have committed at least up to the journal's first record (else records were
 ///   released into a store that no longer has them: an emptied, replaced or older store);
-/// - the journal must reach every record the store applied, and be readable (else acknowledged
-///   records that were not committed may be gone);
+/// - the journal must reach every record the store applied and every record it recorded as
+///   appended (``IngestJournal/recordHighWater()``), and be readable (else acknowledged records
+///   that were not committed may be gone);
 /// - new records are numbered above both, so none is skipped as "already committed".
 ///
 /// A loss is refused (``Verdict/refuse(exitCode:findings:)``) unless the operator asked to go on
@@ -100,15 +101,14 @@ public struct DurableStateCheck: Sendable {
         let last = journal.lastSeq
         if store.isEmpty && !journal.isEmpty {
             let first = journal.firstSeq ?? 1
-            let released =
+            let storeOnly = "what only the store kept (acknowledgements, silences, the audit trail, dead letters, weekly reports) is gone"
+            let what =
                 first > 1
-                ? "records 1–\(first - 1) were released from the journal once committed, to a store that no longer has them (\(first - 1) lost), and "
-                : ""
+                ? "records 1–\(first - 1) were released from the journal once committed, to a store that no longer has them (\(first - 1) lost, and the state they made: baselines, alert states, history), and \(storeOnly)"
+                : "the state is rebuilt from them, but \(storeOnly)"
             out.append(
                 Finding(
-                    side: .store,
-                    description:
-                        "the state store is empty or new, but the journal holds records \(first)–\(last) of earlier runs: \(released)what only the store kept (baselines and alert states before the journal, acknowledgements, silences, the audit trail, dead letters, weekly reports) is gone",
+                    side: .store, description: "the state store is empty or new, but the journal holds records \(first)–\(last) of earlier runs: \(what)",
                     lost: first - 1, lostIsExact: true, key: nil, acceptedBefore: false))
         } else if let first = journal.firstSeq, !journal.isEmpty, first > committed + 1 {
             out.append(
@@ -124,23 +124,36 @@ public struct DurableStateCheck: Sendable {
                     side: .journal, description: "ingest journal damaged: \(d)", lost: d.lost, lostIsExact: d.lostIsExact, key: d.key,
                     acceptedBefore: store.acceptedDamage.contains(d.key)))
         }
-        if journal.isEmpty && committed > 0 {
-            let key = "empty:\(committed)"
+        // The journal's end must reach both what the store applied and what the journal itself
+        // recorded as appended (its high-water mark, a few milliseconds behind the appends).
+        let reached = max(store.highestApplied, journal.highWater ?? 0)
+        if journal.isEmpty && (committed > 0 || reached > 0) {
+            let key = "empty:\(max(committed, reached))"
+            let known = reached > store.committedThrough ? reached - store.committedThrough : 0
             out.append(
                 Finding(
                     side: .journal,
                     description:
-                        "the ingest journal is empty, but the state store has committed records up to \(committed): the journal was deleted; messages acknowledged after the store's last commit, if any, are lost (how many cannot be known)",
-                    lost: nil, lostIsExact: false, key: key, acceptedBefore: store.acceptedDamage.contains(key)))
-        } else if !journal.isEmpty && last < store.highestApplied {
-            let key = "ends:\(last)-\(store.highestApplied)"
+                        "the ingest journal is empty, but the state store has committed records up to \(committed)"
+                        + (journal.highWater.map { " and the journal had records up to \($0)" } ?? "")
+                        + ": the journal was deleted; messages acknowledged after the store's last commit are lost"
+                        + (journal.highWater != nil ? " (at most \(known), and any in the last milliseconds)" : " (how many cannot be known)"),
+                    lost: journal.highWater != nil ? known : nil, lostIsExact: false, key: key, acceptedBefore: store.acceptedDamage.contains(key)))
+        } else if !journal.isEmpty && last < reached {
+            let key = "ends:\(last)-\(reached)"
             let from = max(last, store.committedThrough)
+            let cost =
+                from >= reached
+                ? "the store had committed every one of them: nothing lost"
+                : "of records \(from + 1)–\(reached), those not yet committed are lost"
+            let whose =
+                (journal.highWater ?? 0) >= store.highestApplied
+                ? "its high-water mark says it held records up to \(reached)" : "the state store applied records up to \(reached)"
             out.append(
                 Finding(
                     side: .journal,
-                    description:
-                        "the ingest journal ends at record \(last), but the state store applied records up to \(store.highestApplied): the journal lost its end (cut or replaced); of records \(from + 1)–\(store.highestApplied), those not yet committed are lost",
-                    lost: store.highestApplied - from, lostIsExact: false, key: key, acceptedBefore: store.acceptedDamage.contains(key)))
+                    description: "the ingest journal ends at record \(last), but \(whose): the journal lost its end (cut, or a segment deleted); \(cost)",
+                    lost: reached - min(from, reached), lostIsExact: from >= reached, key: key, acceptedBefore: store.acceptedDamage.contains(key)))
         }
         return out
     }
@@ -162,7 +175,7 @@ public struct DurableStateCheck: Sendable {
             return .refuse(exitCode: code, findings: refused)
         }
         let committed = max(store.committedThrough, store.highestApplied)
-        let numbering = max(journal.lastSeq, committed)
+        let numbering = max(journal.lastSeq, committed, journal.highWater ?? 0)
         var accept = Set(all.compactMap(\.key))
         // New records start a segment at `numbering + 1`: when that leaves numbers out after the
         // journal's end (records the store applied, or committed, that the journal no longer
@@ -171,9 +184,12 @@ public struct DurableStateCheck: Sendable {
         if !journal.isEmpty, numbering > journal.lastSeq {
             accept.insert(JournalDamage(segment: nil, bytes: nil, after: journal.lastSeq, before: numbering + 1).key)
         }
-        // An accepted store loss: the store now vouches for what the journal released.
-        var through: UInt64?
-        if all.contains(where: { $0.side == .store }), let first = journal.firstSeq, first - 1 > store.committedThrough { through = first - 1 }
+        // The store now vouches for the records the journal no longer has (their loss accepted):
+        // those before its first segment, or every one numbered so far when it is empty.
+        var gone: UInt64 = 0
+        if all.contains(where: { $0.side == .store }), let first = journal.firstSeq { gone = first - 1 }
+        if journal.isEmpty, !all.isEmpty { gone = numbering }
+        let through = gone > store.committedThrough ? gone : nil
         return .start(numberingAbove: numbering, findings: all, acceptDamage: accept, committedThrough: through)
     }
 }

@@ -45,6 +45,9 @@ public struct JournalInspection: Sendable {
     public var tornTail: TornTail?
     /// Intact records in all segments.
     public var records = 0
+    /// The highest sequence number the journal recorded as appended (its high-water file), nil
+    /// when there is none (or it cannot be read: then ``damage`` says so).
+    public var highWater: UInt64?
 
     /// The first sequence number the journal holds (its oldest segment's), nil without segments.
     public var firstSeq: UInt64? { segments.first?.first }
@@ -108,7 +111,7 @@ public struct JournalDamage: Sendable, Hashable, CustomStringConvertible {
         if n == 0 { return what + "; no record lost" }
         if n == 1, before != nil { return what + "; record \(after + 1) lost" }
         if let before { return what + "; records \(after + 1)–\(before - 1) (\(n)) lost" }
-        return what + "; the records after \(after) in them (at most \(n)) lost"
+        return what + "; the records from \(after + 1) on that they held (at most \(n)) lost"
     }
 }
 
@@ -131,6 +134,17 @@ extension IngestJournal {
             }
         }
         segments.sort { $0.first < $1.first }
+        let hw = directory + "/" + IngestJournal.highWaterFile
+        if let b = FileManager.default.contents(atPath: hw), !b.isEmpty {
+            if let seq = IngestJournal.highWater([UInt8](b)) {
+                found.highWater = seq
+            } else {
+                found.damage.append(
+                    JournalDamage(
+                        segment: IngestJournal.highWaterFile, bytes: nil, after: 0, before: 0,
+                        note: "not a high-water mark; a cut end of the journal cannot be told"))
+            }
+        }
         // The sequence number the next intact record should have, and damage whose end is not
         // bounded yet (its `before` is the next intact record's, or the next segment's first).
         var expected: UInt64?

@@ -41,6 +41,12 @@ public final class IngestJournal: Sendable {
     private let syncEvery: Int
     private let state = Mutex(State())
     private let queued = Atomic<UInt64>(0)
+    /// The high-water file (``recordHighWater()``) and the position it holds.
+    private let highWaterFD: Int32
+    private let highWater = Atomic<UInt64>(0)
+    /// The name of the file in the journal directory that holds the highest sequence number
+    /// appended, as last recorded.
+    public static let highWaterFile = "high-water"
 
     /// Opens the journal directory, continuing after the last record; throws when the journal is
     /// damaged anywhere but a torn tail (the daemon decides about damage with ``inspect(_:)`` and
@@ -74,15 +80,54 @@ public final class IngestJournal: Sendable {
                 throw JournalError("cannot cut the torn tail of \(torn.path): \(String(cString: strerror(errno)))")
             }
         }
-        let last = max(found.lastSeq, floor)
+        let last = max(found.lastSeq, found.highWater ?? 0, floor)
+        let hw = directory + "/" + IngestJournal.highWaterFile
+        highWaterFD = open(hw, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard highWaterFD >= 0 else { throw JournalError("cannot open \(hw): \(String(cString: strerror(errno)))") }
+        do { try PrivateFiles.makePrivate(fd: highWaterFD, path: hw) } catch {
+            close(highWaterFD)
+            throw JournalError("\(error)")
+        }
         state.withLock { st in
             st.nextSeq = last + 1
             st.segments = found.segments.map { (first: $0.first, last: $0.last, path: $0.path) }
         }
         queued.store(last, ordering: .relaxed)
+        highWater.store(found.highWater ?? 0, ordering: .relaxed)
+        recordHighWater()
     }
 
-    deinit { state.withLock { if $0.fd >= 0 { close($0.fd) } } }
+    deinit {
+        state.withLock { if $0.fd >= 0 { close($0.fd) } }
+        close(highWaterFD)
+    }
+
+    /// Records the highest sequence number appended (or numbered past) in the high-water file,
+    /// when it moved: 16 bytes written in place ("MWH1", the number, a CRC-32), not synced. Called
+    /// from a timer off the append path, every few milliseconds: a journal later cut short below
+    /// it (a truncated or deleted newest segment) is then found at start (``inspect(_:)``), where
+    /// the records past what the store applied would otherwise look as if never received.
+    /// Returns false when the write failed (the mark then lags; nothing else is affected).
+    @discardableResult
+    public func recordHighWater() -> Bool {
+        let last = lastSeq
+        guard last > highWater.load(ordering: .relaxed) else { return true }
+        var b: [UInt8] = [0x4D, 0x57, 0x48, 0x31]
+        withUnsafeBytes(of: last.littleEndian) { b += $0 }
+        let crc = b.withUnsafeBufferPointer { libdeflate_crc32(0, $0.baseAddress, 12) }
+        withUnsafeBytes(of: crc.littleEndian) { b += $0 }
+        guard pwrite(highWaterFD, b, 16, 0) == 16 else { return false }
+        highWater.store(last, ordering: .relaxed)
+        return true
+    }
+
+    /// The position in a high-water file's 16 bytes; nil when they are not one.
+    static func highWater(_ b: [UInt8]) -> UInt64? {
+        guard b.count == 16, b[0] == 0x4D, b[1] == 0x57, b[2] == 0x48, b[3] == 0x31 else { return nil }
+        let crc = b.withUnsafeBufferPointer { libdeflate_crc32(0, $0.baseAddress, 12) }
+        guard b[12..<16].withUnsafeBytes({ $0.loadUnaligned(as: UInt32.self) }) == crc.littleEndian else { return nil }
+        return b[4..<12].withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+    }
 
     static func segmentPaths(_ dir: String) -> [(UInt64, String)] {
         ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])

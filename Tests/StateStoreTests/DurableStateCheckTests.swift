@@ -142,6 +142,41 @@ import Testing
         #expect(known.count == 1 && known[0].acceptedBefore)
     }
 
+    /// The newest segment cut (or deleted) past everything the store applied: only the journal's
+    /// own high-water mark says records are gone, and the start is refused on it.
+    @Test func aCutBelowTheHighWaterMarkIsDamageEvenPastTheStore() throws {
+        let dir = TemporaryPath.make("mw-journal")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var ends: [Int] = []
+        do {
+            let j = try IngestJournal(directory: dir)
+            for i in 1...100 {
+                _ = try j.append(topic: "mobility/v1/users/u/samples", payload: Array("sample \(i)".utf8))
+                ends.append(Int((try FileManager.default.attributesOfItem(atPath: dir + "/journal-0000000000000001.log")[.size] as? Int) ?? 0))
+            }
+            #expect(j.recordHighWater())
+        }
+        #expect(truncate(dir + "/journal-0000000000000001.log", off_t(ends[59])) == 0)  // at a record's end: no torn tail
+        let found = IngestJournal.inspect(dir)
+        #expect(found.damage.isEmpty && found.tornTail == nil && found.lastSeq == 60 && found.highWater == 100)
+        let check = DurableStateCheck(journal: found, store: store(committed: 20, applied: 40))
+        guard case .refuse(65, let why) = check.verdict(recoverJournal: false, rebuildStore: false) else {
+            Issue.record("a cut journal started")
+            return
+        }
+        #expect(why.first?.lost == 40 && why.first?.description.contains("high-water mark says it held records up to 100") == true)
+        guard case .start(100, _, _, _) = check.verdict(recoverJournal: true, rebuildStore: false) else {
+            Issue.record("--recover-journal did not number above the mark")
+            return
+        }
+        // The segment deleted altogether: the mark still says what was there.
+        try FileManager.default.removeItem(atPath: dir + "/journal-0000000000000001.log")
+        let none = IngestJournal.inspect(dir)
+        let deleted = DurableStateCheck(journal: none, store: store(committed: 20, applied: 40)).findings
+        #expect(deleted.count == 1 && deleted[0].lost == 80)
+    }
+
     /// A journal cut after everything in it was committed loses nothing: the start goes ahead and
     /// numbers new records above the committed position, so none is skipped as already applied.
     @Test func numbersNeverGoBelowWhatTheStoreCommitted() throws {
