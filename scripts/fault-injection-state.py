@@ -69,6 +69,9 @@ def wait(cond, timeout, step=0.05):
     return cond()
 
 
+RUNNING = []  # the daemons started and not yet stopped, stopped on the way out
+
+
 class Daemon:
     def __init__(self, bin_dir, broker_port, state, client_id, extra, log_path):
         self.port = free_port()
@@ -80,6 +83,7 @@ class Daemon:
         self.log.write(("\n$ " + " ".join(args[1:]) + "\n").encode())
         self.log.flush()
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        RUNNING.append(self)
 
     def m(self):
         return metrics(self.port) or {}
@@ -105,6 +109,8 @@ class Daemon:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+        if self in RUNNING:
+            RUNNING.remove(self)
         return self.proc.returncode
 
 
@@ -316,6 +322,8 @@ def main():
                 shutil.rmtree(state, ignore_errors=True)
                 shutil.rmtree(state + ".before", ignore_errors=True)
     finally:
+        for d in list(RUNNING):
+            d.stop(signal.SIGKILL)
         broker.terminate()
         broker.wait()
     print(f"== {totals['tried']} cases: refused {totals['refused']} ({', '.join(f'exit {k}: {v}' for k, v in sorted(codes.items()))}), "

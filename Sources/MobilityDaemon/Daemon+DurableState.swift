@@ -154,7 +154,7 @@ extension Daemon {
     }
 
     static let rebuildRemedy =
-        "keep a copy of the state directory; --rebuild-store moves the store aside and rebuilds it from the journal, saying what is lost (docs/operations.md, Damaged state)"
+        "keep a copy of the state directory; with SQLite, --rebuild-store moves the store aside and rebuilds it from the journal, saying what is lost (docs/operations.md, Damaged state)"
 
     private func fields(_ f: DurableStateCheck.Finding) -> [(String, String)] {
         [("side", f.side.rawValue), ("records_lost", f.lost.map { (f.lostIsExact ? "" : "at most ") + String($0) } ?? "unknown")]

@@ -22,7 +22,7 @@ extension Daemon {
         let findings = stateFindings.withLock { $0 }
         guard !findings.isEmpty else { return [] }
         return [
-            "state recovered at start with losses: \(Daemon.recordsLost(findings)) acknowledged records lost (\(findings.count) findings; see the log and mobilityd_state_records_lost)"
+            "state recovered at start with losses: \(Daemon.recordsLost(findings)) acknowledged records lost (\(findings.count == 1 ? "1 finding" : "\(findings.count) findings"); see the log and mobilityd_state_records_lost)"
         ]
     }
 

@@ -119,9 +119,22 @@ public struct DurableStateCheck: Sendable {
                     lost: first - 1 - committed, lostIsExact: true, key: nil, acceptedBefore: false))
         }
         for d in journal.damage {
+            // Records at or below the store's committed position made their state already: the
+            // damage costs only those above it.
+            let r = store.committedThrough
+            var lost = d.lost
+            var description = "ingest journal damaged: \(d)"
+            if d.lost > 0, r > d.after {
+                let committed = min(r - d.after, d.lost)
+                lost = d.lost - committed
+                description +=
+                    lost == 0
+                    ? " (the store had committed every one of them: nothing lost)"
+                    : " (the store had committed records up to \(r): \(d.lostIsExact ? "" : "at most ")\(lost) of them lost)"
+            }
             out.append(
                 Finding(
-                    side: .journal, description: "ingest journal damaged: \(d)", lost: d.lost, lostIsExact: d.lostIsExact, key: d.key,
+                    side: .journal, description: description, lost: lost, lostIsExact: d.lostIsExact || lost == 0, key: d.key,
                     acceptedBefore: store.acceptedDamage.contains(d.key)))
         }
         // The journal's end must reach both what the store applied and what the journal itself

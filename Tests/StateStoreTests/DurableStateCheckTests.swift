@@ -114,6 +114,30 @@ import Testing
         #expect(again.count == 1 && again[0].acceptedBefore)
     }
 
+    /// Damage to records the store had committed (after a clean stop, or in an old segment) costs
+    /// nothing: the start goes ahead and says so; damage above the committed position counts only
+    /// the records above it.
+    @Test func damageToCommittedRecordsIsReportedAndCostsNothing() throws {
+        let (dir, _) = try journal(100, segmentBytes: 64 << 20)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/journal-0000000000000001.log"
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        for k in 0..<16 { bytes[bytes.count / 2 + k] ^= 0xFF }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let found = IngestJournal.inspect(dir)
+        let d = try #require(found.damage.first)
+        let clean = DurableStateCheck(journal: found, store: store(committed: 100, applied: 100))
+        guard case .start(100, let findings, let accept, nil) = clean.verdict(recoverJournal: false, rebuildStore: false) else {
+            Issue.record("refused damage that cost nothing")
+            return
+        }
+        #expect(findings.count == 1 && findings[0].lost == 0 && findings[0].description.hasSuffix("(the store had committed every one of them: nothing lost)"))
+        #expect(accept == [d.key])
+        // Committed up to the middle of the damaged records: only those above count.
+        let partly = DurableStateCheck(journal: found, store: store(committed: d.after + 1, applied: 100)).findings
+        #expect(partly.first?.lost == d.lost - 1)
+    }
+
     /// The journal cut short below what the store applied (a cut that a torn tail would hide):
     /// refused; with the flag, new records are numbered above the store's position, and the
     /// numbers left out are accepted for the next start.
