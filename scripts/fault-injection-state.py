@@ -22,7 +22,7 @@ past every record the store had applied: such a cut cannot be told from a journa
 fewer messages or a crash mid-write (docs/operations.md, "Damaged state"); those are counted
 apart as "undetectable cuts", with the records they removed.
 
-  scripts/fault-injection-state.py [--cases N] [--messages N] [--seed S] [--build release|debug] [--keep]
+  scripts/fault-injection-state.py [--cases N] [--messages N] [--seed S] [--build release|debug | --bin DIR] [--keep]
 """
 import argparse, glob, json, os, random, re, shutil, signal, socket, sqlite3, struct, subprocess, sys, tempfile, time, urllib.request, zlib
 
@@ -128,10 +128,11 @@ def publish(broker_port, lines_by_user):
             raise RuntimeError("mosquitto_pub failed")
 
 
-def messages(tag, ids, base):
+def messages(tag, ids, base, step):
+    """Single-sample messages `tag-i`, `step` seconds apart from `base`, over 5 users."""
     by_user = {}
     for i in ids:
-        end = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(base + i * 60))
+        end = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(base + i * step))
         payload = json.dumps({"id": f"{tag}-{i}", "type": "walkingSpeed", "value": round(1.0 + (i % 50) / 100, 2), "unit": "m/s", "start": end,
                               "end": end, "source": {"bundleId": "com.apple.health.fault"}}, separators=(",", ":"))
         by_user.setdefault(f"fi{i % 5}", []).append(payload)
@@ -219,11 +220,15 @@ def main():
     ap.add_argument("--messages", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--build", choices=["release", "debug"], default="release")
+    ap.add_argument("--bin", help="use the mobilityd in this directory as built (no swift build), e.g. .build/debug")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (state snapshots and logs)")
     a = ap.parse_args()
     os.chdir(ROOT)
-    subprocess.run(["swift", "build", "-c", a.build], check=True, stdout=subprocess.DEVNULL)
-    bin_dir = f"{ROOT}/.build/{a.build}"
+    if a.bin:
+        bin_dir = os.path.abspath(a.bin)
+    else:
+        subprocess.run(["swift", "build", "-c", a.build], check=True, stdout=subprocess.DEVNULL)
+        bin_dir = f"{ROOT}/.build/{a.build}"
     work = tempfile.mkdtemp(prefix="mw-fault-state.")
     broker_port = free_port()
     with open(f"{work}/mosquitto.conf", "w") as f:
@@ -231,10 +236,13 @@ def main():
                 + ("user root\n" if os.getuid() == 0 else ""))
     broker = subprocess.Popen(["mosquitto", "-c", f"{work}/mosquitto.conf"], stdout=open(f"{work}/mosquitto.log", "w"), stderr=subprocess.STDOUT)
     rng = random.Random(a.seed)
+    began = time.time()
     print(f"== seed {a.seed}, {a.cases} cases of {a.messages} messages, work {work}", flush=True)
-    totals = dict(tried=0, refused=0, started=0, recovered=0, lost=0, lost_records=0, undetectable=0, undetectable_records=0, failed=0)
+    totals = dict(tried=0, refused=0, started=0, recovered=0, lost=0, lost_records=0, undetectable=0, undetectable_records=0, failed=0, anomalies=0)
     codes = {}
+    # Every sample within the last two days: before the clock-skew guard, inside the allowed lateness.
     base = int(time.time()) // 60 * 60 - 2 * 86400
+    step = max(2, min(60, (2 * 86400 - 3600) // a.messages))
     try:
         wait(lambda: socket.socket().connect_ex(("127.0.0.1", broker_port)) == 0, 10)
         for case in range(a.cases):
@@ -248,7 +256,7 @@ def main():
             d = Daemon(bin_dir, broker_port, state, cid, ["--journal-segment-bytes", str(seg), "--commit-interval", commit], log)
             if not d.ready_or_exited():
                 raise RuntimeError(f"case {case}: mobilityd did not start; see {log}")
-            publish(broker_port, messages(tag, range(a.messages), base))
+            publish(broker_port, messages(tag, range(a.messages), base, step))
             if not wait(lambda: d.m().get("mobilityd_messages_received_total") == a.messages, 120):
                 raise RuntimeError(f"case {case}: {d.m().get('mobilityd_messages_received_total')} of {a.messages} received; see {log}")
             d.stop(signal.SIGKILL if stop == "kill" else signal.SIGTERM)
@@ -283,12 +291,12 @@ def main():
                 raise RuntimeError(f"case {case}: not idle after start; see {log}")
             bound, unknown = reported_loss(open(log, errors="replace").read().split("\n$ ")[-1])
             m0 = d.m()
-            publish(broker_port, messages(tag + "-new", range(50), base + 30))
+            publish(broker_port, messages(tag + "-new", range(50), base + step // 2, step))
             wait(lambda: d.m().get("mobilityd_messages_received_total", 0) >= m0.get("mobilityd_messages_received_total", 0) + 50, 60)
             d.idle()
             m1 = d.m()
             new_accepted = m1["mobilityd_samples_accepted_total"] - m0["mobilityd_samples_accepted_total"]
-            publish(broker_port, messages(tag, range(a.messages), base))
+            publish(broker_port, messages(tag, range(a.messages), base, step))
             wait(lambda: d.m().get("mobilityd_messages_received_total", 0) >= m1["mobilityd_messages_received_total"] + a.messages, 120)
             d.idle()
             m2 = d.m()
@@ -300,6 +308,7 @@ def main():
             skipped_new = int(50 - new_accepted)
             outcome.append(f"missing {missing}, reported {'at most ' if bound else ''}{bound}{' + unknown' if unknown else ''}")
             if missing + duplicates != a.messages:
+                totals["anomalies"] += 1
                 outcome.append(f"ANOMALY: {missing} accepted + {duplicates} duplicates of {a.messages} re-sent")
             # Removed past every applied record of the newest segment: indistinguishable from fewer messages.
             newest = sorted(glob.glob(state + ".before/journal/journal-*.log"))
@@ -328,10 +337,11 @@ def main():
         broker.wait()
     print(f"== {totals['tried']} cases: refused {totals['refused']} ({', '.join(f'exit {k}: {v}' for k, v in sorted(codes.items()))}), "
           f"started {totals['started']}; recovered {totals['recovered']}; lost {totals['lost']} ({totals['lost_records']} records); "
-          f"undetectable cuts {totals['undetectable']} ({totals['undetectable_records']} records); failed {totals['failed']}")
+          f"undetectable cuts {totals['undetectable']} ({totals['undetectable_records']} records); failed {totals['failed']}; anomalies {totals['anomalies']}; "
+          f"{time.time() - began:.0f} s")
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
-    sys.exit(0 if totals["lost"] == 0 and totals["failed"] == 0 else 1)
+    sys.exit(0 if totals["lost"] == 0 and totals["failed"] == 0 and totals["anomalies"] == 0 else 1)
 
 
 if __name__ == "__main__":

@@ -101,13 +101,14 @@ extension Daemon {
                             lost: nil, lostIsExact: false, key: nil, acceptedBefore: false), at: 0)
                 }
                 for f in findings {
-                    log.log(
-                        f.acceptedBefore ? .warn : .error,
-                        (f.acceptedBefore ? "known damage, accepted at an earlier start: " : "recovering with a loss: ") + f.description, pairs: fields(f))
+                    let what =
+                        f.acceptedBefore
+                        ? "known damage, accepted at an earlier start: " : f.costsNothing ? "damaged state, nothing lost: " : "recovering with a loss: "
+                    log.log(f.acceptedBefore ? .warn : .error, what + f.description, pairs: fields(f))
                 }
                 if !findings.isEmpty {
                     log.error(
-                        "state recovered with losses",
+                        findings.allSatisfy(\.costsNothing) ? "state damaged, nothing lost" : "state recovered with losses",
                         [
                             "records_lost": Daemon.recordsLost(findings),
                             "findings": String(findings.count), "note": "every intact journal record is replayed; /healthz says degraded"

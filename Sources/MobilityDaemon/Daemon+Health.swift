@@ -21,8 +21,12 @@ extension Daemon {
     func healthWarnings() -> [String] {
         let findings = stateFindings.withLock { $0 }
         guard !findings.isEmpty else { return [] }
+        let count = findings.count == 1 ? "1 finding" : "\(findings.count) findings"
+        if findings.allSatisfy(\.costsNothing) {
+            return ["state damaged at start, nothing lost (\(count); see the log and mobilityd_state_damage)"]
+        }
         return [
-            "state recovered at start with losses: \(Daemon.recordsLost(findings)) acknowledged records lost (\(findings.count == 1 ? "1 finding" : "\(findings.count) findings"); see the log and mobilityd_state_records_lost)"
+            "state recovered at start with losses: \(Daemon.recordsLost(findings)) acknowledged records lost (\(count); see the log and mobilityd_state_records_lost)"
         ]
     }
 

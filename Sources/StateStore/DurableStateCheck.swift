@@ -61,6 +61,9 @@ public struct DurableStateCheck: Sendable {
         public var key: String?
         /// Whether an operator accepted it at an earlier start.
         public var acceptedBefore: Bool
+        /// Whether it cost nothing: journal damage to records the store had committed (a store
+        /// finding always costs what only the store kept).
+        public var costsNothing: Bool { side == .journal && lost == 0 && lostIsExact }
 
         /// Creates a finding.
         public init(side: Side, description: String, lost: UInt64?, lostIsExact: Bool, key: String? = nil, acceptedBefore: Bool = false) {
@@ -175,7 +178,7 @@ public struct DurableStateCheck: Sendable {
     /// finding (what only the store kept is gone), and journal findings that may have cost a
     /// record and were not accepted at an earlier start.
     static func refuses(_ f: Finding) -> Bool {
-        f.side == .store || (!f.acceptedBefore && (f.lost ?? 1) > 0)
+        f.side == .store || (!f.acceptedBefore && !f.costsNothing)
     }
 
     /// The verdict for this start: refused while a finding that ``refuses(_:)`` is not covered
