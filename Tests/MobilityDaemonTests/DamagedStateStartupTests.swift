@@ -189,6 +189,29 @@ import Testing
         #expect(daemon.process.stop() == 0)
     }
 
+    /// The same check with the state in PostgreSQL: a new, empty database beside the journal of
+    /// an earlier run (a database replaced, or pointed at by mistake) is refused, then rebuilt
+    /// from the journal with --rebuild-store.
+    @Test func aNewPostgreSQLDatabaseBesideAJournalIsRefused() throws {
+        let server = try PostgresServer.shared()
+        let broker = try MosquittoBroker()
+        let state = TemporaryPath.make("mw-state")
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        var daemon = try DaemonUnderTest(broker: broker, state: state, extra: ["--publish-series", "false", "--store", try server.createDatabase()])
+        try publish(pub, 1...30)
+        #expect(daemon.waitProcessed(30, timeout: 60) && daemon.waitIdle())
+        #expect(daemon.process.stop() == 0)
+        let other = try server.createDatabase()
+        let refused = try start(broker, state, ["--store", other])
+        #expect(refused.wait(timeout: 20) == 66, "\(refused.log)")
+        #expect(refused.log.contains("the state store is empty or new, but the journal holds records 1–30"), "\(refused.log)")
+        daemon = try DaemonUnderTest(broker: broker, state: state, extra: ["--publish-series", "false", "--store", other, "--rebuild-store"])
+        #expect(daemon.waitIdle())
+        #expect(counters(daemon).accepted == 30)
+        #expect(daemon.process.stop() == 0)
+    }
+
     /// A store SQLite cannot read stops the start (exit 1, as before); with --rebuild-store it is
     /// moved aside, not deleted, and the state is rebuilt from the journal.
     @Test func anUnreadableStoreIsMovedAsideOnlyWhenAsked() throws {
