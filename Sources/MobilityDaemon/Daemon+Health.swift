@@ -1,5 +1,6 @@
 import Foundation
 import MQTTTransport
+import StateStore
 
 extension Daemon {
     /// What is wrong now, for `/healthz`, `STATUS=` and the watchdog: empty when healthy.
@@ -13,6 +14,26 @@ extension Daemon {
             problems.append("shard \(i) stalled: one batch has run \(String(format: "%.1f", Double(ns) / 1e9)) s (bound \(config.stallTimeoutSeconds) s)")
         }
         return (problems, !stalled.isEmpty)
+    }
+
+    /// What degrades the run without stopping it, for `/healthz` (200, `degraded: …`) and
+    /// `STATUS=`: losses the start recovered from (``DurableStateCheck``).
+    func healthWarnings() -> [String] {
+        let findings = stateFindings.withLock { $0 }
+        guard !findings.isEmpty else { return [] }
+        let count = findings.count == 1 ? "1 finding" : "\(findings.count) findings"
+        if findings.allSatisfy(\.costsNothing) {
+            return ["state damaged at start, nothing lost (\(count); see the log and mobilityd_state_damage)"]
+        }
+        return [
+            "state recovered at start with losses: \(Daemon.recordsLost(findings)) acknowledged records lost (\(count); see the log and mobilityd_state_records_lost)"
+        ]
+    }
+
+    /// The records `findings` cost, as said in logs and health: `N`, `at most N`, with `and an unknown number` when one cannot be known.
+    static func recordsLost(_ findings: [DurableStateCheck.Finding]) -> String {
+        let lost = findings.reduce(UInt64(0)) { $0 + ($1.lost ?? 0) }
+        return (findings.allSatisfy(\.lostIsExact) ? "" : "at most ") + String(lost) + (findings.contains { $0.lost == nil } ? " and an unknown number" : "")
     }
 
     /// Shards whose batch at hand has run past `--stall-timeout`, with how long (ns).
@@ -37,7 +58,8 @@ extension Daemon {
         timer.setEventHandler { [self] in
             let (problems, stalled) = healthProblems(shards: shards, subscriber: subscriber, publisher: publisher)
             if notifier.watchdogMicroseconds != nil, !stalled { notifier.watchdog() }
-            let status = problems.isEmpty ? "running: \(shards.count) shards" : "degraded: " + problems.joined(separator: "; ")
+            let degraded = problems + healthWarnings()
+            let status = degraded.isEmpty ? "running: \(shards.count) shards" : "degraded: " + degraded.joined(separator: "; ")
             if last.swap(status) != status { notifier.status(status) }
             if last.swapStalled(stalled) != stalled {
                 if stalled {

@@ -34,6 +34,9 @@ public final class Daemon: Sendable {
     let onFenced: (@Sendable () -> Void)?
     /// Whether a commit of this run was fenced: another instance owns one of its partitions.
     let fenced = Atomic<Bool>(false)
+    /// What the state store and the ingest journal disagreed about or could not read at start,
+    /// accepted by the operator (``DurableStateCheck``): the run is degraded while it has any.
+    let stateFindings = Mutex<[DurableStateCheck.Finding]>([])
 
     /// Creates a daemon from its configuration; `claimed`: the leases it runs on (partitioned
     /// input); `onFenced`: called once when a commit is fenced (the run then stops by itself).
@@ -85,36 +88,18 @@ public final class Daemon: Sendable {
         let clientID = config.clientID ?? "mobilityd-\(config.instance)"
         let statusTopic = layout.status(config.instance)
 
-        // Durable state: the store (SQLite, or PostgreSQL: Daemon+Store.swift) and the ingest journal.
-        let store: any StateBackend, journal: IngestJournal
-        do {
-            store = try openStore()
-            journal = try IngestJournal(directory: config.state + "/journal")
-        } catch {
-            log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
-            return 1
+        // Durable state: the store (SQLite, or PostgreSQL: Daemon+Store.swift) and the ingest
+        // journal, checked against each other (Daemon+DurableState.swift).
+        let state: RestoredState
+        switch restoreState(current: program) {
+        case .ready(let s): state = s
+        case .refused(let code): return code
         }
-        // Rules changed across a restart are a reload: restore into the rules the state was made
-        // with (kept in the store) and reload the current ones from there, so that a removed
-        // rule's firing alerts resolve and their retained topics clear, as on SIGHUP.
-        var restoreProgram = program
-        if let previous = try? store.meta("rules_identity"), previous != program.identity {
-            log.info(
-                "rules changed since the last run; state carries over for rules that kept their name",
-                ["previous": previous, "current": program.identity])
-            if let text = try? store.meta("rules_sources"), let old = RuleReloader.program(fromStored: text),
-                old.alerts.contains(where: { a in !program.alerts.contains { $0.name == a.name } })
-            {
-                restoreProgram = old
-            }
-        }
-        let restored: (users: [StoredUser<PreparedUser>], outbox: [StateStore.OutboxItem])
-        // The states are made on the load's threads, for the rules they are restored into.
-        let preparer = Engine(program: restoreProgram, configuration: config.engine).preparer
-        do { restored = try store.load(alertNames: restoreProgram.alerts.map(\.name), prepare: preparer) } catch {
-            log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
-            return 1
-        }
+        let store = state.store, journal = state.journal, restoreProgram = state.program
+        let restored = (users: state.users, outbox: state.outbox)
+        stateFindings.withLock { $0 = state.findings }
+        // Partitioned input is not journalled: nothing to release or record.
+        let mark = claimed == nil ? JournalCommitMark(journal: journal, store: store, recorded: state.committedThrough, log: log) : nil
         try? store.setMeta("rules_identity", program.identity)
         try? store.setMeta("rules_sources", reloader.storedSources)
 
@@ -308,7 +293,7 @@ public final class Daemon: Sendable {
         services.append(
             ShardsService(
                 shards: shards, users: restored.users, reloadAfterRestore: restoreProgram.identity == program.identity ? nil : program,
-                outboxCount: restored.outbox.count, journal: journal,
+                outboxCount: restored.outbox.count, journal: journal, commitMark: mark,
                 storePath: store.location, dueReports: (try? store.dueReports()) ?? [], log: log, route: { route($0, seq: $1, payload: $2) }))
         services.append(PublisherConnectionService(publisher: publisher, sink: sink, outbox: restored.outbox, log: log))
         services.append(stage)  // stopped after the subscriber (it drains into the shards), before the shards
@@ -329,8 +314,16 @@ public final class Daemon: Sendable {
             TimerService(name: "housekeeping", label: "housekeeping", delay: .milliseconds(500), interval: .milliseconds(500)) {
                 if sink.backlog > 0 { _ = sink.publish([]) }
                 for s in shards { s.queue.push(.housekeeping) }
-                journal.release(through: shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0)
+                if let mark { mark.advance(to: shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0) }
             })
+        // The journal's high-water mark, off the append path: a journal found cut below it at the
+        // next start is refused, even past what the store committed (IngestJournal.recordHighWater).
+        if claimed == nil {
+            services.append(
+                TimerService(name: "journal high water", label: "high-water", delay: .milliseconds(10), interval: .milliseconds(10)) {
+                    journal.recordHighWater()
+                })
+        }
         // Forget acknowledged outputs quickly: the window in which a crash re-publishes an output
         // the broker already has is the time between its acknowledgement and this deletion.
         services.append(TimerService(name: "ack flush", label: "acks", delay: .milliseconds(20), interval: .milliseconds(20), handler: settleOutputs))
@@ -513,7 +506,10 @@ public final class Daemon: Sendable {
         switch path {
         case "/healthz":
             let problems = healthProblems(shards: shards, subscriber: subscriber, publisher: publisher).problems
-            if problems.isEmpty { return HTTPResponse(body: "ok\n") }
+            if problems.isEmpty {
+                let warnings = healthWarnings()
+                return HTTPResponse(body: warnings.isEmpty ? "ok\n" : "degraded: " + warnings.joined(separator: "; ") + "\n")
+            }
             return HTTPResponse(status: 503, body: problems.joined(separator: "; ") + "\n")
         case "/metrics":
             return HTTPResponse(
@@ -602,6 +598,16 @@ public final class Daemon: Sendable {
         m.sample("mobilityd_journal_skipped_total", Double(total.replayed))
         m.family("mobilityd_journal_writable", "gauge", "0 while the ingest journal refuses writes (messages are not acknowledged).")
         m.sample("mobilityd_journal_writable", journalHealthy.load(ordering: .relaxed) ? 1 : 0)
+        let findings = stateFindings.withLock { $0 }
+        m.family(
+            "mobilityd_state_damage", "gauge",
+            "What the start found damaged or missing and went on without (--recover-journal, --rebuild-store, or accepted at an earlier start), by side.")
+        for side in [DurableStateCheck.Finding.Side.journal, .store] {
+            m.sample("mobilityd_state_damage", ["side": side.rawValue], Double(findings.filter { $0.side == side }.count))
+        }
+        m.family(
+            "mobilityd_state_records_lost", "gauge", "Acknowledged records the start's damage cost (at most this many where the count cannot be exact).")
+        m.sample("mobilityd_state_records_lost", Double(findings.reduce(UInt64(0)) { $0 + ($1.lost ?? 0) }))
         let hs = healthSources.value
         m.family("mobilityd_outputs_unacknowledged", "gauge", "Outputs published but not yet acknowledged by the broker, or waiting for a retry.")
         m.sample("mobilityd_outputs_unacknowledged", Double((hs?.sink.acks.inFlight ?? 0) + (hs?.sink.backlog ?? 0)))

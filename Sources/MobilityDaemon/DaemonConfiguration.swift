@@ -93,6 +93,15 @@ public struct DaemonConfiguration: Sendable {
     public var fhir = false
     /// Partitioned input with leases (`--partitions`, DaemonConfiguration+Partitions.swift); nil: off.
     public var partitioning: Partitioning?
+    /// Go on after journal damage, with the records that are intact (`--recover-journal`,
+    /// command line only: see ``DurableStateCheck``).
+    public var recoverJournal = false
+    /// Go on with a state store that is missing, empty, unreadable or older than the journal,
+    /// rebuilt from what the journal holds (`--rebuild-store`, command line only).
+    public var rebuildStore = false
+    /// The ingest journal's segment size (`--journal-segment-bytes`): a segment is released once
+    /// every record in it is committed.
+    public var journalSegmentBytes = 64 << 20
     /// Check the configuration and rules, then exit (`--check-config`).
     public var checkConfig = false
     /// Print the usage and exit (`--help`).
@@ -162,6 +171,17 @@ public struct DaemonConfiguration: Sendable {
                 help: "a shard busy with one batch longer than this is stalled: /healthz 503, systemd watchdog pings stop (default 30)"),
             Option(name: "publish-series", value: "true|false", help: "publish recorded series on MQTT (default true; the history records them either way)"),
             Option(name: "history-days", value: "DAYS|off", help: "care-team history kept before each user's latest day, for reports (default 90; off: none)"),
+            Option(
+                name: "journal-segment-bytes", value: "BYTES",
+                help: "ingest journal segment size; a segment is deleted once all its records are committed (default 67108864)"),
+            Option(
+                name: "recover-journal", value: nil,
+                help: "start although the ingest journal is damaged: replay every intact record and log what was lost (command line only)"),
+            Option(
+                name: "rebuild-store", value: nil,
+                help:
+                    "start although the state store is missing, empty, unreadable or older than the journal: rebuild it from the journal and log what was lost (command line only)"
+            ),
             Option(name: "config", value: "FILE", help: "read KEY = VALUE lines (same keys as the flags)"),
             Option(name: "check-config", value: nil, help: "check the configuration and rules, then exit 0 or 1"),
             Option(name: "help", value: nil, help: "show this help")
@@ -207,6 +227,7 @@ public struct DaemonConfiguration: Sendable {
             }
             guard let opt = options.first(where: { $0.name == name }) else { throw Problem(description: "unknown option --\(name)") }
             if name == "password" { throw Problem(description: passwordOnCommandLine) }
+            if opt.value == nil, value != nil { throw Problem(description: "--\(name) takes no value") }
             if opt.value != nil, value == nil {
                 i += 1
                 guard i < arguments.count else { throw Problem(description: "--\(name) needs a value") }
@@ -238,7 +259,17 @@ public struct DaemonConfiguration: Sendable {
         }
         var c = DaemonConfiguration()
         for (name, value) in flags {
-            if let value { merged[name] = value } else if name == "help" { c.help = true } else if name == "check-config" { c.checkConfig = true }
+            if let value {
+                merged[name] = value
+            } else {
+                switch name {
+                case "help": c.help = true
+                case "check-config": c.checkConfig = true
+                case "recover-journal": c.recoverJournal = true
+                case "rebuild-store": c.rebuildStore = true
+                default: break
+                }
+            }
         }
         if let path = merged["password-file"] {
             let (text, mode) = try readPrivate(path, what: "password file")
@@ -350,6 +381,7 @@ public struct DaemonConfiguration: Sendable {
         if let n = try int("max-payload", 64...64 * 1024 * 1024) { maxPayloadBytes = n }
         if let n = try int("tick", 1...86_400) { tickSeconds = n }
         if let n = try int("stall-timeout", 1...3600) { stallTimeoutSeconds = n }
+        if let n = try int("journal-segment-bytes", 4096...(1 << 30)) { journalSegmentBytes = n }
         if let v = m["publish-series"] {
             guard v == "true" || v == "false" else { throw Problem(description: "--publish-series must be true or false") }
             publishSeries = v == "true"

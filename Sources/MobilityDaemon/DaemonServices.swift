@@ -91,8 +91,9 @@ final class PublisherService: Service {
 }
 
 /// The shards: restores each user's state into its shard, starts the shard threads and replays
-/// what the journal holds beyond each user's committed position. Stopping closes the queues and
-/// waits for the shards to finish what they hold.
+/// what the journal holds beyond each user's committed position (every intact record, past damage
+/// too). Stopping closes the queues, waits for the shards to finish what they hold, and records
+/// the journal position they committed.
 final class ShardsService: Service {
     let name = "shards"
     private let shards: [Shard]
@@ -100,6 +101,7 @@ final class ShardsService: Service {
     private var users: [StoredUser<PreparedUser>]
     private let outboxCount: Int
     private let journal: IngestJournal, storePath: String, log: Logger
+    private let commitMark: JournalCommitMark?
     private let route: (String, UInt64, [UInt8]) -> Void
     private let dueReports: [(user: String, week: String)]
 
@@ -109,9 +111,11 @@ final class ShardsService: Service {
     ///   rules it was made with (a rule set changed across a restart): each shard reloads them
     ///   before it takes anything from the journal, as on SIGHUP.
     init(
-        shards: [Shard], users: [StoredUser<PreparedUser>], reloadAfterRestore: Program? = nil, outboxCount: Int, journal: IngestJournal, storePath: String,
-        dueReports: [(user: String, week: String)] = [], log: Logger, route: @escaping (String, UInt64, [UInt8]) -> Void
+        shards: [Shard], users: [StoredUser<PreparedUser>], reloadAfterRestore: Program? = nil, outboxCount: Int, journal: IngestJournal,
+        commitMark: JournalCommitMark? = nil, storePath: String, dueReports: [(user: String, week: String)] = [], log: Logger,
+        route: @escaping (String, UInt64, [UInt8]) -> Void
     ) {
+        self.commitMark = commitMark
         self.shards = shards
         self.dueReports = dueReports
         self.users = users
@@ -160,6 +164,9 @@ final class ShardsService: Service {
     func stop() {
         for s in shards { s.queue.close() }
         for s in shards { s.join() }
+        // Each shard's last commit covered what it was given: the store records how far that
+        // is, so the next start can tell a journal cut short from one that was not.
+        commitMark?.advance(to: shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0)
     }
 }
 

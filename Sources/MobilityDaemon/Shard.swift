@@ -343,8 +343,11 @@ final class Shard: @unchecked Sendable {
         // Closed: one last attempt to commit what is pending.
         busySince.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         policy.closed()  // commit everything
+        // The queue is closed and empty: every message up to q routed here has been taken.
+        let q = journal?.queuedThrough ?? 0
         if let items = commit() {
             _ = policy.commitSucceeded(pendingUsersLeft: pendingUsers.count)
+            if journal != nil { committedThrough.store(q, ordering: .relaxed) }
             if !items.isEmpty { _ = sink.publish(items) }
             stats.withLock { [heldSeries, left = pendingOutbox.count] in
                 $0.seriesPublished += heldSeries

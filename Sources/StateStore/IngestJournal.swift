@@ -9,9 +9,13 @@ import Synchronization
 /// cache: it survives the process being killed; `syncEvery` bounds what a power loss can take.
 ///
 /// Records: magic "MWJ1", seq (u64), topic length (u32), payload length (u32), topic, payload,
-/// CRC-32 of everything before it. A torn tail is detected and ignored on replay.
-/// Segments `journal-<first seq>.log` rotate at `segmentBytes` and are deleted once every shard
-/// has committed past them.
+/// CRC-32 of everything before it. Records are self-delimiting and checksummed, so a reader
+/// resynchronises after damage at the next record that validates
+/// (``inspect(_:)``, IngestJournal+Inspection.swift): a torn tail (the newest segment ending in
+/// a partial record, a write a crash cut short) is cut when the journal is opened; damage
+/// anywhere else is reported, never cut away.
+/// Segments `journal-<first seq>.log` rotate at `segmentBytes`, a new one at every opening, and
+/// are deleted once every shard has committed past them.
 public final class IngestJournal: Sendable {
     /// One journalled message.
     public struct Entry: Sendable {
@@ -37,38 +41,93 @@ public final class IngestJournal: Sendable {
     private let syncEvery: Int
     private let state = Mutex(State())
     private let queued = Atomic<UInt64>(0)
+    /// The high-water file (``recordHighWater()``) and the position it holds.
+    private let highWaterFD: Int32
+    private let highWater = Atomic<UInt64>(0)
+    /// The name of the file in the journal directory that holds the highest sequence number
+    /// appended, as last recorded.
+    public static let highWaterFile = "high-water"
 
-    /// Opens the journal directory, continuing after the last intact record.
-    public init(directory: String, segmentBytes: Int = 64 << 20, syncEvery: Int = 0) throws {
+    /// Opens the journal directory, continuing after the last record; throws when the journal is
+    /// damaged anywhere but a torn tail (the daemon decides about damage with ``inspect(_:)`` and
+    /// ``init(directory:segmentBytes:syncEvery:opening:numberingAbove:)`` instead).
+    public convenience init(directory: String, segmentBytes: Int = 64 << 20, syncEvery: Int = 0) throws {
+        let found = IngestJournal.inspect(directory)
+        if let d = found.damage.first {
+            throw JournalError("the journal in \(directory) is damaged: \(d)" + (found.damage.count > 1 ? " (and \(found.damage.count - 1) more)" : ""))
+        }
+        try self.init(directory: directory, segmentBytes: segmentBytes, syncEvery: syncEvery, opening: found)
+    }
+
+    /// Opens the journal that `found` describes (from ``inspect(_:)`` of the same directory) for
+    /// appending: cuts its torn tail, if any, and numbers new records from one past both the
+    /// highest sequence number the journal may hold and `floor` (what the state store has
+    /// committed), so a new record is never numbered at or below a committed one. Damaged
+    /// records are left where they are.
+    public init(
+        directory: String, segmentBytes: Int = 64 << 20, syncEvery: Int = 0, opening found: JournalInspection, numberingAbove floor: UInt64 = 0
+    )
+        throws
+    {
         self.directory = directory
         self.segmentBytes = segmentBytes
         self.syncEvery = syncEvery
         try PrivateFiles.prepareDirectory(directory)  // 0700: the records are health data
-        var last: UInt64 = 0
-        var segments: [(UInt64, UInt64, String)] = []
-        for (first, path) in IngestJournal.segmentPaths(directory) {
-            try PrivateFiles.tightenIfPresent(path)
-            var lastInSegment = first - 1
-            var goodBytes = 0
-            // Only the last intact record's position is needed: no entry is built.
-            _ = IngestJournal.readSegment(path) { b in
-                IngestJournal.records(b) { seq, _, _, endOffset in
-                    lastInSegment = seq; goodBytes = endOffset
-                }
+        for s in found.segments { try PrivateFiles.tightenIfPresent(s.path) }
+        if let torn = found.tornTail {
+            // A write a crash cut short: never acknowledged, and later appends go to a new segment.
+            guard truncate(torn.path, off_t(torn.offset)) == 0 else {
+                throw JournalError("cannot cut the torn tail of \(torn.path): \(String(cString: strerror(errno)))")
             }
-            // Cut a torn tail so later appends follow an intact record.
-            truncate(path, off_t(goodBytes))
-            segments.append((first, max(lastInSegment, first - 1), path))
-            last = max(last, lastInSegment)
+        }
+        let last = max(found.lastSeq, found.highWater ?? 0, floor)
+        let hw = directory + "/" + IngestJournal.highWaterFile
+        highWaterFD = open(hw, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard highWaterFD >= 0 else { throw JournalError("cannot open \(hw): \(String(cString: strerror(errno)))") }
+        do { try PrivateFiles.makePrivate(fd: highWaterFD, path: hw) } catch {
+            close(highWaterFD)
+            throw JournalError("\(error)")
         }
         state.withLock { st in
             st.nextSeq = last + 1
-            st.segments = segments.map { (first: $0.0, last: $0.1, path: $0.2) }
+            st.segments = found.segments.map { (first: $0.first, last: $0.last, path: $0.path) }
         }
         queued.store(last, ordering: .relaxed)
+        highWater.store(found.highWater ?? 0, ordering: .relaxed)
+        recordHighWater()
     }
 
-    deinit { state.withLock { if $0.fd >= 0 { close($0.fd) } } }
+    deinit {
+        state.withLock { if $0.fd >= 0 { close($0.fd) } }
+        close(highWaterFD)
+    }
+
+    /// Records the highest sequence number appended (or numbered past) in the high-water file,
+    /// when it moved: 16 bytes written in place ("MWH1", the number, a CRC-32), not synced. Called
+    /// from a timer off the append path, every few milliseconds: a journal later cut short below
+    /// it (a truncated or deleted newest segment) is then found at start (``inspect(_:)``), where
+    /// the records past what the store applied would otherwise look as if never received.
+    /// Returns false when the write failed (the mark then lags; nothing else is affected).
+    @discardableResult
+    public func recordHighWater() -> Bool {
+        let last = lastSeq
+        guard last > highWater.load(ordering: .relaxed) else { return true }
+        var b: [UInt8] = [0x4D, 0x57, 0x48, 0x31]
+        withUnsafeBytes(of: last.littleEndian) { b += $0 }
+        let crc = b.withUnsafeBufferPointer { libdeflate_crc32(0, $0.baseAddress, 12) }
+        withUnsafeBytes(of: crc.littleEndian) { b += $0 }
+        guard pwrite(highWaterFD, b, 16, 0) == 16 else { return false }
+        highWater.store(last, ordering: .relaxed)
+        return true
+    }
+
+    /// The position in a high-water file's 16 bytes; nil when they are not one.
+    static func highWater(_ b: [UInt8]) -> UInt64? {
+        guard b.count == 16, b[0] == 0x4D, b[1] == 0x57, b[2] == 0x48, b[3] == 0x31 else { return nil }
+        let crc = b.withUnsafeBufferPointer { libdeflate_crc32(0, $0.baseAddress, 12) }
+        guard b[12..<16].withUnsafeBytes({ $0.loadUnaligned(as: UInt32.self) }) == crc.littleEndian else { return nil }
+        return b[4..<12].withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+    }
 
     static func segmentPaths(_ dir: String) -> [(UInt64, String)] {
         ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
@@ -87,15 +146,22 @@ public final class IngestJournal: Sendable {
     public func append(topic: String, payload: [UInt8]) throws -> UInt64 {
         try state.withLock { st in
             if st.fd < 0 || st.size >= segmentBytes {
-                if st.fd >= 0 { close(st.fd) }
+                if st.fd >= 0 { close(st.fd); st.fd = -1 }
                 let path = directory + "/journal-" + String(format: "%016llx", st.nextSeq) + ".log"
                 let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
                 guard fd >= 0 else { throw JournalError("cannot open \(path): \(String(cString: strerror(errno)))") }
                 // 0600 whatever the umask (open's mode is reduced by it, never widened).
                 do { try PrivateFiles.makePrivate(fd: fd, path: path) } catch { close(fd); throw JournalError("\(error)") }
+                // Only an empty file (a segment whose first write failed) is taken over: records
+                // are never appended after bytes of an earlier run.
+                var info = stat()
+                guard fstat(fd, &info) == 0, info.st_size == 0 else {
+                    close(fd)
+                    throw JournalError("cannot start segment \(path): the file exists and is not empty")
+                }
                 st.fd = fd
                 st.size = 0
-                st.segments.append((first: st.nextSeq, last: st.nextSeq - 1, path: path))
+                if st.segments.last?.path != path { st.segments.append((first: st.nextSeq, last: st.nextSeq - 1, path: path)) }
             }
             let seq = st.nextSeq
             // One writev(2) of header, topic, payload and CRC, with no buffer built per message
@@ -154,18 +220,20 @@ public final class IngestJournal: Sendable {
         }
     }
 
-    /// Reads every intact record of the journal in a directory, in order.
+    /// Reads every intact record of the journal in a directory, in order: past damage too (it
+    /// resynchronises at the next record that validates), so what follows damage is replayed.
     public static func replay(_ directory: String, _ body: (Entry) -> Void) {
         for (_, path) in segmentPaths(directory) { scan(path) { e, _ in body(e) } }
     }
 
     static func scan(_ path: String, _ body: (Entry, Int) -> Void) {
         _ = readSegment(path) { b in
-            records(b) { seq, topic, payload, end in
+            walk(b) { seq, topic, payload, _, end in
                 body(
                     Entry(
                         seq: seq, topic: String(decoding: UnsafeBufferPointer(rebasing: b[topic]), as: UTF8.self),
                         payload: Array(UnsafeBufferPointer(rebasing: b[payload]))), end)
+            } unreadable: { _ in
             }
         }
     }
@@ -185,6 +253,7 @@ public final class IngestJournal: Sendable {
         while got < size {
             let n = read(fd, bytes.baseAddress! + got, size - got)
             if n < 0 && errno == EINTR { continue }
+            if n < 0 { return false }
             guard n > 0 else { break }
             got += n
         }
@@ -192,22 +261,55 @@ public final class IngestJournal: Sendable {
         return true
     }
 
-    /// Walks the intact records of a segment's bytes, in order, stopping at the first torn or
-    /// corrupt one: each record's sequence number, the byte ranges of its topic and payload, and
-    /// the offset just past it.
-    static func records(_ b: UnsafeBufferPointer<UInt8>, _ body: (_ seq: UInt64, _ topic: Range<Int>, _ payload: Range<Int>, _ end: Int) -> Void) {
-        guard let base = b.baseAddress else { return }
-        func u32(_ o: Int) -> UInt32 { UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24 }
+    /// Walks a segment's bytes in order: each intact record (its sequence number, the byte ranges
+    /// of its topic and payload, and its start and end offsets) to `body`, and each run of bytes
+    /// that holds no intact record to `unreadable`; after such a run the walk goes on at the next
+    /// offset where a whole record validates (magic, lengths within the bytes, CRC-32).
+    static func walk(
+        _ b: UnsafeBufferPointer<UInt8>, _ body: (_ seq: UInt64, _ topic: Range<Int>, _ payload: Range<Int>, _ start: Int, _ end: Int) -> Void,
+        unreadable: (Range<Int>) -> Void
+    ) {
         var i = 0
-        while i + 24 <= b.count, b[i] == 0x4D, b[i + 1] == 0x57, b[i + 2] == 0x4A, b[i + 3] == 0x31 {
-            let seq = UInt64(u32(i + 4)) | UInt64(u32(i + 8)) << 32
-            let tl = Int(u32(i + 12)), pl = Int(u32(i + 16))
-            let end = i + 20 + tl + pl
-            guard end + 4 <= b.count else { return }
-            guard libdeflate_crc32(0, base + i, end - i) == u32(end) else { return }
-            body(seq, (i + 20)..<(i + 20 + tl), (i + 20 + tl)..<end, end + 4)
-            i = end + 4
+        while i < b.count {
+            if let r = record(b, at: i) {
+                body(r.seq, (i + 20)..<(i + 20 + r.topicBytes), (i + 20 + r.topicBytes)..<(r.end - 4), i, r.end)
+                i = r.end
+                continue
+            }
+            let next = resynchronise(b, from: i + 1)
+            unreadable(i..<next)
+            i = next
         }
+    }
+
+    /// The record starting at `i`, when a whole one is there and its CRC-32 matches.
+    @inline(__always)
+    static func record(_ b: UnsafeBufferPointer<UInt8>, at i: Int) -> (seq: UInt64, topicBytes: Int, end: Int)? {
+        guard i + 24 <= b.count, b[i] == 0x4D, b[i + 1] == 0x57, b[i + 2] == 0x4A, b[i + 3] == 0x31 else { return nil }
+        let seq = UInt64(u32(b, i + 4)) | UInt64(u32(b, i + 8)) << 32
+        let tl = Int(u32(b, i + 12)), pl = Int(u32(b, i + 16))
+        let crcAt = i + 20 + tl + pl
+        guard crcAt + 4 <= b.count, libdeflate_crc32(0, b.baseAddress! + i, crcAt - i) == u32(b, crcAt) else { return nil }
+        return (seq, tl, crcAt + 4)
+    }
+
+    @inline(__always)
+    static func u32(_ b: UnsafeBufferPointer<UInt8>, _ o: Int) -> UInt32 {
+        UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24
+    }
+
+    /// The first offset at or after `from` where an intact record starts (the segment's end when
+    /// none does): the magic's first byte is found with `memchr`, and each candidate validated whole.
+    static func resynchronise(_ b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        guard let base = b.baseAddress else { return b.count }
+        var k = from
+        while k + 24 <= b.count {
+            guard let hit = memchr(base + k, 0x4D, b.count - k) else { return b.count }
+            let at = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(hit))
+            if record(b, at: at) != nil { return at }
+            k = at + 1
+        }
+        return b.count
     }
 }
 

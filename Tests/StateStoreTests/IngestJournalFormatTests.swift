@@ -41,7 +41,7 @@ import Testing
         #expect(bytes == expected)
     }
 
-    @Test func aJournalWrittenWithZlibReplaysAndACorruptRecordEndsIt() throws {
+    @Test func aJournalWrittenWithZlibReplaysAndACorruptRecordIsSkippedNotCut() throws {
         let dir = try privateDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var bytes: [UInt8] = []
@@ -54,15 +54,19 @@ import Testing
             #expect(e.payload == Array(String(repeating: "sample \(e.seq) ", count: 300).utf8))
         }
         #expect(seen == [1, 2, 3, 4, 5])
-        // One flipped payload byte in the fourth record: replay stops before it.
+        // One flipped payload byte in the fourth record: replay goes on after it.
         let fourth = bytes.count / 5 * 3 + 100
         bytes[fourth] ^= 0x01
         #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]))
         seen = []
         IngestJournal.replay(dir) { seen.append($0.seq) }
-        #expect(seen == [1, 2, 3])
-        // And a journal opened on it appends after the last intact record.
-        let j = try IngestJournal(directory: dir)
-        #expect(j.lastSeq == 3)
+        #expect(seen == [1, 2, 3, 5])
+        // Reading it names the lost record; opening it for appending refuses and leaves it whole.
+        #expect(
+            IngestJournal.inspect(dir).damage.map(\.description) == [
+                "journal-0000000000000001.log bytes \(bytes.count / 5 * 3)–\(bytes.count / 5 * 4 - 1) (\(bytes.count / 5) bytes) hold no intact record; record 4 lost"
+            ])
+        #expect(throws: JournalError.self) { try IngestJournal(directory: dir) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == bytes.count)
     }
 }

@@ -1,0 +1,215 @@
+import Foundation
+import RuleEngine
+import RuleLanguage
+import StateStore
+
+extension Daemon {
+    /// The durable state a run starts from.
+    struct RestoredState {
+        /// The state store.
+        let store: any StateBackend
+        /// Every user's state (prepared for `program`) and the outputs waiting for the broker.
+        let users: [StoredUser<PreparedUser>], outbox: [StateStore.OutboxItem]
+        /// The rules the state was made with (a rule set changed across a restart is then reloaded).
+        let program: Program
+        /// The ingest journal, opened for appending.
+        let journal: IngestJournal
+        /// What the store and the journal disagreed about or could not read, accepted by the
+        /// operator now or at an earlier start (empty when both are whole).
+        let findings: [DurableStateCheck.Finding]
+        /// The journal position the store records as committed.
+        let committedThrough: UInt64
+    }
+
+    /// Opens the store and reads it, checks it against the journal (``DurableStateCheck``) and
+    /// opens the journal: the state a run starts from, or the exit code of a refusal (each
+    /// reason logged). With `--rebuild-store` an SQLite store that cannot be opened or read is
+    /// moved aside and a new one rebuilt from the journal.
+    func restoreState(current program: Program) -> Restore {
+        var aside: String?
+        var store: any StateBackend
+        do { store = try openStore() } catch {
+            guard config.rebuildStore, config.store == .sqlite else {
+                log.error("cannot open the state store", ["state": config.state, "error": "\(error)", "remedy": Daemon.rebuildRemedy])
+                return .refused(1)
+            }
+            guard let moved = moveStoreAside(error) else { return .refused(1) }
+            aside = moved
+            do { store = try openStore() } catch {
+                log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
+                return .refused(1)
+            }
+        }
+        var (restoreProgram, loaded) = load(store, current: program)
+        if case .failure(let error) = loaded {
+            guard config.rebuildStore, config.store == .sqlite, aside == nil, let moved = moveStoreAside(error) else {
+                log.error("cannot read the state store", ["state": config.state, "error": "\(error)", "remedy": Daemon.rebuildRemedy])
+                return .refused(1)
+            }
+            aside = moved
+            do { store = try openStore() } catch {
+                log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
+                return .refused(1)
+            }
+            (restoreProgram, loaded) = load(store, current: program)
+        }
+        guard case .success(let restored) = loaded else {
+            if case .failure(let error) = loaded { log.error("cannot read the state store", ["state": config.state, "error": "\(error)"]) }
+            return .refused(1)
+        }
+
+        let directory = config.state + "/journal"
+        let found = IngestJournal.inspect(directory)
+        var findings: [DurableStateCheck.Finding] = []
+        var numbering: UInt64 = 0
+        var committedThrough: UInt64 = 0
+        // Partitioned input is not journalled (each partition session acknowledges after the commit).
+        if claimed == nil {
+            let facts: DurableStateCheck.Store
+            do {
+                let started = try store.meta("rules_identity") != nil
+                facts = DurableStateCheck.Store(
+                    isEmpty: restored.users.isEmpty && restored.outbox.isEmpty && !started,
+                    committedThrough: UInt64(try store.meta(DurableStateCheck.committedThroughKey) ?? "") ?? 0,
+                    highestApplied: restored.users.lazy.map(\.appliedSeq).max() ?? 0,
+                    acceptedDamage: Set((try store.meta(DurableStateCheck.acceptedDamageKey) ?? "").split(separator: "\n").map(String.init)))
+            } catch {
+                log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
+                return .refused(1)
+            }
+            committedThrough = facts.committedThrough
+            let check = DurableStateCheck(journal: found, store: facts)
+            switch check.verdict(recoverJournal: config.recoverJournal, rebuildStore: config.rebuildStore) {
+            case .refuse(let code, let refused):
+                for f in refused { log.log(.error, "refusing to start: " + f.description, pairs: fields(f)) }
+                let flags = Set(refused.map { $0.side == .store ? "--rebuild-store" : "--recover-journal" }).sorted().joined(separator: " ")
+                log.error(
+                    "refusing to start: the state store and the ingest journal do not vouch for each other; nothing was deleted or cut",
+                    [
+                        "exit_code": String(code), "state": config.state,
+                        "remedy":
+                            "keep a copy of the state directory, then start once with \(flags) to go on with what is intact; the log then says what was lost (docs/operations.md, Damaged state)"
+                    ])
+                return .refused(code)
+            case .start(let above, let all, let accept, let through):
+                findings = all
+                numbering = above
+                if let aside {
+                    findings.insert(
+                        DurableStateCheck.Finding(
+                            side: .store, description: "the state store could not be opened or read; it was moved to \(aside) and rebuilt from the journal",
+                            lost: nil, lostIsExact: false, key: nil, acceptedBefore: false), at: 0)
+                }
+                for f in findings {
+                    let what =
+                        f.acceptedBefore
+                        ? "known damage, accepted at an earlier start: " : f.costsNothing ? "damaged state, nothing lost: " : "recovering with a loss: "
+                    log.log(f.acceptedBefore ? .warn : .error, what + f.description, pairs: fields(f))
+                }
+                if !findings.isEmpty {
+                    log.error(
+                        findings.allSatisfy(\.costsNothing) ? "state damaged, nothing lost" : "state recovered with losses",
+                        [
+                            "records_lost": Daemon.recordsLost(findings),
+                            "findings": String(findings.count), "note": "every intact journal record is replayed; /healthz says degraded"
+                        ])
+                }
+                do {
+                    let joined = accept.sorted().joined(separator: "\n")
+                    if (try store.meta(DurableStateCheck.acceptedDamageKey)) ?? "" != joined { try store.setMeta(DurableStateCheck.acceptedDamageKey, joined) }
+                    if let through {
+                        try store.setMeta(DurableStateCheck.committedThroughKey, String(through))
+                        committedThrough = through
+                    }
+                } catch {
+                    log.error("cannot record the accepted losses in the state store; the next start reports them again", ["error": "\(error)"])
+                }
+            }
+        }
+        let journal: IngestJournal
+        do {
+            journal = try IngestJournal(directory: directory, segmentBytes: config.journalSegmentBytes, opening: found, numberingAbove: numbering)
+        } catch {
+            log.error("cannot open the ingest journal", ["journal": directory, "error": "\(error)"])
+            return .refused(1)
+        }
+        if let torn = found.tornTail {
+            log.warn(
+                "the ingest journal ended in a partial record, a write cut short by a crash (never acknowledged); cut",
+                ["segment": (torn.path as NSString).lastPathComponent, "offset": String(torn.offset), "bytes": String(torn.bytes)])
+        }
+        if numbering > found.lastSeq {
+            log.info(
+                "new journal records are numbered above what the store committed", ["journal_last": String(found.lastSeq), "next": String(numbering + 1)])
+        }
+        return .ready(
+            RestoredState(
+                store: store, users: restored.users, outbox: restored.outbox, program: restoreProgram, journal: journal, findings: findings,
+                committedThrough: committedThrough))
+    }
+
+    /// The state to run from, or the exit code of a start that was refused.
+    enum Restore {
+        case ready(RestoredState)
+        case refused(Int32)
+    }
+
+    static let rebuildRemedy =
+        "keep a copy of the state directory; with SQLite, --rebuild-store moves the store aside and rebuilds it from the journal, saying what is lost (docs/operations.md, Damaged state)"
+
+    private func fields(_ f: DurableStateCheck.Finding) -> [(String, String)] {
+        [("side", f.side.rawValue), ("records_lost", f.lost.map { (f.lostIsExact ? "" : "at most ") + String($0) } ?? "unknown")]
+            + (f.key.map { [("key", $0)] } ?? [])
+    }
+
+    /// Reads the store into the rules its state was made with: the current ones, or, when the
+    /// rules changed across a restart and the stored sources name an alert the current rules
+    /// dropped, the stored ones (reloaded from there, so that alert resolves as on SIGHUP); and
+    /// reads the acknowledgements, silences and due reports, which the start needs too.
+    private func load(
+        _ store: any StateBackend, current program: Program
+    ) -> (
+        Program, Result<(users: [StoredUser<PreparedUser>], outbox: [StateStore.OutboxItem]), any Error>
+    ) {
+        var restoreProgram = program
+        if let previous = try? store.meta("rules_identity"), previous != program.identity {
+            log.info(
+                "rules changed since the last run; state carries over for rules that kept their name",
+                ["previous": previous, "current": program.identity])
+            if let text = try? store.meta("rules_sources"), let old = RuleReloader.program(fromStored: text),
+                old.alerts.contains(where: { a in !program.alerts.contains { $0.name == a.name } })
+            {
+                restoreProgram = old
+            }
+        }
+        // The states are made on the load's threads, for the rules they are restored into.
+        let preparer = Engine(program: restoreProgram, configuration: config.engine).preparer
+        return (
+            restoreProgram,
+            Result {
+                let loaded = try store.load(alertNames: restoreProgram.alerts.map(\.name), prepare: preparer)
+                // The other tables the start reads, read once here, so that a store damaged there
+                // is refused (or rebuilt) like one whose users cannot be read.
+                _ = try store.alertAcknowledgements()
+                _ = try store.silences()
+                _ = try store.dueReports()
+                return loaded
+            }
+        )
+    }
+
+    /// Moves an SQLite store that cannot be opened or read (and its WAL and shared-memory files)
+    /// aside, to `state.sqlite.unreadable-<unix time>`; returns that path.
+    private func moveStoreAside(_ error: any Error) -> String? {
+        let path = config.state + "/state.sqlite"
+        let aside = path + ".unreadable-\(Int(Date().timeIntervalSince1970))"
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            guard rename(path + suffix, aside + suffix) == 0 else {
+                log.error("cannot move the unreadable state store aside", ["path": path + suffix, "error": String(cString: strerror(errno))])
+                return nil
+            }
+        }
+        log.error("the state store cannot be read; moved aside, rebuilding from the journal (--rebuild-store)", ["error": "\(error)", "moved_to": aside])
+        return aside
+    }
+}
