@@ -66,9 +66,27 @@ public struct Ingestor: Sendable {
     public private(set) var lastMessageSampleID: String?
     /// Whether ``lastMessageSampleID`` is kept (the daemon's acknowledgements need it; a replay does not).
     public var tracksLastSampleID = true
-    /// The ends (ms) of the samples the message being handled added (event mode): what moves the
-    /// user's clock. Kept between messages so that its storage is reused.
-    private var newEnds: [Int64] = []
+    /// What the message being handled added (event mode), which moves the user's clock: the
+    /// latest end (ms) of its new samples within a step of the clock, the latest beyond, and the
+    /// ends beyond (rare: a sync of several days or a jump; kept between messages so that its
+    /// storage is reused), each no later than `added.latest` (the wall clock's bound).
+    private var added = AddedSamples()
+
+    struct AddedSamples: Sendable {
+        var reach = Int64.max, latest = Int64.max
+        var inStep = Int64.min, beyond = Int64.min
+        var beyondEnds: [Int64] = []
+
+        @inline(__always) mutating func note(_ e: Int64) {
+            guard e <= latest else { return }
+            if e <= reach {
+                if e > inStep { inStep = e }
+            } else {
+                if e > beyond { beyond = e }
+                beyondEnds.append(e)
+            }
+        }
+    }
 
     /// Creates an ingestor.
     public init(
@@ -183,14 +201,27 @@ public struct Ingestor: Sendable {
         var future: Timestamp? = wall
         var lateness = wall
         var before: Timestamp?
+        // One hash of the user for both reading and moving the clock (a new user's starts empty);
+        // nothing below changes `clocks` until the clock moves, so the index stays valid.
+        var c: Dictionary<String, EventClock>.Index?
         if clock == .event {
             // Samples past the user's clock are judged by the wall clock in the daemon, else by none.
             future = boundedByWallClock ? wall : nil
-            before = clocks[user]?.now
+            if let found = clocks.index(forKey: user) {
+                c = found
+            } else {
+                clocks[user] = EventClock()
+                c = clocks.index(forKey: user)!
+            }
+            before = clocks.values[c!].now
             // Lateness is judged against what was known before the message: a sync or an export
             // spanning more than the allowed lateness is not late for its own first days.
             lateness = before ?? Timestamp(milliseconds: .min / 2)
-            newEnds.removeAll(keepingCapacity: true)
+            added.reach = clocks.values[c!].reach(clockPolicy)
+            added.latest = future.map { $0.milliseconds + engine.configuration.maxFutureSeconds * 1000 } ?? .max
+            added.inStep = .min
+            added.beyond = .min
+            if !added.beyondEnds.isEmpty { added.beyondEnds.removeAll(keepingCapacity: true) }
         }
         // The last id of the message, stored once after it (not once a sample).
         var lastID: String?
@@ -202,29 +233,16 @@ public struct Ingestor: Sendable {
                 ingest(list[index], index: index, count: list.count, user: user, topic: topic(), now: lateness, future: future, lastID: &lastID, into: &out)
             }
         }
-        if clock == .event { engine.advance(user: user, to: moveClock(of: user, before: before, future: future), into: &out) }
+        if let c { engine.advance(user: user, to: moveClock(at: c, before: before), into: &out) }
     }
 
     /// Moves a user's event clock by the samples a message brought that the user's state did not
-    /// hold (``newEnds``): a re-sent message, all duplicates, neither moves, confirms nor refutes
+    /// hold (``added``): a re-sent message, all duplicates, neither moves, confirms nor refutes
     /// anything (a gateway re-sends after every lost connection). Returns the clock after it.
-    private mutating func moveClock(of user: String, before: Timestamp?, future: Timestamp?) -> Timestamp {
-        let latest = future.map { $0.milliseconds + engine.configuration.maxFutureSeconds * 1000 } ?? .max
-        // One hash of the user for both reading and moving the clock (a new user's starts empty).
-        let c: Dictionary<String, EventClock>.Index
-        if let found = clocks.index(forKey: user) {
-            c = found
-        } else {
-            clocks[user] = EventClock()
-            c = clocks.index(forKey: user)!
-        }
-        let reach = clocks.values[c].reach(clockPolicy)
-        var inStep = Int64.min, beyond = Int64.min
-        for e in newEnds where e <= latest {
-            if e <= reach { inStep = max(inStep, e) } else { beyond = max(beyond, e) }
-        }
+    private mutating func moveClock(at c: Dictionary<String, EventClock>.Index, before: Timestamp?) -> Timestamp {
+        var inStep = added.inStep, beyond = added.beyond
         if beyond != .min, let before {
-            (inStep, beyond) = Ingestor.chain(newEnds, from: max(inStep, before.milliseconds), upTo: latest, step: clockPolicy.maxStepMs)
+            (inStep, beyond) = Ingestor.chain(added.beyondEnds, from: max(inStep, before.milliseconds), upTo: added.latest, step: clockPolicy.maxStepMs)
         }
         guard inStep != .min || beyond != .min else { return clocks.values[c].now ?? Timestamp(milliseconds: .min / 2) }
         return clocks.values[c].observe(inStep: inStep, beyond: beyond, policy: clockPolicy) ?? Timestamp(milliseconds: .min / 2)
@@ -245,12 +263,12 @@ public struct Ingestor: Sendable {
             switch engine.ingest(s, user: user, now: now, future: future, into: &out) {
             case .accepted:
                 counters.samplesAccepted += 1
-                if clock == .event { newEnds.append(s.end.milliseconds) }
+                if clock == .event { added.note(s.end.milliseconds) }
             case .duplicate: counters.duplicates += 1
             case .superseded:
                 counters.samplesAccepted += 1
                 counters.superseded += 1
-                if clock == .event { newEnds.append(s.end.milliseconds) }
+                if clock == .event { added.note(s.end.milliseconds) }
             case .stale: counters.stale += 1
             case .deleted: counters.deletedBeforeArrival += 1
             case .rejected(var r):
