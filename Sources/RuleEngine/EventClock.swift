@@ -14,11 +14,13 @@ public struct EventClockPolicy: Hashable, Sendable {
 
 /// A user's clock in event-clock mode: the latest sample end the user's own traffic confirms.
 ///
-/// A struct whose mutating method returns nothing to publish; the ingestor feeds it each samples
-/// message's latest ends and uses ``now`` as the user's "now".
+/// A struct whose mutating method returns nothing to publish; the ingestor feeds it, for each
+/// samples message, the latest ends of the samples it *added* (a re-sent message adds none and
+/// changes nothing), and uses ``now`` as the user's "now".
 ///
-/// * A message whose samples end at most ``EventClockPolicy/maxStepMs`` after the clock moves it
-///   to its latest end (the common case: one comparison).
+/// * A message whose new samples continue from the clock without a gap longer than
+///   ``EventClockPolicy/maxStepMs`` moves it to its latest such end (the common case: one
+///   comparison; a sync of several continuous days, the ingestor's `chain`).
 /// * A message reaching further is a *claim*: the clock does not follow it (its samples are still
 ///   accepted and wait on their own days). The clock jumps only when `confirmations` consecutive
 ///   messages all claim: then to the earliest of the claims, and on through the later claims
