@@ -19,7 +19,13 @@ extension UserHistory {
         let text = AlertEpisode.Text(day: day, firing: t.status == .firing, headline: t.headline, details: t.details)
         if let i = alerts.lastIndex(where: { $0.id == t.id }) {
             alerts[i].texts.append(text)
-            if t.isWithdrawal {
+            if t.status == .firing && !t.isRepeat {
+                // Fires again with its id: a revision found it goes on after an end it had been
+                // given (or supports a withdrawn one again).
+                alerts[i].endedDay = nil
+                alerts[i].expired = false
+                alerts[i].withdrawnDay = nil
+            } else if t.isWithdrawal {
                 alerts[i].withdrawnDay = day
                 if alerts[i].endedDay == nil { alerts[i].endedDay = day }
             } else if t.status.isEnded {

@@ -174,7 +174,7 @@ public struct AlertTransition: Hashable, Sendable {
     public static let revised = "revised"
     /// Whether this transition withdraws its alert (a resolution with reason ``revised``).
     public var isWithdrawal: Bool { status == .resolved && reason == AlertTransition.revised }
-    /// The headline of a withdrawn alert (the details keep what the rule said of it).
+    /// The headline of a withdrawn alert (its details are the rule's, as of the last evaluated day).
     public static let withdrawnHeadline = "Withdrawn: re-evaluated with a late entry or late data, this alert does not hold"
     /// The `reason` of an instance that expired because a reload removed its rule.
     public static let ruleRemoved = "rule_removed"

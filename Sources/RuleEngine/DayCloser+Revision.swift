@@ -4,8 +4,8 @@ import RuleLanguage
 /// Revision: evaluating a user's alerts again over closed days whose data or timeline changed.
 extension DayCloser {
     /// Rolls the user's daily alert states back to before `requested` (at most
-    /// ``EngineConfiguration/revisionDays`` before `closed`; nothing when a clinical event
-    /// dated earlier than that is among the changes) and evaluates the days from there through `closed` again, as if the late entry or
+    /// ``EngineConfiguration/revisionDays`` before `closed`, and not before the alert log's
+    /// start) and evaluates the days from there through `closed` again, as if the late entry or
     /// sample had been there when they closed. What the care team was told is then corrected,
     /// episode by episode (an episode: one rule's firing from one `activeSince`):
     ///
@@ -19,21 +19,16 @@ extension DayCloser {
     func reevaluate(_ ev: inout Evaluator, from requested: DayNumber, through closed: DayNumber, into out: inout [EngineOutput]) {
         guard configuration.revisionDays > 0 else { return }
         let window = closed - DayNumber(configuration.revisionDays) + 1
-        // A clinical event before the days a revision can reach changed the segments the
-        // states at their start were evaluated in: evaluating only the later days would start
-        // from states that are no longer true (a false alarm the event explains would be held
-        // firing by the unknown values the new boundary makes). Such alerts stand as published.
-        if requested < window, ev.user.boundaries.contains(where: { $0 >= requested && $0 < window }) { return }
-        let from = max(requested, window)
+        let from = max(requested, window, ev.user.alertLogStart)
         guard from <= closed else { return }
         let published = ev.user.alertStates
         var rolled = published
         // Newest first, so that the earliest change on or after `from` is the one that stays.
         for e in ev.user.alertLog.reversed() where e.day >= from { rolled[Int(e.rule)] = e.before }
         let before = DayCloser.episodes(ev.user.alertLog, from: from, final: published)
-        ev.user.alertLog.removeAll { $0.day >= from }
+        ev.user.alertLog.removeAll { $0.day >= from && revisable[Int($0.rule)] }
         let rewind = ev.user.calendar.startOfDay(from).milliseconds
-        for j in program.alerts.indices where program.alerts[j].trigger == .day {
+        for j in program.alerts.indices where revisable[j] {
             let r = rolled[j].rewound(to: rewind)
             if r.isFiring != published[j].isFiring { ev.firing[j] += r.isFiring ? 1 : -1 }
             ev.user.alertStates[j] = r
@@ -43,13 +38,13 @@ extension DayCloser {
             var outputs: [EngineOutput] = []
             for d in from...closed {
                 ev.resetMemo(day: d)
-                evaluateAlerts(&ev, d, into: &outputs)
+                evaluateAlerts(&ev, d, revisableOnly: true, into: &outputs)
             }
             for case .alert(let t) in outputs { fresh.append(t) }
         }
         let after = DayCloser.episodes(ev.user.alertLog, from: from, final: ev.user.alertStates)
         let end = ev.user.calendar.startOfDay(closed + 1).milliseconds
-        for j in program.alerts.indices where program.alerts[j].trigger == .day {
+        for j in program.alerts.indices where revisable[j] {
             let rule = program.alerts[j]
             ev.alert = j
             let old = before[j] ?? [:], new = after[j] ?? [:]
@@ -79,7 +74,7 @@ extension DayCloser {
 
     /// Each daily rule's firing episodes (`activeSince` → `firedAt`) over the days of the alert
     /// log from `from` on: the firing states the log holds from then, and the final state.
-    static func episodes(_ log: [AlertRevision], from: DayNumber, final: [AlertStateMachine]) -> [Int: [Int64: Int64]] {
+    static func episodes(_ log: [AlertLogEntry], from: DayNumber, final: [AlertStateMachine]) -> [Int: [Int64: Int64]] {
         var found: [Int: [Int64: Int64]] = [:]
         for e in log where e.day >= from {
             if let ep = e.before.firingEpisode { found[Int(e.rule), default: [:]][ep.since] = ep.fired }

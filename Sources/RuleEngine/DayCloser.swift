@@ -10,12 +10,31 @@ final class DayCloser: Sendable {
     let configuration: EngineConfiguration
     /// The alert names in rule order, shared by every user's state.
     let alertNames: [String]
+    /// The daily rules a revision re-evaluates (by rule index): those not inhibited, directly or
+    /// through other rules, by a per-sample rule, whose state of a past day the log does not hold.
+    let revisable: [Bool]
 
     init(program: Program, configuration: EngineConfiguration) {
         self.program = program
         self.code = CompiledRules(program)
         self.configuration = configuration
         alertNames = program.alerts.map(\.name)
+        revisable = DayCloser.revisable(program.alerts)
+    }
+
+    /// Which rules a revision can re-evaluate: daily rules whose inhibitors all are (a fixpoint
+    /// over the inhibition graph, which the checker keeps acyclic).
+    static func revisable(_ alerts: [AlertRule]) -> [Bool] {
+        var ok = alerts.map { $0.trigger == .day }
+        var changed = true
+        while changed {
+            changed = false
+            for j in alerts.indices where ok[j] && alerts[j].inhibitedBy.contains(where: { !ok[$0] }) {
+                ok[j] = false
+                changed = true
+            }
+        }
+        return ok
     }
 
     /// Closes a user's finished days in place; returns whether the state changed.
@@ -42,15 +61,20 @@ final class DayCloser: Sendable {
         // Revised days (late data, timeline entries): publish corrected series values, then
         // evaluate the alerts again from the first of them.
         if !ev.user.revisedDays.isEmpty {
-            if let closed = ev.user.lastClosedDay {
-                let from = max(ev.user.revisedDays.min()!, first)
+            // A clinical change dated before the revision window leaves the alerts as published:
+            // the states at the window's start were evaluated under other segments (a false alarm
+            // the event explains would be held firing by the unknown values the new boundary makes).
+            let marked = ev.user.revisedDays.remove(UserState.segmentsChangedBeforeRevision) != nil
+            if let closed = ev.user.lastClosedDay, let earliest = ev.user.revisedDays.min() {
+                let from = max(earliest, first)
                 if configuration.publishSeries, from <= closed { for d in from...closed { emitSeries(&ev, d, revised: true, into: &out) } }
-                reevaluate(&ev, from: from, through: closed, into: &out)
+                if !marked { reevaluate(&ev, from: from, through: closed, into: &out) }
             }
             ev.user.revisedDays.removeAll()
         }
         let start = max(closed + 1, lastClosable - 3650)
         if start <= lastClosable {
+            if configuration.revisionDays > 0 && ev.user.alertLogStart == .min { ev.user.alertLogStart = start }
             for d in start...lastClosable { closeDay(&ev, d, into: &out) }
             ev.user.lastClosedDay = lastClosable
             pruneAlertLog(&ev.user)
@@ -90,27 +114,31 @@ final class DayCloser: Sendable {
     }
 
     /// Evaluates the daily alert rules on a day (memo reset for it), noting in the alert log each
-    /// rule whose lifecycle the day changed.
-    func evaluateAlerts(_ ev: inout Evaluator, _ d: DayNumber, into out: inout [EngineOutput]) {
+    /// rule whose lifecycle the day changed; with `revisableOnly`, only the rules a revision
+    /// re-evaluates.
+    func evaluateAlerts(_ ev: inout Evaluator, _ d: DayNumber, revisableOnly: Bool = false, into out: inout [EngineOutput]) {
         let dayStart = ev.user.calendar.startOfDay(d).milliseconds
         let dayEnd = ev.user.calendar.startOfDay(d + 1).milliseconds
         let logs = configuration.revisionDays > 0
-        for j in program.alerts.indices where program.alerts[j].trigger == .day {
+        for j in program.alerts.indices where program.alerts[j].trigger == .day && (!revisableOnly || revisable[j]) {
             ev.alert = j
             let before = ev.user.alertStates[j]
             Engine.step(
                 program.alerts[j], program: program, at: dayEnd, activeSince: dayStart, clock: .days(ev.user.calendar), ev: &ev,
                 day: d, into: &out)
             if logs && !before.sameLifecycle(as: ev.user.alertStates[j]) {
-                ev.user.alertLog.append(AlertRevision(day: d, rule: Int32(j), before: before))
+                ev.user.alertLog.append(AlertLogEntry(day: d, rule: Int32(j), before: before))
             }
         }
     }
 
-    /// Forgets the alert log of days no revision can reach any more.
+    /// Forgets the alert log of days no revision can reach any more (the log then starts after
+    /// them, should the window grow later).
     func pruneAlertLog(_ st: inout UserState) {
-        guard let closed = st.lastClosedDay, let oldest = st.alertLog.first?.day else { return }
+        guard let closed = st.lastClosedDay, st.alertLogStart != .min else { return }
         let keep = closed - DayNumber(configuration.revisionDays) + 1
-        if oldest < keep { st.alertLog.removeAll { $0.day < keep } }
+        guard st.alertLogStart < keep else { return }
+        st.alertLogStart = keep
+        if !st.alertLog.isEmpty { st.alertLog.removeAll { $0.day < keep } }
     }
 }

@@ -23,14 +23,11 @@ extension Engine {
     @discardableResult
     public mutating func retract(event id: String, user: String) -> Bool {
         guard state(of: user)?.events[id] != nil else { return false }
-        let held = heldDays
+        let held = heldDays, revisionDays = configuration.revisionDays
         withUser(user) { st in
             guard let e = st.events.removeValue(forKey: id) else { return }
             st.rebuildBoundaries()
-            if let closed = st.lastClosedDay {
-                let from = max(e.firstDay, closed - DayNumber(held))
-                if from <= closed { for d in from...closed { st.revisedDays.insert(d) } }
-            }
+            st.reviseDays(from: e.firstDay, segments: e.category == .clinical, held: held, revisionDays: revisionDays)
         }
         return true
     }

@@ -390,7 +390,7 @@ public struct Engine: Sendable {
     /// states re-evaluated from the first of them (``EngineConfiguration/revisionDays``). A
     /// re-sent identical entry changes nothing.
     private mutating func store(_ e: TimelineEvent, user: String, history: DayNumber?) {
-        let held = heldDays
+        let held = heldDays, revisionDays = configuration.revisionDays
         withUser(user) { st in
             let previous = st.events.updateValue(e, forKey: e.id)
             if previous == e { return }
@@ -398,10 +398,9 @@ public struct Engine: Sendable {
             st.rebuildBoundaries()
             // Days before the held history have no data to recompute (retention may have dropped
             // it): their series stay as published, with or without retention.
-            if let closed = st.lastClosedDay {
-                let from = max(min(e.firstDay, previous?.firstDay ?? e.firstDay), closed - DayNumber(held))
-                if from <= closed { for d in from...closed { st.revisedDays.insert(d) } }
-            }
+            st.reviseDays(
+                from: min(e.firstDay, previous?.firstDay ?? e.firstDay), segments: e.category == .clinical || previous?.category == .clinical,
+                held: held, revisionDays: revisionDays)
         }
     }
 
@@ -562,6 +561,7 @@ public struct Engine: Sendable {
             states[k].clearCaches()
             states[k].alignAlerts(to: closer.alertNames)
             states[k].remapFolded(to: newProgram.inputs)
+            states[k].startAlertLog()
         }
         evaluator.firing = countFiring()
     }

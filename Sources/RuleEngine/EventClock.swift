@@ -49,12 +49,21 @@ public struct EventClock: Hashable, Sendable {
         return now.milliseconds > Int64.max - policy.maxStepMs ? .max : now.milliseconds + policy.maxStepMs
     }
 
-    /// Moves the clock to the latest pending claim: the end of a bounded input, after which no
-    /// message can confirm or refute them.
-    public mutating func confirmClaims() {
-        guard let last = claims.max() else { return }
-        if last > now?.milliseconds ?? .min { now = Timestamp(milliseconds: last) }
-        claims.removeAll()
+    /// Confirms the pending claims at the end of a bounded input, after which no message can
+    /// confirm or refute them: the clock moves to the earliest claim and on through the later
+    /// ones while each lies within `tolerance` (ms) of the last. A claim is a message's latest
+    /// end, so consecutive syncs of several days lie days apart; a claim far beyond them (an
+    /// outlier a year ahead) stays pending.
+    public mutating func confirmClaims(within tolerance: Int64) {
+        guard !claims.isEmpty else { return }
+        claims.sort()
+        var t = max(now?.milliseconds ?? .min, claims[0]), used = 1
+        while used < claims.count, claims[used] - t <= tolerance {
+            t = max(t, claims[used])
+            used += 1
+        }
+        now = Timestamp(milliseconds: t)
+        claims.removeFirst(used)
     }
 
     /// Takes one samples message: `inStep`, its latest end at or before ``reach(_:)``, and

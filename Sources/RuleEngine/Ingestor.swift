@@ -214,11 +214,14 @@ public struct Ingestor: Sendable {
                 c = clocks.index(forKey: user)!
             }
             before = clocks.values[c!].now
-            // Lateness is judged against what was known before the message: a sync or an export
-            // spanning more than the allowed lateness is not late for its own first days.
-            lateness = before ?? Timestamp(milliseconds: .min / 2)
             added.reach = clocks.values[c!].reach(clockPolicy)
             added.latest = future.map { $0.milliseconds + engine.configuration.maxFutureSeconds * 1000 } ?? .max
+            // Lateness is judged against what was known before the message: a sync or an export
+            // spanning more than the allowed lateness is not late for its own first days. A
+            // user's first message is judged against the start of its latest continuous run of
+            // samples, so that an outlier years back is late rather than the first of years of
+            // empty days.
+            lateness = before ?? Ingestor.runStart(items, upTo: added.latest, step: clockPolicy.maxStepMs)
             added.inStep = .min
             added.beyond = .min
             if !added.beyondEnds.isEmpty { added.beyondEnds.removeAll(keepingCapacity: true) }
@@ -278,6 +281,22 @@ public struct Ingestor: Sendable {
         }
     }
 
+    /// The start of a message's latest continuous run of samples: walking back from its latest
+    /// end (no later than `latest`), the earliest end reached without a gap longer than `step`
+    /// (`.min / 2`: no sample).
+    static func runStart(_ items: [WireDecoder.Item<Sample>], upTo latest: Int64, step: Int64) -> Timestamp {
+        var ends: [Int64] = []
+        for case .success(let s) in items where s.end.milliseconds <= latest { ends.append(s.end.milliseconds) }
+        guard !ends.isEmpty else { return Timestamp(milliseconds: .min / 2) }
+        ends.sort(by: >)
+        var t = ends[0]
+        for e in ends.dropFirst() {
+            guard t - e <= step else { break }
+            t = e
+        }
+        return Timestamp(milliseconds: t)
+    }
+
     /// The part of a message's sample ends that continues the user's clock without a gap: the
     /// ends after `start`, in time order, for as long as each lies within `step` of the one before
     /// (a sync of several days of continuous data moves the clock through its last sample, as the
@@ -328,11 +347,12 @@ public struct Ingestor: Sendable {
     /// The users that have an event clock, in id order (the order ``closeOpenDays(into:)`` closes them in).
     public var clockedUsers: [String] { clocks.keys.sorted() }
 
-    /// Closes one user's days through the day of the user's last sample: the end of a bounded
-    /// input confirms the pending claims of the user's clock, since no later message can refute
-    /// them (a gap followed by a sync at the end of an export is real data, not an outlier).
+    /// Closes one user's days through the day of the user's clock, after the end of a bounded input
+    /// confirmed its pending claims (``EventClock/confirmClaims(within:)``, within the allowed
+    /// lateness of each other: a gap followed by syncs at the end of an export is real data; an
+    /// outlier far beyond them stays unconfirmed).
     public mutating func closeOpenDays(of user: String, into out: inout [EngineOutput]) {
-        clocks[user]?.confirmClaims()
+        clocks[user]?.confirmClaims(within: engine.configuration.allowedLatenessSeconds * 1000)
         guard let now = clocks[user]?.now, let cal = engine.calendar(of: user) else { return }
         engine.advance(user: user, to: cal.startOfDay(cal.day(of: now) + 1).adding(seconds: engine.configuration.graceSeconds), into: &out)
     }

@@ -50,7 +50,11 @@ public struct UserSnapshot: Hashable, Sendable {
     /// How the recently closed days changed the alert states, oldest first: what a
     /// re-evaluation of those days starts from (a store written before the log existed has
     /// none: its states re-evaluate from where they are).
-    public var alertLog: [Revision]
+    public var alertLog: [AlertLogEntry]
+    /// The first day ``alertLog`` covers; nil in a state stored without a log (a store written
+    /// before it existed, or with revisions off): the days closed before such a restore cannot
+    /// be re-evaluated.
+    public var alertLogStart: DayNumber?
     /// Open days (all, or in a commit the changed ones), ascending.
     public var openDays: [OpenDay]
     /// The open days' values (the engine's own array, shared: a commit copies none of it).
@@ -153,7 +157,7 @@ public struct UserSnapshot: Hashable, Sendable {
     }
 
     /// One rule's alert state before a closed day changed it, by the rule's name.
-    public struct Revision: Hashable, Sendable {
+    public struct AlertLogEntry: Hashable, Sendable {
         /// The closed day whose evaluation changed the state.
         public var day: DayNumber
         /// The rule's name.

@@ -30,7 +30,8 @@ extension UserState {
         }
         if s.alerts.count > 1 { s.alerts.sort { $0.rule < $1.rule } }
         if !revisedDays.isEmpty { s.revisedDays = revisedDays.sorted() }
-        s.alertLog = alertLog.map { UserSnapshot.Revision(day: $0.day, rule: alertNames[Int($0.rule)], machine: $0.before) }
+        s.alertLog = alertLog.map { UserSnapshot.AlertLogEntry(day: $0.day, rule: alertNames[Int($0.rule)], machine: $0.before) }
+        if alertLogStart != .min { s.alertLogStart = alertLogStart }
         for d in openDays where !changesOnly || d.dirty {
             s.openDays.append(
                 UserSnapshot.OpenDay(
@@ -61,8 +62,10 @@ extension UserState {
         }
         alignAlerts(to: rules)
         for r in s.alertLog {
-            if let k = rules.firstIndex(of: r.rule) { alertLog.append(AlertRevision(day: r.day, rule: Int32(k), before: r.machine)) }
+            if let k = rules.firstIndex(of: r.rule) { alertLog.append(AlertLogEntry(day: r.day, rule: Int32(k), before: r.machine)) }
         }
+        // Without a stored log, no day closed before this restore can be re-evaluated.
+        alertLogStart = s.alertLogStart ?? s.lastClosedDay.map { $0 + 1 } ?? .min
         revisedDays = Set(s.revisedDays)
         restoreOpenDays(&s)
     }

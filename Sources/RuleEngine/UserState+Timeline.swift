@@ -21,6 +21,22 @@ extension UserState {
     /// The first boundary after `d`, if any.
     func nextBoundary(after d: DayNumber) -> DayNumber? { boundaries.first { $0 > d } }
 
+    /// Marks the closed days a timeline change touches as revised: from `changed` (the earliest
+    /// day the change concerns), within the `held` days the engine still holds data of. A
+    /// clinical change (`segments`) dated before the revision window (`revisionDays` back) also
+    /// marks ``segmentsChangedBeforeRevision``: the alert states at the window's start were
+    /// evaluated under other segments, so that revision leaves the alerts as published.
+    mutating func reviseDays(from changed: DayNumber, segments: Bool, held: Int64, revisionDays: Int) {
+        guard let closed = lastClosedDay else { return }
+        let from = max(changed, closed - DayNumber(max(held, Int64(revisionDays))))
+        if from <= closed { for d in from...closed { revisedDays.insert(d) } }
+        if segments, changed <= closed, changed < closed - DayNumber(revisionDays) + 1 { revisedDays.insert(UserState.segmentsChangedBeforeRevision) }
+    }
+
+    /// Among ``revisedDays``: a clinical event before the revision window was recorded, moved or
+    /// retracted since the days were last evaluated (not a day: no day is this early).
+    static let segmentsChangedBeforeRevision = DayNumber.min
+
     /// Recomputes the segment boundaries from the clinical events (after a restore).
     mutating func rebuildBoundaries() {
         boundaries = Array(Set(events.values.filter { $0.category == .clinical }.map(\.firstDay))).sorted()

@@ -32,7 +32,18 @@ package struct UserState: Sendable {
     /// The open days' daily inputs, `cacheWidth` a day (input index within the day's row):
     /// `notComputed` until computed, NaN when the day has none. Empty until a day close needs it.
     var inputCache: [Double] = []
-    var cacheWidth = 0
+    /// The inputs a day of ``inputCache`` (32 bits, beside ``alertLogStart``: the state stays
+    /// within 256 bytes).
+    private var cacheWidth32: Int32 = 0
+    var cacheWidth: Int {
+        get { Int(cacheWidth32) }
+        set { cacheWidth32 = Int32(newValue) }
+    }
+    /// The first day ``alertLog`` covers: a revision never re-evaluates an earlier day, whose
+    /// starting states the log does not hold (days closed before the user's state was restored
+    /// from a store without a log, before the rules were reloaded, or past the revision window).
+    /// `.min` while no day has closed with the log on.
+    package var alertLogStart: DayNumber = .min
     /// Folded days, all before the first open day, as a table: a row per day, a column per daily
     /// input that has a value on some folded day (bit i of `foldedColumns`: input i of
     /// `foldedInputs`, columns in input order), a cell of no value where the day has none.
@@ -78,8 +89,8 @@ package struct UserState: Sendable {
     /// deletions, timeline entries dated on or before them): their series are republished and
     /// the user's alert states re-evaluated from the first of them.
     package var revisedDays: Set<DayNumber> = []
-    /// How the recently closed days changed the alert states (``AlertRevision``), oldest first.
-    package var alertLog: [AlertRevision] = []
+    /// How the recently closed days changed the alert states (``AlertLogEntry``), oldest first.
+    package var alertLog: [AlertLogEntry] = []
     /// Until this instant (ms) no further day of the user can close: the check that runs after
     /// every sample is one comparison instead of a calendar lookup. Not stored; `.min` = unknown.
     var closeCheckUntil: Int64 = .min
@@ -102,11 +113,18 @@ package struct UserState: Sendable {
             let old = alertNames
             alertLog = alertLog.compactMap { e in
                 guard let k = names.firstIndex(of: old[Int(e.rule)]) else { return nil }
-                return AlertRevision(day: e.day, rule: Int32(k), before: e.before)
+                return AlertLogEntry(day: e.day, rule: Int32(k), before: e.before)
             }
         }
         alertStates = states
         alertNames = names
+    }
+
+    /// Starts the alert log afresh after the last closed day: the days closed so far were
+    /// evaluated under other rules (a reload), so no revision may re-evaluate them.
+    mutating func startAlertLog() {
+        alertLog = []
+        if let closed = lastClosedDay { alertLogStart = closed + 1 }
     }
 
     /// Forgets what the state store has written (called after a successful commit).

@@ -47,9 +47,12 @@ public struct HistoryRecord: Sendable, Equatable {
     }
 
     /// The row of an alert transition. A withdrawal has a row of its own: an episode that had
-    /// resolved keeps its resolution beside it.
+    /// resolved keeps its resolution beside it. So has a firing published again after its day
+    /// (a revision found the alert goes on after its end, or supports it again): the first
+    /// firing's row stays.
     public static func alert(_ a: AlertTransition) -> HistoryRecord {
-        let kind = a.status == .firing ? (a.isRepeat ? "/repeat" : "/firing") : a.isWithdrawal ? "/withdrawn" : "/" + a.status.rawValue
+        let firing = a.isRepeat ? "/repeat" : a.day == a.firedDay ? "/firing" : "/reopened"
+        let kind = a.status == .firing ? firing : a.isWithdrawal ? "/withdrawn" : "/" + a.status.rawValue
         return HistoryRecord(user: a.user, kind: .alert, key: a.id + kind, day: a.day.dayNumber, payload: Array(a.json.utf8))
     }
 
@@ -277,8 +280,11 @@ extension StateStore {
     ) throws -> UserHistory {
         var h = history, alertRows = alertRows
         let user = h.user
-        // Transitions in publication order: by day, a firing before its reminders and resolution.
-        func rank(_ key: String) -> Int { key.hasSuffix("/firing") ? 0 : key.hasSuffix("/repeat") ? 1 : 2 }
+        // Transitions in publication order: by day, a firing before its reminders and its end,
+        // and a revision's (a withdrawal, a firing again) after them.
+        func rank(_ key: String) -> Int {
+            key.hasSuffix("/firing") ? 0 : key.hasSuffix("/repeat") ? 1 : key.hasSuffix("/withdrawn") || key.hasSuffix("/reopened") ? 3 : 2
+        }
         alertRows.sort { ($0.day, rank($0.key)) < ($1.day, rank($1.key)) }
         var episodes: [String: (fired: DayNumber, ended: DayNumber?)] = [:]
         var transitions: [AlertTransition] = []
@@ -288,7 +294,7 @@ extension StateStore {
             }
             transitions.append(a)
             var e = episodes[a.id] ?? (r.day, nil)
-            if a.status.isEnded { e.ended = r.day }
+            if a.status.isEnded { e.ended = r.day } else if !a.isRepeat { e.ended = nil }
             episodes[a.id] = e
         }
         for a in transitions {

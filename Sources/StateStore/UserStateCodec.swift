@@ -133,7 +133,8 @@ enum UserStateCodec {
     enum Section: UInt8 {
         /// Deleted sample ids (``Tombstone``s): a count, then (id, day) each.
         case tombstones = 1
-        /// The alert log (``UserSnapshot/alertLog``): a count, then (day, rule name, state) each.
+        /// The alert log (``UserSnapshot/alertLog``): the first day it covers, a count, then (day,
+        /// rule name, state) each.
         case alertLog = 2
     }
 
@@ -144,8 +145,9 @@ enum UserStateCodec {
             w.i32(Int32(s.tombstones.count))
             for t in s.tombstones { w.i64(Int64(bitPattern: t.id.rawValue)); w.i32(t.day) }
         }
-        if !s.alertLog.isEmpty {
+        if let start = s.alertLogStart {
             w.u8(Section.alertLog.rawValue)
+            w.i32(start)
             w.i32(Int32(s.alertLog.count))
             for e in s.alertLog {
                 w.i32(e.day)
@@ -156,7 +158,7 @@ enum UserStateCodec {
     }
 
     /// Reads the optional sections up to the end of the bytes (none in a head written before them).
-    static func decodeSections(_ s: inout UserSnapshot, _ r: inout Reader) throws {
+    static func decodeSections(_ s: inout UserSnapshot, _ r: inout Reader, alertNames known: [String]) throws {
         var previous: UInt8 = 0
         while r.i < r.b.count {
             let section: Section = try r.tag("section")
@@ -170,11 +172,12 @@ enum UserStateCodec {
                     s.tombstones.append(Tombstone(id: SampleID(rawValue: UInt64(bitPattern: try r.i64())), day: try r.i32()))
                 }
             case .alertLog:
+                s.alertLogStart = try r.i32()
                 let n = try r.count()
                 s.alertLog.reserveCapacity(min(Int(n), (r.b.count - r.i) / 33))
                 for _ in 0..<n {
-                    let day = try r.i32(), rule = try r.str()
-                    s.alertLog.append(UserSnapshot.Revision(day: day, rule: rule, machine: try decodeMachine(&r, rule: rule)))
+                    let day = try r.i32(), rule = try r.str(oneOf: known)
+                    s.alertLog.append(UserSnapshot.AlertLogEntry(day: day, rule: rule, machine: try decodeMachine(&r, rule: rule)))
                 }
             }
         }
@@ -366,7 +369,7 @@ enum UserStateCodec {
                     id: SampleID(rawValue: UInt64(bitPattern: try r.i64()))))
         }
         try decodeTail(&s, &r, alertNames: alertNames)
-        try decodeSections(&s, &r)
+        try decodeSections(&s, &r, alertNames: alertNames)
         return s
     }
 

@@ -55,3 +55,15 @@ import Testing
         #expect(Self.run([[10], [8760], [12]], policy: p) == [10, 8760, 8760])
     }
 }
+
+extension EventClockTests {
+    /// The end of a bounded input confirms claims from the earliest on, while each is within the
+    /// tolerance of the last (syncs of several days); an outlier far beyond stays pending.
+    @Test func confirmingClaimsChainsFromTheEarliestAndLeavesAnOutlier() {
+        let t: Int64 = 1_767_225_600_000, day: Int64 = 86_400_000
+        var c = EventClock(now: Timestamp(milliseconds: t), claims: [t + 365 * day, t + 3 * day, t + 5 * day])
+        c.confirmClaims(within: 7 * day)
+        #expect(c.now?.milliseconds == t + 5 * day)
+        #expect(c.claims == [t + 365 * day])
+    }
+}

@@ -124,3 +124,20 @@ import Testing
         #expect(!a.series.contains { $0.revised })
     }
 }
+
+extension MultiDayMessageTests {
+    /// A user's first message is judged against its latest continuous run of samples: an outlier
+    /// years back is late, not the first of thousands of empty days.
+    @Test func aNewUsersFirstMessageCannotCloseYearsOfDays() {
+        var ing = Ingestor(engine: Engine(program: program(Self.rules)), clock: .event, boundedByWallClock: true)
+        var out: [EngineOutput] = []
+        let old = utc.startOfDay(day0 - 3000).adding(seconds: 43_200)
+        let recent = utc.startOfDay(day0).adding(seconds: 43_200)
+        let items = [WireTraffic.sample("a", at: old), WireTraffic.sample("b", at: recent)].map { String(decoding: $0, as: UTF8.self) }
+        ing.handle(topic: WireTraffic.samplesTopic("u"), payload: Array(("[" + items.joined(separator: ",") + "]").utf8), now: close(0), into: &out)
+        ing.handle(topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("c", day: 1, hours: [12]), now: close(1), into: &out)
+        #expect(out.rejectionReasons == ["too_late"])
+        #expect(out.series.count < 20, "\(out.series.count) series points")
+        #expect(ing.engine.state(of: "u")!.firstDay == day0)
+    }
+}

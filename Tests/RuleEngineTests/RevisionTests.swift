@@ -166,3 +166,122 @@ import Testing
         #expect(st.alertLog.count < 2 * ing.engine.configuration.revisionDays)
     }
 }
+
+/// What a revision must not do: re-evaluate days whose starting states the alert log does not hold.
+@Suite struct RevisionBoundsTests {
+    /// Days 0–19 as ``RevisionTests/run``, no injury: `drop` fires day 12 and resolves, `low` fires
+    /// day 11 and stays firing.
+    static func run(days: Int = 20) -> Ingestor {
+        var ing = Ingestor(engine: Engine(program: program(RevisionTests.rules)), clock: .wall)
+        var out: [EngineOutput] = []
+        for d in 0..<days {
+            ing.handle(
+                topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("s\(d)", day: d, hours: [12], speed: d < 10 ? 1.2 : 0.5),
+                now: close(d), into: &out)
+            ing.tick(now: close(d), into: &out)
+        }
+        return ing
+    }
+
+    /// Another 0.5 m/s sample of day 13: no day's mean changes.
+    static func noOpLateSample(_ ing: inout Ingestor) -> [EngineOutput] {
+        var out: [EngineOutput] = []
+        ing.handle(topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("late", day: 13, hours: [13], speed: 0.5), now: close(19), into: &out)
+        ing.tick(now: close(19), into: &out)
+        return out
+    }
+
+    /// A state stored before the alert log existed (or with revisions off) cannot re-evaluate the
+    /// days closed before its restore: a late sample that changes nothing publishes nothing, as
+    /// it does with the log.
+    @Test func aStateRestoredWithoutTheLogDoesNotReEvaluateEarlierDays() {
+        let ing = Self.run()
+        for strip in [false, true] {
+            var snap = ing.engine.snapshot(of: "u")!
+            if strip {
+                snap.alertLog = []
+                snap.alertLogStart = nil
+            }
+            var r = Ingestor(engine: Engine(program: program(RevisionTests.rules)), clock: .wall)
+            r.restore(user: "u", state: snap, eventNow: nil)
+            let out = Self.noOpLateSample(&r)
+            #expect(out.rejections.isEmpty)
+            #expect(out.alerts.isEmpty, "strip \(strip): \(out.alerts.map { ($0.rule, $0.status, $0.reason ?? "") })")
+        }
+    }
+
+    /// After a reload that tunes a rule, a late sample does not re-evaluate the days evaluated under
+    /// the old rules (it would rewrite what they rightly published).
+    @Test func aReloadDoesNotRewriteThePastOnTheNextLateSample() {
+        var ing = Self.run()
+        var out: [EngineOutput] = []
+        ing.engine.reload(program(RevisionTests.rules.replacingOccurrences(of: "s < 0.8 m/s", with: "s < 0.4 m/s")), now: close(19), into: &out)
+        out = Self.noOpLateSample(&ing)
+        #expect(out.rejections.isEmpty)
+        #expect(out.alerts.isEmpty, "\(out.alerts.map { ($0.rule, $0.status, $0.reason ?? "") })")
+        #expect(ing.engine.state(of: "u")!.alertLogStart == day0 + 20)
+    }
+
+    /// A daily rule inhibited by a per-sample rule is not re-evaluated (the log holds no past state
+    /// of the per-sample rule): an alert that rightly fired stays, whatever fires now.
+    @Test func aPerSampleInhibitorFiringNowDoesNotInhibitThePast() {
+        let rules = """
+            series s = mean(walkingSpeed)
+            alert very_slow {
+              on sample walkingSpeed
+              when value < 0.1 m/s
+            }
+            alert low {
+              when s < 0.8 m/s
+              for 2 d
+              inhibited_by very_slow
+            }
+            """
+        var ing = Ingestor(engine: Engine(program: program(rules)), clock: .wall)
+        var out: [EngineOutput] = []
+        for d in 0..<20 {
+            ing.handle(
+                topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("s\(d)", day: d, hours: [12], speed: d < 14 ? 1.2 : 0.5),
+                now: close(d), into: &out)
+            if d == 19 {
+                ing.handle(topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("x", day: d, hours: [18], speed: 0.05), now: close(d), into: &out)
+            }
+            ing.tick(now: close(d), into: &out)
+        }
+        #expect(out.alerts.contains { $0.rule == "low" && $0.status == .firing })
+        out.removeAll()
+        ing.handle(topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("late", day: 13, hours: [13], speed: 1.2), now: close(19), into: &out)
+        ing.tick(now: close(19), into: &out)
+        #expect(out.rejections.isEmpty)
+        #expect(!out.alerts.contains { $0.rule == "low" }, "\(out.alerts.map { ($0.rule, $0.status, $0.reason ?? "") })")
+    }
+
+    /// A clinical event retracted after the revision window passed it leaves the alerts as
+    /// published; an unrelated old event does not stop late samples from re-evaluating their days.
+    @Test func aClinicalChangeBeforeTheWindowLeavesAlertsAndAnOldEventBlocksNothing() {
+        let injury = "{\"id\":\"inj\",\"kind\":\"injury\",\"date\":\"\(CivilDate(dayNumber: day0 + 10))\"}"
+        var ing = Ingestor(engine: Engine(program: program(RevisionTests.rules)), clock: .wall)
+        var out: [EngineOutput] = []
+        for d in 0..<30 {
+            if d == 10 { ing.handle(topic: WireTraffic.eventsTopic("u"), payload: WireTraffic.events([injury]), now: close(d - 1), into: &out) }
+            ing.handle(
+                topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("s\(d)", day: d, hours: [12], speed: d < 10 ? 1.2 : 0.5),
+                now: close(d), into: &out)
+            ing.tick(now: close(d), into: &out)
+        }
+        // Late samples of days 25–27 that make them fast: `low` no longer held there, re-evaluated
+        // although the injury (day 10) lies before the window.
+        out.removeAll()
+        ing.handle(
+            topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("fast", day: 26, hours: [8, 9, 10, 11, 13, 14, 15, 16], speed: 2.5),
+            now: close(29), into: &out)
+        ing.tick(now: close(29), into: &out)
+        #expect(out.alerts.contains { $0.rule == "low" }, "a late sample after an old injury was not re-evaluated")
+        // Retracting the injury (before the window): the series are republished, the alerts stand.
+        out.removeAll()
+        ing.handle(topic: WireTraffic.eventsTopic("u"), payload: Array("[{\"id\":\"inj\",\"retracted\":true}]".utf8), now: close(29), into: &out)
+        ing.tick(now: close(29), into: &out)
+        #expect(!out.series.isEmpty && out.series.allSatisfy(\.revised))
+        #expect(out.alerts.isEmpty, "\(out.alerts.map { ($0.rule, $0.status, $0.reason ?? "") })")
+    }
+}

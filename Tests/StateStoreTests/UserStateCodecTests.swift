@@ -58,12 +58,34 @@ import Testing
         #expect(throws: (any Error).self) { try UserStateCodec.decode(user: "u", bad) }
     }
 
+    /// The alert log is an optional section too: a state restored from a store without it starts
+    /// the log after its last closed day (no revision re-evaluates the days before), and the log
+    /// with its start round-trips, rule names read as the rules' own strings.
+    @Test func theAlertLogRoundTripsAndAnOldStateStartsItAfterItsLastDay() throws {
+        let old = try UserStateCodec.decode(user: "u", UserStateCodecTests.v1Blob())
+        #expect(old.alertLogStart == nil && old.alertLog.isEmpty)
+        var st = old.restored
+        let last = try #require(st.lastClosedDay)
+        #expect(st.alertLogStart == last + 1)
+        st.alertNames = ["slow"]
+        st.alertStates = [AlertStateMachine()]
+        st.alertLog = [
+            AlertLogEntry(day: last, rule: 0, before: AlertStateMachine(state: .pending(activeSince: 5), quietUntil: .min, lastEvaluated: 4))
+        ]
+        st.alertLogStart = last - 3
+        let bytes = UserStateCodec.encode(st.whole, withOpenDays: false)
+        let back = try UserStateCodec.decode(user: "u", bytes, alertNames: ["slow"])
+        #expect(back.alertLogStart == last - 3 && back.alertLog == st.whole.alertLog)
+        #expect(throws: (any Error).self) { try UserStateCodec.decode(user: "u", Array(bytes.dropLast(2))) }
+    }
+
     /// Tombstones (deleted ids remembered for the lateness, issue 19) are an optional section
     /// after the tail: a state without them is the bytes it was before they were kept, and a
     /// store written before them reads as a state without any.
     @Test func tombstonesRoundTripAndOldBytesStay() throws {
         let v1Read = try UserStateCodec.decode(user: "u", UserStateCodecTests.v1Blob())
         var st = v1Read.restored
+        st.alertLogStart = .min  // no alert log either (a state restored without one starts it after its last day)
         let plain = UserStateCodec.encode(st.whole, withOpenDays: false)
         st.tombstones = [Tombstone(id: SampleID("gone"), day: 20_501), Tombstone(id: SampleID("early"), day: Tombstone.unstamped)]
         let with = UserStateCodec.encode(st.whole, withOpenDays: false)

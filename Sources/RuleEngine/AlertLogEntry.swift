@@ -8,7 +8,7 @@ import MobilityModel
 /// rule's lifecycle (a rule that stays inactive logs nothing), so that a late clinical event,
 /// annotation or sample can roll the user's alert states back to the day it changes and evaluate
 /// the days since again.
-package struct AlertRevision: Hashable, Sendable {
+package struct AlertLogEntry: Hashable, Sendable {
     /// The closed day whose evaluation changed the state.
     package var day: DayNumber
     /// The rule's index in the user's alert names.
