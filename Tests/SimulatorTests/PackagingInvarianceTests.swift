@@ -90,3 +90,55 @@ import Testing
         #expect(late.alerts == expected.alerts, "seed \(seed): \(Self.difference(late.alerts, expected.alerts))")
     }
 }
+
+extension PackagingInvarianceTests {
+    /// The daemon's default, wall-clock mode: days close by the wall clock, so a phone that syncs
+    /// every 1–3 days delivers most samples after their day closed. Revision corrects what was
+    /// evaluated early: once the alerts withdrawn on the way are set aside, the same cohort one
+    /// sample a message as it happens and in syncs fires the same alerts on the same days (an
+    /// alert confirmed by its late samples keeps the values it was first published with).
+    @Test(arguments: [(21, 2), (22, 3)] as [(UInt64, Int)])
+    func inWallClockModeSyncsEndWithTheAlertsOfLiveSamples(seed: UInt64, syncDays: Int) {
+        func run(_ records: [TrafficRecord]) -> (alerts: [String], firing: [String]) {
+            var ing = Ingestor(engine: Engine(program: ShardedReplayTests.program, configuration: ShardedReplayTests.configuration), clock: .wall)
+            var out: [EngineOutput] = []
+            var wall = Timestamp(milliseconds: .min / 2)
+            for r in records {
+                // A message arrives at the latest end of its samples (an event or profile: at once).
+                for item in TrafficVariations.items(r.payload) where r.topic.hasSuffix("/samples") {
+                    if case .success(let v) = JSONValue.parse(Array(item)), case .string(let end)? = v["end"], let t = ISO8601.parse(end)?.0 {
+                        wall = max(wall, t)
+                    }
+                }
+                ing.handle(topic: r.topic, payload: r.payload, now: wall, into: &out)
+                ing.tick(now: wall, into: &out)
+            }
+            ing.tick(now: wall.adding(seconds: 2 * 86_400), into: &out)
+            var transitions: [AlertTransition] = []
+            for case .alert(let t) in out { transitions.append(t) }
+            let withdrawn = Set(transitions.filter(\.isWithdrawal).map(\.id))
+            // What fires at the end, and since when.
+            var firing: [String] = []
+            for u in Set(transitions.map(\.user)) {
+                guard let st = ing.engine.state(of: u) else { continue }
+                for (name, sm) in zip(st.alertNames, st.alertStates) {
+                    if case .firing(let since, _, _, _) = sm.state { firing.append("\(u) \(name) \(since)") }
+                }
+            }
+            // Which alerts, when (an alert evaluated before its late samples came and confirmed by
+            // them keeps the values it was first published with).
+            let kept = transitions.filter { !withdrawn.contains($0.id) }
+            return (kept.map { "\($0.rule) \($0.user) \($0.status) \($0.day) since \($0.activeSinceDay) repeat \($0.isRepeat)" }.sorted(), firing.sorted())
+        }
+        var pop = Population(users: 8, days: 70, seed: seed)
+        let live = run(Array(pop.traffic()))
+        pop.syncDays = syncDays
+        pop.samplesPerMessage = 50
+        let synced = run(Array(pop.traffic()))
+        #expect(live.alerts.count > 3)
+        let onlySynced = Set(synced.alerts).subtracting(live.alerts).sorted()
+        let onlyLive = Set(live.alerts).subtracting(synced.alerts).sorted()
+        #expect(synced.alerts == live.alerts, "seed \(seed): only synced \(onlySynced)\nonly live \(onlyLive)")
+        #expect(synced.firing == live.firing, "seed \(seed)")
+    }
+}
