@@ -32,7 +32,7 @@ import Testing
 
     @Test func scoresDetectionsFalseAlertsRiskAndDelay() {
         let labels = [
-            label("a", .stalled, stall: 50, injury: 31),  // recovery window days 52-90
+            label("a", .stalled, stall: 50, injury: 31),  // recovery days 14-60: days 45-90
             label("b", .slowSteady, stall: nil, injury: 31),
             label("c", .stalled, stall: 60, injury: 31),
             label("d", .normal, stall: nil, injury: nil)
@@ -54,11 +54,59 @@ import Testing
         #expect(s.delays == [5])
         #expect(s.falseAlerts == 3)
         #expect((s.truePositive, s.falsePositive, s.falseNegative, s.trueNegative) == (2, 1, 0, 1))
-        // a: days 52-46 (none, onset - 3 = 47 is before the window); b: 52-90 (39); c: 52-56 (5); d: no injury
-        #expect(s.riskDays == 39 + 5)
+        // recovery days 14-60 are days 45-90. a: days 45-46 (onset - 3 = 47); b: 45-90 (46); c: 45-56 (12); d: no injury
+        #expect(s.riskDays == 2 + 46 + 12)
         #expect(s.missedFor == ["stalled": 1])
         #expect(s.falseFor == ["slow_steady": 1])
         #expect(r.table(rules: ["stalled_recovery"]).contains("| stalled_recovery | 2 | 3 | 0.667 ["))
+        // all weeks: a: days 1-46, b: 90, c: 1-56, d: 90; the false alerts are the same three
+        #expect(s.allDays == 46 + 90 + 56 + 90)
+        #expect(s.falseAlertsAllDays == 3)
+    }
+
+    @Test func scoresEachShapeWithdrawnFiringsAndBorderlineUsers() {
+        var a = label("a", .stalled, stall: 50, injury: 31)
+        a.traits = ["sparse"]
+        var b = label("b", .slowFull, stall: nil, injury: 31)
+        b.traits = ["sparse", "late_entry"]
+        var c = Population.Label(user: "c", pattern: .regressing, expected: [])
+        c.unscored = ["double_support_regression"]
+        c.days = 90
+        let f = [
+            // a fired on day 49: a detection (3 days early at most), delay -1
+            QualityReport.Firing(rule: "stalled_recovery", user: "a", day: 49),
+            // b: fired before its injury was entered, then withdrawn; then a false alert on day 70
+            QualityReport.Firing(rule: "stalled_recovery", user: "b", day: 50, withdrawn: true),
+            QualityReport.Firing(rule: "stalled_recovery", user: "b", day: 70),
+            QualityReport.Firing(rule: "double_support_regression", user: "c", day: 40)
+        ]
+        let r = QualityReport.score(labels: [a, b, c], firings: f, rules: ["stalled_recovery", "double_support_regression"])
+        let s = r.rules["stalled_recovery"]!
+        #expect(s.withdrawn == 1 && s.falseAlerts == 1 && s.detected == 1 && s.delays == [-1])
+        let sparse = r.shapes["stalled_recovery"]!["+sparse"]!
+        #expect(sparse.positives == 1 && sparse.detected == 1 && sparse.falseAlerts == 1 && sparse.withdrawn == 1)
+        let late = r.shapes["stalled_recovery"]!["+late_entry"]!
+        #expect(late.positives == 0 && late.falseAlerts == 1 && late.riskDays == 46)
+        #expect(r.shapes["stalled_recovery"]!["slow_full"]!.falseAlerts == 1)
+        #expect(r.shapes["stalled_recovery"]!["stalled"]!.recall == 1)
+        // The borderline user is neither a false alert nor a positive.
+        let ds = r.rules["double_support_regression"]!
+        #expect(ds.borderline == 1 && ds.borderlineAlerted == 1 && ds.falseAlerts == 0 && ds.positives == 0 && ds.falsePositive == 0)
+        let tables = r.shapeTables(rules: ["stalled_recovery", "double_support_regression"])
+        #expect(tables.contains("| +sparse | 1 | 2 | 0.500 ["))
+        #expect(tables.contains("| stalled | 1 | 1 | 1.000 ["))
+        #expect(tables.contains("Borderline (unscored) users: 1, alerted for 1."))
+    }
+
+    /// The order statistics that bound a quantile (normal approximation of the binomial).
+    @Test func quantileIntervalsCoverTheQuantile() {
+        let values = Array(1...100)
+        let (lo, hi) = QualityReport.quantileInterval(values, 0.5)
+        // n q = 50, 1.96 √25 = 9.8: ranks 40 and 61
+        #expect((lo, hi) == (40, 61))
+        #expect(QualityReport.quantileInterval([7], 0.9) == (7, 7))
+        let (lo9, hi9) = QualityReport.quantileInterval(values, 0.9)
+        #expect(lo9 < 90 && hi9 > 90 && hi9 <= 100)
     }
 
     @Test func labelsCarryOnsetDatesAndTraits() {
