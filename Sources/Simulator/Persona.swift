@@ -143,12 +143,16 @@ public struct DayEffects: Sendable, Hashable {
     public var stepLength: [Double]
     /// Walking-speed samples recorded that day (0: the phone stayed at home).
     public var samples: [Int]
+    /// The error of the watch's six-minute-walk estimate that day (m), drawn ahead so that the
+    /// labels know which estimates reach the 500 m cap.
+    public var sixMinuteWalk: [Double]
 
     /// Creates day effects (all arrays as long as the timeline).
-    public init(speed: [Double], doubleSupport: [Double], stepLength: [Double], samples: [Int]) {
+    public init(speed: [Double], doubleSupport: [Double], stepLength: [Double], samples: [Int], sixMinuteWalk: [Double]) {
         self.speed = speed
         self.doubleSupport = doubleSupport
         self.stepLength = stepLength
         self.samples = samples
+        self.sixMinuteWalk = sixMinuteWalk
     }
 }

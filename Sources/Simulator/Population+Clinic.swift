@@ -111,7 +111,14 @@ extension Population {
         let sync = synced ? 2 + Int(rng.next() % 3) : nil
         if synced { label.traits.append("sync") }
 
-        t.dayEffects = Population.dayEffects(t, noisy: noisy, fewSamples: fewSamples, sparse: sparse, rng: &rng)
+        t.dayEffects = Population.dayEffects(t, noisy: noisy, sixMinuteWalkNoise: p.sixMinuteWalkNoise, fewSamples: fewSamples, sparse: sparse, rng: &rng)
+        // A weekly estimate that reaches the watch's 500 m cap is provisional: uncalibrated_6mwd
+        // should flag it, whatever the pattern.
+        let g = TrafficGenerator(persona: p, timeline: t, seed: 0)
+        if let wd = t.sixMinuteWalkWeekday, let capped = (1...max(1, t.days)).first(where: { $0 % 7 == wd && g.sixMinuteWalkEstimate(day: $0) >= 500 }) {
+            if !label.expected.contains("uncalibrated_6mwd") { label.cappedDay = capped }
+            label.expected.insert("uncalibrated_6mwd")
+        }
         label.onset = Population.clinicOnsets(label, t)
         if label.onset["data_gap"] != nil { label.expected.insert("data_gap") }
         return sync
@@ -123,7 +130,7 @@ extension Population {
     /// 3–8 % of days (few-sample users 25–45 %) 1–5; a third to two thirds while ill; none on
     /// the days a sparse user's phone stays at home (30–50 % of days, and half of them a
     /// week-long gap).
-    static func dayEffects(_ t: Timeline, noisy: Bool, fewSamples: Bool, sparse: Bool, rng: inout SplitMix) -> DayEffects {
+    static func dayEffects(_ t: Timeline, noisy: Bool, sixMinuteWalkNoise: Double, fewSamples: Bool, sparse: Bool, rng: inout SplitMix) -> DayEffects {
         let days = max(1, t.days)
         let sd = noisy ? 0.06 + rng.uniform() * 0.04 : 0.02 + rng.uniform() * 0.025
         let phi = noisy ? 0.5 + rng.uniform() * 0.3 : 0.2 + rng.uniform() * 0.4
@@ -159,13 +166,14 @@ extension Population {
             if home, d > 1, d <= days - 3 { n = 0 }
             samples.append(n)
         }
-        return DayEffects(speed: speed, doubleSupport: ds, stepLength: step, samples: samples)
+        let walk = (0..<days).map { _ in rng.normal() * sixMinuteWalkNoise }
+        return DayEffects(speed: speed, doubleSupport: ds, stepLength: step, samples: samples, sixMinuteWalk: walk)
     }
 
     /// The clinic cohort's onsets: the day recovery stopped (stall shapes), the day a
     /// double-support rise reached 3 points, the first day of the first run of three days without
-    /// walking speed (the phone at home, or a gap), the first watch estimate while uncalibrated,
-    /// day 1 for a slow walker.
+    /// walking speed (the phone at home, or a gap), the first watch estimate while uncalibrated
+    /// (or, for a calibrated watch, the first at the 500 m cap), day 1 for a slow walker.
     static func clinicOnsets(_ label: Label, _ t: Timeline) -> [String: Int] {
         var o: [String: Int] = [:]
         if label.expected.contains("stalled_recovery") { o["stalled_recovery"] = t.plateauDay }
@@ -173,7 +181,9 @@ extension Population {
             o["double_support_regression"] = r + Int((0.03 / t.regressionPerDay).rounded(.up)) - 1
         }
         if label.expected.contains("low_gait_speed") { o["low_gait_speed"] = 1 }
-        if label.expected.contains("uncalibrated_6mwd"), let wd = t.sixMinuteWalkWeekday { o["uncalibrated_6mwd"] = (1...7).first { $0 % 7 == wd } }
+        if label.expected.contains("uncalibrated_6mwd"), let wd = t.sixMinuteWalkWeekday {
+            o["uncalibrated_6mwd"] = label.cappedDay ?? (1...7).first { $0 % 7 == wd }
+        }
         var run = 0
         for d in 1...max(1, t.days) {
             let empty = t.missing.contains { $0.contains(d) } || t.dayEffects.map { d <= $0.samples.count && $0.samples[d - 1] == 0 } == true

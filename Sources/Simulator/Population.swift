@@ -115,6 +115,9 @@ public struct Population: Sendable {
         /// Labelled rules this user is neither a positive nor a negative for: a borderline case
         /// (a double-support rise of 2–3 points) that the report counts on its own.
         public var unscored: Set<String> = []
+        /// The first day a calibrated watch's estimate reached the 500 m cap (clinic cohort), which
+        /// `uncalibrated_6mwd` flags as provisional; nil when none did.
+        public var cappedDay: Int?
 
         /// The label as one JSON object: user, pattern, `expected` with a boolean per labelled
         /// rule, `onset` with the date each expected rule's condition became true, and `traits`.

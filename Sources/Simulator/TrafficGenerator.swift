@@ -67,6 +67,14 @@ public struct TrafficGenerator: Sendable {
         return v
     }
 
+    /// The watch's six-minute-walk estimate on day `d` (m): the expected distance, with the day's
+    /// error in the cohorts with day effects, capped at 500 m as the watch caps it.
+    public func sixMinuteWalkEstimate(day d: Int) -> Double {
+        var est = persona.sixMinuteWalk * meanSpeed(day: d) / persona.walkingSpeed
+        if let e = timeline.dayEffects, d >= 1, d <= e.sixMinuteWalk.count { est = max(50, est + e.sixMinuteWalk[d - 1]) }
+        return min(500, est.rounded())
+    }
+
     /// Walking speed `k` days after the injury on the timeline's recovery shape (uncapped).
     func regained(days k: Int) -> Double {
         let base = persona.walkingSpeed, low = base * timeline.dropFactor
@@ -297,9 +305,7 @@ public struct TrafficGenerator: Sendable {
                     bundle: "com.apple.health.5A1E7C3B"))
         }
         if let wd = timeline.sixMinuteWalkWeekday, d % 7 == wd {
-            var est = persona.sixMinuteWalk * meanSpeed(day: d) / persona.walkingSpeed
-            if effects != nil { est = max(50, est + rng.normal() * persona.sixMinuteWalkNoise) }
-            est = min(500, est.rounded())
+            let est = sixMinuteWalkEstimate(day: d)
             let end = dayStart.adding(seconds: 7 * 3600)
             let calibrated = d > timeline.uncalibratedUntil ? "1" : "0"
             byHour[7, default: []].append(

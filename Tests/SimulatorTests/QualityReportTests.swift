@@ -1,6 +1,7 @@
 import Foundation
 import MobilityModel
 import Simulator
+import TestSupport
 import Testing
 
 @Suite struct ConfidenceIntervalTests {
@@ -154,5 +155,27 @@ import Testing
             }
         }
         #expect(seen == [.slowSteady, .driftingPlateau, .stalled, .relapse])
+    }
+
+    /// The shipped rules on a small clinic cohort, as `mobility-sim quality --cohort clinic`
+    /// scores them: the data-quality rules exact, the others within wide bounds of the figures
+    /// docs/alert-quality.md reports for 6 000 users (a regression that halves a rule's recall or
+    /// multiplies its false alerts fails here; the figures themselves come from the large runs).
+    @Test func shippedRulesOnASmallClinicCohort() {
+        let program = ShardedReplayTests.program
+        let report = Population(users: 150, days: 90, seed: 101, cohort: .clinic).quality(program: program, threads: 2)
+        for rule in ["data_gap", "uncalibrated_6mwd"] {
+            let s = report.rules[rule]!
+            #expect(s.positives > 5 && s.recall == 1, "\(rule) recall \(s.recall ?? -1) of \(s.positives)")
+            #expect(s.falseAlerts == 0, "\(rule): \(s.falseAlerts) false alerts")
+        }
+        let ds = report.rules["double_support_regression"]!
+        #expect(ds.positives > 5 && ds.recall! >= 0.9, "double support recall \(ds.recall ?? -1)")
+        #expect(ds.falseAlertRate! < 0.5)
+        let stall = report.rules["stalled_recovery"]!
+        #expect(stall.positives > 20 && stall.recall! >= 0.8, "stall recall \(stall.recall ?? -1)")
+        #expect(stall.falseAlertRate! < 6, "stall false alerts \(stall.falseAlertRate ?? -1)")
+        let tables = report.shapeTables()
+        for shape in ["| slow_start |", "| s_curve |", "| +illness_unannotated |", "| +sparse |"] { #expect(tables.contains(shape)) }
     }
 }
