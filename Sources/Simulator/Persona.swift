@@ -22,6 +22,12 @@ public struct Persona: Sendable, Hashable {
     public var speedNoise: Double = 0.07
     /// Double-support noise (standard deviation, fraction).
     public var doubleSupportNoise: Double = 0.012
+    /// Step-length sample noise (standard deviation, m) of the cohorts with day effects
+    /// (``DayEffects``); the others scale each speed sample instead.
+    public var stepLengthNoise: Double = 0.05
+    /// The watch's weekly six-minute-walk estimate's error (standard deviation, m) in the cohorts
+    /// with day effects; the others estimate without error.
+    public var sixMinuteWalkNoise: Double = 25
     /// Share of speed samples written in mi/hr (display unit of US phones) rather than m/s.
     public var imperialShare: Double = 0.5
 
@@ -58,6 +64,11 @@ public struct Timeline: Sendable, Hashable {
     public var injuredDoubleSupport: Double = 0.36
     /// Double support's change per day after the injury (fraction per day; negative: improving).
     public var doubleSupportPerDay: Double = -0.0015
+    /// When set, double support follows the recovery's course instead of `injuredDoubleSupport`
+    /// and `doubleSupportPerDay`: up by this much (fraction) per unit of relative walking speed
+    /// lost (0.12: a 45 % slower walk adds 5.4 points), so that it stops improving when walking
+    /// speed does.
+    public var doubleSupportPerDeficit: Double?
     /// From this day on double support rises by `regressionPerDay` (a gait-quality regression).
     public var doubleSupportRegressionDay: Int?
     /// Double support's rise per day from `doubleSupportRegressionDay` on (fraction per day).
@@ -78,6 +89,37 @@ public struct Timeline: Sendable, Hashable {
     public var clinicTests: [(Int, Double)] = []
     /// Travel: (first day, last day, IANA zone) — samples carry the zone they were recorded in.
     public var travel: [(ClosedRange<Int>, String)] = []
+    /// How walking speed comes back after the injury (default: a straight line at `recoveryPerDay`).
+    public var recovery: RecoveryShape = .linear
+    /// Days of an illness (flu, a cold): walking speed multiplied by `illnessFactor`, fewer samples
+    /// (`illnessSampleFactor` of them), double support up by `illnessDoubleSupport`; published as
+    /// an `illness` annotation only when `illnessAnnotated`.
+    public var illness: ClosedRange<Int>?
+    /// The factor walking speed is multiplied by during the illness.
+    public var illnessFactor: Double = 0.85
+    /// The share of a day's samples recorded while ill (the phone is carried less).
+    public var illnessSampleFactor: Double = 0.5
+    /// Double support's rise while ill (fraction).
+    public var illnessDoubleSupport: Double = 0
+    /// Whether the illness is annotated (someone entered it).
+    public var illnessAnnotated = true
+    /// The double-support regression stops rising once it has risen by this much (fraction; nil:
+    /// it rises for good), and then stays: a sustained shift.
+    public var regressionRise: Double?
+    /// Day-by-day noise and sample counts (nil: the default model, independent day effects of
+    /// 40 % of the sample noise and `samplesPerDay`).
+    public var dayEffects: DayEffects?
+
+    /// The shape of a recovery's walking speed between the injury's drop and the baseline.
+    public enum RecoveryShape: Sendable, Hashable {
+        /// `recoveryPerDay` every day from the injury on.
+        case linear
+        /// Nothing regained for `lag` days, then `recoveryPerDay`.
+        case slowStart(lag: Int)
+        /// A logistic curve from the drop to the baseline, half-way on day `mid` after the
+        /// injury, with scale `width` days (an S-shaped recovery: slow, fast, slow).
+        case logistic(mid: Double, width: Double)
+    }
 
     /// Creates a timeline.
     public init() {}
@@ -88,4 +130,29 @@ public struct Timeline: Sendable, Hashable {
     }
     /// Hashes the start and the number of days (consistent with `==`).
     public func hash(into h: inout Hasher) { h.combine(start); h.combine(days) }
+}
+
+/// A user's day-by-day noise, drawn once for the whole timeline (day effects that carry over from
+/// one day to the next cannot be drawn day by day independently): values indexed by day − 1.
+public struct DayEffects: Sendable, Hashable {
+    /// Added to the day's mean walking speed (m/s): an AR(1) process plus a weekday/weekend offset.
+    public var speed: [Double]
+    /// Added to the day's double support (fraction).
+    public var doubleSupport: [Double]
+    /// The day's step length relative to its expected value (added to 1).
+    public var stepLength: [Double]
+    /// Walking-speed samples recorded that day (0: the phone stayed at home).
+    public var samples: [Int]
+    /// The error of the watch's six-minute-walk estimate that day (m), drawn ahead so that the
+    /// labels know which estimates reach the 500 m cap.
+    public var sixMinuteWalk: [Double]
+
+    /// Creates day effects (all arrays as long as the timeline).
+    public init(speed: [Double], doubleSupport: [Double], stepLength: [Double], samples: [Int], sixMinuteWalk: [Double]) {
+        self.speed = speed
+        self.doubleSupport = doubleSupport
+        self.stepLength = stepLength
+        self.samples = samples
+        self.sixMinuteWalk = sixMinuteWalk
+    }
 }

@@ -30,6 +30,11 @@ public struct Population: Sendable {
         /// Slow-but-steady recoveries across the range, drifting plateaus, relapses, sparse, noisy
         /// and quiet users, heat waves, travel and missing days in the decisive weeks.
         case wide
+        /// The patients clinics have: slow-start, S-shaped and slow full recoveries, illness weeks
+        /// (annotated half the time), day effects that carry over and weekday patterns, days with
+        /// 1–5 samples, phones left at home, late-entered injuries, multi-day syncs, double-support
+        /// rises of 2–6 points (see docs/alert-quality.md and ``Population/clinic(_:_:_:injury:rng:)``).
+        case clinic
     }
 
     /// The recovery patterns and their share of the cohort.
@@ -41,6 +46,12 @@ public struct Population: Sendable {
         case driftingPlateau = "drifting_plateau"
         /// Wide cohort: recovery stops and walking speed falls again for 10–20 days.
         case relapse
+        /// Clinic cohort: a straight recovery that reaches the baseline only 50–60 days after the injury.
+        case slowFull = "slow_full"
+        /// Clinic cohort: 7–21 days without gain, then a recovery reaching the baseline by day 40–60.
+        case slowStart = "slow_start"
+        /// Clinic cohort: an S-shaped (logistic) recovery, half-way 18–30 days after the injury.
+        case sCurve = "s_curve"
 
         /// The default cohort's patterns, in the order the share roll walks them.
         static let defaultMix: [(Pattern, Double)] = [
@@ -52,6 +63,11 @@ public struct Population: Sendable {
             (.normal, 0.20), (.slowSteady, 0.22), (.stalled, 0.14), (.driftingPlateau, 0.12), (.relapse, 0.12),
             (.regressing, 0.06), (.gap, 0.05), (.slowWalker, 0.04), (.uncalibrated, 0.05)
         ]
+        /// The clinic cohort's patterns and shares.
+        static let clinicMix: [(Pattern, Double)] = [
+            (.normal, 0.16), (.slowFull, 0.12), (.slowStart, 0.10), (.sCurve, 0.10), (.stalled, 0.12), (.driftingPlateau, 0.08),
+            (.relapse, 0.08), (.regressing, 0.12), (.gap, 0.04), (.slowWalker, 0.04), (.uncalibrated, 0.04)
+        ]
 
         /// The alerts that should fire for this pattern (the ground truth).
         var expected: Set<String> {
@@ -61,7 +77,7 @@ public struct Population: Sendable {
             case .gap: ["data_gap"]
             case .slowWalker: ["low_gait_speed"]
             case .uncalibrated: ["uncalibrated_6mwd"]
-            case .normal, .slowRecovery, .heatWave, .travel, .slowSteady: []
+            case .normal, .slowRecovery, .heatWave, .travel, .slowSteady, .slowFull, .slowStart, .sCurve: []
             }
         }
     }
@@ -96,6 +112,12 @@ public struct Population: Sendable {
         public var traits: [String] = []
         /// The date of day 1.
         public var start = CivilDate(year: 2026, month: 1, day: 1)
+        /// Labelled rules this user is neither a positive nor a negative for: a borderline case
+        /// (a double-support rise of 2–3 points) that the report counts on its own.
+        public var unscored: Set<String> = []
+        /// The first day a calibrated watch's estimate reached the 500 m cap (clinic cohort), which
+        /// `uncalibrated_6mwd` flags as provisional; nil when none did.
+        public var cappedDay: Int?
 
         /// The label as one JSON object: user, pattern, `expected` with a boolean per labelled
         /// rule, `onset` with the date each expected rule's condition became true, and `traits`.
@@ -115,6 +137,11 @@ public struct Population: Sendable {
             if !traits.isEmpty {
                 w.beginArray("traits")
                 for t in traits { w.string(nil, t) }
+                w.endArray()
+            }
+            if !unscored.isEmpty {
+                w.beginArray("unscored")
+                for r in Population.labelledRules where unscored.contains(r) { w.string(nil, r) }
                 w.endArray()
             }
             w.endObject()
@@ -138,7 +165,7 @@ public struct Population: Sendable {
         let roll = rng.uniform()
         var acc = 0.0
         var pattern = Pattern.normal
-        for (p, share) in cohort == .wide ? Pattern.wideMix : Pattern.defaultMix {
+        for (p, share) in cohort == .clinic ? Pattern.clinicMix : cohort == .wide ? Pattern.wideMix : Pattern.defaultMix {
             acc += share
             if roll < acc { pattern = p; break }
         }
@@ -152,7 +179,10 @@ public struct Population: Sendable {
         t.days = days
         let injury = max(8, min(days - 40, 31 + Int(rng.next() % 10)))
         var label = Label(user: p.user, pattern: pattern, expected: pattern.expected)
-        if cohort == .wide {
+        var sync = syncDays
+        if cohort == .clinic {
+            sync = clinic(&p, &t, &label, injury: injury, rng: &rng) ?? syncDays
+        } else if cohort == .wide {
             widen(&p, &t, &label, injury: injury, rng: &rng)
         } else {
             switch pattern {
@@ -190,18 +220,18 @@ public struct Population: Sendable {
                 p.walkingSpeed = 0.55 + rng.uniform() * 0.1
             case .uncalibrated:
                 t.uncalibratedUntil = 14 + Int(rng.next() % 14)
-            case .slowSteady, .driftingPlateau, .relapse:
-                break  // wide cohort only
+            case .slowSteady, .driftingPlateau, .relapse, .slowFull, .slowStart, .sCurve:
+                break  // wide and clinic cohorts only
             }
         }
         if pattern != .uncalibrated { t.uncalibratedUntil = 0 }
         label.injuryDay = t.injuryDay
         label.days = days
         label.start = t.start
-        label.onset = Population.onsets(pattern, t)
+        if cohort != .clinic { label.onset = Population.onsets(pattern, t) }
         var g = TrafficGenerator(persona: p, timeline: t, seed: seed &+ UInt64(i))
         g.samplesPerMessage = samplesPerMessage
-        g.syncDays = syncDays
+        g.syncDays = sync
         return (g, label)
     }
 
@@ -308,11 +338,12 @@ public struct Population: Sendable {
     /// Every user's label.
     public func labels() -> [Label] { (0..<users).map { user($0).1 } }
 
-    /// The traffic, generated lazily one cohort-day at a time (with ``syncDays``, one sync block
-    /// of days), in publish order within each.
+    /// The traffic, generated lazily one cohort-day at a time (a phone that syncs every N days,
+    /// ``syncDays`` or the clinic cohort's own, publishes a sync block of days on the block's
+    /// last day), in publish order within each.
     public func traffic() -> AnySequence<TrafficRecord> {
         let generators = (0..<users).lazy.map { self.user($0).0 }
-        let users = self.users, days = self.days, step = max(1, syncDays ?? 1)
+        let users = self.users, days = self.days
         return AnySequence { () -> AnyIterator<TrafficRecord> in
             var day = 0
             var buffer: [TrafficRecord] = []
@@ -320,10 +351,12 @@ public struct Population: Sendable {
             return AnyIterator {
                 while index >= buffer.count {
                     if day >= days { return nil }
-                    let block = (day + 1)...min(days, day + step)
-                    day = block.upperBound
+                    day += 1
                     var timed: [TrafficGenerator.Timed] = []
-                    for u in 0..<users { timed += generators[u].generate(block: block) }
+                    for u in 0..<users {
+                        let g = generators[u]
+                        if let block = Population.syncBlock(ending: day, every: g.syncDays, days: days) { timed += g.generate(block: block) }
+                    }
                     buffer = timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element.record)
                     index = 0
                 }
@@ -331,5 +364,13 @@ public struct Population: Sendable {
                 return buffer[index]
             }
         }
+    }
+
+    /// The days a phone syncing every `every` days (nil: as it goes) publishes on day `d`: the
+    /// block `d` ends (blocks 1…N, N+1…2N, …, the last cut at `days`), nil when `d` ends none.
+    static func syncBlock(ending d: Int, every: Int?, days: Int) -> ClosedRange<Int>? {
+        guard let n = every, n > 1 else { return d...d }
+        guard d % n == 0 || d == days else { return nil }
+        return ((d - 1) / n * n + 1)...d
     }
 }

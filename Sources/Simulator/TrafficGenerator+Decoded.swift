@@ -66,7 +66,19 @@ extension TrafficGenerator {
     /// would give for its payload (``SampleTemplates``; a message with anything unusual is decoded
     /// from its JSON), without writing and parsing the JSON. The quality run's path.
     public func generateDecoded(day d: Int, templates: inout SampleTemplates) -> [DecodedTimed] {
-        parts(day: d).map { part in
+        decoded(parts(day: d), templates: &templates)
+    }
+
+    /// ``generate(block:)`` with each `samples` message already decoded (see
+    /// ``generateDecoded(day:templates:)``): one sync of ``syncDays`` days.
+    public func generateDecoded(block: ClosedRange<Int>, templates: inout SampleTemplates) -> [DecodedTimed] {
+        guard syncDays != nil else { return block.flatMap { generateDecoded(day: $0, templates: &templates) } }
+        return decoded(parts(block: block), templates: &templates)
+    }
+
+    /// Parts as decoded messages.
+    func decoded(_ parts: [Part], templates: inout SampleTemplates) -> [DecodedTimed] {
+        parts.map { part in
             switch part {
             case .record(let t): return DecodedTimed(at: t.at, message: .record(t.record))
             case .samples(let at, let batch):

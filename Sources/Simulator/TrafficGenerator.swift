@@ -44,26 +44,61 @@ public struct TrafficGenerator: Sendable {
 
     /// The expected daily mean walking speed (m/s) of a day, before noise.
     public func meanSpeed(day d: Int) -> Double {
+        let t = timeline
+        var v = course(day: d)
+        if let hw = t.heatWave, hw.contains(d) { v *= t.heatWaveFactor }
+        if let ill = t.illness, ill.contains(d) { v *= t.illnessFactor }
+        return v
+    }
+
+    /// The recovery's course (m/s): the expected walking speed without passing conditions (heat,
+    /// illness).
+    public func course(day d: Int) -> Double {
         let p = persona, t = timeline
         var v = p.walkingSpeed
         if let inj = t.injuryDay, d >= inj {
             let effective = min(d, t.plateauDay ?? Int.max) - inj
-            v = min(p.walkingSpeed, p.walkingSpeed * t.dropFactor + t.recoveryPerDay * Double(effective))
+            v = min(p.walkingSpeed, regained(days: effective))
             if let plateau = t.plateauDay, d > plateau, t.plateauDrift != 0 || t.relapsePerDay != 0 {
                 let after = d - plateau
                 v = min(p.walkingSpeed, v + t.plateauDrift * Double(after)) - t.relapsePerDay * Double(min(after, t.relapseDays))
             }
         }
-        if let hw = t.heatWave, hw.contains(d) { v *= t.heatWaveFactor }
         return v
+    }
+
+    /// The watch's six-minute-walk estimate on day `d` (m): the expected distance, with the day's
+    /// error in the cohorts with day effects, capped at 500 m as the watch caps it.
+    public func sixMinuteWalkEstimate(day d: Int) -> Double {
+        var est = persona.sixMinuteWalk * meanSpeed(day: d) / persona.walkingSpeed
+        if let e = timeline.dayEffects, d >= 1, d <= e.sixMinuteWalk.count { est = max(50, est + e.sixMinuteWalk[d - 1]) }
+        return min(500, est.rounded())
+    }
+
+    /// Walking speed `k` days after the injury on the timeline's recovery shape (uncapped).
+    func regained(days k: Int) -> Double {
+        let base = persona.walkingSpeed, low = base * timeline.dropFactor
+        switch timeline.recovery {
+        case .linear: return low + timeline.recoveryPerDay * Double(k)
+        case .slowStart(let lag): return low + timeline.recoveryPerDay * Double(max(0, k - lag))
+        case .logistic(let mid, let width):
+            let s0 = 1 / (1 + exp(mid / width)), s = 1 / (1 + exp(-(Double(k) - mid) / width))
+            return low + (base - low) * (s - s0) / (1 - s0)
+        }
     }
 
     /// The expected daily double support (fraction), before noise.
     public func meanDoubleSupport(day d: Int) -> Double {
         let p = persona, t = timeline
         var v = p.doubleSupport
-        if let inj = t.injuryDay, d >= inj { v = max(p.doubleSupport, t.injuredDoubleSupport + t.doubleSupportPerDay * Double(d - inj)) }
-        if let r = t.doubleSupportRegressionDay, d >= r { v += t.regressionPerDay * Double(d - r + 1) }
+        if let perDeficit = t.doubleSupportPerDeficit {
+            // Moves with the recovery's course: up by `perDeficit` per unit of relative speed lost.
+            v += perDeficit * max(0, 1 - course(day: d) / p.walkingSpeed)
+        } else if let inj = t.injuryDay, d >= inj {
+            v = max(p.doubleSupport, t.injuredDoubleSupport + t.doubleSupportPerDay * Double(d - inj))
+        }
+        if let r = t.doubleSupportRegressionDay, d >= r { v += min(t.regressionPerDay * Double(d - r + 1), t.regressionRise ?? .infinity) }
+        if let ill = t.illness, ill.contains(d) { v += t.illnessDoubleSupport }
         return min(0.6, v)
     }
 
@@ -94,22 +129,33 @@ public struct TrafficGenerator: Sendable {
     /// day. Without ``syncDays`` the days' traffic as ``generate(day:)`` makes it.
     public func generate(block: ClosedRange<Int>) -> [Timed] {
         guard syncDays != nil else { return block.flatMap { generate(day: $0) } }
+        let topic = layout.samples(persona.user)
+        return parts(block: block).map { part in
+            switch part {
+            case .record(let t): return t
+            case .samples(let at, let batch): return Timed(at: at, record: TrafficRecord(topic: topic, payload: payload(batch)))
+            }
+        }
+    }
+
+    /// The traffic of ``generate(block:)`` before its samples are written as JSON.
+    func parts(block: ClosedRange<Int>) -> [Part] {
         let home = LocalCalendar.cached(persona.timeZone) ?? .utc
         let at = home.startOfDay(timeline.start.dayNumber + DayNumber(block.upperBound)).adding(seconds: 7 * 3600)
-        let profile = layout.profile(persona.user), topic = layout.samples(persona.user)
-        var early: [Timed] = [], late: [Timed] = [], items: [SampleSpec] = []
+        let profile = layout.profile(persona.user)
+        var early: [Part] = [], late: [Part] = [], items: [SampleSpec] = []
         for d in block {
             for part in parts(day: d) {
                 switch part {
                 case .record(let t):
-                    if t.record.topic == profile { early.append(t) } else { late.append(Timed(at: at, record: t.record)) }
+                    if t.record.topic == profile { early.append(.record(t)) } else { late.append(.record(Timed(at: at, record: t.record))) }
                 case .samples(_, let batch): items += batch
                 }
             }
         }
         let size = max(1, samplesPerMessage ?? items.count)
         for first in stride(from: 0, to: items.count, by: size) {
-            early.append(Timed(at: at, record: TrafficRecord(topic: topic, payload: payload(items[first..<min(first + size, items.count)]))))
+            early.append(.samples(at: at, items[first..<min(first + size, items.count)]))
         }
         return early + late
     }
@@ -181,13 +227,36 @@ public struct TrafficGenerator: Sendable {
                             payload: Array("{\"id\":\"heat-\(user)\",\"kind\":\"heat_wave\",\"start\":\"\(a)\",\"end\":\"\(b)\"}".utf8))
                     )))
         }
+        if let ill = timeline.illness, timeline.illnessAnnotated, ill.lowerBound == d {
+            let a = CivilDate(dayNumber: startDay + DayNumber(ill.lowerBound)), b = CivilDate(dayNumber: startDay + DayNumber(ill.upperBound))
+            out.append(
+                .record(
+                    Timed(
+                        at: home.startOfDay(dayNumber).adding(seconds: 21 * 3600 + 60),
+                        record: TrafficRecord(
+                            topic: layout.events(user),
+                            payload: Array("{\"id\":\"illness-\(user)\",\"kind\":\"illness\",\"start\":\"\(a)\",\"end\":\"\(b)\"}".utf8))
+                    )))
+        }
         if timeline.missing.contains(where: { $0.contains(d) }) { return out }
         let zone = timeline.travel.first { $0.0.contains(d) }?.1
         let cal = zone.flatMap { LocalCalendar.cached($0) } ?? home
         let dayStart = cal.startOfDay(dayNumber)
-        let n = Int.random(in: persona.samplesPerDay, using: &rng)
-        let dayMean = meanSpeed(day: d) + rng.normal() * persona.speedNoise * 0.4
-        let dsMean = meanDoubleSupport(day: d) + rng.normal() * persona.doubleSupportNoise * 0.5
+        let effects = timeline.dayEffects
+        let n: Int, dayMean: Double, dsMean: Double, stepMean: Double
+        if let e = effects, d >= 1, d <= e.samples.count {
+            // The cohort's own day-by-day model: day effects that carry over, weekday patterns,
+            // sample counts per day; step length with noise of its own (not a copy of the speed).
+            n = e.samples[d - 1]
+            dayMean = meanSpeed(day: d) + e.speed[d - 1]
+            dsMean = meanDoubleSupport(day: d) + e.doubleSupport[d - 1]
+            stepMean = persona.stepLength * (meanSpeed(day: d) / persona.walkingSpeed).squareRoot() * (1 + e.stepLength[d - 1])
+        } else {
+            n = Int.random(in: persona.samplesPerDay, using: &rng)
+            dayMean = meanSpeed(day: d) + rng.normal() * persona.speedNoise * 0.4
+            dsMean = meanDoubleSupport(day: d) + rng.normal() * persona.doubleSupportNoise * 0.5
+            stepMean = .nan
+        }
         // Samples by hour: a gateway delivers each hour's new samples in one batch.
         var byHour: [Int: [SampleSpec]] = [:]
         for k in 0..<n {
@@ -215,7 +284,10 @@ public struct TrafficGenerator: Sendable {
                         id: sampleID(d, k, "-as"), type: "walkingAsymmetryPercentage", value: asym, unit: "%",
                         start: start, end: end, offset: offset, zone: zone,
                         metadata: "\"HKMetadataKeyDevicePlacementSide\":2"))
-                let step = max(0.2, persona.stepLength * speed / persona.walkingSpeed + rng.normal() * 0.02)
+                let step =
+                    stepMean.isNaN
+                    ? max(0.2, persona.stepLength * speed / persona.walkingSpeed + rng.normal() * 0.02)
+                    : max(0.2, stepMean + rng.normal() * persona.stepLengthNoise)
                 byHour[hour, default: []].append(
                     SampleSpec(
                         id: sampleID(d, k, "-sl"), type: "walkingStepLength", value: step / 0.0254, unit: "in",
@@ -233,7 +305,7 @@ public struct TrafficGenerator: Sendable {
                     bundle: "com.apple.health.5A1E7C3B"))
         }
         if let wd = timeline.sixMinuteWalkWeekday, d % 7 == wd {
-            let est = min(500, (persona.sixMinuteWalk * meanSpeed(day: d) / persona.walkingSpeed).rounded())
+            let est = sixMinuteWalkEstimate(day: d)
             let end = dayStart.adding(seconds: 7 * 3600)
             let calibrated = d > timeline.uncalibratedUntil ? "1" : "0"
             byHour[7, default: []].append(

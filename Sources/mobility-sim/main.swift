@@ -23,13 +23,15 @@ let usage = """
             with --credentials the alerts are read as ACCOUNT (default care-dashboard)
       export EXPORT.xml|export.zip --user ID (--broker URL | -o TRAFFIC.jsonl) [--time-zone ZONE]
             replay a real Apple Health export (streaming parse, mobility records only)
-      population --users N --days D --seed S [--cohort default|wide] [--samples-per-message K] [--sync-days N] -o TRAFFIC.jsonl
-            a cohort with a mix of recovery patterns; ground-truth labels (with onsets) go to
+      population --users N --days D --seed S [--cohort default|wide|clinic] [--samples-per-message K] [--sync-days N] -o TRAFFIC.jsonl
+            a cohort with a mix of recovery patterns (clinic: the hard shapes of docs/alert-quality.md,
+            each phone with its own noise and sync); ground-truth labels (with onsets, traits) go to
             TRAFFIC.labels.jsonl; K: at most K samples a message (default each hour's in one);
             N: each phone syncs every N days, its samples of those days in messages running across them
-      quality --users N --days D (--seed S | --seeds S1,S2,...) [--cohort default|wide] --rules DIR [--threads T]
+      quality --users N --days D (--seed S | --seeds S1,S2,...) [--cohort default|wide|clinic] --rules DIR [--threads T]
             run such cohorts through the engine in-process; print each rule's precision, recall,
-            false alerts per 100 patient-weeks (95 % intervals) and detection delay, pooled over seeds
+            false alerts per 100 patient-weeks at risk and over all weeks, and detection delay
+            (95 % intervals), overall and per shape (pattern, +trait), pooled over seeds
             (users shared out over T threads, default the cores: the scores do not depend on T)
 
     broker options (for a secured broker such as deploy/mosquitto.conf):
@@ -349,14 +351,12 @@ case "quality":
     for seed in seeds {
         let r = Population(users: o.users, days: o.days, seed: seed, cohort: o.cohort).quality(program: program, threads: o.threads)
         pooled.add(r)
-        let s = r.rules["stalled_recovery"] ?? QualityReport.RuleScore()
-        perSeed.append(
-            "seed \(seed): stalled_recovery recall \(s.recall.map { String(format: "%.3f", $0) } ?? "n/a"), "
-                + "false alerts / 100 patient-weeks \(s.falseAlertRate.map { String(format: "%.2f", $0) } ?? "n/a")")
+        perSeed.append("seed \(seed): " + r.seedSummary())
     }
     let secs = Date().timeIntervalSince(began)
     print(pooled.table(), terminator: "")
     print("")
+    print(pooled.shapeTables(), terminator: "")
     print(pooled.breakdown(), terminator: "")
     if seeds.count > 1 { print(perSeed.joined(separator: "\n")) }
     print(

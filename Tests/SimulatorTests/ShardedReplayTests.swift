@@ -118,14 +118,18 @@ import Testing
     }
 
     /// The quality run's firings do not depend on the thread count, nor on replaying each user
-    /// alone rather than the whole cohort in global time order (``Population/traffic()``).
-    @Test func populationFiringsDoNotDependOnThreadsOrOrder() {
-        let pop = Population(users: 60, days: 45, seed: 3)
+    /// alone rather than the whole cohort in global time order (``Population/traffic()``): also
+    /// with the clinic cohort's phones syncing every few days and its late-entered injuries,
+    /// whose withdrawn alerts are marked.
+    @Test(arguments: [(Population.Cohort.default, 60, 45), (.clinic, 40, 70)])
+    func populationFiringsDoNotDependOnThreadsOrOrder(cohort: Population.Cohort, users: Int, days: Int) {
+        let pop = Population(users: users, days: days, seed: 3, cohort: cohort)
         let one = pop.firings(program: Self.program, threads: 1)
         let two = pop.firings(program: Self.program, threads: 2)
         #expect(one.messages == two.messages && one.messages > 1000)
         #expect(one.firings == two.firings)
         #expect(!one.firings.isEmpty)
+        if cohort == .clinic { #expect(one.firings.contains { $0.withdrawn }) }
         // The whole cohort through one engine, in the order the gateways would publish it.
         var ing = Ingestor(
             engine: Engine(
@@ -133,17 +137,14 @@ import Testing
                 configuration: {
                     var c = EngineConfiguration(); c.publishSeries = false; return c
                 }()), clock: .event)
-        var out: [EngineOutput] = [], streamed: [QualityReport.Firing] = []
-        let labelled = Set(Population.labelledRules), day1 = Timeline().start.dayNumber
+        var out: [EngineOutput] = []
+        var collector = FiringCollector()
         for r in pop.traffic() {
             ing.handle(topic: r.topic, payload: r.payload, now: Timestamp(seconds: 0), into: &out)
-            for o in out {
-                guard case .alert(let a) = o, a.status == .firing, !a.isRepeat, labelled.contains(a.rule) else { continue }
-                streamed.append(QualityReport.Firing(rule: a.rule, user: a.user, day: Int(a.day.dayNumber - day1) + 1))
-            }
+            collector.collect(out)
             out.removeAll(keepingCapacity: true)
         }
-        streamed.sort { ($0.rule, $0.user, $0.day) < ($1.rule, $1.user, $1.day) }
+        let streamed = collector.firings.sorted { ($0.rule, $0.user, $0.day) < ($1.rule, $1.user, $1.day) }
         #expect(streamed == one.firings)
     }
 }
