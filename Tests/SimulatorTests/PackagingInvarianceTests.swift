@@ -127,8 +127,10 @@ extension PackagingInvarianceTests {
             }
             // Which alerts, when (an alert evaluated before its late samples came and confirmed by
             // them keeps the values it was first published with).
-            let kept = transitions.filter { !withdrawn.contains($0.id) }
-            return (kept.map { "\($0.rule) \($0.user) \($0.status) \($0.day) since \($0.activeSinceDay) repeat \($0.isRepeat)" }.sorted(), firing.sorted())
+            // Reminders follow the evaluations as they happened (a revision publishes none of an
+            // alert that fired before and after it), so they are left out.
+            let kept = transitions.filter { !withdrawn.contains($0.id) && !$0.isRepeat }
+            return (kept.map { "\($0.rule) \($0.user) \($0.status) \($0.day) since \($0.activeSinceDay)" }.sorted(), firing.sorted())
         }
         var pop = Population(users: 8, days: 70, seed: seed)
         let live = run(Array(pop.traffic()))
