@@ -20,7 +20,8 @@ struct AckCommand: Hashable, Sendable {
         case missingField = "missing_field"
         case invalidField = "invalid_field"
         case unknownField = "unknown_field"
-        case teamDoesNotOwnUser = "team_does_not_own_user"
+        /// No firing instance with this id of a patient of the topic's team, whatever the reason
+        /// (another team's patient, a patient of no team, no such user, no such instance).
         case unknownAlert = "unknown_alert"
         case alertResolved = "alert_resolved"
         case alreadyAcknowledged = "already_acknowledged"

@@ -62,7 +62,7 @@ public struct TimelineCommand: Hashable, Sendable {
     /// `too_many_entries`) mean the same there.
     public static let reasons = [
         "payload_too_large", "malformed_json", "missing_field", "invalid_field", "unknown_field", "unknown_action", "invalid_text",
-        "end_before_start", "unknown_kind", "team_does_not_own_user", "unknown_user", "entry_exists", "unknown_entry", "date_out_of_range",
+        "end_before_start", "unknown_kind", "unknown_user", "entry_exists", "unknown_entry", "date_out_of_range",
         "too_many_entries", "store_unavailable"
     ]
 
