@@ -2,21 +2,48 @@
 #define MOBILITYWATCH_CMICROHTTPD_SHIM_H
 /* libmicrohttpd (Debian libmicrohttpd-dev). MHD_start_daemon is variadic, which Swift cannot
    call, so these inline helpers start a daemon bound to an explicit address and read back where. */
+#include <stdarg.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <microhttpd.h>
 
+/* libmicrohttpd's messages (mostly a client that closed or misbehaved) to stderr, at most 10 a
+   minute and then one line saying how many were left out: a flood of slow or broken clients
+   makes a line per connection, which must not flood the daemon's log. Called on libmicrohttpd's
+   thread. */
+static void mw_mhd_log(void *cls, const char *format, va_list ap) {
+    static time_t window = 0;
+    static unsigned int written = 0, dropped = 0;
+    (void)cls;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - window >= 60) {
+        if (dropped > 0) fprintf(stderr, "libmicrohttpd: %u more messages in the last minute left out\n", dropped);
+        window = now.tv_sec;
+        written = 0;
+        dropped = 0;
+    }
+    if (written >= 10) { dropped++; return; }
+    written++;
+    vfprintf(stderr, format, ap);
+}
+
 /* Its own thread with epoll (poll where epoll is missing), never select(2), whose FD_SETSIZE
    (1 024) made every connection past the 1 023rd descriptor fail; at most `connection_limit`
-   connections at once (further ones wait in the listen backlog), each closed after
-   `timeout_seconds` without activity and given a `memory_limit`-byte pool (which also bounds a
-   request's line and headers: MHD answers 414/431 itself past it). With `cert_pem` and `key_pem`
-   (PEM text, NULL for plain HTTP) it speaks TLS 1.2 or 1.3 only (GnuTLS priorities). */
+   connections at once (further ones wait in the listen backlog), each closed after `timeout_seconds` without
+   activity and given a `memory_limit`-byte pool (which also bounds a request's line and headers:
+   MHD answers 414/431 itself past it). `notify` (with `context`) hears each connection open and
+   close: what bounds how long a request may take to arrive (HTTPEndpoint's ConnectionGuard). With
+   `cert_pem` and `key_pem` (PEM text, NULL for plain HTTP) it speaks TLS 1.2 or 1.3 only (GnuTLS
+   priorities). */
 static inline struct MHD_Daemon *mw_mhd_start_tls(const struct sockaddr *addr, MHD_AccessHandlerCallback handler, void *context,
                                                   unsigned int connection_limit, unsigned int timeout_seconds, size_t memory_limit,
-                                                  const char *cert_pem, const char *key_pem, MHD_RequestCompletedCallback completed) {
+                                                  const char *cert_pem, const char *key_pem, MHD_RequestCompletedCallback completed,
+                                                  MHD_NotifyConnectionCallback notify) {
     unsigned int flags = MHD_USE_ERROR_LOG | (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES
                                               ? MHD_USE_EPOLL_INTERNAL_THREAD : MHD_USE_POLL_INTERNAL_THREAD);
     struct MHD_OptionItem options[] = {
@@ -26,23 +53,34 @@ static inline struct MHD_Daemon *mw_mhd_start_tls(const struct sockaddr *addr, M
         { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)memory_limit, NULL },
         /* Called when a request ends, answered or not: frees what the handler kept for it (a body). */
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, context },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify, context },
+        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mw_mhd_log, NULL },
         { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
         { MHD_OPTION_END, 0, NULL },
     };
     if (cert_pem != NULL && key_pem != NULL) {
         flags |= MHD_USE_TLS;
-        options[5] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert_pem };
-        options[6] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key_pem };
-        options[7] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
+        options[7] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert_pem };
+        options[8] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key_pem };
+        options[9] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
                                               (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2" };
     }
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, context, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
-/* Plain HTTP (see mw_mhd_start_tls). */
-static inline struct MHD_Daemon *mw_mhd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback handler, void *context,
-                                              unsigned int connection_limit, unsigned int timeout_seconds, size_t memory_limit) {
-    return mw_mhd_start_tls(addr, handler, context, connection_limit, timeout_seconds, memory_limit, NULL, NULL, NULL);
+/* Whether a connection notification says the connection opened (else it closed). */
+static inline int mw_mhd_connection_opened(enum MHD_ConnectionNotificationCode code) { return code == MHD_CONNECTION_NOTIFY_STARTED; }
+
+/* The connection's socket, or -1. */
+static inline int mw_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? (int)info->connect_fd : -1;
+}
+
+/* What the connection-notify callback stored for the connection (its `socket_context`), or NULL. */
+static inline void *mw_mhd_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
 }
 
 /* Whether this libmicrohttpd was built with TLS (Debian's is, with GnuTLS). */

@@ -30,10 +30,14 @@ public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertibl
 /// A small HTTP server on libmicrohttpd's own thread (epoll): `/metrics` and `/healthz`, and the
 /// report listener's routes (``HTTPRouter``), optionally over TLS.
 ///
-/// Bounded: at most `connectionLimit` connections at once (more wait in the listen backlog),
-/// each closed after `idleTimeoutSeconds` without activity, with a small per-connection pool
-/// (16 KiB, which bounds a request's line and headers), so idle or slow clients can neither
-/// exhaust the process's descriptors nor starve a health check. A `POST`'s body is collected up to
+/// Bounded: at most `connectionLimit` connections at once (more wait in the listen backlog) and
+/// `connectionsPerAddress` from one IP address (past it a new one closes the address's
+/// longest-waiting one), each closed after
+/// `idleTimeoutSeconds` without activity, or when its request has not arrived whole within
+/// `requestDeadlineSeconds` however its bytes trickle; near the limit a new connection closes the
+/// one that has waited longest for its request (``ConnectionGuard``). A small per-connection pool
+/// (16 KiB) bounds a request's line and headers. So idle or slow clients (slowloris) can neither
+/// exhaust the process's descriptors nor keep a token holder's request or a health check out. A `POST`'s body is collected up to
 /// ``maxBodyBytes`` (past that the request says ``HTTPRequest/bodyOverflow`` and the rest is
 /// discarded); other methods' bodies are discarded.
 ///
@@ -58,6 +62,8 @@ public final class HTTPServer: @unchecked Sendable {
 
     nonisolated(unsafe) private var daemon: OpaquePointer?
     private let responder: Responder
+    /// The request deadline and the room for new connections.
+    let connectionGuard: ConnectionGuard
     private let accessLog: (@Sendable (HTTPAccessRecord) -> Void)?
     /// The PEM texts handed to libmicrohttpd, kept until it stops (then wiped).
     nonisolated(unsafe) private var pem: (cert: UnsafeMutablePointer<CChar>, key: UnsafeMutablePointer<CChar>)?
@@ -70,6 +76,10 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// The default bound on simultaneous connections.
     public static let defaultConnectionLimit = 2048
+    /// The default bound on simultaneous connections from one IP address.
+    public static let defaultConnectionsPerAddress = 64
+    /// The default time a request may take to arrive whole (line, headers, body), in seconds.
+    public static let defaultRequestDeadlineSeconds = 10.0
     /// The most query parameters collected per request (more set ``HTTPRequest/queryOverflow``).
     public static let maxQueryParameters = 64
     /// The longest `POST` body collected (bytes); a longer one sets ``HTTPRequest/bodyOverflow``.
@@ -119,10 +129,14 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Starts listening on `host:port` (IPv4 literal; use 127.0.0.1 for loopback only).
     public init(
-        address: String, tls: TLS? = nil, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
-        responder: @escaping Responder, accessLog: (@Sendable (HTTPAccessRecord) -> Void)? = nil
+        address: String, tls: TLS? = nil, connectionLimit: Int = HTTPServer.defaultConnectionLimit,
+        connectionsPerAddress: Int = HTTPServer.defaultConnectionsPerAddress, idleTimeoutSeconds: Int = 10,
+        requestDeadlineSeconds: Double = HTTPServer.defaultRequestDeadlineSeconds, responder: @escaping Responder,
+        accessLog: (@Sendable (HTTPAccessRecord) -> Void)? = nil
     ) throws(HTTPServerError) {
         self.responder = responder
+        connectionGuard = ConnectionGuard(
+            requestDeadline: requestDeadlineSeconds, connectionLimit: max(1, connectionLimit), perAddress: connectionsPerAddress)
         self.accessLog = accessLog
         self.isTLS = tls != nil
         guard let colon = address.lastIndex(of: ":"), let p = UInt16(address[address.index(after: colon)...]) else {
@@ -166,19 +180,38 @@ public final class HTTPServer: @unchecked Sendable {
                             return .YES
                         }
                         let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+                        if let id = mw_mhd_socket_context(conn) { server.connectionGuard.requestArrived(Int(bitPattern: id)) }
                         let upload = state == HTTPServer.discarding ? nil : Unmanaged<Upload>.fromOpaque(state).takeUnretainedValue()
                         return server.answer(conn, method: String(cString: method), path: String(cString: url), upload: upload)
                     }, me, UInt32(clamping: max(1, connectionLimit)), UInt32(clamping: max(1, idleTimeoutSeconds)), 16 * 1024,
                     pem?.cert, pem?.key,
-                    { _, _, conCls, _ in
+                    { cls, conn, conCls, _ in
+                        // The request is over (answered or not): the next one's deadline starts.
+                        if let cls, let conn, let id = mw_mhd_socket_context(conn) {
+                            Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connectionGuard.responseDone(Int(bitPattern: id))
+                        }
                         guard let conCls, let state = conCls.pointee else { return }
                         if state != HTTPServer.discarding { Unmanaged<Upload>.fromOpaque(state).release() }
                         conCls.pointee = nil
+                    },
+                    { cls, conn, socketContext, event in
+                        guard let cls, let conn, let socketContext else { return }
+                        let guarded = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connectionGuard
+                        if mw_mhd_connection_opened(event) != 0 {
+                            var address: UInt32 = 0
+                            _ = withUnsafeMutableBytes(of: &address) { mw_mhd_peer_ipv4(conn, $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+                            socketContext.pointee = UnsafeMutableRawPointer(
+                                bitPattern: guarded.opened(fd: mw_mhd_connection_fd(conn), address: address))
+                        } else if let id = socketContext.pointee {
+                            guarded.closed(Int(bitPattern: id))
+                            socketContext.pointee = nil
+                        }
                     })
             }
         }
         guard let d else {
             let e = errno
+            connectionGuard.stop()
             wipePEM()
             if tls != nil, e != EADDRINUSE, e != EADDRNOTAVAIL, e != EACCES {
                 throw HTTPServerError(.tls, "cannot start TLS on \(address): check that the certificate and the key are PEM and belong together")
@@ -263,6 +296,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Stops listening.
     public func stop() {
         if let d = daemon { MHD_stop_daemon(d); daemon = nil }
+        connectionGuard.stop()
         wipePEM()
     }
 

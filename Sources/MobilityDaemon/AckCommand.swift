@@ -20,7 +20,8 @@ struct AckCommand: Hashable, Sendable {
         case missingField = "missing_field"
         case invalidField = "invalid_field"
         case unknownField = "unknown_field"
-        case teamDoesNotOwnUser = "team_does_not_own_user"
+        /// No firing instance with this id of a patient of the topic's team, whatever the reason
+        /// (another team's patient, a patient of no team, no such user, no such instance).
         case unknownAlert = "unknown_alert"
         case alertResolved = "alert_resolved"
         case alreadyAcknowledged = "already_acknowledged"
@@ -64,12 +65,11 @@ struct AckCommand: Hashable, Sendable {
             return no(.invalidField, "'alert' is an instance id: 1-64 lower-case hex digits")
         }
         guard TopicLayout.isValidUser(user) else { return no(.invalidField, "'user' is 1-64 of A-Z a-z 0-9 _ -", alert) }
-        guard !by.isEmpty, by.utf8.count <= AlertAcknowledgement.maxByBytes, !by.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else {
-            return no(.invalidField, "'by' is 1-\(AlertAcknowledgement.maxByBytes) bytes without control characters", alert, user)
+        if let p = StaffText.problem(by, field: "'by'", maxBytes: AlertAcknowledgement.maxByBytes, required: true) {
+            return no(.invalidField, p, alert, user)
         }
-        if let note, note.utf8.count > AlertAcknowledgement.maxNoteBytes {
-            return no(.invalidField, "'note' is at most \(AlertAcknowledgement.maxNoteBytes) bytes of UTF-8", alert, user)
+        if let note, let p = StaffText.problem(note, field: "'note'", maxBytes: AlertAcknowledgement.maxNoteBytes, required: false) {
+            return no(.invalidField, p, alert, user)
         }
         return .success(AckCommand(team: team, alert: alert, user: user, by: by, note: note.flatMap { $0.isEmpty ? nil : $0 }))
     }

@@ -31,8 +31,9 @@ final class AcknowledgementDesk: Sendable {
         var acknowledged: [String: StoredAcknowledgement] = [:]
         /// The last firing (or reminder) transition of each firing instance the daemon has seen.
         var lastFiring: [String: AlertTransition] = [:]
-        /// Recently resolved instance ids (bounded), to say "resolved" rather than "unknown".
-        var resolved: Set<String> = []
+        /// Recently resolved instance ids (bounded) and their users, to say "resolved" rather
+        /// than "unknown" to a team of that user.
+        var resolved: [String: String] = [:]
         var resolvedOrder: [String] = []
         var counts: [String: Int] = [:]
         var suppressedReminders = 0
@@ -125,14 +126,16 @@ final class AcknowledgementDesk: Sendable {
         func no(_ r: AckCommand.Refusal, _ m: String) {
             refuse(.init(refusal: r, message: m, alert: c.alert, user: c.user), team: c.team)
         }
-        if let t = teams.knownTeams(of: c.user), !t.contains(c.team) {
-            return no(.teamDoesNotOwnUser, "team \(c.team) is not a care team of this user")
-        }
+        // Whether the team may act comes before whether the alert exists, and every "no" reads
+        // the same: another team's patient, a patient of no team, a user nobody knows and an id
+        // that never fired are one refusal, so a refusal tells nothing of other teams' patients.
+        let unknown = "team \(c.team) has no firing alert instance with this id"
+        guard teams.user(c.user, belongsTo: c.team) else { return no(.unknownAlert, unknown) }
         guard let instance else {
-            let resolved = book.withLock { $0.resolved.contains(c.alert) }
+            let resolved = book.withLock { $0.resolved[c.alert] == c.user }
             return resolved
                 ? no(.alertResolved, "the alert instance has ended (resolved or expired); a new firing has a new id")
-                : no(.unknownAlert, "no firing alert instance of this user has this id")
+                : no(.unknownAlert, unknown)
         }
         let (already, cached) = book.withLock { ($0.acknowledged[c.alert], $0.lastFiring[c.alert]) }
         if let already {
@@ -197,9 +200,9 @@ final class AcknowledgementDesk: Sendable {
                 case .resolved, .expired:
                     b.lastFiring[a.id] = nil
                     if b.acknowledged.removeValue(forKey: a.id) != nil { cleared.append(a.id) }
-                    if b.resolved.insert(a.id).inserted {
+                    if b.resolved.updateValue(a.user, forKey: a.id) == nil {
                         b.resolvedOrder.append(a.id)
-                        if b.resolvedOrder.count > AcknowledgementDesk.resolvedMemory { b.resolved.remove(b.resolvedOrder.removeFirst()) }
+                        if b.resolvedOrder.count > AcknowledgementDesk.resolvedMemory { b.resolved.removeValue(forKey: b.resolvedOrder.removeFirst()) }
                     }
                 }
                 return false

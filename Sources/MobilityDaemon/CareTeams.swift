@@ -26,13 +26,6 @@ public final class CareTeams: Sendable {
         return claimed.withLock { $0[user] ?? [] }
     }
 
-    /// The user's teams for the acknowledgement desk's check; nil when none is known (then the
-    /// broker ACL on the team's command topic is the only check).
-    func knownTeams(of user: String) -> Set<String>? {
-        let t = teams(of: user)
-        return t.isEmpty ? nil : Set(t)
-    }
-
     /// Whether the mapping file or a profile seen since the start names `team` (a silence for a
     /// team nobody belongs to is refused as `unknown_team`).
     func knows(team: String) -> Bool {

@@ -48,7 +48,7 @@ extension Daemon {
             case .refused(let f)?:
                 let type: APIErrorType
                 switch f.reason {
-                case "unknown_entry", "unknown_user", "team_does_not_own_user": type = .notFound
+                case "unknown_entry", "unknown_user": type = .notFound
                 case "entry_exists": type = .conflict
                 case "store_unavailable": type = .unavailable
                 default: type = .badData

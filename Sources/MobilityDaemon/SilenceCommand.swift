@@ -54,9 +54,7 @@ enum SilenceCommand: Hashable, Sendable {
             guard let id = idField else { return no("missing_field", "missing 'id' (the silence's id)") }
             guard let by = byField else { return no("missing_field", "missing 'by' (who expires it)", id) }
             guard isSilenceID(id) else { return no("invalid_field", "'id' is a silence id: 16 lower-case hex digits") }
-            guard !by.isEmpty, Silence.isValidText(by, max: Silence.maxCreatedByBytes) else {
-                return no("invalid_field", "'by' is 1-\(Silence.maxCreatedByBytes) bytes without control characters", id)
-            }
+            if let p = StaffText.problem(by, field: "'by'", maxBytes: Silence.maxCreatedByBytes, required: true) { return no("invalid_field", p, id) }
             return .success(.expire(id: id, by: by))
         case "add":
             for (k, _) in members where !["action", "matchers", "startsAt", "endsAt", "createdBy", "comment"].contains(k) {

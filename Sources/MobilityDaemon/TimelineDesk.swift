@@ -157,13 +157,18 @@ final class TimelineDesk: Sendable {
             refuse(.init(reason, message, id: id, user: user), team: r.team.isEmpty ? nil : r.team, viaMQTT: r.viaMQTT, answer: r.answer)
             return nil
         }
-        if !r.team.isEmpty, let known = teams.knownTeams(of: user), !known.contains(r.team) {
-            return no("team_does_not_own_user", "team \(r.team) is not a care team of this user")
-        }
-        // A user id nobody has heard of is a typo far more often than a patient yet to sync: no
-        // entry makes a user (one the care-teams file lists may be entered before the first sync).
-        guard ingestor.engine.calendar(of: user) != nil || teams.assigned[user] != nil else {
-            return no("unknown_user", "no data, profile or care-teams entry of this user")
+        if !r.team.isEmpty {
+            // A team's command is for the team's patients only, and every other patient reads as
+            // no patient at all (another team's, one of no team, an id nobody knows), so that a
+            // refusal tells nothing of other teams' patients. A team's patient is known (the
+            // care-teams file or the profile names them) before any data.
+            guard teams.user(user, belongsTo: r.team) else { return no("unknown_user", "team \(r.team) has no patient with this id") }
+        } else {
+            // A user id nobody has heard of is a typo far more often than a patient yet to sync: no
+            // entry makes a user (one the care-teams file lists may be entered before the first sync).
+            guard ingestor.engine.calendar(of: user) != nil || teams.assigned[user] != nil else {
+                return no("unknown_user", "no data, profile or care-teams entry of this user")
+            }
         }
         let program = ingestor.engine.program
         if let bad = c.check(clinicalKinds: program.clinicalKinds, annotationKinds: program.annotationKinds) { return no(bad.reason, bad.message) }

@@ -113,18 +113,13 @@ public struct Silence: Hashable, Sendable {
         if endsAt.milliseconds - startsAt.milliseconds > Silence.maxDurationSeconds * 1000 {
             return Problem("too_long", "a silence lasts at most \(Silence.maxDurationSeconds / 86_400) days")
         }
-        if !Silence.isValidText(createdBy, max: Silence.maxCreatedByBytes) || createdBy.isEmpty {
-            return Problem("invalid_field", "'createdBy' is 1-\(Silence.maxCreatedByBytes) bytes without control characters")
+        if let p = StaffText.problem(createdBy, field: "'createdBy'", maxBytes: Silence.maxCreatedByBytes, required: true) {
+            return Problem("invalid_field", p)
         }
-        if comment.isEmpty || comment.utf8.count > Silence.maxCommentBytes {
-            return Problem("invalid_field", "'comment' is 1-\(Silence.maxCommentBytes) bytes of UTF-8")
+        if let p = StaffText.problem(comment, field: "'comment'", maxBytes: Silence.maxCommentBytes, required: true) {
+            return Problem("invalid_field", p)
         }
         return nil
-    }
-
-    /// Whether `s` is at most `max` bytes without control characters.
-    public static func isValidText(_ s: String, max: Int) -> Bool {
-        s.utf8.count <= max && !s.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     /// The daemon's id of a silence: FNV-1a 64 of its team, matchers, times, author and comment,

@@ -62,7 +62,7 @@ public struct TimelineCommand: Hashable, Sendable {
     /// `too_many_entries`) mean the same there.
     public static let reasons = [
         "payload_too_large", "malformed_json", "missing_field", "invalid_field", "unknown_field", "unknown_action", "invalid_text",
-        "end_before_start", "unknown_kind", "team_does_not_own_user", "unknown_user", "entry_exists", "unknown_entry", "date_out_of_range",
+        "end_before_start", "unknown_kind", "unknown_user", "entry_exists", "unknown_entry", "date_out_of_range",
         "too_many_entries", "store_unavailable"
     ]
 
@@ -133,15 +133,9 @@ public struct TimelineCommand: Hashable, Sendable {
         guard case .object(let entryMembers) = entry else { return no("invalid_field", "'entry' is a JSON object", user: user) }
         let entryID: String? = if case .string(let s)? = entry["id"] { s } else { nil }
         func refuse(_ r: String, _ m: String) -> Result<TimelineCommand, Refusal> { no(r, m, id: entryID, user: user) }
-        if let by = byField {
-            guard !by.isEmpty, by.utf8.count <= maxByBytes, isText(by) else {
-                return refuse("invalid_text", "'by' is 1-\(maxByBytes) bytes without control characters")
-            }
-        }
-        if let note = noteField {
-            guard note.utf8.count <= maxNoteBytes, isText(note) else {
-                return refuse("invalid_text", "'note' is at most \(maxNoteBytes) bytes without control characters")
-            }
+        if let by = byField, let p = StaffText.problem(by, field: "'by'", maxBytes: maxByBytes, required: true) { return refuse("invalid_text", p) }
+        if let note = noteField, let p = StaffText.problem(note, field: "'note'", maxBytes: maxNoteBytes, required: false) {
+            return refuse("invalid_text", p)
         }
         let allowed: Set<String> =
             action == .retract ? ["id", "retracted"] : ["id", "kind", "category", "date", "start", "end", "note"]
@@ -152,9 +146,7 @@ public struct TimelineCommand: Hashable, Sendable {
         guard let id = entryID else {
             return refuse(entry["id"] == nil ? "missing_field" : "invalid_field", "'entry' needs an 'id' string (the entry's id)")
         }
-        guard !id.isEmpty, id.utf8.count <= maxIDBytes, isText(id) else {
-            return refuse("invalid_field", "the entry's 'id' is 1-\(maxIDBytes) bytes without control characters")
-        }
+        if let p = StaffText.problem(id, field: "the entry's 'id'", maxBytes: maxIDBytes, required: true) { return refuse("invalid_field", p) }
         let change: TimelineChange
         switch WireDecoder().timelineChange(entry) {
         case .failure(let r): return refuse(r.reason.rawValue, r.detail)
@@ -165,10 +157,8 @@ public struct TimelineCommand: Hashable, Sendable {
         case (.add, .retract), (.correct, .retract): return refuse("invalid_field", "an \(action.rawValue) names the whole entry, not a retraction")
         case (_, .record(let e)):
             guard entry["category"] != nil else { return refuse("missing_field", "the entry needs its 'category' (clinical or annotation)") }
-            if let n = e.note {
-                guard n.utf8.count <= maxNoteBytes, isText(n) else {
-                    return refuse("invalid_text", "the entry's 'note' is at most \(maxNoteBytes) bytes without control characters")
-                }
+            if let n = e.note, let p = StaffText.problem(n, field: "the entry's 'note'", maxBytes: maxNoteBytes, required: false) {
+                return refuse("invalid_text", p)
             }
         case (.retract, .retract): break
         }
@@ -195,7 +185,4 @@ public struct TimelineCommand: Hashable, Sendable {
         }
         return nil
     }
-
-    /// Whether `s` holds no control characters (a note or a name shown in one line of a table).
-    static func isText(_ s: String) -> Bool { !s.unicodeScalars.contains { $0.properties.generalCategory == .control } }
 }

@@ -1,7 +1,9 @@
 import MobilityModel
 
 /// How `mobilityctl alerts` prints: the table of what is firing (like `amtool alert query`) and
-/// one line per transition for `--follow`, with severity colour only on a terminal.
+/// one line per transition for `--follow`, with severity colour only on a terminal. What the
+/// alerts say is escaped (``TerminalText``): a row stays one row, and no stored text reaches the
+/// terminal as an escape sequence.
 struct AlertTable {
     /// ANSI colours; only when stdout is a terminal and NO_COLOR is unset.
     var colour: Bool
@@ -30,9 +32,8 @@ struct AlertTable {
     func table(_ alerts: [AlertTransition]) -> String {
         let rows = AlertTable.sorted(alerts).map {
             [
-                $0.rule, $0.user, $0.severity.rawValue, oneLine(AlertTable.state($0)), $0.activeSinceDay.description, $0.firedDay.description,
-                oneLine($0.headline)
-            ]
+                $0.rule, $0.user, $0.severity.rawValue, AlertTable.state($0), $0.activeSinceDay.description, $0.firedDay.description, $0.headline
+            ].map(TerminalText.escaped)
         }
         let last = AlertTable.header.count - 1
         var widths = AlertTable.header.map(\.count)
@@ -57,11 +58,11 @@ struct AlertTable {
         let time = a.day.description
         let fields = "\(time)  \(status.padding(toLength: 9, withPad: " ", startingAt: 0))"
         let sev = a.severity.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + "  "
-        let rest = "\(a.rule)  \(a.user)  "
+        let rest = "\(TerminalText.escaped(a.rule))  \(TerminalText.escaped(a.user))  "
         let visible = fields.count + 2 + sev.count + rest.count
         // Green for a resolution; an expiry is not a recovery and stays uncoloured.
         let statusText = colour && a.status == .resolved && !a.isWithdrawal ? "\u{1B}[32m\(fields)\u{1B}[0m" : fields
-        return statusText + "  " + paint(sev, a.severity) + rest + cut(oneLine(a.headline), room: width.map { $0 - visible })
+        return statusText + "  " + paint(sev, a.severity) + rest + cut(TerminalText.escaped(a.headline), room: width.map { $0 - visible })
     }
 
     /// `text` in the severity's colour (critical red, warning yellow, info cyan) when colouring.
@@ -75,10 +76,5 @@ struct AlertTable {
     func cut(_ text: String, room: Int?) -> String {
         guard let room, text.count > room else { return text }
         return room <= 0 ? "" : String(text.prefix(room - 1)) + "…"
-    }
-
-    /// Control characters (a newline in a summary) would break the table: shown as spaces.
-    func oneLine(_ s: String) -> String {
-        String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : Character($0) })
     }
 }

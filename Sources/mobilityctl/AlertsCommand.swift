@@ -161,7 +161,7 @@ enum AlertsCommand {
             return 1
         }
 
-        for note in feed.notes() { writeErr("mobilityctl alerts: \(note)\n") }
+        for note in feed.notes() { writeErr("mobilityctl alerts: \(TerminalText.escaped(note))\n") }
         let colour = isatty(1) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
         let printer = AlertTable(colour: colour, width: terminalWidth())
         let firing = feed.snapshot().filter { $0.1.status == .firing && o.admits($0.1) }
@@ -189,15 +189,16 @@ enum AlertsCommand {
             for (raw, a) in feed.next() where o.admits(a) {
                 write(o.json ? line(raw: raw, a) : printer.line(a) + "\n")
             }
-            for note in feed.notes() { writeErr("mobilityctl alerts: \(note)\n") }
+            for note in feed.notes() { writeErr("mobilityctl alerts: \(TerminalText.escaped(note))\n") }
         }
         sources.forEach { $0.cancel() }
         return 0
     }
 
-    /// The payload as published, one line (re-encoded only if it held a line break).
+    /// The payload as published, one line (re-encoded only if it held a line break or another
+    /// control byte), with control characters in its strings as JSON escapes (``TerminalText``).
     static func line(raw: [UInt8], _ a: AlertTransition) -> String {
-        (raw.contains(10) || raw.contains(13) ? a.json : String(decoding: raw, as: UTF8.self)) + "\n"
+        TerminalText.json(raw.contains { $0 < 0x20 } ? a.json : String(decoding: raw, as: UTF8.self)) + "\n"
     }
 
     static func write(_ s: String) { FileHandle.standardOutput.write(Data(s.utf8)) }

@@ -78,7 +78,8 @@ struct CommandBroker {
 
     /// Publishes `payload` on `topic` and, unless `--wait 0`, waits for the daemon's answer among
     /// the messages on `listen` (`judge` recognises it): a refusal (exit 1, its reason and
-    /// message printed as `mobilityctl WHAT: refused (reason): message`), no answer in time (exit
+    /// message printed as `mobilityctl WHAT: refused (reason): message`, escaped for the terminal
+    /// as the accepted answer's text is), no answer in time (exit
     /// 1), or a connection failure (exit 1, or 2 for a credentials file without the account).
     func send(
         _ access: BrokerAccess, what: String, topic: String, payload: [UInt8], listen: [String],
@@ -92,9 +93,10 @@ struct CommandBroker {
                 return .sent
             }
             switch try CommandAnswer.send(access, account: login(access), topic: topic, payload: payload, listen: listen, timeout: wait, judge: judge) {
-            case .accepted(let text)?: return .accepted(text)
+            // The answer quotes what the daemon stored and sent: printed escaped (TerminalText).
+            case .accepted(let text)?: return .accepted(TerminalText.escaped(text))
             case .refused(let reason, let message)?:
-                writeErr("mobilityctl \(what): refused (\(reason)): \(message)\n")
+                writeErr("mobilityctl \(what): refused (\(TerminalText.escaped(reason))): \(TerminalText.escaped(message))\n")
                 return .failed(1)
             case nil:
                 writeErr("mobilityctl \(what): sent to \(topic), but no answer from mobilityd within \(Int(wait)) s (is it running and subscribed?)\n")

@@ -118,10 +118,12 @@ enum ReportCommand {
         return page == "panel" ? ReportPage.panel(history: history, spec: spec) : ReportPage.weekly(digest: digest, history: history, spec: spec)
     }
 
-    /// Writes `text` to `output` (`-`: standard output), readable by the owner only.
+    /// Writes `text` to `output` (`-`: standard output, with the control and bidirectional
+    /// characters its JSON strings or page text may hold as JSON escapes, ``TerminalText/json(_:)``,
+    /// as it may be a terminal), readable by the owner only.
     static func write(_ text: String, to output: String) -> Bool {
         if output == "-" {
-            FileHandle.standardOutput.write(Data(text.utf8))
+            FileHandle.standardOutput.write(Data(TerminalText.json(text).utf8))
         } else {
             // Health data: readable by the owner only, like the daemon's state.
             try? FileManager.default.removeItem(atPath: output)

@@ -151,8 +151,8 @@ enum SilenceCommandLine {
     static func expire(_ o: Options, _ access: BrokerAccess) -> Int32 {
         let team = o.team!
         guard !o.positional.isEmpty else { fail("mobilityctl silence expire: name the silence ids to expire\n\n" + usage) }
-        guard let author = o.author, !author.isEmpty, Silence.isValidText(author, max: Silence.maxCreatedByBytes) else {
-            fail("mobilityctl silence expire: --author NAME is required (1-\(Silence.maxCreatedByBytes) bytes)\n\n" + usage)
+        guard let author = o.author, StaffText.isValid(author, maxBytes: Silence.maxCreatedByBytes, required: true) else {
+            fail("mobilityctl silence expire: --author NAME is required (1-\(Silence.maxCreatedByBytes) bytes without control characters)\n\n" + usage)
         }
         for id in o.positional where !(id.utf8.count == 16 && id.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) {
             fail("mobilityctl silence expire: '\(id.prefix(40))' is not a silence id (16 lower-case hex digits, as silence add and query print)")
@@ -252,14 +252,16 @@ enum SilenceCommandLine {
         let now = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         let silences = seen.withLock { $0.silences.values.compactMap { Silence.parse($0) } }.sorted { ($0.endsAt, $0.id) < ($1.endsAt, $1.id) }
         if o.output == "json" {
-            for s in silences { print(s.json(state: s.state(at: now))) }
+            for s in silences { print(TerminalText.json(s.json(state: s.state(at: now)))) }
             return 0
         }
         let header = ["ID", "TEAM", "STATE", "MATCHERS", "STARTS AT", "ENDS AT", "CREATED BY", "COMMENT"]
         let rows =
             [header]
             + silences.map {
+                // Retained text, possibly from before control characters were refused: escaped.
                 [$0.id, $0.team, $0.state(at: now).rawValue, $0.matchersText, $0.startsAt.description, $0.endsAt.description, $0.createdBy, $0.comment]
+                    .map(TerminalText.escaped)
             }
         let widths = header.indices.map { c in rows.map { $0[c].count }.max() ?? 0 }
         for r in rows {

@@ -39,9 +39,9 @@ enum AckCommandLine {
         guard !alert.isEmpty, alert.utf8.count <= 64, alert.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
             fail("mobilityctl ack: --alert is an alert instance id (the 'id' of the firing message: lower-case hex)")
         }
-        guard !by.isEmpty, by.utf8.count <= AlertAcknowledgement.maxByBytes else { fail("mobilityctl ack: --by is 1-\(AlertAcknowledgement.maxByBytes) bytes") }
-        if let note, note.utf8.count > AlertAcknowledgement.maxNoteBytes {
-            fail("mobilityctl ack: --note is at most \(AlertAcknowledgement.maxNoteBytes) bytes")
+        if let p = StaffText.problem(by, field: "--by", maxBytes: AlertAcknowledgement.maxByBytes, required: true) { fail("mobilityctl ack: \(p)") }
+        if let note, let p = StaffText.problem(note, field: "--note", maxBytes: AlertAcknowledgement.maxNoteBytes, required: false) {
+            fail("mobilityctl ack: \(p)")
         }
         let access = options.access("ack")
         var w = JSONWriter()
@@ -73,7 +73,8 @@ enum AckCommandLine {
     }
 }
 
-/// `mobilityctl audit --state DIR [--output table|json]`: the audit trail the daemon stored.
+/// `mobilityctl audit --state DIR [--output table|json]`: the audit trail the daemon stored,
+/// every stored text escaped for the terminal (``TerminalText``).
 enum AuditCommandLine {
     static func run(_ args: [String]) -> Int32 {
         var state: String?, output = "table"
@@ -94,13 +95,17 @@ enum AuditCommandLine {
         let rows: [AuditEntry]
         do { rows = try StateStore(path: path).auditTrail() } catch { writeErr("mobilityctl audit: cannot read \(path): \(error)\n"); return 1 }
         if output == "json" {
-            for r in rows { print(r.json) }
+            for r in rows { print(TerminalText.json(r.json)) }
             return 0
         }
         let header = ["SEQ", "AT", "ACTION", "BY", "TEAM", "USER", "RULE", "SUBJECT", "NOTE", "DETAIL"]
         let table =
             [header]
-            + rows.map { [String($0.seq), $0.at.description, $0.action, $0.actor, $0.team, $0.user, $0.rule, $0.subject, $0.note ?? "", $0.detail ?? ""] }
+            + rows.map {
+                // Stored text, possibly from before control characters were refused: escaped.
+                [String($0.seq), $0.at.description, $0.action, $0.actor, $0.team, $0.user, $0.rule, $0.subject, $0.note ?? "", $0.detail ?? ""]
+                    .map(TerminalText.escaped)
+            }
         let widths = header.indices.map { c in table.map { $0[c].count }.max() ?? 0 }
         for row in table {
             print(

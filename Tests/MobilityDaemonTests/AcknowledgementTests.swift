@@ -1,5 +1,6 @@
 import CareReports
 import Foundation
+import Glibc
 import MobilityModel
 import RuleEngine
 import RuleLanguage
@@ -29,6 +30,16 @@ import Testing
         return 12
     }
 
+    /// A care-teams file (0600) in `dir` that makes `jamie-plateau` physio-north's patient: a
+    /// team acts on its own patients' alerts only.
+    static func careTeams(in dir: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let file = dir + "/care-teams"
+        try "\(user) physio-north\n".write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o600)
+        return file
+    }
+
     func rejections(_ rec: MQTTRecorder) -> [String] {
         rec.messages(prefix: Self.rejectedTopic).compactMap { m in
             guard case .success(let v) = JSONValue.parse(m.payload), case .string(let r)? = v["reason"] else { return nil }
@@ -47,10 +58,15 @@ import Testing
 
         let broker = try MosquittoBroker()
         let state = TemporaryPath.make("mw-state")
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let teamsDir = TemporaryPath.make("mw-teams")
+        defer {
+            try? FileManager.default.removeItem(atPath: state)
+            try? FileManager.default.removeItem(atPath: teamsDir)
+        }
+        let options = ["--publish-series", "false", "--care-teams", try Self.careTeams(in: teamsDir)]
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#", "mobility/v1/audit", "mobility/v1/teams/+/commands/rejected"])
         let pub = try MQTTRecorder(url: broker.url, filters: [])
-        var daemon = try DaemonUnderTest(broker: broker, state: state, extra: ["--publish-series", "false"])
+        var daemon = try DaemonUnderTest(broker: broker, state: state, extra: options)
         let alertTopic = alertTopic(Self.user, "stalled_recovery")
 
         // Day by day until it fires.
@@ -102,7 +118,7 @@ import Testing
         #expect(daemon.metric("mobilityd_acknowledgements_total{result=\"malformed_json\"}") == 1)
         #expect(daemon.metric("mobilityd_acknowledgements_total{result=\"payload_too_large\"}") == 2)
         #expect(daemon.process.stop() == 0)
-        daemon = try DaemonUnderTest(broker: broker, state: state, extra: ["--publish-series", "false"])
+        daemon = try DaemonUnderTest(broker: broker, state: state, extra: options)
         try pub.publish(Self.ackTopic, Self.ack(fired.id, by: "dr.lee"))
         #expect(eventually { rejections(rec).count == 8 && rejections(rec).last == "already_acknowledged" }, "\(rejections(rec))")
 
@@ -144,7 +160,9 @@ import Testing
         let broker = try MosquittoBroker()
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#", "mobility/v1/teams/+/commands/rejected"])
         let pub = try MQTTRecorder(url: broker.url, filters: [])
-        let daemon = try DaemonUnderTest(broker: broker, extra: ["--publish-series", "false"])
+        let teamsDir = TemporaryPath.make("mw-teams")
+        defer { try? FileManager.default.removeItem(atPath: teamsDir) }
+        let daemon = try DaemonUnderTest(broker: broker, extra: ["--publish-series", "false", "--care-teams", try Self.careTeams(in: teamsDir)])
         defer { try? FileManager.default.removeItem(atPath: daemon.statePath) }
         for r in records { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         let tail = try Self.resolvingDays(pub)

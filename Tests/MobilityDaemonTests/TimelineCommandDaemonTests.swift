@@ -159,15 +159,14 @@ import Testing
         try refused(["retract", "--id", "nope"] + a, "unknown_entry", "the user holds no timeline entry with this id")
         try refused(
             ["add", "--team", "ward-a", "--user", "jamei", "--kind", "fall", "--date", Self.date(-1), "--by", "nurse.kim"], "unknown_user",
-            "no data, profile or care-teams entry of this user")
+            "team ward-a has no patient with this id")
         try refused(["correct", "--id", "nope", "--kind", "injury", "--date", Self.date(-1)] + a, "unknown_entry", "the user holds no timeline entry")
         // Ward-b's staff on their own command topic (the broker here has no ACL) for ward-a's patient.
         try refused(
             ["correct", "--team", "ward-b", "--user", "jamie", "--id", "inj-1", "--kind", "injury", "--date", Self.date(-1), "--by", "nurse.bo"],
-            "team_does_not_own_user", "team ward-b is not a care team of this user")
+            "unknown_user", "team ward-b has no patient with this id")
         try refused(
-            ["retract", "--team", "ward-b", "--user", "jamie", "--id", "inj-1", "--by", "nurse.bo"], "team_does_not_own_user",
-            "team ward-b is not a care team of this user")
+            ["retract", "--team", "ward-b", "--user", "jamie", "--id", "inj-1", "--by", "nurse.bo"], "unknown_user", "team ward-b has no patient with this id")
         // Control characters in a note: the command line refuses it itself (exit 2); sent raw, the daemon does.
         let (local, localLog) = try w.ctl(["add", "--kind", "fall", "--date", Self.date(-1), "--note", "a\u{1b}[2Jb"] + a)
         #expect(local == 2 && localLog.contains("[invalid_text]"), "\(localLog)")
@@ -184,7 +183,7 @@ import Testing
             eventually {
                 w.refusals() == [
                     "unknown_kind", "date_out_of_range", "date_out_of_range", "entry_exists", "unknown_entry", "unknown_user", "unknown_entry",
-                    "team_does_not_own_user", "team_does_not_own_user", "invalid_text", "missing_field", "malformed_json"
+                    "unknown_user", "unknown_user", "invalid_text", "missing_field", "malformed_json"
                 ]
             }, "\(w.refusals())")
         // Over HTTP: another ward's token sees no such patient; each refusal names its reason.
@@ -223,6 +222,6 @@ import Testing
         #expect(w.rec.messages(prefix: "mobility/v1/audit").count == 1)
         #expect(w.rec.messages(prefix: "mobility/v1/users/jamie/rejected").isEmpty, "a staff refusal is not the gateway's")
         #expect(w.daemon.metric("mobilityd_timeline_commands_total{result=\"accepted\"}") == 1)
-        #expect(w.daemon.metric("mobilityd_timeline_commands_total{result=\"team_does_not_own_user\"}") == 2)
+        #expect(w.daemon.metric("mobilityd_timeline_commands_total{result=\"unknown_user\"}") == 3)
     }
 }

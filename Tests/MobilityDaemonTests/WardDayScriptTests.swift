@@ -15,11 +15,13 @@ import Testing
         #expect(firing.first?.contains(" firing ") == true && firing.last?.contains(" acked:nurse.kim ") == true, "\(firing)")
         #expect(!log.contains("jamie-normal  "), "gait-lab's patient in physio-north's table:\n\(log)")
         #expect(log.contains("acknowledged by nurse.kim"), "\(log)")
-        #expect(log.contains("mobilityctl ack: refused (team_does_not_own_user)") && log.contains("(exit 1)"), "\(log)")
+        #expect(
+            log.contains("mobilityctl ack: refused (unknown_alert): team physio-north has no firing alert instance with this id") && log.contains("(exit 1)"),
+            "\(log)")
         #expect(log.contains("mobilityctl silence add: silence ") && log.contains("  physio-north  active  user=\"jamie-plateau\""), "\(log)")
         #expect(log.contains("acknowledge    nurse.kim  physio-north  jamie-plateau") && log.contains("silence        dr.lee     physio-north"), "\(log)")
         #expect(log.contains("mobilityctl event correct: corrected fall-1 of jamie-plateau by nurse.kim at "), "\(log)")
-        #expect(log.contains("mobilityctl event add: refused (team_does_not_own_user)"), "\(log)")
+        #expect(log.contains("mobilityctl event add: refused (unknown_user): team physio-north has no patient with this id"), "\(log)")
         #expect(log.contains("  fall 2026-03-19 entered by nurse.kim (physio-north)") && !log.contains("  illness 2026-03-10 entered by"), "\(log)")
         #expect(log.contains("correct_event  nurse.kim  physio-north  jamie-plateau") && log.contains("retract_event  dr.lee     physio-north"), "\(log)")
         #expect(log.contains("GET /users/jamie-plateau/report: 200") && log.contains("GET /users/jamie-plateau/panel: 200"), "\(log)")
