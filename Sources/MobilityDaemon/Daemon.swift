@@ -569,6 +569,10 @@ public final class Daemon: Sendable {
             "mobilityd_shard_busy_seconds", "gauge", "How long each shard's batch at hand has run (0 while idle); past --stall-timeout the shard is stalled.")
         let now = DispatchTime.now().uptimeNanoseconds
         for s in shards { m.sample("mobilityd_shard_busy_seconds", ["shard": String(s.index)], Double(s.busyNanoseconds(now: now)) / 1e9) }
+        m.family(
+            "mobilityd_shard_batch_seconds_max", "gauge",
+            "The longest shard batch since the start (taken to committed and handed to the broker), by shard.")
+        for s in shards { m.sample("mobilityd_shard_batch_seconds_max", ["shard": String(s.index)], s.stats.withLock { $0.longestBatchSeconds }) }
         m.family("mobilityd_evaluation_seconds", "summary", "Time spent ingesting and evaluating rules, per batch.")
         m.sample("mobilityd_evaluation_seconds_sum", total.evaluationSeconds)
         m.sample("mobilityd_evaluation_seconds_count", Double(total.batches))
