@@ -187,6 +187,8 @@ public final class Daemon: Sendable {
         var subConfig = MQTTClientConfiguration(broker: broker, clientID: clientID)
         applyCommon(&subConfig)
         subConfig.cleanSession = false
+        // MQTT 5: a retained input keeps its flag when forwarded live, so it is refused the first time too.
+        subConfig.retainAsPublished = true
         // mosquitto's count of messages it dropped for its queue limits (it says nothing else).
         subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic, desk.subscription, silences.subscription, timelines.subscription]
         // Inputs come through the partition sessions; every instance takes the commands (CommandScope).
@@ -240,6 +242,15 @@ public final class Daemon: Sendable {
                     if timelines.commandTeam(topic) != nil { timelines.oversized(topic: topic, size: size); return }
                     let parsed = layout.parse(topic)
                     stage.deliver(.oversized(topic: topic, parsed: parsed, size: size), to: shard(of: parsed))
+                },
+                onRetained: { topic, size in
+                    // Only a profile may be retained: the broker delivers a retained message again on
+                    // every reconnect, and a retained deletion or retraction would undo later data.
+                    let parsed = layout.parse(topic)
+                    guard case .inbound(_, let kind) = parsed, kind != .profile else { return false }
+                    // An empty retained message clears a retained one: nothing to apply or refuse.
+                    if size > 0 { stage.deliver(.retained(topic: topic, parsed: parsed), to: shard(of: parsed)) }
+                    return true
                 })
         } catch {
             log.error("cannot create MQTT subscriber", ["error": error.description])

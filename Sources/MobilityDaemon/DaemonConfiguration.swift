@@ -164,7 +164,7 @@ public struct DaemonConfiguration: Sendable {
                 name: "commit-interval", value: "MS",
                 help:
                     "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch)"),
-            Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)")
+            Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener, loopback only (default 127.0.0.1:9464)")
         ] + httpOptions + careTeamOptions + fhirOptions + storeOptions + partitionOptions + [
             Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
             Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
@@ -375,7 +375,15 @@ public struct DaemonConfiguration: Sendable {
         if let n = try int("queue-capacity", 1...10_000_000) { queueCapacity = n }
         if let n = try int("ack-interval", 0...60_000) { ackIntervalMs = n }
         if let n = try int("commit-interval", 0...60_000) { commitIntervalMs = n }
-        if let v = m["metrics-address"] { metricsAddress = v == "off" ? nil : v }
+        if let v = m["metrics-address"] {
+            // /metrics and /healthz have neither TLS nor tokens: loopback only (docs/security.md).
+            guard v == "off" || Self.isLoopback(v) else {
+                throw Problem(
+                    description: "--metrics-address '\(v)' is not a loopback address (127.0.0.0/8): /metrics and /healthz are plain HTTP "
+                        + "without tokens; keep them on 127.0.0.1 and let a local agent or a TLS-terminating proxy reach them, or set off")
+            }
+            metricsAddress = v == "off" ? nil : v
+        }
         if let v = m["log-format"] {
             guard let f = LogFormat(rawValue: v) else { throw Problem(description: "--log-format must be logfmt or json") }
             logFormat = f

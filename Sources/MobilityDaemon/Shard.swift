@@ -236,6 +236,8 @@ final class Shard: @unchecked Sendable {
                     handled(seq: seq, user: user, position: position)
                 case .oversized(let topic, let parsed, let size):
                     ingestor.rejectOversized(topic: topic, parsed: parsed, size: size, into: &out)
+                case .retained(let topic, let parsed):
+                    ingestor.rejectRetained(topic: topic, parsed: parsed, into: &out)
                 case .tick(let now): ingestor.tick(now: now, into: &out)
                 case .reload(let p):
                     ingestor.engine.reload(p, now: wall, into: &out)  // resolves the removed rules' firing alerts

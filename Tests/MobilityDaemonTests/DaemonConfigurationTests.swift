@@ -97,3 +97,23 @@ import Testing
         #expect(Self.problem(["--broker-binds-client-ids", "maybe"])?.contains("true or false") == true)
     }
 }
+
+/// `/metrics` and `/healthz` have neither TLS nor tokens: docs/security.md keeps them on loopback,
+/// and mobilityd refuses any other address instead of listening there without a word.
+@Suite struct MetricsAddressTests {
+    @Test(arguments: ["0.0.0.0:9464", "10.1.2.3:9464", "192.168.0.5:0", "localhost:9464"])
+    func aMetricsAddressOffLoopbackIsRefused(address: String) {
+        do {
+            _ = try DaemonConfiguration.load(arguments: ["--metrics-address", address], environment: [:])
+            Issue.record("accepted \(address)")
+        } catch {
+            #expect(error.description.contains("is not a loopback address") && error.description.contains(address), "\(error)")
+        }
+    }
+
+    @Test func loopbackAndOffAreAccepted() throws {
+        #expect(try DaemonConfiguration.load(arguments: ["--metrics-address", "127.0.0.2:0"], environment: [:]).metricsAddress == "127.0.0.2:0")
+        #expect(try DaemonConfiguration.load(arguments: ["--metrics-address", "off"], environment: [:]).metricsAddress == nil)
+        #expect(try DaemonConfiguration.load(arguments: [], environment: [:]).metricsAddress == "127.0.0.1:9464")
+    }
+}

@@ -580,6 +580,39 @@ private let notAuthorized: Int32 = 135
         #expect(p.isRunning)
     }
 
+    /// A gateway that publishes its samples retained: the shipped broker takes them (its ACL
+    /// cannot tell), and would deliver them again on every reconnect of the daemon; mobilityd
+    /// refuses each delivery with `retained_input` (the live one too: MQTT 5, retain as
+    /// published), applies nothing, and takes the same sample sent without retain. A retained
+    /// profile is still taken, and the gateway's empty retained message clears the sample.
+    @Test func aRetainedInputIsRefusedEachTimeItIsDelivered() throws {
+        let d = try ShippedDeployment()
+        try d.startDaemon()
+        let jamie = try d.client("jamie", filters: ["mobility/v1/users/jamie/rejected", "mobility/v1/users/jamie/acks"])
+        let sample = sampleJSON(id: "r1", value: 1.2, end: isoNow())
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), sample, retain: true) == 0)
+        #expect(eventually { jamie.messages(prefix: "mobility/v1/users/jamie/rejected").count == 1 }, "\(d.daemon!.log)")
+        let rejection = try #require(jamie.messages(prefix: "mobility/v1/users/jamie/rejected").first)
+        #expect(rejection.text.contains("\"reason\":\"retained_input\""), "\(rejection.text)")
+        var m = d.metrics()
+        #expect(m["mobilityd_rejected_total{reason=\"retained_input\"}"] == 1 && m["mobilityd_samples_accepted_total"] == 0, "\(m)")
+
+        // A restart re-subscribes: the broker delivers the retained sample again, refused again.
+        #expect(d.daemon!.stop() == 0)
+        try d.startDaemon()
+        #expect(eventually { jamie.messages(prefix: "mobility/v1/users/jamie/rejected").count == 2 }, "\(d.daemon!.log)")
+        #expect(d.metrics()["mobilityd_samples_accepted_total"] == 0)
+
+        // Cleared by the gateway (nothing to refuse), then sent as it should be: taken.
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), "", retain: true) == 0)
+        #expect(try jamie.publishAwaitingAnswer("mobility/v1/users/jamie/profile", "{\"timeZone\":\"UTC\"}", retain: true) == 0)
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), sample) == 0)
+        #expect(eventually { jamie.messages(prefix: "mobility/v1/users/jamie/acks").contains { $0.text.contains("\"r1\"") } }, "\(d.daemon!.log)")
+        m = d.metrics()
+        #expect(m["mobilityd_samples_accepted_total"] == 1 && m["mobilityd_rejected_total{reason=\"retained_input\"}"] == 1, "\(m)")
+        #expect(jamie.messages(prefix: "mobility/v1/users/jamie/rejected").count == 2)
+    }
+
     /// The shipped report-listener lines, uncommented with only paths and the port substituted
     /// (the shipped unit hands the tokens and the key over as credentials; here they are files
     /// of mode 0600): the status over TLS with a token, 401 without.
