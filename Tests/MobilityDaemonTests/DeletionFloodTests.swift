@@ -17,10 +17,12 @@ import Testing
         let notify = try NotifySocket()
         let broker = try MosquittoBroker()
         let daemon = try DaemonUnderTest(
-            broker: broker, extra: ["--stall-timeout", "1", "--shards", "1"],
+            broker: broker, extra: ["--stall-timeout", "1", "--shards", "1", "--ack-interval", "0"],
             environment: ServiceNotifierTests.environment(notify, watchdogUsec: 400_000), watchdogPID: true)
         #expect(eventually { notify.messages(with: "READY=1").count == 1 })
-        let calm = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/calm/acks"])
+        // Commit acknowledgements leave after each commit (--ack-interval 0), in commit order.
+        let acks = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/calm/acks", "mobility/v1/users/flood/acks"])
+        let calm = try MQTTRecorder(url: broker.url, filters: [])
         let flood = try MQTTRecorder(url: broker.url, filters: [])
         // The flooding user holds samples, so the deletions also remove held values.
         var held: [String] = []
@@ -35,23 +37,24 @@ import Testing
             if m == n / 2 { try calm.publish(samplesTopic("calm"), sampleJSON(id: "c1", value: 1.2, end: isoNow())) }
             try flood.publish("mobility/v1/users/flood/deletions", Self.deletion(m))
         }
-        // Observe the daemon every 50 ms until the flood is through: health, and how much of the
-        // flood was handled when the other user's sample was acknowledged.
+        // The flood's end: a sample of the flooding user, acknowledged once everything before it is handled.
+        try flood.publish(samplesTopic("flood"), sampleJSON(id: "flood-end", value: 1.2, end: isoNow()))
+        // Observe /healthz every 50 ms until the flood is through.
         var unhealthy: [String] = []
-        var handledWhenCalmAcked: Double?
-        let total = Double(1 + n + 1)
+        let total = Double(1 + n + 2)
         let done = eventually(timeout: 120) {
             if let h = httpGet(port: daemon.metricsPort, path: "/healthz"), h.status != 200 { unhealthy.append(h.body) }
-            let handled = daemon.metric("mobilityd_messages_received_total") ?? 0
-            if handledWhenCalmAcked == nil, calm.messages().contains(where: { $0.text.contains("\"c1\"") }) { handledWhenCalmAcked = handled }
             usleep(50_000)  // the sampling period of this observation, not a synchronisation
-            return handled == total && daemon.waitIdle(timeout: 0.01)
+            return daemon.metric("mobilityd_messages_received_total") == total && daemon.waitIdle(timeout: 0.01)
         }
         let seconds = Date().timeIntervalSince(start)
         #expect(done, "\(daemon.process.log.suffix(2000))")
         #expect(unhealthy.count == 0, "\(unhealthy.count) answers not 200, first: \(unhealthy.prefix(3))")
-        #expect(eventually { calm.messages().contains { $0.text.contains("\"c1\"") } })
-        #expect((handledWhenCalmAcked ?? total) < total, "the other user's sample waited for the whole flood")
+        // The other user's sample was committed and acknowledged by a batch before the flood's last.
+        #expect(eventually { acks.messages().contains { $0.text.contains("\"flood-end\"") } })
+        let order = acks.messages().map(\.text)
+        let calmAcked = order.firstIndex { $0.contains("\"c1\"") }, floodDone = order.firstIndex { $0.contains("\"flood-end\"") }
+        #expect(calmAcked != nil && floodDone != nil && calmAcked! < floodDone!, "\(order)")
         // Pinged at half the interval (200 ms) throughout.
         let pings = notify.messages(with: "WATCHDOG=1").count - pingsBefore
         #expect(Double(pings) >= seconds / 0.2 * 0.5, "\(pings) pings in \(seconds) s")
