@@ -34,6 +34,10 @@ public struct MQTTClientConfiguration: Sendable {
     public var will: (topic: String, payload: [UInt8], retain: Bool)?
     /// Filters subscribed at QoS 1 on every connect.
     public var subscriptions: [String] = []
+    /// MQTT 5: subscribe with *retain as published*, so that a message its publisher retained
+    /// keeps its retain flag when forwarded live, not only when a (re)subscription delivers it
+    /// again. Under 3.1.1 only the re-deliveries carry the flag.
+    public var retainAsPublished = false
     /// Reconnect backoff: first delay and cap, seconds, doubling in between.
     public var reconnectMinSeconds: UInt32 = 1
     /// The longest reconnect delay (seconds).
@@ -80,6 +84,7 @@ public final class MQTTClient: @unchecked Sendable {
     private let onEvent: @Sendable (MQTTConnectionEvent) -> Void
     private let onPublished: @Sendable (_ mid: Int32, _ reasonCode: Int32) -> Void
     private let onOversized: @Sendable (_ topic: String, _ size: Int) -> Void
+    private let onRetained: (@Sendable (_ topic: String, _ payloadBytes: Int) -> Bool)?
     private let connectedFlag = Atomic<Bool>(false)
     private let connections = Atomic<Int>(0)
     private let started = Atomic<Bool>(false)
@@ -125,11 +130,15 @@ public final class MQTTClient: @unchecked Sendable {
     ///     PUBACK cannot say no, and mosquitto acknowledges a denied publish like any other.
     ///   - onOversized: called instead of `onMessage` for a payload over
     ///     ``MQTTClientConfiguration/maxIncomingPayloadBytes``, which is not copied.
+    ///   - onRetained: called first for a message delivered with the retain flag, with its topic
+    ///     and payload size; true when it took the message (then it is not copied, and neither
+    ///     `onMessage` nor `onOversized` is called).
     public init(
         _ configuration: MQTTClientConfiguration, onMessage: @escaping @Sendable (String, [UInt8]) -> Void,
         onEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void = { _ in },
         onPublished: @escaping @Sendable (_ mid: Int32, _ reasonCode: Int32) -> Void = { _, _ in },
-        onOversized: @escaping @Sendable (_ topic: String, _ size: Int) -> Void = { _, _ in }
+        onOversized: @escaping @Sendable (_ topic: String, _ size: Int) -> Void = { _, _ in },
+        onRetained: (@Sendable (_ topic: String, _ payloadBytes: Int) -> Bool)? = nil
     ) throws(MQTTError) {
         _ = MQTTClient.libraryInit
         self.configuration = configuration
@@ -137,6 +146,7 @@ public final class MQTTClient: @unchecked Sendable {
         self.onEvent = onEvent
         self.onPublished = onPublished
         self.onOversized = onOversized
+        self.onRetained = onRetained
         guard let h = mosquitto_new(configuration.clientID, configuration.cleanSession, nil) else {
             throw .configuration("cannot create an MQTT client (client id '\(configuration.clientID)')")
         }
@@ -204,6 +214,7 @@ public final class MQTTClient: @unchecked Sendable {
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
             let m = msg.pointee
             let topic = String(cString: m.topic)
+            if m.retain, let onRetained = me.onRetained, onRetained(topic, Int(m.payloadlen)) { return }
             if let limit = me.configuration.maxIncomingPayloadBytes, Int(m.payloadlen) > limit {
                 me.onOversized(topic, Int(m.payloadlen))
                 return
@@ -230,11 +241,12 @@ public final class MQTTClient: @unchecked Sendable {
             var cStrings = subs.map { strdup($0) }
             defer { cStrings.forEach { free($0) } }
             var mid: Int32 = 0
+            let options = v5 && configuration.retainAsPublished ? Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) : 0
             // The SUBACK is handled on this (the network) thread after this callback returns, so
             // the id is stored before the subscribe callback can compare it.
             let rc = cStrings.withUnsafeMutableBufferPointer { buf in
                 buf.baseAddress!.withMemoryRebound(to: UnsafeMutablePointer<CChar>?.self, capacity: buf.count) {
-                    mosquitto_subscribe_multiple(handle, &mid, Int32(subs.count), $0, 1, 0, nil)
+                    mosquitto_subscribe_multiple(handle, &mid, Int32(subs.count), $0, 1, options, nil)
                 }
             }
             subscribeMid.store(mid, ordering: .releasing)

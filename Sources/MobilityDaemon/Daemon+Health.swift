@@ -7,6 +7,9 @@ extension Daemon {
     func healthProblems(shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> (problems: [String], stalled: Bool) {
         var problems: [String] = []
         if !subscriber.isConnected || !publisher.isConnected { problems.append("broker not connected") }
+        for role in evictionLoops() {
+            problems.append("the broker evicts the \(role) connection right after each connect: another connection uses its client id")
+        }
         if !journalHealthy.load(ordering: .relaxed) { problems.append("ingest journal not writable") }
         if shards.contains(where: { !$0.stats.withLock { $0.storeHealthy } }) { problems.append("state store not accepting commits") }
         let stalled = stalledShards(shards)
@@ -14,6 +17,23 @@ extension Daemon {
             problems.append("shard \(i) stalled: one batch has run \(String(format: "%.1f", Double(ns) / 1e9)) s (bound \(config.stallTimeoutSeconds) s)")
         }
         return (problems, !stalled.isEmpty)
+    }
+
+    /// The roles of the connections in an eviction loop now; logs the loops that ended (a
+    /// connection stayed up).
+    func evictionLoops() -> [String] {
+        let now = DispatchTime.now().uptimeNanoseconds
+        var ended: [String] = []
+        let looping = evictionWatches.withLock { watches in
+            var looping: [String] = []
+            for role in watches.keys.sorted() {
+                if watches[role]!.check(now: now) == .loopEnded { ended.append(role) }
+                if watches[role]!.isLooping { looping.append(role) }
+            }
+            return looping
+        }
+        for role in ended { log.info("the broker keeps the connection now: the eviction loop is over", ["role": role]) }
+        return looping
     }
 
     /// What degrades the run without stopping it, for `/healthz` (200, `degraded: …`) and

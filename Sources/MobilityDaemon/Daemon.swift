@@ -25,6 +25,8 @@ public final class Daemon: Sendable {
     private let readySent = Atomic<Bool>(false)
     /// Reconnections of a persistent session that the broker answered without its session.
     let sessionsLost = Atomic<Int>(0)
+    /// Each connection's evictions by the broker (EvictionWatch.swift), by role.
+    let evictionWatches = Mutex<[String: EvictionWatch]>([:])
     private let stopping = Atomic<Bool>(false)
     /// Which care teams each user belongs to (the mapping file, else the profile).
     public let careTeams: CareTeams
@@ -185,6 +187,8 @@ public final class Daemon: Sendable {
         var subConfig = MQTTClientConfiguration(broker: broker, clientID: clientID)
         applyCommon(&subConfig)
         subConfig.cleanSession = false
+        // MQTT 5: a retained input keeps its flag when forwarded live, so it is refused the first time too.
+        subConfig.retainAsPublished = true
         // mosquitto's count of messages it dropped for its queue limits (it says nothing else).
         subConfig.subscriptions = layout.subscriptions + [Daemon.brokerDroppedTopic, desk.subscription, silences.subscription, timelines.subscription]
         // Inputs come through the partition sessions; every instance takes the commands (CommandScope).
@@ -238,6 +242,15 @@ public final class Daemon: Sendable {
                     if timelines.commandTeam(topic) != nil { timelines.oversized(topic: topic, size: size); return }
                     let parsed = layout.parse(topic)
                     stage.deliver(.oversized(topic: topic, parsed: parsed, size: size), to: shard(of: parsed))
+                },
+                onRetained: { topic, size in
+                    // Only a profile may be retained: the broker delivers a retained message again on
+                    // every reconnect, and a retained deletion or retraction would undo later data.
+                    let parsed = layout.parse(topic)
+                    guard case .inbound(_, let kind) = parsed, kind != .profile else { return false }
+                    // An empty retained message clears a retained one: nothing to apply or refuse.
+                    if size > 0 { stage.deliver(.retained(topic: topic, parsed: parsed), to: shard(of: parsed)) }
+                    return true
                 })
         } catch {
             log.error("cannot create MQTT subscriber", ["error": error.description])
@@ -464,6 +477,8 @@ public final class Daemon: Sendable {
         switch e {
         case .connected(_, let sessionLost):
             log.info("broker connected", ["role": role])
+            let now = DispatchTime.now().uptimeNanoseconds
+            _ = evictionWatches.withLock { $0[role, default: EvictionWatch()].connected(now: now, sessionLost: sessionLost) }
             // The subscriber and the partition sessions keep a session at the broker (clean
             // session off), which holds what is published while they are away; the publisher's
             // is clean. A reconnect that finds none: the broker lost or expired it.
@@ -481,6 +496,17 @@ public final class Daemon: Sendable {
             }
         case .disconnected(let reason):
             log.log(reason == "requested" ? .info : .warn, "broker disconnected", ["role": role, "reason": reason])
+            let now = DispatchTime.now().uptimeNanoseconds
+            let action = evictionWatches.withLock { $0[role, default: EvictionWatch()].disconnected(now: now, requested: reason == "requested") }
+            if case .loopStarted(let inARow, let lost) = action {
+                log.error(
+                    "the broker closes this connection right after each connect: another connection uses its client id; /healthz fails until it stays up",
+                    [
+                        "role": role, "evictions_in_a_row": String(inARow), "sessions_lost": String(lost),
+                        "remedy":
+                            "give each connection an account of its own (--publisher-username) where the broker binds client ids to usernames, and run one daemon per --client-id; inputs the broker queued in a wiped session are lost to mobilityd (gateways re-send what users/{u}/acks does not cover)"
+                    ])
+            }
         case .refused(let err):
             log.error("broker refused the connection; giving up", ["role": role, "error": err.description])
             notifier.stopping(status: "stopping: the broker refused the connection")
@@ -554,6 +580,10 @@ public final class Daemon: Sendable {
             "mobilityd_shard_busy_seconds", "gauge", "How long each shard's batch at hand has run (0 while idle); past --stall-timeout the shard is stalled.")
         let now = DispatchTime.now().uptimeNanoseconds
         for s in shards { m.sample("mobilityd_shard_busy_seconds", ["shard": String(s.index)], Double(s.busyNanoseconds(now: now)) / 1e9) }
+        m.family(
+            "mobilityd_shard_batch_seconds_max", "gauge",
+            "The longest shard batch since the start (taken to committed and handed to the broker), by shard.")
+        for s in shards { m.sample("mobilityd_shard_batch_seconds_max", ["shard": String(s.index)], s.stats.withLock { $0.longestBatchSeconds }) }
         m.family("mobilityd_evaluation_seconds", "summary", "Time spent ingesting and evaluating rules, per batch.")
         m.sample("mobilityd_evaluation_seconds_sum", total.evaluationSeconds)
         m.sample("mobilityd_evaluation_seconds_count", Double(total.batches))
@@ -630,6 +660,13 @@ public final class Daemon: Sendable {
             "mobilityd_broker_sessions_lost_total", "counter",
             "Reconnections of the subscriber or a partition session that the broker answered without the session it was keeping (its queued inputs are lost).")
         m.sample("mobilityd_broker_sessions_lost_total", Double(sessionsLost.load(ordering: .relaxed)))
+        let watches = evictionWatches.withLock { $0 }
+        m.family(
+            "mobilityd_broker_evictions_total", "counter",
+            "Connections the broker closed within 10 s of accepting them (another connection with the same client id), by role.")
+        for role in ["subscriber", "publisher"] { m.sample("mobilityd_broker_evictions_total", ["role": role], Double(watches[role]?.evictions ?? 0)) }
+        m.family("mobilityd_broker_eviction_loop", "gauge", "1 while a connection is evicted right after each connect (/healthz fails), by role.")
+        for role in ["subscriber", "publisher"] { m.sample("mobilityd_broker_eviction_loop", ["role": role], watches[role]?.isLooping == true ? 1 : 0) }
         m.family("mobilityd_rule_reloads_total", "counter", "SIGHUP rule reloads, by result.")
         m.sample("mobilityd_rule_reloads_total", ["result": "success"], Double(reloader.successes))
         m.sample("mobilityd_rule_reloads_total", ["result": "failure"], Double(reloader.failures))

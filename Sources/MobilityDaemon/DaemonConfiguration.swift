@@ -29,6 +29,10 @@ public struct DaemonConfiguration: Sendable {
     /// ids to usernames (`use_username_as_clientid`, as `deploy/mosquitto.conf` does) needs an
     /// account of its own for each connection.
     public var publisherUsername: String?
+    /// Whether the broker may bind client ids to usernames (`--broker-binds-client-ids`, default
+    /// true, as `deploy/mosquitto.conf` does): then one account for both connections is refused
+    /// (``accountProblem``). False states that the broker keeps the two client ids apart.
+    public var brokerBindsClientIDs = true
     /// The MQTT password (from `--password-file`, the config file or `MOBILITYD_PASSWORD`; never the command line).
     public var password: String?
     /// CA certificates to verify the broker with (`--ca-file`).
@@ -138,7 +142,12 @@ public struct DaemonConfiguration: Sendable {
             Option(name: "instance", value: "NAME", help: "instance name in the status topic (default mobilityd)"),
             Option(name: "client-id", value: "ID", help: "MQTT client id of the persistent session (default mobilityd-INSTANCE)"),
             Option(name: "username", value: "NAME", help: "MQTT username"),
-            Option(name: "publisher-username", value: "NAME", help: "MQTT username of the publisher connection, same password (default: --username)"),
+            Option(
+                name: "publisher-username", value: "NAME",
+                help: "MQTT username of the publisher connection, same password; required with --username unless --broker-binds-client-ids false"),
+            Option(
+                name: "broker-binds-client-ids", value: "true|false",
+                help: "false: the broker keeps client ids apart from usernames, so both connections may log in as --username (default true)"),
             Option(name: "password", value: "SECRET", help: "MQTT password: config file (mode 0600) or MOBILITYD_PASSWORD only, refused on the command line"),
             Option(name: "password-file", value: "FILE", help: "read the MQTT password from FILE (mode 0600 or 0400; e.g. a systemd credential)"),
             Option(name: "ca-file", value: "PATH", help: "CA certificate for mqtts:// (default: system store)"),
@@ -155,7 +164,7 @@ public struct DaemonConfiguration: Sendable {
                 name: "commit-interval", value: "MS",
                 help:
                     "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch)"),
-            Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener (default 127.0.0.1:9464)")
+            Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener, loopback only (default 127.0.0.1:9464)")
         ] + httpOptions + careTeamOptions + fhirOptions + storeOptions + partitionOptions + [
             Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),
             Option(name: "log-level", value: "debug|info|warn|error", help: "minimum level (default info)"),
@@ -285,6 +294,7 @@ public struct DaemonConfiguration: Sendable {
         try c.applyFHIR(merged)
         try c.applyStore(merged, environment: environment)
         try c.applyPartitions(merged)
+        if let problem = c.accountProblem { throw Problem(description: problem) }
         return c
     }
 
@@ -341,6 +351,10 @@ public struct DaemonConfiguration: Sendable {
         if let v = m["client-id"] { clientID = v }
         if let v = m["username"] { username = v }
         if let v = m["publisher-username"] { publisherUsername = v }
+        if let v = m["broker-binds-client-ids"] {
+            guard v == "true" || v == "false" else { throw Problem(description: "--broker-binds-client-ids must be true or false") }
+            brokerBindsClientIDs = v == "true"
+        }
         if let v = m["password"] { password = v }
         if let v = m["ca-file"] { caFile = v }
         if let v = m["cert-file"] { certFile = v }
@@ -361,7 +375,15 @@ public struct DaemonConfiguration: Sendable {
         if let n = try int("queue-capacity", 1...10_000_000) { queueCapacity = n }
         if let n = try int("ack-interval", 0...60_000) { ackIntervalMs = n }
         if let n = try int("commit-interval", 0...60_000) { commitIntervalMs = n }
-        if let v = m["metrics-address"] { metricsAddress = v == "off" ? nil : v }
+        if let v = m["metrics-address"] {
+            // /metrics and /healthz have neither TLS nor tokens: loopback only (docs/security.md).
+            guard v == "off" || Self.isLoopback(v) else {
+                throw Problem(
+                    description: "--metrics-address '\(v)' is not a loopback address (127.0.0.0/8): /metrics and /healthz are plain HTTP "
+                        + "without tokens; keep them on 127.0.0.1 and let a local agent or a TLS-terminating proxy reach them, or set off")
+            }
+            metricsAddress = v == "off" ? nil : v
+        }
         if let v = m["log-format"] {
             guard let f = LogFormat(rawValue: v) else { throw Problem(description: "--log-format must be logfmt or json") }
             logFormat = f
@@ -388,6 +410,25 @@ public struct DaemonConfiguration: Sendable {
         }
         if m["history-days"] == "off" { historyDays = nil } else if let n = try int("history-days", 14...3660) { historyDays = n }
         if (certFile == nil) != (keyFile == nil) { throw Problem(description: "--cert-file and --key-file go together") }
+    }
+
+    /// Why the two connections cannot both work, or nil. A broker that binds client ids to
+    /// usernames (mosquitto's `use_username_as_clientid`, as `deploy/mosquitto.conf` sets it)
+    /// gives both connections of one account the same client id: each connection evicts the other
+    /// as it reconnects, and the publisher's clean session wipes the subscriber's persistent
+    /// session, with every input queued in it — acknowledged to the gateways, delivered to no one.
+    /// mobilityd cannot ask the broker, so one account for both is refused unless the operator
+    /// states that the broker keeps client ids apart.
+    var accountProblem: String? {
+        guard let username, brokerBindsClientIDs, (publisherUsername ?? username) == username else { return nil }
+        return """
+            both MQTT connections would log in as '\(username)': a broker that binds client ids to usernames \
+            (mosquitto's use_username_as_clientid, as deploy/mosquitto.conf does) gives them one client id, so \
+            they evict each other and the publisher's clean session wipes the subscriber's session with the inputs \
+            queued in it. Give the publisher an account of its own with --publisher-username (the shipped ACL has \
+            mobilityd-pub), or, if the broker keeps client ids apart from usernames, say so with \
+            --broker-binds-client-ids false
+            """
     }
 
     /// The engine settings.

@@ -180,28 +180,43 @@ final class Shard: @unchecked Sendable {
         handReports()  // weeks left due by the last run
         var out: [EngineOutput] = []
         out.reserveCapacity(256)
-        var batch: [ShardItem] = []
-        batch.reserveCapacity(4096)
+        // What was taken from the queue, and the first item of it not handled yet: a batch is
+        // bounded by work (``BatchBudget``), and what is left of the take is the next batch.
+        var taken: [ShardItem] = []
+        taken.reserveCapacity(4096)
+        var next = 0
+        // The queue's mark read before `taken` was taken; and the journal position this shard
+        // has handled everything up to (it never goes back).
+        var takenThrough: UInt64 = 0
+        var handledThrough: UInt64 = 0
         policy.started(now: DispatchTime.now().uptimeNanoseconds)  // the first interval runs from the start
-        while queue.waitForItems() {
+        while next < taken.count || queue.waitForItems() {
             // One clock read per batch, not per message.
             let started = DispatchTime.now().uptimeNanoseconds
             busySince.store(started, ordering: .relaxed)
-            // Read before taking: every message up to q routed here is in the queue now.
-            let q = journal?.queuedThrough ?? 0
-            queue.takeAll(into: &batch)
+            if next >= taken.count {
+                // Read before taking: every message up to it routed here is in the queue now.
+                takenThrough = journal?.queuedThrough ?? 0
+                queue.takeAll(into: &taken)
+                next = 0
+            }
             let wall = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
             var barriers: [DispatchSemaphore] = []
             var replayedNow = 0
             var teamsChanged = false
+            var budget = BatchBudget()
+            var lastSeq: UInt64 = 0
             batchUsers.removeAll(keepingCapacity: true)
-            for k in batch.indices {
-                // Moved out of the batch (a copy retains every string and array of the item, and
-                // emptying the batch would release them again).
+            while next < taken.count, !budget.spent {
+                // Moved out of the take (a copy retains every string and array of the item, and
+                // emptying the array would release them again).
                 var item = ShardItem.housekeeping
-                swap(&item, &batch[k])
+                swap(&item, &taken[next])
+                next += 1
                 switch consume item {
                 case .message(let seq, let topic, let parsed, let payload):
+                    budget.message(bytes: payload.count)
+                    if seq > 0 { lastSeq = seq }
                     var user: String?
                     if case .inbound(let u, _) = parsed { user = u }
                     guard case .next(let position) = journalPosition(seq: seq, user: user) else { replayedNow += 1; continue }
@@ -214,11 +229,15 @@ final class Shard: @unchecked Sendable {
                     handled(seq: seq, user: user, position: position)
                     if let before = timelineBefore, let u = user { timelineChanged(u, before: before) }
                 case .decodedSamples(let seq, let topic, let user, let samples):
+                    budget.message(bytes: BatchBudget.bytesPerDecodedSample * ((try? samples.get())?.count ?? 0))
+                    if seq > 0 { lastSeq = seq }
                     guard case .next(let position) = journalPosition(seq: seq, user: user) else { replayedNow += 1; continue }
                     ingestor.handle(decodedSamples: samples, user: user, topic: topic, now: wall, into: &out)
                     handled(seq: seq, user: user, position: position)
                 case .oversized(let topic, let parsed, let size):
                     ingestor.rejectOversized(topic: topic, parsed: parsed, size: size, into: &out)
+                case .retained(let topic, let parsed):
+                    ingestor.rejectRetained(topic: topic, parsed: parsed, into: &out)
                 case .tick(let now): ingestor.tick(now: now, into: &out)
                 case .reload(let p):
                     ingestor.engine.reload(p, now: wall, into: &out)  // resolves the removed rules' firing alerts
@@ -284,6 +303,11 @@ final class Shard: @unchecked Sendable {
                 outputs: urgent, deferred: !pendingOutbox.isEmpty || !deferredUsers.isEmpty, barrier: !barriers.isEmpty,
                 pendingUsers: pendingUsers.count, now: started)
             if scope == .batch { batchUsers.formUnion(deferredUsers) }  // the waiting series' users, with their outputs
+            // Every message up to q routed here is handled: all of the take once it is through
+            // (the queue's mark), else up to the last journalled message handled (a shard's queue
+            // is in journal order).
+            handledThrough = max(handledThrough, next >= taken.count ? takenThrough : lastSeq)
+            let q = handledThrough
             // Group commit: with scope .none these changes go with a later batch's; the journal
             // holds their messages meanwhile.
             var committed: [StateStore.OutboxItem]?
@@ -311,9 +335,11 @@ final class Shard: @unchecked Sendable {
                     policy.commitFailed()
                 }
             }
+            let took = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             stats.withLock { s in
                 s.batches += 1
                 s.evaluationSeconds += evaluated
+                s.longestBatchSeconds = max(s.longestBatchSeconds, took)
                 s.ingest = ingestor.counters
                 s.users = ingestor.engine.userCount
                 s.publishErrors += failures

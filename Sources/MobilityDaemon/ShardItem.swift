@@ -13,6 +13,8 @@ enum ShardItem: Sendable {
     case decodedSamples(seq: UInt64, topic: String, user: String, samples: Result<[WireDecoder.Item<Sample>], Rejection>)
     /// A message whose payload was over the size limit: not copied, not journalled, rejected.
     case oversized(topic: String, parsed: TopicLayout.Parsed, size: Int)
+    /// A retained `samples`, `events` or `deletions` message: not copied, not journalled, rejected.
+    case retained(topic: String, parsed: TopicLayout.Parsed)
     /// Wall clock: close the days that ended.
     case tick(Timestamp)
     case reload(Program)

@@ -7,6 +7,8 @@ struct ShardStats: Sendable {
     var users = 0
     var batches = 0
     var evaluationSeconds = 0.0
+    /// The longest batch so far (taken to committed and handed to the broker), seconds.
+    var longestBatchSeconds = 0.0
     var alerts: [String: [AlertStatus: Int]] = [:]
     var repeats: [String: Int] = [:]
     var firing: [String: Int] = [:]
@@ -34,6 +36,7 @@ struct ShardStats: Sendable {
         total.users += s.users
         total.batches += s.batches
         total.evaluationSeconds += s.evaluationSeconds
+        total.longestBatchSeconds = max(total.longestBatchSeconds, s.longestBatchSeconds)
         for (rule, m) in s.alerts { for (k, n) in m { total.alerts[rule, default: [:]][k, default: 0] += n } }
         for (rule, n) in s.repeats { total.repeats[rule, default: 0] += n }
         for (rule, n) in s.firing { total.firing[rule, default: 0] += n }

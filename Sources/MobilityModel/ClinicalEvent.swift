@@ -21,8 +21,11 @@ public struct TimelineEvent: Hashable, Sendable {
     public var firstDay: DayNumber
     /// The last local day it covers (equal to `firstDay` for clinical events).
     public var lastDay: DayNumber
-    /// Free text (never logged at info level).
+    /// Free text (never logged at info level), at most ``maxNoteBytes`` of UTF-8: a longer one
+    /// is refused, never cut.
     public var note: String?
+    /// The longest note of an entry from the wire (bytes of UTF-8).
+    public static let maxNoteBytes = 1000
     /// Who of the care staff entered (or last corrected) it and when; nil for an entry of the
     /// patient's gateway. Kept in the care-team history, not in the engine (which needs none of it).
     public var entered: EntryAttribution?

@@ -25,6 +25,9 @@ public enum RejectionReason: String, CaseIterable, Hashable, Sendable {
     case tooManyEntries = "too_many_entries"
     /// A retraction of a timeline entry the user does not hold.
     case unknownEntry = "unknown_entry"
+    /// A `samples`, `events` or `deletions` message published retained, which the broker would
+    /// deliver again on every reconnect (only a profile may be retained).
+    case retainedInput = "retained_input"
 }
 
 /// A refusal: the reason, a human detail, and the id of the refused item if it had one.

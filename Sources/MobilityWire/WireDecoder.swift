@@ -96,7 +96,17 @@ public struct WireDecoder: Sendable {
             return .failure(Rejection(.invalidField, "a clinical event is on one day: use 'date'", itemID: id))
         }
         var note: String?
-        if case .string(let s)? = v["note"] { note = String(s.prefix(1000)) }
+        switch v["note"] {
+        case nil, .null?: break
+        case .string(let s)?:
+            // Refused, not cut: a clinician's note that ends mid-sentence says something else.
+            guard s.utf8.count <= TimelineEvent.maxNoteBytes else {
+                return .failure(
+                    Rejection(.invalidField, "field 'note' is \(s.utf8.count) bytes, over the limit of \(TimelineEvent.maxNoteBytes)", itemID: id))
+            }
+            note = s
+        default: return .failure(Rejection(.invalidField, "field 'note' must be a string", itemID: id))
+        }
         return .success(TimelineEvent(id: id, category: category, kind: kind, firstDay: first, lastDay: last, note: note))
     }
 

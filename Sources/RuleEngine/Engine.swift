@@ -306,13 +306,20 @@ public struct Engine: Sendable {
             // can stay behind samples it holds (a jump not yet confirmed after a gap).
             let latest = max(st.lastClosedDay ?? .min, st.openDays.last?.day ?? .min, now.map { st.calendar.day(of: $0) } ?? .min)
             let day = latest == .min ? Tombstone.unstamped : latest
-            for id in ids.map(SampleID.init) {
-                if st.locate(id) != nil {
-                    Engine.remove(id: id, from: &st)
-                    n += 1
+            let deleted = ids.map(SampleID.init)
+            // The held ones go in one pass over the open values: a scan and a shift per id cost
+            // ids × values (a flood of 1 000-id deletions held a shard for a minute).
+            var held = Set<SampleID>()
+            for id in deleted where st.mightHold(id) { held.insert(id) }
+            if !held.isEmpty {
+                let (days, removed) = st.removeValues(ids: held)
+                n = removed
+                for i in days {
+                    let d = st.openDays[i].day
+                    if let closed = st.lastClosedDay, d <= closed { st.revisedDays.insert(d) }
                 }
-                st.addTombstone(id, day: day, limit: limit)
             }
+            st.addTombstones(deleted, day: day, limit: limit)
             return n
         }
     }

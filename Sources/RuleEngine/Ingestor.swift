@@ -323,6 +323,20 @@ public struct Ingestor: Sendable {
         reject(user, topic, Rejection(.payloadTooLarge, "payload of \(size) bytes exceeds the limit of \(decoder.maxPayloadBytes)"), into: &out)
     }
 
+    /// Rejects a retained `samples`, `events` or `deletions` message (the daemon refuses those
+    /// without reading them: the broker re-delivers a retained message on every reconnect, so a
+    /// retained deletion or retraction would be applied again and again, after later corrections).
+    public mutating func rejectRetained(topic: String, parsed: TopicLayout.Parsed, into out: inout [EngineOutput]) {
+        guard case .inbound(let user, _) = parsed else { return }
+        counters.messages += 1
+        reject(
+            user, topic,
+            Rejection(
+                .retainedInput,
+                "inputs other than the profile must be published with retain off: the broker delivers a retained message again on every reconnect; clear this one by publishing an empty retained message on its topic"
+            ), into: &out)
+    }
+
     /// Makes room for `n` more users (before restoring them).
     public mutating func reserveUsers(_ n: Int) { engine.reserveUsers(n) }
 

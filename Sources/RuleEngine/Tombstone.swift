@@ -30,9 +30,23 @@ extension UserState {
 
     /// Remembers a deletion of `id` on `day`; at `limit` entries the oldest eighth goes first.
     mutating func addTombstone(_ id: SampleID, day: DayNumber, limit: Int) {
-        guard limit > 0, !isTombstoned(id) else { return }
-        if tombstones.count >= limit { tombstones.removeFirst(Swift.max(1, Swift.min(tombstones.count, limit / 8))) }
-        tombstones.append(Tombstone(id: id, day: day))
+        addTombstones([id], day: day, limit: limit)
+    }
+
+    /// Remembers the deletions of `ids` on `day`, in order, as ``addTombstone(_:day:limit:)`` one
+    /// after the other would, with one hash lookup an id instead of a scan of every tombstone.
+    mutating func addTombstones(_ ids: [SampleID], day: DayNumber, limit: Int) {
+        guard limit > 0, !ids.isEmpty else { return }
+        var known = Set<SampleID>(minimumCapacity: tombstones.count + ids.count)
+        for t in tombstones { known.insert(t.id) }
+        for id in ids where known.insert(id).inserted {
+            if tombstones.count >= limit {
+                let drop = Swift.max(1, Swift.min(tombstones.count, limit / 8))
+                for t in tombstones.prefix(drop) { known.remove(t.id) }
+                tombstones.removeFirst(drop)
+            }
+            tombstones.append(Tombstone(id: id, day: day))
+        }
     }
 
     /// Forgets the deletions of days through `through` (the days that fold: no sample of them

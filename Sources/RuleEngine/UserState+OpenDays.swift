@@ -83,6 +83,37 @@ extension UserState {
         invalidateCache(day: i)
     }
 
+    /// Removes every open value whose id is in `ids`, in one pass (emptied days stay, as with
+    /// ``removeValue(day:at:)``); returns the open days (indices) that lost values, and how many went.
+    mutating func removeValues(ids: Set<SampleID>) -> (days: [Int], removed: Int) {
+        var days: [Int] = []
+        var write = 0
+        for i in openDays.indices {
+            let start = Int(openDays[i].start), count = Int(openDays[i].count)
+            let newStart = write
+            var firstRemoved = -1
+            for j in 0..<count {
+                let v = openValues[start + j]
+                if ids.contains(v.id) {
+                    if firstRemoved < 0 { firstRemoved = j }
+                    continue
+                }
+                if write != start + j { openValues[write] = v }
+                write += 1
+            }
+            openDays[i].start = Int32(newStart)
+            if firstRemoved >= 0 {
+                openDays[i].count = Int32(write - newStart)
+                openDays[i].touch(from: firstRemoved)
+                invalidateCache(day: i)
+                days.append(i)
+            }
+        }
+        let removed = openValues.count - write
+        if removed > 0 { openValues.removeLast(removed) }
+        return (days, removed)
+    }
+
     /// Removes the first `n` open days (folded), their values and cached inputs.
     mutating func removeFirstOpenDays(_ n: Int) {
         guard n > 0 else { return }

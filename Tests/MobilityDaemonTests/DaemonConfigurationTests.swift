@@ -30,7 +30,7 @@ import Testing
     /// `#` starts a comment only at the start of a line or after whitespace: a password may hold it.
     @Test func aHashInsideAValueIsNotAComment() throws {
         let file = TemporaryPath.make("mw-conf", suffix: ".conf")
-        try "# comment\npassword = pa#ss  # the broker's\nusername = svc#1\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try "# comment\npassword = pa#ss  # the broker's\nusername = svc#1\npublisher-username = svc#2\n".write(toFile: file, atomically: true, encoding: .utf8)
         chmod(file, 0o600)
         defer { try? FileManager.default.removeItem(atPath: file) }
         let c = try DaemonConfiguration.load(arguments: ["--config", file], environment: [:])
@@ -75,5 +75,45 @@ import Testing
         #expect(scope(since: 100 * ms) == .all)  // the interval has passed
         #expect(scope(users: Shard.maxPendingUsers) == .all)  // a commit stays bounded
         #expect(scope(interval: 0) == .all)  // --commit-interval 0: every batch
+    }
+}
+
+/// One account for both MQTT connections: against a broker that binds client ids to usernames
+/// (the shipped one) they evict each other, so it is refused unless the operator says otherwise.
+@Suite struct BrokerAccountTests {
+    static func problem(_ args: [String]) -> String? {
+        do { _ = try DaemonConfiguration.load(arguments: args, environment: [:]); return nil } catch { return error.description }
+    }
+
+    @Test func oneAccountForBothConnectionsIsRefusedUnlessTheBrokerKeepsClientIDsApart() {
+        for args in [["--username", "mobilityd"], ["--username", "mobilityd", "--publisher-username", "mobilityd"]] {
+            let p = Self.problem(args)
+            #expect(p?.contains("both MQTT connections would log in as 'mobilityd'") == true, "\(args)")
+            #expect(p?.contains("--publisher-username") == true && p?.contains("--broker-binds-client-ids false") == true)
+        }
+        #expect(Self.problem(["--username", "mobilityd", "--publisher-username", "mobilityd-pub"]) == nil)
+        #expect(Self.problem(["--username", "mobilityd", "--broker-binds-client-ids", "false"]) == nil)
+        #expect(Self.problem([]) == nil)  // anonymous: the two client ids differ
+        #expect(Self.problem(["--broker-binds-client-ids", "maybe"])?.contains("true or false") == true)
+    }
+}
+
+/// `/metrics` and `/healthz` have neither TLS nor tokens: docs/security.md keeps them on loopback,
+/// and mobilityd refuses any other address instead of listening there without a word.
+@Suite struct MetricsAddressTests {
+    @Test(arguments: ["0.0.0.0:9464", "10.1.2.3:9464", "192.168.0.5:0", "localhost:9464"])
+    func aMetricsAddressOffLoopbackIsRefused(address: String) {
+        do {
+            _ = try DaemonConfiguration.load(arguments: ["--metrics-address", address], environment: [:])
+            Issue.record("accepted \(address)")
+        } catch {
+            #expect(error.description.contains("is not a loopback address") && error.description.contains(address), "\(error)")
+        }
+    }
+
+    @Test func loopbackAndOffAreAccepted() throws {
+        #expect(try DaemonConfiguration.load(arguments: ["--metrics-address", "127.0.0.2:0"], environment: [:]).metricsAddress == "127.0.0.2:0")
+        #expect(try DaemonConfiguration.load(arguments: ["--metrics-address", "off"], environment: [:]).metricsAddress == nil)
+        #expect(try DaemonConfiguration.load(arguments: [], environment: [:]).metricsAddress == "127.0.0.1:9464")
     }
 }

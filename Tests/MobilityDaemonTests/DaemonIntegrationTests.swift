@@ -368,6 +368,7 @@ extension MQTTRecorder {
             ChildProcess.product("mobilityd"),
             [
                 "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", dir + "/ca.crt", "--username", "mobilityd", "--mqtt-version", "5",
+                "--broker-binds-client-ids", "false",
                 "--rules", RepoPaths.rules, "--state", dir + "/state", "--clock", "event", "--metrics-address", "127.0.0.1:\(metrics)"
             ], environment: ["MOBILITYD_PASSWORD": "s3cret"])
         #expect(eventually(timeout: 15) { httpGet(port: metrics, path: "/healthz")?.status == 200 }, "\(daemon.log)")
@@ -378,7 +379,7 @@ extension MQTTRecorder {
             ChildProcess.product("mobilityd"),
             [
                 "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", dir + "/ca.crt", "--username", "mobilityd",
-                "--rules", RepoPaths.rules, "--state", dir + "/state2", "--metrics-address", "off"
+                "--broker-binds-client-ids", "false", "--rules", RepoPaths.rules, "--state", dir + "/state2", "--metrics-address", "off"
             ], environment: ["MOBILITYD_PASSWORD": "nope"])  // never on the command line (refused there)
         #expect(wrong.wait(timeout: 20) == 1, "\(wrong.log)")
         #expect(wrong.log.contains("refused"))

@@ -40,7 +40,7 @@ import Testing
 
     @Test(arguments: [mode_t(0o644), mode_t(0o640), mode_t(0o604), mode_t(0o660)])
     func aConfigFileHoldingAPasswordReadableByOthersIsRefused(mode: mode_t) throws {
-        let conf = try Self.file("username = mobilityd\npassword = hunter2\n", mode: mode)
+        let conf = try Self.file("username = mobilityd\npublisher-username = mobilityd-pub\npassword = hunter2\n", mode: mode)
         defer { unlink(conf) }
         let p = try #require(Self.problem(["--config", conf]))
         #expect(p.contains(conf) && p.contains("chmod 600") && p.contains("0" + String(mode, radix: 8)))
@@ -58,7 +58,7 @@ import Testing
     }
 
     @Test func aConfigFileWithoutAPasswordMayBeReadable() throws {
-        let conf = try Self.file("username = mobilityd\n", mode: 0o644)
+        let conf = try Self.file("username = mobilityd\npublisher-username = mobilityd-pub\n", mode: 0o644)
         defer { unlink(conf) }
         #expect(Self.problem(["--config", conf]) == nil)
     }

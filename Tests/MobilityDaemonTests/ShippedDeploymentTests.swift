@@ -67,6 +67,21 @@ final class ShippedDeployment: @unchecked Sendable {
 
     /// Starts mobilityd with the shipped example configuration.
     func startDaemon(edit: [(String, String)] = []) throws {
+        let d = try launchDaemon(edit: edit)
+        guard eventually(timeout: 15, { httpGet(port: self.metricsPort, path: "/healthz")?.status == 200 }) else {
+            throw HarnessError("mobilityd did not become healthy:\n\(d.log)")
+        }
+        guard
+            eventually(
+                timeout: 5, { (try? parsePrometheus(httpGet(port: self.metricsPort, path: "/metrics")?.body ?? ""))?["mobilityd_broker_subscribed"] == 1 })
+        else {
+            throw HarnessError("mobilityd did not subscribe:\n\(d.log)")
+        }
+    }
+
+    /// Starts mobilityd with the shipped example configuration, edited, without waiting for it.
+    @discardableResult
+    func launchDaemon(edit: [(String, String)] = []) throws -> ChildProcess {
         let example = try String(contentsOfFile: RepoPaths.root + "/deploy/mobilityd.conf.example", encoding: .utf8)
         let conf = try ShippedDeployment.substitute(
             example,
@@ -83,15 +98,7 @@ final class ShippedDeployment: @unchecked Sendable {
         chmod(dir + "/mqtt-password", 0o600)
         let d = try ChildProcess(ChildProcess.product("mobilityd"), ["--config", dir + "/mobilityd.conf"], logPath: dir + "/mobilityd.log")
         daemon = d
-        guard eventually(timeout: 15, { httpGet(port: self.metricsPort, path: "/healthz")?.status == 200 }) else {
-            throw HarnessError("mobilityd did not become healthy:\n\(d.log)")
-        }
-        guard
-            eventually(
-                timeout: 5, { (try? parsePrometheus(httpGet(port: self.metricsPort, path: "/metrics")?.body ?? ""))?["mobilityd_broker_subscribed"] == 1 })
-        else {
-            throw HarnessError("mobilityd did not subscribe:\n\(d.log)")
-        }
+        return d
     }
 
     /// A client logged in as `account` over TLS (MQTT 5, so refusals come back as reason codes).
@@ -542,6 +549,68 @@ private let notAuthorized: Int32 = 135
         let m = d.metrics()
         #expect(m["mobilityd_samples_accepted_total"] == 1)
         #expect(m["mobilityd_broker_reconnects_total{role=\"subscriber\"}"] == 0)
+    }
+
+    /// The shipped configuration without its `publisher-username` line: both connections would
+    /// log in as `mobilityd`, which the shipped broker turns into one client id (they evicted each
+    /// other every second and the publisher's clean session wiped the subscriber's, with every
+    /// input queued in it). Refused before connecting, exit 2, saying what to set.
+    @Test func oneAccountForBothConnectionsIsRefused() throws {
+        let d = try ShippedDeployment()
+        let p = try d.launchDaemon(edit: [("publisher-username = mobilityd-pub", "")])
+        #expect(p.wait(timeout: 15) == 2, "\(p.log)")
+        #expect(p.log.contains("both MQTT connections would log in as 'mobilityd'") && p.log.contains("--publisher-username"), "\(p.log)")
+        #expect(!d.broker.log.contains("u'mobilityd')"), "it never connected:\n\(d.broker.log)")
+    }
+
+    /// The same account for both connections, with the operator wrongly stating that the broker
+    /// keeps client ids apart: the eviction loop is found at run time — logged as an error,
+    /// counted, `/healthz` 503 (and so no watchdog-free "running" status either).
+    @Test func anEvictionLoopIsLoudCountedAndUnhealthy() throws {
+        let d = try ShippedDeployment()
+        let p = try d.launchDaemon(edit: [("publisher-username = mobilityd-pub", "broker-binds-client-ids = false")])
+        #expect(
+            eventually(timeout: 30) { d.metrics()["mobilityd_broker_eviction_loop{role=\"subscriber\"}"] == 1 },
+            "\(p.log)\n\(d.broker.log.suffix(3000))")
+        let m = d.metrics()
+        #expect((m["mobilityd_broker_evictions_total{role=\"subscriber\"}"] ?? 0) >= 3, "\(m)")
+        let health = httpGet(port: d.metricsPort, path: "/healthz")
+        #expect(health?.status == 503 && health?.body.contains("evicts the subscriber connection") == true, "\(String(describing: health))")
+        #expect(p.log.contains("the broker closes this connection right after each connect"), "\(p.log)")
+        #expect(p.isRunning)
+    }
+
+    /// A gateway that publishes its samples retained: the shipped broker takes them (its ACL
+    /// cannot tell), and would deliver them again on every reconnect of the daemon; mobilityd
+    /// refuses each delivery with `retained_input` (the live one too: MQTT 5, retain as
+    /// published), applies nothing, and takes the same sample sent without retain. A retained
+    /// profile is still taken, and the gateway's empty retained message clears the sample.
+    @Test func aRetainedInputIsRefusedEachTimeItIsDelivered() throws {
+        let d = try ShippedDeployment()
+        try d.startDaemon()
+        let jamie = try d.client("jamie", filters: ["mobility/v1/users/jamie/rejected", "mobility/v1/users/jamie/acks"])
+        let sample = sampleJSON(id: "r1", value: 1.2, end: isoNow())
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), sample, retain: true) == 0)
+        #expect(eventually { jamie.messages(prefix: "mobility/v1/users/jamie/rejected").count == 1 }, "\(d.daemon!.log)")
+        let rejection = try #require(jamie.messages(prefix: "mobility/v1/users/jamie/rejected").first)
+        #expect(rejection.text.contains("\"reason\":\"retained_input\""), "\(rejection.text)")
+        var m = d.metrics()
+        #expect(m["mobilityd_rejected_total{reason=\"retained_input\"}"] == 1 && m["mobilityd_samples_accepted_total"] == 0, "\(m)")
+
+        // A restart re-subscribes: the broker delivers the retained sample again, refused again.
+        #expect(d.daemon!.stop() == 0)
+        try d.startDaemon()
+        #expect(eventually { jamie.messages(prefix: "mobility/v1/users/jamie/rejected").count == 2 }, "\(d.daemon!.log)")
+        #expect(d.metrics()["mobilityd_samples_accepted_total"] == 0)
+
+        // Cleared by the gateway (nothing to refuse), then sent as it should be: taken.
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), "", retain: true) == 0)
+        #expect(try jamie.publishAwaitingAnswer("mobility/v1/users/jamie/profile", "{\"timeZone\":\"UTC\"}", retain: true) == 0)
+        #expect(try jamie.publishAwaitingAnswer(samplesTopic("jamie"), sample) == 0)
+        #expect(eventually { jamie.messages(prefix: "mobility/v1/users/jamie/acks").contains { $0.text.contains("\"r1\"") } }, "\(d.daemon!.log)")
+        m = d.metrics()
+        #expect(m["mobilityd_samples_accepted_total"] == 1 && m["mobilityd_rejected_total{reason=\"retained_input\"}"] == 1, "\(m)")
+        #expect(jamie.messages(prefix: "mobility/v1/users/jamie/rejected").count == 2)
     }
 
     /// The shipped report-listener lines, uncommented with only paths and the port substituted

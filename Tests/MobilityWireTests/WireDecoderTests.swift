@@ -144,6 +144,25 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
         #expect(r.reason == .invalidTimeZone)
     }
 
+    /// An entry's note is kept whole or refused with the reason: never cut short (a note of
+    /// 1 001 characters was once kept as its first 1 000), and never dropped for its type.
+    @Test func aNoteIsKeptWholeOrRefused() throws {
+        func entry(_ note: String) -> Result<TimelineChange, Rejection> {
+            let payload = #"{"id":"a1","kind":"pain","category":"annotation","date":"2026-03-01","note":"# + note + "}"
+            guard case .success(let items) = decoder.events(Array(payload.utf8), user: "u"), items.count == 1 else { return .failure(Rejection(.notJSON, "?")) }
+            return items[0]
+        }
+        let longest = String(repeating: "é", count: TimelineEvent.maxNoteBytes / 2)  // 1 000 bytes
+        guard case .success(.record(let kept)) = entry("\"" + longest + "\"") else { Issue.record("refused"); return }
+        #expect(kept.note == longest)
+        for (note, says) in [("\"" + longest + "x\"", "1001 bytes, over the limit of 1000"), ("42", "must be a string")] {
+            guard case .failure(let r) = entry(note) else { Issue.record("accepted \(note.prefix(20))"); continue }
+            #expect(r.reason == .invalidField && r.detail.contains(says) && r.itemID == "a1", "\(r.detail)")
+        }
+        guard case .success(.record(let none)) = entry("null") else { Issue.record("refused null"); return }
+        #expect(none.note == nil)
+    }
+
     /// Each deleted id costs a tombstone in the user's state: one message deletes at most a
     /// batch's worth (issue 19), however the ids are wrapped.
     @Test func aDeletionHoldsAtMostABatchOfIds() throws {

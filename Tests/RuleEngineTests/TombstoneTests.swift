@@ -140,3 +140,56 @@ import Testing
         #expect(engine.ingest(sample("early", 1, day: 2), user: "u", now: close(2).adding(seconds: -7200), into: &out) == .deleted)
     }
 }
+
+/// A deletion of many ids is one pass over the user's open values and one hash lookup a
+/// tombstone (it was a scan and a shift per id: a flood of 1 000-id deletions held a shard for
+/// a minute); it must end exactly as the same ids deleted one a message.
+@Suite struct LargeDeletionTests {
+    static func engine(maxTombstones: Int) -> Engine {
+        var c = EngineConfiguration()
+        c.maxTombstones = maxTombstones
+        var e = Engine(program: program(EngineTests.rules), configuration: c)
+        var out: [EngineOutput] = []
+        for d in 1...5 {
+            for k in 0..<40 {
+                e.ingest(sample("s\(d)-\(k)", 1.0 + Double(k) / 100, day: d, hour: k % 24), user: "u", now: close(5).adding(seconds: -7200), into: &out)
+            }
+        }
+        return e
+    }
+
+    @Test(arguments: [64, 2048] as [Int])
+    func aLargeDeletionEndsAsItsIdsOneByOne(maxTombstones: Int) {
+        var rng = SplitMix64(seed: 33 &+ UInt64(maxTombstones))
+        // Held ids, unknown ids and repeats, in random order.
+        var ids: [String] = []
+        for _ in 0..<600 {
+            switch rng.next() % 3 {
+            case 0: ids.append("s\(1 + rng.next() % 5)-\(rng.next() % 40)")
+            case 1: ids.append("gone-\(rng.next() % 400)")
+            default: ids.append(ids.isEmpty ? "x" : ids[Int(rng.next() % UInt64(ids.count))])
+            }
+        }
+        var bulk = Self.engine(maxTombstones: maxTombstones), single = Self.engine(maxTombstones: maxTombstones)
+        let now = close(5).adding(seconds: -3600)
+        let removed = bulk.delete(ids: ids, user: "u", now: now)
+        var removedOneByOne = 0
+        for id in ids { removedOneByOne += single.delete(ids: [id], user: "u", now: now) }
+        #expect(removed == removedOneByOne && removed > 0)
+        let a = bulk.snapshot(of: "u")!, b = single.snapshot(of: "u")!
+        #expect(a.openValues == b.openValues)
+        #expect(a.openDays == b.openDays)
+        #expect(a.tombstones == b.tombstones)
+        #expect(a == b)
+        // The tombstones are those of a plain list: each new id appended, the oldest eighth dropped at the limit.
+        var reference: [SampleID] = []
+        for id in ids.map(SampleID.init) where !reference.contains(id) {
+            if reference.count >= maxTombstones { reference.removeFirst(max(1, min(reference.count, maxTombstones / 8))) }
+            reference.append(id)
+        }
+        #expect(a.tombstones.map(\.id) == reference)
+        // What was deleted stays deleted.
+        var out: [EngineOutput] = []
+        #expect(bulk.ingest(sample(ids.last!, 1.1, day: 5), user: "u", now: now, into: &out) == .deleted)
+    }
+}
