@@ -29,12 +29,33 @@ import argparse, glob, json, os, random, re, shutil, signal, socket, sqlite3, st
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_handed_out = set()
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    """A free loopback port below the kernel's ephemeral range (as the test harness picks them):
+    a port from the ephemeral range can be taken by an outgoing connection before the server
+    that was given it binds it."""
+    try:
+        low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    candidates = (random.SystemRandom().randrange(10000, low) for _ in range(500)) if low > 12000 else iter(())
+    for p in list(candidates) + [0] * 50:
+        if p and p in _handed_out:
+            continue
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            got = s.getsockname()[1]
+        except OSError:
+            continue
+        finally:
+            s.close()
+        if got not in _handed_out:
+            _handed_out.add(got)
+            return got
+    raise SystemExit("fault-injection-state: no free loopback port")
 
 
 def metrics(port):

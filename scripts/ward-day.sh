@@ -15,7 +15,25 @@ chmod 700 "$work"
 pids=()
 cleanup() { for ((k=${#pids[@]}-1; k>=0; k--)); do kill "${pids[k]}" 2>/dev/null || true; wait "${pids[k]}" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT INT TERM
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A free loopback port below the kernel's ephemeral range (an outgoing connection can take one
+# from that range before the server given it binds it), as the test harness picks them.
+freeport() {
+  python3 - <<'PY'
+import random, socket
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+for p in [random.SystemRandom().randrange(10000, low) for _ in range(200)] + [0] if low > 12000 else [0]:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); print(s.getsockname()[1]); break
+    except OSError:
+        pass
+    finally:
+        s.close()
+PY
+}
 step() { printf '\n== %s\n' "$*"; }
 
 port=$(freeport); http=$(freeport)

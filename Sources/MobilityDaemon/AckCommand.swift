@@ -16,6 +16,8 @@ struct AckCommand: Hashable, Sendable {
     /// Why a command was refused; the raw value is the stable reason published and counted.
     enum Refusal: String, Sendable, CaseIterable {
         case payloadTooLarge = "payload_too_large"
+        /// Published retained: the broker would deliver it again on every reconnect.
+        case retainedInput = "retained_input"
         case malformedJSON = "malformed_json"
         case missingField = "missing_field"
         case invalidField = "invalid_field"

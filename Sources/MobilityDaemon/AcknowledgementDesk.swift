@@ -105,6 +105,14 @@ final class AcknowledgementDesk: Sendable {
         refuse(.init(refusal: .payloadTooLarge, message: "an acknowledgement is at most \(AckCommand.maxPayloadBytes) bytes, got \(size)"), team: team)
     }
 
+    /// A command published retained: refused, never applied (the broker delivers a retained
+    /// message again on every reconnect, which would repeat it).
+    func retained(topic: String) {
+        guard let team = commandTeam(topic) else { return }
+        guard scope.decides(team: team) else { return leave() }
+        refuse(.init(refusal: .retainedInput, message: CommandScope.retainedMessage), team: team)
+    }
+
     /// Publishes a refusal (not retained) and counts it; nothing else changes.
     private func refuse(_ r: AckCommand.Rejection, team: String?) {
         var w = JSONWriter()
@@ -185,6 +193,14 @@ final class AcknowledgementDesk: Sendable {
         var cleared: [String] = []
         var withheld: [AlertTransition] = []
         book.withLock { b in
+            // An acknowledged instance's firing published again (a revision restoring what its
+            // rule's retained topic held) keeps its acknowledgement on it.
+            for i in out.indices {
+                if case .alert(var a) = out[i], a.status == .firing, !a.isRepeat, a.acknowledged == nil, let ack = b.acknowledged[a.id] {
+                    a.acknowledged = ack.acknowledgement
+                    out[i] = .alert(a)
+                }
+            }
             out.removeAll { o in
                 guard case .alert(let a) = o else { return false }
                 switch a.status {

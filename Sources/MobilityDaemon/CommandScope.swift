@@ -18,6 +18,10 @@ struct CommandScope: Sendable {
     /// One instance: answers everything.
     static let everything = CommandScope(partitions: nil)
 
+    /// The refusal of a command published retained (`retained_input`), whatever its kind.
+    static let retainedMessage =
+        "a command must not be retained: the broker would deliver it again on every reconnect; publish it with retain off and clear the retained message"
+
     /// Whether other instances share the commands (partitioned mode).
     var isPartitioned: Bool { partitions != nil }
 

@@ -245,7 +245,11 @@ public final class Daemon: Sendable {
                 },
                 onRetained: { topic, size in
                     // Only a profile may be retained: the broker delivers a retained message again on
-                    // every reconnect, and a retained deletion or retraction would undo later data.
+                    // every reconnect, and a retained deletion or retraction would undo later data; a
+                    // retained staff command would be applied again (an empty one only clears it).
+                    if desk.commandTeam(topic) != nil { if size > 0 { desk.retained(topic: topic) }; return true }
+                    if silences.commandTeam(topic) != nil { if size > 0 { silences.retained(topic: topic) }; return true }
+                    if timelines.commandTeam(topic) != nil { if size > 0 { timelines.retained(topic: topic) }; return true }
                     let parsed = layout.parse(topic)
                     guard case .inbound(_, let kind) = parsed, kind != .profile else { return false }
                     // An empty retained message clears a retained one: nothing to apply or refuse.

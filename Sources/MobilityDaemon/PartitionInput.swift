@@ -61,6 +61,15 @@ final class PartitionInputService: Service, @unchecked Sendable {
                     guard let inner = strip(topic, prefix) else { return }
                     let parsed = layout.parse(inner)
                     wait(for: shard(of: parsed), .oversized(topic: inner, parsed: parsed, size: size), client: box)
+                },
+                onRetained: { [self] topic, size in
+                    // As the subscriber: only a profile may be retained (the broker delivers a
+                    // retained message again on every reconnect and takeover); an empty one clears it.
+                    guard let inner = strip(topic, prefix) else { return false }
+                    let parsed = layout.parse(inner)
+                    guard case .inbound(_, let kind) = parsed, kind != .profile else { return false }
+                    if size > 0 { wait(for: shard(of: parsed), .retained(topic: inner, parsed: parsed), client: box) }
+                    return true
                 })
             box.set(client)
             clients.append(client)

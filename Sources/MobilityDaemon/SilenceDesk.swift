@@ -115,6 +115,14 @@ final class SilenceDesk: Sendable {
         refuse(.init(reason: "payload_too_large", message: "a silence command is at most \(SilenceCommand.maxPayloadBytes) bytes, got \(size)"), team: team)
     }
 
+    /// A command published retained: refused, never applied (the broker delivers a retained
+    /// message again on every reconnect, which would repeat it).
+    func retained(topic: String) {
+        guard let team = commandTeam(topic) else { return }
+        guard scope.decides(team: team) else { return count("other_instance") }
+        refuse(.init(reason: "retained_input", message: CommandScope.retainedMessage), team: team)
+    }
+
     private func add(_ s: Silence, now: Timestamp) {
         let (exists, teamCount) = book.withLock { b in (b.byTeam[s.team]?.contains { $0.id == s.id } ?? false, b.byTeam[s.team]?.count ?? 0) }
         if exists { return count("duplicate") }  // a re-delivered command: the silence stands

@@ -140,6 +140,14 @@ final class TimelineDesk: Sendable {
         refuse(.init("payload_too_large", "a timeline command is at most \(TimelineCommand.maxPayloadBytes) bytes, got \(size)"), team: team, viaMQTT: true)
     }
 
+    /// A command published retained: refused, never applied (the broker delivers a retained
+    /// message again on every reconnect: a retracted entry would come back, a correction be undone).
+    func retained(topic: String) {
+        guard let team = commandTeam(topic) else { return }
+        guard scope.decides(team: team) else { return count("other_instance") }
+        refuse(.init("retained_input", CommandScope.retainedMessage), team: team, viaMQTT: true)
+    }
+
     /// What a command the shard applied leaves to its commit: the history row of the entry (with
     /// its attribution) or of its removal, and the audited change (audit row and announcing outputs).
     struct Applied {

@@ -147,6 +147,11 @@ public struct TimelineCommand: Hashable, Sendable {
             return refuse(entry["id"] == nil ? "missing_field" : "invalid_field", "'entry' needs an 'id' string (the entry's id)")
         }
         if let p = StaffText.problem(id, field: "the entry's 'id'", maxBytes: maxIDBytes, required: true) { return refuse("invalid_field", p) }
+        // Staff text is checked before the entry is decoded, so that a note is refused for what it
+        // is (`invalid_text`: control characters, over maxNoteBytes) whatever the decoder's bounds.
+        if case .string(let n)? = entry["note"], let p = StaffText.problem(n, field: "the entry's 'note'", maxBytes: maxNoteBytes, required: false) {
+            return refuse("invalid_text", p)
+        }
         let change: TimelineChange
         switch WireDecoder().timelineChange(entry) {
         case .failure(let r): return refuse(r.reason.rawValue, r.detail)

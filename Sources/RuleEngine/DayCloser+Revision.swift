@@ -15,7 +15,9 @@ extension DayCloser {
     /// * an episode only the re-evaluation has publishes its transitions of the re-evaluated
     ///   days (its firing, and its resolution if it ended);
     /// * an episode of both that now ends within the days publishes its resolution, and one that
-    ///   had ended but now goes on fires again (same id).
+    ///   had ended but now goes on fires again (same id);
+    /// * the episode firing at the end is published again, last, when another episode's
+    ///   transitions were (they replaced what the rule's retained alert topic held).
     func reevaluate(_ ev: inout Evaluator, from requested: DayNumber, through closed: DayNumber, into out: inout [EngineOutput]) {
         guard configuration.revisionDays > 0 else { return }
         let window = closed - DayNumber(configuration.revisionDays) + 1
@@ -47,6 +49,7 @@ extension DayCloser {
         for j in program.alerts.indices where revisable[j] {
             let rule = program.alerts[j]
             ev.alert = j
+            let emitted = out.count
             let old = before[j] ?? [:], new = after[j] ?? [:]
             for (since, fired) in old.sorted(by: { $0.key < $1.key }) where new[since] == nil {
                 let action = AlertStateMachine.Action.resolve(activeSince: since, firedAt: fired, resolvedAt: end)
@@ -68,6 +71,16 @@ extension DayCloser {
                 {
                     out.append(.alert(t))
                 }
+            }
+            // A rule has one retained alert topic: a transition of another episode published here
+            // (a withdrawal's clear, an ended episode's firing and end) replaced what it held, so
+            // the episode firing now is published again, last.
+            if let current = ev.user.alertStates[j].firingEpisode,
+                out[emitted...].contains(where: { if case .alert(let t) = $0 { t.activeSince.milliseconds != current.since } else { false } }),
+                case .alert(let last)? = out.last, !(last.activeSince.milliseconds == current.since && last.status == .firing),
+                let t = Engine.transition(.fire(activeSince: current.since, firedAt: current.fired), rule: rule, ev: &ev, day: closed, daily: true)
+            {
+                out.append(.alert(t))
             }
         }
     }

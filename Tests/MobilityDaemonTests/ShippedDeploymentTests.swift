@@ -611,6 +611,16 @@ private let notAuthorized: Int32 = 135
         m = d.metrics()
         #expect(m["mobilityd_samples_accepted_total"] == 1 && m["mobilityd_rejected_total{reason=\"retained_input\"}"] == 1, "\(m)")
         #expect(jamie.messages(prefix: "mobility/v1/users/jamie/rejected").count == 2)
+
+        // A staff command published retained is refused too (the broker would deliver it again on
+        // every reconnect: a retracted entry would come back), and nothing is recorded.
+        let staff = try d.client("care-dashboard", filters: ["mobility/v1/teams/ward-a/commands/rejected"])
+        let command =
+            #"{"action":"add","user":"jamie","by":"nurse.kim","entry":{"id":"inj-r","kind":"injury","category":"clinical","date":"\#(String(isoNow(days: -1).prefix(10)))"}}"#
+        #expect(try staff.publishAwaitingAnswer("mobility/v1/teams/ward-a/commands/event", command, retain: true) == 0)
+        #expect(eventually { staff.messages().contains { $0.text.contains("\"reason\":\"retained_input\"") } }, "\(d.daemon!.log)")
+        #expect(d.metrics()["mobilityd_timeline_commands_total{result=\"accepted\"}"] ?? 0 == 0)
+        #expect(try staff.publishAwaitingAnswer("mobility/v1/teams/ward-a/commands/event", "", retain: true) == 0)
     }
 
     /// The shipped report-listener lines, uncommented with only paths and the port substituted

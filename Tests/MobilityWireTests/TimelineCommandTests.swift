@@ -96,6 +96,12 @@ import Testing
             action: .add, user: "u", by: "k",
             change: .record(TimelineEvent(id: "e", category: .annotation, kind: "note", firstDay: Self.d1, lastDay: Self.d1, note: note)))
         #expect(TimelineCommand.parse(c.json).failureReason == "invalid_text")
+        // Past the events topic's own bound too (1 000 bytes): still a staff text refusal.
+        let huge = TimelineCommand(
+            action: .add, user: "u", by: "k",
+            change: .record(
+                TimelineEvent(id: "e", category: .annotation, kind: "note", firstDay: Self.d1, lastDay: Self.d1, note: String(repeating: "n", count: 1_200))))
+        #expect(TimelineCommand.parse(huge.json).failureReason == "invalid_text")
         let id = String(repeating: "i", count: TimelineCommand.maxIDBytes + 1)
         #expect(TimelineCommand.parse(TimelineCommand(action: .retract, user: "u", by: "k", change: .retract(id: id)).json).failureReason == "invalid_field")
     }

@@ -285,3 +285,33 @@ import Testing
         #expect(out.alerts.isEmpty, "\(out.alerts.map { ($0.rule, $0.status, $0.reason ?? "") })")
     }
 }
+
+extension RevisionTests {
+    /// A rule has one retained alert topic: when a revision withdraws an earlier episode while a
+    /// later one of the same rule fires on, the later one is published again, last, so that what
+    /// the topic holds is the alert that fires.
+    @Test func anEpisodeFiringOnIsPublishedAgainAfterAnEarlierOnesWithdrawal() {
+        var ing = Ingestor(engine: Engine(program: program(Self.rules)), clock: .wall)
+        var out: [EngineOutput] = []
+        // low: slow days 10–11 (fires day 11), fast day 12 (resolves), slow 13–15 (fires day 14).
+        let slow: Set<Int> = [10, 11, 13, 14, 15]
+        for d in 0...15 {
+            ing.handle(
+                topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("s\(d)", day: d, hours: [12], speed: slow.contains(d) ? 0.5 : 1.2),
+                now: close(d), into: &out)
+            ing.tick(now: close(d), into: &out)
+        }
+        let low = out.alerts.filter { $0.rule == "low" }
+        #expect(low.map(\.status) == [.firing, .resolved, .firing])
+        out.removeAll()
+        // Evening samples of days 10 and 11 arrive late: those days were not slow after all.
+        for d in [10, 11] {
+            ing.handle(topic: WireTraffic.samplesTopic("u"), payload: WireTraffic.samples("e\(d)", day: d, hours: [20], speed: 2.0), now: close(15), into: &out)
+        }
+        ing.tick(now: close(15), into: &out)
+        let revised = out.alerts.filter { $0.rule == "low" }
+        #expect(revised.map(\.status) == [.resolved, .firing], "\(revised.map { ($0.status, $0.day, $0.reason ?? "") })")
+        #expect(revised.first?.isWithdrawal == true && revised.first?.id == low[0].id)
+        #expect(revised.last?.id == low[2].id && revised.last?.isRepeat == false)
+    }
+}
