@@ -8,8 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 # The tree is formatted with the repository's .swift-format (swift-format ships with the toolchain):
-# fix with `swift format format -i -r Sources Tests`. Its rules include a `///` summary on every
-# public declaration.
+# fix with `swift format format -i -r Sources Tests`.
 swift format lint --strict -r Sources Tests
 swift build -Xswiftc -warnings-as-errors
 .build/debug/mobilityctl check rules/

@@ -2,18 +2,18 @@ import MobilityModel
 
 /// The time axis of a chart: each day of `first…last` gets a slot of equal width, and a day's
 /// x is the centre of its slot, `left + (day − first + ½) × width ÷ days`.
-public struct DayScale: Hashable, Sendable {
+package struct DayScale: Hashable, Sendable {
     /// The first day drawn.
-    public var first: DayNumber
+    package var first: DayNumber
     /// The last day drawn.
-    public var last: DayNumber
+    package var last: DayNumber
     /// The plot area's left edge (SVG user units).
-    public var left: Double
+    package var left: Double
     /// The plot area's width.
-    public var width: Double
+    package var width: Double
 
     /// Creates a scale (`last >= first`).
-    public init(first: DayNumber, last: DayNumber, left: Double, width: Double) {
+    package init(first: DayNumber, last: DayNumber, left: Double, width: Double) {
         precondition(last >= first, "empty day range")
         self.first = first
         self.last = last
@@ -22,20 +22,20 @@ public struct DayScale: Hashable, Sendable {
     }
 
     /// How many days the axis covers.
-    public var days: Int { Int(last - first) + 1 }
+    package var days: Int { Int(last - first) + 1 }
 
     /// The width of one day's slot.
-    public var step: Double { width / Double(days) }
+    package var step: Double { width / Double(days) }
 
     /// The centre of day `d`'s slot.
-    public func x(_ d: DayNumber) -> Double { left + (Double(d - first) + 0.5) * step }
+    package func x(_ d: DayNumber) -> Double { left + (Double(d - first) + 0.5) * step }
 
     /// The left edge of day `d`'s slot.
-    public func slotStart(_ d: DayNumber) -> Double { left + Double(d - first) * step }
+    package func slotStart(_ d: DayNumber) -> Double { left + Double(d - first) * step }
 
     /// True when `d` is on the axis.
-    public func contains(_ d: DayNumber) -> Bool { d >= first && d <= last }
+    package func contains(_ d: DayNumber) -> Bool { d >= first && d <= last }
 
     /// `d` moved onto the axis.
-    public func clamp(_ d: DayNumber) -> DayNumber { min(max(d, first), last) }
+    package func clamp(_ d: DayNumber) -> DayNumber { min(max(d, first), last) }
 }

@@ -3,11 +3,11 @@ import MobilityModel
 /// The care-team pages: self-contained XHTML-compatible HTML with inline SVG, no script and no
 /// external asset, so that a page prints, mails and opens offline; it parses as XML and renders
 /// the same on every run (no clock, no locale, no randomness).
-public enum ReportPage {
+package enum ReportPage {
     /// The recovery page of `history`: the recovery panel, the gait-quality card and the clinic vs
     /// watch six-minute walk over the recovery window (30 days before to 60 days after the latest
     /// clinical event, within the recorded range; see ``ReportWindow``).
-    public static func panel(history: UserHistory, spec: ReportSpec) -> String {
+    package static func panel(history: UserHistory, spec: ReportSpec) -> String {
         var m = Markup(capacity: 64 * 1024)
         let user = XMLText.bounded(history.user, limit: 80)
         shell(title: "Recovery of \(user)", into: &m) { m in
@@ -28,7 +28,7 @@ public enum ReportPage {
 
     /// The weekly care-team report: `digest` in tables, then the three charts over the eight
     /// weeks ending with the digest's week, the week highlighted.
-    public static func weekly(digest: WeeklyDigest, history: UserHistory, spec: ReportSpec) -> String {
+    package static func weekly(digest: WeeklyDigest, history: UserHistory, spec: ReportSpec) -> String {
         var m = Markup(capacity: 96 * 1024)
         let user = XMLText.bounded(digest.user, limit: 80)
         shell(title: "Weekly report \(digest.week) of \(user)", into: &m) { m in

@@ -3,7 +3,7 @@ import RuleLanguage
 
 extension ReportSpec {
     /// The spec a rule set's checked `report` block declares.
-    public init(_ d: ReportDeclaration) {
+    package init(_ d: ReportDeclaration) {
         func trend(_ p: ReportDeclaration.TrendPanel?, _ title: String, lowerIsBetter: Bool) -> TrendPanel? {
             p.map {
                 TrendPanel(
@@ -24,5 +24,5 @@ extension ReportSpec {
 
 extension DisplayUnit {
     /// The display unit of a rule-language unit (`mph`: factor 1 / 0.44704).
-    public init(_ u: MeasureUnit) { self.init(symbol: u.symbol, factor: 1 / u.toSI) }
+    package init(_ u: MeasureUnit) { self.init(symbol: u.symbol, factor: 1 / u.toSI) }
 }

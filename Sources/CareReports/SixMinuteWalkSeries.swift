@@ -32,5 +32,5 @@ struct SixMinuteWalkSeries {
 extension AlertEpisode {
     /// True when the episode was active on day `d`: from the day it fired up to, not including,
     /// the day it resolved (the value that resolved it is no longer provisional).
-    public func isActive(on d: DayNumber) -> Bool { d >= firedDay && (endedDay.map { d < $0 } ?? true) }
+    package func isActive(on d: DayNumber) -> Bool { d >= firedDay && (endedDay.map { d < $0 } ?? true) }
 }

@@ -4,7 +4,7 @@ import MobilityModel
 extension UserHistory {
     /// Records a published series point: its value converted to SI from its unit, replacing the
     /// day's earlier value (a `revised` point is the day's latest).
-    public mutating func record(_ p: SeriesPoint) {
+    package mutating func record(_ p: SeriesPoint) {
         let unit = MeasureUnit.rule(p.unit) ?? .one
         series[p.name, default: [:]][p.day.dayNumber] = .some(p.value.map { unit.si($0) })
         units[p.name] = p.unit
@@ -14,7 +14,7 @@ extension UserHistory {
     /// resolution or an expiry closes it, a withdrawal marks it withdrawn (closing it if it was
     /// still active). An end whose firing was never seen (history begun while the alert fired) is
     /// an episode of that one day.
-    public mutating func record(_ t: AlertTransition) {
+    package mutating func record(_ t: AlertTransition) {
         let day = t.day.dayNumber
         let text = AlertEpisode.Text(day: day, firing: t.status == .firing, headline: t.headline, details: t.details)
         if let i = alerts.lastIndex(where: { $0.id == t.id }) {
@@ -44,7 +44,7 @@ extension UserHistory {
     }
 
     /// Records a timeline entry, replacing one with the same id; the timeline stays sorted by first day.
-    public mutating func record(_ e: TimelineEvent) {
+    package mutating func record(_ e: TimelineEvent) {
         timeline.removeAll { $0.id == e.id }
         let at = timeline.firstIndex { ($0.firstDay, $0.id) > (e.firstDay, e.id) } ?? timeline.count
         timeline.insert(e, at: at)

@@ -3,23 +3,22 @@ import MobilityModel
 /// What the state store keeps of one user for care-team reports: the recorded series points, the
 /// alert episodes and the timeline, over the history's retention. The input of ``WeeklyDigest``
 /// and of the pages; produced by the daemon's history (state store) or by an offline replay.
-public struct UserHistory: Hashable, Sendable {
+package struct UserHistory: Hashable, Sendable {
     /// The user id.
-    public var user: String
+    package var user: String
     /// Recorded series by name: one value per local day, the latest (a revised day replaces its
     /// earlier value), `nil` where the day was missing. Days absent from the map were not recorded.
     /// Values are SI (the published value converted from its unit: a published 28 % is 0.28), so
     /// that ``DisplayUnit/factor`` applies to them.
-    public var series: [String: [DayNumber: Double?]]
+    package var series: [String: [DayNumber: Double?]]
     /// The unit each series is published in on the series topic (`m/s`, `%`; empty for counts).
-    public var units: [String: String]
+    package var units: [String: String]
     /// Alert episodes, oldest first.
-    public var alerts: [AlertEpisode]
+    package var alerts: [AlertEpisode]
     /// Clinical events and annotations, oldest first.
-    public var timeline: [TimelineEvent]
+    package var timeline: [TimelineEvent]
 
-    /// Creates a history.
-    public init(
+    package init(
         user: String, series: [String: [DayNumber: Double?]] = [:], units: [String: String] = [:],
         alerts: [AlertEpisode] = [], timeline: [TimelineEvent] = []
     ) {
@@ -33,44 +32,43 @@ public struct UserHistory: Hashable, Sendable {
 
 /// One alert instance from firing to its end, resolved or expired (or still active), with what
 /// each of its transitions said.
-public struct AlertEpisode: Hashable, Sendable {
+package struct AlertEpisode: Hashable, Sendable {
     /// The instance id (the `id` of its transitions).
-    public var id: String
+    package var id: String
     /// The rule's name.
-    public var rule: String
+    package var rule: String
     /// The rule's severity.
-    public var severity: Severity
+    package var severity: Severity
     /// The local day it became active (its condition first held).
-    public var sinceDay: DayNumber
+    package var sinceDay: DayNumber
     /// The local day it fired on.
-    public var firedDay: DayNumber
+    package var firedDay: DayNumber
     /// The local day it ended on (resolved or expired); nil while active.
-    public var endedDay: DayNumber?
+    package var endedDay: DayNumber?
     /// True when it ended by expiring (its rule's monitoring window closed, or the rule was
     /// removed), not by resolving: it stopped being watched, not holding.
-    public var expired: Bool
+    package var expired: Bool
     /// The local day it was withdrawn on, if it was: a late timeline entry or late samples
     /// re-evaluated the patient's days and the alert did not hold on them (a false alarm, also
     /// when it had already ended).
-    public var withdrawnDay: DayNumber?
+    package var withdrawnDay: DayNumber?
     /// What its transitions said, in order (firing, reminders, its end).
-    public var texts: [Text]
+    package var texts: [Text]
     /// Its labels.
-    public var labels: [String: String]
+    package var labels: [String: String]
 
     /// What one transition said, on its local day.
-    public struct Text: Hashable, Sendable {
+    package struct Text: Hashable, Sendable {
         /// The transition's evaluated local day.
-        public var day: DayNumber
+        package var day: DayNumber
         /// True for the firing and its reminders, false for the end.
-        public var firing: Bool
+        package var firing: Bool
         /// Its headline.
-        public var headline: String
+        package var headline: String
         /// Its details.
-        public var details: String
+        package var details: String
 
-        /// Creates a text.
-        public init(day: DayNumber, firing: Bool, headline: String, details: String = "") {
+        package init(day: DayNumber, firing: Bool, headline: String, details: String = "") {
             self.day = day
             self.firing = firing
             self.headline = headline
@@ -79,16 +77,16 @@ public struct AlertEpisode: Hashable, Sendable {
     }
 
     /// The headline of its latest transition: what the pages quote.
-    public var headline: String { texts.last?.headline ?? "" }
+    package var headline: String { texts.last?.headline ?? "" }
     /// The details of its latest transition.
-    public var details: String { texts.last?.details ?? "" }
+    package var details: String { texts.last?.details ?? "" }
     /// The headline of its firing or latest reminder: what held while it fired.
-    public var firedHeadline: String? { texts.last { $0.firing }?.headline }
+    package var firedHeadline: String? { texts.last { $0.firing }?.headline }
 
     /// The episode as it stood at the end of `day`: only the texts of its transitions up to that
     /// day, and not ended if it ended later. A report of a week quotes what was said that week,
     /// not what a later reminder or the end said.
-    public func asOf(_ day: DayNumber) -> AlertEpisode {
+    package func asOf(_ day: DayNumber) -> AlertEpisode {
         var e = self
         let through = texts.filter { $0.day <= day }
         e.texts = through.isEmpty ? Array(texts.prefix(1)) : through
@@ -102,7 +100,7 @@ public struct AlertEpisode: Hashable, Sendable {
 
     /// Creates an episode of one transition's text, or of a firing's (`firedHeadline` on
     /// `firedDay`) and a later one's (`headline`, on `endedDay` or the firing day).
-    public init(
+    package init(
         id: String, rule: String, severity: Severity, sinceDay: DayNumber? = nil, firedDay: DayNumber, endedDay: DayNumber?,
         headline: String, details: String = "", labels: [String: String] = [:], firedHeadline: String? = nil, expired: Bool = false
     ) {

@@ -1,19 +1,19 @@
 /// The value axis of a plot, in the display unit: `lo…hi` spans `top…top + height` (higher values
 /// up), with round ticks.
-public struct ValueScale: Hashable, Sendable {
+package struct ValueScale: Hashable, Sendable {
     /// The value at the bottom.
-    public var lo: Double
+    package var lo: Double
     /// The value at the top.
-    public var hi: Double
+    package var hi: Double
     /// The plot area's top edge.
-    public var top: Double
+    package var top: Double
     /// The plot area's height.
-    public var height: Double
+    package var height: Double
     /// The tick step.
-    public var step: Double
+    package var step: Double
 
     /// A scale over `minimum…maximum` widened to round ticks (about four intervals).
-    public init(minimum: Double, maximum: Double, top: Double, height: Double) {
+    package init(minimum: Double, maximum: Double, top: Double, height: Double) {
         var a = minimum, b = maximum
         if !(a.isFinite && b.isFinite) { a = 0; b = 1 }
         if b < a { swap(&a, &b) }
@@ -37,16 +37,16 @@ public struct ValueScale: Hashable, Sendable {
     }
 
     /// The y of value `v`.
-    public func y(_ v: Double) -> Double { top + height * (hi - v) / (hi - lo) }
+    package func y(_ v: Double) -> Double { top + height * (hi - v) / (hi - lo) }
 
     /// The ticks from `lo` to `hi`.
-    public var ticks: [Double] {
+    package var ticks: [Double] {
         let n = Int(((hi - lo) / step).rounded())
         return (0...max(0, min(n, 20))).map { lo + Double($0) * step }
     }
 
     /// Digits after the point that tell the ticks apart.
-    public var decimals: Int {
+    package var decimals: Int {
         var d = 0
         var s = step
         while s < 0.999_999 && d < 6 {

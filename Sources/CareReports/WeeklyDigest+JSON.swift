@@ -5,10 +5,10 @@ import MobilityModel
 /// values are `null`; days are `YYYY-MM-DD` local dates.
 extension WeeklyDigest {
     /// The payload (deterministic member order).
-    public var json: String { String(decoding: jsonBytes, as: UTF8.self) }
+    package var json: String { String(decoding: jsonBytes, as: UTF8.self) }
 
     /// The payload as UTF-8, as published and stored (no `String` in between).
-    public var jsonBytes: [UInt8] {
+    package var jsonBytes: [UInt8] {
         var w = JSONWriter()
         func num(_ k: String, _ v: Double?) { if let v { w.number(k, (v * 1e6).rounded() / 1e6) } else { w.null(k) } }
         func day(_ k: String, _ d: DayNumber) { w.string(k, CivilDate(dayNumber: d).description) }
@@ -113,20 +113,20 @@ extension WeeklyDigest {
 
     /// Decodes a payload strictly: every member present with its type, no unknown member, days
     /// and weeks valid. The error names the member (`metrics[0].thisWeek.daysWithData`).
-    public static func decode(_ bytes: [UInt8]) -> Result<WeeklyDigest, DigestDecodingError> {
+    package static func decode(_ bytes: [UInt8]) -> Result<WeeklyDigest, DigestDecodingError> {
         guard case .success(let v) = JSONValue.parse(bytes) else { return .failure(DigestDecodingError(path: "", message: "not JSON")) }
         do { return .success(try DigestReader.digest(v)) } catch let e as DigestDecodingError { return .failure(e) } catch { fatalError("unreachable") }
     }
 }
 
 /// Why a digest payload was refused.
-public struct DigestDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct DigestDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The member, e.g. `metrics[0].baseline` (empty: the payload).
-    public var path: String
+    package var path: String
     /// What is wrong with it.
-    public var message: String
+    package var message: String
     /// The member path and the problem.
-    public var description: String { path.isEmpty ? message : "\(path): \(message)" }
+    package var description: String { path.isEmpty ? message : "\(path): \(message)" }
 }
 
 /// Reads one JSON object, checking that every member is read and none is unknown.

@@ -8,7 +8,7 @@ extension WeeklyDigest {
     /// that, as a `before:` window of the rules), the smoothed series' last value and its
     /// least-squares trend per week, days with and without data (missing is not zero); the six-
     /// minute walks, the condition shares, the alert episodes, annotations and explanations.
-    public static func make(history h: UserHistory, spec: ReportSpec, week: ISOWeek) -> WeeklyDigest {
+    package static func make(history h: UserHistory, spec: ReportSpec, week: ISOWeek) -> WeeklyDigest {
         let mon = week.monday, sun = week.sunday
         var d = WeeklyDigest(user: h.user, week: week, firstDay: mon, lastDay: sun)
         for panel in [spec.speed, spec.doubleSupport].compactMap({ $0 }) {

@@ -3,43 +3,43 @@
 ///
 /// A token is compared with every known token in time that depends only on the presented
 /// token's length, so response timing tells a client nothing about how close its guess was.
-public struct BearerTokens: Sendable {
+package struct BearerTokens: Sendable {
     /// Why a tokens file was refused: a line number (from 1) when one line is at fault.
-    public struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
+    package struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
         /// The line at fault, if one is.
-        public var line: Int?
+        package var line: Int?
         /// What is wrong (never quoting a token).
-        public var message: String
+        package var message: String
         /// `line N: message` or the message.
-        public var description: String { line.map { "line \($0): \(message)" } ?? message }
+        package var description: String { line.map { "line \($0): \(message)" } ?? message }
     }
 
     /// The shortest token accepted (characters): 32 hex digits are 128 bits.
-    public static let minimumTokenLength = 32
+    package static let minimumTokenLength = 32
     /// The longest token accepted (characters), and the longest a request may present.
-    public static let maximumTokenLength = 512
+    package static let maximumTokenLength = 512
     /// At most this many tokens in one file.
-    public static let maximumTokens = 1000
+    package static let maximumTokens = 1000
 
     private let entries: [(name: String, token: [UInt8])]
     private let scopes: [String: [String]]
     private let grants: [String: Set<String>]
 
     /// The most teams one token may be limited to.
-    public static let maximumTeams = 100
+    package static let maximumTeams = 100
 
     /// The tokens' names, in file order.
-    public var names: [String] { entries.map(\.name) }
+    package var names: [String] { entries.map(\.name) }
 
     /// The care teams a token is limited to (`teams=` on its line), nil for a token without a limit.
-    public func teams(of name: String) -> [String]? { scopes[name] }
+    package func teams(of name: String) -> [String]? { scopes[name] }
 
     /// What a token may write besides reading (`write=events` on its line); a token reads only
     /// unless its line says so.
-    public func writes(of name: String) -> Set<String> { grants[name] ?? [] }
+    package func writes(of name: String) -> Set<String> { grants[name] ?? [] }
 
     /// What a tokens file may grant with `write=`: `events` (patients' timeline entries).
-    public static let writable: Set<String> = ["events"]
+    package static let writable: Set<String> = ["events"]
 
     /// Parses `name:token` lines, each optionally followed by ` teams=T1,T2…` (the token then
     /// reads only the users of those care teams) and ` write=events` (it may also record, correct
@@ -47,7 +47,7 @@ public struct BearerTokens: Sendable {
     /// `A-Z a-z 0-9 . _ -` (they are logged), and so are team ids; tokens are printable ASCII
     /// without spaces, at least ``minimumTokenLength`` long (e.g. `openssl rand -hex 32`); names
     /// and tokens are unique; at least one token.
-    public init(parsing text: String) throws(Problem) {
+    package init(parsing text: String) throws(Problem) {
         var entries: [(name: String, token: [UInt8])] = []
         var scopes: [String: [String]] = [:], grants: [String: Set<String>] = [:]
         for (n, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
@@ -109,7 +109,7 @@ public struct BearerTokens: Sendable {
 
     /// The name of the token equal to `presented`, or nil. Every known token is compared, each
     /// over all of `presented`'s bytes.
-    public func name(for presented: some Collection<UInt8>) -> String? {
+    package func name(for presented: some Collection<UInt8>) -> String? {
         guard !presented.isEmpty, presented.count <= BearerTokens.maximumTokenLength else { return nil }
         let p = Array(presented)
         var found = -1
@@ -125,7 +125,7 @@ public struct BearerTokens: Sendable {
     }
 
     /// The name of the token an `Authorization: Bearer TOKEN` header carries, or nil.
-    public func name(forAuthorization header: String?) -> String? {
+    package func name(forAuthorization header: String?) -> String? {
         guard let token = BearerTokens.bearerToken(header) else { return nil }
         return name(for: token)
     }

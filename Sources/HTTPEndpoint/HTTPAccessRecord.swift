@@ -2,26 +2,25 @@
 /// could carry health data. The path is the route's *pattern* (`/api/v1/users/{u}/report`), never
 /// the request's path, so no user id is logged; of the query only the parameter *names*; of the
 /// credentials only the token's name.
-public struct HTTPAccessRecord: Sendable, Equatable {
+package struct HTTPAccessRecord: Sendable, Equatable {
     /// The request method (`GET`; anything else as `OTHER`, so a client cannot write the log).
-    public var method: String
+    package var method: String
     /// The matched route's pattern, or `-` when none matched.
-    public var route: String
+    package var route: String
     /// The names of the query parameters the route accepted (empty when refused).
-    public var queryNames: [String]
+    package var queryNames: [String]
     /// The authenticating token's name, or `-`.
-    public var principal: String
+    package var principal: String
     /// The status sent.
-    public var status: UInt32
+    package var status: UInt32
     /// The body's length in bytes.
-    public var bytes: Int
+    package var bytes: Int
     /// The peer's IPv4 address, or `-`.
-    public var peer: String
+    package var peer: String
     /// Whether the request came over TLS.
-    public var tls: Bool
+    package var tls: Bool
 
-    /// Creates a record.
-    public init(method: String, route: String, queryNames: [String], principal: String, status: UInt32, bytes: Int, peer: String, tls: Bool) {
+    package init(method: String, route: String, queryNames: [String], principal: String, status: UInt32, bytes: Int, peer: String, tls: Bool) {
         self.method = method
         self.route = route
         self.queryNames = queryNames
@@ -33,7 +32,7 @@ public struct HTTPAccessRecord: Sendable, Equatable {
     }
 
     /// The log fields, in order.
-    public var fields: [(String, String)] {
+    package var fields: [(String, String)] {
         [
             ("token", principal), ("method", method), ("route", route), ("query", queryNames.isEmpty ? "-" : queryNames.joined(separator: ",")),
             ("status", String(status)), ("bytes", String(bytes)), ("peer", peer), ("tls", tls ? "true" : "false")

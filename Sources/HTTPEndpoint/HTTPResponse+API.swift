@@ -2,7 +2,7 @@ import MobilityModel
 
 /// The kinds of API error, as the `errorType` of the error envelope (Prometheus's HTTP API
 /// vocabulary where it has a word for it).
-public enum APIErrorType: String, Sendable {
+package enum APIErrorType: String, Sendable {
     /// A malformed request: a bad parameter, an unknown or repeated query parameter (400).
     case badData = "bad_data"
     /// Missing or wrong credentials (401).
@@ -27,7 +27,7 @@ public enum APIErrorType: String, Sendable {
     case unavailable
 
     /// The HTTP status this kind of error is sent with.
-    public var status: UInt32 {
+    package var status: UInt32 {
         switch self {
         case .badData: 400
         case .unauthorized: 401
@@ -46,18 +46,18 @@ public enum APIErrorType: String, Sendable {
 
 extension HTTPResponse {
     /// The JSON API's content type.
-    public static let jsonContentType = "application/json; charset=utf-8"
+    package static let jsonContentType = "application/json; charset=utf-8"
 
     /// `{"status":"success","data":DATA}` with `data` a JSON text the caller wrote (e.g. with
     /// `JSONWriter`); 200 unless told.
-    public static func apiSuccess(data: String, status: UInt32 = 200) -> HTTPResponse {
+    package static func apiSuccess(data: String, status: UInt32 = 200) -> HTTPResponse {
         HTTPResponse(status: status, contentType: jsonContentType, body: "{\"status\":\"success\",\"data\":" + data + "}")
     }
 
     /// `{"status":"error","errorType":TYPE,"error":MESSAGE}` with the type's status, and
     /// `"reason":REASON` when given (a refused command's stable code). The message is for people;
     /// it must not quote health data.
-    public static func apiError(_ type: APIErrorType, _ message: String, reason: String? = nil) -> HTTPResponse {
+    package static func apiError(_ type: APIErrorType, _ message: String, reason: String? = nil) -> HTTPResponse {
         var body = "{\"status\":\"error\",\"errorType\":"
         JSONWriter.quote(type.rawValue, into: &body)
         body += ",\"error\":"

@@ -1,22 +1,22 @@
 /// A response from an ``HTTPServer`` handler or an ``HTTPRouter`` route: a status, headers and a
 /// body of bytes.
-public struct HTTPResponse: Sendable {
+package struct HTTPResponse: Sendable {
     /// The status code.
-    public var status: UInt32
+    package var status: UInt32
     /// The `Content-Type` header.
-    public var contentType: String
+    package var contentType: String
     /// Further headers, sent in this order after `Content-Type`.
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
     /// The body.
-    public var bytes: [UInt8]
+    package var bytes: [UInt8]
 
     /// Creates a response with a text body.
-    public init(status: UInt32 = 200, contentType: String = "text/plain; charset=utf-8", body: String) {
+    package init(status: UInt32 = 200, contentType: String = "text/plain; charset=utf-8", body: String) {
         self.init(status: status, contentType: contentType, bytes: Array(body.utf8))
     }
 
     /// Creates a response with a body of bytes and extra headers.
-    public init(status: UInt32 = 200, contentType: String, headers: [(name: String, value: String)] = [], bytes: [UInt8]) {
+    package init(status: UInt32 = 200, contentType: String, headers: [(name: String, value: String)] = [], bytes: [UInt8]) {
         self.status = status
         self.contentType = contentType
         self.headers = headers
@@ -24,27 +24,27 @@ public struct HTTPResponse: Sendable {
     }
 
     /// The body as text (UTF-8).
-    public var body: String { String(decoding: bytes, as: UTF8.self) }
+    package var body: String { String(decoding: bytes, as: UTF8.self) }
 
     /// The value of the first header called `name` (case-insensitive), `Content-Type` included.
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         let n = name.lowercased()
         if n == "content-type" { return contentType }
         return headers.first { $0.name.lowercased() == n }?.value
     }
 
     /// An HTML page (`text/html; charset=utf-8`).
-    public static func html(_ page: String, status: UInt32 = 200) -> HTTPResponse {
+    package static func html(_ page: String, status: UInt32 = 200) -> HTTPResponse {
         HTTPResponse(status: status, contentType: "text/html; charset=utf-8", body: page)
     }
 
     /// A plain-text body (`text/plain; charset=utf-8`).
-    public static func text(_ text: String, status: UInt32 = 200) -> HTTPResponse {
+    package static func text(_ text: String, status: UInt32 = 200) -> HTTPResponse {
         HTTPResponse(status: status, body: text)
     }
 
     /// Adds a header (after the ones already there).
-    public func adding(_ name: String, _ value: String) -> HTTPResponse {
+    package func adding(_ name: String, _ value: String) -> HTTPResponse {
         var r = self
         r.headers.append((name, value))
         return r
@@ -54,7 +54,7 @@ public struct HTTPResponse: Sendable {
     /// adds them): never cached or stored by a browser or proxy, never sniffed into another type,
     /// no referrer sent on, nothing loaded or run but inline styles and `data:` images (pages
     /// with inline SVG and no JavaScript), never framed.
-    public static let securityHeaders: [(name: String, value: String)] = [
+    package static let securityHeaders: [(name: String, value: String)] = [
         ("Cache-Control", "no-store"),
         ("X-Content-Type-Options", "nosniff"),
         ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"),

@@ -29,9 +29,9 @@
 /// - Handlers run on the server's thread, one request at a time: keep them quick, and never put
 ///   health data in an error message (clients' logs keep them) nor in the access log (the
 ///   router logs the route's pattern, never the path).
-public struct HTTPRouter: Sendable {
+package struct HTTPRouter: Sendable {
     /// Who may call a route.
-    public enum Access: Sendable {
+    package enum Access: Sendable {
         /// Anyone who can reach the listener.
         case open
         /// A request with one of the router's bearer tokens.
@@ -45,21 +45,21 @@ public struct HTTPRouter: Sendable {
     }
 
     /// The request bounds.
-    public struct Limits: Sendable {
+    package struct Limits: Sendable {
         /// The longest path (bytes, decoded); longer: 414.
-        public var maxPathBytes = 1024
+        package var maxPathBytes = 1024
         /// The most query parameters; more: 400.
-        public var maxQueryParameters = 8
+        package var maxQueryParameters = 8
         /// The longest query parameter name or value (bytes); longer: 400.
-        public var maxQueryValueBytes = 256
+        package var maxQueryValueBytes = 256
         /// The longest `{name}` path segment (bytes).
-        public var maxParameterBytes = 128
+        package var maxParameterBytes = 128
         /// Defaults.
-        public init() {}
+        package init() {}
     }
 
     /// A route's handler.
-    public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+    package typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
 
     struct Route: Sendable {
         enum Segment: Sendable, Equatable { case literal(String), parameter(String) }
@@ -74,10 +74,10 @@ public struct HTTPRouter: Sendable {
     private var routes: [Route] = []
     private let tokens: BearerTokens?
     /// The bounds in force.
-    public let limits: Limits
+    package let limits: Limits
 
     /// A router that authenticates `.token` routes with `tokens` (none: they are refused).
-    public init(tokens: BearerTokens?, limits: Limits = Limits()) {
+    package init(tokens: BearerTokens?, limits: Limits = Limits()) {
         self.tokens = tokens
         self.limits = limits
     }
@@ -85,17 +85,17 @@ public struct HTTPRouter: Sendable {
     /// Mounts a `POST` route whose handler reads a JSON body (``HTTPRequest/body``): a body over
     /// ``HTTPServer/maxBodyBytes`` is a 413, one without `Content-Type: application/json` a 415,
     /// before the handler runs.
-    public mutating func post(_ pattern: String, access: Access = .token, _ handler: @escaping Handler) {
+    package mutating func post(_ pattern: String, access: Access = .token, _ handler: @escaping Handler) {
         add(method: "POST", pattern, query: [], access: access, handler)
     }
 
     /// Mounts a `GET` (and `HEAD`) route. See the type's documentation for patterns.
-    public mutating func get(_ pattern: String, query: Set<String> = [], access: Access = .token, _ handler: @escaping Handler) {
+    package mutating func get(_ pattern: String, query: Set<String> = [], access: Access = .token, _ handler: @escaping Handler) {
         add(method: "GET", pattern, query: query, access: access, handler)
     }
 
     /// Mounts a route for `method`. A pattern mounted twice for one method is a programmer error.
-    public mutating func add(method: String, _ pattern: String, query: Set<String> = [], access: Access = .token, _ handler: @escaping Handler) {
+    package mutating func add(method: String, _ pattern: String, query: Set<String> = [], access: Access = .token, _ handler: @escaping Handler) {
         precondition(
             pattern.hasPrefix("/") && (pattern == "/" || !pattern.hasSuffix("/")),
             "route pattern '\(pattern)' must be an absolute path without a trailing slash")
@@ -111,10 +111,10 @@ public struct HTTPRouter: Sendable {
     }
 
     /// The mounted routes as `METHOD PATTERN`, in mounting order.
-    public var mounted: [String] { routes.map { "\($0.method) \($0.pattern)" } }
+    package var mounted: [String] { routes.map { "\($0.method) \($0.pattern)" } }
 
     /// Answers a request, with the access-log record of the exchange.
-    public func respond(to incoming: HTTPRequest) -> (HTTPResponse, HTTPAccessRecord) {
+    package func respond(to incoming: HTTPRequest) -> (HTTPResponse, HTTPAccessRecord) {
         var request = incoming
         let (response, route) = answer(&request)
         var r = response

@@ -2,9 +2,9 @@ import CMicroHTTPD
 import Glibc
 
 /// Why the HTTP server could not start.
-public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What kind of failure.
-    public enum Code: Hashable, Sendable {
+    package enum Code: Hashable, Sendable {
         /// The address is not `HOST:PORT` with an IPv4 literal.
         case badAddress
         /// Binding or listening failed (the address is in use, not local, …).
@@ -14,14 +14,13 @@ public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertibl
     }
 
     /// What kind of failure.
-    public var code: Code
+    package var code: Code
     /// What went wrong, for the log.
-    public var message: String
+    package var message: String
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 
-    /// Creates an error.
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
@@ -43,22 +42,22 @@ public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertibl
 ///
 /// Sendability: `daemon` is only passed to libmicrohttpd (stopped once, in `stop`); the responder
 /// and the access log are `@Sendable` and called from libmicrohttpd's thread.
-public final class HTTPServer: @unchecked Sendable {
+package final class HTTPServer: @unchecked Sendable {
     /// A server certificate (chain) and its private key, as PEM text.
-    public struct TLS: Sendable {
+    package struct TLS: Sendable {
         /// The certificate, then any intermediates, PEM.
-        public var certificatePEM: String
+        package var certificatePEM: String
         /// The private key, PEM (unencrypted).
-        public var keyPEM: String
+        package var keyPEM: String
         /// Creates TLS settings.
-        public init(certificatePEM: String, keyPEM: String) {
+        package init(certificatePEM: String, keyPEM: String) {
             self.certificatePEM = certificatePEM
             self.keyPEM = keyPEM
         }
     }
 
     /// Answers a request: the response, and the access-log record (nil: not logged).
-    public typealias Responder = @Sendable (HTTPRequest) -> (HTTPResponse, HTTPAccessRecord?)
+    package typealias Responder = @Sendable (HTTPRequest) -> (HTTPResponse, HTTPAccessRecord?)
 
     nonisolated(unsafe) private var daemon: OpaquePointer?
     private let responder: Responder
@@ -68,22 +67,22 @@ public final class HTTPServer: @unchecked Sendable {
     /// The PEM texts handed to libmicrohttpd, kept until it stops (then wiped).
     nonisolated(unsafe) private var pem: (cert: UnsafeMutablePointer<CChar>, key: UnsafeMutablePointer<CChar>)?
     /// Whether the server speaks TLS.
-    public let isTLS: Bool
+    package let isTLS: Bool
     /// The bound port (useful when asked for port 0).
-    public private(set) var port: UInt16 = 0
+    package private(set) var port: UInt16 = 0
     /// The bound address as `HOST:PORT`, read back from the listening socket.
-    public private(set) var boundAddress = ""
+    package private(set) var boundAddress = ""
 
     /// The default bound on simultaneous connections.
-    public static let defaultConnectionLimit = 2048
+    package static let defaultConnectionLimit = 2048
     /// The default bound on simultaneous connections from one IP address.
-    public static let defaultConnectionsPerAddress = 64
+    package static let defaultConnectionsPerAddress = 64
     /// The default time a request may take to arrive whole (line, headers, body), in seconds.
-    public static let defaultRequestDeadlineSeconds = 10.0
+    package static let defaultRequestDeadlineSeconds = 10.0
     /// The most query parameters collected per request (more set ``HTTPRequest/queryOverflow``).
-    public static let maxQueryParameters = 64
+    package static let maxQueryParameters = 64
     /// The longest `POST` body collected (bytes); a longer one sets ``HTTPRequest/bodyOverflow``.
-    public static let maxBodyBytes = 16 * 1024
+    package static let maxBodyBytes = 16 * 1024
 
     /// What the server keeps of one `POST` request between libmicrohttpd's calls (the connection's
     /// `con_cls`, released when the request completes).
@@ -95,11 +94,11 @@ public final class HTTPServer: @unchecked Sendable {
     static var discarding: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 1)! }
 
     /// Whether this libmicrohttpd was built with TLS.
-    public static var supportsTLS: Bool { mw_mhd_has_tls() != 0 }
+    package static var supportsTLS: Bool { mw_mhd_has_tls() != 0 }
 
     /// Starts a plain-HTTP, GET-only server that hands `handler` the method and path (other
     /// methods get 405). For `/metrics` and `/healthz`; nothing is access-logged.
-    public convenience init(
+    package convenience init(
         address: String, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
         handler: @escaping @Sendable (String, String) -> HTTPResponse
     ) throws(HTTPServerError) {
@@ -116,7 +115,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Starts a server for `router` (with TLS when `tls` is given) that hands each exchange's
     /// record to `accessLog`.
-    public convenience init(
+    package convenience init(
         address: String, tls: TLS? = nil, connectionLimit: Int = HTTPServer.defaultConnectionLimit, idleTimeoutSeconds: Int = 10,
         router: HTTPRouter, accessLog: (@Sendable (HTTPAccessRecord) -> Void)? = nil
     ) throws(HTTPServerError) {
@@ -128,7 +127,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Starts listening on `host:port` (IPv4 literal; use 127.0.0.1 for loopback only).
-    public init(
+    package init(
         address: String, tls: TLS? = nil, connectionLimit: Int = HTTPServer.defaultConnectionLimit,
         connectionsPerAddress: Int = HTTPServer.defaultConnectionsPerAddress, idleTimeoutSeconds: Int = 10,
         requestDeadlineSeconds: Double = HTTPServer.defaultRequestDeadlineSeconds, responder: @escaping Responder,
@@ -267,7 +266,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Open connections now.
-    public var connections: Int { daemon.map { Int(mw_mhd_connections($0)) } ?? 0 }
+    package var connections: Int { daemon.map { Int(mw_mhd_connections($0)) } ?? 0 }
 
     /// `HOST:PORT` of a bound IPv4 socket.
     static func localAddress(fd: Int32) -> String? {
@@ -294,7 +293,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Stops listening.
-    public func stop() {
+    package func stop() {
         if let d = daemon { MHD_stop_daemon(d); daemon = nil }
         connectionGuard.stop()
         wipePEM()

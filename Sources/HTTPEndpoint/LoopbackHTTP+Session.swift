@@ -8,15 +8,15 @@ extension LoopbackHTTP {
     /// meanwhile (nothing at all came back) is replaced once; any other failure, a time-out
     /// included, is nil at once. It closes the connection when the server says `Connection: close`. Owns its socket (a
     /// class, closed on deinit); not for use from two threads at once.
-    public final class Session {
+    package final class Session {
         /// The port asked.
-        public let port: Int
+        package let port: Int
         /// How long a request may wait for its answer, in seconds.
-        public let timeoutSeconds: Int
+        package let timeoutSeconds: Int
         private var fd: Int32 = -1
 
         /// A session to 127.0.0.1:port; it connects on the first request.
-        public init(port: Int, timeoutSeconds: Int = 10) {
+        package init(port: Int, timeoutSeconds: Int = 10) {
             self.port = port
             self.timeoutSeconds = timeoutSeconds
         }
@@ -24,7 +24,7 @@ extension LoopbackHTTP {
         deinit { close() }
 
         /// `GET path`: the status and body, or nil when nothing answers (in time).
-        public func get(_ path: String) -> (status: Int, body: String)? {
+        package func get(_ path: String) -> (status: Int, body: String)? {
             for _ in 0..<2 {
                 let reused = fd >= 0
                 if !reused {
@@ -49,7 +49,7 @@ extension LoopbackHTTP {
 
         /// The local port of the open connection, or nil when none is open: one connection told
         /// from another.
-        public var localPort: Int? {
+        package var localPort: Int? {
             guard fd >= 0 else { return nil }
             var addr = sockaddr_in()
             var len = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -58,7 +58,7 @@ extension LoopbackHTTP {
         }
 
         /// Closes the connection (the next request opens another).
-        public func close() {
+        package func close() {
             if fd >= 0 { Glibc.close(fd) }
             fd = -1
         }

@@ -2,9 +2,9 @@ import Glibc
 
 /// A minimal HTTP client for loopback: reads `/metrics` and `/healthz` of a local daemon
 /// (benchmarks, test harnesses). Not a general HTTP client.
-public enum LoopbackHTTP {
+package enum LoopbackHTTP {
     /// A TCP socket connected to host:port (an IPv4 literal, 127.0.0.1 by default), or nil.
-    public static func connect(host: String = "127.0.0.1", port: Int) -> Int32? {
+    package static func connect(host: String = "127.0.0.1", port: Int) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var addr = sockaddr_in()
@@ -19,13 +19,13 @@ public enum LoopbackHTTP {
     }
 
     /// `GET path` on 127.0.0.1:port: the status and body, or nil when nothing answers.
-    public static func get(port: Int, path: String) -> (status: Int, body: String)? {
+    package static func get(port: Int, path: String) -> (status: Int, body: String)? {
         guard let fd = connect(port: port) else { return nil }
         return exchange(fd: fd, path: path)
     }
 
     /// `GET path` on a connected socket, which it closes: the status and body, or nil.
-    public static func exchange(fd: Int32, path: String) -> (status: Int, body: String)? {
+    package static func exchange(fd: Int32, path: String) -> (status: Int, body: String)? {
         defer { close(fd) }
         let req = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
         _ = req.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }

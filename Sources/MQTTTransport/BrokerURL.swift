@@ -1,14 +1,14 @@
 /// A broker address: `mqtt://host:port` (default 1883) or `mqtts://host:port` (TLS, default 8883).
-public struct BrokerURL: Hashable, Sendable, CustomStringConvertible {
+package struct BrokerURL: Hashable, Sendable, CustomStringConvertible {
     /// The host name or IP address (an IPv6 address without its brackets).
-    public var host: String
+    package var host: String
     /// The TCP port (1883 for `mqtt://`, 8883 for `mqtts://` unless given).
-    public var port: Int32
+    package var port: Int32
     /// Whether the connection uses TLS (`mqtts://`).
-    public var tls: Bool
+    package var tls: Bool
 
     /// Parses a broker URL.
-    public init(parsing s: String) throws(MQTTError) {
+    package init(parsing s: String) throws(MQTTError) {
         let tls: Bool
         var rest: Substring
         if s.hasPrefix("mqtt://") {
@@ -41,5 +41,5 @@ public struct BrokerURL: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The URL with its port always written, IPv6 hosts in brackets: `mqtt://[::1]:1883`.
-    public var description: String { "\(tls ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+    package var description: String { "\(tls ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 }

@@ -4,59 +4,58 @@ import Glibc
 import Synchronization
 
 /// How an MQTT client connects.
-public struct MQTTClientConfiguration: Sendable {
+package struct MQTTClientConfiguration: Sendable {
     /// MQTT protocol versions.
-    public enum ProtocolVersion: String, Sendable { case v311 = "3.1.1", v5 = "5" }
+    package enum ProtocolVersion: String, Sendable { case v311 = "3.1.1", v5 = "5" }
 
     /// The broker to connect to (`mqtt://` or `mqtts://`).
-    public var broker: BrokerURL
+    package var broker: BrokerURL
     /// A fixed client id, so the broker keeps the session across reconnects and restarts.
-    public var clientID: String
+    package var clientID: String
     /// Clean session (3.1.1) / clean start (5). Off for a persistent session.
-    public var cleanSession = false
+    package var cleanSession = false
     /// The MQTT protocol spoken (default 3.1.1).
-    public var protocolVersion = ProtocolVersion.v311
+    package var protocolVersion = ProtocolVersion.v311
     /// The keep-alive interval (seconds) the broker uses to detect a vanished client.
-    public var keepAliveSeconds: Int32 = 30
+    package var keepAliveSeconds: Int32 = 30
     /// MQTT 5 session expiry (seconds). Without it a v5 broker keeps no session.
-    public var sessionExpirySeconds: Int32 = 7 * 86_400
+    package var sessionExpirySeconds: Int32 = 7 * 86_400
     /// The user name sent on connect (nil: none).
-    public var username: String?
+    package var username: String?
     /// The password sent with `username` (nil: none).
-    public var password: String?
+    package var password: String?
     /// CA file for `mqtts://` (system store when nil).
-    public var caFile: String?
+    package var caFile: String?
     /// A client certificate (PEM) for TLS client authentication; needs `keyFile`.
-    public var certFile: String?
+    package var certFile: String?
     /// The private key (PEM) of `certFile`.
-    public var keyFile: String?
+    package var keyFile: String?
     /// The last will: published by the broker if this client vanishes.
-    public var will: (topic: String, payload: [UInt8], retain: Bool)?
+    package var will: (topic: String, payload: [UInt8], retain: Bool)?
     /// Filters subscribed at QoS 1 on every connect.
-    public var subscriptions: [String] = []
+    package var subscriptions: [String] = []
     /// MQTT 5: subscribe with *retain as published*, so that a message its publisher retained
     /// keeps its retain flag when forwarded live, not only when a (re)subscription delivers it
     /// again. Under 3.1.1 only the re-deliveries carry the flag.
-    public var retainAsPublished = false
+    package var retainAsPublished = false
     /// Reconnect backoff: first delay and cap, seconds, doubling in between.
-    public var reconnectMinSeconds: UInt32 = 1
+    package var reconnectMinSeconds: UInt32 = 1
     /// The longest reconnect delay (seconds).
-    public var reconnectMaxSeconds: UInt32 = 30
+    package var reconnectMaxSeconds: UInt32 = 30
     /// Outgoing QoS 1 messages in flight at once.
-    public var maxInflight: Int32 = 1000
+    package var maxInflight: Int32 = 1000
     /// Incoming payloads larger than this are not copied: `onOversized` gets their topic and size
     /// instead of `onMessage` (nil: every payload is delivered).
-    public var maxIncomingPayloadBytes: Int?
+    package var maxIncomingPayloadBytes: Int?
 
-    /// Creates a configuration.
-    public init(broker: BrokerURL, clientID: String) {
+    package init(broker: BrokerURL, clientID: String) {
         self.broker = broker
         self.clientID = clientID
     }
 }
 
 /// A connection state change, for logs and metrics.
-public enum MQTTConnectionEvent: Sendable, Equatable {
+package enum MQTTConnectionEvent: Sendable, Equatable {
     /// The broker accepted the connection. `sessionPresent`: it resumed a session it kept for
     /// this client id (CONNACK's flag; always false with a clean session). `sessionLost`: a
     /// client with a persistent session (clean session off) reconnected and the broker had none,
@@ -77,7 +76,7 @@ public enum MQTTConnectionEvent: Sendable, Equatable {
 ///
 /// Sendability: `handle` is only ever passed to libmosquitto, which is thread-safe once the
 /// threaded loop runs; all Swift-side mutable state lives in a `Mutex` or `Atomic`.
-public final class MQTTClient: @unchecked Sendable {
+package final class MQTTClient: @unchecked Sendable {
     nonisolated(unsafe) private let handle: OpaquePointer
     private let configuration: MQTTClientConfiguration
     private let onMessage: @Sendable (String, [UInt8]) -> Void
@@ -105,21 +104,21 @@ public final class MQTTClient: @unchecked Sendable {
     }()
 
     /// Whether the client is connected now.
-    public var isConnected: Bool { connectedFlag.load(ordering: .relaxed) }
+    package var isConnected: Bool { connectedFlag.load(ordering: .relaxed) }
     /// Whether the broker has answered (SUBACK) the subscriptions made on the current connection,
     /// whatever it granted: from then on, messages published on the filters reach this client.
     /// False while disconnected, and until a reconnect's subscriptions are answered.
-    public var isSubscribed: Bool { subscribedFlag.load(ordering: .acquiring) }
+    package var isSubscribed: Bool { subscribedFlag.load(ordering: .acquiring) }
     /// Messages handed to libmosquitto by ``publish(topic:payload:qos:retain:)``.
-    public var publishedCount: Int { published.load(ordering: .relaxed) }
+    package var publishedCount: Int { published.load(ordering: .relaxed) }
     /// Messages the broker acknowledged (QoS 1) or that were written (QoS 0).
-    public var acknowledgedCount: Int { acknowledged.load(ordering: .relaxed) }
+    package var acknowledgedCount: Int { acknowledged.load(ordering: .relaxed) }
 
     /// Messages the broker answered with an MQTT 5 reason code of 0x80 or more.
-    public var refusedCount: Int { refusedByBroker.load(ordering: .relaxed) }
+    package var refusedCount: Int { refusedByBroker.load(ordering: .relaxed) }
 
     /// Successful connections so far (reconnects are this minus one).
-    public var connectionCount: Int { connections.load(ordering: .relaxed) }
+    package var connectionCount: Int { connections.load(ordering: .relaxed) }
 
     /// Creates a client; nothing happens on the network until ``start()``.
     /// - Parameters:
@@ -133,7 +132,7 @@ public final class MQTTClient: @unchecked Sendable {
     ///   - onRetained: called first for a message delivered with the retain flag, with its topic
     ///     and payload size; true when it took the message (then it is not copied, and neither
     ///     `onMessage` nor `onOversized` is called).
-    public init(
+    package init(
         _ configuration: MQTTClientConfiguration, onMessage: @escaping @Sendable (String, [UInt8]) -> Void,
         onEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void = { _ in },
         onPublished: @escaping @Sendable (_ mid: Int32, _ reasonCode: Int32) -> Void = { _, _ in },
@@ -263,7 +262,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// which the thread gives up for good (seen when a killed daemon restarted). So the first
     /// connection is retried here, with the same backoff, on a thread of our own that starts the
     /// network thread once connected.
-    public func start() throws(MQTTError) {
+    package func start() throws(MQTTError) {
         let c = configuration
         guard !started.exchange(true, ordering: .sequentiallyConsistent) else { return }
         let rc = connectOnce(first: true)
@@ -336,7 +335,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// 134, 135), or a protocol version the broker does not speak (1; 132 — NATS 2.9 refuses
     /// MQTT 5 so). Retrying those once left a client connected to nothing for good, while its
     /// network thread gave up after two attempts.
-    public static func refusalIsFinal(_ rc: Int32, v5: Bool) -> Bool {
+    package static func refusalIsFinal(_ rc: Int32, v5: Bool) -> Bool {
         v5 ? [132, 134, 135].contains(rc) : [1, 4, 5].contains(rc)
     }
 
@@ -344,7 +343,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// (a refused, reset or timed-out connection, a failed lookup or TLS handshake: the broker or
     /// the network may come back) except the errors that say the client's own settings are wrong.
     /// A reset during the first connect (`MOSQ_ERR_CONN_LOST`) once stopped a restarted daemon.
-    public static func connectFailureIsRetryable(_ rc: Int32) -> Bool {
+    package static func connectFailureIsRetryable(_ rc: Int32) -> Bool {
         let fatal: [mosq_err_t] = [MOSQ_ERR_NOMEM, MOSQ_ERR_INVAL, MOSQ_ERR_NOT_SUPPORTED, MOSQ_ERR_MALFORMED_UTF8, MOSQ_ERR_DUPLICATE_PROPERTY]
         return !fatal.contains { $0.rawValue == rc }
     }
@@ -353,7 +352,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// again however often it is retried: the message itself is unacceptable (too large for the
     /// broker's maximum packet size, an invalid topic or UTF-8, a QoS or retain the broker does
     /// not support). Anything else (not connected, out of memory, a lost connection) may pass later.
-    public static func publishFailureIsPermanent(_ rc: Int32) -> Bool {
+    package static func publishFailureIsPermanent(_ rc: Int32) -> Bool {
         let permanent: [mosq_err_t] = [
             MOSQ_ERR_INVAL, MOSQ_ERR_PAYLOAD_SIZE, MOSQ_ERR_MALFORMED_UTF8, MOSQ_ERR_OVERSIZE_PACKET,
             MOSQ_ERR_QOS_NOT_SUPPORTED, MOSQ_ERR_RETAIN_NOT_SUPPORTED, MOSQ_ERR_TOPIC_ALIAS_INVALID,
@@ -365,7 +364,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// Publishes a message (QoS 0 or 1) and returns its message id. Thread-safe; does not wait for
     /// the acknowledgement (see `onPublished`).
     @discardableResult
-    public func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false) throws(MQTTError) -> Int32 {
+    package func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false) throws(MQTTError) -> Int32 {
         var mid: Int32 = 0
         let rc = payload.withUnsafeBytes { mosquitto_publish(handle, &mid, topic, Int32(payload.count), $0.baseAddress, qos, retain) }
         try check(rc, "publish to \(topic)")
@@ -374,20 +373,20 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Publishes a UTF-8 string.
-    public func publish(topic: String, _ text: String, qos: Int32 = 1, retain: Bool = false) throws(MQTTError) {
+    package func publish(topic: String, _ text: String, qos: Int32 = 1, retain: Bool = false) throws(MQTTError) {
         try publish(topic: topic, payload: Array(text.utf8), qos: qos, retain: retain)
     }
 
     /// Drops the connection at once, sending nothing more: called inside `onMessage`, the
     /// acknowledgement (PUBACK) of that message, which libmosquitto writes after the callback
     /// returns, is never sent, so the broker delivers it again to the session's next connection.
-    public func abortConnection() {
+    package func abortConnection() {
         let fd = mosquitto_socket(handle)
         if fd >= 0 { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     /// Disconnects cleanly (the will is not sent) and stops the network thread.
-    public func stop() {
+    package func stop() {
         guard started.exchange(false, ordering: .sequentiallyConsistent) else { return }
         if retrying.load(ordering: .sequentiallyConsistent) { retryDone.wait() }  // the retry thread sees `started` within 50 ms
         if loopRunning.exchange(false, ordering: .sequentiallyConsistent) {

@@ -1,9 +1,9 @@
 import CMosquitto
 
 /// An error from the MQTT layer, with libmosquitto's code mapped in one place.
-public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What failed.
-    public enum Code: Hashable, Sendable {
+    package enum Code: Hashable, Sendable {
         /// A libmosquitto return code (`MOSQ_ERR_*`).
         case library(Int32)
         /// The broker refused the connection (CONNACK / reason code).
@@ -13,13 +13,13 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// What failed: a libmosquitto code, a refusal by the broker, or a bad configuration.
-    public let code: Code
+    package let code: Code
     /// A readable explanation, with libmosquitto's own text where there is one.
-    public let message: String
+    package let message: String
     /// The `#fileID` where the error was made.
-    public let file: String
+    package let file: String
     /// The line where the error was made.
-    public let line: UInt
+    package let line: UInt
 
     init(_ code: Code, _ message: String, file: String = #fileID, line: UInt = #line) {
         self.code = code
@@ -43,17 +43,17 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// An MQTT 5 reason code as text (`mosquitto_reason_string`), e.g. 135: "Not authorized".
-    public static func reasonDescription(_ code: Int32) -> String { String(cString: mosquitto_reason_string(code)) }
+    package static func reasonDescription(_ code: Int32) -> String { String(cString: mosquitto_reason_string(code)) }
 
     static func configuration(_ m: String, file: String = #fileID, line: UInt = #line) -> MQTTError {
         MQTTError(.configuration, m, file: file, line: line)
     }
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 
     /// Equal when code and message are equal (where it was made is not compared).
-    public static func == (a: MQTTError, b: MQTTError) -> Bool { a.code == b.code && a.message == b.message }
+    package static func == (a: MQTTError, b: MQTTError) -> Bool { a.code == b.code && a.message == b.message }
     /// Hashes the code and message (consistent with `==`).
-    public func hash(into h: inout Hasher) { h.combine(code); h.combine(message) }
+    package func hash(into h: inout Hasher) { h.combine(code); h.combine(message) }
 }

@@ -12,16 +12,16 @@ import Synchronization
 ///
 /// Sendability: `assigned` is immutable; the profile teams are in a Mutex. Each user's profile
 /// teams are written only by the user's shard; any thread may read.
-public final class CareTeams: Sendable {
+package final class CareTeams: Sendable {
     /// The operator's mapping: user → teams (validated, deduplicated).
-    public let assigned: [String: [String]]
+    package let assigned: [String: [String]]
     private let claimed = Mutex<[String: [String]]>([:])
 
     /// Creates the teams with the operator's mapping (empty: every user's profile decides).
-    public init(assigned: [String: [String]] = [:]) { self.assigned = assigned }
+    package init(assigned: [String: [String]] = [:]) { self.assigned = assigned }
 
     /// The user's care teams: the mapping file's if it lists the user, else the profile's (often none).
-    public func teams(of user: String) -> [String] {
+    package func teams(of user: String) -> [String] {
         if let a = assigned[user] { return a }
         return claimed.withLock { $0[user] ?? [] }
     }
@@ -34,12 +34,12 @@ public final class CareTeams: Sendable {
     }
 
     /// Whether `team` is one of the user's care teams.
-    public func user(_ user: String, belongsTo team: String) -> Bool { teams(of: user).contains(team) }
+    package func user(_ user: String, belongsTo team: String) -> Bool { teams(of: user).contains(team) }
 
     /// Records the teams a user's accepted profile names; returns the user's effective teams
     /// before and after (equal when the mapping file lists the user, or nothing changed).
     @discardableResult
-    public func setProfileTeams(_ teams: [String], of user: String) -> (before: [String], after: [String]) {
+    package func setProfileTeams(_ teams: [String], of user: String) -> (before: [String], after: [String]) {
         let before = claimed.withLock { c in
             let old = c[user] ?? []
             if teams.isEmpty { c.removeValue(forKey: user) } else { c[user] = teams }
@@ -50,18 +50,18 @@ public final class CareTeams: Sendable {
     }
 
     /// A line of a mapping file that is not `USER TEAM[,TEAM…]`.
-    public struct FileError: Error, CustomStringConvertible {
+    package struct FileError: Error, CustomStringConvertible {
         /// The 1-based line.
-        public var line: Int
+        package var line: Int
         /// What is wrong, lower case.
-        public var message: String
+        package var message: String
         /// The line and the problem, `line: message`.
-        public var description: String { "\(line): \(message)" }
+        package var description: String { "\(line): \(message)" }
     }
 
     /// Parses a mapping file: `USER TEAM[,TEAM…]` lines, `#` comments and blank lines ignored, a
     /// user at most once. Every bad line is reported (the file is good when `errors` is empty).
-    public static func parse(_ text: String) -> (assigned: [String: [String]], errors: [FileError]) {
+    package static func parse(_ text: String) -> (assigned: [String: [String]], errors: [FileError]) {
         var map: [String: [String]] = [:], errors: [FileError] = []
         for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""

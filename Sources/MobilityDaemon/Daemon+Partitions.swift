@@ -3,14 +3,14 @@ import MQTTTransport
 import struct PostgresStore.PartitionSet
 
 /// The partitions a run of the daemon holds leases on, with their fencing tokens.
-public struct PartitionClaim: Sendable, Equatable {
+package struct PartitionClaim: Sendable, Equatable {
     /// The owned partitions of all.
-    public var partitions: PartitionSet
+    package var partitions: PartitionSet
     /// The fencing token of each owned partition, in `partitions.owned` order.
-    public var tokens: [Int64]
+    package var tokens: [Int64]
 
     /// The claim of these (partition, token) pairs among `count`.
-    public init(count: Int, leases: [(partition: Int, token: Int64)]) {
+    package init(count: Int, leases: [(partition: Int, token: Int64)]) {
         let sorted = leases.sorted { $0.partition < $1.partition }
         partitions = PartitionSet(count: count, owned: sorted.map(\.partition))
         tokens = sorted.map(\.token)
@@ -45,5 +45,5 @@ extension Daemon {
     }
 
     /// Whether this run stopped because a commit was fenced (not a failure: the supervisor rejoins).
-    public var wasFenced: Bool { fenced.load(ordering: .sequentiallyConsistent) }
+    package var wasFenced: Bool { fenced.load(ordering: .sequentiallyConsistent) }
 }

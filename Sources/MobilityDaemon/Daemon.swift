@@ -9,7 +9,7 @@ import StateStore
 import Synchronization
 
 /// `mobilityd`: wires the broker, the shards, the rules, metrics and signals together.
-public final class Daemon: Sendable {
+package final class Daemon: Sendable {
     let config: DaemonConfiguration
     let log: Logger
     let layout: TopicLayout
@@ -29,7 +29,7 @@ public final class Daemon: Sendable {
     let evictionWatches = Mutex<[String: EvictionWatch]>([:])
     private let stopping = Atomic<Bool>(false)
     /// Which care teams each user belongs to (the mapping file, else the profile).
-    public let careTeams: CareTeams
+    package let careTeams: CareTeams
     /// The partition leases this run holds (`--partitions`; nil: every user is ours).
     let claimed: PartitionClaim?
     /// Called once when a commit of this run was fenced (partitioned input; the supervisor's wake-up).
@@ -42,7 +42,7 @@ public final class Daemon: Sendable {
 
     /// Creates a daemon from its configuration; `claimed`: the leases it runs on (partitioned
     /// input); `onFenced`: called once when a commit is fenced (the run then stops by itself).
-    public init(configuration: DaemonConfiguration, claimed: PartitionClaim? = nil, onFenced: (@Sendable () -> Void)? = nil) {
+    package init(configuration: DaemonConfiguration, claimed: PartitionClaim? = nil, onFenced: (@Sendable () -> Void)? = nil) {
         self.config = configuration
         self.claimed = claimed
         self.onFenced = onFenced
@@ -54,7 +54,7 @@ public final class Daemon: Sendable {
     }
 
     /// Runs until SIGTERM/SIGINT (or a fatal broker refusal). Returns the process exit code.
-    public func run() -> Int32 {
+    package func run() -> Int32 {
         guard let program = reloader.load() else {
             log.error("rules are invalid; not starting", ["rules": config.rules])
             return 1
@@ -394,10 +394,10 @@ public final class Daemon: Sendable {
     }
 
     /// Stops the run as SIGTERM would, without being a signal (a partition rebalance).
-    public func requestStop() { shutdown.signal() }
+    package func requestStop() { shutdown.signal() }
 
     /// Whether the run was stopped by SIGTERM or SIGINT.
-    public var stoppedBySignal: Bool { stopping.load(ordering: .relaxed) }
+    package var stoppedBySignal: Bool { stopping.load(ordering: .relaxed) }
 
     /// Refused publishes by kind and reason, and the dead letters parked in the store.
     private let refusals = Mutex<(counts: [RefusalKey: Int], deadLetters: Int)>(([:], 0))

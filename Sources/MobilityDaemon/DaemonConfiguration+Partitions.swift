@@ -2,29 +2,29 @@
 /// its subject mapping (NATS `partition(P, 1)`, docs/scaling.md) and republishes each input under
 /// `{prefix}`; this instance consumes only the partitions it holds a lease on, each through a
 /// persistent MQTT session of its own, and its outputs stay on the contract's topics.
-public struct Partitioning: Sendable, Equatable {
+package struct Partitioning: Sendable, Equatable {
     /// The number of partitions P (the broker's mapping must use the same).
-    public var count: Int
+    package var count: Int
     /// The topic prefix of partition k's inputs, `{k}` standing for k (default `part/{k}/`).
-    public var prefix: String = "part/{k}/"
+    package var prefix: String = "part/{k}/"
     /// How long a lease on a partition lasts unrenewed (`--lease`, milliseconds); a dead
     /// instance's partitions are taken after it.
-    public var leaseMs: Int = 10_000
+    package var leaseMs: Int = 10_000
     /// The MQTT client id of partition k's session is this followed by k (`--partition-session`):
     /// the same on every instance, so that the next owner inherits the broker's backlog.
-    public var sessionPrefix: String = "mobilityd-part-"
+    package var sessionPrefix: String = "mobilityd-part-"
 
     /// The prefix of partition `k`'s topics.
-    public func prefix(of k: Int) -> String { prefix.replacingOccurrences(of: "{k}", with: String(k)) }
+    package func prefix(of k: Int) -> String { prefix.replacingOccurrences(of: "{k}", with: String(k)) }
 
     /// Partition `k`'s input subscription: one filter for the four input kinds under its prefix
     /// (the broker maps only those there). One, because NATS gives each subscription of an MQTT
     /// session a JetStream consumer of its own: with a filter per kind, a user's events and
     /// profile overtook their samples, and the alerts differed from the replay's.
-    public func subscriptions(of k: Int, root: String) -> [String] { ["\(prefix(of: k))\(root)/users/+/+"] }
+    package func subscriptions(of k: Int, root: String) -> [String] { ["\(prefix(of: k))\(root)/users/+/+"] }
 
     /// How often leases are renewed and ownership reconsidered: a third of the lease.
-    public var heartbeatMs: Int { max(100, leaseMs / 3) }
+    package var heartbeatMs: Int { max(100, leaseMs / 3) }
 }
 
 extension DaemonConfiguration {

@@ -3,7 +3,7 @@ import PostgresStore
 /// Where state is (`--store`): the embedded SQLite store (the default, one machine), or a
 /// PostgreSQL database that instances share (issue 19), fenced per partition. The ingest journal
 /// stays in `--state` either way.
-public enum StoreLocation: Sendable, Equatable {
+package enum StoreLocation: Sendable, Equatable {
     /// `state.sqlite` in the state directory.
     case sqlite
     /// A PostgreSQL URL (checked: no password in it, verified TLS off the loopback).

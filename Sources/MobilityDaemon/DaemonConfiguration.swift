@@ -8,111 +8,111 @@ import RuleEngine
 
 /// Everything `mobilityd` can be told. Precedence: flags, then `MOBILITYD_*` environment
 /// variables, then the config file (`--config`), then defaults.
-public struct DaemonConfiguration: Sendable {
+package struct DaemonConfiguration: Sendable {
     /// The broker URL (`--broker`: `mqtt://` or `mqtts://` host and port).
-    public var broker = "mqtt://127.0.0.1:1883"
+    package var broker = "mqtt://127.0.0.1:1883"
     /// The rules file or directory (`--rules`).
-    public var rules = "rules"
+    package var rules = "rules"
     /// The state directory (`--state`): SQLite store and ingest journal, private to the daemon.
-    public var state = "state"
+    package var state = "state"
     /// Where state is committed (`--store`, DaemonConfiguration+Store.swift): SQLite in ``state`` by default.
-    public var store = StoreLocation.sqlite
+    package var store = StoreLocation.sqlite
     /// Wall clock (live) or event time (replays) decides when days close (`--clock`).
-    public var clock = ClockMode.wall
+    package var clock = ClockMode.wall
     /// The instance name in `daemon/{instance}/status` and in logs (`--instance`).
-    public var instance = "mobilityd"
+    package var instance = "mobilityd"
     /// The subscriber connection's MQTT client id (default: derived from the instance).
-    public var clientID: String?
+    package var clientID: String?
     /// The subscriber connection's MQTT username (`--username`).
-    public var username: String?
+    package var username: String?
     /// The publisher connection's username (default: ``username``). A broker that binds client
     /// ids to usernames (`use_username_as_clientid`, as `deploy/mosquitto.conf` does) needs an
     /// account of its own for each connection.
-    public var publisherUsername: String?
+    package var publisherUsername: String?
     /// Whether the broker may bind client ids to usernames (`--broker-binds-client-ids`, default
     /// true, as `deploy/mosquitto.conf` does): then one account for both connections is refused
     /// (``accountProblem``). False states that the broker keeps the two client ids apart.
-    public var brokerBindsClientIDs = true
+    package var brokerBindsClientIDs = true
     /// The MQTT password (from `--password-file`, the config file or `MOBILITYD_PASSWORD`; never the command line).
-    public var password: String?
+    package var password: String?
     /// CA certificates to verify the broker with (`--ca-file`).
-    public var caFile: String?
+    package var caFile: String?
     /// The client certificate for TLS client authentication (`--cert-file`, with `keyFile`).
-    public var certFile: String?
+    package var certFile: String?
     /// The client certificate's private key (`--key-file`).
-    public var keyFile: String?
+    package var keyFile: String?
     /// The MQTT protocol version (`--mqtt-version`: 3.1.1 or 5; 5 reports ACL refusals).
-    public var mqttVersion = MQTTClientConfiguration.ProtocolVersion.v311
+    package var mqttVersion = MQTTClientConfiguration.ProtocolVersion.v311
     /// The topic root of the wire contract (`--topic-root`).
-    public var topicRoot = "mobility/v1"
+    package var topicRoot = "mobility/v1"
     /// Worker shards. By default one per core but one, which is left to the MQTT network thread
     /// (on 2 cores one shard measured 0.85–0.88 of the broker's ceiling against 0.80 with two).
-    public var shards = DaemonConfiguration.defaultShards
+    package var shards = DaemonConfiguration.defaultShards
     /// `cores − 1`, at least 1.
-    public static var defaultShards: Int { max(1, ProcessInfo.processInfo.activeProcessorCount - 1) }
+    package static var defaultShards: Int { max(1, ProcessInfo.processInfo.activeProcessorCount - 1) }
     /// Messages each shard queue holds before the network thread blocks (back-pressure to the broker).
-    public var queueCapacity = 10_000
+    package var queueCapacity = 10_000
     /// Commit acknowledgements are published at most this often per shard (milliseconds; 0: after every commit).
-    public var ackIntervalMs = 250
+    package var ackIntervalMs = 250
     /// Users' state is committed at most this often while nothing is to be published
     /// (milliseconds; 0: after every batch). The ingest journal holds the messages meanwhile.
-    public var commitIntervalMs = 100
+    package var commitIntervalMs = 100
     /// The `/metrics` and `/healthz` listener (`--metrics-address`; nil: off).
-    public var metricsAddress: String? = "127.0.0.1:9464"
+    package var metricsAddress: String? = "127.0.0.1:9464"
     /// The report listener (`--http-address`; nil: off), its bearer tokens and TLS (see
     /// `DaemonConfiguration+HTTP.swift`).
-    public var httpAddress: String?
+    package var httpAddress: String?
     /// The report listener's bearer tokens (`--http-tokens`).
-    public var httpTokens: BearerTokens?
+    package var httpTokens: BearerTokens?
     /// The report listener's certificate and key (`--http-tls-cert`, `--http-tls-key`).
-    public var httpTLS: HTTPServer.TLS?
+    package var httpTLS: HTTPServer.TLS?
     /// Log lines as logfmt or JSON (`--log-format`).
-    public var logFormat = LogFormat.logfmt
+    package var logFormat = LogFormat.logfmt
     /// The least severe level logged (`--log-level`).
-    public var logLevel = LogLevel.info
+    package var logLevel = LogLevel.info
     /// The home zone of users whose samples carry UTC timestamps and no profile (`--time-zone`).
-    public var timeZone = "UTC"
+    package var timeZone = "UTC"
     /// A local day closes this many seconds after its midnight (`--grace`).
-    public var graceSeconds: Int64 = 3600
+    package var graceSeconds: Int64 = 3600
     /// Samples older than this many days are rejected `too_late` (`--lateness`).
-    public var latenessDays: Int64 = 7
+    package var latenessDays: Int64 = 7
     /// Clock-skew guard: samples this far after the clock are rejected `in_future` (`--max-future`).
-    public var maxFutureSeconds: Int64 = 600
+    package var maxFutureSeconds: Int64 = 600
     /// Timeline entries may start at most this many days before the user's today.
-    public var maxEventAgeDays = 730
+    package var maxEventAgeDays = 730
     /// The largest payload read (`--max-payload`); larger ones are rejected `payload_too_large` unread.
-    public var maxPayloadBytes = 256 * 1024
+    package var maxPayloadBytes = 256 * 1024
     /// Wall clock: how often days are closed, in seconds (`--tick`).
-    public var tickSeconds = 60
+    package var tickSeconds = 60
     /// A shard busy with one batch longer than this is stalled: `/healthz` 503, no watchdog pings.
-    public var stallTimeoutSeconds = 30
+    package var stallTimeoutSeconds = 30
     /// Whether series points are published on MQTT (`--publish-series`; the history records them either way).
-    public var publishSeries = true
+    package var publishSeries = true
     /// Days of care-team history kept before each user's latest day (series, alerts, timeline;
     /// also the 30 days before the latest clinical event); nil: no history (and no weekly reports).
-    public var historyDays: Int? = 90
+    package var historyDays: Int? = 90
     /// The operator's care-team mapping (`--care-teams`): user → teams; see ``CareTeams``.
-    public var careTeams: [String: [String]] = [:]
+    package var careTeams: [String: [String]] = [:]
     /// Whether alerts and series are also published as FHIR R4 resources (`--fhir`).
-    public var fhir = false
+    package var fhir = false
     /// Partitioned input with leases (`--partitions`, DaemonConfiguration+Partitions.swift); nil: off.
-    public var partitioning: Partitioning?
+    package var partitioning: Partitioning?
     /// Go on after journal damage, with the records that are intact (`--recover-journal`,
     /// command line only: see ``DurableStateCheck``).
-    public var recoverJournal = false
+    package var recoverJournal = false
     /// Go on with a state store that is missing, empty, unreadable or older than the journal,
     /// rebuilt from what the journal holds (`--rebuild-store`, command line only).
-    public var rebuildStore = false
+    package var rebuildStore = false
     /// The ingest journal's segment size (`--journal-segment-bytes`): a segment is released once
     /// every record in it is committed.
-    public var journalSegmentBytes = 64 << 20
+    package var journalSegmentBytes = 64 << 20
     /// Check the configuration and rules, then exit (`--check-config`).
-    public var checkConfig = false
+    package var checkConfig = false
     /// Print the usage and exit (`--help`).
-    public var help = false
+    package var help = false
 
     /// Defaults.
-    public init() {}
+    package init() {}
 
     /// A config-file line without its comment: `#` starts one at the start of the line or after
     /// whitespace, so a value may hold `#` (a password such as `pa#ss`).
@@ -197,7 +197,7 @@ public struct DaemonConfiguration: Sendable {
         ]
 
     /// The `--help` text.
-    public static var usage: String {
+    package static var usage: String {
         var s = """
             usage: mobilityd [options]
 
@@ -216,13 +216,13 @@ public struct DaemonConfiguration: Sendable {
     }
 
     /// A configuration problem (exit code 2).
-    public struct Problem: Error, CustomStringConvertible {
+    package struct Problem: Error, CustomStringConvertible {
         /// What is wrong, for the error message.
-        public var description: String
+        package var description: String
     }
 
     /// Builds the configuration from arguments, environment and an optional file.
-    public static func load(arguments: [String], environment: [String: String]) throws(Problem) -> DaemonConfiguration {
+    package static func load(arguments: [String], environment: [String: String]) throws(Problem) -> DaemonConfiguration {
         var flags: [(String, String?)] = []
         var i = 0
         while i < arguments.count {
@@ -432,7 +432,7 @@ public struct DaemonConfiguration: Sendable {
     }
 
     /// The engine settings.
-    public var engine: EngineConfiguration {
+    package var engine: EngineConfiguration {
         var e = EngineConfiguration()
         e.graceSeconds = graceSeconds
         e.allowedLatenessSeconds = latenessDays * 86_400

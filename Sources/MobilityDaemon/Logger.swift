@@ -3,10 +3,10 @@ import MobilityModel
 import Synchronization
 
 /// Log line formats.
-public enum LogFormat: String, Sendable { case logfmt, json }
+package enum LogFormat: String, Sendable { case logfmt, json }
 
 /// Log levels, in order.
-public enum LogLevel: Int, Comparable, Sendable {
+package enum LogLevel: Int, Comparable, Sendable {
     case debug, info, warn, error
 
     init?(name: String) {
@@ -22,30 +22,29 @@ public enum LogLevel: Int, Comparable, Sendable {
     var name: String { ["debug", "info", "warn", "error"][rawValue] }
 
     /// Orders levels from the most verbose to the most severe.
-    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+    package static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// Structured logs to stderr, one line per event. Health data (sample values, notes) is never
 /// logged at info level or above: callers pass ids and counts only.
-public final class Logger: Sendable {
+package final class Logger: Sendable {
     let format: LogFormat
     let minimum: LogLevel
     private let lock = Mutex<Void>(())
 
-    /// Creates a logger.
-    public init(format: LogFormat, level: LogLevel) {
+    package init(format: LogFormat, level: LogLevel) {
         self.format = format
         self.minimum = level
     }
 
     /// Logs an event with fields.
-    public func log(_ level: LogLevel, _ message: String, _ fields: KeyValuePairs<String, String> = [:]) {
+    package func log(_ level: LogLevel, _ message: String, _ fields: KeyValuePairs<String, String> = [:]) {
         guard level >= minimum else { return }
         log(level, message, pairs: fields.map { ($0.key, $0.value) })
     }
 
     /// Logs an event with fields built at run time.
-    public func log(_ level: LogLevel, _ message: String, pairs fields: [(String, String)]) {
+    package func log(_ level: LogLevel, _ message: String, pairs fields: [(String, String)]) {
         guard level >= minimum else { return }
         let ts = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
         var line: String
@@ -64,13 +63,13 @@ public final class Logger: Sendable {
     }
 
     /// Logs at debug level.
-    public func debug(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.debug, m, f) }
+    package func debug(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.debug, m, f) }
     /// Logs at info level.
-    public func info(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.info, m, f) }
+    package func info(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.info, m, f) }
     /// Logs at warn level.
-    public func warn(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.warn, m, f) }
+    package func warn(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.warn, m, f) }
     /// Logs at error level.
-    public func error(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.error, m, f) }
+    package func error(_ m: String, _ f: KeyValuePairs<String, String> = [:]) { log(.error, m, f) }
 
     static func logfmt(_ s: String) -> String {
         if !s.isEmpty, !s.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "\n" }) { return s }

@@ -12,7 +12,7 @@ import Synchronization
 /// stops the run too; a run that outlived its lease anyway is harmless: the next owner's claim
 /// raised the tokens, and every commit of the old run is fenced. The first fenced commit stops
 /// that run at once and wakes the supervisor, which heartbeats, drops the lost leases and rejoins.
-public final class PartitionSupervisor: Sendable {
+package final class PartitionSupervisor: Sendable {
     private let config: DaemonConfiguration
     private let log: Logger
     private let wake = DispatchSemaphore(value: 0)
@@ -20,13 +20,13 @@ public final class PartitionSupervisor: Sendable {
     private let current = Mutex<Daemon?>(nil)
 
     /// A supervisor for a configuration with ``DaemonConfiguration/partitioning`` and a PostgreSQL store.
-    public init(configuration: DaemonConfiguration) {
+    package init(configuration: DaemonConfiguration) {
         config = configuration
         log = Logger(format: configuration.logFormat, level: configuration.logLevel)
     }
 
     /// Runs until SIGTERM/SIGINT or a run fails; the process exit code.
-    public func run() -> Int32 {
+    package func run() -> Int32 {
         guard let p = config.partitioning, case .postgres(let url) = config.store else { return 2 }
         for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
         let signals = [SIGTERM, SIGINT].map { s in

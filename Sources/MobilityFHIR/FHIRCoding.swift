@@ -1,16 +1,15 @@
 import MobilityModel
 
 /// A FHIR `Coding`: a code in a code system, with an optional display text.
-public struct FHIRCoding: Hashable, Sendable {
+package struct FHIRCoding: Hashable, Sendable {
     /// The code system's URI.
-    public var system: String
+    package var system: String
     /// The code.
-    public var code: String
+    package var code: String
     /// A human-readable text of the code, if the system defines one.
-    public var display: String?
+    package var display: String?
 
-    /// Creates a coding.
-    public init(system: String, code: String, display: String? = nil) {
+    package init(system: String, code: String, display: String? = nil) {
         self.system = system
         self.code = code
         self.display = display
@@ -27,48 +26,48 @@ public struct FHIRCoding: Hashable, Sendable {
 }
 
 /// The code systems and identifier systems MobilityWatch's FHIR resources use (docs/fhir.md).
-public enum FHIRSystem {
+package enum FHIRSystem {
     /// LOINC.
-    public static let loinc = "http://loinc.org"
+    package static let loinc = "http://loinc.org"
     /// UCUM, the units of `valueQuantity`.
-    public static let ucum = "http://unitsofmeasure.org"
+    package static let ucum = "http://unitsofmeasure.org"
     /// HealthKit type identifiers (`HKQuantityTypeIdentifierWalkingSpeed`), the system URI that
     /// Stanford's HealthKitOnFHIR uses for them.
-    public static let healthKit = "http://developer.apple.com/documentation/healthkit"
+    package static let healthKit = "http://developer.apple.com/documentation/healthkit"
     /// HL7 Personal Health Record IG: patient-generated codes equal to HealthKit's short names.
-    public static let phr = "http://hl7.org/fhir/uv/phr/CodeSystem/observation-pghd-codes"
+    package static let phr = "http://hl7.org/fhir/uv/phr/CodeSystem/observation-pghd-codes"
     /// FHIR R4 Flag categories.
-    public static let flagCategory = "http://terminology.hl7.org/CodeSystem/flag-category"
+    package static let flagCategory = "http://terminology.hl7.org/CodeSystem/flag-category"
     /// FHIR R4 Observation categories.
-    public static let observationCategory = "http://terminology.hl7.org/CodeSystem/observation-category"
+    package static let observationCategory = "http://terminology.hl7.org/CodeSystem/observation-category"
     /// FHIR R4 data-absent reasons.
-    public static let dataAbsentReason = "http://terminology.hl7.org/CodeSystem/data-absent-reason"
+    package static let dataAbsentReason = "http://terminology.hl7.org/CodeSystem/data-absent-reason"
     /// MobilityWatch's rule names (a Flag's code).
-    public static let rule = "urn:mobilitywatch:rule"
+    package static let rule = "urn:mobilitywatch:rule"
     /// MobilityWatch's series names (an Observation's most specific code).
-    public static let series = "urn:mobilitywatch:series"
+    package static let series = "urn:mobilitywatch:series"
     /// MobilityWatch user ids (a subject's identifier).
-    public static let user = "urn:mobilitywatch:user"
+    package static let user = "urn:mobilitywatch:user"
     /// Alert instance ids (a Flag's identifier).
-    public static let alertInstance = "urn:mobilitywatch:alert-instance"
+    package static let alertInstance = "urn:mobilitywatch:alert-instance"
     /// Series points, `user/series/day` (an Observation's identifier).
-    public static let seriesPoint = "urn:mobilitywatch:series-point"
+    package static let seriesPoint = "urn:mobilitywatch:series-point"
     /// SNOMED CT (the codes of the built-in timeline kinds that have one).
-    public static let snomed = "http://snomed.info/sct"
+    package static let snomed = "http://snomed.info/sct"
     /// MobilityWatch's timeline kinds (`injury`, `heat_wave`, a kind the rules declare): an entry's code.
-    public static let timelineKind = "urn:mobilitywatch:timeline-kind"
+    package static let timelineKind = "urn:mobilitywatch:timeline-kind"
     /// Clinical event or annotation (an entry's Observation category).
-    public static let timelineCategory = "urn:mobilitywatch:timeline-category"
+    package static let timelineCategory = "urn:mobilitywatch:timeline-category"
     /// Timeline entries, `user/id` (an entry's Observation identifier).
-    public static let timelineEntry = "urn:mobilitywatch:timeline-entry"
+    package static let timelineEntry = "urn:mobilitywatch:timeline-entry"
     /// The prefix of MobilityWatch's extension URLs.
-    public static let extensionPrefix = "urn:mobilitywatch:fhir:"
+    package static let extensionPrefix = "urn:mobilitywatch:fhir:"
 }
 
 extension MetricKind {
     /// The codings of the metric: LOINC where LOINC has a code for the measurement, then the HL7
     /// PHR code and the HealthKit identifier (sources in docs/fhir.md).
-    public var fhirCodings: [FHIRCoding] {
+    package var fhirCodings: [FHIRCoding] {
         var c: [FHIRCoding] = []
         if let loinc = loincCode { c.append(FHIRCoding(system: FHIRSystem.loinc, code: loinc.code, display: loinc.display)) }
         c.append(FHIRCoding(system: FHIRSystem.phr, code: name))
@@ -79,7 +78,7 @@ extension MetricKind {
     /// The LOINC code of the measurement, where one exists: only the six-minute walk distance
     /// (64098-7). No LOINC term describes passive, free-living gait speed, step length, double
     /// support, asymmetry, stair speed, steadiness or a predicted VO2max (docs/fhir.md).
-    public var loincCode: (code: String, display: String)? {
+    package var loincCode: (code: String, display: String)? {
         switch self {
         case .sixMinuteWalkTestDistance: ("64098-7", "Six minute walk test")
         default: nil
@@ -88,9 +87,9 @@ extension MetricKind {
 }
 
 /// UCUM codes of the display units series are published in.
-public enum UCUM {
+package enum UCUM {
     /// The UCUM code of a MobilityWatch unit symbol (`mph` → `[mi_i]/h`); nil when it has none.
-    public static func code(_ symbol: String) -> String? { table[symbol] }
+    package static func code(_ symbol: String) -> String? { table[symbol] }
 
     static let table: [String: String] = [
         "m/s": "m/s", "mph": "[mi_i]/h", "km/h": "km/h", "cm/s": "cm/s",

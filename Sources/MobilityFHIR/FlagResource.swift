@@ -7,22 +7,22 @@ import MobilityModel
 /// while it held) is the `alert-outcome` extension, why it expired `alert-reason`; the evidence,
 /// severity, labels and acknowledgement travel in extensions (Flag has no evidence element). The id is derived from the alert instance id, so a
 /// re-publish (a reminder, the resolution, a retry) updates the same resource. Mapping: docs/fhir.md.
-public enum FlagResource {
+package enum FlagResource {
     /// The resource id of an alert instance's Flag (`mw-flag-` and the instance id).
-    public static func id(of a: AlertTransition) -> String { "mw-flag-" + (FHIRSubject.isFHIRID(a.id) ? a.id : FHIRSubject.hash([a.id])) }
+    package static func id(of a: AlertTransition) -> String { "mw-flag-" + (FHIRSubject.isFHIRID(a.id) ? a.id : FHIRSubject.hash([a.id])) }
 
     /// The Flag's JSON, as text.
-    public static func json(_ a: AlertTransition) -> String { String(decoding: jsonBytes(a), as: UTF8.self) }
+    package static func json(_ a: AlertTransition) -> String { String(decoding: jsonBytes(a), as: UTF8.self) }
 
     /// The Flag's JSON as the bytes that are published.
-    public static func jsonBytes(_ a: AlertTransition) -> [UInt8] {
+    package static func jsonBytes(_ a: AlertTransition) -> [UInt8] {
         var w = JSONWriter()
         write(a, into: &w)
         return w.bytes
     }
 
     /// Writes the Flag as a JSON object (an array element or the top-level value).
-    public static func write(_ a: AlertTransition, into w: inout JSONWriter) {
+    package static func write(_ a: AlertTransition, into w: inout JSONWriter) {
         let ext = FHIRSystem.extensionPrefix
         w.beginObject()
         w.string("resourceType", "Flag")

@@ -6,21 +6,21 @@ import MobilityModel
 /// on the local day (a date), or over the days a windowed value covers; the value in UCUM. The id
 /// is derived from user, series and day, so a revised day replaces its Observation (`amended`).
 /// Mapping: docs/fhir.md.
-public enum ObservationResource {
+package enum ObservationResource {
     /// The resource id of a user's series value of a day.
-    public static func id(user: String, series: String, day: CivilDate) -> String {
+    package static func id(user: String, series: String, day: CivilDate) -> String {
         "mw-obs-" + FHIRSubject.hash([user, series, day.description])
     }
 
     /// The Observation's JSON as text; nil for a missing value that revises nothing (there is
     /// nothing to say).
-    public static func json(_ p: SeriesPoint, meaning: SeriesMeaning?) -> String? {
+    package static func json(_ p: SeriesPoint, meaning: SeriesMeaning?) -> String? {
         jsonBytes(p, meaning: meaning).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// The Observation's JSON as the bytes that are published; nil for a missing value that
     /// revises nothing.
-    public static func jsonBytes(_ p: SeriesPoint, meaning: SeriesMeaning?) -> [UInt8]? {
+    package static func jsonBytes(_ p: SeriesPoint, meaning: SeriesMeaning?) -> [UInt8]? {
         guard p.value != nil || p.revised else { return nil }
         var w = JSONWriter()
         write(p, meaning: meaning, into: &w)
@@ -29,7 +29,7 @@ public enum ObservationResource {
 
     /// Writes the Observation as a JSON object. A missing value (a revised day whose data went
     /// away) is written with a `dataAbsentReason`.
-    public static func write(_ p: SeriesPoint, meaning: SeriesMeaning?, into w: inout JSONWriter) {
+    package static func write(_ p: SeriesPoint, meaning: SeriesMeaning?, into w: inout JSONWriter) {
         w.beginObject()
         w.string("resourceType", "Observation")
         w.string("id", id(user: p.user, series: p.name, day: p.day))

@@ -3,25 +3,24 @@ import RuleLanguage
 
 /// What a recorded series measures, read from its rule: the metric its values are a statistic of
 /// (nil for counts, sums, slopes and other derived values) and the days a value covers.
-public struct SeriesMeaning: Hashable, Sendable {
+package struct SeriesMeaning: Hashable, Sendable {
     /// The HealthKit metric whose values the series summarises in the metric's own dimension
     /// (`p95(walkingSpeed)`, a 7-day mean of it); nil when the value is not such a summary.
-    public var metric: MetricKind?
+    package var metric: MetricKind?
     /// The local days one value covers, ending on its day (1 for a daily aggregate, 7 for a
     /// 7-day mean of one).
-    public var days: Int
+    package var days: Int
     /// How the value is computed, in words (`mean over 7 d of p95 of walkingSpeed (device) per local day`).
-    public var method: String
+    package var method: String
 
-    /// Creates a meaning.
-    public init(metric: MetricKind?, days: Int, method: String) {
+    package init(metric: MetricKind?, days: Int, method: String) {
         self.metric = metric
         self.days = days
         self.method = method
     }
 
     /// The meanings of a program's series, by name.
-    public static func of(_ program: Program) -> [String: SeriesMeaning] {
+    package static func of(_ program: Program) -> [String: SeriesMeaning] {
         var out: [String: SeriesMeaning] = [:]
         for s in program.series { out[s.name] = meaning(s, program, depth: 0) }
         return out

@@ -8,9 +8,9 @@ import MobilityModel
 /// `issued`. A retracted entry is the same resource with status `entered-in-error`, so a
 /// clinical system that took it sees it withdrawn. The id is derived from user and entry id, so
 /// a correction updates the same resource. Mapping: docs/fhir.md.
-public enum TimelineObservation {
+package enum TimelineObservation {
     /// The resource id of a user's entry.
-    public static func id(user: String, entry: String) -> String { "mw-event-" + FHIRSubject.hash([user, entry]) }
+    package static func id(user: String, entry: String) -> String { "mw-event-" + FHIRSubject.hash([user, entry]) }
 
     /// The SNOMED CT concepts of the built-in kinds that have one (sources in docs/fhir.md).
     static let snomed: [String: (code: String, display: String)] = [
@@ -23,14 +23,14 @@ public enum TimelineObservation {
     ]
 
     /// The Observation's JSON as the bytes that are published.
-    public static func jsonBytes(_ e: TimelineEvent, user: String, retracted: Bool = false) -> [UInt8] {
+    package static func jsonBytes(_ e: TimelineEvent, user: String, retracted: Bool = false) -> [UInt8] {
         var w = JSONWriter()
         write(e, user: user, retracted: retracted, into: &w)
         return w.bytes
     }
 
     /// Writes the Observation as a JSON object.
-    public static func write(_ e: TimelineEvent, user: String, retracted: Bool = false, into w: inout JSONWriter) {
+    package static func write(_ e: TimelineEvent, user: String, retracted: Bool = false, into w: inout JSONWriter) {
         let clinical = e.category == .clinical
         w.beginObject()
         w.string("resourceType", "Observation")

@@ -1,10 +1,10 @@
 /// How urgent an alert is.
-public enum Severity: String, CaseIterable, Hashable, Sendable {
+package enum Severity: String, CaseIterable, Hashable, Sendable {
     case info, warning, critical
 }
 
 /// The published state of an alert.
-public enum AlertStatus: String, Hashable, Sendable {
+package enum AlertStatus: String, Hashable, Sendable {
     /// The condition holds (a new instance, or a reminder with `repeat`).
     case firing
     /// The condition was false on evidence, for the rule's `keep_firing_for`.
@@ -14,29 +14,29 @@ public enum AlertStatus: String, Hashable, Sendable {
     case expired
 
     /// Whether the instance is over (resolved or expired): its retained topic is cleared.
-    public var isEnded: Bool { self != .firing }
+    package var isEnded: Bool { self != .firing }
 }
 
 /// One value an alert's condition used, shown to care staff as evidence.
-public struct Evidence: Hashable, Sendable {
+package struct Evidence: Hashable, Sendable {
     /// The name (a `let` or series name).
-    public var name: String
+    package var name: String
     /// The value in `unit`, or nil when unknown (insufficient data).
-    public var value: Double?
+    package var value: Double?
     /// The display unit's symbol (empty for plain numbers and text, booleans as 0/1 have "bool").
-    public var unit: String
+    package var unit: String
     /// The value of a text `let` (`let src = bundle_id`), nil when unknown; `value` is then nil.
-    public var text: String?
+    package var text: String?
 
     /// Creates evidence.
-    public init(name: String, value: Double?, unit: String) {
+    package init(name: String, value: Double?, unit: String) {
         self.name = name
         self.value = value
         self.unit = unit
     }
 
     /// Creates evidence of a text value (published as a JSON string `value`).
-    public init(name: String, text: String?) {
+    package init(name: String, text: String?) {
         self.name = name
         self.value = nil
         self.unit = ""
@@ -45,20 +45,20 @@ public struct Evidence: Hashable, Sendable {
 }
 
 /// The days an alert's decision read: a span of local days, and how many calendar days it has.
-public struct AlertWindow: Hashable, Sendable {
+package struct AlertWindow: Hashable, Sendable {
     /// The first day.
-    public var from: CivilDate
+    package var from: CivilDate
     /// The last day.
-    public var to: CivilDate
+    package var to: CivilDate
 
     /// Creates a span (`from` on or before `to`).
-    public init(from: CivilDate, to: CivilDate) {
+    package init(from: CivilDate, to: CivilDate) {
         self.from = from
         self.to = to
     }
 
     /// The number of calendar days from `from` to `to`, both included.
-    public var days: Int { Int(to.dayNumber - from.dayNumber) + 1 }
+    package var days: Int { Int(to.dayNumber - from.dayNumber) + 1 }
 
     func write(_ name: String, into w: inout JSONWriter) {
         w.beginObject(name)
@@ -77,70 +77,70 @@ public struct AlertWindow: Hashable, Sendable {
 }
 
 /// An alert transition: what is published on `users/{user}/alerts/{rule}`.
-public struct AlertTransition: Hashable, Sendable {
+package struct AlertTransition: Hashable, Sendable {
     /// Stable id: the same alert (rule, user, active-since) always has the same id.
-    public var id: String
+    package var id: String
     /// The rule that fired.
-    public var rule: String
+    package var rule: String
     /// The user it is about.
-    public var user: String
+    package var user: String
     /// The rule's severity.
-    public var severity: Severity
+    package var severity: Severity
     /// Firing or resolved.
-    public var status: AlertStatus
+    package var status: AlertStatus
     /// When the condition started to hold (the start of the first true day, or the sample's end).
-    public var activeSince: Timestamp
+    package var activeSince: Timestamp
     /// When it fired.
-    public var firedAt: Timestamp
+    package var firedAt: Timestamp
     /// When it resolved, for resolved transitions.
-    public var resolvedAt: Timestamp?
+    package var resolvedAt: Timestamp?
     /// When it expired, for expired transitions.
-    public var expiredAt: Timestamp?
+    package var expiredAt: Timestamp?
     /// When the instance ended: ``resolvedAt`` or ``expiredAt``; nil while firing.
-    public var endedAt: Timestamp? { resolvedAt ?? expiredAt }
+    package var endedAt: Timestamp? { resolvedAt ?? expiredAt }
     /// The local day that was evaluated.
-    public var day: CivilDate
+    package var day: CivilDate
     /// The user's local day the instance became active (its condition first held): every view
     /// shows this date as the alert's start, never an instant in another zone.
-    public var activeSinceDay: CivilDate
+    package var activeSinceDay: CivilDate
     /// The user's local day the instance fired.
-    public var firedDay: CivilDate
+    package var firedDay: CivilDate
     /// The user's local day it resolved or expired; nil while firing.
-    public var endedDay: CivilDate?
+    package var endedDay: CivilDate?
     /// One line for care staff (at most ``headlineLimit`` characters): where the patient is,
     /// against what, since when, in the report's display units.
-    public var headline: String
+    package var headline: String
     /// The statistics behind the headline (the rule's `details`); may be empty.
-    public var details: String
+    package var details: String
     /// Labels, sorted by key.
-    public var labels: [(String, String)]
+    package var labels: [(String, String)]
     /// The values the condition used.
-    public var evidence: [Evidence]
+    package var evidence: [Evidence]
     /// Annotations in reach of the evaluated day (kind and dates).
-    public var annotations: [String]
+    package var annotations: [String]
     /// The trailing days the condition read, up to the evaluated day (its windows, cut at the
     /// segment start); nil when it reads no window (published only when set).
-    public var window: AlertWindow?
+    package var window: AlertWindow?
     /// The days the condition's `before:` windows read (a pre-event baseline); nil when none.
-    public var baselineWindow: AlertWindow?
+    package var baselineWindow: AlertWindow?
     /// True for a reminder of an alert that is still firing (`repeat`).
-    public var isRepeat: Bool
+    package var isRepeat: Bool
     /// Why a transition happened when it was not the rule's condition, for expired transitions:
     /// `window_ended` (the rule's monitoring window closed while it fired) or `rule_removed` (a
     /// reload removed the rule); nil otherwise.
-    public var reason: String?
+    package var reason: String?
     /// The acknowledgement of a firing instance (set by the daemon, never by the engine).
-    public var acknowledged: AlertAcknowledgement?
+    package var acknowledged: AlertAcknowledgement?
     /// The silences in force for this transition (set by the daemon, never by the engine); nil
     /// when none: then the payload has no `silencedBy`.
-    public var silencedBy: [String]?
+    package var silencedBy: [String]?
 
     /// The most characters a headline has.
-    public static let headlineLimit = 120
+    package static let headlineLimit = 120
 
     /// Creates a transition. The local days default to `day` (fired and, when ended, ended on
     /// the evaluated day; active since it).
-    public init(
+    package init(
         id: String, rule: String, user: String, severity: Severity, status: AlertStatus, activeSince: Timestamp,
         firedAt: Timestamp, resolvedAt: Timestamp?, day: CivilDate, headline: String, details: String = "",
         labels: [(String, String)], evidence: [Evidence], annotations: [String], isRepeat: Bool = false, reason: String? = nil,
@@ -168,24 +168,24 @@ public struct AlertTransition: Hashable, Sendable {
     }
 
     /// The `reason` of an instance that expired because its rule's monitoring window closed.
-    public static let windowEnded = "window_ended"
+    package static let windowEnded = "window_ended"
     /// The `reason` of a resolved transition that withdraws an alert: a late timeline entry or
     /// late samples re-evaluated the user's days and the alert does not hold on them.
-    public static let revised = "revised"
+    package static let revised = "revised"
     /// Whether this transition withdraws its alert (a resolution with reason ``revised``).
-    public var isWithdrawal: Bool { status == .resolved && reason == AlertTransition.revised }
+    package var isWithdrawal: Bool { status == .resolved && reason == AlertTransition.revised }
     /// The headline of a withdrawn alert (its details are the rule's, as of the last evaluated day).
-    public static let withdrawnHeadline = "Withdrawn: re-evaluated with a late entry or late data, this alert does not hold"
+    package static let withdrawnHeadline = "Withdrawn: re-evaluated with a late entry or late data, this alert does not hold"
     /// The `reason` of an instance that expired because a reload removed its rule.
-    public static let ruleRemoved = "rule_removed"
+    package static let ruleRemoved = "rule_removed"
 
     /// Equal when the published payloads are equal.
-    public static func == (a: AlertTransition, b: AlertTransition) -> Bool { a.json == b.json }
+    package static func == (a: AlertTransition, b: AlertTransition) -> Bool { a.json == b.json }
     /// Hashes the published payload, as `==` compares it.
-    public func hash(into h: inout Hasher) { h.combine(json) }
+    package func hash(into h: inout Hasher) { h.combine(json) }
 
     /// The stable id of an alert instance: FNV-1a 64 of rule, user and active-since, in hex.
-    public static func stableID(rule: String, user: String, activeSince: Timestamp) -> String {
+    package static func stableID(rule: String, user: String, activeSince: Timestamp) -> String {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in rule.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
         h = (h ^ 0x7c) &* 0x100_0000_01b3
@@ -197,10 +197,10 @@ public struct AlertTransition: Hashable, Sendable {
     }
 
     /// The JSON payload (deterministic member order), as text.
-    public var json: String { String(decoding: jsonBytes, as: UTF8.self) }
+    package var json: String { String(decoding: jsonBytes, as: UTF8.self) }
 
     /// The JSON payload as the bytes that are published.
-    public var jsonBytes: [UInt8] {
+    package var jsonBytes: [UInt8] {
         var w = JSONWriter()
         w.beginObject()
         w.string("id", id)
@@ -249,22 +249,21 @@ public struct AlertTransition: Hashable, Sendable {
 }
 
 /// One value of a recorded series (a user-day's are published together: ``DailySeries``).
-public struct SeriesPoint: Hashable, Sendable {
+package struct SeriesPoint: Hashable, Sendable {
     /// The user it is about.
-    public var user: String
+    package var user: String
     /// The series' name (its rule).
-    public var name: String
+    package var name: String
     /// The user's local day the value is of.
-    public var day: CivilDate
+    package var day: CivilDate
     /// The value in `unit`, nil when missing.
-    public var value: Double?
+    package var value: Double?
     /// The unit `value` is in (the rule's display unit).
-    public var unit: String
+    package var unit: String
     /// True when late data changed an already published day.
-    public var revised: Bool
+    package var revised: Bool
 
-    /// Creates a point.
-    public init(user: String, name: String, day: CivilDate, value: Double?, unit: String, revised: Bool = false) {
+    package init(user: String, name: String, day: CivilDate, value: Double?, unit: String, revised: Bool = false) {
         self.user = user
         self.name = name
         self.day = day
@@ -274,7 +273,7 @@ public struct SeriesPoint: Hashable, Sendable {
     }
 
     /// The JSON payload.
-    public var json: String {
+    package var json: String {
         var w = JSONWriter()
         w.beginObject()
         w.string("user", user)
@@ -290,7 +289,7 @@ public struct SeriesPoint: Hashable, Sendable {
 
 extension AlertTransition {
     /// Parses an alert payload published by mobilityd (the inverse of ``json``); nil if malformed.
-    public static func parse(_ payload: [UInt8]) -> AlertTransition? {
+    package static func parse(_ payload: [UInt8]) -> AlertTransition? {
         guard case .success(let v) = JSONValue.parse(payload) else { return nil }
         func str(_ k: String) -> String? { if case .string(let s)? = v[k] { return s }; return nil }
         func time(_ k: String) -> Timestamp? { str(k).flatMap { ISO8601.parse($0)?.0 } }

@@ -1,21 +1,21 @@
 /// A proleptic Gregorian calendar date, convertible to and from a day number.
-public struct CivilDate: Hashable, Comparable, Sendable, CustomStringConvertible {
+package struct CivilDate: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The year, e.g. 2026.
-    public var year: Int
+    package var year: Int
     /// The month, 1–12.
-    public var month: Int
+    package var month: Int
     /// The day of the month, 1–31.
-    public var day: Int
+    package var day: Int
 
     /// Creates a date from its fields (not validated; see ``init(parsing:)``).
-    public init(year: Int, month: Int, day: Int) {
+    package init(year: Int, month: Int, day: Int) {
         self.year = year
         self.month = month
         self.day = day
     }
 
     /// Parses `YYYY-MM-DD`.
-    public init?(parsing s: Substring) {
+    package init?(parsing s: Substring) {
         let parts = s.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
             let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
@@ -25,7 +25,7 @@ public struct CivilDate: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     /// Days since 1970-01-01 (negative before). Howard Hinnant's `days_from_civil`.
-    public var dayNumber: Int32 {
+    package var dayNumber: Int32 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -36,7 +36,7 @@ public struct CivilDate: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     /// The date of a day number. Howard Hinnant's `civil_from_days`.
-    public init(dayNumber: Int32) {
+    package init(dayNumber: Int32) {
         let z = Int(dayNumber) + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
@@ -49,7 +49,7 @@ public struct CivilDate: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     /// The number of days in a month.
-    public static func daysInMonth(year: Int, month: Int) -> Int {
+    package static func daysInMonth(year: Int, month: Int) -> Int {
         switch month {
         case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -58,10 +58,10 @@ public struct CivilDate: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     /// Earlier dates sort first.
-    public static func < (a: CivilDate, b: CivilDate) -> Bool { a.dayNumber < b.dayNumber }
+    package static func < (a: CivilDate, b: CivilDate) -> Bool { a.dayNumber < b.dayNumber }
 
     /// `YYYY-MM-DD`.
-    public var description: String {
+    package var description: String {
         let y = String(year)
         return String(repeating: "0", count: max(0, 4 - y.count)) + y + "-" + ISO8601.pad2(month) + "-" + ISO8601.pad2(day)
     }

@@ -1,37 +1,36 @@
 /// Whether a timeline entry is a clinical event (a hard boundary) or a patient-reported annotation.
-public enum EventCategory: UInt8, Hashable, Sendable, CustomStringConvertible {
+package enum EventCategory: UInt8, Hashable, Sendable, CustomStringConvertible {
     /// Injury, surgery, discharge…: splits the user's timeline into segments no window crosses.
     case clinical
     /// Pain, fatigue, heat wave, change of exercise plan…: context, never a boundary.
     case annotation
 
     /// `clinical` or `annotation`, as the wire format and rules spell it.
-    public var description: String { self == .clinical ? "clinical" : "annotation" }
+    package var description: String { self == .clinical ? "clinical" : "annotation" }
 }
 
 /// An entry on a user's timeline: a clinical event on a day, or an annotation over a day range.
-public struct TimelineEvent: Hashable, Sendable {
+package struct TimelineEvent: Hashable, Sendable {
     /// A unique id, so re-sends are idempotent and an entry can be replaced.
-    public var id: String
+    package var id: String
     /// Clinical event or annotation.
-    public var category: EventCategory
+    package var category: EventCategory
     /// The kind, e.g. `injury`, `heat_wave`.
-    public var kind: String
+    package var kind: String
     /// The first local day it covers.
-    public var firstDay: DayNumber
+    package var firstDay: DayNumber
     /// The last local day it covers (equal to `firstDay` for clinical events).
-    public var lastDay: DayNumber
+    package var lastDay: DayNumber
     /// Free text (never logged at info level), at most ``maxNoteBytes`` of UTF-8: a longer one
     /// is refused, never cut.
-    public var note: String?
+    package var note: String?
     /// The longest note of an entry from the wire (bytes of UTF-8).
-    public static let maxNoteBytes = 1000
+    package static let maxNoteBytes = 1000
     /// Who of the care staff entered (or last corrected) it and when; nil for an entry of the
     /// patient's gateway. Kept in the care-team history, not in the engine (which needs none of it).
-    public var entered: EntryAttribution?
+    package var entered: EntryAttribution?
 
-    /// Creates an entry.
-    public init(
+    package init(
         id: String, category: EventCategory, kind: String, firstDay: DayNumber, lastDay: DayNumber, note: String? = nil,
         entered: EntryAttribution? = nil
     ) {
@@ -45,31 +44,30 @@ public struct TimelineEvent: Hashable, Sendable {
     }
 
     /// The same entry without its attribution: what the engine and the wire hold of it.
-    public var unattributed: TimelineEvent {
+    package var unattributed: TimelineEvent {
         var e = self
         e.entered = nil
         return e
     }
 
     /// Built-in clinical event kinds.
-    public static let clinicalKinds: Set<String> = ["injury", "surgery", "fall", "discharge", "hospital_admission", "treatment_start"]
+    package static let clinicalKinds: Set<String> = ["injury", "surgery", "fall", "discharge", "hospital_admission", "treatment_start"]
     /// Built-in annotation kinds.
-    public static let annotationKinds: Set<String> = [
+    package static let annotationKinds: Set<String> = [
         "pain", "fatigue", "heat_wave", "cold_spell", "illness", "exercise_plan_change", "travel", "new_device", "note"
     ]
 }
 
 /// Who of the care staff entered a timeline entry, for which team, and when (the daemon's clock).
-public struct EntryAttribution: Hashable, Sendable {
+package struct EntryAttribution: Hashable, Sendable {
     /// The member of staff: the command's `by`, or the name of the HTTP bearer token.
-    public var by: String
+    package var by: String
     /// The team whose command topic or token it came through (empty for a token of every team).
-    public var team: String
+    package var team: String
     /// When the daemon took it.
-    public var at: Timestamp
+    package var at: Timestamp
 
-    /// Creates an attribution.
-    public init(by: String, team: String, at: Timestamp) {
+    package init(by: String, team: String, at: Timestamp) {
         self.by = by
         self.team = team
         self.at = at

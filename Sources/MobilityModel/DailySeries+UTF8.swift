@@ -2,7 +2,7 @@ extension DailySeries {
     /// Appends ``json`` to a byte buffer, byte for byte the same, without building a `String`
     /// (a multi-day sync closes about a user-day a message; the `String` path was ≈ 9 % of its
     /// cost, docs/benchmarks.md "Sixth pass").
-    public func appendJSON(to out: inout [UInt8]) {
+    package func appendJSON(to out: inout [UInt8]) {
         out.append(literal: #"{"user":"#)
         JSONWriter.quote(user, into: &out)
         out.append(literal: #","day":""#)
@@ -23,7 +23,7 @@ extension DailySeries {
     }
 
     /// ``json`` as bytes (the payload published on `users/{user}/series`).
-    public var jsonBytes: [UInt8] {
+    package var jsonBytes: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 + user.utf8.count + values.count * 48)
         appendJSON(to: &out)

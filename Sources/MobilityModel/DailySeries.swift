@@ -6,18 +6,18 @@
 /// ```json
 /// {"user": "jamie", "day": "2026-03-05", "series": {"speed_p95": {"value": 1.31, "unit": "m/s"}, "speed_7d": {"value": null, "unit": "m/s"}}}
 /// ```
-public struct DailySeries: Hashable, Sendable {
+package struct DailySeries: Hashable, Sendable {
     /// The user it is about.
-    public var user: String
+    package var user: String
     /// The user's local day.
-    public var day: CivilDate
+    package var day: CivilDate
     /// True when late data changed an already published day (every value of the day is republished).
-    public var revised: Bool
+    package var revised: Bool
     /// The values, in the rules' order: name, value in the unit (nil: the day is missing), unit.
-    public var values: [(name: String, value: Double?, unit: String)]
+    package var values: [(name: String, value: Double?, unit: String)]
 
     /// Creates a user-day's series.
-    public init(user: String, day: CivilDate, revised: Bool = false, values: [(name: String, value: Double?, unit: String)] = []) {
+    package init(user: String, day: CivilDate, revised: Bool = false, values: [(name: String, value: Double?, unit: String)] = []) {
         self.user = user
         self.day = day
         self.revised = revised
@@ -25,14 +25,14 @@ public struct DailySeries: Hashable, Sendable {
     }
 
     /// Whether `p` belongs to this message (same user, day and revision).
-    public func holds(_ p: SeriesPoint) -> Bool { p.user == user && p.day == day && p.revised == revised }
+    package func holds(_ p: SeriesPoint) -> Bool { p.user == user && p.day == day && p.revised == revised }
 
     /// The JSON payload; values rounded to 1e-6 as in a series point (the text of ``jsonBytes``,
     /// the one writer of this format).
-    public var json: String { String(decoding: jsonBytes, as: UTF8.self) }
+    package var json: String { String(decoding: jsonBytes, as: UTF8.self) }
 
     /// Parses a payload published by mobilityd (the inverse of ``json``); nil if malformed.
-    public static func parse(_ payload: [UInt8]) -> DailySeries? {
+    package static func parse(_ payload: [UInt8]) -> DailySeries? {
         guard case .success(let v) = JSONValue.parse(payload), case .string(let user)? = v["user"], case .string(let d)? = v["day"],
             let day = CivilDate(parsing: Substring(d)), case .object(let members)? = v["series"]
         else { return nil }
@@ -49,18 +49,18 @@ public struct DailySeries: Hashable, Sendable {
     }
 
     /// The values as series points (what `mobilityctl replay --series` prints, one a line).
-    public var points: [SeriesPoint] {
+    package var points: [SeriesPoint] {
         values.map { SeriesPoint(user: user, name: $0.name, day: day, value: $0.value, unit: $0.unit, revised: revised) }
     }
 
     /// Equal when user, day, revision and every value are.
-    public static func == (a: DailySeries, b: DailySeries) -> Bool {
+    package static func == (a: DailySeries, b: DailySeries) -> Bool {
         a.user == b.user && a.day == b.day && a.revised == b.revised && a.values.count == b.values.count
             && zip(a.values, b.values).allSatisfy { $0.name == $1.name && $0.value == $1.value && $0.unit == $1.unit }
     }
 
     /// Hashes user, day and revision.
-    public func hash(into h: inout Hasher) {
+    package func hash(into h: inout Hasher) {
         h.combine(user)
         h.combine(day)
         h.combine(revised)

@@ -5,14 +5,14 @@ extension ISO8601 {
     ///
     /// Keyed on the date's ten bytes exactly, and filled only with a date that was validated, so a
     /// parse through a cache gives the same result and the same rejections as one without.
-    public struct DateCache: Sendable {
+    package struct DateCache: Sendable {
         /// Bytes 0–7 and 8–9 of the cached date, as loaded (host byte order).
         var head: UInt64
         var tail: UInt16
         var day: Int32
 
         /// A cache holding 1970-01-01 (day 0), a valid entry: no sentinel needs checking.
-        public init() {
+        package init() {
             head = UInt64(littleEndian: 0x2D31_302D_3037_3931)  // "1970-01-"
             tail = UInt16(littleEndian: 0x3130)  // "01"
             day = 0

@@ -1,7 +1,7 @@
 extension ISO8601 {
     /// Appends ``format(_:offsetSeconds:)`` of an instant to a byte buffer, byte for byte the same,
     /// without building strings (the simulator formats two timestamps a sample).
-    public static func append(_ t: Timestamp, offsetSeconds: Int32, to out: inout [UInt8]) {
+    package static func append(_ t: Timestamp, offsetSeconds: Int32, to out: inout [UInt8]) {
         let local = t.milliseconds + Int64(offsetSeconds) * 1000
         let ms = Int(((local % 1000) + 1000) % 1000)
         let secs = (local - Int64(ms)) / 1000

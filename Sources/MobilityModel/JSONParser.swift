@@ -1,19 +1,19 @@
 extension JSONValue {
     /// Why a text is not JSON.
-    public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    package struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The byte offset of the problem.
-        public var offset: Int
+        package var offset: Int
         /// What is wrong, lower case.
-        public var message: String
+        package var message: String
         /// `message at byte offset`.
-        public var description: String { "\(message) at byte \(offset)" }
+        package var description: String { "\(message) at byte \(offset)" }
     }
 
     /// The deepest nesting accepted; deeper input is refused rather than recursed into.
-    public static let maxDepth = 32
+    package static let maxDepth = 32
 
     /// Parses UTF-8 bytes.
-    public static func parse(_ bytes: [UInt8]) -> Result<JSONValue, ParseError> {
+    package static func parse(_ bytes: [UInt8]) -> Result<JSONValue, ParseError> {
         bytes.withUnsafeBufferPointer { buf in
             var p = JSONParser(b: buf)
             do {
@@ -31,7 +31,7 @@ extension JSONValue {
     }
 
     /// Parses a string.
-    public static func parse(_ text: String) -> Result<JSONValue, ParseError> { parse(Array(text.utf8)) }
+    package static func parse(_ text: String) -> Result<JSONValue, ParseError> { parse(Array(text.utf8)) }
 }
 
 /// A recursive-descent JSON parser over UTF-8 bytes (RFC 8259, strings validated as UTF-8,

@@ -1,5 +1,5 @@
 /// A parsed JSON value. Small and strict: RFC 8259, UTF-8 validated, nesting depth limited.
-public enum JSONValue: Hashable, Sendable {
+package enum JSONValue: Hashable, Sendable {
     case null
     case bool(Bool)
     case number(Double)
@@ -8,7 +8,7 @@ public enum JSONValue: Hashable, Sendable {
     case object([(String, JSONValue)])
 
     /// Structural equality; objects compare their members in order.
-    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+    package static func == (a: JSONValue, b: JSONValue) -> Bool {
         switch (a, b) {
         case (.null, .null): true
         case let (.bool(x), .bool(y)): x == y
@@ -21,7 +21,7 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// Hashes the structure (consistent with `==`).
-    public func hash(into h: inout Hasher) {
+    package func hash(into h: inout Hasher) {
         switch self {
         case .null: h.combine(0)
         case .bool(let b): h.combine(b)
@@ -33,7 +33,7 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// Whether a number anywhere in the value overflowed a `Double` (`1e999`).
-    public var containsNonFiniteNumber: Bool {
+    package var containsNonFiniteNumber: Bool {
         switch self {
         case .number(let n): !n.isFinite
         case .array(let a): a.contains { $0.containsNonFiniteNumber }
@@ -43,7 +43,7 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// The member of an object with a key (the first, if duplicated).
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { for (k, v) in members where k == key { return v } }
         return nil
     }

@@ -3,19 +3,18 @@
 /// The text is written as UTF-8 bytes (``bytes``: what is published and stored), not appended to a
 /// `String`: a weekly digest's `String` appends cost ~200 k instructions (docs/benchmarks.md
 /// "Sixth pass"). ``text`` is the same bytes as a `String`.
-public struct JSONWriter: Sendable {
+package struct JSONWriter: Sendable {
     /// The text so far, as UTF-8.
-    public private(set) var bytes: [UInt8] = []
+    package private(set) var bytes: [UInt8] = []
     /// Whether the innermost open object or array already has a member.
     private var needsComma = false
     /// The enclosing containers' `needsComma`, innermost last.
     private var outer: [Bool] = []
 
     /// The text so far.
-    public var text: String { String(decoding: bytes, as: UTF8.self) }
+    package var text: String { String(decoding: bytes, as: UTF8.self) }
 
-    /// Creates an empty writer.
-    public init() { bytes.reserveCapacity(256) }
+    package init() { bytes.reserveCapacity(256) }
 
     private mutating func comma() {
         if needsComma { bytes.append(0x2C) }
@@ -34,25 +33,25 @@ public struct JSONWriter: Sendable {
     }
 
     /// Opens an object, as a member value if `key` is given.
-    public mutating func beginObject(_ key: String? = nil) { if let key { self.key(key) } else { comma() }; open(0x7B) }
+    package mutating func beginObject(_ key: String? = nil) { if let key { self.key(key) } else { comma() }; open(0x7B) }
     /// Closes an object.
-    public mutating func endObject() { close(0x7D) }
+    package mutating func endObject() { close(0x7D) }
     /// Opens an array.
-    public mutating func beginArray(_ key: String? = nil) { if let key { self.key(key) } else { comma() }; open(0x5B) }
+    package mutating func beginArray(_ key: String? = nil) { if let key { self.key(key) } else { comma() }; open(0x5B) }
     /// Closes an array.
-    public mutating func endArray() { close(0x5D) }
+    package mutating func endArray() { close(0x5D) }
 
     private mutating func key(_ k: String) { comma(); JSONWriter.quote(k, into: &bytes); bytes.append(0x3A) }
 
     /// A string member (or element when `key` is nil).
-    public mutating func string(_ key: String?, _ v: String) { if let key { self.key(key) } else { comma() }; JSONWriter.quote(v, into: &bytes) }
+    package mutating func string(_ key: String?, _ v: String) { if let key { self.key(key) } else { comma() }; JSONWriter.quote(v, into: &bytes) }
     /// A number member; non-finite numbers are written as null.
-    public mutating func number(_ key: String?, _ v: Double) {
+    package mutating func number(_ key: String?, _ v: Double) {
         if let key { self.key(key) } else { comma() }
         JSONWriter.appendNumber(v, to: &bytes)
     }
     /// An integer member.
-    public mutating func int(_ key: String?, _ v: Int64) {
+    package mutating func int(_ key: String?, _ v: Int64) {
         if let key { self.key(key) } else { comma() }
         if (-999_999_999_999_999...999_999_999_999_999).contains(v) {
             JSONWriter.appendNumber(Double(v), to: &bytes)
@@ -61,21 +60,21 @@ public struct JSONWriter: Sendable {
         }
     }
     /// A boolean member.
-    public mutating func bool(_ key: String?, _ v: Bool) {
+    package mutating func bool(_ key: String?, _ v: Bool) {
         if let key { self.key(key) } else { comma() }; bytes.append(contentsOf: (v ? "true" : "false").utf8)
     }
     /// A null member.
-    public mutating func null(_ key: String?) { if let key { self.key(key) } else { comma() }; bytes.append(contentsOf: "null".utf8) }
+    package mutating func null(_ key: String?) { if let key { self.key(key) } else { comma() }; bytes.append(contentsOf: "null".utf8) }
 
     /// Shortest round-tripping text of a finite double; integers without a fraction.
-    public static func format(_ v: Double) -> String {
+    package static func format(_ v: Double) -> String {
         guard v.isFinite else { return "null" }
         if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
         return String(v)
     }
 
     /// Appends a JSON string literal.
-    public static func quote(_ s: String, into out: inout String) {
+    package static func quote(_ s: String, into out: inout String) {
         out += "\""
         // Most strings (ids, names, topics) need no escaping: append them whole.
         if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
@@ -105,7 +104,7 @@ public struct JSONWriter: Sendable {
 
 extension JSONValue {
     /// Compact JSON text of the value.
-    public var text: String {
+    package var text: String {
         var out = ""
         write(into: &out)
         return out

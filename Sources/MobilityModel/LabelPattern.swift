@@ -7,20 +7,20 @@
 /// `.`, classes `[a-z_]` / `[^…]`, groups `(…)` / `(?:…)`, `|`, and `*`, `+`, `?`. A leading `^`
 /// and a trailing `$` are accepted and redundant. Counted repetition (`{m,n}`), back-references,
 /// look-around and flags are refused with a message.
-public struct LabelPattern: Hashable, Sendable {
+package struct LabelPattern: Hashable, Sendable {
     /// The pattern as written.
-    public let source: String
+    package let source: String
     private let program: [Instruction]
 
     /// The longest pattern accepted, in UTF-8 bytes.
-    public static let maxBytes = 256
+    package static let maxBytes = 256
     /// The deepest nesting of groups accepted.
     static let maxDepth = 16
 
     /// A pattern that cannot be compiled: what is wrong, lower case.
-    public struct SyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
+    package struct SyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The message, e.g. `unbalanced ')' at offset 4`.
-        public var description: String
+        package var description: String
     }
 
     fileprivate enum Instruction: Hashable, Sendable {
@@ -43,7 +43,7 @@ public struct LabelPattern: Hashable, Sendable {
     }
 
     /// Compiles `source`; throws a ``SyntaxError`` for a pattern outside the subset or over ``maxBytes``.
-    public init(_ source: String) throws(SyntaxError) {
+    package init(_ source: String) throws(SyntaxError) {
         guard source.utf8.count <= LabelPattern.maxBytes else {
             throw SyntaxError(description: "a regular expression is at most \(LabelPattern.maxBytes) bytes, got \(source.utf8.count)")
         }
@@ -57,9 +57,9 @@ public struct LabelPattern: Hashable, Sendable {
     }
 
     /// Equal when written the same.
-    public static func == (a: LabelPattern, b: LabelPattern) -> Bool { a.source == b.source }
+    package static func == (a: LabelPattern, b: LabelPattern) -> Bool { a.source == b.source }
     /// Hashes the source, as `==` compares it.
-    public func hash(into h: inout Hasher) { h.combine(source) }
+    package func hash(into h: inout Hasher) { h.combine(source) }
 
     private static func emit(_ n: Node, into p: inout [Instruction]) {
         switch n {
@@ -103,7 +103,7 @@ public struct LabelPattern: Hashable, Sendable {
     }
 
     /// Whether the whole of `value` matches (one pass over its scalars; two state lists).
-    public func matches(_ value: String) -> Bool {
+    package func matches(_ value: String) -> Bool {
         let n = program.count
         var current: [Int] = [], next: [Int] = []
         current.reserveCapacity(n)

@@ -3,49 +3,48 @@
 /// The table accepts the spellings of the rule language (`m/s`, `mph`, `%`, `d`) and the
 /// HealthKit unit strings found on the wire and in Apple Health exports (`mi/hr`, `km/hr`,
 /// `mL/min·kg`, `ml/(kg*min)`, `%` as a fraction 0–1).
-public struct MeasureUnit: Hashable, Sendable, CustomStringConvertible {
+package struct MeasureUnit: Hashable, Sendable, CustomStringConvertible {
     /// The canonical spelling used when displaying the unit.
-    public let symbol: String
+    package let symbol: String
     /// The dimension of values in this unit.
-    public let dimension: PhysicalDimension
+    package let dimension: PhysicalDimension
     /// Multiply a value in this unit by `toSI` to get the SI value.
-    public let toSI: Double
+    package let toSI: Double
 
-    /// Creates a unit.
-    public init(symbol: String, dimension: PhysicalDimension, toSI: Double) {
+    package init(symbol: String, dimension: PhysicalDimension, toSI: Double) {
         self.symbol = symbol
         self.dimension = dimension
         self.toSI = toSI
     }
 
     /// The canonical spelling.
-    public var description: String { symbol }
+    package var description: String { symbol }
 
     /// Converts a value in this unit to SI.
-    @inlinable public func si(_ value: Double) -> Double { value * toSI }
+    @inlinable package func si(_ value: Double) -> Double { value * toSI }
     /// Converts an SI value to this unit.
-    @inlinable public func fromSI(_ value: Double) -> Double { value / toSI }
+    @inlinable package func fromSI(_ value: Double) -> Double { value / toSI }
 
     /// Seconds in a day.
-    public static let secondsPerDay = 86_400.0
+    package static let secondsPerDay = 86_400.0
 
     /// Metres per second, the SI unit of speed.
-    public static let metresPerSecond = MeasureUnit(symbol: "m/s", dimension: .speed, toSI: 1)
+    package static let metresPerSecond = MeasureUnit(symbol: "m/s", dimension: .speed, toSI: 1)
     /// The metre, the SI unit of length.
-    public static let metre = MeasureUnit(symbol: "m", dimension: .length, toSI: 1)
+    package static let metre = MeasureUnit(symbol: "m", dimension: .length, toSI: 1)
     /// Percent: 1 % is 0.01 in SI (a fraction).
-    public static let percent = MeasureUnit(symbol: "%", dimension: .dimensionless, toSI: 0.01)
+    package static let percent = MeasureUnit(symbol: "%", dimension: .dimensionless, toSI: 0.01)
     /// A pure number (a HealthKit fraction, a count).
-    public static let one = MeasureUnit(symbol: "", dimension: .dimensionless, toSI: 1)
+    package static let one = MeasureUnit(symbol: "", dimension: .dimensionless, toSI: 1)
     /// The second, the SI unit of time.
-    public static let second = MeasureUnit(symbol: "s", dimension: .time, toSI: 1)
+    package static let second = MeasureUnit(symbol: "s", dimension: .time, toSI: 1)
     /// A day of 86 400 s (a duration, not a calendar day).
-    public static let day = MeasureUnit(symbol: "d", dimension: .time, toSI: secondsPerDay)
+    package static let day = MeasureUnit(symbol: "d", dimension: .time, toSI: secondsPerDay)
     /// ml/(kg·min) expressed in SI (m³ kg⁻¹ s⁻¹).
-    public static let vo2 = MeasureUnit(symbol: "ml/(kg*min)", dimension: .oxygenUptake, toSI: 1e-6 / 60)
+    package static let vo2 = MeasureUnit(symbol: "ml/(kg*min)", dimension: .oxygenUptake, toSI: 1e-6 / 60)
 
     /// Units that rule authors can write after a number literal and in `{x in UNIT}`.
-    public static let ruleUnits: [String: MeasureUnit] = {
+    package static let ruleUnits: [String: MeasureUnit] = {
         var t: [String: MeasureUnit] = [:]
         func add(_ names: [String], _ u: MeasureUnit) { for n in names { t[n] = u } }
         add(["m/s"], metresPerSecond)
@@ -76,7 +75,7 @@ public struct MeasureUnit: Hashable, Sendable, CustomStringConvertible {
     }()
 
     /// HealthKit unit strings as samples carry them. `%` here is HealthKit's fraction (0–1).
-    public static let healthKitUnits: [String: MeasureUnit] = {
+    package static let healthKitUnits: [String: MeasureUnit] = {
         var t: [String: MeasureUnit] = [:]
         for (k, v) in ruleUnits where v.dimension != .dimensionless && v.dimension != .time { t[k] = v }
         t["%"] = one  // HealthKit stores percentages as fractions 0–1
@@ -87,7 +86,7 @@ public struct MeasureUnit: Hashable, Sendable, CustomStringConvertible {
     }()
 
     /// Looks up a HealthKit unit string.
-    public static func healthKit(_ s: String) -> MeasureUnit? { healthKitUnits[s] }
+    package static func healthKit(_ s: String) -> MeasureUnit? { healthKitUnits[s] }
     /// Looks up a rule-language unit spelling.
-    public static func rule(_ s: String) -> MeasureUnit? { ruleUnits[s] }
+    package static func rule(_ s: String) -> MeasureUnit? { ruleUnits[s] }
 }

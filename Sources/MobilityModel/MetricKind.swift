@@ -1,5 +1,5 @@
 /// A HealthKit mobility quantity type that MobilityWatch understands.
-public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConvertible {
+package enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConvertible {
     case walkingSpeed
     case walkingStepLength
     case walkingDoubleSupportPercentage
@@ -11,7 +11,7 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
     case appleWalkingSteadiness
 
     /// The short HealthKit name (`walkingSpeed`), also the rule-language identifier.
-    public var name: String {
+    package var name: String {
         switch self {
         case .walkingSpeed: "walkingSpeed"
         case .walkingStepLength: "walkingStepLength"
@@ -26,7 +26,7 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
     }
 
     /// The long identifier (`HKQuantityTypeIdentifierWalkingSpeed`).
-    public var healthKitIdentifier: String {
+    package var healthKitIdentifier: String {
         switch self {
         case .vo2Max: "HKQuantityTypeIdentifierVO2Max"
         case .appleWalkingSteadiness: "HKQuantityTypeIdentifierAppleWalkingSteadiness"
@@ -36,7 +36,7 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
     }
 
     /// The dimension of the metric's values.
-    public var dimension: PhysicalDimension {
+    package var dimension: PhysicalDimension {
         switch self {
         case .walkingSpeed, .stairAscentSpeed, .stairDescentSpeed: .speed
         case .walkingStepLength, .sixMinuteWalkTestDistance: .length
@@ -46,7 +46,7 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
     }
 
     /// The unit values are displayed in by default.
-    public var displayUnit: MeasureUnit {
+    package var displayUnit: MeasureUnit {
         switch dimension {
         case .speed: .metresPerSecond
         case .length: .metre
@@ -56,7 +56,7 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
     }
 
     /// The physiologically plausible range of SI values; anything outside is rejected on ingest.
-    public var plausibleRange: ClosedRange<Double> {
+    package var plausibleRange: ClosedRange<Double> {
         switch self {
         case .walkingSpeed: 0...5  // m/s; elite race walking is below 4.5
         case .stairAscentSpeed, .stairDescentSpeed: 0...5
@@ -69,7 +69,7 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
 
     /// Every identifier a metric is known by (its short name, its HealthKit identifier, and
     /// `VO2Max`), to the metric.
-    public static let identifiers: [String: MetricKind] = {
+    package static let identifiers: [String: MetricKind] = {
         var t: [String: MetricKind] = [:]
         for k in allCases { t[k.name] = k; t[k.healthKitIdentifier] = k }
         t["VO2Max"] = .vo2Max
@@ -77,11 +77,11 @@ public enum MetricKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringCon
     }()
 
     /// Looks up a metric by its short or long HealthKit identifier.
-    public init?(identifier: String) {
+    package init?(identifier: String) {
         guard let k = Self.identifiers[identifier] else { return nil }
         self = k
     }
 
     /// The short HealthKit name (`walkingSpeed`).
-    public var description: String { name }
+    package var description: String { name }
 }

@@ -2,44 +2,44 @@
 ///
 /// Percentages, ratios and counts are dimensionless. Two quantities can be added or compared
 /// only when their dimensions are equal; multiplication and division combine exponents.
-public struct PhysicalDimension: Hashable, Sendable, CustomStringConvertible {
+package struct PhysicalDimension: Hashable, Sendable, CustomStringConvertible {
     /// Exponent of length (metre).
-    public var length: Int8
+    package var length: Int8
     /// Exponent of mass (kilogram).
-    public var mass: Int8
+    package var mass: Int8
     /// Exponent of time (second).
-    public var time: Int8
+    package var time: Int8
 
     /// Creates a dimension from its exponents.
-    public init(length: Int8 = 0, mass: Int8 = 0, time: Int8 = 0) {
+    package init(length: Int8 = 0, mass: Int8 = 0, time: Int8 = 0) {
         self.length = length
         self.mass = mass
         self.time = time
     }
 
     /// A pure number: counts, fractions, percentages.
-    public static let dimensionless = PhysicalDimension()
+    package static let dimensionless = PhysicalDimension()
     /// Metres.
-    public static let length = PhysicalDimension(length: 1)
+    package static let length = PhysicalDimension(length: 1)
     /// Seconds (and days, weeks).
-    public static let time = PhysicalDimension(time: 1)
+    package static let time = PhysicalDimension(time: 1)
     /// Metres per second.
-    public static let speed = PhysicalDimension(length: 1, time: -1)
+    package static let speed = PhysicalDimension(length: 1, time: -1)
     /// Volume per mass per time, the dimension of VO2Max (ml/(kg·min)).
-    public static let oxygenUptake = PhysicalDimension(length: 3, mass: -1, time: -1)
+    package static let oxygenUptake = PhysicalDimension(length: 3, mass: -1, time: -1)
 
     /// The dimension of a product.
-    public static func * (a: PhysicalDimension, b: PhysicalDimension) -> PhysicalDimension {
+    package static func * (a: PhysicalDimension, b: PhysicalDimension) -> PhysicalDimension {
         PhysicalDimension(length: a.length + b.length, mass: a.mass + b.mass, time: a.time + b.time)
     }
 
     /// The dimension of a quotient.
-    public static func / (a: PhysicalDimension, b: PhysicalDimension) -> PhysicalDimension {
+    package static func / (a: PhysicalDimension, b: PhysicalDimension) -> PhysicalDimension {
         PhysicalDimension(length: a.length - b.length, mass: a.mass - b.mass, time: a.time - b.time)
     }
 
     /// A human name for the dimension, used in diagnostics (`speed`, `length`, `m/s/d`…).
-    public var description: String {
+    package var description: String {
         switch self {
         case .dimensionless: return "number"
         case .length: return "length"

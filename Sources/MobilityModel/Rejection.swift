@@ -1,6 +1,6 @@
 /// Why an inbound message, or one sample in it, was refused. The raw value is the stable
 /// `reason` string published on the `rejected` topic and used as the metrics label.
-public enum RejectionReason: String, CaseIterable, Hashable, Sendable {
+package enum RejectionReason: String, CaseIterable, Hashable, Sendable {
     case notJSON = "not_json"
     case payloadTooLarge = "payload_too_large"
     case missingField = "missing_field"
@@ -31,18 +31,17 @@ public enum RejectionReason: String, CaseIterable, Hashable, Sendable {
 }
 
 /// A refusal: the reason, a human detail, and the id of the refused item if it had one.
-public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
+package struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
     /// The stable reason.
-    public var reason: RejectionReason
+    package var reason: RejectionReason
     /// A specific, human-readable explanation (`field 'value' must be a number`).
-    public var detail: String
+    package var detail: String
     /// The id of the refused sample or event, when known.
-    public var itemID: String?
+    package var itemID: String?
     /// The index of the refused item in a batch, when the payload was an array.
-    public var index: Int?
+    package var index: Int?
 
-    /// Creates a rejection.
-    public init(_ reason: RejectionReason, _ detail: String, itemID: String? = nil, index: Int? = nil) {
+    package init(_ reason: RejectionReason, _ detail: String, itemID: String? = nil, index: Int? = nil) {
         self.reason = reason
         self.detail = detail
         self.itemID = itemID
@@ -50,13 +49,13 @@ public struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
     }
 
     /// `reason: detail`, e.g. `invalid_field: field 'value' must be a number`.
-    public var description: String { "\(reason.rawValue): \(detail)" }
+    package var description: String { "\(reason.rawValue): \(detail)" }
 
     /// The JSON published on the `rejected` topic, as text.
-    public func json(user: String?, topic: String) -> String { String(decoding: jsonBytes(user: user, topic: topic), as: UTF8.self) }
+    package func json(user: String?, topic: String) -> String { String(decoding: jsonBytes(user: user, topic: topic), as: UTF8.self) }
 
     /// The JSON published on the `rejected` topic, as the bytes that are published.
-    public func jsonBytes(user: String?, topic: String) -> [UInt8] {
+    package func jsonBytes(user: String?, topic: String) -> [UInt8] {
         var w = JSONWriter()
         w.beginObject()
         w.string("reason", reason.rawValue)

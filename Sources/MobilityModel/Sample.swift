@@ -1,24 +1,24 @@
 import Synchronization
 
 /// Where a sample came from, as far as the rules care.
-public enum Provenance: UInt8, Hashable, Sendable, CustomStringConvertible {
+package enum Provenance: UInt8, Hashable, Sendable, CustomStringConvertible {
     /// Recorded by an Apple device (source bundle `com.apple.health…`) and not user-entered.
     case device
     /// Entered by a person (`HKMetadataKeyWasUserEntered`) or written by a non-Apple source, e.g. a clinic app.
     case userEntered
 
     /// `device` or `user_entered`, as rules spell it.
-    public var description: String { self == .device ? "device" : "user_entered" }
+    package var description: String { self == .device ? "device" : "user_entered" }
 }
 
 /// A metadata value as HealthKit carries it.
-public enum MetadataValue: Hashable, Sendable, CustomStringConvertible {
+package enum MetadataValue: Hashable, Sendable, CustomStringConvertible {
     case string(String)
     case number(Double)
     case bool(Bool)
 
     /// The value read as a boolean: true/false, 1/0, "1"/"0", "true"/"false"; nil otherwise.
-    public var asBool: Bool? {
+    package var asBool: Bool? {
         switch self {
         case .bool(let b): b
         case .number(let n): n == 1 ? true : n == 0 ? false : nil
@@ -27,7 +27,7 @@ public enum MetadataValue: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The value read as a number (numeric strings included).
-    public var asNumber: Double? {
+    package var asNumber: Double? {
         switch self {
         case .bool(let b): b ? 1 : 0
         case .number(let n): n
@@ -36,7 +36,7 @@ public enum MetadataValue: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The value as text: a string as is, a whole number without a decimal point, `true`/`false`.
-    public var description: String {
+    package var description: String {
         switch self {
         case .string(let s): s
         case .number(let n): n == n.rounded() && abs(n) < 1e15 ? String(Int64(n)) : String(n)
@@ -46,52 +46,51 @@ public enum MetadataValue: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Canonical HealthKit metadata key names.
-public enum MetadataKey {
+package enum MetadataKey {
     /// The key of the boolean saying a person entered the sample by hand.
-    public static let wasUserEntered = "HKMetadataKeyWasUserEntered"
+    package static let wasUserEntered = "HKMetadataKeyWasUserEntered"
     /// The key of the boolean saying the Apple Watch was calibrated when it recorded the sample.
-    public static let appleDeviceCalibrated = "HKMetadataKeyAppleDeviceCalibrated"
+    package static let appleDeviceCalibrated = "HKMetadataKeyAppleDeviceCalibrated"
     /// The key of the IANA time zone the sample was recorded in.
-    public static let timeZone = "HKMetadataKeyTimeZone"
+    package static let timeZone = "HKMetadataKeyTimeZone"
     /// The key of the writer's own id for a sample, shared by its later versions.
-    public static let syncIdentifier = "HKMetadataKeySyncIdentifier"
+    package static let syncIdentifier = "HKMetadataKeySyncIdentifier"
     /// The key of a synced sample's version: a higher version replaces the sample of the same sync id, a lower or equal one is stale.
-    public static let syncVersion = "HKMetadataKeySyncVersion"
+    package static let syncVersion = "HKMetadataKeySyncVersion"
 
     /// Maps the short export spelling (`HKWasUserEntered`) to the long one (`HKMetadataKeyWasUserEntered`).
-    @inlinable public static func canonical(_ key: String) -> String {
+    @inlinable package static func canonical(_ key: String) -> String {
         if key.hasPrefix("HK") && !key.hasPrefix("HKMetadataKey") { return "HKMetadataKey" + key.dropFirst(2) }
         return key
     }
 }
 
 /// One validated HealthKit quantity sample, its value normalised to SI.
-public struct Sample: Hashable, Sendable {
+package struct Sample: Hashable, Sendable {
     /// The sample's UUID (unique per user).
-    public var id: String
+    package var id: String
     /// What was measured.
-    public var metric: MetricKind
+    package var metric: MetricKind
     /// The value in SI units (m/s, m, fraction 0–1, m³/(kg·s)).
-    public var value: Double
+    package var value: Double
     /// Start of the measurement.
-    public var start: Timestamp
+    package var start: Timestamp
     /// End of the measurement; the sample belongs to the local day of its end.
-    public var end: Timestamp
+    package var end: Timestamp
     /// The UTC offset the end timestamp was written with, in seconds.
-    public var utcOffset: Int32
+    package var utcOffset: Int32
     /// The sample's own IANA zone (`timeZone` field or `HKMetadataKeyTimeZone`), if any.
-    public var timeZone: String?
+    package var timeZone: String?
     /// Device-recorded or user-entered.
-    public var provenance: Provenance
+    package var provenance: Provenance
     /// The source bundle id, if given.
-    public var bundleId: String?
+    package var bundleId: String?
     /// `HKMetadataKeyAppleDeviceCalibrated`, if present.
-    public var calibrated: Bool?
+    package var calibrated: Bool?
     /// Other metadata, keys in canonical long form.
-    public var metadata: [String: MetadataValue]
+    package var metadata: [String: MetadataValue]
 
-    /// Creates a sample.
-    @inlinable public init(
+    @inlinable package init(
         id: String, metric: MetricKind, value: Double, start: Timestamp, end: Timestamp,
         utcOffset: Int32 = 0, timeZone: String? = nil, provenance: Provenance = .device,
         bundleId: String? = nil, calibrated: Bool? = nil, metadata: [String: MetadataValue] = [:]
@@ -111,7 +110,7 @@ public struct Sample: Hashable, Sendable {
 
     /// A metadata value by key. Samples carry a few keys at most, and comparing a few short keys
     /// is several times cheaper than hashing one (SipHash) for a dictionary lookup.
-    @inlinable public func metadataValue(_ key: String) -> MetadataValue? {
+    @inlinable package func metadataValue(_ key: String) -> MetadataValue? {
         if metadata.count > 8 { return metadata[key] }
         let n = key.utf8.count
         for (k, v) in metadata where k.utf8.count == n && k == key { return v }
@@ -119,18 +118,18 @@ public struct Sample: Hashable, Sendable {
     }
 
     /// `HKMetadataKeySyncIdentifier`, if present.
-    public var syncIdentifier: String? {
+    package var syncIdentifier: String? {
         if case .string(let s)? = metadataValue(MetadataKey.syncIdentifier) { return s }
         return nil
     }
 
     /// `HKMetadataKeySyncVersion`, if present.
-    public var syncVersion: Int64? { metadataValue(MetadataKey.syncVersion)?.asNumber.map { Int64($0) } }
+    package var syncVersion: Int64? { metadataValue(MetadataKey.syncVersion)?.asNumber.map { Int64($0) } }
 
     /// The local day of the sample (the day of its end): its own IANA zone if it carries one, else
     /// the UTC offset it was written with (a phone writes its local offset), else — for timestamps
     /// written in UTC (`Z`) — the user's home calendar.
-    public func localDay(default calendar: LocalCalendar?) -> DayNumber {
+    package func localDay(default calendar: LocalCalendar?) -> DayNumber {
         if let tz = timeZone, let cal = LocalCalendar.cached(tz) { return cal.day(of: end) }
         if utcOffset == 0, let cal = calendar { return cal.day(of: end) }
         return LocalCalendar.day(ofLocalSeconds: end.seconds + Int64(utcOffset))
@@ -141,7 +140,7 @@ extension LocalCalendar {
     private static let cache = ZoneCache()
 
     /// A calendar for an IANA identifier, cached (zone lookups allocate).
-    public static func cached(_ identifier: String) -> LocalCalendar? { cache.get(identifier) }
+    package static func cached(_ identifier: String) -> LocalCalendar? { cache.get(identifier) }
 }
 
 final class ZoneCache: Sendable {

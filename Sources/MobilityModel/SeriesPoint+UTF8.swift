@@ -1,7 +1,7 @@
 extension SeriesPoint {
     /// Appends ``json`` to a byte buffer, byte for byte the same, without building a `String`
     /// (the replay writes hundreds of thousands of these).
-    public func appendJSON(to out: inout [UInt8]) {
+    package func appendJSON(to out: inout [UInt8]) {
         out.append(contentsOf: #"{"user":"#.utf8)
         JSONWriter.quote(user, into: &out)
         out.append(contentsOf: #","series":"#.utf8)
@@ -19,7 +19,7 @@ extension SeriesPoint {
 
 extension CivilDate {
     /// Appends ``description`` (`YYYY-MM-DD`) to a byte buffer.
-    public func appendText(to out: inout [UInt8]) {
+    package func appendText(to out: inout [UInt8]) {
         guard (0...9999).contains(year) else { out.append(contentsOf: description.utf8); return }
         let y = Int(year)
         out.append(UInt8(48 + y / 1000))
@@ -37,7 +37,7 @@ extension CivilDate {
 
 extension JSONWriter {
     /// Appends a JSON string literal to a byte buffer (as ``quote(_:into:)`` writes it).
-    public static func quote(_ s: String, into out: inout [UInt8]) {
+    package static func quote(_ s: String, into out: inout [UInt8]) {
         // A native string's bytes scanned and copied in one pass over its storage (the UTF8View's
         // element-wise scan and append were most of a series message's cost).
         let plain = s.utf8.withContiguousStorageIfAvailable { b -> Bool in
@@ -60,7 +60,7 @@ extension JSONWriter {
     }
 
     /// Appends ``format(_:)`` of a number to a byte buffer (integers without a `String`).
-    public static func appendNumber(_ v: Double, to out: inout [UInt8]) {
+    package static func appendNumber(_ v: Double, to out: inout [UInt8]) {
         if v.isFinite, v == v.rounded(), abs(v) < 1e15 {
             var n = Int64(v)
             if n < 0 { out.append(0x2D); n = -n }

@@ -2,37 +2,36 @@
 /// that every matcher accepts are not delivered as notifications (they are still evaluated,
 /// recorded and marked `silencedBy`). Created through one care team's command topic, a silence
 /// only ever applies to users of that team.
-public struct Silence: Hashable, Sendable {
+package struct Silence: Hashable, Sendable {
     /// Daemon-assigned, stable: ``makeID(team:matchers:startsAt:endsAt:createdBy:comment:)``.
-    public var id: String
+    package var id: String
     /// The team whose command topic created it; it applies to that team's users only.
-    public var team: String
+    package var team: String
     /// All must match (at least one, and at least one that does not match `""`).
-    public var matchers: [SilenceMatcher]
+    package var matchers: [SilenceMatcher]
     /// From when it applies (inclusive).
-    public var startsAt: Timestamp
+    package var startsAt: Timestamp
     /// Until when (exclusive); expiring a silence early sets it to now.
-    public var endsAt: Timestamp
+    package var endsAt: Timestamp
     /// Who created it (what the command says; the broker's ACL decides who may send it).
-    public var createdBy: String
+    package var createdBy: String
     /// Why (required, as amtool requires it by default).
-    public var comment: String
+    package var comment: String
 
     /// At most this many matchers.
-    public static let maxMatchers = 8
+    package static let maxMatchers = 8
     /// A matcher value (or regular expression) of at most this many UTF-8 bytes.
-    public static let maxValueBytes = LabelPattern.maxBytes
+    package static let maxValueBytes = LabelPattern.maxBytes
     /// A comment of at most this many UTF-8 bytes.
-    public static let maxCommentBytes = 500
+    package static let maxCommentBytes = 500
     /// A `createdBy` of at most this many UTF-8 bytes.
-    public static let maxCreatedByBytes = 100
+    package static let maxCreatedByBytes = 100
     /// At most this many pending or active silences per team.
-    public static let maxPerTeam = 100
+    package static let maxPerTeam = 100
     /// A silence lasts at most this long (a forgotten silence must not hide a patient for good).
-    public static let maxDurationSeconds: Int64 = 90 * 86_400
+    package static let maxDurationSeconds: Int64 = 90 * 86_400
 
-    /// Creates a silence.
-    public init(
+    package init(
         id: String, team: String, matchers: [SilenceMatcher], startsAt: Timestamp, endsAt: Timestamp, createdBy: String, comment: String
     ) {
         self.id = id
@@ -45,18 +44,18 @@ public struct Silence: Hashable, Sendable {
     }
 
     /// Alertmanager's states.
-    public enum State: String, Hashable, Sendable {
+    package enum State: String, Hashable, Sendable {
         case pending, active, expired
     }
 
     /// The state at `now`.
-    public func state(at now: Timestamp) -> State {
+    package func state(at now: Timestamp) -> State {
         now < startsAt ? .pending : now < endsAt ? .active : .expired
     }
 
     /// Whether every matcher accepts the alert (`labels` sorted or not; absent labels are `""`).
     /// Does not look at the time or the team.
-    public func matches(user: String, rule: String, severity: Severity, labels: [(String, String)]) -> Bool {
+    package func matches(user: String, rule: String, severity: Severity, labels: [(String, String)]) -> Bool {
         for m in matchers {
             let v: String
             switch m.name {
@@ -71,16 +70,15 @@ public struct Silence: Hashable, Sendable {
     }
 
     /// Names a matcher may always use, whatever the rules' labels.
-    public static let builtInNames: Set<String> = ["user", "rule", "severity"]
+    package static let builtInNames: Set<String> = ["user", "rule", "severity"]
 
     /// Why a silence cannot be taken; `reason` is a stable lower-case code.
-    public struct Problem: Error, Hashable, Sendable {
+    package struct Problem: Error, Hashable, Sendable {
         /// The stable code (`ends_before_starts`, `unknown_label`, …).
-        public var reason: String
+        package var reason: String
         /// What is wrong, for a person.
-        public var message: String
-        /// Creates a problem.
-        public init(_ reason: String, _ message: String) {
+        package var message: String
+        package init(_ reason: String, _ message: String) {
             self.reason = reason
             self.message = message
         }
@@ -89,7 +87,7 @@ public struct Silence: Hashable, Sendable {
     /// Checks the silence's bounds: matchers (count, names known to `labelNames` or built in,
     /// one not matching `""`), times (`endsAt` after `startsAt`, not in the past at `now`, at
     /// most ``maxDurationSeconds``), `createdBy` and `comment`. The first problem found.
-    public func validate(labelNames: Set<String>, now: Timestamp) -> Problem? {
+    package func validate(labelNames: Set<String>, now: Timestamp) -> Problem? {
         if matchers.isEmpty { return Problem("invalid_matcher", "a silence needs at least one matcher") }
         if matchers.count > Silence.maxMatchers {
             return Problem("too_many_matchers", "a silence has at most \(Silence.maxMatchers) matchers, got \(matchers.count)")
@@ -125,7 +123,7 @@ public struct Silence: Hashable, Sendable {
     /// The daemon's id of a silence: FNV-1a 64 of its team, matchers, times, author and comment,
     /// in hex, so that a re-delivered command (QoS 1) names the same silence, and
     /// `mobilityctl silence add` can print the id before the daemon answers.
-    public static func makeID(
+    package static func makeID(
         team: String, matchers: [SilenceMatcher], startsAt: Timestamp, endsAt: Timestamp, createdBy: String, comment: String
     ) -> String {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -145,7 +143,7 @@ public struct Silence: Hashable, Sendable {
 
     /// The JSON published retained on `{root}/teams/{team}/silences/{id}`, kept in the store and
     /// read by `mobilityctl silence query`; `status` as Alertmanager's `{"state": …}` when given.
-    public func json(state: State? = nil) -> String {
+    package func json(state: State? = nil) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.string("id", id)
@@ -167,10 +165,10 @@ public struct Silence: Hashable, Sendable {
     }
 
     /// The matchers in amtool's form, space separated.
-    public var matchersText: String { matchers.map(\.description).joined(separator: " ") }
+    package var matchersText: String { matchers.map(\.description).joined(separator: " ") }
 
     /// Parses ``json(state:)``'s form (a `status` member is ignored); nil when malformed.
-    public static func parse(_ payload: [UInt8]) -> Silence? {
+    package static func parse(_ payload: [UInt8]) -> Silence? {
         guard case .success(let v) = JSONValue.parse(payload) else { return nil }
         func str(_ k: String) -> String? { if case .string(let s)? = v[k] { return s }; return nil }
         guard let id = str("id"), let team = str("team"), let starts = str("startsAt").flatMap({ ISO8601.parse($0)?.0 }),
@@ -182,7 +180,7 @@ public struct Silence: Hashable, Sendable {
 
     /// Parses Alertmanager's matcher objects (`isEqual` defaults to true); nil when one is
     /// malformed or its regular expression does not compile (``matcherProblem(_:)`` says why).
-    public static func parseMatchers(_ items: [JSONValue]) -> [SilenceMatcher]? {
+    package static func parseMatchers(_ items: [JSONValue]) -> [SilenceMatcher]? {
         var out: [SilenceMatcher] = []
         for x in items {
             guard case .success(let m) = matcher(x) else { return nil }
@@ -192,7 +190,7 @@ public struct Silence: Hashable, Sendable {
     }
 
     /// One matcher object, or what is wrong with it.
-    public static func matcher(_ x: JSONValue) -> Result<SilenceMatcher, Problem> {
+    package static func matcher(_ x: JSONValue) -> Result<SilenceMatcher, Problem> {
         guard case .object(let members) = x else { return .failure(Problem("invalid_matcher", "a matcher is an object {name, value, isRegex, isEqual}")) }
         for (k, _) in members where !["name", "value", "isRegex", "isEqual"].contains(k) {
             return .failure(Problem("unknown_field", "unknown matcher member '\(k.prefix(40))'; expected name, value, isRegex, isEqual"))

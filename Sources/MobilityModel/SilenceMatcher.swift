@@ -2,20 +2,20 @@
 /// the rules), a value, equality or a regular expression (``LabelPattern``, anchored), and a
 /// negation (`isEqual: false`). An alert without the label has it as `""`, so `team!="x"` matches
 /// an alert without a `team` label, and `team=~".*"` matches every alert.
-public struct SilenceMatcher: Hashable, Sendable, CustomStringConvertible {
+package struct SilenceMatcher: Hashable, Sendable, CustomStringConvertible {
     /// The name matched: `user`, `rule`, `severity` or a label name.
-    public let name: String
+    package let name: String
     /// The value, or the regular expression with `isRegex`.
-    public let value: String
+    package let value: String
     /// `=` / `=~` when true, `!=` / `!~` when false.
-    public let isEqual: Bool
+    package let isEqual: Bool
     /// Whether `value` is a regular expression.
-    public let isRegex: Bool
+    package let isRegex: Bool
     /// The compiled expression (with `isRegex`).
     private let pattern: LabelPattern?
 
     /// Creates a matcher, compiling a regular expression once (never per alert).
-    public init(name: String, value: String, isEqual: Bool = true, isRegex: Bool = false) throws(LabelPattern.SyntaxError) {
+    package init(name: String, value: String, isEqual: Bool = true, isRegex: Bool = false) throws(LabelPattern.SyntaxError) {
         self.name = name
         self.value = value
         self.isEqual = isEqual
@@ -24,13 +24,13 @@ public struct SilenceMatcher: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether `value` (the alert's, `""` when it has no such label) satisfies the matcher.
-    public func matches(_ candidate: String) -> Bool {
+    package func matches(_ candidate: String) -> Bool {
         let hit = pattern.map { $0.matches(candidate) } ?? (candidate == value)
         return hit == isEqual
     }
 
     /// amtool's form: `user="jamie"`, `rule=~"stalled_.*"`, `team!="x"`, `category!~"data-.*"`.
-    public var description: String {
+    package var description: String {
         let op = isRegex ? (isEqual ? "=~" : "!~") : (isEqual ? "=" : "!=")
         var v = "\""
         for c in value.unicodeScalars {
@@ -42,7 +42,7 @@ public struct SilenceMatcher: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses amtool's command-line form `name=value`, `name!=value`, `name=~regex`,
     /// `name!~regex` (the value optionally in double quotes, `\"` and `\\` escaped inside).
-    public static func parse(_ text: String) -> Result<SilenceMatcher, LabelPattern.SyntaxError> {
+    package static func parse(_ text: String) -> Result<SilenceMatcher, LabelPattern.SyntaxError> {
         let scalars = Array(text.unicodeScalars)
         let op = scalars.indices.first { k in
             scalars[k] == "=" || (scalars[k] == "!" && k + 1 < scalars.count && (scalars[k + 1] == "=" || scalars[k + 1] == "~"))
@@ -76,13 +76,13 @@ public struct SilenceMatcher: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether `name` is a label name of the rule language (`[A-Za-z_][A-Za-z0-9_]*`, at most 64).
-    public static func isValidName(_ name: String) -> Bool {
+    package static func isValidName(_ name: String) -> Bool {
         guard let first = name.utf8.first, name.utf8.count <= 64, !(48...57).contains(first) else { return false }
         return name.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 95 }
     }
 
     /// Writes `{"name", "value", "isRegex", "isEqual"}` (Alertmanager's members) as an array element.
-    public func write(into w: inout JSONWriter) {
+    package func write(into w: inout JSONWriter) {
         w.beginObject()
         w.string("name", name)
         w.string("value", value)

@@ -5,7 +5,7 @@
 /// embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069), which reorder how a line
 /// reads. Staff text refuses control characters on the way in (``StaffText``); this is for text
 /// stored before that, or from anywhere else.
-public enum TerminalText {
+package enum TerminalText {
     /// Whether `u` is escaped.
     static func isEscaped(_ u: Unicode.Scalar) -> Bool {
         u.value < 0x20 || (u.value >= 0x7F && u.value <= 0x9F) || (u.value >= 0x202A && u.value <= 0x202E)
@@ -15,7 +15,7 @@ public enum TerminalText {
     /// `s` for a table cell or a line: each escaped character written visibly, `\n`, `\r`, `\t`,
     /// `\x1b` (C0, DEL, C1) or `\u{202e}` (bidirectional), so a row stays one row and says what
     /// the text held.
-    public static func escaped(_ s: String) -> String {
+    package static func escaped(_ s: String) -> String {
         guard s.unicodeScalars.contains(where: isEscaped) else { return s }
         var out = String.UnicodeScalarView()
         for u in s.unicodeScalars {
@@ -39,7 +39,7 @@ public enum TerminalText {
     /// JSON text (one line, as published or written) with each escaped character at or above
     /// U+007F written as a JSON escape (`\u009b`): the same JSON value, safe to print. Below
     /// U+0020 valid JSON holds only whitespace between tokens, which is left alone.
-    public static func json(_ text: String) -> String {
+    package static func json(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { $0.value >= 0x7F && isEscaped($0) }) else { return text }
         var out = String.UnicodeScalarView()
         for u in text.unicodeScalars {

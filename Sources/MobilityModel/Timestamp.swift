@@ -1,25 +1,25 @@
 /// An instant in event time: milliseconds since 1970-01-01T00:00:00Z.
 ///
 /// Integer milliseconds keep arithmetic exact, so replays are deterministic.
-public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
+package struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Milliseconds since the Unix epoch, UTC.
-    public var milliseconds: Int64
+    package var milliseconds: Int64
 
     /// Creates a timestamp from milliseconds since the epoch.
-    @inlinable public init(milliseconds: Int64) { self.milliseconds = milliseconds }
+    @inlinable package init(milliseconds: Int64) { self.milliseconds = milliseconds }
     /// Creates a timestamp from seconds since the epoch.
-    @inlinable public init(seconds: Int64) { self.milliseconds = seconds * 1000 }
+    @inlinable package init(seconds: Int64) { self.milliseconds = seconds * 1000 }
 
     /// Whole seconds since the epoch (rounded down).
-    @inlinable public var seconds: Int64 { milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000 }
+    @inlinable package var seconds: Int64 { milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000 }
 
     /// Earlier instants sort first.
-    @inlinable public static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
+    @inlinable package static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
     /// Adds a number of seconds.
-    @inlinable public func adding(seconds s: Int64) -> Timestamp { Timestamp(milliseconds: milliseconds + s * 1000) }
+    @inlinable package func adding(seconds s: Int64) -> Timestamp { Timestamp(milliseconds: milliseconds + s * 1000) }
 
     /// RFC 3339 in UTC, e.g. `2026-03-01T16:15:00Z` (milliseconds shown only when non-zero).
-    public var description: String { ISO8601.format(self, offsetSeconds: 0) }
+    package var description: String { ISO8601.format(self, offsetSeconds: 0) }
 }
 
 /// A fast, allocation-free ISO 8601 / RFC 3339 parser and formatter for the timestamps on the wire.
@@ -27,22 +27,22 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
 /// Accepts `2026-03-01T08:15:00Z`, fractional seconds, offsets `+01:00`/`+0100`, and the Apple
 /// Health export form `2026-03-01 08:15:00 -0800`. Foundation's `ISO8601DateFormatter` is about
 /// 100× slower on this machine, which matters on the ingest path.
-public enum ISO8601 {
+package enum ISO8601 {
     /// Parses a timestamp, returning the instant and the UTC offset it was written with.
-    public static func parse(_ s: String) -> (Timestamp, offsetSeconds: Int32)? {
+    package static func parse(_ s: String) -> (Timestamp, offsetSeconds: Int32)? {
         var s = s
         return s.withUTF8 { parse(utf8: $0) }
     }
 
     /// Parses UTF-8 bytes; see ``parse(_:)``.
-    public static func parse(utf8 b: UnsafeBufferPointer<UInt8>) -> (Timestamp, offsetSeconds: Int32)? {
+    package static func parse(utf8 b: UnsafeBufferPointer<UInt8>) -> (Timestamp, offsetSeconds: Int32)? {
         var dates = DateCache()
         return parse(utf8: b, dates: &dates)
     }
 
     /// Parses UTF-8 bytes, reusing the date part of the previous timestamp read through `dates`
     /// when it is the same; the same results and rejections as ``parse(utf8:)``.
-    public static func parse(utf8 b: UnsafeBufferPointer<UInt8>, dates: inout DateCache) -> (Timestamp, offsetSeconds: Int32)? {
+    package static func parse(utf8 b: UnsafeBufferPointer<UInt8>, dates: inout DateCache) -> (Timestamp, offsetSeconds: Int32)? {
         if let t = parseFixed(b, dates: &dates) { return t }
         return parseGeneral(utf8: b)
     }
@@ -108,7 +108,7 @@ public enum ISO8601 {
     }
 
     /// Formats an instant as RFC 3339 at a given UTC offset.
-    public static func format(_ t: Timestamp, offsetSeconds: Int32) -> String {
+    package static func format(_ t: Timestamp, offsetSeconds: Int32) -> String {
         let local = t.milliseconds + Int64(offsetSeconds) * 1000
         let ms = Int(((local % 1000) + 1000) % 1000)
         let secs = (local - Int64(ms)) / 1000

@@ -7,7 +7,7 @@
 /// Swift's small-string form, so `String` keys would cost an allocation per sample).
 ///
 /// Open addressing over FNV-1a 64 hashes; the table is built once and never mutated.
-public struct ByteTable<Value: Sendable>: Sendable {
+package struct ByteTable<Value: Sendable>: Sendable {
     private struct Slot: Sendable {
         var hash: UInt64
         var key: [UInt8]
@@ -17,7 +17,7 @@ public struct ByteTable<Value: Sendable>: Sendable {
     private let mask: Int
 
     /// Builds a table from a dictionary.
-    public init(_ entries: [String: Value]) {
+    package init(_ entries: [String: Value]) {
         var size = 8
         while size < entries.count * 4 { size <<= 1 }
         mask = size - 1
@@ -62,7 +62,7 @@ public struct ByteTable<Value: Sendable>: Sendable {
     }
 
     /// The value for a key given as UTF-8 bytes.
-    public subscript(utf8 key: UnsafeBufferPointer<UInt8>) -> Value? {
+    package subscript(utf8 key: UnsafeBufferPointer<UInt8>) -> Value? {
         guard key.baseAddress != nil else { return self[empty: ()] }
         let h = ByteTable.hash(key)
         var i = Int(truncatingIfNeeded: h) & mask

@@ -5,5 +5,5 @@ extension MeasureUnit {
     static let healthKitByBytes = ByteTable(healthKitUnits)
 
     /// Looks up a HealthKit unit string given as UTF-8 bytes (the decoder's hot path).
-    public static func healthKit(utf8 b: UnsafeBufferPointer<UInt8>) -> MeasureUnit? { healthKitByBytes[utf8: b] }
+    package static func healthKit(utf8 b: UnsafeBufferPointer<UInt8>) -> MeasureUnit? { healthKitByBytes[utf8: b] }
 }

@@ -3,14 +3,14 @@ import MobilityModel
 /// One item of an `events` payload (`docs/mqtt-api.md`): an entry to record (a new one, or one
 /// replacing the entry with its id: a correction), or the retraction of the entry with an id,
 /// `{"id": "inj-1", "retracted": true}`.
-public enum TimelineChange: Hashable, Sendable {
+package enum TimelineChange: Hashable, Sendable {
     /// Record the entry, replacing one with the same id.
     case record(TimelineEvent)
     /// Remove the entry with this id.
     case retract(id: String)
 
     /// The id of the entry it is about.
-    public var id: String {
+    package var id: String {
         switch self {
         case .record(let e): e.id
         case .retract(let id): id
@@ -21,7 +21,7 @@ public enum TimelineChange: Hashable, Sendable {
     /// range; `category` always written, so that a kind the rules declare keeps its category), or
     /// the retraction. An attribution is never written: it is the daemon's to give. With `key`,
     /// as that member of the object being written.
-    public func write(into w: inout JSONWriter, key: String? = nil) {
+    package func write(into w: inout JSONWriter, key: String? = nil) {
         w.beginObject(key)
         switch self {
         case .retract(let id):
@@ -43,7 +43,7 @@ public enum TimelineChange: Hashable, Sendable {
     }
 
     /// The item's JSON as a one-item `events` payload.
-    public var payload: [UInt8] {
+    package var payload: [UInt8] {
         var w = JSONWriter()
         write(into: &w)
         return w.bytes
@@ -53,7 +53,7 @@ public enum TimelineChange: Hashable, Sendable {
 extension WireDecoder {
     /// Decodes one item of an `events` payload: a retraction (`"retracted": true`, with nothing
     /// but `id`) or an entry (``event(_:)``).
-    public func timelineChange(_ v: JSONValue) -> Item<TimelineChange> {
+    package func timelineChange(_ v: JSONValue) -> Item<TimelineChange> {
         guard let flag = v["retracted"] else { return event(v).map(TimelineChange.record) }
         var f = Fields(v)
         let id: String

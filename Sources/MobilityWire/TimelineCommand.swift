@@ -16,9 +16,9 @@ import MobilityModel
 /// `entry` is one item of the user's `events` topic (``TimelineChange``), so the daemon applies
 /// a command exactly as it applies that item from the patient's gateway. `note` says why (it goes
 /// to the audit trail); the entry's own `note` is the clinical note kept with the entry.
-public struct TimelineCommand: Hashable, Sendable {
+package struct TimelineCommand: Hashable, Sendable {
     /// What the command does.
-    public enum Action: String, Hashable, Sendable, CaseIterable {
+    package enum Action: String, Hashable, Sendable, CaseIterable {
         /// A new entry (its id must be new for the user).
         case add
         /// Replace the entry with the same id (new dates, kind or note).
@@ -28,18 +28,17 @@ public struct TimelineCommand: Hashable, Sendable {
     }
 
     /// What it does.
-    public var action: Action
+    package var action: Action
     /// The patient.
-    public var user: String
+    package var user: String
     /// Who of the staff sends it (required on MQTT; over HTTP the token's name stands for it).
-    public var by: String?
+    package var by: String?
     /// The entry to record, or its retraction.
-    public var change: TimelineChange
+    package var change: TimelineChange
     /// Why (for the audit trail), optional.
-    public var note: String?
+    package var note: String?
 
-    /// Creates a command.
-    public init(action: Action, user: String, by: String?, change: TimelineChange, note: String? = nil) {
+    package init(action: Action, user: String, by: String?, change: TimelineChange, note: String? = nil) {
         self.action = action
         self.user = user
         self.by = by
@@ -48,19 +47,19 @@ public struct TimelineCommand: Hashable, Sendable {
     }
 
     /// The largest command taken, in bytes.
-    public static let maxPayloadBytes = 4096
+    package static let maxPayloadBytes = 4096
     /// The longest entry id, in bytes.
-    public static let maxIDBytes = 128
+    package static let maxIDBytes = 128
     /// The longest `by`, in bytes (as an acknowledgement's).
-    public static let maxByBytes = AlertAcknowledgement.maxByBytes
+    package static let maxByBytes = AlertAcknowledgement.maxByBytes
     /// The longest note (the entry's and the command's), in bytes.
-    public static let maxNoteBytes = 500
+    package static let maxNoteBytes = 500
 
     /// Every reason a command can be refused with: the stable codes of the answer, counted in
     /// `mobilityd_timeline_commands_total{result}`. The ones the patient's `events` topic also
     /// uses (`missing_field`, `invalid_field`, `end_before_start`, `date_out_of_range`,
     /// `too_many_entries`) mean the same there.
-    public static let reasons = [
+    package static let reasons = [
         "payload_too_large", "malformed_json", "missing_field", "invalid_field", "unknown_field", "unknown_action", "invalid_text",
         "end_before_start", "unknown_kind", "unknown_user", "entry_exists", "unknown_entry", "date_out_of_range",
         "too_many_entries", "store_unavailable"
@@ -68,18 +67,17 @@ public struct TimelineCommand: Hashable, Sendable {
 
     /// Why a command was refused: a code of ``reasons``, a message for people, and what was
     /// readable of the command (the entry id and the user), for the answer.
-    public struct Refusal: Error, Hashable, Sendable {
+    package struct Refusal: Error, Hashable, Sendable {
         /// The stable code.
-        public var reason: String
+        package var reason: String
         /// What is wrong, specifically (it never quotes a note).
-        public var message: String
+        package var message: String
         /// The entry id, when readable.
-        public var id: String?
+        package var id: String?
         /// The user, when readable.
-        public var user: String?
+        package var user: String?
 
-        /// Creates a refusal.
-        public init(_ reason: String, _ message: String, id: String? = nil, user: String? = nil) {
+        package init(_ reason: String, _ message: String, id: String? = nil, user: String? = nil) {
             self.reason = reason
             self.message = message
             self.id = id
@@ -88,7 +86,7 @@ public struct TimelineCommand: Hashable, Sendable {
     }
 
     /// The command's JSON (as ``parse(_:)`` reads it).
-    public var json: [UInt8] {
+    package var json: [UInt8] {
         var w = JSONWriter()
         w.beginObject()
         w.string("action", action.rawValue)
@@ -104,7 +102,7 @@ public struct TimelineCommand: Hashable, Sendable {
     /// the `events` topic's decoder reads an item, with the bounds of staff input on top). What
     /// needs the daemon's state (the rules' kinds, the user's teams and entries, the dates
     /// against the clock) is checked where that state is.
-    public static func parse(_ payload: [UInt8]) -> Result<TimelineCommand, Refusal> {
+    package static func parse(_ payload: [UInt8]) -> Result<TimelineCommand, Refusal> {
         func no(_ r: String, _ m: String, id: String? = nil, user: String? = nil) -> Result<TimelineCommand, Refusal> {
             .failure(Refusal(r, m, id: id, user: user))
         }
@@ -172,7 +170,7 @@ public struct TimelineCommand: Hashable, Sendable {
 
     /// Checks the entry's kind against the rules' kinds (the built-in ones and those the rules
     /// declare): a kind must be known, in the category the rules give it.
-    public func check(clinicalKinds: Set<String>, annotationKinds: Set<String>) -> Refusal? {
+    package func check(clinicalKinds: Set<String>, annotationKinds: Set<String>) -> Refusal? {
         guard case .record(let e) = change else { return nil }
         let category: EventCategory
         if clinicalKinds.contains(e.kind) {

@@ -3,42 +3,42 @@
 #endif
 
 /// The MQTT topic layout of the wire contract (`docs/mqtt-api.md`).
-public struct TopicLayout: Hashable, Sendable {
+package struct TopicLayout: Hashable, Sendable {
     /// The root, default `mobility/v1`.
-    public let root: String
+    package let root: String
     /// `{root}/users/` as bytes, built once (parsing runs for every message).
     private let usersPrefixUTF8: [UInt8]
 
     /// Creates a layout under a root.
-    public init(root: String = "mobility/v1") {
+    package init(root: String = "mobility/v1") {
         self.root = root
         usersPrefixUTF8 = Array((root + "/users/").utf8)
     }
 
     /// Inbound message kinds.
-    public enum Inbound: String, Sendable, CaseIterable {
+    package enum Inbound: String, Sendable, CaseIterable {
         case samples, events, deletions, profile
     }
 
     /// A parsed inbound topic.
-    public enum Parsed: Equatable, Sendable {
+    package enum Parsed: Equatable, Sendable {
         case inbound(user: String, kind: Inbound)
         case invalidUser(String)
         case other
     }
 
     /// The subscription filters the daemon uses.
-    public var subscriptions: [String] { Inbound.allCases.map { "\(root)/users/+/\($0.rawValue)" } }
+    package var subscriptions: [String] { Inbound.allCases.map { "\(root)/users/+/\($0.rawValue)" } }
 
     /// Parses a topic. Runs for every message, so it works on the UTF-8 bytes: no `Character`
     /// (grapheme) walking, one `String` made (the user id).
-    public func parse(_ topic: String) -> Parsed {
+    package func parse(_ topic: String) -> Parsed {
         var t = topic
         return t.withUTF8 { parse(utf8: $0) }
     }
 
     /// Parses a topic given as UTF-8 bytes (a recorded traffic line's, without making the topic a `String`).
-    public func parse(utf8 b: UnsafeBufferPointer<UInt8>) -> Parsed {
+    package func parse(utf8 b: UnsafeBufferPointer<UInt8>) -> Parsed {
         let prefixCount = usersPrefixUTF8.count
         guard b.count > prefixCount, let base = b.baseAddress,
             usersPrefixUTF8.withUnsafeBufferPointer({ memcmp($0.baseAddress!, base, prefixCount) == 0 })
@@ -75,32 +75,32 @@ public struct TopicLayout: Hashable, Sendable {
     /// User ids are 1–64 characters of `A–Z a–z 0–9 _ -`, the same topic level on every broker:
     /// no `.`, which NATS takes as its subject separator (the publisher is disconnected) and
     /// RabbitMQ's MQTT plugin turns into `/` (docs/brokers.md).
-    public static let userAlphabet = "A–Z a–z 0–9 _ -"
+    package static let userAlphabet = "A–Z a–z 0–9 _ -"
 
     /// Whether `s` is a valid user id: 1–64 characters of ``userAlphabet``.
-    public static func isValidUser(_ s: String) -> Bool {
+    package static func isValidUser(_ s: String) -> Bool {
         var s = s
         return s.withUTF8 { isValidUser($0) }
     }
 
     /// `users/{user}/samples` (in).
-    public func samples(_ user: String) -> String { "\(root)/users/\(user)/samples" }
+    package func samples(_ user: String) -> String { "\(root)/users/\(user)/samples" }
     /// `users/{user}/events` (in).
-    public func events(_ user: String) -> String { "\(root)/users/\(user)/events" }
+    package func events(_ user: String) -> String { "\(root)/users/\(user)/events" }
     /// `users/{user}/deletions` (in).
-    public func deletions(_ user: String) -> String { "\(root)/users/\(user)/deletions" }
+    package func deletions(_ user: String) -> String { "\(root)/users/\(user)/deletions" }
     /// `users/{user}/profile` (in, retained).
-    public func profile(_ user: String) -> String { "\(root)/users/\(user)/profile" }
+    package func profile(_ user: String) -> String { "\(root)/users/\(user)/profile" }
     /// `users/{user}/alerts/{rule}` (out, retained while firing).
-    public func alert(_ user: String, rule: String) -> String { "\(root)/users/\(user)/alerts/\(rule)" }
+    package func alert(_ user: String, rule: String) -> String { "\(root)/users/\(user)/alerts/\(rule)" }
     /// `users/{user}/series` (out): a user-day's series values, one message (``DailySeries``).
-    public func series(_ user: String) -> String { "\(root)/users/\(user)/series" }
+    package func series(_ user: String) -> String { "\(root)/users/\(user)/series" }
     /// `users/{user}/rejected` (out).
-    public func rejected(_ user: String) -> String { "\(root)/users/\(user)/rejected" }
+    package func rejected(_ user: String) -> String { "\(root)/users/\(user)/rejected" }
     /// The retained commit acknowledgement of a user's samples.
-    public func acks(_ user: String) -> String { "\(root)/users/\(user)/acks" }
+    package func acks(_ user: String) -> String { "\(root)/users/\(user)/acks" }
     /// Rejections of messages whose topic names no valid user.
-    public var rejectedUnknown: String { "\(root)/rejected" }
+    package var rejectedUnknown: String { "\(root)/rejected" }
     /// `daemon/{instance}/status` (out, retained).
-    public func status(_ instance: String) -> String { "\(root)/daemon/\(instance)/status" }
+    package func status(_ instance: String) -> String { "\(root)/daemon/\(instance)/status" }
 }

@@ -1,30 +1,29 @@
 import MobilityModel
 
 /// A decoded `profile` message: the user's home calendar and the care teams the gateway names.
-public struct UserProfile: Sendable {
+package struct UserProfile: Sendable {
     /// The home calendar (`timeZone`).
-    public var calendar: LocalCalendar
+    package var calendar: LocalCalendar
     /// The care teams (`careTeams`; empty when absent), deduplicated in first-seen order.
-    public var careTeams: [String]
+    package var careTeams: [String]
 
-    /// Creates a profile.
-    public init(calendar: LocalCalendar, careTeams: [String] = []) {
+    package init(calendar: LocalCalendar, careTeams: [String] = []) {
         self.calendar = calendar
         self.careTeams = careTeams
     }
 
     /// A user belongs to at most this many care teams.
-    public static let maxCareTeams = 8
+    package static let maxCareTeams = 8
 
     /// Team ids are 1–64 characters of `a–z 0–9 - _`, safe in any topic and in an ACL line.
-    public static func isValidTeam(_ s: some StringProtocol) -> Bool {
+    package static func isValidTeam(_ s: some StringProtocol) -> Bool {
         let b = s.utf8
         guard !b.isEmpty, b.count <= 64 else { return false }
         return b.allSatisfy { c in (c >= 48 && c <= 57) || (c >= 97 && c <= 122) || c == 45 || c == 95 }
     }
 
     /// Checks a team list (the profile's `careTeams`, or a mapping file's): the teams, or why not.
-    public static func checkTeams(_ teams: [String]) -> Result<[String], Rejection> {
+    package static func checkTeams(_ teams: [String]) -> Result<[String], Rejection> {
         var out: [String] = []
         for t in teams {
             guard isValidTeam(t) else {

@@ -12,12 +12,12 @@ extension WireDecoder {
     /// The hot path: simdjson (`CSimdJSON`) validates the whole document and hands back the
     /// contract's fields flat; no JSON tree is built and only the id (and metadata, when present)
     /// become Swift strings.
-    public func samples(_ payload: [UInt8], user: String) -> Result<[Item<Sample>], Rejection> {
+    package func samples(_ payload: [UInt8], user: String) -> Result<[Item<Sample>], Rejection> {
         payload.withUnsafeBufferPointer { samples(utf8: $0, user: user) }
     }
 
     /// ``samples(_:user:)`` of payload bytes the caller holds (a recorded traffic line's, uncopied).
-    public func samples(utf8 payload: UnsafeBufferPointer<UInt8>, user: String) -> Result<[Item<Sample>], Rejection> {
+    package func samples(utf8 payload: UnsafeBufferPointer<UInt8>, user: String) -> Result<[Item<Sample>], Rejection> {
         guard payload.count <= maxPayloadBytes else {
             return .failure(Rejection(.payloadTooLarge, "payload of \(payload.count) bytes exceeds the limit of \(maxPayloadBytes)"))
         }

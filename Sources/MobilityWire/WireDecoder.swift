@@ -5,27 +5,27 @@ import MobilityModel
 /// Structural validation only: the checks that need the clock (future timestamps, lateness)
 /// belong to the ingest stage that knows "now". Samples, the hot path, are decoded through
 /// simdjson (`WireDecoder+Samples.swift`); the other topics through the model's tree parser.
-public struct WireDecoder: Sendable {
+package struct WireDecoder: Sendable {
     /// Payloads larger than this are refused unread.
-    public var maxPayloadBytes: Int
+    package var maxPayloadBytes: Int
     /// Batches longer than this are refused.
-    public var maxBatch: Int
+    package var maxBatch: Int
 
     /// The default payload limit: 256 KiB.
-    public static let defaultMaxPayloadBytes = 256 * 1024
+    package static let defaultMaxPayloadBytes = 256 * 1024
     /// The default batch limit: 1000 items of a typical ~260-byte sample (a source with a device
     /// name, no metadata) fit the default payload limit, so both limits are reachable with real
     /// items; samples with metadata (~450 B) reach the payload limit first (~580 a payload).
-    public static let defaultMaxBatch = 1000
+    package static let defaultMaxBatch = 1000
 
     /// Creates a decoder with limits.
-    public init(maxPayloadBytes: Int = WireDecoder.defaultMaxPayloadBytes, maxBatch: Int = WireDecoder.defaultMaxBatch) {
+    package init(maxPayloadBytes: Int = WireDecoder.defaultMaxPayloadBytes, maxBatch: Int = WireDecoder.defaultMaxBatch) {
         self.maxPayloadBytes = maxPayloadBytes
         self.maxBatch = maxBatch
     }
 
     /// One item of a decoded payload.
-    public typealias Item<T> = Result<T, Rejection>
+    package typealias Item<T> = Result<T, Rejection>
 
     private func items(_ payload: [UInt8]) -> Result<[JSONValue], Rejection> {
         guard payload.count <= maxPayloadBytes else {
@@ -43,7 +43,7 @@ public struct WireDecoder: Sendable {
     /// Decodes an `events` payload: clinical events and annotations, one or an array, and
     /// retractions of entries (``TimelineChange``).
     /// Days are given as `date` (`YYYY-MM-DD`, the user's local date) or `start`/`end` dates for a range.
-    public func events(_ payload: [UInt8], user: String) -> Result<[Item<TimelineChange>], Rejection> {
+    package func events(_ payload: [UInt8], user: String) -> Result<[Item<TimelineChange>], Rejection> {
         items(payload).map { list in
             list.enumerated().map { idx, v in
                 timelineChange(v).mapError { r in
@@ -54,7 +54,7 @@ public struct WireDecoder: Sendable {
     }
 
     /// Decodes one timeline entry.
-    public func event(_ v: JSONValue) -> Item<TimelineEvent> {
+    package func event(_ v: JSONValue) -> Item<TimelineEvent> {
         guard case .object = v else { return .failure(Rejection(.invalidField, "an event must be a JSON object")) }
         var f = Fields(v)
         let id: String, kind: String
@@ -111,7 +111,7 @@ public struct WireDecoder: Sendable {
     }
 
     /// Decodes a `deletions` payload: `{"ids": [...]}`, a bare array of ids, or one id string.
-    public func deletions(_ payload: [UInt8]) -> Result<[String], Rejection> {
+    package func deletions(_ payload: [UInt8]) -> Result<[String], Rejection> {
         items(payload).flatMap { list in
             var ids: [String] = []
             for v in list {
@@ -134,13 +134,13 @@ public struct WireDecoder: Sendable {
 
     /// Decodes a `profile` payload: `{"timeZone": "Europe/Zurich"}` (its care teams are checked too:
     /// a profile with a bad `careTeams` is refused whole).
-    public func profile(_ payload: [UInt8]) -> Result<LocalCalendar, Rejection> {
+    package func profile(_ payload: [UInt8]) -> Result<LocalCalendar, Rejection> {
         userProfile(payload).map(\.calendar)
     }
 
     /// Decodes a `profile` payload with its care teams:
     /// `{"timeZone": "Europe/Zurich", "careTeams": ["physio-north"]}` (`careTeams` optional).
-    public func userProfile(_ payload: [UInt8]) -> Result<UserProfile, Rejection> {
+    package func userProfile(_ payload: [UInt8]) -> Result<UserProfile, Rejection> {
         items(payload).flatMap { list in
             guard list.count == 1, case .object = list[0] else { return .failure(Rejection(.invalidField, "a profile is one JSON object")) }
             var f = Fields(list[0])

@@ -9,27 +9,27 @@ import Synchronization
 /// count the live ones and claim its share.
 ///
 /// Sendability: the connection is used only while holding `lock`.
-public final class PartitionLeases: @unchecked Sendable {
+package final class PartitionLeases: @unchecked Sendable {
     private let connection: PGConnection
     private let lock = Mutex<Void>(())
     /// This instance's name in `partitions.owner` and `instances` (unique per process).
-    public let owner: String
+    package let owner: String
     /// The number of partitions.
-    public let count: Int
+    package let count: Int
     /// How long a lease or an instance's heartbeat lasts unrenewed, in milliseconds.
-    public let leaseMs: Int
+    package let leaseMs: Int
 
     /// A partition held: its number and fencing token.
-    public struct Lease: Sendable, Hashable {
+    package struct Lease: Sendable, Hashable {
         /// The partition.
-        public var partition: Int
+        package var partition: Int
         /// Its fencing token, raised by this claim.
-        public var token: Int64
+        package var token: Int64
     }
 
     /// Connects, migrates the schema and makes the `count` partition rows (unowned, expired) if
     /// they are missing; refuses a database divided into another number of partitions.
-    public init(
+    package init(
         url: String, owner: String, count: Int, leaseMs: Int, environment: [String: String] = ProcessInfo.processInfo.environment
     )
         throws(PostgresError)
@@ -61,7 +61,7 @@ public final class PartitionLeases: @unchecked Sendable {
     /// Announces this instance alive for a lease and renews the leases it holds (at their
     /// tokens); returns the live instances (this one included) and the leases still held. A lease
     /// missing from the answer was lost (taken after it expired).
-    public func heartbeat(holding held: [Lease]) throws(PostgresError) -> (liveInstances: Int, held: [Lease]) {
+    package func heartbeat(holding held: [Lease]) throws(PostgresError) -> (liveInstances: Int, held: [Lease]) {
         var me = PGParameters()
         me.text(owner)
         me.int64(Int64(leaseMs))
@@ -99,7 +99,7 @@ public final class PartitionLeases: @unchecked Sendable {
 
     /// Claims up to `n` partitions whose lease expired (or was released), lowest first, raising
     /// their tokens; concurrent claimers skip each other's rows. Returns the leases taken.
-    public func claim(_ n: Int) throws(PostgresError) -> [Lease] {
+    package func claim(_ n: Int) throws(PostgresError) -> [Lease] {
         guard n > 0 else { return [] }
         var p = PGParameters()
         p.text(owner)
@@ -117,7 +117,7 @@ public final class PartitionLeases: @unchecked Sendable {
     }
 
     /// Gives leases up (after this instance stopped processing them), so another takes them at once.
-    public func release(_ leases: [Lease]) throws(PostgresError) {
+    package func release(_ leases: [Lease]) throws(PostgresError) {
         guard !leases.isEmpty else { return }
         var parts = PGArray(of: PGArray.int4), toks = PGArray(of: PGArray.int8)
         for l in leases {
@@ -138,7 +138,7 @@ public final class PartitionLeases: @unchecked Sendable {
     }
 
     /// Says this instance is gone (a clean stop), so the others rebalance without waiting.
-    public func leave() throws(PostgresError) {
+    package func leave() throws(PostgresError) {
         var p = PGParameters()
         p.text(owner)
         _ = try lock.withLock { (_) throws(PostgresError) -> PGResult in try connection.query("DELETE FROM instances WHERE instance = $1::text", p) }

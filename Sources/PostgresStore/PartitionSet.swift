@@ -2,24 +2,24 @@
 /// instance holds (and commits for, fenced by their tokens). One partition (``all``) until the
 /// broker partitions traffic (issue 19's NATS slice: the mapping of users to partitions must then
 /// be the broker's, `partition(P, 1)`).
-public struct PartitionSet: Sendable, Hashable {
+package struct PartitionSet: Sendable, Hashable {
     /// The number of partitions users are divided into.
-    public let count: Int
+    package let count: Int
     /// The partitions owned, ascending.
-    public let owned: [Int]
+    package let owned: [Int]
 
     /// Every user in one partition, owned here.
-    public static let all = PartitionSet(count: 1, owned: [0])
+    package static let all = PartitionSet(count: 1, owned: [0])
 
     /// `owned` of `count` partitions (each in 0..<count).
-    public init(count: Int, owned: [Int]) {
+    package init(count: Int, owned: [Int]) {
         precondition(count >= 1 && !owned.isEmpty && owned.allSatisfy { (0..<count).contains($0) }, "partitions out of range")
         self.count = count
         self.owned = Array(Set(owned)).sorted()
     }
 
     /// The partition of a user: FNV-1a (32-bit) of the id, modulo the count.
-    public func partition(of user: String) -> Int {
+    package func partition(of user: String) -> Int {
         guard count > 1 else { return 0 }
         var h: UInt32 = 0x811c_9dc5
         for b in user.utf8 { h = (h ^ UInt32(b)) &* 0x0100_0193 }

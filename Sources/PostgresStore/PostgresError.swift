@@ -1,8 +1,8 @@
 /// A failure of the PostgreSQL state backend: what kind, PostgreSQL's message and SQLSTATE, and
 /// where in this code it was raised.
-public struct PostgresError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct PostgresError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What kind of failure.
-    public enum Code: Hashable, Sendable {
+    package enum Code: Hashable, Sendable {
         /// The URL or environment is refused before connecting (a password in the URL, no TLS off loopback).
         case configuration
         /// The server cannot be reached, or the connection was lost.
@@ -17,39 +17,39 @@ public struct PostgresError: Error, Hashable, Sendable, CustomStringConvertible 
     }
 
     /// What kind of failure.
-    public var code: Code
+    package var code: Code
     /// What happened (PostgreSQL's message where it gave one; never a password, never health data).
-    public var message: String
+    package var message: String
     /// The SQLSTATE of a failed statement (`23505`, `MWF01` for fencing), if any.
-    public var sqlState: String?
+    package var sqlState: String?
     /// The source file that raised it.
-    public var file: String
+    package var file: String
     /// The line that raised it.
-    public var line: Int
+    package var line: Int
 
     /// `postgres error (kind): message`.
-    public var description: String { "postgres error (\(code)\(sqlState.map { " " + $0 } ?? "")): \(message)" }
+    package var description: String { "postgres error (\(code)\(sqlState.map { " " + $0 } ?? "")): \(message)" }
 
     /// The SQLSTATE `mw_fence` raises when a partition's token is no longer the committer's.
-    public static let fencedSQLState = "MWF01"
+    package static let fencedSQLState = "MWF01"
 
     /// A refused URL or environment.
-    public static func configuration(_ message: String, file: String = #fileID, line: Int = #line) -> PostgresError {
+    package static func configuration(_ message: String, file: String = #fileID, line: Int = #line) -> PostgresError {
         PostgresError(code: .configuration, message: message, sqlState: nil, file: file, line: line)
     }
 
     /// A connection failure.
-    public static func connection(_ message: String, file: String = #fileID, line: Int = #line) -> PostgresError {
+    package static func connection(_ message: String, file: String = #fileID, line: Int = #line) -> PostgresError {
         PostgresError(code: .connection, message: message, sqlState: nil, file: file, line: line)
     }
 
     /// A failed statement (fencing when its SQLSTATE is ``fencedSQLState``).
-    public static func statement(_ message: String, sqlState: String?, file: String = #fileID, line: Int = #line) -> PostgresError {
+    package static func statement(_ message: String, sqlState: String?, file: String = #fileID, line: Int = #line) -> PostgresError {
         PostgresError(code: sqlState == fencedSQLState ? .fenced : .statement, message: message, sqlState: sqlState, file: file, line: line)
     }
 
     /// A schema this build cannot use.
-    public static func schema(_ message: String, file: String = #fileID, line: Int = #line) -> PostgresError {
+    package static func schema(_ message: String, file: String = #fileID, line: Int = #line) -> PostgresError {
         PostgresError(code: .schema, message: message, sqlState: nil, file: file, line: line)
     }
 }

@@ -5,7 +5,7 @@ extension PostgresStore {
     /// Records an acknowledgement, its audit row and the outputs that announce it in one fenced
     /// transaction (the outputs need the audit row's number, so it is not one pipeline; care-staff
     /// actions are rare). Fails, writing nothing, when the instance is already acknowledged.
-    public func recordAcknowledgement(
+    package func recordAcknowledgement(
         _ a: StoredAcknowledgement, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]
     ) throws -> (seq: Int64, outbox: [StateStore.OutboxItem]) {
         try fencedTransaction { c in
@@ -57,7 +57,7 @@ extension PostgresStore {
     }
 
     /// The acknowledgements of instances still firing, oldest first.
-    public func alertAcknowledgements() throws -> [StoredAcknowledgement] {
+    package func alertAcknowledgements() throws -> [StoredAcknowledgement] {
         try reading { c in
             let r = try c.query("SELECT alert, user_id, rule, team, acked_by, at, note, payload FROM acknowledgements ORDER BY at, alert")
             return (0..<r.rows).map { k in
@@ -69,7 +69,7 @@ extension PostgresStore {
     }
 
     /// Forgets the acknowledgements of resolved instances (fenced).
-    public func clearAcknowledgements(_ alerts: [String]) throws {
+    package func clearAcknowledgements(_ alerts: [String]) throws {
         guard !alerts.isEmpty else { return }
         var ids = PGArray(of: PGArray.text)
         for a in alerts { ids.append(a) }
@@ -79,7 +79,7 @@ extension PostgresStore {
     }
 
     /// The audit trail, oldest first (at most the last `limit` rows).
-    public func auditTrail(limit: Int) throws -> [AuditEntry] {
+    package func auditTrail(limit: Int) throws -> [AuditEntry] {
         var p = PGParameters()
         p.int64(Int64(limit))
         return try reading { c in

@@ -7,7 +7,7 @@ extension PostgresStore {
     /// with the whole timeline; read on the reading connection. Series points are rows of their
     /// own here (`history_points`, upserted in a batch), not SQLite's packed user-days, which a
     /// commit would have to read before writing.
-    public func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory {
+    package func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory {
         var range = PGParameters()
         range.text(user)
         range.int32(from)
@@ -54,7 +54,7 @@ extension PostgresStore {
     }
 
     /// The weekly report of `week`, or the latest one when nil: the digest's JSON.
-    public func weeklyReport(of user: String, week: String?) throws -> (week: String, payload: [UInt8])? {
+    package func weeklyReport(of user: String, week: String?) throws -> (week: String, payload: [UInt8])? {
         var p = PGParameters()
         p.text(user)
         if let week { p.text(week) }
@@ -69,7 +69,7 @@ extension PostgresStore {
     }
 
     /// The weeks the user has reports for, newest first.
-    public func reportWeeks(of user: String) throws -> [String] {
+    package func reportWeeks(of user: String) throws -> [String] {
         var p = PGParameters()
         p.text(user)
         return try reading { c in
@@ -79,7 +79,7 @@ extension PostgresStore {
     }
 
     /// Weekly rows still due (markers not yet built), oldest first.
-    public func dueReports() throws -> [(user: String, week: String)] {
+    package func dueReports() throws -> [(user: String, week: String)] {
         try reading { c in
             let r = try c.query("SELECT user_id, key FROM history WHERE kind = 3 AND length(payload) = 0 ORDER BY day, user_id")
             return (0..<r.rows).map { (r.text($0, 0), r.text($0, 1)) }
@@ -89,7 +89,7 @@ extension PostgresStore {
     /// Deletes history before each user's `keepFrom` and reports before `reportsFrom` in one
     /// fenced transaction; returns the rows deleted.
     @discardableResult
-    public func pruneHistory(_ users: [(user: String, keepFrom: DayNumber, reportsFrom: DayNumber)]) throws -> Int {
+    package func pruneHistory(_ users: [(user: String, keepFrom: DayNumber, reportsFrom: DayNumber)]) throws -> Int {
         guard !users.isEmpty else { return 0 }
         var ids = PGArray(of: PGArray.text), keep = PGArray(of: PGArray.int4), reports = PGArray(of: PGArray.int4)
         for u in users {
@@ -117,7 +117,7 @@ extension PostgresStore {
     }
 
     /// The last firing (or reminder) payload of an alert instance the history recorded.
-    public func firingPayload(user: String, alert: String) throws -> [UInt8]? {
+    package func firingPayload(user: String, alert: String) throws -> [UInt8]? {
         var p = PGParameters()
         p.text(user)
         p.text(alert + "/firing")

@@ -2,7 +2,7 @@ import StateStore
 
 extension PostgresStore {
     /// Removes acknowledged outbox items (fenced).
-    public func acknowledge(_ ids: [Int64]) throws {
+    package func acknowledge(_ ids: [Int64]) throws {
         guard !ids.isEmpty else { return }
         _ = try commit(users: [], outbox: [], acknowledged: ids, history: [])
     }
@@ -10,7 +10,7 @@ extension PostgresStore {
     /// Moves refused outbox items to the dead letters, keeping the newest
     /// ``StateStore/maxDeadLetters``; returns how many there are (fenced).
     @discardableResult
-    public func park(_ items: [(id: Int64, reason: String)], at: Int64) throws -> Int {
+    package func park(_ items: [(id: Int64, reason: String)], at: Int64) throws -> Int {
         var ids = PGArray(of: PGArray.int8), reasons = PGArray(of: PGArray.text)
         for i in items {
             ids.append(i.id)
@@ -40,7 +40,7 @@ extension PostgresStore {
     }
 
     /// The parked outputs, oldest first (topics and reasons only).
-    public func deadLetters() throws -> [StateStore.DeadLetter] {
+    package func deadLetters() throws -> [StateStore.DeadLetter] {
         try reading { c in
             let r = try c.query("SELECT id, topic, reason, at FROM dead_letters ORDER BY id")
             return (0..<r.rows).map { StateStore.DeadLetter(id: r.int64($0, 0), topic: r.text($0, 1), reason: r.text($0, 2), at: r.int64($0, 3)) }
@@ -48,7 +48,7 @@ extension PostgresStore {
     }
 
     /// Reads a metadata value.
-    public func meta(_ key: String) throws -> String? {
+    package func meta(_ key: String) throws -> String? {
         var p = PGParameters()
         p.text(key)
         return try reading { c in
@@ -58,7 +58,7 @@ extension PostgresStore {
     }
 
     /// Writes a metadata value (fenced).
-    public func setMeta(_ key: String, _ value: String) throws {
+    package func setMeta(_ key: String, _ value: String) throws {
         var p = PGParameters()
         p.text(key)
         p.text(value)
@@ -66,7 +66,7 @@ extension PostgresStore {
     }
 
     /// The number of pending outbox items.
-    public func outboxCount() throws -> Int {
+    package func outboxCount() throws -> Int {
         try reading { c in Int(try c.query("SELECT count(*)::bigint FROM outbox").int64(0, 0)) }
     }
 }

@@ -4,7 +4,7 @@ import StateStore
 extension PostgresStore {
     /// Records a new silence, its audit row and the outputs that announce it in one fenced
     /// transaction; fails (nothing written) when a silence with its id exists.
-    public func recordSilence(_ s: Silence, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws -> [StateStore.OutboxItem] {
+    package func recordSilence(_ s: Silence, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws -> [StateStore.OutboxItem] {
         try fencedTransaction { c in
             var p = PGParameters()
             p.text(s.id)
@@ -17,7 +17,7 @@ extension PostgresStore {
     }
 
     /// Removes a silence, appends its audit row and the outputs that announce it, in one fenced transaction.
-    public func expireSilence(id: String, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws -> [StateStore.OutboxItem] {
+    package func expireSilence(id: String, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws -> [StateStore.OutboxItem] {
         try fencedTransaction { c in
             var p = PGParameters()
             p.text(id)
@@ -27,7 +27,7 @@ extension PostgresStore {
     }
 
     /// The stored silences by id; a row that no longer parses is named in `unreadable`.
-    public func silences() throws -> (silences: [Silence], unreadable: [String]) {
+    package func silences() throws -> (silences: [Silence], unreadable: [String]) {
         try reading { c in
             let r = try c.query("SELECT id, payload FROM silences ORDER BY id")
             var out: [Silence] = [], bad: [String] = []

@@ -16,18 +16,18 @@ import struct RuleEngine.UserSnapshot
 ///
 /// Sendability: `writer` is used only while holding `writeLock`, `reader` only while holding
 /// `readLock`; everything else is immutable.
-public final class PostgresStore: StateBackend, @unchecked Sendable {
+package final class PostgresStore: StateBackend, @unchecked Sendable {
     private let writer: PGConnection
     private let writeLock = Mutex<Void>(())
     private var reader: PGConnection?
     private let readLock = Mutex<Void>(())
     private let conninfo: String
     /// The partitions this instance owns.
-    public let partitions: PartitionSet
+    package let partitions: PartitionSet
     /// The fencing token of each owned partition (in ``PartitionSet/owned`` order), as taken.
-    public let tokens: [Int64]
+    package let tokens: [Int64]
     /// `postgres://host:port/db`, without user or secret: for logs.
-    public let location: String
+    package let location: String
     private let fenceParameters: PGParameters
 
     /// Connects, creates or migrates the schema and takes the partitions over (raising their
@@ -35,7 +35,7 @@ public final class PostgresStore: StateBackend, @unchecked Sendable {
     /// ``PostgresURL/check(_:environment:)``; `owner` names this instance in the partitions table.
     /// `claimed`: the tokens of leases already taken (``PartitionLeases/claim(_:)``), in
     /// `partitions.owned` order: the partitions are not taken over again, only fenced by them.
-    public init(
+    package init(
         url: String, owner: String, partitions: PartitionSet = .all, claimed: [Int64]? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
     )
@@ -162,7 +162,7 @@ public final class PostgresStore: StateBackend, @unchecked Sendable {
 
     /// Reads every user of the owned partitions (each user's head with its open-day rows, one
     /// row per user, streamed) and the pending outbox.
-    public func load<Prepared: Sendable>(
+    package func load<Prepared: Sendable>(
         alertNames: [String], prepare: @escaping @Sendable (UserSnapshot) -> Prepared
     ) throws -> (users: [StoredUser<Prepared>], outbox: [StateStore.OutboxItem]) {
         var users: [StoredUser<Prepared>] = []
@@ -216,7 +216,7 @@ public final class PostgresStore: StateBackend, @unchecked Sendable {
     /// Writes the users' changes, appends `outbox`, removes the `acknowledged` outbox ids and
     /// records the `history` rows in one fenced transaction: one pipeline of at most a dozen
     /// statements, whatever the number of rows. Returns the new outbox ids in order.
-    public func commit(users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord]) throws -> [Int64] {
+    package func commit(users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord]) throws -> [Int64] {
         var batch = CommitBatch(partitions: partitions)
         batch.add(users: users)
         batch.add(outbox: outbox)
@@ -239,7 +239,7 @@ public final class PostgresStore: StateBackend, @unchecked Sendable {
     /// ``commit(users:outbox:acknowledged:history:)`` with care-staff changes, in one fenced
     /// transaction (the announcing outputs need their audit rows' numbers, so it is not one
     /// pipeline; staff changes are rare). Returns `outbox`'s ids in order and the announcing items.
-    public func commit(
+    package func commit(
         users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange]
     ) throws -> (ids: [Int64], announced: [StateStore.OutboxItem]) {
         guard !audited.isEmpty else { return (try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history), []) }
@@ -267,5 +267,5 @@ public final class PostgresStore: StateBackend, @unchecked Sendable {
     }
 
     /// Nothing to do between commits (PostgreSQL checkpoints itself).
-    public func checkpoint() throws {}
+    package func checkpoint() throws {}
 }

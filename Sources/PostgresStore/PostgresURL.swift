@@ -5,7 +5,7 @@ import CLibPQ
 /// `PGPASSFILE`, `~/.pgpass`, a `passfile=` parameter or `PGPASSWORD`), and TLS that verifies the
 /// server (`sslmode=verify-full` or `verify-ca`) for any host that is not the loopback or a
 /// Unix socket: the store holds health data.
-public enum PostgresURL {
+package enum PostgresURL {
     /// The options libpq would use for `conninfo`: the string's own (`own`), and with the
     /// environment's (`PGHOST`, `PGSSLMODE`, …) where it gives none; throws libpq's message for a
     /// malformed string.
@@ -39,7 +39,7 @@ public enum PostgresURL {
 
     /// Refuses a connection string with a password in it, or that would reach a host off the
     /// loopback without verified TLS; returns the string to log (`host:port/db`, no user, no secret).
-    public static func check(_ conninfo: String, environment: [String: String]) throws(PostgresError) -> String {
+    package static func check(_ conninfo: String, environment: [String: String]) throws(PostgresError) -> String {
         let (own, o) = try options(conninfo, environment: environment)
         if let p = own["password"], !p.isEmpty {
             throw .configuration(

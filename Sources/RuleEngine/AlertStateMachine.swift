@@ -7,9 +7,9 @@ import MobilityModel
 /// a false one resolves it. Outside the rule's monitoring window (`during`) nothing starts, a
 /// pending alert resets and a firing one expires: it ends, but not as resolved.
 /// Instants are always milliseconds; how durations are counted between them is the ``Clock``.
-public struct AlertStateMachine: Hashable, Sendable {
+package struct AlertStateMachine: Hashable, Sendable {
     /// How a rule's durations (`for`, `keep_firing_for`, `repeat`, `cooldown`) are counted.
-    public enum Clock: Sendable {
+    package enum Clock: Sendable {
         /// Milliseconds of event time (per-sample rules).
         case wall
         /// Local calendar days of a zone (daily rules): `3 d` is three local days, whatever their
@@ -46,7 +46,7 @@ public struct AlertStateMachine: Hashable, Sendable {
     }
 
     /// The states, in Prometheus's vocabulary.
-    public enum State: Hashable, Sendable {
+    package enum State: Hashable, Sendable {
         case inactive
         /// The condition holds since `activeSince`; waiting for `for` to elapse.
         case pending(activeSince: Int64)
@@ -55,7 +55,7 @@ public struct AlertStateMachine: Hashable, Sendable {
     }
 
     /// What the caller must do.
-    public enum Action: Hashable, Sendable {
+    package enum Action: Hashable, Sendable {
         case none
         /// Publish a firing transition.
         case fire(activeSince: Int64, firedAt: Int64)
@@ -68,31 +68,30 @@ public struct AlertStateMachine: Hashable, Sendable {
     }
 
     /// The current state.
-    public private(set) var state: State = .inactive
+    package private(set) var state: State = .inactive
     /// No new firing before this instant (cooldown after a resolve or an expiry), in ms.
-    public private(set) var quietUntil: Int64 = .min
+    package private(set) var quietUntil: Int64 = .min
     /// The event time of the last evaluation, in ms (older evaluations are ignored).
-    public private(set) var lastEvaluated: Int64 = .min
+    package private(set) var lastEvaluated: Int64 = .min
 
-    /// Creates an inactive alert.
-    public init() {}
+    package init() {}
 
     /// Restores a saved state.
-    public init(state: State, quietUntil: Int64, lastEvaluated: Int64) {
+    package init(state: State, quietUntil: Int64, lastEvaluated: Int64) {
         self.state = state
         self.quietUntil = quietUntil
         self.lastEvaluated = lastEvaluated
     }
 
     /// Whether the alert is firing.
-    public var isFiring: Bool { if case .firing = state { return true } else { return false } }
+    package var isFiring: Bool { if case .firing = state { return true } else { return false } }
 
     /// How much of the condition an evaluation at `at` reads (``evaluate``): nothing when the
     /// evaluation is stale or an inactive alert is in its cooldown; only whether it is true when
     /// inactive or pending (false and unknown act alike there); its value when firing (unknown
     /// holds the alert, false counts towards resolving it). The engine evaluates no more of a
     /// rule than this, so that on most days the lets behind a false first clause are never read.
-    public func conditionUse(at: Int64) -> ConditionUse {
+    package func conditionUse(at: Int64) -> ConditionUse {
         guard at > lastEvaluated else { return .none }
         switch state {
         case .inactive: return at >= quietUntil ? .truth : .none
@@ -102,7 +101,7 @@ public struct AlertStateMachine: Hashable, Sendable {
     }
 
     /// What ``conditionUse(at:)`` says an evaluation reads of the condition.
-    public enum ConditionUse: Hashable, Sendable {
+    package enum ConditionUse: Hashable, Sendable {
         /// Nothing: any value gives the same action and state.
         case none
         /// Whether it is true: false and unknown give the same action and state.
@@ -121,7 +120,7 @@ public struct AlertStateMachine: Hashable, Sendable {
     ///   - activeSince: when the condition would count as having started (the day's start, or the sample's end).
     ///   - rule: the durations of the rule (ms).
     ///   - clock: how the durations are counted: `.days` for daily rules, `.wall` for per-sample rules.
-    public mutating func evaluate(
+    package mutating func evaluate(
         _ condition: Bool?, monitored: Bool = true, at: Int64, activeSince: Int64, forMs: Int64, keepFiringForMs: Int64,
         repeatMs: Int64, cooldownMs: Int64, clock: Clock = .wall
     ) -> Action {

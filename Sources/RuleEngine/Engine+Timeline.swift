@@ -3,13 +3,13 @@ import MobilityModel
 extension Engine {
     /// The user's clinical events and annotations, sorted by first day and id (empty for an
     /// unknown user): what the care-team history records of the timeline.
-    public func timeline(of user: String) -> [TimelineEvent] {
+    package func timeline(of user: String) -> [TimelineEvent] {
         guard let st = state(of: user) else { return [] }
         return st.events.values.sorted { ($0.firstDay, $0.id) < ($1.firstDay, $1.id) }
     }
 
     /// The user's entry with this id, if the user holds one.
-    public func entry(_ id: String, of user: String) -> TimelineEvent? { state(of: user)?.events[id] }
+    package func entry(_ id: String, of user: String) -> TimelineEvent? { state(of: user)?.events[id] }
 
     /// How many days back from the last closed day an entry republishes series: the rules'
     /// look-back plus the allowed lateness (the days the engine still holds data of).
@@ -21,7 +21,7 @@ extension Engine {
     /// gives back the days an `excluding:` window left out, and what the alerts said of them is
     /// quoted from the timeline.
     @discardableResult
-    public mutating func retract(event id: String, user: String) -> Bool {
+    package mutating func retract(event id: String, user: String) -> Bool {
         guard state(of: user)?.events[id] != nil else { return false }
         let held = heldDays, revisionDays = configuration.revisionDays
         withUser(user) { st in

@@ -2,50 +2,50 @@ import MobilityModel
 import RuleLanguage
 
 /// Tunables of the engine.
-public struct EngineConfiguration: Sendable {
+package struct EngineConfiguration: Sendable {
     /// A day is evaluated once `now` passes the next local midnight plus this grace (seconds).
-    public var graceSeconds: Int64 = 3600
+    package var graceSeconds: Int64 = 3600
     /// Samples older than this (relative to now) are rejected as too late (seconds).
-    public var allowedLatenessSeconds: Int64 = 7 * 86_400
+    package var allowedLatenessSeconds: Int64 = 7 * 86_400
     /// Samples ending more than this after now are rejected as in the future (clock-skew guard).
-    public var maxFutureSeconds: Int64 = 600
+    package var maxFutureSeconds: Int64 = 600
     /// The calendar of users without a profile.
-    public var defaultCalendar: LocalCalendar = .utc
+    package var defaultCalendar: LocalCalendar = .utc
     /// Whether recording rules produce series outputs.
-    public var publishSeries = true
+    package var publishSeries = true
     /// Timeline entries from the wire may start at most this many days before the user's today
     /// (`date_out_of_range`); the days an entry makes the engine republish are bounded by the
     /// history it still holds, whatever its date.
-    public var maxEventAgeDays: Int = 730
+    package var maxEventAgeDays: Int = 730
     /// The most timeline entries (clinical events and annotations) one user may hold; a new one
     /// beyond is refused (`too_many_entries`), replacing one by id still works.
-    public var maxTimelineEntries: Int = 500
+    package var maxTimelineEntries: Int = 500
     /// The most deleted sample ids (``Tombstone``s) one user's state remembers; beyond, the
     /// oldest eighth is forgotten. 16 bytes each: at most 32 KiB a user.
-    public var maxTombstones: Int = 2048
+    package var maxTombstones: Int = 2048
     /// How many closed days back a revision re-evaluates the user's alert states: a timeline
     /// entry, late sample or deletion dated on a closed day rolls the alert states back to that
     /// day (at most this many days before the last closed day) and evaluates the days since
     /// again. Retention keeps the history those days' windows read. 0: alerts are never
     /// re-evaluated (series still are republished).
-    public var revisionDays: Int = 14
+    package var revisionDays: Int = 14
     /// Fold days past the allowed lateness into daily-input values and drop history no rule can
     /// reach any more. Off only to test that folding and compaction change nothing.
-    public var retention = true
+    package var retention = true
 
     /// The defaults.
-    public init() {}
+    package init() {}
 }
 
 /// Something the engine asks the outside world to publish.
-public enum EngineOutput: Hashable, Sendable {
+package enum EngineOutput: Hashable, Sendable {
     case alert(AlertTransition)
     case series(SeriesPoint)
     case rejected(user: String?, topic: String, Rejection)
 }
 
 /// What happened to an ingested sample.
-public enum IngestOutcome: Hashable, Sendable {
+package enum IngestOutcome: Hashable, Sendable {
     case accepted
     /// Already seen (same id): harmless re-delivery.
     case duplicate
@@ -63,11 +63,11 @@ public enum IngestOutcome: Hashable, Sendable {
 ///
 /// Pure: no I/O, no clock. Every call takes `now` (event or wall time) and appends what must be
 /// published to `out`. One engine is owned by one shard.
-public struct Engine: Sendable {
+package struct Engine: Sendable {
     /// The checked rules.
-    public var program: Program { closer.program }
+    package var program: Program { closer.program }
     /// Tunables.
-    public var configuration: EngineConfiguration {
+    package var configuration: EngineConfiguration {
         didSet {
             closer = DayCloser(program: closer.program, configuration: configuration)
             let firing = evaluator.firing
@@ -77,23 +77,23 @@ public struct Engine: Sendable {
     }
     /// The alert names in rule order: the array every user's state shares (pass it to the state
     /// store's `load` so that restored states share it too).
-    public var alertNames: [String] { closer.alertNames }
+    package var alertNames: [String] { closer.alertNames }
     /// Every user's state, in no particular order.
     package var allStates: [UserState] { states }
     /// How many users the engine holds.
-    public var userCount: Int { states.count }
+    package var userCount: Int { states.count }
     /// One user's state.
     package func state(of user: String) -> UserState? { slots[user].map { states[$0] } }
     /// One user's calendar (without copying the state).
-    public func calendar(of user: String) -> LocalCalendar? { slots[user].map { states[$0].calendar } }
+    package func calendar(of user: String) -> LocalCalendar? { slots[user].map { states[$0].calendar } }
     /// The care teams of a user's last accepted profile (empty for an unknown user or none named).
-    public func careTeams(of user: String) -> [String] { slots[user].map { states[$0].careTeams } ?? [] }
+    package func careTeams(of user: String) -> [String] { slots[user].map { states[$0].careTeams } ?? [] }
     /// How many users have each alert firing (same order as ``alertNames``): a function of the
     /// users' alert states, kept as they change, counted again on reload and restore.
-    public var firingCounts: [Int] { evaluator.firing }
+    package var firingCounts: [Int] { evaluator.firing }
 
     /// ``firingCounts`` computed by visiting every user's alert states.
-    public func countFiring() -> [Int] {
+    package func countFiring() -> [Int] {
         var n = Array(repeating: 0, count: closer.alertNames.count)
         for st in states { for j in st.alertStates.indices where st.alertStates[j].isFiring { n[j] += 1 } }
         return n
@@ -140,14 +140,14 @@ public struct Engine: Sendable {
     private var touchedList: [Int] = []
 
     /// Returns and clears the set of users whose state changed.
-    public mutating func takeTouched() -> Set<String> {
+    package mutating func takeTouched() -> Set<String> {
         var users = Set<String>(minimumCapacity: touchedList.count)
         takeTouched(into: &users)
         return users
     }
 
     /// Adds the users whose state changed to `users` and clears the list (no set built per call).
-    public mutating func takeTouched(into users: inout Set<String>) {
+    package mutating func takeTouched(into users: inout Set<String>) {
         for k in touchedList {
             states[k].touched = false
             users.insert(states[k].user)
@@ -164,8 +164,7 @@ public struct Engine: Sendable {
     /// Bit m: some alert is triggered by samples of metric m.
     private var sampleMask: UInt64 = 0
 
-    /// Creates an engine.
-    public init(program: Program, configuration: EngineConfiguration = EngineConfiguration()) {
+    package init(program: Program, configuration: EngineConfiguration = EngineConfiguration()) {
         self.configuration = configuration
         closer = DayCloser(program: program, configuration: configuration)
         evaluator = Evaluator(rules: closer)
@@ -198,7 +197,7 @@ public struct Engine: Sendable {
 
     /// Sets a user's home time zone and care teams (from the retained profile; the engine keeps
     /// the teams only to persist them, see ``careTeams(of:)``).
-    public mutating func setProfile(user: String, calendar: LocalCalendar, careTeams: [String] = []) {
+    package mutating func setProfile(user: String, calendar: LocalCalendar, careTeams: [String] = []) {
         withUser(user) { st in
             st.calendar = calendar
             st.hasProfile = true
@@ -209,7 +208,7 @@ public struct Engine: Sendable {
 
     /// Ingests one validated sample. Per-sample rules run at once; daily rules wait for the day to close.
     @discardableResult
-    public mutating func ingest(_ s: Sample, user: String, now: Timestamp, into out: inout [EngineOutput]) -> IngestOutcome {
+    package mutating func ingest(_ s: Sample, user: String, now: Timestamp, into out: inout [EngineOutput]) -> IngestOutcome {
         ingest(s, user: user, now: now, future: now, into: &out)
     }
 
@@ -217,7 +216,7 @@ public struct Engine: Sendable {
     /// the clock-skew guard. In event mode the user's clock may stay behind a sample it holds
     /// (``EventClock``) while the daemon's wall clock bounds the future.
     @discardableResult
-    public mutating func ingest(_ s: Sample, user: String, now: Timestamp, future: Timestamp?, into out: inout [EngineOutput]) -> IngestOutcome {
+    package mutating func ingest(_ s: Sample, user: String, now: Timestamp, future: Timestamp?, into out: inout [EngineOutput]) -> IngestOutcome {
         if let future, s.end.milliseconds > future.milliseconds + configuration.maxFutureSeconds * 1000 {
             return .rejected(Rejection(.inFuture, "sample ends at \(s.end), more than \(configuration.maxFutureSeconds) s after now (\(future))", itemID: s.id))
         }
@@ -298,7 +297,7 @@ public struct Engine: Sendable {
     /// latest day with data folds. Returns how
     /// many held samples were removed.
     @discardableResult
-    public mutating func delete(ids: [String], user: String, now: Timestamp? = nil) -> Int {
+    package mutating func delete(ids: [String], user: String, now: Timestamp? = nil) -> Int {
         let limit = configuration.maxTombstones
         return withUser(user) { st in
             var n = 0
@@ -326,12 +325,12 @@ public struct Engine: Sendable {
 
     /// Records a clinical event or annotation (replacing one with the same id) from trusted input
     /// (rule tests): no bounds on its date or on the user's number of entries.
-    public mutating func record(event e: TimelineEvent, user: String) {
+    package mutating func record(event e: TimelineEvent, user: String) {
         store(e, user: user, history: e.firstDay)
     }
 
     /// How far past the user's today an annotation reported ahead may end (days).
-    public static let maxAnnotationReachDays: DayNumber = 366
+    package static let maxAnnotationReachDays: DayNumber = 366
 
     /// Records a timeline entry from the wire, or refuses it (nothing changes then).
     ///
@@ -351,7 +350,7 @@ public struct Engine: Sendable {
     /// An accepted entry can cost only bounded work: it moves the user's first day back at most
     /// to the first day a sample could still reach, and a clinical event republishes the series
     /// only of days the engine still holds (the rules' look-back plus the allowed lateness).
-    public mutating func record(event e: TimelineEvent, user: String, now: Timestamp?, latest: Timestamp?) -> Rejection? {
+    package mutating func record(event e: TimelineEvent, user: String, now: Timestamp?, latest: Timestamp?) -> Rejection? {
         let st = slots[user].map { states[$0] }
         let cal = st?.calendar ?? configuration.defaultCalendar
         func refuse(_ why: String) -> Rejection {
@@ -414,7 +413,7 @@ public struct Engine: Sendable {
     // MARK: Time
 
     /// Closes every user's days that ended before `now - grace`, evaluating daily rules in day order.
-    public mutating func advance(to now: Timestamp, into out: inout [EngineOutput]) {
+    package mutating func advance(to now: Timestamp, into out: inout [EngineOutput]) {
         if !unordered.isEmpty { mergeUnordered() }
         let closer = self.closer
         for k in order where closer.advance(&states[k], to: now, ev: &evaluator, into: &out) { markTouched(k) }
@@ -439,7 +438,7 @@ public struct Engine: Sendable {
     }
 
     /// Closes one user's finished days.
-    public mutating func advance(user id: String, to now: Timestamp, into out: inout [EngineOutput]) {
+    package mutating func advance(user id: String, to now: Timestamp, into out: inout [EngineOutput]) {
         let closer = self.closer
         guard let k = slot(id, create: false) else { return }
         if closer.advance(&states[k], to: now, ev: &evaluator, into: &out) { markTouched(k) }
@@ -541,7 +540,7 @@ public struct Engine: Sendable {
     }
 
     /// Formats a number with a fixed number of decimals (default 2), as templates write it.
-    public static func format(_ v: Double, decimals: Int?) -> String { TemplateText.number(v, decimals: decimals) }
+    package static func format(_ v: Double, decimals: Int?) -> String { TemplateText.number(v, decimals: decimals) }
 
     // MARK: Retention
 
@@ -558,7 +557,7 @@ public struct Engine: Sendable {
     /// A firing instance of a rule the new rules no longer have expires (`expiredAt` = `now`,
     /// `"reason": "rule_removed"`), so that its retained alert is cleared rather than left firing;
     /// it is not resolved, since nothing showed that its condition stopped holding.
-    public mutating func reload(_ newProgram: Program, now: Timestamp, into out: inout [EngineOutput]) {
+    package mutating func reload(_ newProgram: Program, now: Timestamp, into out: inout [EngineOutput]) {
         let removed = program.alerts.filter { a in !newProgram.alerts.contains { $0.name == a.name } }
         closer = DayCloser(program: newProgram, configuration: configuration)
         evaluator = Evaluator(rules: closer)
@@ -595,20 +594,20 @@ public struct Engine: Sendable {
 
     /// What the state store must write of a user: the head, the open days changed since the last
     /// ``markPersisted(_:)`` and the days folded since (see ``UserSnapshot``); nil for an unknown user.
-    public func changes(of user: String) -> UserSnapshot? { slots[user].map { states[$0].snapshot(changesOnly: true) } }
+    package func changes(of user: String) -> UserSnapshot? { slots[user].map { states[$0].snapshot(changesOnly: true) } }
 
     /// A user's whole state as a snapshot (every open day); nil for an unknown user.
-    public func snapshot(of user: String) -> UserSnapshot? { slots[user].map { states[$0].snapshot(changesOnly: false) } }
+    package func snapshot(of user: String) -> UserSnapshot? { slots[user].map { states[$0].snapshot(changesOnly: false) } }
 
     /// Records that the state store has written a user's ``changes(of:)``.
-    public mutating func markPersisted(_ user: String) {
+    package mutating func markPersisted(_ user: String) {
         guard let k = slot(user, create: false) else { return }
         states[k].markPersisted()
     }
 
     /// Makes room for `n` more users (before restoring them), so that the users table and its
     /// index grow once instead of doubling their way there.
-    public mutating func reserveUsers(_ n: Int) {
+    package mutating func reserveUsers(_ n: Int) {
         states.reserveCapacity(states.count + n)
         slots.reserveCapacity(slots.count + n)
         unordered.reserveCapacity(unordered.count + n)
@@ -619,20 +618,20 @@ public struct Engine: Sendable {
     /// removed rule's goes), its folded values expressed for the rules' daily inputs.
     /// The id filter is built by the user's first new sample (`noteID` finds it empty), so a
     /// restart does not hash the open values of users who send nothing.
-    public mutating func restore(_ snapshot: consuming UserSnapshot) {
+    package mutating func restore(_ snapshot: consuming UserSnapshot) {
         restore(PreparedUser(state: UserState(restoring: snapshot, alertNames: closer.alertNames, inputs: program.inputs)))
     }
 
     /// Makes users' states from snapshots for these rules, on any thread (the state store's load
     /// threads): `restore(_:)` of what it makes then only inserts them.
-    public var preparer: @Sendable (UserSnapshot) -> PreparedUser {
+    package var preparer: @Sendable (UserSnapshot) -> PreparedUser {
         let names = closer.alertNames, inputs = program.inputs
         return { PreparedUser(state: UserState(restoring: $0, alertNames: names, inputs: inputs)) }
     }
 
     /// Restores a user made by ``preparer`` of an engine with these rules; one made for other rules
     /// is re-aligned here, as a reload from those rules would (folded values of inputs they lack are gone).
-    public mutating func restore(_ prepared: consuming PreparedUser) {
+    package mutating func restore(_ prepared: consuming PreparedUser) {
         var s = prepared.state
         if s.alertNames != closer.alertNames || s.foldedInputs != program.inputs {  // same arrays: no element compared
             s.alignAlerts(to: closer.alertNames)
@@ -649,6 +648,6 @@ public struct Engine: Sendable {
 }
 
 /// A user's state made from a ``UserSnapshot`` by ``Engine/preparer``, for the engine's `restore(_:)`.
-public struct PreparedUser: Sendable {
+package struct PreparedUser: Sendable {
     var state: UserState
 }

@@ -1,15 +1,15 @@
 import MobilityModel
 
 /// How far one message may move a user's event clock, and what confirms a longer jump.
-public struct EventClockPolicy: Hashable, Sendable {
+package struct EventClockPolicy: Hashable, Sendable {
     /// A message reaching at most this far past the user's clock moves it (milliseconds).
-    public var maxStepMs: Int64 = 86_400_000
+    package var maxStepMs: Int64 = 86_400_000
     /// A message reaching further is a claim; this many consecutive such messages (the first
     /// included) confirm the jump.
-    public var confirmations: Int = 3
+    package var confirmations: Int = 3
 
     /// The defaults: a step of one day, confirmed by three consecutive messages.
-    public init() {}
+    package init() {}
 }
 
 /// A user's clock in event-clock mode: the latest sample end the user's own traffic confirms.
@@ -31,20 +31,20 @@ public struct EventClockPolicy: Hashable, Sendable {
 ///
 /// So one outlier sample, or a burst of them in one message, closes no day and makes no real
 /// sample too late; a real gap costs `confirmations - 1` messages of delay before its days close.
-public struct EventClock: Hashable, Sendable {
+package struct EventClock: Hashable, Sendable {
     /// The confirmed clock; nil before the user's first sample.
-    public private(set) var now: Timestamp?
+    package private(set) var now: Timestamp?
     /// The latest ends (ms) of the consecutive messages that reached past the step, not yet confirmed.
-    public private(set) var claims: [Int64]
+    package private(set) var claims: [Int64]
 
     /// Creates a clock (restored: the confirmed time and the pending claims).
-    public init(now: Timestamp? = nil, claims: [Int64] = []) {
+    package init(now: Timestamp? = nil, claims: [Int64] = []) {
         self.now = now
         self.claims = claims
     }
 
     /// The latest end a message may have to move the clock without confirmation.
-    @inline(__always) public func reach(_ policy: EventClockPolicy) -> Int64 {
+    @inline(__always) package func reach(_ policy: EventClockPolicy) -> Int64 {
         guard let now else { return .max }
         return now.milliseconds > Int64.max - policy.maxStepMs ? .max : now.milliseconds + policy.maxStepMs
     }
@@ -54,7 +54,7 @@ public struct EventClock: Hashable, Sendable {
     /// ones while each lies within `tolerance` (ms) of the last. A claim is a message's latest
     /// end, so consecutive syncs of several days lie days apart; a claim far beyond them (an
     /// outlier a year ahead) stays pending.
-    public mutating func confirmClaims(within tolerance: Int64) {
+    package mutating func confirmClaims(within tolerance: Int64) {
         guard !claims.isEmpty else { return }
         claims.sort()
         var t = max(now?.milliseconds ?? .min, claims[0]), used = 1
@@ -69,7 +69,7 @@ public struct EventClock: Hashable, Sendable {
     /// Takes one samples message: `inStep`, its latest end at or before ``reach(_:)``, and
     /// `beyond`, its latest end after it (`.min`: none). Returns the clock after it.
     @discardableResult
-    public mutating func observe(inStep: Int64, beyond: Int64, policy: EventClockPolicy) -> Timestamp? {
+    package mutating func observe(inStep: Int64, beyond: Int64, policy: EventClockPolicy) -> Timestamp? {
         let current = now?.milliseconds ?? .min
         if beyond == .min {
             if inStep > current {

@@ -12,7 +12,6 @@ package struct FoldedDay: Hashable, Sendable {
     /// The values, in input order.
     package var values: [Double]
 
-    /// Creates a folded day.
     package init(day: DayNumber, mask: UInt64, values: [Double]) {
         self.day = day
         self.mask = mask

@@ -3,7 +3,7 @@ import MobilityWire
 import RuleLanguage
 
 /// How the engine's "now" advances.
-public enum ClockMode: String, Sendable {
+package enum ClockMode: String, Sendable {
     /// From the wall clock: the caller passes the current time and calls ``Ingestor/tick(now:into:)``.
     case wall
     /// From the data: each user's clock is the latest sample end that user's traffic confirms
@@ -13,59 +13,59 @@ public enum ClockMode: String, Sendable {
 }
 
 /// Counters of what the ingestor did (exported as metrics by the daemon).
-public struct IngestCounters: Sendable, Equatable {
+package struct IngestCounters: Sendable, Equatable {
     /// Messages handled.
-    public var messages = 0
+    package var messages = 0
     /// Samples accepted into a user's days.
-    public var samplesAccepted = 0
+    package var samplesAccepted = 0
     /// Samples ignored as already held (same id).
-    public var duplicates = 0
+    package var duplicates = 0
     /// Samples ignored because a higher sync version is held.
-    public var superseded = 0
+    package var superseded = 0
     /// Samples ignored because an equal or higher sync version is held.
-    public var stale = 0
+    package var stale = 0
     /// Samples retracted by deletions.
-    public var deletions = 0
+    package var deletions = 0
     /// Samples dropped because their id had been deleted before they arrived (a tombstone).
-    public var deletedBeforeArrival = 0
+    package var deletedBeforeArrival = 0
     /// Timeline entries accepted (recorded, replaced or retracted).
-    public var events = 0
+    package var events = 0
     /// Rejections by reason.
-    public var rejected: [RejectionReason: Int] = [:]
+    package var rejected: [RejectionReason: Int] = [:]
     /// Zero counters.
-    public init() {}
+    package init() {}
 }
 
 /// Routes inbound messages (topic + payload, exactly as on the wire) into an engine.
 ///
 /// Shared by `mobilityctl replay` and the daemon's shards, so both give the same alerts for the
 /// same traffic.
-public struct Ingestor: Sendable {
+package struct Ingestor: Sendable {
     /// The engine.
-    public var engine: Engine
+    package var engine: Engine
     /// The topic layout.
-    public let layout: TopicLayout
+    package let layout: TopicLayout
     /// The payload decoder with its limits.
-    public var decoder: WireDecoder
+    package var decoder: WireDecoder
     /// How time advances.
-    public let clock: ClockMode
+    package let clock: ClockMode
     /// What happened so far.
-    public private(set) var counters = IngestCounters()
+    package private(set) var counters = IngestCounters()
     /// Per-user event clocks (event mode).
-    public private(set) var clocks: [String: EventClock] = [:]
+    package private(set) var clocks: [String: EventClock] = [:]
     /// What confirms a jump of a user's event clock.
-    public var clockPolicy = EventClockPolicy()
+    package var clockPolicy = EventClockPolicy()
     /// Event mode: also refuse samples and entries after the wall clock passed to ``handle``
     /// (plus the engine's clock-skew guard), as the daemon does; a replay has no wall clock.
-    public var boundedByWallClock = false
+    package var boundedByWallClock = false
     /// A user's event clock (event mode): the confirmed time; see ``clocks`` for the pending claims.
-    public func eventNow(_ user: String) -> Timestamp? { clocks[user]?.now }
+    package func eventNow(_ user: String) -> Timestamp? { clocks[user]?.now }
     /// The id of the last sample (accepted or rejected with its id) of the message just handled;
     /// nil when it was not a `samples` message or named no sample id (for commit acknowledgements:
     /// the caller notes it per user, so the ingestor keeps no dictionary of its own).
-    public private(set) var lastMessageSampleID: String?
+    package private(set) var lastMessageSampleID: String?
     /// Whether ``lastMessageSampleID`` is kept (the daemon's acknowledgements need it; a replay does not).
-    public var tracksLastSampleID = true
+    package var tracksLastSampleID = true
     /// What the message being handled added (event mode), which moves the user's clock: the
     /// latest end (ms) of its new samples within a step of the clock, the latest beyond, and the
     /// ends beyond (rare: a sync of several days or a jump; kept between messages so that its
@@ -88,8 +88,7 @@ public struct Ingestor: Sendable {
         }
     }
 
-    /// Creates an ingestor.
-    public init(
+    package init(
         engine: Engine, layout: TopicLayout = TopicLayout(), decoder: WireDecoder = WireDecoder(), clock: ClockMode = .event,
         boundedByWallClock: Bool = false
     ) {
@@ -106,12 +105,12 @@ public struct Ingestor: Sendable {
     }
 
     /// Handles one message. `now` is the wall time in wall mode and ignored in event mode.
-    public mutating func handle(topic: String, payload: [UInt8], now wall: Timestamp, into out: inout [EngineOutput]) {
+    package mutating func handle(topic: String, payload: [UInt8], now wall: Timestamp, into out: inout [EngineOutput]) {
         handle(topic: topic, parsed: layout.parse(topic), payload: payload, now: wall, into: &out)
     }
 
     /// Handles one message whose topic the caller has already parsed.
-    public mutating func handle(topic: String, parsed: TopicLayout.Parsed, payload: [UInt8], now wall: Timestamp, into out: inout [EngineOutput]) {
+    package mutating func handle(topic: String, parsed: TopicLayout.Parsed, payload: [UInt8], now wall: Timestamp, into out: inout [EngineOutput]) {
         counters.messages += 1
         if lastMessageSampleID != nil { lastMessageSampleID = nil }
         let user: String, kind: TopicLayout.Inbound
@@ -182,7 +181,7 @@ public struct Ingestor: Sendable {
 
     /// Handles a `samples` message of `user` that the caller has already decoded (the replay
     /// decodes before it knows whether the line needs its slow path); counted as a message.
-    public mutating func handle(
+    package mutating func handle(
         decodedSamples decoded: Result<[WireDecoder.Item<Sample>], Rejection>, user: String, topic: @autoclosure () -> String, now wall: Timestamp,
         into out: inout [EngineOutput]
     ) {
@@ -315,7 +314,7 @@ public struct Ingestor: Sendable {
 
     /// Handles a message whose payload of `size` bytes the transport did not even copy because it
     /// is over ``WireDecoder/maxPayloadBytes``: counted and rejected like one the decoder refused.
-    public mutating func rejectOversized(topic: String, parsed: TopicLayout.Parsed, size: Int, into out: inout [EngineOutput]) {
+    package mutating func rejectOversized(topic: String, parsed: TopicLayout.Parsed, size: Int, into out: inout [EngineOutput]) {
         counters.messages += 1
         var user: String?
         if case .inbound(let u, _) = parsed { user = u }
@@ -326,7 +325,7 @@ public struct Ingestor: Sendable {
     /// Rejects a retained `samples`, `events` or `deletions` message (the daemon refuses those
     /// without reading them: the broker re-delivers a retained message on every reconnect, so a
     /// retained deletion or retraction would be applied again and again, after later corrections).
-    public mutating func rejectRetained(topic: String, parsed: TopicLayout.Parsed, into out: inout [EngineOutput]) {
+    package mutating func rejectRetained(topic: String, parsed: TopicLayout.Parsed, into out: inout [EngineOutput]) {
         guard case .inbound(let user, _) = parsed else { return }
         counters.messages += 1
         reject(
@@ -338,41 +337,41 @@ public struct Ingestor: Sendable {
     }
 
     /// Makes room for `n` more users (before restoring them).
-    public mutating func reserveUsers(_ n: Int) { engine.reserveUsers(n) }
+    package mutating func reserveUsers(_ n: Int) { engine.reserveUsers(n) }
 
     /// Restores a user from the state store: engine state and event clock (with its pending claims).
-    public mutating func restore(user: String, state: consuming UserSnapshot?, eventNow: Timestamp?, claims: [Int64] = []) {
+    package mutating func restore(user: String, state: consuming UserSnapshot?, eventNow: Timestamp?, claims: [Int64] = []) {
         if let state = state.take() { engine.restore(state) }
         if eventNow != nil || !claims.isEmpty { clocks[user] = EventClock(now: eventNow, claims: claims) }
     }
 
     /// Restores a user whose state ``Engine/preparer`` made (on the state store's load threads).
-    public mutating func restore(user: String, prepared: consuming PreparedUser?, eventNow: Timestamp?, claims: [Int64] = []) {
+    package mutating func restore(user: String, prepared: consuming PreparedUser?, eventNow: Timestamp?, claims: [Int64] = []) {
         if let state = prepared.take() { engine.restore(state) }
         if eventNow != nil || !claims.isEmpty { clocks[user] = EventClock(now: eventNow, claims: claims) }
     }
 
     /// Closes each user's days through the day of their event clock (the end of a bounded input
     /// in event mode: see ``Replay/finish()``).
-    public mutating func closeOpenDays(into out: inout [EngineOutput]) {
+    package mutating func closeOpenDays(into out: inout [EngineOutput]) {
         for user in clockedUsers { closeOpenDays(of: user, into: &out) }
     }
 
     /// The users that have an event clock, in id order (the order ``closeOpenDays(into:)`` closes them in).
-    public var clockedUsers: [String] { clocks.keys.sorted() }
+    package var clockedUsers: [String] { clocks.keys.sorted() }
 
     /// Closes one user's days through the day of the user's clock, after the end of a bounded input
     /// confirmed its pending claims (``EventClock/confirmClaims(within:)``, within the allowed
     /// lateness of each other: a gap followed by syncs at the end of an export is real data; an
     /// outlier far beyond them stays unconfirmed).
-    public mutating func closeOpenDays(of user: String, into out: inout [EngineOutput]) {
+    package mutating func closeOpenDays(of user: String, into out: inout [EngineOutput]) {
         clocks[user]?.confirmClaims(within: engine.configuration.allowedLatenessSeconds * 1000)
         guard let now = clocks[user]?.now, let cal = engine.calendar(of: user) else { return }
         engine.advance(user: user, to: cal.startOfDay(cal.day(of: now) + 1).adding(seconds: engine.configuration.graceSeconds), into: &out)
     }
 
     /// Advances every user to the wall clock (wall mode).
-    public mutating func tick(now: Timestamp, into out: inout [EngineOutput]) {
+    package mutating func tick(now: Timestamp, into out: inout [EngineOutput]) {
         engine.advance(to: now, into: &out)
     }
 }

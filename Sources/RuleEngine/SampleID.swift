@@ -3,21 +3,21 @@
 /// recognise re-deliveries, deletions and superseded versions within the allowed lateness, where a
 /// user has at most thousands of ids (a collision needs ~2^32 of them); 8 bytes instead of a heap
 /// string (HealthKit UUIDs are 36 characters).
-public struct SampleID: Hashable, Comparable, Sendable {
+package struct SampleID: Hashable, Comparable, Sendable {
     /// The hash.
-    public var rawValue: UInt64
+    package var rawValue: UInt64
 
     /// Wraps a stored hash.
-    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    package init(rawValue: UInt64) { self.rawValue = rawValue }
 
     /// The id of a sample id string.
-    public init(_ id: String) {
+    package init(_ id: String) {
         var s = id
         rawValue = s.withUTF8 { SampleID.hash($0) }
     }
 
     /// The hash of UTF-8 bytes.
-    public static func hash(_ b: UnsafeBufferPointer<UInt8>) -> UInt64 {
+    package static func hash(_ b: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(b.count)
         guard let base = b.baseAddress else { return fmix(h) }
         let raw = UnsafeRawPointer(base)
@@ -48,5 +48,5 @@ public struct SampleID: Hashable, Comparable, Sendable {
     }
 
     /// Orders by hash (a tie-break only: the order means nothing else).
-    public static func < (a: SampleID, b: SampleID) -> Bool { a.rawValue < b.rawValue }
+    package static func < (a: SampleID, b: SampleID) -> Bool { a.rawValue < b.rawValue }
 }

@@ -13,23 +13,23 @@ import RuleLanguage
 ///
 /// The caller reads the file and hands over chunks of whole lines (``feed(chunk:into:)``); this
 /// type does no I/O.
-public final class ShardedReplay: @unchecked Sendable {
+package final class ShardedReplay: @unchecked Sendable {
     // @unchecked: during `feed`/`finish` each shard is touched by exactly one thread (its own
     // iteration of `concurrentPerform`), and the caller uses this object from one thread.
 
     /// Something to report on stderr, tied to a line (nil: the final close).
-    public struct Note: Sendable, Equatable {
+    package struct Note: Sendable, Equatable {
         /// What happened.
-        public enum Kind: Sendable, Equatable {
+        package enum Kind: Sendable, Equatable {
             /// The line is not a traffic record (and why).
             case malformed(String)
             /// A rejection, as published on the `rejected` topics (only with `verboseRejections`).
             case rejected(String)
         }
         /// The 1-based line number, nil for the final close.
-        public var line: Int?
+        package var line: Int?
         /// What happened.
-        public var kind: Kind
+        package var kind: Kind
     }
 
     private final class Shard: @unchecked Sendable {  // see the type's invariant
@@ -47,27 +47,27 @@ public final class ShardedReplay: @unchecked Sendable {
     private let shards: [Shard]
     private let verboseRejections: Bool
     /// Lines read so far (the number of the last line of the last chunk).
-    public private(set) var lines = 0
+    package private(set) var lines = 0
     /// Non-empty lines read so far.
-    public private(set) var records = 0
+    package private(set) var records = 0
     /// Malformed lines so far.
-    public private(set) var malformed = 0
+    package private(set) var malformed = 0
 
     /// Creates a replay over `shards` shards (1: all on the calling thread).
-    public init(program: Program, configuration: EngineConfiguration, shards: Int, verboseRejections: Bool = false) {
+    package init(program: Program, configuration: EngineConfiguration, shards: Int, verboseRejections: Bool = false) {
         precondition(shards >= 1, "at least one shard")
         self.shards = (0..<shards).map { _ in Shard(Replay(program: program, configuration: configuration)) }
         self.verboseRejections = verboseRejections
     }
 
     /// How many inputs were rejected so far, by reason (all shards).
-    public var rejected: [RejectionReason: Int] {
+    package var rejected: [RejectionReason: Int] {
         shards.reduce(into: [:]) { acc, s in for (k, v) in s.replay.rejected { acc[k, default: 0] += v } }
     }
 
     /// Replays a chunk of whole lines (each ended by a newline; the last may lack one at the end of
     /// the input), appending the JSON lines of the outputs to `out`; returns the chunk's notes in line order.
-    public func feed(chunk: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) -> [Note] {
+    package func feed(chunk: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) -> [Note] {
         let first = lines
         let n = shards.count
         if n == 1 {
@@ -85,7 +85,7 @@ public final class ShardedReplay: @unchecked Sendable {
 
     /// The end of the input: closes each user's days through the day of the user's last sample
     /// (``Replay/finish()``), in user-id order across the shards.
-    public func finish(into out: inout [UInt8]) -> [Note] {
+    package func finish(into out: inout [UInt8]) -> [Note] {
         let verbose = verboseRejections
         let run: @Sendable (Int) -> Void = { [shards] i in
             let s = shards[i]

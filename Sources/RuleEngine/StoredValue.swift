@@ -2,24 +2,23 @@ import MobilityModel
 
 /// One sample value, kept while its day is open to late data: 24 bytes (the sample's end, its
 /// metric and its provenance share one word), because every user holds about a week of these.
-public struct StoredValue: Hashable, Sendable {
+package struct StoredValue: Hashable, Sendable {
     /// The sample's id, hashed.
-    public var id: SampleID
+    package var id: SampleID
     /// The value in SI units.
-    public var value: Double
+    package var value: Double
     /// The end (ms) shifted left by 8; below it the metric (7 bits) and the provenance (1 bit).
     /// Milliseconds up to ±2^55 fit: any four-digit year.
     private var tagged: Int64
 
     /// The sample's end (orders `last`).
-    public var end: Timestamp { Timestamp(milliseconds: tagged >> 8) }
+    package var end: Timestamp { Timestamp(milliseconds: tagged >> 8) }
     /// What was measured.
-    public var metric: MetricKind { MetricKind(rawValue: UInt8(truncatingIfNeeded: tagged) >> 1)! }
+    package var metric: MetricKind { MetricKind(rawValue: UInt8(truncatingIfNeeded: tagged) >> 1)! }
     /// Device-recorded or user-entered.
-    public var provenance: Provenance { Provenance(rawValue: UInt8(truncatingIfNeeded: tagged) & 1)! }
+    package var provenance: Provenance { Provenance(rawValue: UInt8(truncatingIfNeeded: tagged) & 1)! }
 
-    /// Creates a stored value.
-    public init(id: SampleID, metric: MetricKind, value: Double, end: Timestamp, provenance: Provenance) {
+    package init(id: SampleID, metric: MetricKind, value: Double, end: Timestamp, provenance: Provenance) {
         self.id = id
         self.value = value
         tagged = end.milliseconds << 8 | Int64(metric.rawValue) << 1 | Int64(provenance.rawValue)

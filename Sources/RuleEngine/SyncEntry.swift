@@ -1,14 +1,13 @@
 /// HealthKit supersession: the newest version of a sync identifier and the sample holding it.
-public struct SyncEntry: Hashable, Sendable {
+package struct SyncEntry: Hashable, Sendable {
     /// `SampleID` hash of the sync identifier.
-    public var sync: SampleID
+    package var sync: SampleID
     /// `HKMetadataKeySyncVersion` of the sample held.
-    public var version: Int64
+    package var version: Int64
     /// The sample holding that version.
-    public var id: SampleID
+    package var id: SampleID
 
-    /// Creates an entry.
-    public init(sync: SampleID, version: Int64, id: SampleID) {
+    package init(sync: SampleID, version: Int64, id: SampleID) {
         self.sync = sync
         self.version = version
         self.id = id

@@ -3,18 +3,17 @@ import MobilityModel
 /// A deleted sample id the engine remembers for the allowed lateness, so that a deletion that
 /// overtook its sample (across a failover, or a gateway's re-send after the deletion) still
 /// wins: a sample arriving later with that id is dropped (``IngestOutcome/deleted``).
-public struct Tombstone: Hashable, Sendable {
+package struct Tombstone: Hashable, Sendable {
     /// The deleted sample's id.
-    public var id: SampleID
+    package var id: SampleID
     /// The local day of the user's clock when the deletion arrived (``unstamped``: the user had no
     /// clock yet; the next day close stamps it). It goes when this day folds.
-    public var day: DayNumber
+    package var day: DayNumber
 
     /// The day of a tombstone made before the user had a clock.
-    public static let unstamped = DayNumber.max
+    package static let unstamped = DayNumber.max
 
-    /// Creates a tombstone.
-    public init(id: SampleID, day: DayNumber) {
+    package init(id: SampleID, day: DayNumber) {
         self.id = id
         self.day = day
     }

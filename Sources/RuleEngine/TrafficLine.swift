@@ -9,14 +9,14 @@
 /// envelope only; the payload is validated by whoever decodes it (simdjson for samples), and a
 /// line whose payload does not decode, or any other shape, goes through the full JSON parse of
 /// ``TrafficRecord/parse(_:)`` so that what counts as malformed does not change.
-public struct TrafficLine: Sendable, Equatable {
+package struct TrafficLine: Sendable, Equatable {
     /// The topic's bytes (between its quotes).
-    public var topic: Range<Int>
+    package var topic: Range<Int>
     /// The payload value's bytes (an object or array, up to the envelope's closing brace).
-    public var payload: Range<Int>
+    package var payload: Range<Int>
 
     /// Scans a line; nil when it is not of the fast path's shape.
-    public static func scan(_ b: UnsafeBufferPointer<UInt8>) -> TrafficLine? {
+    package static func scan(_ b: UnsafeBufferPointer<UInt8>) -> TrafficLine? {
         if let compact = scanCompact(b) { return compact }
         var i = 0
         let n = b.count
@@ -85,7 +85,7 @@ public struct TrafficLine: Sendable, Equatable {
 
     /// The shard a line's user belongs to: a hash of the topic up to its last `/` (the same for
     /// every topic of one user), so that each user's lines are replayed by one shard, in order.
-    public static func shard(ofTopic t: UnsafeBufferPointer<UInt8>, shards: Int) -> Int {
+    package static func shard(ofTopic t: UnsafeBufferPointer<UInt8>, shards: Int) -> Int {
         var last = t.count
         while last > 0, t[last - 1] != 0x2F { last -= 1 }
         var h: UInt64 = 0xcbf2_9ce4_8422_2325

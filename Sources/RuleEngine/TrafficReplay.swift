@@ -7,21 +7,20 @@ import RuleLanguage
 #endif
 
 /// One line of recorded traffic: `{"topic": "...", "payload": <JSON value or raw string>}`.
-public struct TrafficRecord: Hashable, Sendable {
+package struct TrafficRecord: Hashable, Sendable {
     /// The MQTT topic.
-    public var topic: String
+    package var topic: String
     /// The payload bytes exactly as published.
-    public var payload: [UInt8]
+    package var payload: [UInt8]
 
-    /// Creates a record.
-    public init(topic: String, payload: [UInt8]) {
+    package init(topic: String, payload: [UInt8]) {
         self.topic = topic
         self.payload = payload
     }
 
     /// Parses a traffic line. A string payload is taken verbatim (so invalid JSON can be recorded);
     /// any other JSON value is serialised compactly.
-    public static func parse(_ line: [UInt8]) -> Result<TrafficRecord, TrafficError> {
+    package static func parse(_ line: [UInt8]) -> Result<TrafficRecord, TrafficError> {
         switch JSONValue.parse(line) {
         case .failure(let e): return .failure(TrafficError(message: "not a JSON line: \(e)"))
         case .success(let v):
@@ -33,7 +32,7 @@ public struct TrafficRecord: Hashable, Sendable {
     }
 
     /// The JSON line for this record (payload embedded as JSON when it parses, else as a string).
-    public var line: String {
+    package var line: String {
         var out = "{\"topic\":"
         JSONWriter.quote(topic, into: &out)
         out += ",\"payload\":"
@@ -47,29 +46,29 @@ public struct TrafficRecord: Hashable, Sendable {
 }
 
 /// Feeds recorded traffic through an event-clock ingestor: what `mobilityctl replay` does.
-public struct Replay: Sendable {
+package struct Replay: Sendable {
     /// The ingestor.
-    public private(set) var ingestor: Ingestor
+    package private(set) var ingestor: Ingestor
     /// The topic of the last `samples` line and its user (``samplesUser(topic:)``).
     private var lastSamplesTopic: [UInt8] = []
     private var lastSamplesUser = ""
 
     /// Creates a replay over a program.
-    public init(program: Program, configuration: EngineConfiguration, layout: TopicLayout = TopicLayout()) {
+    package init(program: Program, configuration: EngineConfiguration, layout: TopicLayout = TopicLayout()) {
         ingestor = Ingestor(engine: Engine(program: program, configuration: configuration), layout: layout, clock: .event)
         ingestor.tracksLastSampleID = false
     }
 
     /// What one traffic line produced.
-    public struct Fed: Sendable {
+    package struct Fed: Sendable {
         /// Alert and series payloads as JSON.
-        public var outputs: [String] = []
+        package var outputs: [String] = []
         /// The rejections, as published on the `rejected` topics.
-        public var rejections: [String] = []
+        package var rejections: [String] = []
     }
 
     /// Feeds one traffic line; returns its outputs and rejections.
-    public mutating func feed(line: [UInt8]) -> Result<Fed, TrafficError> {
+    package mutating func feed(line: [UInt8]) -> Result<Fed, TrafficError> {
         var out: [EngineOutput] = []
         if let e = feed(line: line, into: &out) { return .failure(e) }
         return .success(Replay.split(out))
@@ -77,7 +76,7 @@ public struct Replay: Sendable {
 
     /// Feeds one traffic line, appending what the engine produced to `out` (for tools that read
     /// the outputs as values, such as `mobilityctl report`); nil, or why the line is malformed.
-    public mutating func feed(line: [UInt8], into out: inout [EngineOutput]) -> TrafficError? {
+    package mutating func feed(line: [UInt8], into out: inout [EngineOutput]) -> TrafficError? {
         line.withUnsafeBufferPointer { feed(line: $0, into: &out) }
     }
 
@@ -86,7 +85,7 @@ public struct Replay: Sendable {
     /// A `samples` line of the usual shape (``TrafficLine``) is decoded straight from the line's
     /// bytes, the payload exactly as recorded; any other line, and one whose payload is not JSON
     /// (so that a broken line is still reported as malformed), through ``TrafficRecord/parse(_:)``.
-    public mutating func feed(line: UnsafeBufferPointer<UInt8>, into out: inout [EngineOutput]) -> TrafficError? {
+    package mutating func feed(line: UnsafeBufferPointer<UInt8>, into out: inout [EngineOutput]) -> TrafficError? {
         feed(line: line, scan: TrafficLine.scan(line), into: &out)
     }
 
@@ -131,22 +130,22 @@ public struct Replay: Sendable {
     }
 
     /// ``finish()`` for one user (``Ingestor/clockedUsers`` lists them in the order ``finish()`` takes).
-    public mutating func finishUser(_ user: String, into out: inout [EngineOutput]) { ingestor.closeOpenDays(of: user, into: &out) }
+    package mutating func finishUser(_ user: String, into out: inout [EngineOutput]) { ingestor.closeOpenDays(of: user, into: &out) }
 
     /// ``finish()``, appending the outputs to `out`.
-    public mutating func finish(into out: inout [EngineOutput]) { ingestor.closeOpenDays(into: &out) }
+    package mutating func finish(into out: inout [EngineOutput]) { ingestor.closeOpenDays(into: &out) }
 
     /// The final watermark of a bounded input: closes each user's days up to and including the
     /// day of the latest sample seen from that user (in user-id order), as a batch engine's last
     /// watermark does, so that the last day of data is evaluated. Later, empty days stay open.
-    public mutating func finish() -> Fed {
+    package mutating func finish() -> Fed {
         var out: [EngineOutput] = []
         ingestor.closeOpenDays(into: &out)
         return Replay.split(out)
     }
 
     /// How many inputs were rejected so far, by reason.
-    public var rejected: [RejectionReason: Int] { ingestor.counters.rejected }
+    package var rejected: [RejectionReason: Int] { ingestor.counters.rejected }
 
     private static func split(_ out: [EngineOutput]) -> Fed {
         var fed = Fed()
@@ -162,9 +161,9 @@ public struct Replay: Sendable {
 }
 
 /// A malformed traffic line.
-public struct TrafficError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct TrafficError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What is wrong.
-    public var message: String
+    package var message: String
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }

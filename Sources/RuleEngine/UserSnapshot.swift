@@ -18,52 +18,52 @@ import RuleLanguage
 /// order with ``foldedValues`` holding their values in that order (one per mask bit, in bit
 /// order); ``openDays`` in ascending day order, each day's values at `start..<start + count` of
 /// ``openValues``.
-public struct UserSnapshot: Hashable, Sendable {
+package struct UserSnapshot: Hashable, Sendable {
     /// The user's id.
-    public var user: String
+    package var user: String
     /// The IANA identifier of the user's calendar (an unknown one restores as UTC).
-    public var calendar: String
+    package var calendar: String
     /// Whether the calendar came from a profile message.
-    public var hasProfile: Bool
+    package var hasProfile: Bool
     /// The care teams of the last accepted profile (empty: none).
-    public var careTeams: [String]
+    package var careTeams: [String]
     /// The first local day with any data or event.
-    public var firstDay: DayNumber?
+    package var firstDay: DayNumber?
     /// The last day whose rules have been evaluated.
-    public var lastClosedDay: DayNumber?
+    package var lastClosedDay: DayNumber?
     /// The daily inputs the folded values belong to (bit i of a folded day's mask: input i).
-    public var foldedInputs: [FoldedInput]
+    package var foldedInputs: [FoldedInput]
     /// The folded days that have values, in day order.
-    public var foldedDays: [FoldedDay]
+    package var foldedDays: [FoldedDay]
     /// The folded days' values, day after day, in mask-bit order within a day.
-    public var foldedValues: [Double]
+    package var foldedValues: [Double]
     /// HealthKit sync identifiers of open-day samples.
-    public var syncIndex: [SyncEntry]
+    package var syncIndex: [SyncEntry]
     /// Deleted sample ids remembered for the allowed lateness, oldest first.
-    public var tombstones: [Tombstone]
+    package var tombstones: [Tombstone]
     /// Clinical events and annotations, sorted by id.
-    public var events: [TimelineEvent]
+    package var events: [TimelineEvent]
     /// The alert states other than a never-evaluated inactive one, sorted by rule name.
-    public var alerts: [Alert]
+    package var alerts: [Alert]
     /// Closed days whose data or timeline changed since they were last evaluated, ascending.
-    public var revisedDays: [DayNumber]
+    package var revisedDays: [DayNumber]
     /// How the recently closed days changed the alert states, oldest first: what a
     /// re-evaluation of those days starts from (a store written before the log existed has
     /// none: its states re-evaluate from where they are).
-    public var alertLog: [AlertLogEntry]
+    package var alertLog: [AlertLogEntry]
     /// The first day ``alertLog`` covers; nil in a state stored without a log (a store written
     /// before it existed, or with revisions off): the days closed before such a restore cannot
     /// be re-evaluated.
-    public var alertLogStart: DayNumber?
+    package var alertLogStart: DayNumber?
     /// Open days (all, or in a commit the changed ones), ascending.
-    public var openDays: [OpenDay]
+    package var openDays: [OpenDay]
     /// The open days' values (the engine's own array, shared: a commit copies none of it).
-    public var openValues: [StoredValue]
+    package var openValues: [StoredValue]
     /// A commit's: the store's rows of open days before this day go (they were folded).
-    public var foldedBefore: DayNumber?
+    package var foldedBefore: DayNumber?
 
     /// An empty state of a user (UTC, no history): what a store builds its snapshots from.
-    public init(user: String) {
+    package init(user: String) {
         self.user = user
         calendar = "UTC"
         hasProfile = false
@@ -82,24 +82,23 @@ public struct UserSnapshot: Hashable, Sendable {
     }
 
     /// The values of an open day.
-    public func values(of day: OpenDay) -> ArraySlice<StoredValue> { openValues[day.start..<(day.start + day.count)] }
+    package func values(of day: OpenDay) -> ArraySlice<StoredValue> { openValues[day.start..<(day.start + day.count)] }
 
     /// A day open to late data: where its values are in ``openValues`` and what changed.
-    public struct OpenDay: Hashable, Sendable {
+    package struct OpenDay: Hashable, Sendable {
         /// The local day.
-        public var day: DayNumber
+        package var day: DayNumber
         /// Its first value's index in ``UserSnapshot/openValues``.
-        public var start: Int
+        package var start: Int
         /// How many values it has.
-        public var count: Int
+        package var count: Int
         /// The first value (day-relative) that changed since the store last wrote the day; nil
         /// when the store holds it as it is (every day a store loads from its rows).
-        public var changedFrom: Int?
+        package var changedFrom: Int?
         /// How many values the store holds for the day (0 for a day it has no rows of).
-        public var storedCount: Int
+        package var storedCount: Int
 
-        /// Creates an open day.
-        public init(day: DayNumber, start: Int, count: Int, changedFrom: Int?, storedCount: Int) {
+        package init(day: DayNumber, start: Int, count: Int, changedFrom: Int?, storedCount: Int) {
             self.day = day
             self.start = start
             self.count = count
@@ -109,14 +108,13 @@ public struct UserSnapshot: Hashable, Sendable {
     }
 
     /// A folded day: its day and which inputs have a value (bit i: ``UserSnapshot/foldedInputs``[i]).
-    public struct FoldedDay: Hashable, Sendable {
+    package struct FoldedDay: Hashable, Sendable {
         /// The local day.
-        public var day: DayNumber
+        package var day: DayNumber
         /// The inputs with a value.
-        public var mask: UInt64
+        package var mask: UInt64
 
-        /// Creates a folded day.
-        public init(day: DayNumber, mask: UInt64) {
+        package init(day: DayNumber, mask: UInt64) {
             self.day = day
             self.mask = mask
         }
@@ -124,30 +122,29 @@ public struct UserSnapshot: Hashable, Sendable {
 
     /// A daily input in a stored form of the engine's design: its aggregation as a stable code
     /// (``Reduction``) instead of the rule language's enum.
-    public struct FoldedInput: Hashable, Sendable {
+    package struct FoldedInput: Hashable, Sendable {
         /// A stable code for each aggregation (written as its raw value).
-        public enum Reduction: UInt8, Sendable {
+        package enum Reduction: UInt8, Sendable {
             case percentile = 0, mean, median, min, max, sum, count, last
         }
 
         /// A stable code for each percentile method (written as its raw value).
-        public enum Method: UInt8, Sendable {
+        package enum Method: UInt8, Sendable {
             case linear = 0, nearestRank
         }
 
         /// What was measured.
-        public var metric: MetricKind
+        package var metric: MetricKind
         /// The provenance the input is restricted to; nil: all samples.
-        public var provenance: Provenance?
+        package var provenance: Provenance?
         /// The reduction.
-        public var reduction: Reduction
+        package var reduction: Reduction
         /// The percentile (0–100), for ``Reduction/percentile`` only.
-        public var percentile: Double
+        package var percentile: Double
         /// The percentile's method, for ``Reduction/percentile`` only.
-        public var method: Method
+        package var method: Method
 
-        /// Creates a stored input.
-        public init(metric: MetricKind, provenance: Provenance?, reduction: Reduction, percentile: Double = 0, method: Method = .linear) {
+        package init(metric: MetricKind, provenance: Provenance?, reduction: Reduction, percentile: Double = 0, method: Method = .linear) {
             self.metric = metric
             self.provenance = provenance
             self.reduction = reduction
@@ -157,16 +154,15 @@ public struct UserSnapshot: Hashable, Sendable {
     }
 
     /// One rule's alert state before a closed day changed it, by the rule's name.
-    public struct AlertLogEntry: Hashable, Sendable {
+    package struct AlertLogEntry: Hashable, Sendable {
         /// The closed day whose evaluation changed the state.
-        public var day: DayNumber
+        package var day: DayNumber
         /// The rule's name.
-        public var rule: String
+        package var rule: String
         /// The state before that day's evaluation.
-        public var machine: AlertStateMachine
+        package var machine: AlertStateMachine
 
-        /// Creates a log entry.
-        public init(day: DayNumber, rule: String, machine: AlertStateMachine) {
+        package init(day: DayNumber, rule: String, machine: AlertStateMachine) {
             self.day = day
             self.rule = rule
             self.machine = machine
@@ -174,14 +170,13 @@ public struct UserSnapshot: Hashable, Sendable {
     }
 
     /// One rule's alert state, by the rule's name.
-    public struct Alert: Hashable, Sendable {
+    package struct Alert: Hashable, Sendable {
         /// The rule's name.
-        public var rule: String
+        package var rule: String
         /// Its state machine.
-        public var machine: AlertStateMachine
+        package var machine: AlertStateMachine
 
-        /// Creates an alert state.
-        public init(rule: String, machine: AlertStateMachine) {
+        package init(rule: String, machine: AlertStateMachine) {
             self.rule = rule
             self.machine = machine
         }

@@ -139,7 +139,6 @@ package struct UserState: Sendable {
     /// The cache marker for "not computed yet" (a NaN with a payload; a day without a value is plain NaN).
     static let notComputed = Double(bitPattern: 0x7FF8_0000_0000_0BAD)
 
-    /// Creates an empty state.
     package init(user: String, calendar: LocalCalendar) {
         self.user = user
         self.calendar = calendar

@@ -1,5 +1,5 @@
 /// The syntax tree of a rule file, as parsed (unchecked).
-public indirect enum SyntaxExpr: Hashable, Sendable {
+package indirect enum SyntaxExpr: Hashable, Sendable {
     case number(Double, unit: String?, range: SourceRange, unitRange: SourceRange?)
     case string(String, range: SourceRange)
     case bool(Bool, range: SourceRange)
@@ -11,7 +11,7 @@ public indirect enum SyntaxExpr: Hashable, Sendable {
     case error(range: SourceRange)
 
     /// The source range of the whole expression.
-    public var range: SourceRange {
+    package var range: SourceRange {
         switch self {
         case .number(_, _, let r, _), .string(_, let r), .bool(_, let r), .name(_, let r), .call(_, _, _, let r),
             .unary(_, _, let r), .binary(_, _, _, _, let r), .error(let r):
@@ -21,44 +21,44 @@ public indirect enum SyntaxExpr: Hashable, Sendable {
 }
 
 /// A function-call argument, positional or named (`min: 4`).
-public struct SyntaxArgument: Hashable, Sendable {
+package struct SyntaxArgument: Hashable, Sendable {
     /// The label, for named arguments.
-    public var label: String?
+    package var label: String?
     /// Where the label is.
-    public var labelRange: SourceRange?
+    package var labelRange: SourceRange?
     /// The value.
-    public var value: SyntaxExpr
+    package var value: SyntaxExpr
 }
 
 /// One clause inside an `alert { … }` block.
-public struct SyntaxClause: Hashable, Sendable {
+package struct SyntaxClause: Hashable, Sendable {
     /// The clause keyword (`when`, `for`, `let`…).
-    public var keyword: String
+    package var keyword: String
     /// Where the keyword is.
-    public var keywordRange: SourceRange
+    package var keywordRange: SourceRange
     /// The name for `let NAME = …` and `on sample NAME`; the kind of `headline KIND "…"`.
-    public var name: String?
+    package var name: String?
     /// Where the name is.
-    public var nameRange: SourceRange?
+    package var nameRange: SourceRange?
     /// The expression, for clauses that take one.
-    public var expr: SyntaxExpr?
+    package var expr: SyntaxExpr?
     /// String or identifier arguments (`severity warning`, `headline "…"`, `details "…"`, `inhibited_by a, b`, labels).
-    public var words: [(String, SourceRange)]
+    package var words: [(String, SourceRange)]
     /// `labels { k = "v" }` pairs.
-    public var pairs: [(key: String, value: String, range: SourceRange)]
+    package var pairs: [(key: String, value: String, range: SourceRange)]
 
     /// Equal when keyword, position, name, expression, words and pairs are equal (the ranges of words and pairs are not compared).
-    public static func == (a: SyntaxClause, b: SyntaxClause) -> Bool {
+    package static func == (a: SyntaxClause, b: SyntaxClause) -> Bool {
         a.keyword == b.keyword && a.keywordRange == b.keywordRange && a.name == b.name && a.expr == b.expr
             && a.words.map(\.0) == b.words.map(\.0) && a.pairs.map(\.key) == b.pairs.map(\.key) && a.pairs.map(\.value) == b.pairs.map(\.value)
     }
 
     /// Hashes the keyword, its position and the expression (consistent with `==`).
-    public func hash(into h: inout Hasher) { h.combine(keyword); h.combine(keywordRange); h.combine(expr) }
+    package func hash(into h: inout Hasher) { h.combine(keyword); h.combine(keywordRange); h.combine(expr) }
 }
 
 /// A top-level declaration.
-public enum SyntaxDecl: Hashable, Sendable {
+package enum SyntaxDecl: Hashable, Sendable {
     /// `series NAME = expr`: a recording rule.
     case series(name: String, nameRange: SourceRange, expr: SyntaxExpr, range: SourceRange)
     /// `alert NAME { clauses }`.
@@ -71,32 +71,32 @@ public enum SyntaxDecl: Hashable, Sendable {
 
 /// One item of a `report { … }` block (`walking_speed { … }`, `condition …`, `explain …`) or one
 /// field of a panel (`daily speed_p95`, `baseline 30 d before injury`, `unit mph`).
-public struct SyntaxReportItem: Hashable, Sendable {
+package struct SyntaxReportItem: Hashable, Sendable {
     /// The keyword (`walking_speed`, `daily`, `condition`…).
-    public var keyword: String
+    package var keyword: String
     /// Where the keyword is.
-    public var keywordRange: SourceRange
+    package var keywordRange: SourceRange
     /// Names, strings and units after the keyword, in order (`condition source device = s`: source,
     /// device, s; `baseline 30 d before injury`: injury; `unit m/s`: m/s).
-    public var words: [(String, SourceRange)]
+    package var words: [(String, SourceRange)]
     /// The expression, for `baseline`.
-    public var expr: SyntaxExpr?
+    package var expr: SyntaxExpr?
     /// A panel's fields.
-    public var fields: [SyntaxReportItem]
+    package var fields: [SyntaxReportItem]
 
     /// Equal when keyword, position, words, expression and fields are equal (the ranges of the words are not compared).
-    public static func == (a: SyntaxReportItem, b: SyntaxReportItem) -> Bool {
+    package static func == (a: SyntaxReportItem, b: SyntaxReportItem) -> Bool {
         a.keyword == b.keyword && a.keywordRange == b.keywordRange && a.words.map(\.0) == b.words.map(\.0) && a.expr == b.expr && a.fields == b.fields
     }
 
     /// Hashes the keyword, its position and the expression (consistent with `==`).
-    public func hash(into h: inout Hasher) { h.combine(keyword); h.combine(keywordRange); h.combine(expr) }
+    package func hash(into h: inout Hasher) { h.combine(keyword); h.combine(keywordRange); h.combine(expr) }
 }
 
 /// A parsed file.
-public struct SyntaxFile: Sendable {
+package struct SyntaxFile: Sendable {
     /// Index of the file.
-    public var file: Int
+    package var file: Int
     /// Declarations in source order.
-    public var decls: [SyntaxDecl]
+    package var decls: [SyntaxDecl]
 }

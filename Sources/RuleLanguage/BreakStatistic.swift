@@ -1,6 +1,6 @@
 /// What `shortfall`-family functions report about the last days against the line fitted to the
 /// days before them.
-public enum BreakStatistic: Hashable, Sendable {
+package enum BreakStatistic: Hashable, Sendable {
     /// `shortfall`: how far the recent days' mean fell below the extrapolated line (the series' unit).
     case shortfall
     /// `shortfall_z`: the shortfall in standard errors (dimensionless, positive when below).
@@ -12,7 +12,7 @@ public enum BreakStatistic: Hashable, Sendable {
     case slopeChangeZ
 
     /// The function's name in the rule language.
-    public var name: String {
+    package var name: String {
         switch self {
         case .shortfall: "shortfall"
         case .shortfallZ: "shortfall_z"
@@ -22,7 +22,7 @@ public enum BreakStatistic: Hashable, Sendable {
     }
 
     /// The statistic a function name calls, if it is one.
-    public init?(name: String) {
+    package init?(name: String) {
         switch name {
         case "shortfall": self = .shortfall
         case "shortfall_z": self = .shortfallZ
@@ -33,7 +33,7 @@ public enum BreakStatistic: Hashable, Sendable {
     }
 
     /// Whether the recent days' residuals are weighted by their day since the break.
-    public var weighted: Bool { self == .slopeChange || self == .slopeChangeZ }
+    package var weighted: Bool { self == .slopeChange || self == .slopeChangeZ }
     /// Whether the statistic is in standard errors.
-    public var standardised: Bool { self == .shortfallZ || self == .slopeChangeZ }
+    package var standardised: Bool { self == .shortfallZ || self == .slopeChangeZ }
 }

@@ -11,7 +11,7 @@
 extension Checker {
     /// The values each series and alert of a checked program computes for one user's day, by
     /// name (the figure ``RuleLimits/maxCostPerDay`` bounds).
-    public static func dailyCost(_ program: Program) -> [String: Double] {
+    package static func dailyCost(_ program: Program) -> [String: Double] {
         var out: [String: Double] = [:]
         for s in program.series {
             var walk = CostWalk(series: program.series, lets: [])

@@ -2,9 +2,9 @@ import MobilityModel
 
 /// Checks parsed rule files and lowers them to a ``Program``: names, types, units and durations,
 /// clause structure, templates and the inhibition graph. Collects every diagnostic it can.
-public struct Checker {
+package struct Checker {
     /// Parses and checks rule sources. The program is nil when there is any error.
-    public static func check(_ sources: [SourceFile]) -> (program: Program?, diagnostics: [Diagnostic]) {
+    package static func check(_ sources: [SourceFile]) -> (program: Program?, diagnostics: [Diagnostic]) {
         var c = Checker(sources: sources)
         let p = c.run()
         let hasError = c.diagnostics.contains { $0.severity == .error }
@@ -35,7 +35,7 @@ public struct Checker {
     }
 
     /// Checks a single source text (tests, tools).
-    public static func check(text: String, path: String = "<input>") -> (program: Program?, diagnostics: [Diagnostic]) {
+    package static func check(text: String, path: String = "<input>") -> (program: Program?, diagnostics: [Diagnostic]) {
         check([SourceFile(path: path, text: text)])
     }
 

@@ -1,10 +1,10 @@
 /// How serious a diagnostic is.
-public enum DiagnosticSeverity: String, Hashable, Sendable {
+package enum DiagnosticSeverity: String, Hashable, Sendable {
     case error, warning, note
 }
 
 /// What a diagnostic says: its text, stable id and severity (swift-syntax's `DiagnosticMessage`).
-public protocol DiagnosticMessage: Sendable {
+package protocol DiagnosticMessage: Sendable {
     /// A lower-case, one-line message without a trailing period.
     var message: String { get }
     /// The stable identifier (documented in `docs/rule-language.md`).
@@ -15,50 +15,48 @@ public protocol DiagnosticMessage: Sendable {
 
 /// A further explanation of a diagnostic, optionally pointing at a place of its own
 /// (`first defined here` under the first definition).
-public struct Note: Hashable, Sendable {
+package struct Note: Hashable, Sendable {
     /// What the note says.
-    public var message: RuleNote
+    package var message: RuleNote
     /// Where it points, if anywhere; rendered as its own `file:line:col: note:` with a caret.
-    public var range: SourceRange?
+    package var range: SourceRange?
 
-    /// Creates a note.
-    public init(message: RuleNote, range: SourceRange? = nil) {
+    package init(message: RuleNote, range: SourceRange? = nil) {
         self.message = message
         self.range = range
     }
 }
 
 /// A suggested edit: replace the text at `range` with `replacement` ("did you mean").
-public struct FixIt: Hashable, Sendable {
+package struct FixIt: Hashable, Sendable {
     /// The text to put in place of the range.
-    public var replacement: String
+    package var replacement: String
     /// The source text to replace.
-    public var range: SourceRange
+    package var range: SourceRange
 
     /// Creates a fix-it.
-    public init(replacement: String, range: SourceRange) {
+    package init(replacement: String, range: SourceRange) {
         self.replacement = replacement
         self.range = range
     }
 
     /// How the fix-it is shown: `did you mean 'walkingSpeed'?`.
-    public var message: String { "did you mean '\(replacement)'?" }
+    package var message: String { "did you mean '\(replacement)'?" }
 }
 
 /// A problem found in rule source: a catalogued message (which fixes id and severity), where,
 /// notes and fix-its.
-public struct Diagnostic: Hashable, Sendable {
+package struct Diagnostic: Hashable, Sendable {
     /// What is wrong, from the catalogue.
-    public var diagMessage: RuleMessage
+    package var diagMessage: RuleMessage
     /// Where.
-    public var range: SourceRange
+    package var range: SourceRange
     /// Further explanations, some with a location of their own.
-    public var notes: [Note]
+    package var notes: [Note]
     /// Suggested edits (`did you mean 'walkingSpeed'?`).
-    public var fixIts: [FixIt]
+    package var fixIts: [FixIt]
 
-    /// Creates a diagnostic.
-    public init(_ message: RuleMessage, at range: SourceRange, notes: [Note] = [], fixIts: [FixIt] = []) {
+    package init(_ message: RuleMessage, at range: SourceRange, notes: [Note] = [], fixIts: [FixIt] = []) {
         self.diagMessage = message
         self.range = range
         self.notes = notes
@@ -66,33 +64,32 @@ public struct Diagnostic: Hashable, Sendable {
     }
 
     /// Error, warning or note (fixed by the message).
-    public var severity: DiagnosticSeverity { diagMessage.severity }
+    package var severity: DiagnosticSeverity { diagMessage.severity }
     /// The stable identifier (fixed by the message).
-    public var id: DiagnosticID { diagMessage.diagnosticID }
+    package var id: DiagnosticID { diagMessage.diagnosticID }
     /// A lower-case, one-line message without a trailing period.
-    public var message: String { diagMessage.message }
+    package var message: String { diagMessage.message }
 }
 
 /// Renders diagnostics the way compilers do:
 /// `rules/recovery.rules:12:17: error: cannot compare speed with number [unit-mismatch]`, the
 /// source line, and a caret under the column.
-public struct DiagnosticRenderer: Sendable {
+package struct DiagnosticRenderer: Sendable {
     /// Source files by index.
-    public let files: [SourceFile]
+    package let files: [SourceFile]
     /// Whether to colour the output (only on a terminal).
-    public var colour: Bool
+    package var colour: Bool
 
     /// Longer source lines are shown as an excerpt of this many characters around the column.
-    public static let maxLineWidth = 160
+    package static let maxLineWidth = 160
 
-    /// Creates a renderer.
-    public init(files: [SourceFile], colour: Bool = false) {
+    package init(files: [SourceFile], colour: Bool = false) {
         self.files = files
         self.colour = colour
     }
 
     /// The `file:line:col` prefix of a range.
-    public func position(_ r: SourceRange) -> String {
+    package func position(_ r: SourceRange) -> String {
         let f = files[r.file]
         let (l, c) = f.location(of: r.range.lowerBound)
         return "\(f.path):\(l):\(c)"
@@ -100,7 +97,7 @@ public struct DiagnosticRenderer: Sendable {
 
     /// Renders one diagnostic with its source line and caret, then its fix-its and notes (a
     /// located note as its own `file:line:col: note:` with its source line and caret).
-    public func render(_ d: Diagnostic) -> String {
+    package func render(_ d: Diagnostic) -> String {
         var out = located(d.range, severity: d.severity, tail: "\(d.message) [\(d.id.rawValue)]")
         for f in d.fixIts { out += "    note: \(f.message)\n" }
         for n in d.notes {
@@ -147,7 +144,7 @@ public struct DiagnosticRenderer: Sendable {
     }
 
     /// Renders many, sorted by file and position.
-    public func render(_ ds: [Diagnostic]) -> String {
+    package func render(_ ds: [Diagnostic]) -> String {
         ds.sorted { ($0.range.file, $0.range.range.lowerBound) < ($1.range.file, $1.range.range.lowerBound) }.map(render).joined()
     }
 }

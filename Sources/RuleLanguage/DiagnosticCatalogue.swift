@@ -1,6 +1,6 @@
 /// The catalogue of diagnostic ids, alphabetical. Each is stable and documented in
 /// `docs/rule-language.md` (a test checks that the doc lists exactly these).
-public enum DiagnosticID: String, CaseIterable, Hashable, Sendable {
+package enum DiagnosticID: String, CaseIterable, Hashable, Sendable {
     case argumentMismatch = "argument-mismatch"
     case doubledUnit = "doubled-unit"
     case duplicateClause = "duplicate-clause"
@@ -38,7 +38,7 @@ public enum DiagnosticID: String, CaseIterable, Hashable, Sendable {
 
 /// Every message the lexer, parser and checker can report, alphabetical by case. Each case
 /// knows its id and severity, so a call site cannot pair a message with the wrong id.
-public enum RuleMessage: DiagnosticMessage, Hashable {
+package enum RuleMessage: DiagnosticMessage, Hashable {
     /// `'f' takes 1 positional argument, found 2`.
     case arityMismatch(function: String, expected: String, plural: Bool, found: Int)
     /// A window given both `before:` and `after:`.
@@ -207,7 +207,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     case windowNotWholeDays(after: String)
 
     /// The stable id.
-    public var diagnosticID: DiagnosticID {
+    package var diagnosticID: DiagnosticID {
         switch self {
         case .arityMismatch, .beforeAndAfter, .invalidMethod, .invalidMinDays, .invalidSource, .minDaysExceedWindow, .percentileOutOfRange,
             .fitTooShort:
@@ -251,7 +251,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     }
 
     /// Error, except for the unused `let` and the missing headline (warnings) and the cap (a note).
-    public var severity: DiagnosticSeverity {
+    package var severity: DiagnosticSeverity {
         switch self {
         case .missingHeadline, .unusedLet: .warning
         case .tooManyDiagnostics: .note
@@ -260,7 +260,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
     }
 
     /// The one-line, lower-case message without a trailing period.
-    public var message: String {
+    package var message: String {
         switch self {
         case .arityMismatch(let f, let expected, let plural, let found):
             "'\(f)' takes \(expected) positional argument\(plural ? "s" : ""), found \(found)"
@@ -355,7 +355,7 @@ public enum RuleMessage: DiagnosticMessage, Hashable {
 }
 
 /// Every note a diagnostic can carry, alphabetical by case.
-public enum RuleNote: Hashable, Sendable {
+package enum RuleNote: Hashable, Sendable {
     /// How to declare a new kind.
     case declareKinds(clinical: Bool, name: String)
     /// A suggestion that has no exact place in the source to become a fix-it.
@@ -382,7 +382,7 @@ public enum RuleNote: Hashable, Sendable {
     case windowsMultiply
 
     /// The note's text, lower-case without a trailing period.
-    public var message: String {
+    package var message: String {
         switch self {
         case .declareKinds(let clinical, let k): "declare new kinds with '\(clinical ? "event" : "annotation") kinds \(k)'"
         case .didYouMean(let s): "did you mean '\(s)'?"

@@ -1,9 +1,9 @@
 import MobilityModel
 
 /// A lexical token.
-public struct Token: Hashable, Sendable {
+package struct Token: Hashable, Sendable {
     /// Token kinds.
-    public enum Kind: Hashable, Sendable {
+    package enum Kind: Hashable, Sendable {
         case identifier
         case number
         /// A unit written after a number (`m/s`, `%`, `d`).
@@ -14,36 +14,36 @@ public struct Token: Hashable, Sendable {
     }
 
     /// The kind.
-    public var kind: Kind
+    package var kind: Kind
     /// The source text (for strings, the decoded contents).
-    public var text: String
+    package var text: String
     /// For numbers, the value.
-    public var number: Double
+    package var number: Double
     /// Byte range in the file.
-    public var range: Range<Int>
+    package var range: Range<Int>
 }
 
 /// Turns rule source into tokens. Never throws: bad characters become diagnostics and are skipped.
-public struct Lexer {
+package struct Lexer {
     let bytes: [UInt8]
     let file: Int
     var i = 0
     /// Diagnostics found while lexing (at most ``RuleLimits/maxDiagnosticsPerFile``).
-    public private(set) var diagnostics: [Diagnostic] = []
+    package private(set) var diagnostics: [Diagnostic] = []
     /// Diagnostics found past the cap, not kept.
-    public private(set) var dropped = 0
+    package private(set) var dropped = 0
 
     /// Words that may never be read as a unit after a number.
     static let keywords: Set<String> = ["and", "or", "not", "true", "false"]
 
     /// Creates a lexer over a file.
-    public init(_ source: SourceFile, file: Int) {
+    package init(_ source: SourceFile, file: Int) {
         self.bytes = source.bytes
         self.file = file
     }
 
     /// Lexes the whole file; the last token is `.eof`.
-    public mutating func tokenize() -> [Token] {
+    package mutating func tokenize() -> [Token] {
         var out: [Token] = []
         while true {
             let t = next()

@@ -2,14 +2,14 @@
 ///
 /// Recovery: a bad top-level item skips to the next `series`/`alert`/`event`/`annotation`
 /// keyword; a bad clause skips to the next clause keyword or the closing brace.
-public struct Parser {
+package struct Parser {
     var tokens: [Token]
     var p = 0
     let file: Int
     /// Diagnostics from lexing and parsing (at most ``RuleLimits/maxDiagnosticsPerFile``).
-    public private(set) var diagnostics: [Diagnostic]
+    package private(set) var diagnostics: [Diagnostic]
     /// Diagnostics found past the cap (lexer's included), not kept.
-    public private(set) var dropped = 0
+    package private(set) var dropped = 0
     /// Current nesting of parentheses, calls and unary operators (bounded by ``RuleLimits/maxNesting``).
     var nesting = 0
     /// Operators and calls in the expression being parsed (bounded by ``RuleLimits/maxOperators``).
@@ -17,25 +17,25 @@ public struct Parser {
 
     static let topKeywords: Set<String> = ["series", "alert", "event", "annotation", "report"]
     /// Items of a `report` block.
-    public static let reportItems: Set<String> = ["walking_speed", "double_support", "six_minute_walk", "condition", "explain"]
+    package static let reportItems: Set<String> = ["walking_speed", "double_support", "six_minute_walk", "condition", "explain"]
     /// Fields of a trend panel (`walking_speed`, `double_support`).
-    public static let trendFields: Set<String> = ["title", "daily", "smoothed", "baseline", "unit"]
+    package static let trendFields: Set<String> = ["title", "daily", "smoothed", "baseline", "unit"]
     /// Fields of the `six_minute_walk` panel.
-    public static let walkFields: Set<String> = ["title", "clinic", "watch", "provisional", "unit"]
+    package static let walkFields: Set<String> = ["title", "clinic", "watch", "provisional", "unit"]
     /// Keywords that start a clause inside an alert block.
-    public static let clauseKeywords: Set<String> = [
+    package static let clauseKeywords: Set<String> = [
         "on", "let", "when", "during", "for", "keep_firing_for", "repeat", "cooldown",
         "severity", "labels", "headline", "details", "summary", "inhibited_by"
     ]
 
     /// Lexes and parses a source file.
-    public static func parse(_ source: SourceFile, file: Int) -> (SyntaxFile, [Diagnostic]) {
+    package static func parse(_ source: SourceFile, file: Int) -> (SyntaxFile, [Diagnostic]) {
         let (f, d, _) = parseCounting(source, file: file)
         return (f, d)
     }
 
     /// Lexes and parses a source file; also returns how many diagnostics were past the cap.
-    public static func parseCounting(_ source: SourceFile, file: Int) -> (SyntaxFile, [Diagnostic], dropped: Int) {
+    package static func parseCounting(_ source: SourceFile, file: Int) -> (SyntaxFile, [Diagnostic], dropped: Int) {
         var lexer = Lexer(source, file: file)
         let tokens = lexer.tokenize()
         var parser = Parser(tokens: tokens, file: file, diagnostics: lexer.diagnostics)

@@ -1,7 +1,7 @@
 import MobilityModel
 
 /// How a day's sample values are reduced to one number.
-public enum Aggregation: Hashable, Sendable, CustomStringConvertible {
+package enum Aggregation: Hashable, Sendable, CustomStringConvertible {
     /// A percentile 0–100 with its method.
     case percentile(Double, PercentileMethod)
     case mean, median, min, max, sum, count
@@ -9,7 +9,7 @@ public enum Aggregation: Hashable, Sendable, CustomStringConvertible {
     case last
 
     /// The aggregation as written in rules: `mean`, `p90`, `p90/nearest`, `last`, ….
-    public var description: String {
+    package var description: String {
         switch self {
         case .percentile(let q, let m): "p\(JSONWriter.format(q))\(m == .nearestRank ? "/nearest" : "")"
         case .mean: "mean"
@@ -24,7 +24,7 @@ public enum Aggregation: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// How a percentile is computed.
-public enum PercentileMethod: Hashable, Sendable {
+package enum PercentileMethod: Hashable, Sendable {
     /// Linear interpolation between closest ranks (R-7, numpy's default).
     case linear
     /// The smallest value with at least q% of values at or below it.
@@ -33,16 +33,15 @@ public enum PercentileMethod: Hashable, Sendable {
 
 /// A daily input: one metric, optionally one provenance, one aggregation. The engine computes
 /// each once per user and day.
-public struct DailyInput: Hashable, Sendable {
+package struct DailyInput: Hashable, Sendable {
     /// The metric whose samples are aggregated.
-    public var metric: MetricKind
+    package var metric: MetricKind
     /// Restrict to one provenance; nil means all samples.
-    public var provenance: Provenance?
+    package var provenance: Provenance?
     /// How the day's values are reduced to one number.
-    public var aggregation: Aggregation
+    package var aggregation: Aggregation
 
-    /// Creates a daily input.
-    public init(metric: MetricKind, provenance: Provenance?, aggregation: Aggregation) {
+    package init(metric: MetricKind, provenance: Provenance?, aggregation: Aggregation) {
         self.metric = metric
         self.provenance = provenance
         self.aggregation = aggregation
@@ -50,7 +49,7 @@ public struct DailyInput: Hashable, Sendable {
 }
 
 /// Where a window sits in time.
-public enum WindowAnchor: Hashable, Sendable {
+package enum WindowAnchor: Hashable, Sendable {
     /// The N days ending on the evaluated day, cut at the segment start.
     case current
     /// The N days ending the day before the latest event of a kind (e.g. a pre-injury baseline).
@@ -60,7 +59,7 @@ public enum WindowAnchor: Hashable, Sendable {
 }
 
 /// A reduction over a window of days.
-public enum WindowFunction: String, Hashable, Sendable {
+package enum WindowFunction: String, Hashable, Sendable {
     case mean, median, min, max, sum, last, slope
     case daysWithData = "days_with_data"
     /// The one-sided 95 % lower confidence bound of the least-squares slope (Student t, n − 2 df).
@@ -73,11 +72,11 @@ public enum WindowFunction: String, Hashable, Sendable {
     case stddev
 
     /// Whether the result is a slope (its unit is x's unit per day).
-    public var isSlope: Bool { self == .slope || self == .slopeLower || self == .slopeUpper || self == .slopeError }
+    package var isSlope: Bool { self == .slope || self == .slopeLower || self == .slopeUpper || self == .slopeError }
 
     /// The fewest days with a value the function needs: 3 for the slope's uncertainty (one
     /// residual degree of freedom), 2 for a slope or a standard deviation, else 1.
-    public var minimumDays: Int {
+    package var minimumDays: Int {
         switch self {
         case .slopeLower, .slopeUpper, .slopeError: 3
         case .slope, .stddev: 2
@@ -87,7 +86,7 @@ public enum WindowFunction: String, Hashable, Sendable {
 }
 
 /// A per-sample field, for rules triggered `on sample`.
-public enum SampleField: String, Hashable, Sendable, CaseIterable {
+package enum SampleField: String, Hashable, Sendable, CaseIterable {
     case value
     case userEntered = "user_entered"
     case deviceRecorded = "device_recorded"
@@ -96,14 +95,14 @@ public enum SampleField: String, Hashable, Sendable, CaseIterable {
 }
 
 /// Binary operators.
-public enum BinaryOp: String, Hashable, Sendable {
+package enum BinaryOp: String, Hashable, Sendable {
     case add = "+", sub = "-", mul = "*", div = "/"
     case lt = "<", le = "<=", gt = ">", ge = ">=", eq = "==", ne = "!="
     case and, or
 }
 
 /// A checked expression. Numbers are in SI; an unknown value (insufficient data) propagates.
-public indirect enum Expr: Hashable, Sendable {
+package indirect enum Expr: Hashable, Sendable {
     case number(Double)
     case bool(Bool)
     case string(String)
@@ -142,13 +141,13 @@ public indirect enum Expr: Hashable, Sendable {
 }
 
 /// The static type of an expression.
-public enum ValueType: Hashable, Sendable, CustomStringConvertible {
+package enum ValueType: Hashable, Sendable, CustomStringConvertible {
     case number(PhysicalDimension)
     case bool
     case string
 
     /// The type's name in diagnostics: the dimension's name, `boolean` or `string`.
-    public var description: String {
+    package var description: String {
         switch self {
         case .number(let d): d.description
         case .bool: "boolean"
@@ -158,81 +157,81 @@ public enum ValueType: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A named value with its type and the unit it is shown in.
-public struct Binding: Hashable, Sendable {
+package struct Binding: Hashable, Sendable {
     /// The name rules refer to it by.
-    public var name: String
+    package var name: String
     /// The checked expression computing its value (in SI).
-    public var expr: Expr
+    package var expr: Expr
     /// The expression's static type.
-    public var type: ValueType
+    package var type: ValueType
     /// The unit used for evidence and series payloads.
-    public var displayUnit: MeasureUnit
+    package var displayUnit: MeasureUnit
     /// Where it was defined.
-    public var range: SourceRange
+    package var range: SourceRange
 }
 
 /// A recording rule: a named daily series published for dashboards.
-public typealias SeriesRule = Binding
+package typealias SeriesRule = Binding
 
 /// When an alert is evaluated.
-public enum Trigger: Hashable, Sendable {
+package enum Trigger: Hashable, Sendable {
     /// Once per user and local day, when the day closes.
     case day
     /// On every sample of a metric, as it arrives.
     case sample(MetricKind)
 
     /// Whether this is a per-sample trigger for a metric.
-    public func matches(_ m: MetricKind) -> Bool { self == .sample(m) }
+    package func matches(_ m: MetricKind) -> Bool { self == .sample(m) }
 }
 
 /// A checked alerting rule.
-public struct AlertRule: Hashable, Sendable {
+package struct AlertRule: Hashable, Sendable {
     /// The alert's name; on reload a rule that kept its name keeps its users' alert state.
-    public var name: String
+    package var name: String
     /// When the alert is evaluated: once a day or on each sample of a metric.
-    public var trigger: Trigger
+    package var trigger: Trigger
     /// For `on sample M where …`: samples failing the filter are ignored by this rule.
-    public var filter: Expr?
+    package var filter: Expr?
     /// The alert-local `let` bindings in definition order, referred to by `Expr.local(index)`.
-    public var lets: [Binding]
+    package var lets: [Binding]
     /// The boolean condition; when it is unknown (insufficient data), a pending alert resets and a firing one holds.
-    public var condition: Expr
+    package var condition: Expr
     /// The monitoring window (`during`): a boolean; while it is not true the rule watches
     /// nothing, and a firing instance expires when it closes. nil: always monitored.
-    public var monitoring: Expr?
+    package var monitoring: Expr?
     /// How long the condition must hold before firing (seconds of event time).
-    public var forSeconds: Int64
+    package var forSeconds: Int64
     /// How long to keep firing after the condition clears.
-    public var keepFiringForSeconds: Int64
+    package var keepFiringForSeconds: Int64
     /// Re-publish a firing alert this often (0: never).
-    public var repeatSeconds: Int64
+    package var repeatSeconds: Int64
     /// After resolving, do not fire again for this long (0: no cooldown).
-    public var cooldownSeconds: Int64
+    package var cooldownSeconds: Int64
     /// The severity published with the alert.
-    public var severity: Severity
+    package var severity: Severity
     /// Sorted by key.
-    public var labels: [(String, String)]
+    package var labels: [(String, String)]
     /// The one-line headline of each kind of transition (`headline`, `headline resolved`, …),
     /// rendered into every published transition; a kind without one is rendered from its
     /// fallback (``headline(for:)``).
-    public var headlines: [TransitionKind: Template]
+    package var headlines: [TransitionKind: Template]
     /// The details template (`details`, formerly `summary`): the statistics behind the headline.
-    public var details: Template
+    package var details: Template
     /// Indices of alerts whose firing suppresses this one for the same user.
-    public var inhibitedBy: [Int]
+    package var inhibitedBy: [Int]
     /// Where the alert is defined in its rule file.
-    public var range: SourceRange
+    package var range: SourceRange
 
     /// The headline template of a kind of transition: the rule's own, a reminder's the firing
     /// one's, else the generic one (``TemplateText/defaultHeadline(rule:kind:)``).
-    public func headline(for kind: TransitionKind) -> Template {
+    package func headline(for kind: TransitionKind) -> Template {
         if let t = headlines[kind] { return t }
         if kind == .repeat, let t = headlines[.firing] { return t }
         return TemplateText.defaultHeadline(rule: name, kind: kind)
     }
 
     /// Equal when everything but the source range is equal (a moved but unchanged rule is the same rule).
-    public static func == (a: AlertRule, b: AlertRule) -> Bool {
+    package static func == (a: AlertRule, b: AlertRule) -> Bool {
         a.name == b.name && a.trigger == b.trigger && a.filter == b.filter && a.lets == b.lets && a.condition == b.condition && a.monitoring == b.monitoring
             && a.forSeconds == b.forSeconds
             && a.keepFiringForSeconds == b.keepFiringForSeconds && a.repeatSeconds == b.repeatSeconds && a.cooldownSeconds == b.cooldownSeconds
@@ -241,32 +240,32 @@ public struct AlertRule: Hashable, Sendable {
     }
 
     /// Hashes the name and condition only (consistent with `==`).
-    public func hash(into h: inout Hasher) { h.combine(name); h.combine(condition) }
+    package func hash(into h: inout Hasher) { h.combine(name); h.combine(condition) }
 }
 
 /// A checked rule set: everything the engine needs.
-public struct Program: Sendable {
+package struct Program: Sendable {
     /// The source files, for rendering diagnostics and identities.
-    public var files: [SourceFile]
+    package var files: [SourceFile]
     /// Daily inputs referenced by any rule.
-    public var inputs: [DailyInput]
+    package var inputs: [DailyInput]
     /// Recording rules, each after the series it uses.
-    public var series: [SeriesRule]
+    package var series: [SeriesRule]
     /// Alerts, each after the alerts that inhibit it.
-    public var alerts: [AlertRule]
+    package var alerts: [AlertRule]
     /// Clinical event kinds (hard boundaries).
-    public var clinicalKinds: Set<String>
+    package var clinicalKinds: Set<String>
     /// Annotation kinds.
-    public var annotationKinds: Set<String>
+    package var annotationKinds: Set<String>
     /// The furthest back, in days, any rule looks from the evaluated day (anchored windows excluded).
-    public var lookbackDays: Int
+    package var lookbackDays: Int
     /// The longest window anchored on a clinical event (`before:`/`after:`), in days.
-    public var anchoredWindowDays: Int
+    package var anchoredWindowDays: Int
     /// The `report` block, if the rule set declares one.
-    public var report: ReportDeclaration?
+    package var report: ReportDeclaration?
 
     /// An empty program.
-    public init() {
+    package init() {
         files = []
         inputs = []
         series = []
@@ -278,10 +277,10 @@ public struct Program: Sendable {
     }
 
     /// The alert with a name.
-    public func alert(named n: String) -> Int? { alerts.firstIndex { $0.name == n } }
+    package func alert(named n: String) -> Int? { alerts.firstIndex { $0.name == n } }
 
     /// A short identity of the rule sources (FNV-1a 64 of paths and texts), for state and logs.
-    public var identity: String {
+    package var identity: String {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for f in files.sorted(by: { $0.path < $1.path }) {
             for b in f.bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }

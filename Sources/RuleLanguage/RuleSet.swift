@@ -1,10 +1,10 @@
 import Foundation
 
 /// Loads rule sources from files and directories (`*.rules`, sorted, not recursive into `tests/`).
-public enum RuleSet {
+package enum RuleSet {
     /// Reads the rule files named by `paths` (files or directories).
     /// - Returns: the sources, and errors for paths that could not be read.
-    public static func load(_ paths: [String]) -> (sources: [SourceFile], errors: [String]) {
+    package static func load(_ paths: [String]) -> (sources: [SourceFile], errors: [String]) {
         var sources: [SourceFile] = []
         var errors: [String] = []
         let fm = FileManager.default

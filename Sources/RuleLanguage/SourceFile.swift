@@ -1,13 +1,12 @@
 /// A rule file's text with a line table, for turning byte offsets into line and column.
-public struct SourceFile: Sendable {
+package struct SourceFile: Sendable {
     /// The path as given by the user (shown in diagnostics).
-    public let path: String
+    package let path: String
     /// The text as UTF-8 bytes.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
     private let lineStarts: [Int]
 
-    /// Creates a source file.
-    public init(path: String, text: String) {
+    package init(path: String, text: String) {
         self.path = path
         self.bytes = Array(text.utf8)
         var starts = [0]
@@ -16,7 +15,7 @@ public struct SourceFile: Sendable {
     }
 
     /// The 1-based line and column (in characters) of a byte offset.
-    public func location(of offset: Int) -> (line: Int, column: Int) {
+    package func location(of offset: Int) -> (line: Int, column: Int) {
         var lo = 0, hi = lineStarts.count - 1
         while lo < hi {
             let mid = (lo + hi + 1) / 2
@@ -29,7 +28,7 @@ public struct SourceFile: Sendable {
     }
 
     /// The text of a 1-based line, without its newline.
-    public func line(_ n: Int) -> String {
+    package func line(_ n: Int) -> String {
         guard n >= 1, n <= lineStarts.count else { return "" }
         let s = lineStarts[n - 1]
         var e = n < lineStarts.count ? lineStarts[n] - 1 : bytes.count
@@ -38,24 +37,23 @@ public struct SourceFile: Sendable {
     }
 
     /// The text of a byte range.
-    public func text(_ r: Range<Int>) -> String { String(decoding: bytes[r.clamped(to: 0..<bytes.count)], as: UTF8.self) }
+    package func text(_ r: Range<Int>) -> String { String(decoding: bytes[r.clamped(to: 0..<bytes.count)], as: UTF8.self) }
 }
 
 /// A byte range in a source file.
-public struct SourceRange: Hashable, Sendable {
+package struct SourceRange: Hashable, Sendable {
     /// Index of the file in the program's file list.
-    public var file: Int
+    package var file: Int
     /// Byte offsets.
-    public var range: Range<Int>
+    package var range: Range<Int>
 
-    /// Creates a range.
-    public init(file: Int, _ range: Range<Int>) {
+    package init(file: Int, _ range: Range<Int>) {
         self.file = file
         self.range = range
     }
 
     /// The smallest range covering both.
-    public func union(_ o: SourceRange) -> SourceRange {
+    package func union(_ o: SourceRange) -> SourceRange {
         SourceRange(file: file, min(range.lowerBound, o.range.lowerBound)..<max(range.upperBound, o.range.upperBound))
     }
 }

@@ -1,7 +1,7 @@
 import MobilityModel
 
 /// Which transition of an alert a headline is written for.
-public enum TransitionKind: String, CaseIterable, Hashable, Sendable {
+package enum TransitionKind: String, CaseIterable, Hashable, Sendable {
     /// A new firing instance.
     case firing
     /// A reminder that the instance still fires (`repeat`); its headline is the firing one's
@@ -15,27 +15,26 @@ public enum TransitionKind: String, CaseIterable, Hashable, Sendable {
 
 /// A checked text template: a headline or the details of an alert's transitions. Values and
 /// choices refer by index to `expressions`, which the engine evaluates on the transition's day.
-public struct Template: Hashable, Sendable {
+package struct Template: Hashable, Sendable {
     /// Text and placeholders, in order.
-    public var parts: [TemplatePart]
+    package var parts: [TemplatePart]
     /// The expressions of the `.value` and `.choice` parts, by their index.
-    public var expressions: [Expr]
+    package var expressions: [Expr]
 
-    /// Creates a template.
-    public init(parts: [TemplatePart], expressions: [Expr] = []) {
+    package init(parts: [TemplatePart], expressions: [Expr] = []) {
         self.parts = parts
         self.expressions = expressions
     }
 
     /// A template of fixed text.
-    public init(text: String) { self.init(parts: text.isEmpty ? [] : [.text(text)]) }
+    package init(text: String) { self.init(parts: text.isEmpty ? [] : [.text(text)]) }
 
     /// Whether it renders nothing.
-    public var isEmpty: Bool { parts.isEmpty }
+    package var isEmpty: Bool { parts.isEmpty }
 }
 
 /// A piece of a template.
-public indirect enum TemplatePart: Hashable, Sendable {
+package indirect enum TemplatePart: Hashable, Sendable {
     case text(String)
     /// A let or series value (`expressions[index]`), in a unit, with a number of decimals; a
     /// boolean shows as yes/no; `fallback` is shown when the value is unknown (default
@@ -53,11 +52,11 @@ public indirect enum TemplatePart: Hashable, Sendable {
 
 /// How templates write values, and the bounds of a headline: shared by the checker (which
 /// bounds a headline's length before any data is seen) and the engine (which renders it).
-public enum TemplateText {
+package enum TemplateText {
     /// The most characters a headline has; longer ones are cut at a word, ending in `…`.
-    public static let headlineLimit = 120
+    package static let headlineLimit = 120
     /// What an unknown value without a fallback renders as: what is missing, not "unknown".
-    public static let notEnoughData = "not enough data"
+    package static let notEnoughData = "not enough data"
     /// The characters a value is budgeted when the checker bounds a headline: a sign and three
     /// integer digits (before its decimals and unit); a date (`{day}`, `{since}`, `{fired}`) is 10,
     /// `{user}` 16.
@@ -65,7 +64,7 @@ public enum TemplateText {
     static let userWidth = 16
 
     /// A number with a fixed number of decimals (default 2), without a trailing `.0` when 0 decimals.
-    public static func number(_ v: Double, decimals: Int?) -> String {
+    package static func number(_ v: Double, decimals: Int?) -> String {
         let d = decimals ?? 2
         var p = 1.0
         for _ in 0..<d { p *= 10 }
@@ -83,7 +82,7 @@ public enum TemplateText {
 
     /// A value (SI) in a unit, as text: the number and the unit, durations in words (`3 days`,
     /// `1 week`), rates per day or week in words (`0.074 m/s a week`), a plain number alone.
-    public static func quantity(_ si: Double, unit: MeasureUnit, decimals: Int?) -> String {
+    package static func quantity(_ si: Double, unit: MeasureUnit, decimals: Int?) -> String {
         var text = number(unit.fromSI(si), decimals: decimals)
         // A duration without a format is a count of days or weeks: "3 days", not "3.00 days".
         if decimals == nil, words(unit) != nil, text.contains(".") {
@@ -112,7 +111,7 @@ public enum TemplateText {
     }
 
     /// The words a duration's unit is written in (singular, plural); nil for other units.
-    public static func words(_ unit: MeasureUnit) -> (String, String)? {
+    package static func words(_ unit: MeasureUnit) -> (String, String)? {
         guard unit.dimension == .time else { return nil }
         switch unit.symbol {
         case "s": return ("second", "seconds")
@@ -135,7 +134,7 @@ public enum TemplateText {
 
     /// A headline cut to ``headlineLimit`` characters at a word, ending in `…`; control
     /// characters (a newline from a text value) become spaces, so it is one line.
-    public static func oneLine(_ s: String, limit: Int = headlineLimit) -> String {
+    package static func oneLine(_ s: String, limit: Int = headlineLimit) -> String {
         var t = String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : Character($0) })
         guard t.count > limit else { return t }
         t = String(t.prefix(limit - 1))
@@ -144,14 +143,14 @@ public enum TemplateText {
     }
 
     /// A rule's name in words: `stalled_recovery` → `Stalled recovery`.
-    public static func ruleWords(_ name: String) -> String {
+    package static func ruleWords(_ name: String) -> String {
         let spaced = name.replacingOccurrences(of: "_", with: " ")
         return spaced.prefix(1).uppercased() + spaced.dropFirst()
     }
 
     /// The headline a rule without one for `kind` shows: its name in words and what happened,
     /// in plain words (the checker warns, `missing-headline`, when a rule has no headline at all).
-    public static func defaultHeadline(rule: String, kind: TransitionKind) -> Template {
+    package static func defaultHeadline(rule: String, kind: TransitionKind) -> Template {
         let words = ruleWords(rule)
         switch kind {
         case .firing, .repeat: return Template(parts: [.text(words + " since "), .since])

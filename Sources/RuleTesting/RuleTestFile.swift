@@ -3,74 +3,74 @@ import MobilityModel
 import RuleLanguage
 
 /// A parsed rule-test file (`*.test`). See `docs/rule-language.md`, "Rule tests".
-public struct RuleTestFile: Sendable {
+package struct RuleTestFile: Sendable {
     /// The file's path.
-    public var path: String
+    package var path: String
     /// Rule files or directories to load, resolved against the test file's directory.
-    public var rulePaths: [String]
+    package var rulePaths: [String]
     /// The line that named each rule path (0 for the default).
-    public var rulePathLines: [Int] = []
+    package var rulePathLines: [Int] = []
     /// The test cases.
-    public var cases: [RuleTestCase]
+    package var cases: [RuleTestCase]
 }
 
 /// One `test "…" { … }` case.
-public struct RuleTestCase: Sendable {
+package struct RuleTestCase: Sendable {
     /// The quoted name after `test`, shown in PASS/FAIL lines.
-    public var name: String
+    package var name: String
     /// The 1-based line of the `test` statement in the file.
-    public var line: Int
+    package var line: Int
     /// The IANA time zone of the simulated user (`time_zone`; default UTC).
-    public var timeZone = "UTC"
+    package var timeZone = "UTC"
     /// The civil date of day 1 (`start`; default 2026-01-01).
-    public var start = CivilDate(year: 2026, month: 1, day: 1)
+    package var start = CivilDate(year: 2026, month: 1, day: 1)
     /// Samples generated per `input` value, spread over 09:00–18:00 (`samples_per_day`, 1–100; default 5).
-    public var samplesPerDay = 5
+    package var samplesPerDay = 5
     /// The last day to replay (`until day N`); nil replays to the last day with input.
-    public var until: Int?
+    package var until: Int?
     /// The `input` lines, in file order.
-    public var inputs: [Input] = []
+    package var inputs: [Input] = []
     /// The single `sample` lines, in file order.
-    public var samples: [SampleLine] = []
+    package var samples: [SampleLine] = []
     /// Clinical events and annotations (`event`, `annotation`), already placed on absolute day numbers.
-    public var events: [TimelineEvent] = []
+    package var events: [TimelineEvent] = []
     /// The `expect` lines, checked in file order.
-    public var expectations: [Expectation] = []
+    package var expectations: [Expectation] = []
 
     /// `input METRIC UNIT [user_entered] [from day N]: values`: one value per day, expanded into samples.
-    public struct Input: Sendable {
+    package struct Input: Sendable {
         /// The metric the values are samples of.
-        public var metric: MetricKind
+        package var metric: MetricKind
         /// The unit the values are written in (a unit of the metric's dimension).
-        public var unit: MeasureUnit
+        package var unit: MeasureUnit
         /// Device or user-entered (`user_entered`); decides the generated samples' source bundle.
-        public var provenance: Provenance
+        package var provenance: Provenance
         /// The day of the first value (`from day N`; default 1).
-        public var firstDay: Int
+        package var firstDay: Int
         /// Per day: a value or nil (missing).
-        public var values: [Double?]
+        package var values: [Double?]
     }
 
     /// `sample day N [HH:MM] METRIC VALUE UNIT [user_entered] [calibrated=BOOL]`.
-    public struct SampleLine: Sendable {
+    package struct SampleLine: Sendable {
         /// The day the sample ends on, counted from the case's start (day 1).
-        public var day: Int
+        package var day: Int
         /// The local time of the sample's end, in minutes after midnight (default 12:00).
-        public var minuteOfDay: Int
+        package var minuteOfDay: Int
         /// The metric the sample measures.
-        public var metric: MetricKind
+        package var metric: MetricKind
         /// The sample's value, in `unit`.
-        public var value: Double
+        package var value: Double
         /// The unit `value` is written in.
-        public var unit: MeasureUnit
+        package var unit: MeasureUnit
         /// Device or user-entered (`user_entered`).
-        public var provenance: Provenance
+        package var provenance: Provenance
         /// The `calibrated=` flag (Apple's device-calibrated metadata), or nil when not given.
-        public var calibrated: Bool?
+        package var calibrated: Bool?
     }
 
     /// What a case expects.
-    public enum Expectation: Sendable {
+    package enum Expectation: Sendable {
         /// The exact sequence of transitions of a rule: (status word, day).
         case transitions(rule: String, [(String, Int)], line: Int)
         /// A series value on a day (in `unit`), or missing when `value` is nil.
@@ -81,20 +81,20 @@ public struct RuleTestCase: Sendable {
 }
 
 /// A problem in a test file, with its position.
-public struct RuleTestError: Error, Sendable, CustomStringConvertible {
+package struct RuleTestError: Error, Sendable, CustomStringConvertible {
     /// The test file the problem is in.
-    public var path: String
+    package var path: String
     /// The 1-based line of the problem (for an unclosed case, the line of its `test`).
-    public var line: Int
+    package var line: Int
     /// What is wrong: lower case, no trailing period.
-    public var message: String
+    package var message: String
     /// `path:line: error: message`, as printed by `mobilityctl test`.
-    public var description: String { "\(path):\(line): error: \(message)" }
+    package var description: String { "\(path):\(line): error: \(message)" }
 }
 
 extension RuleTestFile {
     /// Parses a test file; collects every error.
-    public static func parse(path: String, text: String) -> (RuleTestFile, [RuleTestError]) {
+    package static func parse(path: String, text: String) -> (RuleTestFile, [RuleTestError]) {
         var file = RuleTestFile(path: path, rulePaths: [], cases: [])
         var errors: [RuleTestError] = []
         let dir = (path as NSString).deletingLastPathComponent
@@ -159,7 +159,7 @@ extension RuleTestFile {
 
     /// Expands `1.3x30 0.7+0.01x20 _x3 1.2` into per-day values: `vxN` repeats v N times,
     /// `a+bxN` (or `a-bxN`) is N values from a in steps of b, `_` is a missing day.
-    public static func expand(_ tokens: [String]) throws -> [Double?] {
+    package static func expand(_ tokens: [String]) throws -> [Double?] {
         var out: [Double?] = []
         for t in tokens {
             var body = Substring(t), count = 1

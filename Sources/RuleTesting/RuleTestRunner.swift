@@ -4,23 +4,23 @@ import RuleEngine
 import RuleLanguage
 
 /// The outcome of running rule tests.
-public struct RuleTestReport: Sendable {
+package struct RuleTestReport: Sendable {
     /// Human-readable report, ending with `N passed, N failed`.
-    public var text: String
+    package var text: String
     /// The number of cases whose expectations all held.
-    public var passed: Int
+    package var passed: Int
     /// The number of cases with at least one failed expectation.
-    public var failed: Int
+    package var failed: Int
     /// True when every test passed and every file parsed.
-    public var ok: Bool
+    package var ok: Bool
 }
 
 /// Runs rule tests: each case is replayed day by day through a real engine in event time.
-public enum RuleTestRunner {
+package enum RuleTestRunner {
     /// Finds `*.test` files under the paths (directories are searched recursively) and runs them.
     /// - Parameter rulesRoots: directories whose rule files any test may load, besides its own
     ///   tree (``allowedRoot(forTestAt:)``).
-    public static func run(paths: [String], rulesRoots: [String] = []) -> RuleTestReport {
+    package static func run(paths: [String], rulesRoots: [String] = []) -> RuleTestReport {
         var files: [String] = []
         var text = ""
         var failed = 0, passed = 0, broken = false
@@ -52,7 +52,7 @@ public enum RuleTestRunner {
 
     /// The tree a test file's rule paths must stay in: the directory above the test file's
     /// directory (`rules/` for `rules/tests/x.test`, where the default `rules ..` points).
-    public static func allowedRoot(forTestAt path: String) -> String {
+    package static func allowedRoot(forTestAt path: String) -> String {
         let dir = ((path as NSString).deletingLastPathComponent as NSString)
         let own = dir.length == 0 ? "." : dir as String
         let parent = realPath(own + "/..") ?? own + "/.."
@@ -77,7 +77,7 @@ public enum RuleTestRunner {
     }
 
     /// Runs one test file's text.
-    public static func run(path: String, text src: String, rulesRoots: [String] = []) -> RuleTestReport {
+    package static func run(path: String, text src: String, rulesRoots: [String] = []) -> RuleTestReport {
         var (file, errors) = RuleTestFile.parse(path: path, text: src)
         // A test names rule files to load; one outside its tree (`rules /etc/passwd`, or a link
         // pointing out) is refused unread, so no diagnostic can show another file's lines.
@@ -113,16 +113,16 @@ public enum RuleTestRunner {
     }
 
     /// The transitions and series a case produced, by day number relative to its start (day 1).
-    public struct Outcome: Sendable {
+    package struct Outcome: Sendable {
         /// Every alert transition published, in order: rule, status word (`firing`, `repeat`,
         /// `resolved`, `expired`), day, headline and details.
-        public var transitions: [(rule: String, status: String, day: Int, headline: String, details: String)] = []
+        package var transitions: [(rule: String, status: String, day: Int, headline: String, details: String)] = []
         /// Series values by series name, then day; in SI units, nil for a day published as missing.
-        public var series: [String: [Int: Double?]] = [:]
+        package var series: [String: [Int: Double?]] = [:]
     }
 
     /// Replays a case day by day and returns what the engine published.
-    public static func simulate(_ c: RuleTestCase, program: Program) -> Outcome {
+    package static func simulate(_ c: RuleTestCase, program: Program) -> Outcome {
         guard let cal = LocalCalendar.cached(c.timeZone) else { return Outcome() }
         var config = EngineConfiguration()
         config.defaultCalendar = cal
@@ -195,7 +195,7 @@ public enum RuleTestRunner {
     }
 
     /// Runs one case; returns failure messages (empty when it passes).
-    public static func run(_ c: RuleTestCase, program: Program) -> [String] {
+    package static func run(_ c: RuleTestCase, program: Program) -> [String] {
         let outcome = simulate(c, program: program)
         var failures: [String] = []
         for e in c.expectations {

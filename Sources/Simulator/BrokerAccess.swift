@@ -4,20 +4,20 @@ import Synchronization
 
 /// How `mobility-sim` reaches a broker: its URL, TLS files, protocol version and (for a secured
 /// broker) the accounts to log in with.
-public struct BrokerAccess: Sendable {
+package struct BrokerAccess: Sendable {
     /// The broker.
-    public var broker: BrokerURL
+    package var broker: BrokerURL
     /// Accounts and passwords; nil: anonymous, one connection for every user (a local broker).
-    public var credentials: BrokerCredentials?
+    package var credentials: BrokerCredentials?
     /// CA certificate for `mqtts://` (system store when nil).
-    public var caFile: String?
+    package var caFile: String?
     /// Client certificate and key for `mqtts://` (mutual TLS).
-    public var certFile: String?, keyFile: String?
+    package var certFile: String?, keyFile: String?
     /// MQTT protocol version. Under 5 the broker answers a refused publish with a reason code.
-    public var protocolVersion: MQTTClientConfiguration.ProtocolVersion
+    package var protocolVersion: MQTTClientConfiguration.ProtocolVersion
 
     /// Creates access settings.
-    public init(
+    package init(
         broker: BrokerURL, credentials: BrokerCredentials? = nil, caFile: String? = nil, certFile: String? = nil,
         keyFile: String? = nil, protocolVersion: MQTTClientConfiguration.ProtocolVersion = .v311
     ) {
@@ -42,7 +42,7 @@ public struct BrokerAccess: Sendable {
 
     /// Connects a reader (`verify` reads alerts with it) as `account` (nil: anonymous), subscribed
     /// to `filters`; throws (exit 1) when the login is refused or the broker does not answer.
-    public func reader(
+    package func reader(
         account: String?, filters: [String],
         onMessage: @escaping @Sendable (String, [UInt8]) -> Void
     ) throws(SimulatorConnectionError) -> SimulatorConnection {
@@ -58,7 +58,7 @@ public struct BrokerAccess: Sendable {
     }
 
     /// Connects a publisher for one-off commands (`mobilityctl ack`) as `account` (nil: anonymous).
-    public func commander(account: String?) throws(SimulatorConnectionError) -> SimulatorConnection {
+    package func commander(account: String?) throws(SimulatorConnectionError) -> SimulatorConnection {
         try connect(account: account, clientID: "mobilityctl-\(getpid())")
     }
 
@@ -95,11 +95,11 @@ public struct BrokerAccess: Sendable {
 }
 
 /// Why `mobility-sim` cannot publish: a message for the user and the exit code (1 failure, 2 usage).
-public struct SimulatorConnectionError: Error, CustomStringConvertible, Sendable {
+package struct SimulatorConnectionError: Error, CustomStringConvertible, Sendable {
     /// The message (never a password).
-    public let description: String
+    package let description: String
     /// 1: the broker or network failed; 2: the options or files are wrong.
-    public let exitCode: Int32
+    package let exitCode: Int32
     init(_ description: String, exitCode: Int32) {
         self.description = description
         self.exitCode = exitCode
@@ -107,7 +107,7 @@ public struct SimulatorConnectionError: Error, CustomStringConvertible, Sendable
 }
 
 /// One MQTT connection of the simulator, with what the broker answered.
-public final class SimulatorConnection: Sendable {
+package final class SimulatorConnection: Sendable {
     let client: MQTTClient
     let ledger: PublishLedger
     let account: String?
@@ -137,15 +137,15 @@ public final class SimulatorConnection: Sendable {
     }
 
     /// Disconnects.
-    public func stop() { client.stop() }
+    package func stop() { client.stop() }
 
     /// Publishes the broker has acknowledged on this connection (counted on its network thread,
     /// before the messages delivered after the acknowledgement are handed on).
-    public var acknowledgedCount: Int { client.acknowledgedCount }
+    package var acknowledgedCount: Int { client.acknowledgedCount }
 
     /// Publishes one message at QoS 1 (not retained) and waits for the broker's answer; throws
     /// (exit 1) when it refused the message (MQTT 5 reason code) or did not answer in time.
-    public func publishConfirmed(topic: String, payload: [UInt8], timeout: TimeInterval = 10) throws(SimulatorConnectionError) {
+    package func publishConfirmed(topic: String, payload: [UInt8], timeout: TimeInterval = 10) throws(SimulatorConnectionError) {
         let mid: Int32
         do { mid = try client.publish(topic: topic, payload: payload, qos: 1, retain: false) } catch {
             throw SimulatorConnectionError("cannot publish to \(topic): \(error)", exitCode: 1)

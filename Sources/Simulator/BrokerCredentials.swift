@@ -9,19 +9,19 @@ import Glibc
 /// the file holds one line per simulated user, plus the reader account `verify` reads alerts with.
 /// The file must be a regular file of mode 0600 or 0400: it holds passwords, which never go on
 /// the command line (every local user can read a process's arguments).
-public struct BrokerCredentials: Sendable {
+package struct BrokerCredentials: Sendable {
     /// A file that cannot be used, with a message naming the file (and line) and never a password.
-    public struct Problem: Error, CustomStringConvertible, Sendable {
+    package struct Problem: Error, CustomStringConvertible, Sendable {
         /// The message.
-        public let description: String
+        package let description: String
     }
 
     /// The file it was read from.
-    public let path: String
+    package let path: String
     private let passwords: [String: String]
 
     /// Reads and checks `path`.
-    public static func load(_ path: String) throws(Problem) -> BrokerCredentials {
+    package static func load(_ path: String) throws(Problem) -> BrokerCredentials {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Problem(description: "cannot read credentials file \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -42,7 +42,7 @@ public struct BrokerCredentials: Sendable {
     }
 
     /// Parses the text of a credentials file (`path` names it in messages).
-    public init(path: String, text: String) throws(Problem) {
+    package init(path: String, text: String) throws(Problem) {
         var passwords: [String: String] = [:]
         for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
@@ -62,8 +62,8 @@ public struct BrokerCredentials: Sendable {
     }
 
     /// The password of `account`, if the file has a line for it.
-    public func password(for account: String) -> String? { passwords[account] }
+    package func password(for account: String) -> String? { passwords[account] }
 
     /// The accounts of `wanted` that have no line, sorted.
-    public func missing(_ wanted: some Sequence<String>) -> [String] { Set(wanted).filter { passwords[$0] == nil }.sorted() }
+    package func missing(_ wanted: some Sequence<String>) -> [String] { Set(wanted).filter { passwords[$0] == nil }.sorted() }
 }

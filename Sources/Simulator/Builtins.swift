@@ -1,7 +1,7 @@
 import MobilityModel
 
 /// Scenarios built into the simulator (the seed's stories), until scenario files cover them.
-public enum BuiltinScenario: String, CaseIterable, Sendable {
+package enum BuiltinScenario: String, CaseIterable, Sendable {
     /// Jamie's ankle sprain on day 31 with a normal recovery: no stall.
     case jamieNormal = "jamie-normal"
     /// The same injury, but recovery stops on day 50 well below the baseline: a stall.
@@ -10,7 +10,7 @@ public enum BuiltinScenario: String, CaseIterable, Sendable {
     case jamieHeatWave = "jamie-heat-wave"
 
     /// The generator for this scenario.
-    public func generator(user: String? = nil, seed: UInt64 = 1) -> TrafficGenerator {
+    package func generator(user: String? = nil, seed: UInt64 = 1) -> TrafficGenerator {
         var p = Persona(user: user ?? rawValue)
         var t = Timeline()
         t.days = 90
@@ -34,7 +34,7 @@ public enum BuiltinScenario: String, CaseIterable, Sendable {
 
 extension BuiltinScenario {
     /// The built-in story as a scenario (no expectations).
-    public var scenario: Scenario {
+    package var scenario: Scenario {
         let g = generator()
         return Scenario(path: "builtin:" + rawValue, title: rawValue, persona: g.persona, timeline: g.timeline, seed: g.seed)
     }

@@ -130,8 +130,8 @@ final class ByteSource {
 }
 
 /// An export that cannot be read.
-public struct ExportError: Error, CustomStringConvertible, Sendable {
+package struct ExportError: Error, CustomStringConvertible, Sendable {
     /// What is wrong with the export, e.g. `truncated zip entry`.
-    public let description: String
+    package let description: String
     init(_ d: String) { description = d }
 }

@@ -2,12 +2,12 @@ import Foundation
 
 /// 95 % confidence intervals for the quality report: Wilson's score interval for a proportion,
 /// the exact (Garwood) interval for a Poisson count.
-public enum ConfidenceInterval {
+package enum ConfidenceInterval {
     /// The two-sided 97.5 % normal quantile.
     static let z = 1.959_963_984_540_054
 
     /// Wilson's score interval for `k` successes in `n` trials (Wilson 1927; well behaved at 0 and n).
-    public static func wilson(_ k: Int, _ n: Int) -> (lower: Double, upper: Double) {
+    package static func wilson(_ k: Int, _ n: Int) -> (lower: Double, upper: Double) {
         precondition(n > 0 && k >= 0 && k <= n)
         let nn = Double(n), p = Double(k) / nn, z2 = z * z
         let centre = (p + z2 / (2 * nn)) / (1 + z2 / nn)
@@ -17,7 +17,7 @@ public enum ConfidenceInterval {
 
     /// The exact 95 % interval of a Poisson mean given `k` events (Garwood 1936): the means
     /// under which `k` or more (resp. `k` or fewer) events have probability 2.5 %.
-    public static func poisson(_ k: Int) -> (lower: Double, upper: Double) {
+    package static func poisson(_ k: Int) -> (lower: Double, upper: Double) {
         precondition(k >= 0)
         let lower = k == 0 ? 0 : solve(target: 0.025) { 1 - cdf(k - 1, $0) }
         let upper = solve(target: 0.975) { 1 - cdf(k, $0) }

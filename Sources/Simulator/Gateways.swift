@@ -12,14 +12,14 @@ import RuleEngine
 /// publish only its own user's topics and read only its own `acks` — so one connection (and one
 /// libmosquitto thread) per user. MQTT keeps order per connection, so each user's messages keep
 /// their order; messages of different users may interleave differently than in the input.
-public final class Gateways: Sendable {
+package final class Gateways: Sendable {
     private let access: BrokerAccess
     private let shared: SimulatorConnection?
     private let perUser: [String: SimulatorConnection]
     private static let layout = TopicLayout()
 
     /// The users whose traffic `records` are; with `needUser`, every record's topic must name one.
-    public static func users(of records: [TrafficRecord], needUser: Bool) throws(SimulatorConnectionError) -> [String] {
+    package static func users(of records: [TrafficRecord], needUser: Bool) throws(SimulatorConnectionError) -> [String] {
         var users = Set<String>()
         for r in records {
             if case .inbound(let user, _) = layout.parse(r.topic) { users.insert(user); continue }
@@ -31,7 +31,7 @@ public final class Gateways: Sendable {
     /// Connects for `users`; with `onAck`, each connection subscribes to its users' `acks` (the
     /// anonymous one to every user's). Throws before connecting anything (exit 2) when a user has
     /// no credentials line, and (exit 1) when a login is refused or the broker does not answer.
-    public init(access: BrokerAccess, users: [String], onAck: (@Sendable ([UInt8]) -> Void)? = nil) throws(SimulatorConnectionError) {
+    package init(access: BrokerAccess, users: [String], onAck: (@Sendable ([UInt8]) -> Void)? = nil) throws(SimulatorConnectionError) {
         self.access = access
         let onMessage: @Sendable (String, [UInt8]) -> Void = { _, payload in onAck?(payload) }
         guard let credentials = access.credentials else {
@@ -78,7 +78,7 @@ public final class Gateways: Sendable {
     /// Publishes `records` in order at QoS 1 and waits (up to 120 s) for the broker's answers.
     /// `factor` nil: as fast as the broker acknowledges (at most 500 in flight per connection);
     /// else each record at its time in `times`, scaled (1: real time).
-    public func play(_ records: [TrafficRecord], times: [Timestamp]? = nil, factor: Double? = nil) throws(SimulatorConnectionError) -> PlayReport {
+    package func play(_ records: [TrafficRecord], times: [Timestamp]? = nil, factor: Double? = nil) throws(SimulatorConnectionError) -> PlayReport {
         precondition(factor == nil || times?.count == records.count, "timed play needs a time per record")
         let connections = all
         let acked0 = connections.reduce(0) { $0 + $1.client.acknowledgedCount }
@@ -119,27 +119,27 @@ public final class Gateways: Sendable {
     }
 
     /// Disconnects every connection.
-    public func stop() { for c in all { c.client.stop() } }
+    package func stop() { for c in all { c.client.stop() } }
 }
 
 /// What the broker answered to one ``Gateways/play(_:times:factor:)``.
-public struct PlayReport: Sendable, CustomStringConvertible {
+package struct PlayReport: Sendable, CustomStringConvertible {
     /// Messages published.
-    public var published: Int
+    package var published: Int
     /// Messages the broker accepted.
-    public var acknowledged: Int
+    package var acknowledged: Int
     /// Messages the broker refused (MQTT 5 reason 0x80 or more; a 3.1.1 broker cannot say so).
-    public var refused: Int
+    package var refused: Int
     /// The first refused message's topic and reason code (per connection: the first one seen).
-    public var firstRefusal: (topic: String, reason: Int32)?
+    package var firstRefusal: (topic: String, reason: Int32)?
     /// Wall time taken.
-    public var seconds: Double
+    package var seconds: Double
 
     /// Every message was accepted.
-    public var complete: Bool { acknowledged >= published }
+    package var complete: Bool { acknowledged >= published }
 
     /// `published N messages (N acknowledged) in S s`, then any refusals.
-    public var description: String {
+    package var description: String {
         var s = "published \(published) messages (\(acknowledged) acknowledged) in \(String(format: "%.2f", seconds)) s"
         if refused > 0 {
             s += "; \(refused) refused by the broker"

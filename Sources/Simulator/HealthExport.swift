@@ -11,37 +11,36 @@ import RuleEngine
 /// batches of up to 50 as an anchored query would deliver them. Display units are normalised by
 /// the daemon; metadata keys keep their export spelling (`HKWasUserEntered`, `HKTimeZone`) and
 /// `"1"`/`"0"` booleans, which the wire contract accepts. Malformed records are reported and skipped.
-public struct HealthExport: Sendable {
+package struct HealthExport: Sendable {
     /// The export file: `export.xml`, or an `export.zip` containing it.
-    public let path: String
+    package let path: String
     /// The user id the traffic is published for (topic-safe).
-    public let user: String
+    package let user: String
     /// The IANA time zone published in the user's profile message, ahead of the samples (default UTC).
-    public let defaultTimeZone: String
+    package let defaultTimeZone: String
     /// The topics the traffic is addressed to.
-    public var layout = TopicLayout()
+    package var layout = TopicLayout()
     /// The most samples in one published batch (default 50, as an anchored query delivers them).
-    public var batchSize = 50
+    package var batchSize = 50
 
-    /// Creates a reader.
-    public init(path: String, user: String, defaultTimeZone: String = "UTC") throws(ExportError) {
+    package init(path: String, user: String, defaultTimeZone: String = "UTC") throws(ExportError) {
         self.path = path
         self.user = user
         self.defaultTimeZone = defaultTimeZone
     }
 
     /// What the parse found.
-    public struct Report: Sendable, CustomStringConvertible {
+    package struct Report: Sendable, CustomStringConvertible {
         /// Every `Record` element read, mobility or not.
-        public var records = 0
+        package var records = 0
         /// The mobility records kept and published.
-        public var mobility = 0
+        package var mobility = 0
         /// Kept records per metric name.
-        public var byType: [String: Int] = [:]
+        package var byType: [String: Int] = [:]
         /// The records skipped as malformed: the XML line and why.
-        public var malformed: [(line: Int, reason: String)] = []
+        package var malformed: [(line: Int, reason: String)] = []
         /// A summary for the console: the counts, then the first 20 malformed records.
-        public var description: String {
+        package var description: String {
             var s = "export: \(records) records, \(mobility) mobility samples"
             if !byType.isEmpty { s += " (" + byType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")" }
             s += ", \(malformed.count) malformed skipped\n"
@@ -59,7 +58,7 @@ public struct HealthExport: Sendable {
     }
 
     /// Parses the export and returns the traffic (profile first, then sample batches) and a report.
-    public func traffic() throws(ExportError) -> ([TrafficRecord], Report) {
+    package func traffic() throws(ExportError) -> ([TrafficRecord], Report) {
         let source: ByteSource
         do { source = try ByteSource(path: path) } catch let e as ExportError { throw e } catch { throw ExportError("\(error)") }
         let box = Unmanaged.passRetained(SourceBox(source))

@@ -7,24 +7,24 @@ import Synchronization
 /// A synthetic cohort: many users with a configurable mix of recovery patterns, streamed day by
 /// day (one day of the cohort in memory at a time), with ground-truth labels for measuring alert
 /// precision and recall.
-public struct Population: Sendable {
+package struct Population: Sendable {
     /// The number of users in the cohort (`u0` … `u<users-1>`).
-    public let users: Int
+    package let users: Int
     /// The number of days simulated for each user.
-    public let days: Int
+    package let days: Int
     /// The cohort's seed; each user's persona, pattern and traffic derive from it and the user's index.
-    public let seed: UInt64
+    package let seed: UInt64
     /// At most this many samples a message (``TrafficGenerator/samplesPerMessage``; nil: hourly batches).
-    public var samplesPerMessage: Int?
+    package var samplesPerMessage: Int?
     /// Each phone syncs every this many days (``TrafficGenerator/syncDays``; nil: as it goes).
-    public var syncDays: Int?
+    package var syncDays: Int?
 
     /// Which generator shapes the cohort: `default` is the original mix (its numbers stay
     /// reproducible); `wide` adds shapes the rules were not tuned on (see docs/alert-quality.md).
-    public let cohort: Cohort
+    package let cohort: Cohort
 
     /// The cohort generators.
-    public enum Cohort: String, CaseIterable, Sendable {
+    package enum Cohort: String, CaseIterable, Sendable {
         /// The original mix of nine patterns.
         case `default`
         /// Slow-but-steady recoveries across the range, drifting plateaus, relapses, sparse, noisy
@@ -38,7 +38,7 @@ public struct Population: Sendable {
     }
 
     /// The recovery patterns and their share of the cohort.
-    public enum Pattern: String, CaseIterable, Sendable {
+    package enum Pattern: String, CaseIterable, Sendable {
         case normal, slowRecovery = "slow_recovery", stalled, regressing, heatWave = "heat_wave", gap, travel, slowWalker = "slow_walker", uncalibrated
         /// Wide cohort: recovering steadily at 0.005–0.010 m/s a day (a meaningful gain every two weeks).
         case slowSteady = "slow_steady"
@@ -83,45 +83,45 @@ public struct Population: Sendable {
     }
 
     /// The rules the labels speak about.
-    public static let labelledRules = ["stalled_recovery", "double_support_regression", "data_gap", "low_gait_speed", "uncalibrated_6mwd"]
+    package static let labelledRules = ["stalled_recovery", "double_support_regression", "data_gap", "low_gait_speed", "uncalibrated_6mwd"]
 
     /// Ground truth for one user.
-    public struct Label: Sendable {
+    package struct Label: Sendable {
         /// Creates a label (the cohort makes them; tests make their own).
-        public init(user: String, pattern: Pattern, expected: Set<String>) {
+        package init(user: String, pattern: Pattern, expected: Set<String>) {
             self.user = user
             self.pattern = pattern
             self.expected = expected
         }
         /// The user id.
-        public var user: String
+        package var user: String
         /// The recovery pattern the user was given.
-        public var pattern: Pattern
+        package var pattern: Pattern
         /// The labelled rules that should fire for this user (the ground truth).
-        public var expected: Set<String>
+        package var expected: Set<String>
         /// For each expected rule, the day (1-based) the condition it flags became true: the day
         /// recovery stopped (stall, drifting plateau, relapse), the regression's first day, the
         /// first missing day, the first watch estimate, day 1 for a slow walker.
-        public var onset: [String: Int] = [:]
+        package var onset: [String: Int] = [:]
         /// The injury day (1-based), if any.
-        public var injuryDay: Int?
+        package var injuryDay: Int?
         /// The number of days simulated.
-        public var days: Int = 0
+        package var days: Int = 0
         /// The wide cohort's modifiers of this user: `sparse`, `noisy`, `quiet`, `heat_wave`,
         /// `travel`, `missing_days` (empty in the default cohort).
-        public var traits: [String] = []
+        package var traits: [String] = []
         /// The date of day 1.
-        public var start = CivilDate(year: 2026, month: 1, day: 1)
+        package var start = CivilDate(year: 2026, month: 1, day: 1)
         /// Labelled rules this user is neither a positive nor a negative for: a borderline case
         /// (a double-support rise of 2–3 points) that the report counts on its own.
-        public var unscored: Set<String> = []
+        package var unscored: Set<String> = []
         /// The first day a calibrated watch's estimate reached the 500 m cap (clinic cohort), which
         /// `uncalibrated_6mwd` flags as provisional; nil when none did.
-        public var cappedDay: Int?
+        package var cappedDay: Int?
 
         /// The label as one JSON object: user, pattern, `expected` with a boolean per labelled
         /// rule, `onset` with the date each expected rule's condition became true, and `traits`.
-        public var json: String {
+        package var json: String {
             var w = JSONWriter()
             w.beginObject()
             w.string("user", user)
@@ -149,8 +149,7 @@ public struct Population: Sendable {
         }
     }
 
-    /// Creates a cohort description.
-    public init(users: Int, days: Int, seed: UInt64, cohort: Cohort = .default) {
+    package init(users: Int, days: Int, seed: UInt64, cohort: Cohort = .default) {
         self.users = users
         self.days = days
         self.seed = seed
@@ -160,7 +159,7 @@ public struct Population: Sendable {
     static let zones = ["America/Los_Angeles", "America/New_York", "Europe/Zurich", "Europe/London", "Asia/Tokyo", "Australia/Sydney"]
 
     /// The generator of user `i` (cheap: computed on demand, never stored for the whole cohort).
-    public func user(_ i: Int) -> (TrafficGenerator, Label) {
+    package func user(_ i: Int) -> (TrafficGenerator, Label) {
         var rng = SplitMix(seed: seed ^ (UInt64(i) &* 0x9E37_79B9_7F4A_7C15))
         let roll = rng.uniform()
         var acc = 0.0
@@ -336,12 +335,12 @@ public struct Population: Sendable {
     }
 
     /// Every user's label.
-    public func labels() -> [Label] { (0..<users).map { user($0).1 } }
+    package func labels() -> [Label] { (0..<users).map { user($0).1 } }
 
     /// The traffic, generated lazily one cohort-day at a time (a phone that syncs every N days,
     /// ``syncDays`` or the clinic cohort's own, publishes a sync block of days on the block's
     /// last day), in publish order within each.
-    public func traffic() -> AnySequence<TrafficRecord> {
+    package func traffic() -> AnySequence<TrafficRecord> {
         let generators = (0..<users).lazy.map { self.user($0).0 }
         let users = self.users, days = self.days
         return AnySequence { () -> AnyIterator<TrafficRecord> in

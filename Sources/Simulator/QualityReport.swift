@@ -9,21 +9,20 @@ import Synchronization
 /// per 100 patient-weeks at risk and over all weeks (exact Poisson 95 % intervals) and detection
 /// delay (days from the labelled onset to the first detecting firing: median and 90th percentile
 /// with distribution-free 95 % intervals). Several seeds pool into one report.
-public struct QualityReport: Sendable {
+package struct QualityReport: Sendable {
     /// One firing transition (repeats excluded) of a labelled rule.
-    public struct Firing: Sendable, Hashable {
+    package struct Firing: Sendable, Hashable {
         /// The rule that fired.
-        public var rule: String
+        package var rule: String
         /// The user it fired for.
-        public var user: String
+        package var user: String
         /// The cohort day (1-based) of the evaluated local day.
-        public var day: Int
+        package var day: Int
         /// Whether a re-evaluation withdrew it later (a `resolved` transition with reason
         /// `revised`: a late entry explained it). Not a detection, not a false alert: counted on its own.
-        public var withdrawn: Bool
+        package var withdrawn: Bool
 
-        /// Creates a firing.
-        public init(rule: String, user: String, day: Int, withdrawn: Bool = false) {
+        package init(rule: String, user: String, day: Int, withdrawn: Bool = false) {
             self.rule = rule
             self.user = user
             self.day = day
@@ -32,46 +31,46 @@ public struct QualityReport: Sendable {
     }
 
     /// The scores of one rule, for all users or for one shape.
-    public struct RuleScore: Sendable {
+    package struct RuleScore: Sendable {
         /// Users labelled positive and alerted at all (user level, the old table's definition).
-        public var truePositive = 0, falsePositive = 0, falseNegative = 0, trueNegative = 0
+        package var truePositive = 0, falsePositive = 0, falseNegative = 0, trueNegative = 0
         /// Positive users detected: a firing on or after three days before the labelled onset.
-        public var detected = 0
+        package var detected = 0
         /// Users labelled positive.
-        public var positives = 0
+        package var positives = 0
         /// Firings that are not a detection: every firing of a negative user, and a positive
         /// user's firings more than three days before the onset (withdrawn firings excepted).
-        public var falseAlerts = 0
+        package var falseAlerts = 0
         /// Days at risk of a false alert: the days the labelled condition could apply (recovery
         /// days 14–60 for `stalled_recovery`, every day for the other rules), of negative users
         /// and of positive users before their onset.
-        public var riskDays = 0
+        package var riskDays = 0
         /// False alerts on any day (for `stalled_recovery` also those outside its risk days).
-        public var falseAlertsAllDays = 0
+        package var falseAlertsAllDays = 0
         /// Every simulated day of negative users and of positive users before their onset.
-        public var allDays = 0
+        package var allDays = 0
         /// Firings withdrawn by a re-evaluation (a late entry or late data explained them).
-        public var withdrawn = 0
+        package var withdrawn = 0
         /// Users the labels leave unscored for the rule (borderline) and how many of them it alerted for.
-        public var borderline = 0, borderlineAlerted = 0
+        package var borderline = 0, borderlineAlerted = 0
         /// Detection delays (days from the onset to the first detecting firing).
-        public var delays: [Int] = []
+        package var delays: [Int] = []
         /// Alerted users by pattern (and trait), false alerts only.
-        public var falseFor: [String: Int] = [:]
+        package var falseFor: [String: Int] = [:]
         /// Missed positive users by pattern (and trait).
-        public var missedFor: [String: Int] = [:]
+        package var missedFor: [String: Int] = [:]
 
         /// Zero counts.
-        public init() {}
+        package init() {}
 
         /// Of the users alerted, the fraction that should have been.
-        public var precision: Double? { ratio(truePositive, truePositive + falsePositive) }
+        package var precision: Double? { ratio(truePositive, truePositive + falsePositive) }
         /// Of the positive users, the fraction detected.
-        public var recall: Double? { ratio(detected, positives) }
+        package var recall: Double? { ratio(detected, positives) }
         /// False alerts per 100 patient-weeks at risk.
-        public var falseAlertRate: Double? { riskDays == 0 ? nil : Double(falseAlerts) / (Double(riskDays) / 7) * 100 }
+        package var falseAlertRate: Double? { riskDays == 0 ? nil : Double(falseAlerts) / (Double(riskDays) / 7) * 100 }
         /// False alerts per 100 patient-weeks, all weeks.
-        public var falseAlertRateAllWeeks: Double? { allDays == 0 ? nil : Double(falseAlertsAllDays) / (Double(allDays) / 7) * 100 }
+        package var falseAlertRateAllWeeks: Double? { allDays == 0 ? nil : Double(falseAlertsAllDays) / (Double(allDays) / 7) * 100 }
 
         func ratio(_ a: Int, _ b: Int) -> Double? { b == 0 ? nil : Double(a) / Double(b) }
 
@@ -99,22 +98,22 @@ public struct QualityReport: Sendable {
     }
 
     /// Scores by rule name.
-    public var rules: [String: RuleScore] = [:]
+    package var rules: [String: RuleScore] = [:]
     /// Scores by rule name and shape: a pattern (`normal`), or a trait (`+sparse`: every user with it).
-    public var shapes: [String: [String: RuleScore]] = [:]
+    package var shapes: [String: [String: RuleScore]] = [:]
     /// Messages streamed through the engine.
-    public var messages = 0
+    package var messages = 0
     /// Users scored (over all seeds).
-    public var users = 0
+    package var users = 0
 
     /// An empty report.
-    public init() {}
+    package init() {}
 
     /// How many days before the labelled onset a firing still counts as its detection.
-    public static let earlyTolerance = 3
+    package static let earlyTolerance = 3
 
     /// Scores firings against labels.
-    public static func score(labels: [Population.Label], firings: [Firing], rules names: [String] = Population.labelledRules) -> QualityReport {
+    package static func score(labels: [Population.Label], firings: [Firing], rules names: [String] = Population.labelledRules) -> QualityReport {
         var byKey: [String: [Firing]] = [:]
         for f in firings { byKey[f.rule + "\u{0}" + f.user, default: []].append(f) }
         var report = QualityReport()
@@ -177,7 +176,7 @@ public struct QualityReport: Sendable {
     }
 
     /// Adds another seed's report.
-    public mutating func add(_ o: QualityReport) {
+    package mutating func add(_ o: QualityReport) {
         for (k, v) in o.rules { rules[k, default: RuleScore()].add(v) }
         for (k, m) in o.shapes { for (shape, v) in m { shapes[k, default: [:]][shape, default: RuleScore()].add(v) } }
         messages += o.messages
@@ -185,7 +184,7 @@ public struct QualityReport: Sendable {
     }
 
     /// The report as a Markdown table, one row per rule (the one docs/alert-quality.md quotes).
-    public func table(rules names: [String] = Population.labelledRules) -> String {
+    package func table(rules names: [String] = Population.labelledRules) -> String {
         var out = "| rule | " + QualityReport.header + "\n"
         out += "|---|" + String(repeating: "---|", count: QualityReport.columns) + "\n"
         for name in names { out += "| \(name) | " + QualityReport.row(rules[name] ?? RuleScore()) + "\n" }
@@ -194,7 +193,7 @@ public struct QualityReport: Sendable {
 
     /// One Markdown table per rule with a row for all users and one for each shape (patterns,
     /// then traits, `+trait`) the rule has positives, days at risk or borderline users in.
-    public func shapeTables(rules names: [String] = Population.labelledRules) -> String {
+    package func shapeTables(rules names: [String] = Population.labelledRules) -> String {
         var out = ""
         for name in names {
             out += "### \(name)\n\n| shape | " + QualityReport.header + "\n"
@@ -244,7 +243,7 @@ public struct QualityReport: Sendable {
     }
 
     /// Each rule's recall and false alerts per 100 patient-weeks at risk, on one line (a seed's spread).
-    public func seedSummary(rules names: [String] = Population.labelledRules) -> String {
+    package func seedSummary(rules names: [String] = Population.labelledRules) -> String {
         names.map { name in
             let s = rules[name] ?? RuleScore()
             return "\(name) recall \(s.recall.map { String(format: "%.3f", $0) } ?? "n/a"), "
@@ -253,7 +252,7 @@ public struct QualityReport: Sendable {
     }
 
     /// Which patterns (and traits) the false alerts and misses of each rule came from.
-    public func breakdown(rules names: [String] = Population.labelledRules) -> String {
+    package func breakdown(rules names: [String] = Population.labelledRules) -> String {
         var out = ""
         for name in names {
             guard let s = rules[name], !(s.falseFor.isEmpty && s.missedFor.isEmpty) else { continue }
@@ -298,7 +297,7 @@ extension Population {
     /// its own engine, users independent), sorted by rule, user and day, so the result does not
     /// depend on `threads`; firings a re-evaluation later withdrew are marked; and the number of
     /// messages.
-    public func firings(program: Program, threads: Int = 1) -> (firings: [QualityReport.Firing], messages: Int) {
+    package func firings(program: Program, threads: Int = 1) -> (firings: [QualityReport.Firing], messages: Int) {
         let n = max(1, min(threads, users))
         let parts = Mutex<[(firings: [QualityReport.Firing], messages: Int)]>([])
         DispatchQueue.concurrentPerform(iterations: n) { t in
@@ -345,7 +344,7 @@ extension Population {
     }
 
     /// The cohort's quality report for a program.
-    public func quality(program: Program, threads: Int = 1) -> QualityReport {
+    package func quality(program: Program, threads: Int = 1) -> QualityReport {
         let (f, messages) = firings(program: program, threads: threads)
         var report = QualityReport.score(labels: labels(), firings: f)
         report.messages = messages

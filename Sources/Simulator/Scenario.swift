@@ -4,72 +4,72 @@ import MobilityWire
 
 /// A scenario file (`simulator/scenarios/*.scenario`): a persona, a timeline and the alerts a
 /// clinician expects. See `simulator/scenarios/README.md`.
-public struct Scenario: Sendable {
+package struct Scenario: Sendable {
     /// The scenario file's path, for error messages.
-    public var path: String
+    package var path: String
     /// The quoted title of the `scenario` line (default: the file name without extension).
-    public var title: String
+    package var title: String
     /// The simulated person: user, time zone, baseline gait and recording habits.
-    public var persona: Persona
+    package var persona: Persona
     /// What happens to the person day by day: injury, recovery, gaps, travel, ….
-    public var timeline: Timeline
+    package var timeline: Timeline
     /// The traffic generator's random seed (`seed`; default 1): the same seed gives the same traffic.
-    public var seed: UInt64 = 1
+    package var seed: UInt64 = 1
     /// Days whose first walking-speed sample is retracted (a deletion published the next morning).
-    public var deletions: [Int] = []
+    package var deletions: [Int] = []
     /// The `expect` lines, checked in file order.
-    public var expectations: [Expectation] = []
+    package var expectations: [Expectation] = []
 
     /// An expected alert outcome.
-    public struct Expectation: Sendable, CustomStringConvertible {
+    package struct Expectation: Sendable, CustomStringConvertible {
         /// The name of the alert rule expected.
-        public var rule: String
+        package var rule: String
         /// `firing`, `resolved` or `expired`; nil means "no transition of this rule at all".
-        public var status: String?
+        package var status: String?
         /// The days (1-based) the transition is expected on, any one of them satisfying it; unused when `status` is nil.
-        public var days: ClosedRange<Int>
+        package var days: ClosedRange<Int>
         /// The 1-based line of the `expect` statement.
-        public var line: Int
+        package var line: Int
 
         /// The expectation as written, e.g. `stalled_recovery firing day 60..65` or `no data_gap`.
-        public var description: String {
+        package var description: String {
             guard let status else { return "no \(rule)" }
             return "\(rule) \(status) day \(days.lowerBound)\(days.count > 1 ? "..\(days.upperBound)" : "")"
         }
     }
 
     /// The traffic generator for this scenario.
-    public var generator: TrafficGenerator {
+    package var generator: TrafficGenerator {
         var g = TrafficGenerator(persona: persona, timeline: timeline, seed: seed)
         g.deletions = deletions
         return g
     }
 
     /// The day number (1-based) of a civil date in this scenario.
-    public func dayIndex(_ date: CivilDate) -> Int { Int(date.dayNumber - timeline.start.dayNumber) + 1 }
+    package func dayIndex(_ date: CivilDate) -> Int { Int(date.dayNumber - timeline.start.dayNumber) + 1 }
 }
 
 /// A scenario file error with its line.
-public struct ScenarioError: Error, CustomStringConvertible, Sendable {
+package struct ScenarioError: Error, CustomStringConvertible, Sendable {
     /// The scenario file the error is in.
-    public var path: String
+    package var path: String
     /// The 1-based line of the error (0 when the file cannot be read).
-    public var line: Int
+    package var line: Int
     /// What is wrong: lower case, no trailing period.
-    public var message: String
+    package var message: String
     /// `path:line: error: message`, as `mobility-sim verify` prints it.
-    public var description: String { "\(path):\(line): error: \(message)" }
+    package var description: String { "\(path):\(line): error: \(message)" }
 }
 
 extension Scenario {
     /// Loads a scenario file.
-    public static func load(_ path: String) throws(ScenarioError) -> Scenario {
+    package static func load(_ path: String) throws(ScenarioError) -> Scenario {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw ScenarioError(path: path, line: 0, message: "cannot read") }
         return try parse(path: path, text: text)
     }
 
     /// Parses scenario text.
-    public static func parse(path: String, text: String) throws(ScenarioError) -> Scenario {
+    package static func parse(path: String, text: String) throws(ScenarioError) -> Scenario {
         let name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
         var s = Scenario(path: path, title: name, persona: Persona(user: name), timeline: Timeline())
         s.timeline.sixMinuteWalkWeekday = 3

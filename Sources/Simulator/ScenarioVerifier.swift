@@ -3,32 +3,31 @@ import RuleEngine
 import RuleLanguage
 
 /// Compares the alert transitions a run produced with the scenarios' expectations.
-public struct ScenarioVerifier: Sendable {
+package struct ScenarioVerifier: Sendable {
     /// The scenarios checked, in report order.
-    public let scenarios: [Scenario]
+    package let scenarios: [Scenario]
 
-    /// Creates a verifier.
-    public init(scenarios: [Scenario]) { self.scenarios = scenarios }
+    package init(scenarios: [Scenario]) { self.scenarios = scenarios }
 
     /// One scenario's outcome.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The scenario checked.
-        public var scenario: Scenario
+        package var scenario: Scenario
         /// One report line per expectation (`ok`/`FAIL`), then unexpected transitions and a `note` of unchecked ones.
-        public var lines: [String]
+        package var lines: [String]
         /// Whether every expectation held and no expected rule fired on a day no expectation matched.
-        public var passed: Bool
+        package var passed: Bool
     }
 
     /// Merges the scenarios' traffic in publish order.
-    public static func traffic(_ scenarios: [Scenario]) -> [TrafficRecord] {
+    package static func traffic(_ scenarios: [Scenario]) -> [TrafficRecord] {
         var timed: [TrafficGenerator.Timed] = []
         for s in scenarios { timed += s.generator.generate() }
         return timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element.record)
     }
 
     /// Runs the traffic through an in-process engine in event time (what `mobilityctl replay` does).
-    public static func replay(_ records: [TrafficRecord], program: Program, configuration: EngineConfiguration = EngineConfiguration()) -> [AlertTransition] {
+    package static func replay(_ records: [TrafficRecord], program: Program, configuration: EngineConfiguration = EngineConfiguration()) -> [AlertTransition] {
         var ing = Ingestor(engine: Engine(program: program, configuration: configuration), clock: .event)
         var out: [EngineOutput] = []
         for r in records { ing.handle(topic: r.topic, payload: r.payload, now: Timestamp(milliseconds: 0), into: &out) }
@@ -36,7 +35,7 @@ public struct ScenarioVerifier: Sendable {
     }
 
     /// Checks transitions against every scenario.
-    public func verify(_ transitions: [AlertTransition]) -> [Result] {
+    package func verify(_ transitions: [AlertTransition]) -> [Result] {
         scenarios.map { s in
             let mine = transitions.filter { $0.user == s.persona.user && !$0.isRepeat }
             var lines: [String] = []
@@ -80,7 +79,7 @@ public struct ScenarioVerifier: Sendable {
     }
 
     /// A readable report ending with `N passed, N failed`.
-    public static func report(_ results: [Result]) -> String {
+    package static func report(_ results: [Result]) -> String {
         var out = ""
         for r in results {
             out += "\(r.passed ? "PASS" : "FAIL") \(r.scenario.path) \"\(r.scenario.title)\" (user \(r.scenario.persona.user))\n"

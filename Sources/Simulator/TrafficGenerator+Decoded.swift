@@ -4,7 +4,7 @@ import RuleEngine
 
 extension TrafficGenerator {
     /// A message of ``generateDecoded(day:templates:)``.
-    public enum DecodedMessage: Sendable {
+    package enum DecodedMessage: Sendable {
         /// A `samples` message as the wire decoder gives it for the payload ``generate(day:)`` publishes.
         case samples(Result<[WireDecoder.Item<Sample>], Rejection>)
         /// Any other message, as published.
@@ -12,17 +12,17 @@ extension TrafficGenerator {
     }
 
     /// A decoded message with the time it is published.
-    public struct DecodedTimed: Sendable {
+    package struct DecodedTimed: Sendable {
         /// When the gateway publishes the message (event time).
-        public var at: Timestamp
+        package var at: Timestamp
         /// The message.
-        public var message: DecodedMessage
+        package var message: DecodedMessage
     }
 
     /// What the wire decoder makes of a sample's fixed fields (type, unit, source, zone, metadata),
     /// learnt by decoding one such sample, so that the next ones need no JSON: only their id,
     /// value and times differ. One per thread (``Population/firings(program:threads:)``).
-    public struct SampleTemplates: Sendable {
+    package struct SampleTemplates: Sendable {
         struct Key: Equatable {
             var type: UInt, unit: UInt, bundle: UInt
             var zone: String?, metadata: String?
@@ -32,7 +32,7 @@ extension TrafficGenerator {
         var templates: [(key: Key, sample: Sample, unit: MeasureUnit)] = []
 
         /// Creates an empty set of templates for a decoder's rules.
-        public init(decoder: WireDecoder = WireDecoder()) { self.decoder = decoder }
+        package init(decoder: WireDecoder = WireDecoder()) { self.decoder = decoder }
 
         /// The sample the decoder gives for `spec` (published alone), or nil when only the decoder
         /// itself can tell: an implausible value, or fixed fields it refuses.
@@ -65,13 +65,13 @@ extension TrafficGenerator {
     /// ``generate(day:)`` with each `samples` message already decoded: the samples the wire decoder
     /// would give for its payload (``SampleTemplates``; a message with anything unusual is decoded
     /// from its JSON), without writing and parsing the JSON. The quality run's path.
-    public func generateDecoded(day d: Int, templates: inout SampleTemplates) -> [DecodedTimed] {
+    package func generateDecoded(day d: Int, templates: inout SampleTemplates) -> [DecodedTimed] {
         decoded(parts(day: d), templates: &templates)
     }
 
     /// ``generate(block:)`` with each `samples` message already decoded (see
     /// ``generateDecoded(day:templates:)``): one sync of ``syncDays`` days.
-    public func generateDecoded(block: ClosedRange<Int>, templates: inout SampleTemplates) -> [DecodedTimed] {
+    package func generateDecoded(block: ClosedRange<Int>, templates: inout SampleTemplates) -> [DecodedTimed] {
         guard syncDays != nil else { return block.flatMap { generateDecoded(day: $0, templates: &templates) } }
         return decoded(parts(block: block), templates: &templates)
     }

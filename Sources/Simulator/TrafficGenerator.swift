@@ -6,44 +6,43 @@ import RuleEngine
 /// Generates the MQTT traffic a gateway would publish for a persona and timeline: HealthKit-shaped
 /// samples (walking speed, double support, asymmetry, step length, weekly 6MWD) in batches as an
 /// anchored query would deliver them, plus the profile and clinical events. Deterministic for a seed.
-public struct TrafficGenerator: Sendable {
+package struct TrafficGenerator: Sendable {
     /// The simulated person.
-    public var persona: Persona
+    package var persona: Persona
     /// What happens to the person day by day.
-    public var timeline: Timeline
+    package var timeline: Timeline
     /// The random seed; the same seed, persona and timeline give the same traffic.
-    public var seed: UInt64
+    package var seed: UInt64
     /// The topics the traffic is addressed to.
-    public var layout = TopicLayout()
+    package var layout = TopicLayout()
     /// Days whose first walking-speed sample is retracted the next morning.
-    public var deletions: [Int] = []
+    package var deletions: [Int] = []
     /// At most this many samples a message (nil: each hour's samples in one batch, as an anchored
     /// query delivers them); 1 publishes each sample as a message of its own (a bare object).
-    public var samplesPerMessage: Int?
+    package var samplesPerMessage: Int?
     /// The phone syncs every this many days (nil: as it goes): the samples of each block of
     /// `syncDays` days (days 1…N, N+1…2N, …) are published together at 07:00 (home time) the
     /// morning after the block, in messages of at most ``samplesPerMessage`` samples that run
     /// across the block's days in time order; the block's other records (clinical events,
     /// deletions) follow them. See ``generate(block:)``.
-    public var syncDays: Int?
+    package var syncDays: Int?
 
-    /// Creates a generator.
-    public init(persona: Persona, timeline: Timeline, seed: UInt64) {
+    package init(persona: Persona, timeline: Timeline, seed: UInt64) {
         self.persona = persona
         self.timeline = timeline
         self.seed = seed
     }
 
     /// A record with the time it is published (event time of the gateway).
-    public struct Timed: Sendable {
+    package struct Timed: Sendable {
         /// When the gateway publishes the record (event time).
-        public var at: Timestamp
+        package var at: Timestamp
         /// The topic and payload published.
-        public var record: TrafficRecord
+        package var record: TrafficRecord
     }
 
     /// The expected daily mean walking speed (m/s) of a day, before noise.
-    public func meanSpeed(day d: Int) -> Double {
+    package func meanSpeed(day d: Int) -> Double {
         let t = timeline
         var v = course(day: d)
         if let hw = t.heatWave, hw.contains(d) { v *= t.heatWaveFactor }
@@ -53,7 +52,7 @@ public struct TrafficGenerator: Sendable {
 
     /// The recovery's course (m/s): the expected walking speed without passing conditions (heat,
     /// illness).
-    public func course(day d: Int) -> Double {
+    package func course(day d: Int) -> Double {
         let p = persona, t = timeline
         var v = p.walkingSpeed
         if let inj = t.injuryDay, d >= inj {
@@ -69,7 +68,7 @@ public struct TrafficGenerator: Sendable {
 
     /// The watch's six-minute-walk estimate on day `d` (m): the expected distance, with the day's
     /// error in the cohorts with day effects, capped at 500 m as the watch caps it.
-    public func sixMinuteWalkEstimate(day d: Int) -> Double {
+    package func sixMinuteWalkEstimate(day d: Int) -> Double {
         var est = persona.sixMinuteWalk * meanSpeed(day: d) / persona.walkingSpeed
         if let e = timeline.dayEffects, d >= 1, d <= e.sixMinuteWalk.count { est = max(50, est + e.sixMinuteWalk[d - 1]) }
         return min(500, est.rounded())
@@ -88,7 +87,7 @@ public struct TrafficGenerator: Sendable {
     }
 
     /// The expected daily double support (fraction), before noise.
-    public func meanDoubleSupport(day d: Int) -> Double {
+    package func meanDoubleSupport(day d: Int) -> Double {
         let p = persona, t = timeline
         var v = p.doubleSupport
         if let perDeficit = t.doubleSupportPerDeficit {
@@ -103,7 +102,7 @@ public struct TrafficGenerator: Sendable {
     }
 
     /// Generates all traffic, in publish order.
-    public func generate() -> [Timed] {
+    package func generate() -> [Timed] {
         var out: [Timed] = []
         for d in 1...max(timeline.days, 1) { out += generate(day: d) }
         return out.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
@@ -112,7 +111,7 @@ public struct TrafficGenerator: Sendable {
     /// The traffic recorded on one day (deterministic for the seed and day, independent of other
     /// days, so a cohort can be streamed day by day). Messages of an offline phone carry the time
     /// they are finally synced.
-    public func generate(day d: Int) -> [Timed] {
+    package func generate(day d: Int) -> [Timed] {
         let topic = layout.samples(persona.user)
         return parts(day: d).map { part in
             switch part {
@@ -127,7 +126,7 @@ public struct TrafficGenerator: Sendable {
     /// most ``samplesPerMessage`` samples (a message may run across days), then the block's
     /// clinical events and deletions, all at 07:00 home time the morning after the block's last
     /// day. Without ``syncDays`` the days' traffic as ``generate(day:)`` makes it.
-    public func generate(block: ClosedRange<Int>) -> [Timed] {
+    package func generate(block: ClosedRange<Int>) -> [Timed] {
         guard syncDays != nil else { return block.flatMap { generate(day: $0) } }
         let topic = layout.samples(persona.user)
         return parts(block: block).map { part in

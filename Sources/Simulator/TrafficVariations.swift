@@ -6,11 +6,11 @@ import RuleEngine
 /// other messages, messages re-sent, clinical events entered late. A rule's alerts must not depend
 /// on the first two, and only within the revision window on the third (docs/mqtt-api.md); the
 /// tests feed these variations to the engine and to a live daemon.
-public enum TrafficVariations {
+package enum TrafficVariations {
     /// Each user's samples, in order, in messages of sizes drawn from `sizes` (default: one to 300,
     /// a sync of several days at the top); every other record stays where it was, after the
     /// samples that preceded it.
-    public static func repack(_ records: [TrafficRecord], seed: UInt64, sizes: [Int] = [1, 1, 2, 5, 10, 25, 50, 100, 300]) -> [TrafficRecord] {
+    package static func repack(_ records: [TrafficRecord], seed: UInt64, sizes: [Int] = [1, 1, 2, 5, 10, 25, 50, 100, 300]) -> [TrafficRecord] {
         var rng = SplitMix(seed: seed)
         var out: [TrafficRecord] = [], pending: [String: (items: [ArraySlice<UInt8>], size: Int)] = [:]
         func flush(_ topic: String) {
@@ -37,7 +37,7 @@ public enum TrafficVariations {
     /// About one samples message in `every` re-sent (at once, or after a few later messages, as a
     /// gateway does after a lost connection), and every user's last samples message re-sent at
     /// the end.
-    public static func resend(_ records: [TrafficRecord], seed: UInt64, every: UInt64 = 12) -> [TrafficRecord] {
+    package static func resend(_ records: [TrafficRecord], seed: UInt64, every: UInt64 = 12) -> [TrafficRecord] {
         var rng = SplitMix(seed: seed)
         var out: [TrafficRecord] = [], later: [(due: Int, record: TrafficRecord)] = [], last: [String: TrafficRecord] = [:]
         for (k, r) in records.enumerated() {
@@ -58,7 +58,7 @@ public enum TrafficVariations {
 
     /// Each user's injuries moved after the first samples message of that user reaching `delay`
     /// days past their date (a clinician entering them late); entries never reached go last.
-    public static func delayInjuries(_ records: [TrafficRecord], days delay: (String) -> Int) -> [TrafficRecord] {
+    package static func delayInjuries(_ records: [TrafficRecord], days delay: (String) -> Int) -> [TrafficRecord] {
         let layout = TopicLayout()
         var out: [TrafficRecord] = [], held: [String: [(due: String, record: TrafficRecord)]] = [:]
         for r in records {
@@ -87,7 +87,7 @@ public enum TrafficVariations {
     }
 
     /// The items of a samples payload (a JSON array or one object), as raw bytes.
-    public static func items(_ payload: [UInt8]) -> [ArraySlice<UInt8>] {
+    package static func items(_ payload: [UInt8]) -> [ArraySlice<UInt8>] {
         let array = payload.first == 0x5B
         var bounds: [(Int, Int)] = []
         payload.withUnsafeBufferPointer { p in

@@ -13,30 +13,30 @@
 ///
 /// A loss is refused (``Verdict/refuse(exitCode:findings:)``) unless the operator asked to go on
 /// with what is left: `recoverJournal` for journal damage, `rebuildStore` for the store.
-public struct DurableStateCheck: Sendable {
+package struct DurableStateCheck: Sendable {
     /// The metadata key under which the store records that every journal record up to a
     /// sequence number is committed.
-    public static let committedThroughKey = "journal_committed_through"
+    package static let committedThroughKey = "journal_committed_through"
     /// The metadata key of the journal damage an operator accepted (``JournalDamage/key``, one a line).
-    public static let acceptedDamageKey = "journal_damage_accepted"
+    package static let acceptedDamageKey = "journal_damage_accepted"
     /// The exit code of a refusal for journal damage (EX_DATAERR).
-    public static let journalDamagedExitCode: Int32 = 65
+    package static let journalDamagedExitCode: Int32 = 65
     /// The exit code of a refusal for a store missing, empty or older than the journal (EX_NOINPUT).
-    public static let storeBehindExitCode: Int32 = 66
+    package static let storeBehindExitCode: Int32 = 66
 
     /// What the store says about the journal.
-    public struct Store: Sendable {
+    package struct Store: Sendable {
         /// Neither a user nor a daemon start recorded: a new, emptied or replaced store.
-        public var isEmpty: Bool
+        package var isEmpty: Bool
         /// Every journal record up to this one is committed (0: never recorded).
-        public var committedThrough: UInt64
+        package var committedThrough: UInt64
         /// The highest journal record any user's state applied (0: none).
-        public var highestApplied: UInt64
+        package var highestApplied: UInt64
         /// The keys of the journal damage an operator accepted at an earlier start.
-        public var acceptedDamage: Set<String>
+        package var acceptedDamage: Set<String>
 
         /// Creates the store's side of the check.
-        public init(isEmpty: Bool, committedThrough: UInt64, highestApplied: UInt64, acceptedDamage: Set<String> = []) {
+        package init(isEmpty: Bool, committedThrough: UInt64, highestApplied: UInt64, acceptedDamage: Set<String> = []) {
             self.isEmpty = isEmpty
             self.committedThrough = committedThrough
             self.highestApplied = highestApplied
@@ -45,28 +45,27 @@ public struct DurableStateCheck: Sendable {
     }
 
     /// One disagreement or damage, and what it cost.
-    public struct Finding: Sendable, Equatable, CustomStringConvertible {
+    package struct Finding: Sendable, Equatable, CustomStringConvertible {
         /// Which side is short: the journal (`--recover-journal` goes on) or the store (`--rebuild-store`).
-        public enum Side: String, Sendable { case journal, store }
+        package enum Side: String, Sendable { case journal, store }
         /// Which side is short.
-        public var side: Side
+        package var side: Side
         /// What was found, for the log.
-        public var description: String
+        package var description: String
         /// Acknowledged records lost: exactly, or at most this many (``lostIsExact``); nil when
         /// it cannot be known.
-        public var lost: UInt64?
+        package var lost: UInt64?
         /// Whether ``lost`` is exact.
-        public var lostIsExact: Bool
+        package var lostIsExact: Bool
         /// The name under which an accepted journal finding is remembered (nil for the store's).
-        public var key: String?
+        package var key: String?
         /// Whether an operator accepted it at an earlier start.
-        public var acceptedBefore: Bool
+        package var acceptedBefore: Bool
         /// Whether it cost nothing: journal damage to records the store had committed (a store
         /// finding always costs what only the store kept).
-        public var costsNothing: Bool { side == .journal && lost == 0 && lostIsExact }
+        package var costsNothing: Bool { side == .journal && lost == 0 && lostIsExact }
 
-        /// Creates a finding.
-        public init(side: Side, description: String, lost: UInt64?, lostIsExact: Bool, key: String? = nil, acceptedBefore: Bool = false) {
+        package init(side: Side, description: String, lost: UInt64?, lostIsExact: Bool, key: String? = nil, acceptedBefore: Bool = false) {
             self.side = side
             self.description = description
             self.lost = lost
@@ -77,7 +76,7 @@ public struct DurableStateCheck: Sendable {
     }
 
     /// What the start does.
-    public enum Verdict: Sendable, Equatable {
+    package enum Verdict: Sendable, Equatable {
         /// Start: number new records above `numberingAbove`; `findings` were accepted (now or
         /// before) and are reported; the store records `acceptDamage` as accepted and, when
         /// set, `committedThrough`.
@@ -87,18 +86,18 @@ public struct DurableStateCheck: Sendable {
     }
 
     /// The journal as read at start.
-    public var journal: JournalInspection
+    package var journal: JournalInspection
     /// The store's side.
-    public var store: Store
+    package var store: Store
 
     /// Creates the check of a journal against a store.
-    public init(journal: JournalInspection, store: Store) {
+    package init(journal: JournalInspection, store: Store) {
         self.journal = journal
         self.store = store
     }
 
     /// Everything the journal and the store disagree about or cannot read.
-    public var findings: [Finding] {
+    package var findings: [Finding] {
         var out: [Finding] = []
         let committed = max(store.committedThrough, store.highestApplied)
         let last = journal.lastSeq
@@ -183,7 +182,7 @@ public struct DurableStateCheck: Sendable {
 
     /// The verdict for this start: refused while a finding that ``refuses(_:)`` is not covered
     /// by the operator's flag (any of the store's: exit 66, else 65).
-    public func verdict(recoverJournal: Bool, rebuildStore: Bool) -> Verdict {
+    package func verdict(recoverJournal: Bool, rebuildStore: Bool) -> Verdict {
         let all = findings
         let refused = all.filter { DurableStateCheck.refuses($0) && !($0.side == .store ? rebuildStore : recoverJournal) }
         if !refused.isEmpty {

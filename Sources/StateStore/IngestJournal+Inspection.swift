@@ -3,34 +3,34 @@ import Glibc
 
 /// What reading a journal directory found: its segments, the records that cannot be read, and
 /// a torn tail. Made by ``IngestJournal/inspect(_:)`` without changing a byte.
-public struct JournalInspection: Sendable {
+package struct JournalInspection: Sendable {
     /// One segment file.
-    public struct Segment: Sendable {
+    package struct Segment: Sendable {
         /// The file's path.
-        public var path: String
+        package var path: String
         /// The sequence number its name gives for its first record.
-        public var first: UInt64
+        package var first: UInt64
         /// The highest sequence number it may hold (`first - 1` when it holds none); past its
         /// last intact record when it ends in damage that no later record bounds.
-        public var last: UInt64
+        package var last: UInt64
         /// Its intact records.
-        public var records: Int
+        package var records: Int
         /// Its size.
-        public var bytes: Int
+        package var bytes: Int
     }
 
     /// A partial record at the end of the newest segment: a write that a crash cut short, which
     /// was never acknowledged (libmosquitto acknowledges after the write returned).
-    public struct TornTail: Sendable, Equatable {
+    package struct TornTail: Sendable, Equatable {
         /// The segment's path.
-        public var path: String
+        package var path: String
         /// Where the partial record starts (the segment is cut there when the journal is opened).
-        public var offset: Int
+        package var offset: Int
         /// Its bytes.
-        public var bytes: Int
+        package var bytes: Int
 
         /// Creates a torn tail's description.
-        public init(path: String, offset: Int, bytes: Int) {
+        package init(path: String, offset: Int, bytes: Int) {
             self.path = path
             self.offset = offset
             self.bytes = bytes
@@ -38,66 +38,66 @@ public struct JournalInspection: Sendable {
     }
 
     /// The segments, oldest first.
-    public var segments: [Segment] = []
+    package var segments: [Segment] = []
     /// Everything that cannot be read, in order; empty for an intact journal.
-    public var damage: [JournalDamage] = []
+    package var damage: [JournalDamage] = []
     /// The newest segment's partial last record, if it has one.
-    public var tornTail: TornTail?
+    package var tornTail: TornTail?
     /// Intact records in all segments.
-    public var records = 0
+    package var records = 0
     /// The highest sequence number the journal recorded as appended (its high-water file), nil
     /// when there is none (or it cannot be read: then ``damage`` says so).
-    public var highWater: UInt64?
+    package var highWater: UInt64?
 
     /// The first sequence number the journal holds (its oldest segment's), nil without segments.
-    public var firstSeq: UInt64? { segments.first?.first }
+    package var firstSeq: UInt64? { segments.first?.first }
     /// The highest sequence number the journal may hold (0 without records).
-    public var lastSeq: UInt64 { segments.map(\.last).max() ?? 0 }
+    package var lastSeq: UInt64 { segments.map(\.last).max() ?? 0 }
     /// Whether any segment holds a byte: a daemon has journalled here.
-    public var isEmpty: Bool { !segments.contains { $0.bytes > 0 } }
+    package var isEmpty: Bool { !segments.contains { $0.bytes > 0 } }
 
     /// An empty journal (a directory without segments).
-    public init() {}
+    package init() {}
 }
 
 /// A part of the journal that cannot be read, and which records it cost: the records between the
 /// last intact record before it and the first one after it (records are numbered one by one).
-public struct JournalDamage: Sendable, Hashable, CustomStringConvertible {
+package struct JournalDamage: Sendable, Hashable, CustomStringConvertible {
     /// The segment file's name and the bytes that hold no intact record; nil when nothing is
     /// unreadable but records are missing (a missing segment, records cut out).
-    public var segment: String?
+    package var segment: String?
     /// The unreadable bytes of ``segment``.
-    public var bytes: Range<Int>?
+    package var bytes: Range<Int>?
     /// The sequence number of the last intact record before it (one less than the segment's
     /// first at the start of a segment).
-    public var after: UInt64
+    package var after: UInt64
     /// The sequence number of the first intact record after it; nil when none follows (damage
     /// at the end of the newest segment).
-    public var before: UInt64?
+    package var before: UInt64?
     /// Why it cannot be read, when it is not plain damage (a record numbered out of order, a
     /// segment that cannot be opened).
-    public var note: String?
+    package var note: String?
 
     /// The records it cost, exactly when ``before`` is known; otherwise at most this many (the
     /// smallest record is 24 bytes).
-    public var lost: UInt64 {
+    package var lost: UInt64 {
         if let before { return before > after ? before - after - 1 : 0 }
         return UInt64(((bytes?.count ?? 0) + 23) / 24)
     }
 
     /// Whether ``lost`` is exact.
-    public var lostIsExact: Bool { before != nil }
+    package var lostIsExact: Bool { before != nil }
 
     /// A stable name for this damage (the same at every start while the bytes are unchanged),
     /// which the state store keeps once an operator has accepted the loss.
-    public var key: String {
+    package var key: String {
         if let segment, let bytes { return "\(segment)@\(bytes.lowerBound)+\(bytes.count)" }
         if let segment { return "\(segment):\(note ?? "unreadable")" }
         return "missing:\(after + 1)-\(before.map { $0 - 1 } ?? after)"
     }
 
     /// What it is and what it cost, for the log.
-    public var description: String {
+    package var description: String {
         var what: String
         if let segment, let bytes {
             what = "\(segment) bytes \(bytes.lowerBound)–\(bytes.upperBound - 1) (\(bytes.count) bytes) hold no intact record"
@@ -122,7 +122,7 @@ extension IngestJournal {
     /// segments, and a torn tail. A torn tail is a partial record that ends the newest segment
     /// (fewer bytes than its header says, nothing after it); damage anywhere else, including a
     /// whole but corrupt last record, is damage.
-    public static func inspect(_ directory: String) -> JournalInspection {
+    package static func inspect(_ directory: String) -> JournalInspection {
         var found = JournalInspection()
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("journal-") && $0.hasSuffix(".log") }
         var segments: [(first: UInt64, name: String)] = []

@@ -16,15 +16,15 @@ import Synchronization
 /// anywhere else is reported, never cut away.
 /// Segments `journal-<first seq>.log` rotate at `segmentBytes`, a new one at every opening, and
 /// are deleted once every shard has committed past them.
-public final class IngestJournal: Sendable {
+package final class IngestJournal: Sendable {
     /// One journalled message.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// The message's sequence number, one more than the message journalled before it.
-        public var seq: UInt64
+        package var seq: UInt64
         /// The MQTT topic the message arrived on.
-        public var topic: String
+        package var topic: String
         /// The message payload as received.
-        public var payload: [UInt8]
+        package var payload: [UInt8]
     }
 
     private struct State {
@@ -36,7 +36,7 @@ public final class IngestJournal: Sendable {
     }
 
     /// The directory holding the journal's segment files.
-    public let directory: String
+    package let directory: String
     private let segmentBytes: Int
     private let syncEvery: Int
     private let state = Mutex(State())
@@ -46,12 +46,12 @@ public final class IngestJournal: Sendable {
     private let highWater = Atomic<UInt64>(0)
     /// The name of the file in the journal directory that holds the highest sequence number
     /// appended, as last recorded.
-    public static let highWaterFile = "high-water"
+    package static let highWaterFile = "high-water"
 
     /// Opens the journal directory, continuing after the last record; throws when the journal is
     /// damaged anywhere but a torn tail (the daemon decides about damage with ``inspect(_:)`` and
     /// ``init(directory:segmentBytes:syncEvery:opening:numberingAbove:)`` instead).
-    public convenience init(directory: String, segmentBytes: Int = 64 << 20, syncEvery: Int = 0) throws {
+    package convenience init(directory: String, segmentBytes: Int = 64 << 20, syncEvery: Int = 0) throws {
         let found = IngestJournal.inspect(directory)
         if let d = found.damage.first {
             throw JournalError("the journal in \(directory) is damaged: \(d)" + (found.damage.count > 1 ? " (and \(found.damage.count - 1) more)" : ""))
@@ -64,7 +64,7 @@ public final class IngestJournal: Sendable {
     /// highest sequence number the journal may hold and `floor` (what the state store has
     /// committed), so a new record is never numbered at or below a committed one. Damaged
     /// records are left where they are.
-    public init(
+    package init(
         directory: String, segmentBytes: Int = 64 << 20, syncEvery: Int = 0, opening found: JournalInspection, numberingAbove floor: UInt64 = 0
     )
         throws
@@ -109,7 +109,7 @@ public final class IngestJournal: Sendable {
     /// the records past what the store applied would otherwise look as if never received.
     /// Returns false when the write failed (the mark then lags; nothing else is affected).
     @discardableResult
-    public func recordHighWater() -> Bool {
+    package func recordHighWater() -> Bool {
         let last = lastSeq
         guard last > highWater.load(ordering: .relaxed) else { return true }
         var b: [UInt8] = [0x4D, 0x57, 0x48, 0x31]
@@ -140,10 +140,10 @@ public final class IngestJournal: Sendable {
     }
 
     /// The sequence number of the last appended record.
-    public var lastSeq: UInt64 { state.withLock { $0.nextSeq - 1 } }
+    package var lastSeq: UInt64 { state.withLock { $0.nextSeq - 1 } }
 
     /// Appends a message and returns its sequence number. Throws when the disk refuses it.
-    public func append(topic: String, payload: [UInt8]) throws -> UInt64 {
+    package func append(topic: String, payload: [UInt8]) throws -> UInt64 {
         try state.withLock { st in
             if st.fd < 0 || st.size >= segmentBytes {
                 if st.fd >= 0 { close(st.fd); st.fd = -1 }
@@ -206,12 +206,12 @@ public final class IngestJournal: Sendable {
     }
 
     /// Records that every message up to `seq` has been handed to its shard's queue.
-    public func markQueued(_ seq: UInt64) { queued.store(seq, ordering: .releasing) }
+    package func markQueued(_ seq: UInt64) { queued.store(seq, ordering: .releasing) }
     /// The highest sequence number handed to a shard queue.
-    public var queuedThrough: UInt64 { queued.load(ordering: .acquiring) }
+    package var queuedThrough: UInt64 { queued.load(ordering: .acquiring) }
 
     /// Deletes segments whose every record is at or below `seq` (never the one being written).
-    public func release(through seq: UInt64) {
+    package func release(through seq: UInt64) {
         state.withLock { st in
             while st.segments.count > 1, st.segments[0].last <= seq {
                 unlink(st.segments[0].path)
@@ -222,7 +222,7 @@ public final class IngestJournal: Sendable {
 
     /// Reads every intact record of the journal in a directory, in order: past damage too (it
     /// resynchronises at the next record that validates), so what follows damage is replayed.
-    public static func replay(_ directory: String, _ body: (Entry) -> Void) {
+    package static func replay(_ directory: String, _ body: (Entry) -> Void) {
         for (_, path) in segmentPaths(directory) { scan(path) { e, _ in body(e) } }
     }
 
@@ -314,8 +314,8 @@ public final class IngestJournal: Sendable {
 }
 
 /// A journal I/O failure.
-public struct JournalError: Error, CustomStringConvertible, Sendable {
+package struct JournalError: Error, CustomStringConvertible, Sendable {
     /// What failed, with the path and the `errno` text where there is one.
-    public let description: String
+    package let description: String
     init(_ d: String) { description = d }
 }

@@ -5,22 +5,22 @@ import Glibc
 /// (directories 0700, files 0600), whatever the umask. Modes are set with `chmod`/`fchmod` after
 /// creation, since `mkdir`/`open` modes are reduced by the umask, and looser modes left by an
 /// older version are tightened (and reported) rather than refused.
-public enum PrivateFiles {
+package enum PrivateFiles {
     /// The mode of directories holding state.
-    public static let directoryMode: mode_t = 0o700
+    package static let directoryMode: mode_t = 0o700
     /// The mode of files holding state.
-    public static let fileMode: mode_t = 0o600
+    package static let fileMode: mode_t = 0o600
 
     /// Why a path could not be made private.
-    public struct Failure: Error, CustomStringConvertible, Sendable {
+    package struct Failure: Error, CustomStringConvertible, Sendable {
         /// The path and what failed, e.g. the `errno` text of `chmod`.
-        public let description: String
+        package let description: String
     }
 
     /// Creates `path` (and missing parents) as a private directory, or tightens an existing one.
     /// Returns true when an existing directory was accessible to group or others and was tightened.
     @discardableResult
-    public static func prepareDirectory(_ path: String) throws(Failure) -> Bool {
+    package static func prepareDirectory(_ path: String) throws(Failure) -> Bool {
         var st = stat()
         if stat(path, &st) != 0 {
             guard errno == ENOENT else { throw Failure(description: "cannot stat \(path): \(String(cString: strerror(errno)))") }
@@ -49,7 +49,7 @@ public enum PrivateFiles {
     /// Creates `path` as an empty private file if it does not exist, and makes an existing one
     /// private. SQLite creates a database's `-wal` and `-shm` files with the database file's mode,
     /// so a database created through this first gets private companions.
-    public static func prepareFile(_ path: String) throws(Failure) {
+    package static func prepareFile(_ path: String) throws(Failure) {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, fileMode)
         guard fd >= 0 else { throw Failure(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -57,7 +57,7 @@ public enum PrivateFiles {
     }
 
     /// Tightens an existing file to 0600; a missing file is not an error.
-    public static func tightenIfPresent(_ path: String) throws(Failure) {
+    package static func tightenIfPresent(_ path: String) throws(Failure) {
         var st = stat()
         guard stat(path, &st) == 0 else { return }
         if st.st_mode & 0o7777 != fileMode, chmod(path, fileMode) != 0 {
@@ -66,7 +66,7 @@ public enum PrivateFiles {
     }
 
     /// Sets an open file's mode to 0600 (when it is not already).
-    public static func makePrivate(fd: Int32, path: String) throws(Failure) {
+    package static func makePrivate(fd: Int32, path: String) throws(Failure) {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw Failure(description: "cannot stat \(path): \(String(cString: strerror(errno)))") }
         if st.st_mode & 0o7777 != fileMode, fchmod(fd, fileMode) != 0 {

@@ -1,13 +1,13 @@
 import CSQLite
 
 /// An SQLite error with the library's message.
-public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+package struct SQLiteError: Error, CustomStringConvertible, Sendable {
     /// The SQLite result code (`SQLITE_*`).
-    public let code: Int32
+    package let code: Int32
     /// SQLite's message (`sqlite3_errmsg`), prefixed by the path when opening failed.
-    public let message: String
+    package let message: String
     /// `sqlite error CODE: message`.
-    public var description: String { "sqlite error \(code): \(message)" }
+    package var description: String { "sqlite error \(code): \(message)" }
 }
 
 /// A minimal SQLite connection: exec, prepared statements, transactions. One thread at a time.

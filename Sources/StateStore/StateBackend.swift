@@ -7,7 +7,7 @@ import struct RuleEngine.UserSnapshot
 /// and `PostgresStore` (PostgreSQL, shared by instances, fenced) conform to this. A backend persists each user's
 /// ``StateStore/UserRecord`` (the engine's `UserSnapshot` plus the journal position and event
 /// clock) together with the outbox in one transaction, and never needs the engine's insides.
-public protocol StateBackend: AnyObject, Sendable {
+package protocol StateBackend: AnyObject, Sendable {
     /// Every user's record (their whole snapshot, handed to `prepare` on the thread that read it)
     /// and the pending outbox, oldest first. `alertNames`: the rules' alert names, to read equal
     /// stored names as these instances.
@@ -85,7 +85,7 @@ extension StateBackend {
     /// of its own. Once the reports are committed they are not due any more, so a prune that fails
     /// does not fail the call (the caller would build and publish them again): it only deletes rows
     /// older than the reports keep, and the next week's prune of the user deletes them.
-    public func commitReports(outbox: [StateStore.OutboxItem], history: [HistoryRecord], prune: [HistoryPrune]) throws -> [Int64] {
+    package func commitReports(outbox: [StateStore.OutboxItem], history: [HistoryRecord], prune: [HistoryPrune]) throws -> [Int64] {
         let ids = try commit(users: [], outbox: outbox, acknowledged: [], history: history)
         _ = try? pruneHistory(prune)
         return ids
@@ -94,5 +94,5 @@ extension StateBackend {
 
 extension StateStore: StateBackend {
     /// The database file's path.
-    public var location: String { path }
+    package var location: String { path }
 }

@@ -1,22 +1,21 @@
 import MobilityModel
 
 /// A stored acknowledgement of a firing alert instance (``StateStore/recordAcknowledgement(_:audit:outbox:)``).
-public struct StoredAcknowledgement: Hashable, Sendable {
+package struct StoredAcknowledgement: Hashable, Sendable {
     /// The alert instance id.
-    public var alert: String
+    package var alert: String
     /// The user the alert is about.
-    public var user: String
+    package var user: String
     /// The alert's rule.
-    public var rule: String
+    package var rule: String
     /// The team whose command topic it came on.
-    public var team: String
+    package var team: String
     /// Who acknowledged it, when, and their note.
-    public var acknowledgement: AlertAcknowledgement
+    package var acknowledgement: AlertAcknowledgement
     /// The acknowledged firing payload (retained on the alert topic while the instance fires).
-    public var payload: [UInt8]
+    package var payload: [UInt8]
 
-    /// Creates a record.
-    public init(alert: String, user: String, rule: String, team: String, acknowledgement: AlertAcknowledgement, payload: [UInt8]) {
+    package init(alert: String, user: String, rule: String, team: String, acknowledgement: AlertAcknowledgement, payload: [UInt8]) {
         self.alert = alert
         self.user = user
         self.rule = rule
@@ -28,30 +27,29 @@ public struct StoredAcknowledgement: Hashable, Sendable {
 
 /// One row of the audit trail: a care-staff action (`acknowledge`, `silence`, `expire`),
 /// appended, never changed. `subject` is what it acts on (an alert instance id, a silence id).
-public struct AuditEntry: Hashable, Sendable {
+package struct AuditEntry: Hashable, Sendable {
     /// The row's sequence number (assigned on append; 0 before).
-    public var seq: Int64
+    package var seq: Int64
     /// When (daemon wall clock).
-    public var at: Timestamp
+    package var at: Timestamp
     /// What was done: `acknowledge`, `silence` (a silence added) or `expire` (one expired: by staff, or by `mobilityd` at its end).
-    public var action: String
+    package var action: String
     /// Who (the command's `by`).
-    public var actor: String
+    package var actor: String
     /// The team whose command topic it came on.
-    public var team: String
+    package var team: String
     /// The user the alert is about.
-    public var user: String
+    package var user: String
     /// The alert's rule.
-    public var rule: String
+    package var rule: String
     /// What it acts on: an alert instance id or a silence id.
-    public var subject: String
+    package var subject: String
     /// The free-text note, if any (bounded; never logged).
-    public var note: String?
+    package var note: String?
     /// What a silence covers (its matchers and period), for `silence` and `expire` rows; nil otherwise.
-    public var detail: String?
+    package var detail: String?
 
-    /// Creates an entry.
-    public init(
+    package init(
         seq: Int64 = 0, at: Timestamp, action: String, actor: String, team: String, user: String, rule: String, subject: String, note: String?,
         detail: String? = nil
     ) {
@@ -68,7 +66,7 @@ public struct AuditEntry: Hashable, Sendable {
     }
 
     /// The JSON published on the audit topic and printed by `mobilityctl audit --output json`.
-    public var json: String {
+    package var json: String {
         var w = JSONWriter()
         w.beginObject()
         w.number("seq", Double(seq))
@@ -89,14 +87,13 @@ public struct AuditEntry: Hashable, Sendable {
 /// A care-staff change committed with the users' state it made
 /// (``StateBackend/commit(users:outbox:acknowledged:history:audited:)``): its audit row, numbered
 /// on append, and the outputs that announce it, made from the numbered row.
-public struct AuditedChange: Sendable {
+package struct AuditedChange: Sendable {
     /// The audit row (``AuditEntry/seq`` assigned by the store).
-    public var entry: AuditEntry
+    package var entry: AuditEntry
     /// The outputs that announce the change (the audit message and its copies), from the numbered row.
-    public var announce: @Sendable (AuditEntry) -> [StateStore.OutboxItem]
+    package var announce: @Sendable (AuditEntry) -> [StateStore.OutboxItem]
 
-    /// Creates a change.
-    public init(entry: AuditEntry, announce: @escaping @Sendable (AuditEntry) -> [StateStore.OutboxItem]) {
+    package init(entry: AuditEntry, announce: @escaping @Sendable (AuditEntry) -> [StateStore.OutboxItem]) {
         self.entry = entry
         self.announce = announce
     }
@@ -115,7 +112,7 @@ extension StateStore {
     /// retained firing message, the audit message) in one transaction; returns the audit row's
     /// sequence number and the outputs' outbox ids. Fails (nothing changed) when the instance is
     /// already acknowledged.
-    public func recordAcknowledgement(
+    package func recordAcknowledgement(
         _ a: StoredAcknowledgement, audit: AuditEntry, outbox: (AuditEntry) -> [OutboxItem]
     ) throws -> (seq: Int64, outbox: [OutboxItem]) {
         try auditedChange(audit, outbox) {
@@ -142,7 +139,7 @@ extension StateStore {
     }
 
     /// The acknowledgements of instances still firing (as last recorded), oldest first.
-    public func alertAcknowledgements() throws -> [StoredAcknowledgement] {
+    package func alertAcknowledgements() throws -> [StoredAcknowledgement] {
         try lock.withLock { _ in
             let q = try db.prepare("SELECT alert, user, rule, team, by, at, note, payload FROM acknowledgements ORDER BY at, alert")
             var out: [StoredAcknowledgement] = []
@@ -155,7 +152,7 @@ extension StateStore {
     }
 
     /// Forgets the acknowledgements of instances that resolved (the audit trail keeps them).
-    public func clearAcknowledgements(_ alerts: [String]) throws {
+    package func clearAcknowledgements(_ alerts: [String]) throws {
         guard !alerts.isEmpty else { return }
         try lock.withLock { _ in
             try db.exec("BEGIN IMMEDIATE")
@@ -171,7 +168,7 @@ extension StateStore {
     }
 
     /// The audit trail, oldest first (at most the last `limit` rows).
-    public func auditTrail(limit: Int = 10_000) throws -> [AuditEntry] {
+    package func auditTrail(limit: Int = 10_000) throws -> [AuditEntry] {
         try lock.withLock { _ in
             let q = try db.prepare(
                 "SELECT seq, at, action, actor, team, user, rule, subject, note, detail FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT ?1) ORDER BY seq")
@@ -193,7 +190,7 @@ extension StateStore {
     /// The last firing (or reminder) payload of an alert instance the history recorded, nil
     /// without history: what an acknowledgement republishes when the daemon has not seen the
     /// instance fire since it started.
-    public func firingPayload(user: String, alert: String) throws -> [UInt8]? {
+    package func firingPayload(user: String, alert: String) throws -> [UInt8]? {
         try lock.withLock { _ in
             let q = try db.prepare("SELECT payload FROM history WHERE user = ?1 AND kind = 1 AND key IN (?2, ?3) ORDER BY day DESC, key DESC LIMIT 1")
             q.bind(1, user); q.bind(2, alert + "/firing"); q.bind(3, alert + "/repeat")

@@ -5,7 +5,7 @@ extension StateStore {
     /// `through`, whole, in publication order: by day, a firing before its reminders and its
     /// resolution. What `mobilityctl fhir export` maps to Flags (the episodes of ``history(of:from:through:)``
     /// keep no evidence). An unreadable row is an error naming it, never skipped.
-    public func alertTransitions(of user: String, through: DayNumber) throws -> [AlertTransition] {
+    package func alertTransitions(of user: String, through: DayNumber) throws -> [AlertTransition] {
         var rows: [(day: DayNumber, key: String, payload: [UInt8])] = []
         try reading { db in
             let q = try db.prepare("SELECT key, day, payload FROM history WHERE user = ?1 AND kind = 1 AND day <= ?2 ORDER BY day")

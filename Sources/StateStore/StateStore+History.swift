@@ -4,9 +4,9 @@ import MobilityModel
 
 /// One row of a user's history: what the care-team reports are built from. Written in the same
 /// transaction as the state and outputs that produced it (``StateStore/commit(users:outbox:acknowledged:history:)``).
-public struct HistoryRecord: Sendable, Equatable {
+package struct HistoryRecord: Sendable, Equatable {
     /// What a row holds.
-    public enum Kind: Int64, Sendable {
+    package enum Kind: Int64, Sendable {
         /// A series point: `key` the series, `value` its value (nil: missing), `payload` its unit.
         case series = 0
         /// An alert transition: `key` the instance id and status, `payload` the transition's JSON.
@@ -19,20 +19,19 @@ public struct HistoryRecord: Sendable, Equatable {
     }
 
     /// The user.
-    public var user: String
+    package var user: String
     /// The kind.
-    public var kind: Kind
+    package var kind: Kind
     /// The key within the kind.
-    public var key: String
+    package var key: String
     /// The local day it belongs to.
-    public var day: DayNumber
+    package var day: DayNumber
     /// A series value.
-    public var value: Double?
+    package var value: Double?
     /// The row's bytes.
-    public var payload: [UInt8]
+    package var payload: [UInt8]
 
-    /// Creates a row.
-    public init(user: String, kind: Kind, key: String, day: DayNumber, value: Double? = nil, payload: [UInt8] = []) {
+    package init(user: String, kind: Kind, key: String, day: DayNumber, value: Double? = nil, payload: [UInt8] = []) {
         self.user = user
         self.kind = kind
         self.key = key
@@ -42,7 +41,7 @@ public struct HistoryRecord: Sendable, Equatable {
     }
 
     /// The row of a series point (a revised day replaces the earlier row).
-    public static func series(_ p: SeriesPoint) -> HistoryRecord {
+    package static func series(_ p: SeriesPoint) -> HistoryRecord {
         HistoryRecord(user: p.user, kind: .series, key: p.name, day: p.day.dayNumber, value: p.value, payload: Array(p.unit.utf8))
     }
 
@@ -50,14 +49,14 @@ public struct HistoryRecord: Sendable, Equatable {
     /// resolved keeps its resolution beside it. So has a firing published again after its day
     /// (a revision found the alert goes on after its end, or supports it again): the first
     /// firing's row stays.
-    public static func alert(_ a: AlertTransition) -> HistoryRecord {
+    package static func alert(_ a: AlertTransition) -> HistoryRecord {
         let firing = a.isRepeat ? "/repeat" : a.day == a.firedDay ? "/firing" : "/reopened"
         let kind = a.status == .firing ? firing : a.isWithdrawal ? "/withdrawn" : "/" + a.status.rawValue
         return HistoryRecord(user: a.user, kind: .alert, key: a.id + kind, day: a.day.dayNumber, payload: Array(a.json.utf8))
     }
 
     /// The row of a timeline entry.
-    public static func timeline(user: String, _ e: TimelineEvent) -> HistoryRecord {
+    package static func timeline(user: String, _ e: TimelineEvent) -> HistoryRecord {
         var w = JSONWriter()
         w.beginObject()
         w.string("id", e.id)
@@ -78,7 +77,7 @@ public struct HistoryRecord: Sendable, Equatable {
     }
 
     /// The row that removes a retracted timeline entry's row (no payload).
-    public static func retracted(user: String, id: String) -> HistoryRecord {
+    package static func retracted(user: String, id: String) -> HistoryRecord {
         HistoryRecord(user: user, kind: .timeline, key: id, day: 0, payload: [])
     }
 
@@ -103,9 +102,9 @@ public struct HistoryRecord: Sendable, Equatable {
 }
 
 /// A history row the store cannot read back: an error naming the user and the row, never a guess.
-public struct HistoryDecodingError: Error, CustomStringConvertible, Sendable {
+package struct HistoryDecodingError: Error, CustomStringConvertible, Sendable {
     /// What is wrong.
-    public var description: String
+    package var description: String
 }
 
 extension HistoryDecodingError {
@@ -221,7 +220,7 @@ extension StateStore {
     /// Series values are in SI units (``UserHistory``); the store keeps them as published.
     /// Alert episodes that fired before `from` and resolved inside the range (or are still active)
     /// are included: an episode is read from its first row on.
-    public func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory {
+    package func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory {
         var h = UserHistory(user: user)
         var alertRows: [(day: DayNumber, key: String, payload: [UInt8])] = []
         var timeline: [TimelineEvent] = []
@@ -307,7 +306,7 @@ extension StateStore {
     }
 
     /// The weekly report of `week` (`2026-W10`), or the latest one when nil: the digest's JSON.
-    public func weeklyReport(of user: String, week: String? = nil) throws -> (week: String, payload: [UInt8])? {
+    package func weeklyReport(of user: String, week: String? = nil) throws -> (week: String, payload: [UInt8])? {
         var found: (String, [UInt8])?
         try reading { db in
             let q =
@@ -322,7 +321,7 @@ extension StateStore {
     }
 
     /// Weekly rows still due (written as markers, not yet built): `(user, week)`, oldest first.
-    public func dueReports() throws -> [(user: String, week: String)] {
+    package func dueReports() throws -> [(user: String, week: String)] {
         var due: [(String, String)] = []
         try reading { db in
             let q = try db.prepare("SELECT user, key FROM history WHERE kind = 3 AND length(payload) = 0 ORDER BY day, user")
@@ -332,7 +331,7 @@ extension StateStore {
     }
 
     /// The weeks the user has reports for, newest first.
-    public func reportWeeks(of user: String) throws -> [String] {
+    package func reportWeeks(of user: String) throws -> [String] {
         var weeks: [String] = []
         try reading { db in
             let q = try db.prepare("SELECT key FROM history WHERE user = ?1 AND kind = 3 AND length(payload) > 0 ORDER BY day DESC")
@@ -345,13 +344,13 @@ extension StateStore {
     /// Deletes the user's series, alert and timeline rows before `keepFrom` (timeline entries
     /// that end before it) and weekly reports before `reportsFrom`. Returns the rows deleted.
     @discardableResult
-    public func pruneHistory(of user: String, keepFrom: DayNumber, reportsFrom: DayNumber) throws -> Int {
+    package func pruneHistory(of user: String, keepFrom: DayNumber, reportsFrom: DayNumber) throws -> Int {
         try pruneHistory([(user: user, keepFrom: keepFrom, reportsFrom: reportsFrom)])
     }
 
     /// ``pruneHistory(of:keepFrom:reportsFrom:)`` for several users in one transaction.
     @discardableResult
-    public func pruneHistory(_ users: [HistoryPrune]) throws -> Int {
+    package func pruneHistory(_ users: [HistoryPrune]) throws -> Int {
         guard !users.isEmpty else { return 0 }
         return try lockedWrite { db in
             try StateStore.prune(users, rows: try db.prepare(StateStore.pruneRowsSQL), days: try db.prepare(StateStore.pruneDaysSQL), changes: { db.changes })
@@ -383,7 +382,7 @@ extension StateStore {
     }
 
     /// Rows and bytes (keys and payloads; a series row holds a user-day) the history holds, for the benchmarks.
-    public func historySize() throws -> (rows: Int, bytes: Int) {
+    package func historySize() throws -> (rows: Int, bytes: Int) {
         var r = (0, 0)
         try reading { db in
             for sql in [
@@ -398,7 +397,7 @@ extension StateStore {
     }
 
     /// Every user with history, sorted.
-    public func historyUsers() throws -> [String] {
+    package func historyUsers() throws -> [String] {
         var users: [String] = []
         try reading { db in
             let q = try db.prepare("SELECT user FROM history UNION SELECT user FROM history_days ORDER BY user")
@@ -410,7 +409,7 @@ extension StateStore {
 
 /// What a weekly report prunes of its user's history: series, alert and timeline rows before
 /// `keepFrom`, weekly reports before `reportsFrom`.
-public typealias HistoryPrune = (user: String, keepFrom: DayNumber, reportsFrom: DayNumber)
+package typealias HistoryPrune = (user: String, keepFrom: DayNumber, reportsFrom: DayNumber)
 
 /// A user and a local day: the key of a packed series row.
 struct UserDay: Hashable {

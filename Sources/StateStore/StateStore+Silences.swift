@@ -10,7 +10,7 @@ extension StateStore {
     /// Records a new silence (its ``Silence/json(state:)`` without status), appends its audit row
     /// and the outputs that announce it, in one transaction; returns the outputs with their
     /// outbox ids. Fails (nothing changed) when a silence with its id exists.
-    public func recordSilence(
+    package func recordSilence(
         _ s: Silence, audit: AuditEntry, outbox: (AuditEntry) -> [OutboxItem]
     ) throws -> [OutboxItem] {
         try auditedTransaction(audit, outbox) {
@@ -22,7 +22,7 @@ extension StateStore {
 
     /// Removes an expired (or expired early) silence, appends its audit row and the outputs
     /// that announce it, in one transaction; returns the outputs with their outbox ids.
-    public func expireSilence(id: String, audit: AuditEntry, outbox: (AuditEntry) -> [OutboxItem]) throws -> [OutboxItem] {
+    package func expireSilence(id: String, audit: AuditEntry, outbox: (AuditEntry) -> [OutboxItem]) throws -> [OutboxItem] {
         try auditedTransaction(audit, outbox) {
             let q = try db.prepare("DELETE FROM silences WHERE id = ?1")
             q.bind(1, id)
@@ -32,7 +32,7 @@ extension StateStore {
 
     /// The stored silences (pending or active when last written), by id; a row that no longer
     /// parses is skipped and named in `unreadable`.
-    public func silences() throws -> (silences: [Silence], unreadable: [String]) {
+    package func silences() throws -> (silences: [Silence], unreadable: [String]) {
         try lock.withLock { _ in
             let q = try db.prepare("SELECT id, payload FROM silences ORDER BY id")
             var out: [Silence] = [], bad: [String] = []

@@ -10,9 +10,9 @@ import struct RuleEngine.UserSnapshot
 /// applied, and an outbox of outputs not yet acknowledged by the broker, committed together.
 ///
 /// Sendability: the connection is only used while holding `lock`.
-public final class StateStore: @unchecked Sendable {
+package final class StateStore: @unchecked Sendable {
     /// The schema version this build writes; older stores are migrated on open.
-    public static let schemaVersion = 7
+    package static let schemaVersion = 7
     static let migrations: [String] = [
         // 0 → 1
         """
@@ -48,7 +48,7 @@ public final class StateStore: @unchecked Sendable {
     let lock = Mutex<Void>(())
     /// Open days are stored as chunks of this many values, one `user_days` row each, so that a
     /// commit rewrites only the chunks from the first value that changed.
-    public static let chunkSize = 64
+    package static let chunkSize = 64
     static func chunks(_ values: Int) -> Int { (values + chunkSize - 1) / chunkSize }
     /// The commit path's statements, prepared on first use (used only under `lock`).
     private var statements = [SQLiteDatabase.Statement?](repeating: nil, count: CommitSQL.allCases.count)
@@ -62,24 +62,24 @@ public final class StateStore: @unchecked Sendable {
     /// Series names' ids in `history_series`, as the commit path has seen them.
     let seriesIDs = Mutex(SeriesIDs())
     /// Where the database file is.
-    public let path: String
+    package let path: String
 
     /// One user's persisted record, its engine state as a snapshot.
-    public typealias UserRecord = StoredUser<UserSnapshot>
+    package typealias UserRecord = StoredUser<UserSnapshot>
 
     /// An output waiting for the broker's acknowledgement.
-    public struct OutboxItem: Sendable {
+    package struct OutboxItem: Sendable {
         /// The row id (0 before it is stored).
-        public var id: Int64
+        package var id: Int64
         /// The MQTT topic.
-        public var topic: String
+        package var topic: String
         /// The payload bytes.
-        public var payload: [UInt8]
+        package var payload: [UInt8]
         /// Whether it is published retained.
-        public var retain: Bool
+        package var retain: Bool
 
         /// Creates an item (the id is assigned on commit).
-        public init(id: Int64 = 0, topic: String, payload: [UInt8], retain: Bool) {
+        package init(id: Int64 = 0, topic: String, payload: [UInt8], retain: Bool) {
             self.id = id
             self.topic = topic
             self.payload = payload
@@ -97,7 +97,7 @@ public final class StateStore: @unchecked Sendable {
     /// The database file is created 0600 before SQLite opens it (SQLite gives its `-wal` and
     /// `-shm` files the database file's mode), and looser modes left by an older version are
     /// tightened: the store holds health data.
-    public init(path: String, autoCheckpoint: Bool = true, walRestartFrames: Int64 = 4096) throws(SQLiteError) {
+    package init(path: String, autoCheckpoint: Bool = true, walRestartFrames: Int64 = 4096) throws(SQLiteError) {
         self.path = path
         self.walRestartFrames = walRestartFrames
         do {
@@ -155,7 +155,7 @@ public final class StateStore: @unchecked Sendable {
     /// instead when three passes do not catch up left the WAL unbounded again under a fast
     /// enough stream of commits: 63 MB in StateStoreTests.) A reader in the middle of a read can
     /// still make SQLite keep appending; a later call tries again.
-    public func checkpoint() throws(SQLiteError) {
+    package func checkpoint() throws(SQLiteError) {
         try checkpointLock.withLock { (_) throws(SQLiteError) in
             if checkpointer == nil { checkpointer = try SQLiteDatabase(path: path) }
             var pass = try checkpointer!.walCheckpoint()
@@ -170,7 +170,7 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// From this many users, ``load(alertNames:)`` reads in two halves in parallel.
-    public var parallelLoadThreshold = 2000
+    package var parallelLoadThreshold = 2000
 
     /// Reads every user and the pending outbox.
     ///
@@ -181,14 +181,14 @@ public final class StateStore: @unchecked Sendable {
     ///   equal to one of them is read as that string instance, so that restored states share the
     ///   rules' names instead of holding copies. (Aligning the states with the rules is the
     ///   engine's, in ``RuleEngine/Engine/restore(_:)``.)
-    public func load(alertNames: [String] = []) throws -> (users: [UserRecord], outbox: [OutboxItem]) {
+    package func load(alertNames: [String] = []) throws -> (users: [UserRecord], outbox: [OutboxItem]) {
         try load(alertNames: alertNames, prepare: { $0 })
     }
 
     /// Reads every user and the pending outbox, each user's snapshot handed to `prepare` on the
     /// thread that read it (``parallelLoadThreshold``): the engine makes its states there
     /// (`Engine.preparer`), so that building them runs on the load's two threads too.
-    public func load<Prepared: Sendable>(
+    package func load<Prepared: Sendable>(
         alertNames: [String] = [], prepare: @escaping @Sendable (UserSnapshot) -> Prepared
     ) throws
         -> (users: [StoredUser<Prepared>], outbox: [OutboxItem])
@@ -305,7 +305,7 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// Commits users, new outbox items and history rows in one transaction; returns the outbox ids in order.
-    public func commit(users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64] = [], history: [HistoryRecord] = []) throws(SQLiteError) -> [Int64] {
+    package func commit(users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64] = [], history: [HistoryRecord] = []) throws(SQLiteError) -> [Int64] {
         var announced: [OutboxItem] = []
         return try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, prune: [], audited: [], announced: &announced)
     }
@@ -313,7 +313,7 @@ public final class StateStore: @unchecked Sendable {
     /// ``commit(users:outbox:acknowledged:history:)`` with care-staff changes: each one's audit
     /// row is appended (numbered) and the outputs it announces inserted after `outbox`, in the same
     /// transaction; returns `outbox`'s ids in order and the announcing items with theirs.
-    public func commit(
+    package func commit(
         users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange]
     ) throws(SQLiteError) -> (ids: [Int64], announced: [OutboxItem]) {
         var announced: [OutboxItem] = []
@@ -323,7 +323,7 @@ public final class StateStore: @unchecked Sendable {
 
     /// Commits weekly reports (their rows, replacing the due markers, and their outputs) and
     /// prunes those users' history (``pruneHistory(_:)``) in one transaction; returns the outbox ids in order.
-    public func commitReports(outbox: [OutboxItem], history: [HistoryRecord], prune: [HistoryPrune]) throws(SQLiteError) -> [Int64] {
+    package func commitReports(outbox: [OutboxItem], history: [HistoryRecord], prune: [HistoryPrune]) throws(SQLiteError) -> [Int64] {
         var announced: [OutboxItem] = []
         return try commit(users: [], outbox: outbox, acknowledged: [], history: history, prune: prune, audited: [], announced: &announced)
     }
@@ -486,13 +486,13 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// Removes acknowledged outbox items.
-    public func acknowledge(_ ids: [Int64]) throws(SQLiteError) {
+    package func acknowledge(_ ids: [Int64]) throws(SQLiteError) {
         guard !ids.isEmpty else { return }
         _ = try commit(users: [], outbox: [], acknowledged: ids)
     }
 
     /// Reads a metadata value.
-    public func meta(_ key: String) throws -> String? {
+    package func meta(_ key: String) throws -> String? {
         try lock.withLock { _ in
             let q = try db.prepare("SELECT value FROM meta WHERE key = ?1")
             q.bind(1, key)
@@ -501,7 +501,7 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// Writes a metadata value.
-    public func setMeta(_ key: String, _ value: String) throws {
+    package func setMeta(_ key: String, _ value: String) throws {
         try lock.withLock { _ in
             let q = try db.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2")
             q.bind(1, key)
@@ -511,13 +511,13 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// At most this many dead letters are kept; parking more drops the oldest.
-    public static let maxDeadLetters = 10_000
+    package static let maxDeadLetters = 10_000
 
     /// Moves outbox items the broker refused for good into `dead_letters` (with the reason and
     /// `at`, milliseconds since the epoch), so they are neither retried nor re-published after a
     /// restart; keeps the newest ``maxDeadLetters``. Returns how many dead letters there are now.
     @discardableResult
-    public func park(_ items: [(id: Int64, reason: String)], at: Int64) throws(SQLiteError) -> Int {
+    package func park(_ items: [(id: Int64, reason: String)], at: Int64) throws(SQLiteError) -> Int {
         try lock.withLock { (_) throws(SQLiteError) -> Int in
             try db.exec("BEGIN IMMEDIATE")
             do throws(SQLiteError) {
@@ -543,18 +543,18 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// One parked output.
-    public struct DeadLetter: Sendable, Equatable {
+    package struct DeadLetter: Sendable, Equatable {
         /// The outbox id the output had.
-        public var id: Int64
+        package var id: Int64
         /// The MQTT topic.
-        public var topic: String
+        package var topic: String
         /// Why the broker or libmosquitto refused it.
-        public var reason: String
+        package var reason: String
         /// When it was parked, milliseconds since the epoch.
-        public var at: Int64
+        package var at: Int64
 
         /// Creates a dead letter as read back.
-        public init(id: Int64, topic: String, reason: String, at: Int64) {
+        package init(id: Int64, topic: String, reason: String, at: Int64) {
             self.id = id
             self.topic = topic
             self.reason = reason
@@ -563,7 +563,7 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// The parked outputs, oldest first (topics and reasons only: payloads hold health data).
-    public func deadLetters() throws -> [DeadLetter] {
+    package func deadLetters() throws -> [DeadLetter] {
         try lock.withLock { _ in
             let q = try db.prepare("SELECT id, topic, reason, at FROM dead_letters ORDER BY id")
             var out: [DeadLetter] = []
@@ -573,7 +573,7 @@ public final class StateStore: @unchecked Sendable {
     }
 
     /// The number of pending outbox items.
-    public func outboxCount() throws -> Int { try lock.withLock { _ in Int(try db.scalarInt("SELECT count(*) FROM outbox")) } }
+    package func outboxCount() throws -> Int { try lock.withLock { _ in Int(try db.scalarInt("SELECT count(*) FROM outbox")) } }
 }
 
 extension SQLiteDatabase {
@@ -675,21 +675,20 @@ extension StateStore {
 
 /// One user's persisted record: the engine state (`State`: a ``UserSnapshot``, or what a load's
 /// `prepare` made of one) with the ingest-journal position and event clock it goes with.
-public struct StoredUser<State: Sendable>: Sendable {
+package struct StoredUser<State: Sendable>: Sendable {
     /// The user id.
-    public var user: String
+    package var user: String
     /// The highest journal sequence number applied to this user.
-    public var appliedSeq: UInt64
+    package var appliedSeq: UInt64
     /// The user's event clock (event mode).
-    public var eventNow: Timestamp?
+    package var eventNow: Timestamp?
     /// The event clock's pending claims (ms), not yet confirmed.
-    public var eventClaims: [Int64]
+    package var eventClaims: [Int64]
     /// The engine state: in a commit what changed (`Engine.changes(of:)`), from a load all of
     /// it; nil for users that only ever sent rejected messages.
-    public var state: State?
+    package var state: State?
 
-    /// Creates a record.
-    public init(user: String, appliedSeq: UInt64, eventNow: Timestamp?, eventClaims: [Int64] = [], state: State?) {
+    package init(user: String, appliedSeq: UInt64, eventNow: Timestamp?, eventClaims: [Int64] = [], state: State?) {
         self.user = user
         self.appliedSeq = appliedSeq
         self.eventNow = eventNow

@@ -1,8 +1,8 @@
 /// A stored user state this build cannot read. Loading stops at it (the daemon exits 1): a state
 /// is never read as a guess, since a wrong alert state or provenance would change alerts.
-public struct UserStateDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct UserStateDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What is wrong with the bytes.
-    public enum Code: Hashable, Sendable {
+    package enum Code: Hashable, Sendable {
         /// A tag byte that names no case this build knows (written by a newer build, or corrupted).
         case unknownTag(field: String, tag: UInt8)
         /// The bytes end before the state does, or a count is negative.
@@ -12,18 +12,17 @@ public struct UserStateDecodingError: Error, Hashable, Sendable, CustomStringCon
     }
 
     /// The user whose state it is.
-    public var user: String
+    package var user: String
     /// What is wrong.
-    public var code: Code
+    package var code: Code
 
-    /// Creates an error.
-    public init(user: String, code: Code) {
+    package init(user: String, code: Code) {
         self.user = user
         self.code = code
     }
 
     /// One line for the log: the user is named by the FNV-1a hash of its id, never by the id.
-    public var description: String {
+    package var description: String {
         let what: String
         switch code {
         case .unknownTag(let field, let tag): what = "unknown \(field) tag \(tag) (written by a newer build, or corrupted)"

@@ -31,7 +31,7 @@ import Testing
         let ids = DiagnosticID.allCases.map(\.rawValue)
         #expect(ids == ids.sorted())
         let source = try String(contentsOf: Self.root.appendingPathComponent("Sources/RuleLanguage/DiagnosticCatalogue.swift"), encoding: .utf8)
-        for block in source.components(separatedBy: "public enum ").dropFirst() {
+        for block in source.components(separatedBy: "package enum ").dropFirst() {
             let body = block.components(separatedBy: "    /// The ").first ?? block
             let names = body.split(separator: "\n").compactMap { line -> String? in
                 guard line.hasPrefix("    case ") else { return nil }

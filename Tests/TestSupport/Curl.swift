@@ -1,24 +1,24 @@
 import Foundation
 
 /// A real HTTP(S) client for tests: `curl` as a child process.
-public enum Curl {
+package enum Curl {
     /// What came back: the status (0 when no HTTP exchange happened, e.g. a failed handshake),
     /// the headers (names in lower case), the body and curl's own messages.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The status, or 0.
-        public var status: Int
+        package var status: Int
         /// Response headers, lower-cased names.
-        public var headers: [String: String]
+        package var headers: [String: String]
         /// The body as text.
-        public var body: String
+        package var body: String
         /// curl's exit code.
-        public var exitCode: Int32
+        package var exitCode: Int32
         /// curl's stderr and the `-w` line.
-        public var log: String
+        package var log: String
     }
 
     /// `curl URL` with `headers` (`Name: value`), trusting `caFile` when given, plus `extra` arguments.
-    public static func get(_ url: String, headers: [String] = [], caFile: String? = nil, extra: [String] = []) throws -> Result {
+    package static func get(_ url: String, headers: [String] = [], caFile: String? = nil, extra: [String] = []) throws -> Result {
         let dir = TemporaryPath.make("mw-curl")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -41,7 +41,7 @@ public enum Curl {
     }
 
     /// `curl -X POST URL` with `body` (from a file, sent as is) and `contentType`, plus `headers`.
-    public static func post(_ url: String, body: [UInt8], contentType: String? = "application/json", headers: [String] = []) throws -> Result {
+    package static func post(_ url: String, body: [UInt8], contentType: String? = "application/json", headers: [String] = []) throws -> Result {
         let dir = TemporaryPath.make("mw-curl-body")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -50,7 +50,7 @@ public enum Curl {
     }
 
     /// ``post(_:body:contentType:headers:)`` of a text.
-    public static func post(_ url: String, json: String, headers: [String] = []) throws -> Result {
+    package static func post(_ url: String, json: String, headers: [String] = []) throws -> Result {
         try post(url, body: Array(json.utf8), headers: headers)
     }
 }

@@ -4,19 +4,19 @@ import Glibc
 /// A child process (mosquitto, mobilityd, …) started with `posix_spawn` with an **empty signal
 /// mask and default dispositions** — test-runner threads block signals and children would inherit
 /// that, so SIGTERM/SIGHUP would never arrive. Output goes to a log file. Reaped with `waitpid`.
-public final class ChildProcess: @unchecked Sendable {
+package final class ChildProcess: @unchecked Sendable {
     /// The child's process id.
-    public let pid: pid_t
+    package let pid: pid_t
     /// The file the child's stdout and stderr go to.
-    public let logPath: String
+    package let logPath: String
     private let lock = NSLock()
     private var status: Int32?
 
     /// The path of a product built by `swift build` in this package.
-    public static func product(_ name: String) -> String { RepoPaths.root + "/.build/debug/" + name }
+    package static func product(_ name: String) -> String { RepoPaths.root + "/.build/debug/" + name }
 
     /// Starts `executable` with arguments (and the current environment plus `environment`).
-    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], logPath: String? = nil) throws {
+    package init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], logPath: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw HarnessError("\(executable) is not built; run 'swift build' first (scripts/test.sh does)")
         }
@@ -51,13 +51,13 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// The output so far.
-    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    package var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// Sends a signal.
-    public func signal(_ s: Int32) { if isRunning { kill(pid, s) } }
+    package func signal(_ s: Int32) { if isRunning { kill(pid, s) } }
 
     /// Whether the child is still running (reaps it when it has exited).
-    public var isRunning: Bool {
+    package var isRunning: Bool {
         lock.withLock {
             if status != nil { return false }
             var st: Int32 = 0
@@ -69,7 +69,7 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Waits for exit (SIGKILL after the timeout); returns the exit code, or 128+signal.
     @discardableResult
-    public func wait(timeout: TimeInterval = 15) -> Int32 {
+    package func wait(timeout: TimeInterval = 15) -> Int32 {
         if !eventually(timeout: timeout, { !isRunning }) {
             kill(pid, SIGKILL)
             _ = eventually(timeout: 5, { !isRunning })
@@ -81,7 +81,7 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Signals and waits (SIGKILL after the timeout).
     @discardableResult
-    public func stop(signal s: Int32 = SIGTERM, timeout: TimeInterval = 10) -> Int32 {
+    package func stop(signal s: Int32 = SIGTERM, timeout: TimeInterval = 10) -> Int32 {
         signal(s)
         return wait(timeout: timeout)
     }

@@ -3,24 +3,24 @@ import Foundation
 /// The independent FHIR R4 validator of the tests: `scripts/fhir-validate.py`, run with the
 /// Python of the venv `scripts/install-deps.sh` installs fhir.resources into
 /// (`MOBILITYWATCH_FHIR_VENV`, default `~/.cache/mobilitywatch/fhir-venv`).
-public enum FHIRValidator {
+package enum FHIRValidator {
     /// What the validator said of some resources.
-    public struct Verdict: Sendable {
+    package struct Verdict: Sendable {
         /// True when every resource is valid (exit 0).
-        public var valid: Bool
+        package var valid: Bool
         /// Its output: a line per resource, `ok FILE` or `invalid FILE: reasons`.
-        public var output: String
+        package var output: String
     }
 
     /// The venv's Python.
-    public static var python: String {
+    package static var python: String {
         let env = ProcessInfo.processInfo.environment
         let venv = env["MOBILITYWATCH_FHIR_VENV"] ?? ((env["HOME"] ?? "/root") + "/.cache/mobilitywatch/fhir-venv")
         return venv + "/bin/python"
     }
 
     /// Validates resources (JSON texts); throws when the validator cannot run at all.
-    public static func validate(_ resources: [String]) throws -> Verdict {
+    package static func validate(_ resources: [String]) throws -> Verdict {
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw HarnessError("the FHIR validator is not installed at \(python); run scripts/install-deps.sh")
         }
@@ -37,7 +37,7 @@ public enum FHIRValidator {
     }
 
     /// Validates resource files.
-    public static func validate(files: [String]) throws -> Verdict {
+    package static func validate(files: [String]) throws -> Verdict {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: python)
         p.arguments = [RepoPaths.root + "/scripts/fhir-validate.py"] + files

@@ -3,15 +3,15 @@ import MQTTTransport
 import Synchronization
 
 /// A test MQTT client that records every message on its filters and can publish.
-public final class MQTTRecorder: Sendable {
+package final class MQTTRecorder: Sendable {
     /// A received message.
-    public struct Message: Sendable {
+    package struct Message: Sendable {
         /// The topic it was published on.
-        public let topic: String
+        package let topic: String
         /// The payload bytes.
-        public let payload: [UInt8]
+        package let payload: [UInt8]
         /// The payload decoded as UTF-8.
-        public var text: String { String(decoding: payload, as: UTF8.self) }
+        package var text: String { String(decoding: payload, as: UTF8.self) }
     }
 
     private let received = MessageStore()
@@ -23,7 +23,7 @@ public final class MQTTRecorder: Sendable {
     /// subscription (its SUBACK), so that every message published from then on is recorded.
     /// - Parameters:
     ///   - username, password, caFile, version: as a gateway or dashboard would log in.
-    public init(
+    package init(
         url: String, filters: [String], clientID: String = "test-\(UUID().uuidString.prefix(8))",
         cleanSession: Bool = true, username: String? = nil, password: String? = nil, caFile: String? = nil,
         version: MQTTClientConfiguration.ProtocolVersion = .v311
@@ -61,7 +61,7 @@ public final class MQTTRecorder: Sendable {
     /// Every message the broker accepted before the barrier was published has then been delivered
     /// (the broker keeps one subscriber's messages in order), so "nothing more arrives" is a
     /// fact, not a guess. Barrier messages are not recorded. False when it did not come back in time.
-    public func barrier(timeout: TimeInterval = 10) throws -> Bool {
+    package func barrier(timeout: TimeInterval = 10) throws -> Bool {
         guard let barrierTopic else { throw HarnessError("a recorder without filters cannot receive a barrier") }
         let token = UUID().uuidString
         try client.publish(topic: barrierTopic, payload: MQTTRecorder.barrierPrefix + Array(token.utf8), qos: 1)
@@ -81,7 +81,7 @@ public final class MQTTRecorder: Sendable {
 
     /// Publishes at QoS 1 and waits for the broker's answer: its MQTT 5 reason code (0 accepted,
     /// 135 not authorised, …; always 0 under 3.1.1), or nil when none came within `timeout`.
-    public func publishAwaitingAnswer(_ topic: String, _ payload: String, retain: Bool = false, timeout: TimeInterval = 5) throws -> Int32? {
+    package func publishAwaitingAnswer(_ topic: String, _ payload: String, retain: Bool = false, timeout: TimeInterval = 5) throws -> Int32? {
         let mid = try client.publish(topic: topic, payload: Array(payload.utf8), qos: 1, retain: retain)
         var answer: Int32?
         _ = eventually(timeout: timeout) {
@@ -92,33 +92,33 @@ public final class MQTTRecorder: Sendable {
     }
 
     /// This recorder's publishes the broker has acknowledged (QoS 1).
-    public var acknowledgedCount: Int { client.acknowledgedCount }
+    package var acknowledgedCount: Int { client.acknowledgedCount }
 
     /// Successful connections so far (more than 1: it reconnected).
-    public var connectionCount: Int { client.connectionCount }
+    package var connectionCount: Int { client.connectionCount }
 
     /// Whether the connection is up.
-    public var isConnected: Bool { client.isConnected }
+    package var isConnected: Bool { client.isConnected }
 
     var client: MQTTClient { box.withLock { $0! } }
 
     /// Messages received so far, optionally only on topics with a prefix.
-    public func messages(prefix: String = "") -> [Message] {
+    package func messages(prefix: String = "") -> [Message] {
         received.all.filter { $0.topic.hasPrefix(prefix) }
     }
 
     /// Publishes at QoS 1.
-    public func publish(_ topic: String, _ payload: String, retain: Bool = false) throws {
+    package func publish(_ topic: String, _ payload: String, retain: Bool = false) throws {
         try client.publish(topic: topic, payload: Array(payload.utf8), qos: 1, retain: retain)
     }
 
     /// Publishes raw bytes at QoS 1.
-    public func publishBytes(_ topic: String, _ payload: [UInt8]) throws {
+    package func publishBytes(_ topic: String, _ payload: [UInt8]) throws {
         try client.publish(topic: topic, payload: payload, qos: 1)
     }
 
     /// Disconnects.
-    public func stop() { client.stop() }
+    package func stop() { client.stop() }
 
     deinit { box.withLock { $0?.stop() } }
 }

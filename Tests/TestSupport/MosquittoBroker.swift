@@ -4,23 +4,23 @@ import HTTPEndpoint
 import Synchronization
 
 /// A real mosquitto broker on a free loopback port, for integration tests. Stopped on deinit.
-public final class MosquittoBroker: @unchecked Sendable {
+package final class MosquittoBroker: @unchecked Sendable {
     /// The port it listens on (kept across restarts).
-    public let port: Int
+    package let port: Int
     /// Its working directory (config, persistence, log).
-    public let directory: String
+    package let directory: String
     private var process: ChildProcess?
     private let lock = NSLock()
 
     /// `mqtt://127.0.0.1:PORT`.
-    public var url: String { "mqtt://127.0.0.1:\(port)" }
+    package var url: String { "mqtt://127.0.0.1:\(port)" }
 
     /// Writes a config and starts the broker.
     /// - Parameters:
     ///   - stockQueueLimits: keep mosquitto's own queue limits (1000 messages per offline
     ///     session), which drop messages silently, instead of lifting them.
     ///   - sysInterval: how often `$SYS` topics are published (mosquitto's default: 10 s).
-    public init(persistence: Bool = false, autosaveSeconds: Int = 1, stockQueueLimits: Bool = false, sysInterval: Int? = nil) throws {
+    package init(persistence: Bool = false, autosaveSeconds: Int = 1, stockQueueLimits: Bool = false, sysInterval: Int? = nil) throws {
         port = try freePort()
         directory = TemporaryPath.make("mw-broker")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -38,7 +38,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// Starts (or restarts) the broker and waits until it accepts connections.
-    public func start() throws {
+    package func start() throws {
         let p = try ChildProcess(MosquittoBroker.binary, ["-c", directory + "/mosquitto.conf"], logPath: directory + "/stdout.log")
         lock.withLock { process = p }
         let deadline = Date().addingTimeInterval(10)
@@ -51,7 +51,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// Stops the broker with a signal (SIGTERM saves persistence; SIGKILL does not) and waits.
-    public func stop(signal: Int32 = SIGTERM) {
+    package func stop(signal: Int32 = SIGTERM) {
         guard
             let p = lock.withLock({ () -> ChildProcess? in
                 let p = process; process = nil; return p
@@ -71,11 +71,11 @@ public final class MosquittoBroker: @unchecked Sendable {
 }
 
 /// A harness failure.
-public struct HarnessError: Error, CustomStringConvertible {
+package struct HarnessError: Error, CustomStringConvertible {
     /// What went wrong in the harness, e.g. a product that is not built.
-    public let description: String
+    package let description: String
     /// Creates a harness error with its description.
-    public init(_ d: String) { description = d }
+    package init(_ d: String) { description = d }
 }
 
 /// Ports `freePort()` has handed out in this test process: never twice, so that a port a test
@@ -87,7 +87,7 @@ private let handedOutPorts = Mutex<Set<Int>>([])
 /// A TCP port on 127.0.0.1 that was free a moment ago and that no other caller in this process
 /// has been given. Chosen below the kernel's ephemeral range (outgoing connections take their
 /// source ports from that range, so none can take a listener's port while it is down).
-public func freePort() throws -> Int {
+package func freePort() throws -> Int {
     let low = ephemeralPortRangeStart()
     if low > 12_000 {
         for _ in 0..<500 {
@@ -126,14 +126,14 @@ func bindLoopback(port: Int) throws -> Int {
 }
 
 /// Whether something accepts TCP connections on 127.0.0.1:port.
-public func canConnect(port: Int) -> Bool {
+package func canConnect(port: Int) -> Bool {
     guard let fd = LoopbackHTTP.connect(port: port) else { return false }
     close(fd)
     return true
 }
 
 /// Whether something accepts TCP connections on `host` (an IPv4 literal), port.
-public func canConnect(host: String, port: Int) -> Bool {
+package func canConnect(host: String, port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return false }
     defer { close(fd) }
@@ -147,7 +147,7 @@ public func canConnect(host: String, port: Int) -> Bool {
 }
 
 /// Polls a condition until it holds or the timeout passes.
-public func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
+package func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if condition() { return true }
@@ -157,10 +157,10 @@ public func eventually(timeout: TimeInterval = 10, _ condition: () -> Bool) -> B
 }
 
 /// A plain HTTP/1.0 GET against 127.0.0.1, returning status and body (nil when nothing answers).
-public func httpGet(port: Int, path: String) -> (status: Int, body: String)? { LoopbackHTTP.get(port: port, path: path) }
+package func httpGet(port: Int, path: String) -> (status: Int, body: String)? { LoopbackHTTP.get(port: port, path: path) }
 
 /// Parses Prometheus text into `name{labels}` → value, checking every line's syntax.
-public func parsePrometheus(_ text: String) throws -> [String: Double] {
+package func parsePrometheus(_ text: String) throws -> [String: Double] {
     var out: [String: Double] = [:]
     for line in text.split(separator: "\n") {
         if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") { continue }

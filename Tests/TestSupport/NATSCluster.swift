@@ -7,28 +7,28 @@ import HTTPEndpoint
 /// what the MQTT listener needs), `mqtt { stream_replicas: N }` so that MQTT sessions survive the
 /// loss of a node, and the partition mapping of the four input kinds. Each node is stopped by its
 /// PID on deinit.
-public final class NATSCluster: @unchecked Sendable {
+package final class NATSCluster: @unchecked Sendable {
     /// Where Debian's package installs the server.
-    public static let binary = "/usr/sbin/nats-server"
+    package static let binary = "/usr/sbin/nats-server"
     /// One node's ports and process.
-    public struct Node: Sendable {
+    package struct Node: Sendable {
         /// The client port, the MQTT port, the cluster (route) port and the monitoring (HTTP)
         /// port, on 127.0.0.1.
-        public let clientPort: Int, mqttPort: Int, clusterPort: Int, monitorPort: Int
+        package let clientPort: Int, mqttPort: Int, clusterPort: Int, monitorPort: Int
         /// `mqtt://127.0.0.1:MQTT_PORT`.
-        public var url: String { "mqtt://127.0.0.1:\(mqttPort)" }
+        package var url: String { "mqtt://127.0.0.1:\(mqttPort)" }
     }
     /// The nodes.
-    public let nodes: [Node]
+    package let nodes: [Node]
     /// The working directory (configs, JetStream stores, logs).
-    public let directory: String
+    package let directory: String
     private var processes: [ChildProcess?]
     private let lock = NSLock()
 
     /// The mapping of the four input kinds into `partitions` partitions by user (wildcard 1), as
     /// in docs/scaling.md: `mobility.v1.users.*.samples` → `part.{{partition(P,1)}}.…`. Only the
     /// inputs: a pattern `users.*.*` would move the daemon's own five-level outputs too.
-    public static func mapping(partitions: Int, root: String = "mobility.v1") -> String {
+    package static func mapping(partitions: Int, root: String = "mobility.v1") -> String {
         let kinds = ["samples", "events", "deletions", "profile"].map { k in
             "  \"\(root).users.*.\(k)\": \"part.{{partition(\(partitions),1)}}.\(root).users.{{wildcard(1)}}.\(k)\""
         }
@@ -39,7 +39,7 @@ public final class NATSCluster: @unchecked Sendable {
     /// (nil: no mapping) and waits until each accepts MQTT connections.
     /// - Parameter maxAckPending: messages a session may have unacknowledged (1: a message taken
     ///   over from a dead consumer is redelivered before any later one, so a user's order holds).
-    public init(size: Int = 3, partitions: Int?, maxAckPending: Int = 1) throws {
+    package init(size: Int = 3, partitions: Int?, maxAckPending: Int = 1) throws {
         guard FileManager.default.isExecutableFile(atPath: NATSCluster.binary) else {
             throw HarnessError("nats-server is not installed (\(NATSCluster.binary)): run scripts/install-deps.sh, which installs nats-server")
         }
@@ -75,7 +75,7 @@ public final class NATSCluster: @unchecked Sendable {
 
     /// Waits until every node serves MQTT sessions: in a cluster the listener is open before
     /// JetStream has a meta leader, and a CONNECT is only answered after.
-    public func waitServingMQTT(timeout: TimeInterval = 60) throws {
+    package func waitServingMQTT(timeout: TimeInterval = 60) throws {
         let deadline = Date().addingTimeInterval(timeout)
         for n in nodes {
             while true {
@@ -89,13 +89,13 @@ public final class NATSCluster: @unchecked Sendable {
     }
 
     /// Starts (or restarts) node `i`.
-    public func start(_ i: Int) throws {
+    package func start(_ i: Int) throws {
         let p = try ChildProcess(NATSCluster.binary, ["-c", "\(directory)/n\(i).conf"], logPath: "\(directory)/n\(i).log")
         lock.withLock { processes[i] = p }
     }
 
     /// Waits until node `i` takes MQTT connections (the MQTT listener opens once JetStream is up).
-    public func waitReady(_ i: Int, timeout: TimeInterval = 30) throws {
+    package func waitReady(_ i: Int, timeout: TimeInterval = 30) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if canConnect(port: nodes[i].mqttPort) { return }
@@ -109,7 +109,7 @@ public final class NATSCluster: @unchecked Sendable {
     /// acknowledged, redelivered, not yet delivered, the last delivered and the acknowledged
     /// stream sequence, whether a client is bound. What tells a stalled consumer from a lost
     /// message after a failure; "(not answering)" for a node that is down.
-    public func consumers(_ i: Int) -> String {
+    package func consumers(_ i: Int) -> String {
         guard let r = LoopbackHTTP.get(port: nodes[i].monitorPort, path: "/jsz?accounts=true&streams=true&consumers=true"), r.status == 200,
             let root = try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]
         else { return "(not answering)" }
@@ -132,10 +132,10 @@ public final class NATSCluster: @unchecked Sendable {
     }
 
     /// Node `i`'s log.
-    public func log(_ i: Int) -> String { (try? String(contentsOfFile: "\(directory)/n\(i).log", encoding: .utf8)) ?? "" }
+    package func log(_ i: Int) -> String { (try? String(contentsOfFile: "\(directory)/n\(i).log", encoding: .utf8)) ?? "" }
 
     /// Stops node `i` by its PID (SIGKILL: its machine is lost).
-    public func stop(_ i: Int, signal: Int32 = SIGTERM) {
+    package func stop(_ i: Int, signal: Int32 = SIGTERM) {
         let p = lock.withLock { () -> ChildProcess? in
             defer { processes[i] = nil }
             return processes[i]

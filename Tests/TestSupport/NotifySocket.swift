@@ -3,9 +3,9 @@ import Glibc
 
 /// A unix datagram socket standing in for systemd's `NOTIFY_SOCKET`: collects the sd_notify(3)
 /// messages a daemon sends, each with its arrival time, on a thread of its own.
-public final class NotifySocket: @unchecked Sendable {
+package final class NotifySocket: @unchecked Sendable {
     /// The socket's path, for `NOTIFY_SOCKET`.
-    public let path: String
+    package let path: String
     private let inbox: Inbox
 
     /// What the reading thread shares with the socket's owner (the thread must not keep the owner alive).
@@ -30,7 +30,7 @@ public final class NotifySocket: @unchecked Sendable {
     }
 
     /// Binds a fresh socket in the temporary directory and starts reading.
-    public init() throws {
+    package init() throws {
         let path = "/tmp/mw-notify-\(UUID().uuidString.prefix(8)).sock"
         self.path = path
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -52,10 +52,10 @@ public final class NotifySocket: @unchecked Sendable {
     }
 
     /// Every message so far, in arrival order, with its arrival time.
-    public var messages: [(at: Date, text: String)] { inbox.lock.withLock { inbox.received } }
+    package var messages: [(at: Date, text: String)] { inbox.lock.withLock { inbox.received } }
 
     /// The messages that have a line `line` (e.g. `READY=1`).
-    public func messages(with line: String) -> [String] {
+    package func messages(with line: String) -> [String] {
         messages.map(\.text).filter { $0.split(separator: "\n").contains { $0 == line } }
     }
 

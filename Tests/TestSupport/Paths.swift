@@ -1,9 +1,9 @@
 import Foundation
 
 /// Locations in the repository, for tests that read shipped files.
-public enum RepoPaths {
+package enum RepoPaths {
     /// The repository root (the directory holding Package.swift).
-    public static let root: String = {
+    package static let root: String = {
         var url = URL(fileURLWithPath: #filePath)
         while url.path != "/" {
             url.deleteLastPathComponent()
@@ -13,5 +13,5 @@ public enum RepoPaths {
     }()
 
     /// `rules/`.
-    public static var rules: String { root + "/rules" }
+    package static var rules: String { root + "/rules" }
 }

@@ -5,23 +5,23 @@ import Glibc
 /// free loopback port (its socket in that directory), stopped by its PID on deinit, or at the
 /// test process's exit for ``shared()``. As root the server runs as the `postgres` user (initdb
 /// refuses root). Missing binaries are a failure that says how to install them, never a skip.
-public final class PostgresServer: @unchecked Sendable {
+package final class PostgresServer: @unchecked Sendable {
     /// Where Debian's PostgreSQL 15 binaries are (not on the PATH).
-    public static let bin = "/usr/lib/postgresql/15/bin"
+    package static let bin = "/usr/lib/postgresql/15/bin"
     /// The port it listens on, on 127.0.0.1.
-    public let port: Int
+    package let port: Int
     /// Its directory (data, socket, log).
-    public let directory: String
+    package let directory: String
     private var process: ChildProcess?
     private let lock = NSLock()
     private var databases = 0
 
     /// The log file.
-    public var logPath: String { directory + "/postgres.log" }
+    package var logPath: String { directory + "/postgres.log" }
 
     /// Creates a cluster and starts it. `durable`: fsync as a production server does (the
     /// benchmarks); tests run without (their subject is not PostgreSQL's crash safety).
-    public init(durable: Bool = false) throws {
+    package init(durable: Bool = false) throws {
         guard FileManager.default.isExecutableFile(atPath: PostgresServer.bin + "/initdb") else {
             throw HarnessError(
                 "PostgreSQL 15 is not installed (\(PostgresServer.bin)/initdb is missing): run scripts/install-deps.sh, which installs postgresql-15")
@@ -65,7 +65,7 @@ public final class PostgresServer: @unchecked Sendable {
     }
 
     /// Starts (or restarts) the server and waits until it accepts connections.
-    public func start() throws {
+    package func start() throws {
         // setpriv execs: the child's PID is the postmaster's, which stop() signals.
         let argv = ["-D", directory + "/data"]
         let p =
@@ -84,7 +84,7 @@ public final class PostgresServer: @unchecked Sendable {
     }
 
     /// Stops the server by its PID (SIGINT: fast shutdown; SIGKILL: a crash) and waits for it.
-    public func stop(signal: Int32 = SIGINT) {
+    package func stop(signal: Int32 = SIGINT) {
         guard
             let p = lock.withLock({ () -> ChildProcess? in
                 defer { process = nil }; return process
@@ -94,7 +94,7 @@ public final class PostgresServer: @unchecked Sendable {
     }
 
     /// A new, empty database; its URL (`postgres://mw@127.0.0.1:PORT/NAME`).
-    public func createDatabase() throws -> String {
+    package func createDatabase() throws -> String {
         let name = lock.withLock { () -> String in
             databases += 1
             return "mw_test_\(getpid())_\(databases)"
@@ -104,11 +104,11 @@ public final class PostgresServer: @unchecked Sendable {
     }
 
     /// The URL of a database on this server.
-    public func url(_ database: String) -> String { "postgres://mw@127.0.0.1:\(port)/\(database)" }
+    package func url(_ database: String) -> String { "postgres://mw@127.0.0.1:\(port)/\(database)" }
 
     /// Runs SQL with psql (unaligned, tuples only); its output.
     @discardableResult
-    public func psql(_ sql: String, database: String) throws -> String {
+    package func psql(_ sql: String, database: String) throws -> String {
         let (status, out) = PostgresServer.run(
             PostgresServer.bin + "/psql",
             ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", String(port), "-U", "mw", "-d", database, "-c", sql])
@@ -117,7 +117,7 @@ public final class PostgresServer: @unchecked Sendable {
     }
 
     /// One server for the whole test process, started on first use and stopped when it exits.
-    public static func shared() throws -> PostgresServer { try sharedServer.get() }
+    package static func shared() throws -> PostgresServer { try sharedServer.get() }
 
     private static let sharedServer: Result<PostgresServer, any Error> = {
         let r = Result { try PostgresServer() }

@@ -2,17 +2,17 @@ import Foundation
 
 /// A built product of this package run to its end with piped output: its exit status, standard
 /// output and standard error (a command-line tool driven by a test).
-public struct ProductRun: Sendable {
+package struct ProductRun: Sendable {
     /// The exit status.
-    public var status: Int32
+    package var status: Int32
     /// What it wrote to standard output.
-    public var stdout: String
+    package var stdout: String
     /// What it wrote to standard error.
-    public var stderr: String
+    package var stderr: String
 
     /// Runs `product` (built by `swift build`) with `arguments` and waits for it; throws when it is
     /// not built.
-    public init(_ product: String, _ arguments: [String]) throws {
+    package init(_ product: String, _ arguments: [String]) throws {
         let exe = ChildProcess.product(product)
         guard FileManager.default.isExecutableFile(atPath: exe) else { throw HarnessError("\(exe) is not built; run 'swift build' first") }
         let p = Process()

@@ -1,17 +1,17 @@
 /// A seeded, reproducible random generator for property tests. Print the seed on failure.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     /// The seed it started from.
-    public let seed: UInt64
+    package let seed: UInt64
     private var state: UInt64
 
     /// Creates a generator from a seed.
-    public init(seed: UInt64) {
+    package init(seed: UInt64) {
         self.seed = seed
         self.state = seed
     }
 
     /// The next 64 random bits.
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

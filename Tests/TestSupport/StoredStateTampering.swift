@@ -2,11 +2,11 @@ import CSQLite
 
 /// Rewrites a stored user state in place, as a damaged disk or a newer build could leave it, for
 /// tests of strict decoding.
-public enum StoredStateTampering {
+package enum StoredStateTampering {
     /// Replaces the alert-state tag stored after `rule`'s name in `user`'s state (2: firing) by
     /// `tag`, and returns the tag it replaced. Throws when the database or the name is not found.
     @discardableResult
-    public static func setAlertStateTag(database path: String, user: String, rule: String, to tag: UInt8) throws -> UInt8 {
+    package static func setAlertStateTag(database path: String, user: String, rule: String, to tag: UInt8) throws -> UInt8 {
         var db: OpaquePointer?
         guard sqlite3_open(path, &db) == SQLITE_OK else { throw HarnessError("cannot open \(path)") }
         defer { sqlite3_close(db) }

@@ -7,18 +7,18 @@ import Synchronization
 /// path, and a path stays while the process may still use it (a later daemon on the same state, a
 /// store opened on it). To look at them after a failure, run with `MW_KEEP_TEST_TEMP=1`; a crashed
 /// run keeps them too.
-public enum TemporaryPath {
+package enum TemporaryPath {
     private static let registered = Mutex<[String]>([])
 
     /// A fresh path `<tmp>/<prefix>-<8 hex digits><suffix>`, not created, removed at exit.
-    public static func make(_ prefix: String, suffix: String = "") -> String {
+    package static func make(_ prefix: String, suffix: String = "") -> String {
         let path = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString.prefix(8))\(suffix)"
         removeAtExit(path)
         return path
     }
 
     /// Removes `path` (a file or a directory tree) when the test process exits.
-    public static func removeAtExit(_ path: String) {
+    package static func removeAtExit(_ path: String) {
         let first = registered.withLock { paths in
             paths.append(path)
             return paths.count == 1

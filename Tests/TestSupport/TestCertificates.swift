@@ -2,9 +2,9 @@ import Foundation
 
 /// Throwaway TLS material minted with `openssl` for a test: a CA and a server certificate for
 /// 127.0.0.1 and 127.0.0.2 (used by mosquitto's and mobilityd's TLS listeners in tests).
-public enum TestCertificates {
+package enum TestCertificates {
     /// Writes `ca.crt`, `ca.key`, `server.crt` and `server.key` (and working files) into `dir`.
-    public static func mint(_ dir: String) throws {
+    package static func mint(_ dir: String) throws {
         let ssl = "/usr/bin/openssl"
         try run(
             ssl,
@@ -23,7 +23,7 @@ public enum TestCertificates {
     }
 
     /// Runs a tool to completion; throws with its output when it fails.
-    public static func run(_ tool: String, _ args: [String]) throws {
+    package static func run(_ tool: String, _ args: [String]) throws {
         let p = try ChildProcess(tool, args)
         guard p.wait() == 0 else { throw HarnessError("\(tool) \(args.joined(separator: " ")) failed: \(p.log)") }
     }
