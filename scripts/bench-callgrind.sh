@@ -6,7 +6,7 @@
 # counted. Instruction counts, unlike wall time, compare builds on a loaded machine.
 #   scripts/bench-callgrind.sh [MESSAGES] [OUT]        (default 30000, callgrind.out.leg1)
 #   MOBILITYD=PATH scripts/bench-callgrind.sh …          another build's mobilityd, the same traffic and player
-#   MOBILITYD_ARGS="--commit-interval 6000 --ack-interval 15000"  extra options (intervals scaled by valgrind's slowdown: docs/benchmarks.md)
+#   MOBILITYD_ARGS="--commit-interval 6000 --ack-interval 15000"  extra options (intervals scaled by valgrind's slowdown: docs/benchmarks-history.md)
 #   NATIVE=1 scripts/bench-callgrind.sh …               no valgrind: how the same run batches natively (batches, commits)
 #   RULES=DIR scripts/bench-callgrind.sh …              another rule pack (default rules/; an older build needs its own)
 #   TRAFFIC=FILE scripts/bench-callgrind.sh - OUT        recorded traffic instead ({"topic","payload"} lines, e.g. mobility-sim

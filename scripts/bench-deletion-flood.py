@@ -10,7 +10,7 @@ does to a daemon that was slow or away, and it lands in the shard's queue togeth
 until the flood is handled the script reads /healthz and mobilityd_shard_busy_seconds (how long the
 batch at hand has run). It prints the longest batch observed, mobilityd_shard_batch_seconds_max
 where the build has it, the time to handle the flood, and the /healthz answers other than 200.
-Figures: docs/benchmarks.md ("Deletion flood").
+Figures: docs/benchmarks.md ("Engine and evaluation").
 
   scripts/bench-deletion-flood.py [--messages N] [--held N] [--bin DIR]   (default: .build/release)
 """

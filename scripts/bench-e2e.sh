@@ -5,7 +5,7 @@
 # network thread does) and mobilityd's throughput in the same round (1 sample per message, and 50),
 # and alert latency at ~1k samples/s. After each throughput figure, what one message cost in CPU: the broker, mobilityd
 # and the harness (its publisher, and in the first two its subscriber), and how many cores were busy: the
-# three share this machine's cores, so a throughput is what the others leave (docs/benchmarks.md, twelfth pass).
+# three share this machine's cores, so a throughput is what the others leave (docs/benchmarks.md, "End to end").
 #   scripts/bench-e2e.sh [MESSAGES] [RUNS]     (each figure: every round, then the median of RUNS)
 #   MOBILITYD_ARGS="--publish-series false" scripts/bench-e2e.sh …   (extra mobilityd options; default: mobilityd's defaults, series on)
 # Then a phone syncing after days offline: mobility-sim population --sync-days $SYNC_DAYS (3) with 50-sample

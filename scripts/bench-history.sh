@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the care-team history costs end to end (not part of CI; figures in docs/benchmarks.md,
-# "Care-team history"). A cohort is played at full speed through a private mosquitto into
+# "State store"). A cohort is played at full speed through a private mosquitto into
 # mobilityd --clock event (durable state, default settings: every day close records the series in
 # the history and, at each Sunday, builds the weekly reports), alternately with the history on
 # (default) and off (--history-days off), ROUNDS times each, in one run. Each round: messages per

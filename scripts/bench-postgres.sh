@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PostgreSQL commit cost per batch against SQLite's (docs/benchmarks.md "State in PostgreSQL").
+# PostgreSQL commit cost per batch against SQLite's (docs/benchmarks.md, "State store"; docs/scaling.md "Measured").
 # Starts a private PostgreSQL 15 (fsync and synchronous_commit on, as in production) on a free
 # loopback port in a temporary directory, runs `mobility-bench store-commits` against it and
 # SQLite, and stops the server by its PID. BUILD=debug skips the release build.

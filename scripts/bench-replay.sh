@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The replay benchmark of issue 18 (docs/benchmarks.md, "Replay (issue 18)"), side by side in one run:
+# The replay benchmark (docs/benchmarks.md, "Replay and the quality run"), side by side in one run:
 # the same computation — per-user local-day R-7 p95 of walking speed and its 7-day mean (>= 4 days),
 # never across the injury — by mobilityctl replay (1 and 2 threads), a plain-Python reference and a
 # PyFlink SQL job, on traffic from mobility-sim population (one sample a message); simdjson's own

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Partitioned mobilityd at 1, 2 and 4 instances (issue 19; docs/scaling.md "Measured"), not a test.
+# Partitioned mobilityd at 1, 2 and 4 instances (docs/scaling.md "Measured"), not a test.
 # For each instance count: a fresh one-node NATS (JetStream, MQTT, the mapping of the four input
 # kinds into P partitions), a fresh database on one private PostgreSQL (fsync and
 # synchronous_commit on, as in production), N `mobilityd --partitions P` on loopback; waits until

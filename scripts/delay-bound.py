@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Detection-delay bound for stalled_recovery on the wide cohort (issue 20).
+"""Detection-delay bound for stalled_recovery on the wide cohort (docs/alert-quality.md).
 
 A numpy model of `mobility-sim --cohort wide` (Sources/Simulator/Population.swift `widen`,
 TrafficGenerator.swift `meanSpeed` / `parts`): the injured shapes (normal, slow_steady, stalled,

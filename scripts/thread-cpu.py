@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CPU of every thread of the named processes, sampled from /proc every 0.5 s until SIGTERM or
-SIGINT (a benchmark tool, not part of CI; docs/benchmarks.md, twelfth pass).
+SIGINT (a benchmark tool, not part of CI; docs/benchmarks.md, "End to end").
 
     scripts/thread-cpu.py mosquitto,mobility-bench,mobilityd OUT [--busy mobilityd/shard-0=30] &
     ... run a benchmark ...; kill %1

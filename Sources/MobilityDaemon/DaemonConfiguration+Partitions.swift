@@ -1,4 +1,4 @@
-/// Partitioned input (`--partitions P`, issue 19): the broker divides users into P partitions by
+/// Partitioned input (`--partitions P`): the broker divides users into P partitions by
 /// its subject mapping (NATS `partition(P, 1)`, docs/scaling.md) and republishes each input under
 /// `{prefix}`; this instance consumes only the partitions it holds a lease on, each through a
 /// persistent MQTT session of its own, and its outputs stay on the contract's topics.

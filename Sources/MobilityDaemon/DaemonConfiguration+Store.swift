@@ -1,7 +1,7 @@
 import PostgresStore
 
 /// Where state is (`--store`): the embedded SQLite store (the default, one machine), or a
-/// PostgreSQL database that instances share (issue 19), fenced per partition. The ingest journal
+/// PostgreSQL database that instances share (docs/scaling.md), fenced per partition. The ingest journal
 /// stays in `--state` either way.
 package enum StoreLocation: Sendable, Equatable {
     /// `state.sqlite` in the state directory.

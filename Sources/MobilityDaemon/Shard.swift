@@ -10,8 +10,10 @@ import struct PostgresStore.PostgresError
 
 /// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
 /// queue. It commits the changed users, the journal position they applied and the outputs they
-/// produced in one SQLite transaction, then publishes those outputs — when its
-/// `ShardCommitPolicy` says (at once for a batch with outputs, else every commit interval).
+/// produced in one transaction of its `StateBackend` (SQLite, or PostgreSQL fenced per partition),
+/// then publishes those outputs — when its `ShardCommitPolicy` says (at once, with the batch's own
+/// users, for a batch with outputs other than series; everyone's changes every commit interval).
+/// Weekly digests are built and committed by the shard's `ReportWorker`, off this thread.
 ///
 /// Sendability: `ingestor`, `applied` and the pending lists are only touched by the shard's own
 /// thread (in `run`, or in `restore` before `start`); shared state is in a Mutex or Atomic.

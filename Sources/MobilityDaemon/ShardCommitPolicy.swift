@@ -8,8 +8,8 @@
 /// per message. Outputs (alerts, series and rejections are published only once committed) are
 /// committed at once with the users whose changes made them — except series, which nobody waits
 /// for within the interval: a batch whose only outputs are series leaves them to the interval's
-/// commit of everyone (a backfill closes a day every few messages, and committed each time, issue
-/// 18); a batch with other outputs takes the waiting series' users along. Everyone's changes are committed
+/// commit of everyone (a backfill closes a day every few messages, and would commit each time); a
+/// batch with other outputs takes the waiting series' users along. Everyone's changes are committed
 /// once the interval has passed, for a barrier (a caller waits for durability), after a failed
 /// commit that held outputs, and always when there is no ingest journal to hold the messages
 /// until their commit.

@@ -1,7 +1,7 @@
 extension DailySeries {
     /// Appends ``json`` to a byte buffer, byte for byte the same, without building a `String`
-    /// (a multi-day sync closes about a user-day a message; the `String` path was ≈ 9 % of its
-    /// cost, docs/benchmarks.md "Sixth pass").
+    /// (a multi-day sync closes about a user-day a message, and building the `String` was ≈ 9 %
+    /// of the daemon's instructions on that traffic).
     package func appendJSON(to out: inout [UInt8]) {
         out.append(literal: #"{"user":"#)
         JSONWriter.quote(user, into: &out)

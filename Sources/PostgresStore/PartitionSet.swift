@@ -1,7 +1,7 @@
 /// The partitions of users an instance owns: `count` fixed partitions in all, `owned` those this
-/// instance holds (and commits for, fenced by their tokens). One partition (``all``) until the
-/// broker partitions traffic (issue 19's NATS slice: the mapping of users to partitions must then
-/// be the broker's, `partition(P, 1)`).
+/// instance holds (and commits for, fenced by their tokens). One partition (``all``) unless the
+/// broker partitions traffic (`--partitions`: the mapping of users to partitions is then the
+/// broker's, NATS's `partition(P, 1)`; docs/scaling.md).
 package struct PartitionSet: Sendable, Hashable {
     /// The number of partitions users are divided into.
     package let count: Int

@@ -118,7 +118,13 @@ package struct AlertStateMachine: Hashable, Sendable {
     ///     resets and a firing one expires.
     ///   - at: the event time of the evaluation (ms): the close of the day, or the sample's end.
     ///   - activeSince: when the condition would count as having started (the day's start, or the sample's end).
-    ///   - rule: the durations of the rule (ms).
+    ///   - forMs: the rule's `for` (ms): how long the condition must hold before the alert fires.
+    ///   - keepFiringForMs: the rule's `keep_firing_for` (ms): how long a firing alert stays firing
+    ///     after its condition was last true.
+    ///   - repeatMs: the rule's `repeat` (ms): how often a firing alert whose condition is still true
+    ///     is published again; 0: never.
+    ///   - cooldownMs: the rule's `cooldown` (ms): how long after it resolves or expires nothing new
+    ///     starts.
     ///   - clock: how the durations are counted: `.days` for daily rules, `.wall` for per-sample rules.
     package mutating func evaluate(
         _ condition: Bool?, monitored: Bool = true, at: Int64, activeSince: Int64, forMs: Int64, keepFiringForMs: Int64,

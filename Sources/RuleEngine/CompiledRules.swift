@@ -5,7 +5,7 @@ import RuleLanguage
 /// `Expr` is an indirect enum: every pattern match on it retains and releases the boxes of its
 /// operands, atomically. Evaluating the default pack for a user's day close walks a few hundred
 /// nodes, and that reference counting was over a quarter of a day close (`perf`, see
-/// docs/benchmarks.md). A `Node` is trivially copyable: evaluating it touches no reference count.
+/// docs/benchmarks-history.md). A `Node` is trivially copyable: evaluating it touches no reference count.
 struct CompiledRules: Sendable {
     /// A window's anchor; event kinds by index in `strings`.
     enum Anchor: Equatable, Sendable {

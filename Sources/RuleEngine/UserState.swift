@@ -5,9 +5,9 @@ import RuleLanguage
 ///
 /// Memory is the product's sizing unit, so history is kept in two forms: days still open to late
 /// data hold raw values; older days are folded into the daily-input values the rules read
-/// (see docs/benchmarks.md for the arithmetic). The small fields sit together, without padding
-/// between them: the state is copied whole on some paths (a sample's ingest), and at 256 bytes or
-/// less that copy is one of memcpy's cheaper sizes (a test keeps it there).
+/// (docs/benchmarks.md, "Memory per user", has the arithmetic). The small fields sit together,
+/// without padding between them: the state is copied whole on some paths (a sample's ingest), and
+/// at 256 bytes or less that copy is one of memcpy's cheaper sizes (a test keeps it there).
 package struct UserState: Sendable {
     /// The user's id.
     package let user: String

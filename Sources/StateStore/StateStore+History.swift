@@ -117,7 +117,7 @@ extension StateStore {
     ///
     /// Series points are packed a row per user-day (`history_days`: a series id and a value per
     /// point, the names in `history_series`): a day close writes one row per user instead of one
-    /// per series (measured: docs/benchmarks.md "History").
+    /// per series (measured: docs/benchmarks.md, "State store").
     static let historyMigration = """
         CREATE TABLE history (user TEXT NOT NULL, kind INTEGER NOT NULL, key TEXT NOT NULL, day INTEGER NOT NULL, value REAL, payload BLOB NOT NULL,
                               PRIMARY KEY (user, kind, key, day)) WITHOUT ROWID;

@@ -112,7 +112,7 @@ package final class StateStore: @unchecked Sendable {
         // A 32 MiB page cache for the committing connection (SQLite's default is 2 MiB): a sync
         // batch touches more pages than 2 MiB, so SQLite read pages back from the file and spilled
         // dirty ones to the WAL mid-transaction, writing some twice. Measured on the sync leg
-        // (docs/benchmarks.md, tenth pass): its reads 7 990 → 0, its WAL writes 12 778 → 6 528 in 3 s.
+        // (docs/benchmarks-history.md): its reads 7 990 → 0, its WAL writes 12 778 → 6 528 in 3 s.
         try db.exec("PRAGMA cache_size = -32768;")
         // The committing connection starts the WAL over (``checkpoint()``); a WAL that grew past
         // twice the restart size during a burst is cut back to that when it does. (An older
@@ -144,7 +144,7 @@ package final class StateStore: @unchecked Sendable {
     /// happens (frames committed during the copy are always left): the WAL grew to 254 MB for a
     /// 16 MB database in a 5-second backfill and to 150 MB in 3 seconds of alerts, every commit
     /// appended to new blocks of the file, and those appends waited for the file system's block
-    /// allocation while the checkpoint's sync wrote the file back (docs/benchmarks.md).
+    /// allocation while the checkpoint's sync wrote the file back (docs/benchmarks-history.md).
     ///
     /// So once the WAL holds ``walRestartFrames``, passes are repeated without holding commits
     /// until one finds fewer than 64 new frames (each copies what the pass before left; at most

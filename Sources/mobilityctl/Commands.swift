@@ -169,7 +169,7 @@ enum ReplayCommand {
 ///
 /// Consumed lines are skipped by an index and the buffer compacted once per chunk: removing each
 /// line from the front of the buffer moved the rest of the megabyte every line, which was 86 % of
-/// a replay's instructions before issue 18 (`mobilityctl report --traffic` still reads with this).
+/// a replay's instructions (`mobilityctl report --traffic` reads with this).
 struct LineReader: Sequence, IteratorProtocol {
     let handle: FileHandle
     var buffer: [UInt8] = []

@@ -3,8 +3,10 @@ import RuleEngine
 import RuleLanguage
 import RuleTesting
 
-/// `mobilityctl`: check rules, run rule tests, replay recorded traffic. Exit codes like promtool:
-/// 0 ok, 1 failures, 2 usage error; `replay`: 3 when traffic lines were malformed.
+/// `mobilityctl`: rules (`check`, `test`), recorded traffic (`replay`, `report`), care staff's
+/// commands and views over the broker (`alerts`, `ack`, `silence`, `event`) and a state directory
+/// (`audit`, `fhir export`); `usage` below is the full list. Exit codes like promtool: 0 ok,
+/// 1 failures, 2 usage error; `replay`: 3 when traffic lines were malformed.
 let usage = """
     usage: mobilityctl <command> [options]
 

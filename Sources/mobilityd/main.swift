@@ -1,8 +1,12 @@
 import Foundation
 import MobilityDaemon
 
-/// `mobilityd`: parse the configuration and run the daemon. Exit codes: 0 clean stop, 1 failure
-/// (invalid rules, broker refusal), 2 usage or configuration error.
+/// `mobilityd`: parse the configuration and run the daemon (with `--partitions`, under the supervisor
+/// of its partition leases). Exit codes (docs/operations.md, "Exit codes"): 0 stopped by a signal
+/// after draining, or `--help` / `--check-config` succeeded; 1 a failure retrying cannot fix (invalid
+/// rules, unreadable state, the broker refusing the login or the protocol); 2 usage or configuration
+/// error; 65 the ingest journal is damaged or cut short; 66 the state store is missing, empty or
+/// older than the journal; 75 the metrics or report listener's address is in use.
 let configuration: DaemonConfiguration
 do {
     configuration = try DaemonConfiguration.load(

@@ -14,7 +14,7 @@ import Testing
         #expect(l.parse("mobility/v1/users/jamie/samples/") == .other)
         #expect(l.parse("mobility/v2/users/jamie/samples") == .other)
         #expect(TopicLayout(root: "clinic/a").parse("clinic/a/users/j-d_1/profile") == .inbound(user: "j-d_1", kind: .profile))
-        // '.' is not portable: NATS's subject separator, RabbitMQ's '/' (issue 19).
+        // '.' is not portable: NATS's subject separator, RabbitMQ's '/' (docs/brokers.md).
         #expect(l.parse("mobility/v1/users/j.d/samples") == .invalidUser("j.d"))
         #expect(!TopicLayout.isValidUser("jamie.") && !TopicLayout.isValidUser(".") && TopicLayout.isValidUser("A-z_09"))
         #expect(!TopicLayout.isValidUser(String(repeating: "a", count: 65)))

@@ -164,7 +164,7 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
     }
 
     /// Each deleted id costs a tombstone in the user's state: one message deletes at most a
-    /// batch's worth (issue 19), however the ids are wrapped.
+    /// batch's worth, however the ids are wrapped.
     @Test func aDeletionHoldsAtMostABatchOfIds() throws {
         let decoder = WireDecoder(maxBatch: 3)
         #expect(try decoder.deletions(Array(#"{"ids":["a","b","c"]}"#.utf8)).get().count == 3)
@@ -176,7 +176,7 @@ private func sampleJSON(_ overrides: [String: String] = [:], drop: Set<String> =
 }
 
 /// The default limits are consistent: a full batch of typical samples fits the payload limit, so
-/// each limit is reachable with real items and reported with its own reason (issue 14, item 7).
+/// each limit is reachable with real items and reported with its own reason.
 @Suite struct BatchLimitTests {
     /// A sample as a gateway sends it: long type name, offsets, a source with a device name (~250 B).
     static func typical(_ i: Int) -> String {

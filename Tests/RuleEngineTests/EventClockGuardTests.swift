@@ -4,7 +4,7 @@ import Testing
 
 @testable import RuleEngine
 
-/// Issue 14.3: in event-clock mode one outlier timestamp must not move a user's clock.
+/// In event-clock mode one outlier timestamp must not move a user's clock.
 @Suite struct EventClockGuardTests {
     static let rules = TimelineBoundsTests.rules
     static let hours = [8, 11, 14, 17]

@@ -4,7 +4,7 @@ import Testing
 
 @testable import RuleEngine
 
-/// Rejections of a batch carry the item's position, whichever stage refused it (issue 14, item 6).
+/// Rejections of a batch carry the item's position, whichever stage refused it.
 @Suite struct IngestorTests {
     @Test func everyRejectionInABatchHasItsIndex() {
         var ing = Ingestor(engine: Engine(program: program("series n = count(walkingSpeed)\n")), clock: .wall)

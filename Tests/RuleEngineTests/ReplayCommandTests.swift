@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// `mobilityctl replay`, the built executable: what it drops is said on stderr and in the exit
-/// code, and the end of the file closes the last day of data (issue 14, item 8).
+/// code, and the end of the file closes the last day of data.
 @Suite(.serialized) struct ReplayCommandTests {
     func replay(_ lines: [String], _ options: [String] = []) throws -> ProductRun {
         let file = TemporaryPath.make("mw-replay", suffix: ".jsonl")

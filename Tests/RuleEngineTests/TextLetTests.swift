@@ -5,7 +5,7 @@ import Testing
 @testable import RuleEngine
 
 /// A `let` bound to a text value (`bundle_id`) is usable in conditions, summaries and evidence
-/// (issue 14, item 2: it was always unknown).
+/// (it was always unknown).
 @Suite struct TextLetTests {
     static let rules = """
         alert via_let {

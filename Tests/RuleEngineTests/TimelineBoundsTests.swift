@@ -4,7 +4,7 @@ import Testing
 
 @testable import RuleEngine
 
-/// Issue 13.6: timeline entries with absurd dates, and how many a user may hold.
+/// Timeline entries with absurd dates, and how many a user may hold.
 @Suite struct TimelineBoundsTests {
     static let rules = """
         series n = count(walkingSpeed)

@@ -6,7 +6,7 @@ import Testing
 @testable import RuleEngine
 
 /// Deletions that overtake their samples, re-sends after a deletion, and sync versions in
-/// reverse order (issue 19: order across a failover is not guaranteed).
+/// reverse order (order across a failover is not guaranteed).
 @Suite struct TombstoneTests {
     static let rules = EngineTests.rules
 

@@ -2,7 +2,7 @@ import Foundation
 import RuleLanguage
 import Testing
 
-/// The diagnostic catalogue (issue 15): ids tied to messages, documented, covered by goldens;
+/// The diagnostic catalogue: ids tied to messages, documented, covered by goldens;
 /// notes with their own location; "did you mean" as fix-its.
 @Suite struct DiagnosticCatalogueTests {
     static let testDir = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -128,7 +128,7 @@ private func ids(_ text: String) -> [String] {
     }
 }
 
-/// One diagnostic per cause (issue 14, item 10): no cascade from an error already reported.
+/// One diagnostic per cause: no cascade from an error already reported.
 @Suite struct DiagnosticCascadeTests {
     @Test(arguments: [
         ("series a = mean(a, 7 d)\nalert x {\n  when a > 1 m/s\n}\n", ["recursive-definition"]),

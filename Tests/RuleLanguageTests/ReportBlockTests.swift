@@ -4,7 +4,7 @@ import RuleLanguage
 import TestSupport
 import Testing
 
-/// The `report` block (issue 16): what a checked block declares. Its diagnostics are in the
+/// The `report` block: what a checked block declares. Its diagnostics are in the
 /// golden case `report.bad`.
 @Suite struct ReportBlockTests {
     @Test func theShippedReportDeclaresThePanelsInTheirUnits() throws {

@@ -50,7 +50,7 @@ import Testing
     }
 }
 
-/// Daily rules count local calendar days: a 23- or 25-hour DST day is one day (issue 14, item 1).
+/// Daily rules count local calendar days: a 23- or 25-hour DST day is one day.
 @Suite struct DaylightSavingDurationTests {
     static let rules =
         "series m = mean(walkingSpeed)\nalert slow {\n  when m < 1 m/s\n  for 3 d\n  repeat 2 d\n}\n"
@@ -91,7 +91,7 @@ import Testing
     }
 }
 
-/// Issue 13, item 8: `rules /etc/passwd` in a test printed that file's lines as diagnostics.
+/// A test's rule paths stay under its directory: `rules /etc/passwd` printed that file's lines as diagnostics.
 @Suite struct RuleTestPathTests {
     static func tree() throws -> URL {
         let dir = URL(fileURLWithPath: TemporaryPath.make("mw-paths"))

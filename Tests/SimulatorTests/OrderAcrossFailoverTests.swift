@@ -6,7 +6,7 @@ import Simulator
 import TestSupport
 import Testing
 
-/// Issue 19: across a failover order is not guaranteed, so the engine must end the same when a
+/// Across a failover order is not guaranteed, so the engine must end the same when a
 /// deletion overtakes its sample, a sample is re-sent after its deletion, or a newer sync
 /// version arrives before the older one — within the allowed lateness, and across a restart.
 /// Each shipped scenario's stream, with deletions and sync versions added, is fed in order and

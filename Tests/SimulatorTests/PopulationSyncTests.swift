@@ -6,7 +6,7 @@ import Simulator
 import Testing
 
 /// `mobility-sim population --sync-days N`: phones that sync every N days, each sync in messages
-/// running across its days (issue 18's multi-day messages).
+/// running across its days (multi-day messages).
 @Suite struct PopulationSyncTests {
     /// The samples of a samples payload: (id, end) of each.
     static func samples(_ payload: [UInt8]) -> [(id: String, end: String)] {

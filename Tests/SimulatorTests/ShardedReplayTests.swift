@@ -6,7 +6,7 @@ import Simulator
 import TestSupport
 import Testing
 
-/// The replay's direct path (issue 18): the same outputs as the line-by-line path it replaced, on
+/// The replay's direct path: the same outputs as the line-by-line path it replaced, on
 /// the shipped scenarios and a cohort, whatever the number of threads and chunk boundaries.
 @Suite struct ShardedReplayTests {
     static let program: Program = {
@@ -20,7 +20,7 @@ import Testing
         return c
     }
 
-    /// What `mobilityctl replay --series` printed before issue 18: each line parsed into a tree,
+    /// What `mobilityctl replay --series` printed before the direct path: each line parsed into a tree,
     /// the payload re-serialised and decoded, every output rendered as a String.
     static func oldReplay(_ lines: [[UInt8]]) -> (out: String, malformed: [Int]) {
         var ing = Ingestor(engine: Engine(program: program, configuration: configuration), clock: .event)

@@ -80,7 +80,7 @@ import Testing
         #expect(try store.history(of: "jamie", from: day("2026-04-03"), through: .max).alerts.isEmpty)
     }
 
-    /// The series read back (built a series at a time since the sixth pass) are what recording the
+    /// The series read back (built a series at a time, not point by point) are what recording the
     /// same published points gives: values to SI from their units, missing kept, revisions last,
     /// only the days of the range.
     @Test func readSeriesEqualRecordingThePublishedPoints() throws {

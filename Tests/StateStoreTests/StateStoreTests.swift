@@ -114,7 +114,7 @@ private func pageSize(_ path: String) -> Int64 {
     }
 
     /// A deletion that overtook its sample and a newer sync version that came first survive a
-    /// restart through SQLite: the late sample is dropped, the older version is stale (issue 19).
+    /// restart through SQLite: the late sample is dropped, the older version is stale.
     @Test func tombstonesAndTheSyncIndexSurviveTheStore() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -79,7 +79,7 @@ import Testing
         #expect(throws: (any Error).self) { try UserStateCodec.decode(user: "u", Array(bytes.dropLast(2))) }
     }
 
-    /// Tombstones (deleted ids remembered for the lateness, issue 19) are an optional section
+    /// Tombstones (deleted ids remembered for the lateness) are an optional section
     /// after the tail: a state without them is the bytes it was before they were kept, and a
     /// store written before them reads as a state without any.
     @Test func tombstonesRoundTripAndOldBytesStay() throws {

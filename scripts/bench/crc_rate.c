@@ -1,5 +1,5 @@
 /* The journal's CRC-32 by zlib and by libdeflate on the same random buffers: rate and agreement
-   (docs/benchmarks.md, "Seventh pass: the journal's CRC-32"). Not part of CI.
+   (docs/benchmarks-history.md, "Daemon and transport"). Not part of CI.
    gcc -O2 scripts/bench/crc_rate.c -o crc_rate -lz -ldeflate && ./crc_rate */
 #include <zlib.h>
 #include <libdeflate.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Flink SQL job of the replay benchmark (docs/benchmarks.md, "Replay (issue 18)"): the same
+"""The Flink SQL job of the replay benchmark (docs/benchmarks.md, "Replay and the quality run"): the same
 computation as replay_reference.py and mobilityctl replay with the two-line rules file, as a
 batch job on a local mini-cluster (PyFlink from PyPI, parallelism 2):
 

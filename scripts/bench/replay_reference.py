@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The plain-Python reference of the replay benchmark (docs/benchmarks.md, "Replay (issue 18)").
+"""The plain-Python reference of the replay benchmark (docs/benchmarks.md, "Replay and the quality run").
 
 Reads recorded traffic ({"topic","payload"} JSON lines, as `mobility-sim population` writes) and
 computes, per user and local day, what the two-line rules file of scripts/bench-replay.sh makes
