@@ -36,10 +36,12 @@ let usage = """
              [--follow] [--output table|json]
                                         what is firing now, from the retained alert topics (with
                                         --team: the team's topics), as a table sorted by severity,
-                                        rule and user; --follow: then each transition as it arrives,
-                                        one line each, until Ctrl-C; --output json: the payloads as
-                                        published, one a line. Exit 1 when the broker cannot be
-                                        reached or refuses the login
+                                        rule and user, with the id ack takes and who acknowledged or
+                                        silenced each; --follow: then what happens (fired, reminder,
+                                        acknowledged, silenced, resolved…), one line each, until
+                                        Ctrl-C; --output json: the payloads as published, one a line.
+                                        Exit 1 when the broker cannot be reached, refuses the login,
+                                        or the team is unknown or not readable by the account
       ack --broker URL --team T --user U --alert ID --by NAME [--note TEXT] [--wait SECONDS]
           [--credentials FILE --account NAME] [--ca-file F] [--cert-file F --key-file F]
           [--mqtt-version 3.1.1|5] [--topic-root ROOT]
