@@ -110,12 +110,29 @@ final class SilenceDesk: Sendable {
         guard scope.decides(team: team) else { return count("other_instance") }
         // Partitioned, the decider sees only its own users' profiles: the broker's ACL on the
         // team's command topic is the check (a silence of a team without users silences nothing).
+        let command = SilenceCommand.parse(team: team, payload: payload, now: now, labelNames: labelNames())
         guard scope.isPartitioned || teams.knows(team: team) else {
-            return refuse(.init(reason: "unknown_team", message: "no user belongs to team \(team) (the care-teams file or a profile names it)"), team: team)
+            // With the silence's id when the command has one, so that its sender takes the answer.
+            let id: String? =
+                switch command {
+                case .failure(let r): r.silence
+                case .success(.add(let s)): s.id
+                case .success(.expire(let id, _)): id
+                }
+            let message = "no user belongs to team \(team) (the care-teams file or a profile names it)"
+            return refuse(.init(reason: "unknown_team", message: message, silence: id), team: team)
         }
-        switch SilenceCommand.parse(team: team, payload: payload, now: now, labelNames: labelNames()) {
+        switch command {
         case .failure(let r): refuse(r, team: team)
-        case .success(.add(let s)): add(s, now: now)
+        case .success(.add(let s)):
+            // A silence naming another team's patient would silence nothing (it applies to its
+            // team's users only): refused as an acknowledgement of that patient's alert is, in the
+            // same words for a patient of another team and a user nobody knows. Partitioned, the
+            // decider does not see every user's teams: the broker's ACL is the check there.
+            if !scope.isPartitioned, s.matchers.contains(where: { $0.name == "user" && $0.isEqual && !$0.isRegex && !teams.user($0.value, belongsTo: team) }) {
+                return refuse(.init(reason: "unknown_user", message: "team \(team) has no patient with this id", silence: s.id), team: team)
+            }
+            add(s, now: now)
         case .success(.expire(let id, let by)): expire(id: id, team: team, by: by, now: now)
         }
     }

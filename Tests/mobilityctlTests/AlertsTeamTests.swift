@@ -7,62 +7,26 @@ import Testing
 /// `mobilityctl alerts --team` against mobilityd's team indexes: a team mobilityd knows shows its
 /// table; a misspelt team, or one the shipped ACL does not let the account read, is an error.
 @Suite(.serialized) struct AlertsTeamTests {
-    struct Run { var status: Int32; var stdout: String; var stderr: String }
-
-    /// Runs `mobilityctl` with stdout and stderr apart.
-    static func ctl(_ args: [String]) throws -> Run {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ChildProcess.product("mobilityctl"))
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
-    }
-
-    /// mobilityd with a care-teams file, connected and subscribed.
-    static func daemon(_ broker: MosquittoBroker, dir: String, careTeams: String) throws -> ChildProcess {
-        let teams = dir + "/care-teams"
-        try careTeams.write(toFile: teams, atomically: true, encoding: .utf8)
-        chmod(teams, 0o600)
-        let port = try freePort()
-        let d = try ChildProcess(
-            ChildProcess.product("mobilityd"),
-            [
-                "--broker", broker.url, "--rules", RepoPaths.rules, "--state", dir + "/state", "--clock", "event", "--care-teams", teams,
-                "--metrics-address", "127.0.0.1:\(port)"
-            ])
-        let ready = eventually(timeout: 15) {
-            guard let r = httpGet(port: port, path: "/metrics"), let m = try? parsePrometheus(r.body) else { return false }
-            return m["mobilityd_broker_subscribed"] == 1
-        }
-        guard ready else { throw HarnessError("mobilityd did not subscribe:\n\(d.log)") }
-        return d
-    }
-
     @Test func aTeamMobilitydKnowsIsShownAndAMisspeltOneIsAnError() throws {
         let broker = try MosquittoBroker()
         let dir = TemporaryPath.make("mw-alerts-team")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/teams/+/silences"])
-        let d = try Self.daemon(broker, dir: dir, careTeams: "jamie physio-north\nsam gait-lab\n")
+        let d = try Ctl.daemon(broker, dir: dir, careTeams: "jamie physio-north\nsam gait-lab\n")
         defer { d.stop() }
         let index = { (team: String) in rec.messages(prefix: "mobility/v1/teams/\(team)/silences").last?.text }
         #expect(eventually { index("physio-north") == "{\"team\":\"physio-north\",\"silences\":[]}" }, "\(rec.messages().map(\.text))")
 
-        let known = try Self.ctl(["alerts", "--broker", broker.url, "--team", "physio-north"])
+        let known = try Ctl.run(["alerts", "--broker", broker.url, "--team", "physio-north"])
         #expect(known.status == 0, "\(known.stderr)")
         #expect(known.stdout.hasPrefix("ID  "), "\(known.stdout)")
-        let misspelt = try Self.ctl(["alerts", "--broker", broker.url, "--team", "physio-nort"])
+        let misspelt = try Ctl.run(["alerts", "--broker", broker.url, "--team", "physio-nort"])
         #expect(misspelt.status == 1 && misspelt.stdout.isEmpty, "\(misspelt.stdout)")
         #expect(misspelt.stderr.contains("no team 'physio-nort' to show"), "\(misspelt.stderr)")
 
         // The index lists the team's silences as they come and go.
-        let add = try Self.ctl([
+        let add = try Ctl.run([
             "silence", "add", "--broker", broker.url, "--team", "physio-north", "user=jamie", "--duration", "1h", "--comment", "away", "--author",
             "nurse.kim"
         ])
@@ -111,9 +75,9 @@ import Testing
         #expect(try pub.publishAwaitingAnswer("mobility/v1/teams/ward-b/users/sam/alerts/fall_risk", alert.json, retain: true) == 0)
 
         let login = ["--broker", url, "--username", "staff-ward-a", "--password-file", secret]
-        let own = try Self.ctl(["alerts", "--team", "ward-a"] + login)
+        let own = try Ctl.run(["alerts", "--team", "ward-a"] + login)
         #expect(own.status == 0 && own.stdout.hasPrefix("ID  "), "\(own.stderr)")
-        let other = try Self.ctl(["alerts", "--team", "ward-b"] + login)
+        let other = try Ctl.run(["alerts", "--team", "ward-b"] + login)
         #expect(other.status == 1 && other.stdout.isEmpty, "\(other.stdout)")
         #expect(
             other.stderr.contains("no team 'ward-b' to show") && other.stderr.contains("or the account staff-ward-a may not read its topics"), "\(other.stderr)"
