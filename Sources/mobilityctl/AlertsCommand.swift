@@ -3,13 +3,14 @@ import Foundation
 import Glibc
 import MQTTTransport
 import MobilityModel
+import Simulator
 import Synchronization
 
 /// `mobilityctl alerts`: what is firing now, read from the retained alert topics, as a table (or
 /// JSON lines); with `--follow`, then every transition as it arrives until SIGINT or SIGTERM.
 enum AlertsCommand {
     static let usage = """
-        usage: mobilityctl alerts [--broker URL] [--username USER --password-file FILE] [--ca-file FILE]
+        usage: mobilityctl alerts [--broker URL] [--credentials FILE [--account NAME]] [--ca-file FILE]
                                   [--cert-file FILE --key-file FILE] [--mqtt-version 3.1.1|5] [--topic-root ROOT]
                                   [--team TEAM] [--user USER] [--rule RULE] [--severity info|warning|critical]
                                   [--follow] [--output table|json]
@@ -18,6 +19,9 @@ enum AlertsCommand {
     /// What the command line asked for.
     struct Options {
         var broker = "mqtt://127.0.0.1:1883"
+        /// `--credentials FILE` (`account password` lines, as every command's) and `--account`.
+        var credentials: String?, account: String?
+        /// The older spellings, kept as hidden aliases: `--username`, `--password-file`.
         var username: String?, passwordFile: String?
         var caFile: String?, certFile: String?, keyFile: String?
         var version = MQTTClientConfiguration.ProtocolVersion.v311
@@ -80,12 +84,14 @@ enum AlertsCommand {
         while i < args.count {
             switch args[i] {
             case "--broker": o.broker = value()
+            case "--credentials": o.credentials = value()
+            case "--account": o.account = value()
             case "--username": o.username = value()
             case "--password-file": o.passwordFile = value()
             case "--password":
                 fail(
                     "mobilityctl alerts: --password is refused on the command line (every local user can read a process's arguments); "
-                        + "put the password in a file of mode 0600 and pass --password-file FILE")
+                        + "put an 'account password' line in a file of mode 0600 and pass --credentials FILE --account NAME")
             case "--ca-file": o.caFile = value()
             case "--cert-file": o.certFile = value()
             case "--key-file": o.keyFile = value()
@@ -120,6 +126,10 @@ enum AlertsCommand {
         }
         if (o.certFile == nil) != (o.keyFile == nil) { fail("mobilityctl alerts: --cert-file and --key-file go together") }
         if o.passwordFile != nil, o.username == nil { fail("mobilityctl alerts: --password-file needs --username") }
+        if o.credentials != nil || o.account != nil, o.username != nil || o.passwordFile != nil {
+            fail("mobilityctl alerts: give --credentials FILE --account NAME, or the older --username/--password-file, not both")
+        }
+        if o.account != nil, o.credentials == nil { fail("mobilityctl alerts: --account needs --credentials FILE (its 'account password' lines)") }
         return o
     }
 
@@ -128,22 +138,31 @@ enum AlertsCommand {
         let broker: BrokerURL
         do { broker = try BrokerURL(parsing: o.broker) } catch { fail("mobilityctl alerts: \(error)") }
         if !broker.tls, o.caFile != nil || o.certFile != nil { fail("mobilityctl alerts: --ca-file and --cert-file need an mqtts:// broker") }
-        var password: String?
+        var password: String?, username = o.username
         if let path = o.passwordFile {
             switch PasswordFile.read(path) {
             case .success(let p): password = p
             case .failure(let e): fail("mobilityctl alerts: \(e.description)")
             }
         }
+        if let path = o.credentials {
+            let account = o.account ?? CommandBroker().account
+            do {
+                guard let p = try BrokerCredentials.load(path).password(for: account) else {
+                    fail("mobilityctl alerts: the credentials file \(path) has no line for \(account)")
+                }
+                (username, password) = (account, p)
+            } catch { fail("mobilityctl alerts: \(error.description)") }
+        }
 
         let clientID = "mobilityctl-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let barrierTopic = "\(o.root)/ctl/\(o.username ?? "anonymous")/\(clientID)"
+        let barrierTopic = "\(o.root)/ctl/\(username ?? "anonymous")/\(clientID)"
         var c = MQTTClientConfiguration(broker: broker, clientID: clientID)
         c.cleanSession = true
         c.sessionExpirySeconds = 0
         c.protocolVersion = o.version
         c.subscriptions = [o.filter, o.silenceFilter, barrierTopic] + (o.teamIndex.map { [$0] } ?? [])
-        c.username = o.username
+        c.username = username
         c.password = password
         c.caFile = o.caFile
         c.certFile = o.certFile
@@ -159,7 +178,7 @@ enum AlertsCommand {
             return 1
         }
         defer { client.stop() }
-        let who = o.username.map { " as \($0)" } ?? ""
+        let who = username.map { " as \($0)" } ?? ""
 
         // Connected and subscribed, or a clear reason why not.
         switch feed.awaitSubscribed(timeout: 10, client: client) {
@@ -190,7 +209,7 @@ enum AlertsCommand {
         if let team = o.team, !feed.teamIndexSeen() {
             writeErr(
                 "mobilityctl alerts: no team '\(team)' to show: mobilityd knows no such team (check the spelling), or "
-                    + (o.username.map { "the account \($0)" } ?? "an anonymous login") + " may not read its topics (\(o.teamIndex!) and \(o.filter))\n")
+                    + (username.map { "the account \($0)" } ?? "an anonymous login") + " may not read its topics (\(o.teamIndex!) and \(o.filter))\n")
             return 1
         }
         for note in feed.notes() { writeErr("mobilityctl alerts: \(TerminalText.escaped(note))\n") }

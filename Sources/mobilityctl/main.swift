@@ -30,7 +30,7 @@ let usage = """
                                         traffic (or mobility-sim export's output) or from a
                                         mobilityd state directory; mode 0600, '-': stdout; the week
                                         defaults to the last complete one (the stored latest)
-      alerts [--broker URL] [--username USER --password-file FILE] [--ca-file FILE]
+      alerts [--broker URL] [--credentials FILE [--account NAME]] [--ca-file FILE]
              [--cert-file FILE --key-file FILE] [--mqtt-version 3.1.1|5] [--topic-root ROOT]
              [--team TEAM] [--user USER] [--rule RULE] [--severity info|warning|critical]
              [--follow] [--output table|json]

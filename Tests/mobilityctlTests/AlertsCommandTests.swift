@@ -321,7 +321,9 @@ import Testing
         (["--mqtt-version", "4"], "--mqtt-version must be 3.1.1 or 5"),
         (["--password", "hunter2"], "--password is refused on the command line"),
         (["--broker", "http://x"], "must start with mqtt:// or mqtts://"),
-        (["--cert-file", "c.pem"], "--cert-file and --key-file go together")
+        (["--cert-file", "c.pem"], "--cert-file and --key-file go together"),
+        (["--credentials", "c", "--username", "nurse"], "give --credentials FILE --account NAME, or the older --username/--password-file, not both"),
+        (["--account", "nurse"], "--account needs --credentials FILE")
     ])
     func badArgumentsAreUsageErrors(_ args: [String], _ message: String) throws {
         let r = try Self.alerts(args)
@@ -369,8 +371,18 @@ import Testing
         let loose = try Self.alerts(["--broker", url, "--username", "nurse", "--password-file", try passwordFile("loose", "right-one", mode: 0o644)])
         #expect(loose.status == 2)
         #expect(loose.stderr.contains("accessible to group or others") && !loose.stderr.contains("right-one"), "\(loose.stderr)")
+        // The older spelling, kept as an alias for a release.
         let right = try Self.alerts(["--broker", url, "--username", "nurse", "--password-file", try passwordFile("right", "right-one", mode: 0o400)])
         #expect(right.status == 0, "\(right.stderr)")
         #expect(right.stdout.hasPrefix("ID  "))
+        // The convention of every other broker command: 'account password' lines and --account.
+        let credentials = try passwordFile("credentials", "care-dashboard cd-secret-x\nnurse right-one", mode: 0o600)
+        let account = try Self.alerts(["--broker", url, "--credentials", credentials, "--account", "nurse"])
+        #expect(account.status == 0 && account.stdout.hasPrefix("ID  "), "\(account.stderr)")
+        let refused = try Self.alerts(["--broker", url, "--credentials", credentials])
+        #expect(refused.status == 1 && refused.stderr.contains("refused the login as care-dashboard"), "the default account: \(refused.stderr)")
+        #expect(!refused.stderr.contains("cd-secret-x") && !refused.stderr.contains("right-one"))
+        let missing = try Self.alerts(["--broker", url, "--credentials", credentials, "--account", "kim"])
+        #expect(missing.status == 2 && missing.stderr.contains("has no line for kim"), "\(missing.stderr)")
     }
 }
