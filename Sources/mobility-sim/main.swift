@@ -77,7 +77,11 @@ struct Options {
 }
 
 var args = Array(CommandLine.arguments.dropFirst())
-guard let command = args.first else { die("\n" + usage) }
+guard let command = args.first else { die("name a command\n\n" + usage) }
+if ["-h", "--help"].contains(command) || (command == "help" && args.count == 1) {
+    print(usage)
+    exit(0)
+}
 args.removeFirst()
 var o = Options()
 var i = 0
@@ -363,7 +367,7 @@ case "quality":
         "\n\(o.cohort.rawValue) cohort, \(o.users) users × \(o.days) days, seed\(seeds.count > 1 ? "s" : "") \(seeds.map(String.init).joined(separator: ",")): "
             + "\(pooled.messages) messages in \(String(format: "%.1f", secs)) s")
 default:
-    die("unknown command '\(command)'\n\n" + usage)
+    die("unknown command '\(command)'; expected list, record, play, verify, export, population or quality (mobility-sim --help)")
 }
 
 /// The gateway half of the acknowledgement protocol: per user, the messages in publish order and how

@@ -77,7 +77,7 @@ let usage = """
                                         the state's history as a FHIR R4 Bundle (collection): a Flag
                                         per alert instance, an Observation per series value
                                         (docs/fhir.md); mode 0600, default '-': stdout
-      help                              show this help
+      help                              show this help; COMMAND --help: the command's
     """
 
 func fail(_ msg: String) -> Never {
@@ -85,13 +85,43 @@ func fail(_ msg: String) -> Never {
     exit(2)
 }
 
+/// The usage of one command: its own text, else its lines of ``usage``; nil for an unknown command.
+func commandUsage(_ command: String) -> String? {
+    switch command {
+    case "alerts": return AlertsCommand.usage
+    case "silence": return SilenceCommandLine.usage
+    case "event": return EventCommandLine.usage
+    case "report": return ReportCommand.usage
+    case "fhir": return FHIRCommand.usage
+    case "help", "-h", "--help": return usage
+    default:
+        let lines = usage.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let first = lines.firstIndex(where: { $0.hasPrefix("  \(command) ") }) else { return nil }
+        var block = [lines[first].dropFirst(2)]
+        for line in lines[(first + 1)...] {
+            guard line.hasPrefix("   ") else { break }
+            block.append(line.dropFirst(2))
+        }
+        return "usage: mobilityctl " + block.joined(separator: "\n")
+    }
+}
+
 var args = Array(CommandLine.arguments.dropFirst())
 guard let command = args.first else { fail(usage) }
 args.removeFirst()
 let colour = isatty(2) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
 
+// `--help` or `-h` anywhere after a command: that command's usage, on stdout, exit 0.
+if args.contains("--help") || args.contains("-h"), let text = commandUsage(command) {
+    print(text)
+    exit(0)
+}
+
 switch command {
 case "check":
+    if let option = args.first(where: { $0.hasPrefix("-") }) {
+        fail("mobilityctl check: unknown option '\(option)' (check takes rule files and directories)\n\n" + (commandUsage("check") ?? usage))
+    }
     guard !args.isEmpty else { fail("mobilityctl check: name at least one rule file or directory\n\n" + usage) }
     exit(CheckCommand.run(paths: args, colour: colour))
 case "test":
@@ -114,7 +144,13 @@ case "alerts":
 case "fhir":
     exit(FHIRCommand.run(args))
 case "help", "-h", "--help":
-    print(usage)
+    // `help COMMAND`: that command's usage.
+    guard let topic = args.first else {
+        print(usage)
+        exit(0)
+    }
+    guard args.count == 1, let text = commandUsage(topic) else { fail("mobilityctl help: unknown command '\(args.joined(separator: " "))'\n\n" + usage) }
+    print(text)
     exit(0)
 default:
     fail("mobilityctl: unknown command '\(command)'\n\n" + usage)
