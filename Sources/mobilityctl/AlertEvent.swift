@@ -68,8 +68,8 @@ enum AlertEvent: Equatable {
     func text(_ a: AlertTransition) -> String {
         switch self {
         case .fired, .reminder, .resolved, .expired, .withdrawn: a.headline
-        case .acknowledged(let ack): "acknowledged by \(ack.by) at \(ack.at)" + (ack.note.map { ": \($0)" } ?? "")
-        case .silenced(let s): "silenced by \(s.createdBy) until \(s.endsAt): \(s.comment)"
+        case .acknowledged(let ack): "acknowledged by \(ack.by) at \(AlertTable.minute(ack.at))" + (ack.note.map { ": \($0)" } ?? "")
+        case .silenced(let s): "silenced by \(s.createdBy) until \(AlertTable.minute(s.endsAt)): \(s.comment)"
         case .unsilenced: "no silence holds it any more; notifications resume"
         }
     }

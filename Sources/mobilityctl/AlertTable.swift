@@ -18,15 +18,22 @@ struct AlertTable {
     static let severityColumn = 3
 
     /// What staff have done about a firing alert: `acked by NAME` once acknowledged,
-    /// `silenced by NAME until TIME` while a silence holds it (the one that ends last), both when
+    /// `silenced by NAME until TIME` (``minute(_:)``) while a silence holds it (the one that ends last), both when
     /// both, `firing` otherwise.
     static func state(_ a: AlertTransition, silencedBy holding: [Silence]) -> String {
         var parts: [String] = []
         if let ack = a.acknowledged { parts.append("acked by \(ack.by)") }
         if let s = holding.max(by: { ($0.endsAt, $0.id) < ($1.endsAt, $1.id) }) {
-            parts.append("silenced by \(s.createdBy) until \(s.endsAt)")
+            parts.append("silenced by \(s.createdBy) until \(AlertTable.minute(s.endsAt))")
         }
         return parts.isEmpty ? "firing" : parts.joined(separator: ", ")
+    }
+
+    /// An instant to the minute, in UTC: `2026-03-07 18:00Z` (staff's actions: acknowledgements,
+    /// silences' ends).
+    static func minute(_ t: Timestamp) -> String {
+        let iso = t.description
+        return String(iso.prefix(10)) + " " + String(iso.dropFirst(11).prefix(5)) + "Z"
     }
 
     /// Most severe first, then by rule, user and id: the same set always prints the same.
