@@ -42,7 +42,9 @@ import Testing
         let dir = TemporaryPath.make("mw-alerts-acl")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        for (k, (account, password)) in [("mobilityd-pub", "pub-secret"), ("staff-ward-a", "ward-a-secret")].enumerated() {
+        for (k, (account, password)) in [("mobilityd-pub", "pub-secret"), ("staff-ward-a", "ward-a-secret"), ("care-dashboard", "dashboard-secret")]
+            .enumerated()
+        {
             let p = try ChildProcess("/usr/bin/mosquitto_passwd", (k == 0 ? ["-c"] : []) + ["-b", dir + "/passwd", account, password])
             try #require(p.wait() == 0, "\(p.log)")
         }
@@ -82,5 +84,12 @@ import Testing
         #expect(
             other.stderr.contains("no team 'ward-b' to show") && other.stderr.contains("or the account staff-ward-a may not read its topics"), "\(other.stderr)"
         )
+        // The all-teams account reads every team's copies.
+        let credentials = dir + "/credentials"
+        try #require(
+            FileManager.default.createFile(
+                atPath: credentials, contents: Data("care-dashboard dashboard-secret\n".utf8), attributes: [.posixPermissions: 0o600]))
+        let dashboard = try Ctl.run(["alerts", "--team", "ward-b", "--broker", url, "--credentials", credentials, "--account", "care-dashboard"])
+        #expect(dashboard.status == 0 && dashboard.stdout.contains("fall_risk"), "\(dashboard.stdout) \(dashboard.stderr)")
     }
 }
