@@ -16,6 +16,8 @@ package final class CareTeams: Sendable {
     /// The operator's mapping: user → teams (validated, deduplicated).
     package let assigned: [String: [String]]
     private let claimed = Mutex<[String: [String]]>([:])
+    /// Bumped each time a profile changes its user's teams (``teamNames()`` may have changed).
+    private let changes = Atomic<Int>(0)
 
     /// Creates the teams with the operator's mapping (empty: every user's profile decides).
     package init(assigned: [String: [String]] = [:]) { self.assigned = assigned }
@@ -33,6 +35,16 @@ package final class CareTeams: Sendable {
         return claimed.withLock { $0.values.contains { $0.contains(team) } }
     }
 
+    /// Every team the mapping file or a profile seen since the start names.
+    package func teamNames() -> Set<String> {
+        var names = Set(assigned.values.joined())
+        claimed.withLock { for t in $0.values.joined() { names.insert(t) } }
+        return names
+    }
+
+    /// Changes ``teamNames()`` may have seen: equal counts, the same names.
+    package var version: Int { changes.load(ordering: .acquiring) }
+
     /// Whether `team` is one of the user's care teams.
     package func user(_ user: String, belongsTo team: String) -> Bool { teams(of: user).contains(team) }
 
@@ -43,6 +55,7 @@ package final class CareTeams: Sendable {
         let before = claimed.withLock { c in
             let old = c[user] ?? []
             if teams.isEmpty { c.removeValue(forKey: user) } else { c[user] = teams }
+            if old != teams { changes.add(1, ordering: .releasing) }
             return old
         }
         if let a = assigned[user] { return (a, a) }

@@ -16,7 +16,7 @@ enum SilenceCommand: Hashable, Sendable {
     /// Every reason a command can be refused with (the stable codes published and counted).
     static let refusals = [
         "payload_too_large", "malformed_json", "missing_field", "invalid_field", "unknown_field", "unknown_action", "invalid_matcher",
-        "too_many_matchers", "unknown_label", "ends_before_starts", "ends_in_past", "too_long", "unknown_team", "too_many_silences",
+        "too_many_matchers", "unknown_label", "ends_before_starts", "ends_in_past", "too_long", "unknown_team", "unknown_user", "too_many_silences",
         "unknown_silence", "store_unavailable"
     ]
 
@@ -86,7 +86,8 @@ enum SilenceCommand: Hashable, Sendable {
             }
             let id = Silence.makeID(team: team, matchers: matchers, startsAt: starts, endsAt: ends, createdBy: by, comment: comment)
             let silence = Silence(id: id, team: team, matchers: matchers, startsAt: starts, endsAt: ends, createdBy: by, comment: comment)
-            if let p = silence.validate(labelNames: labelNames, now: now) { return no(p.reason, p.message) }
+            // The id goes with the refusal: the sender computed it too and waits for an answer naming it.
+            if let p = silence.validate(labelNames: labelNames, now: now) { return no(p.reason, p.message, id) }
             return .success(.add(silence))
         default:
             return no("unknown_action", "'action' is \"add\" or \"expire\"")

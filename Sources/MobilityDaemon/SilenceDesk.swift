@@ -18,6 +18,12 @@ import Synchronization
 /// silences of the teams it does not decide each tick (``tick(now:)``) and applies them to its
 /// own users' transitions, each ending by its own clock.
 ///
+/// Each team it knows (the care-teams file, profiles) has its index retained on
+/// `{root}/teams/{team}/silences`: `{"team", "silences": [ids]}`, so that a client can tell a team
+/// that exists and that it may read from a misspelt or forbidden one (`mobilityctl alerts
+/// --team`), and which silences are in force. Partitioned, each instance announces the teams of
+/// its own users and clears none (another instance may still know the team).
+///
 /// Sendability: the silences are in a Mutex; `held` counts them for the lock-free fast path.
 final class SilenceDesk: Sendable {
     let layout: TopicLayout
@@ -39,6 +45,10 @@ final class SilenceDesk: Sendable {
         /// The state last published retained for each silence (nil: not yet since this start).
         var announced: [String: Silence.State] = [:]
         var counts: [String: Int] = [:]
+        /// The teams' indexes last published (team → silence ids), and the care teams' version they followed.
+        var indexed: [String: [String]] = [:]
+        var teamsVersion = -1
+        var knownTeams: Set<String> = []
         var marked = 0
         var withheld = 0
     }
@@ -77,6 +87,8 @@ final class SilenceDesk: Sendable {
     func topic(team: String, id: String) -> String { commandsPrefix + team + "/silences/" + id }
     /// Where the audit trail is published.
     var auditTopic: String { layout.root + "/audit" }
+    /// Where a team's index of silences is published retained.
+    func indexTopic(team: String) -> String { commandsPrefix + team + "/silences" }
 
     /// The team of a command topic `{root}/teams/{team}/commands/silence`, nil for any other
     /// topic; `.some(nil)` for a command topic whose team segment is not a valid id.
@@ -98,12 +110,29 @@ final class SilenceDesk: Sendable {
         guard scope.decides(team: team) else { return count("other_instance") }
         // Partitioned, the decider sees only its own users' profiles: the broker's ACL on the
         // team's command topic is the check (a silence of a team without users silences nothing).
+        let command = SilenceCommand.parse(team: team, payload: payload, now: now, labelNames: labelNames())
         guard scope.isPartitioned || teams.knows(team: team) else {
-            return refuse(.init(reason: "unknown_team", message: "no user belongs to team \(team) (the care-teams file or a profile names it)"), team: team)
+            // With the silence's id when the command has one, so that its sender takes the answer.
+            let id: String? =
+                switch command {
+                case .failure(let r): r.silence
+                case .success(.add(let s)): s.id
+                case .success(.expire(let id, _)): id
+                }
+            let message = "no user belongs to team \(team) (the care-teams file or a profile names it)"
+            return refuse(.init(reason: "unknown_team", message: message, silence: id), team: team)
         }
-        switch SilenceCommand.parse(team: team, payload: payload, now: now, labelNames: labelNames()) {
+        switch command {
         case .failure(let r): refuse(r, team: team)
-        case .success(.add(let s)): add(s, now: now)
+        case .success(.add(let s)):
+            // A silence naming another team's patient would silence nothing (it applies to its
+            // team's users only): refused as an acknowledgement of that patient's alert is, in the
+            // same words for a patient of another team and a user nobody knows. Partitioned, the
+            // decider does not see every user's teams: the broker's ACL is the check there.
+            if !scope.isPartitioned, s.matchers.contains(where: { $0.name == "user" && $0.isEqual && !$0.isRegex && !teams.user($0.value, belongsTo: team) }) {
+                return refuse(.init(reason: "unknown_user", message: "team \(team) has no patient with this id", silence: s.id), team: team)
+            }
+            add(s, now: now)
         case .success(.expire(let id, let by)): expire(id: id, team: team, by: by, now: now)
         }
     }
@@ -207,6 +236,7 @@ final class SilenceDesk: Sendable {
     /// other deciders' silences from the store; it expires and publishes only its own teams'.
     func tick(now: Timestamp) {
         if scope.isPartitioned { refresh(now: now) }
+        publishIndexes()
         guard held.load(ordering: .relaxed) > 0 else { return }
         let (ended, changed) = book.withLock { b -> ([Silence], [(Silence, Silence.State)]) in
             var ended: [Silence] = [], changed: [(Silence, Silence.State)] = []
@@ -229,6 +259,50 @@ final class SilenceDesk: Sendable {
             return
         }
         book.withLock { b in for (s, st) in changed where b.byTeam[s.team]?.contains(where: { $0.id == s.id }) == true { b.announced[s.id] = st } }
+        _ = sink.publish(items)
+    }
+
+    /// Publishes (committed first, retained) the index of each known team whose silences changed
+    /// since it was last published, and clears the index of a team no longer known.
+    private func publishIndexes() {
+        let version = teams.version
+        let names = book.withLock { $0.teamsVersion } == version ? nil : teams.teamNames()
+        let (changed, gone) = book.withLock { b -> ([(String, [String])], [String]) in
+            if let names {
+                b.knownTeams = names
+                b.teamsVersion = version
+            }
+            var changed: [(String, [String])] = []
+            for team in b.knownTeams.sorted() {
+                let ids = (b.byTeam[team] ?? []).map(\.id).sorted()
+                if b.indexed[team] != ids { changed.append((team, ids)) }
+            }
+            let gone = scope.isPartitioned ? [] : b.indexed.keys.filter { !b.knownTeams.contains($0) }.sorted()
+            return (changed, gone)
+        }
+        guard !changed.isEmpty || !gone.isEmpty else { return }
+        var items = changed.map { team, ids in
+            var w = JSONWriter()
+            w.beginObject()
+            w.string("team", team)
+            w.beginArray("silences")
+            for id in ids { w.string(nil, id) }
+            w.endArray()
+            w.endObject()
+            return StateStore.OutboxItem(topic: indexTopic(team: team), payload: Array(w.text.utf8), retain: true)
+        }
+        items += gone.map { StateStore.OutboxItem(topic: indexTopic(team: $0), payload: [], retain: true) }
+        do {
+            let ids = try store.commit(users: [], outbox: items, acknowledged: [], history: [])
+            for k in items.indices { items[k].id = ids[k] }
+        } catch {
+            log.warn("cannot store the teams' silence indexes; published at the next tick", ["error": "\(error)"])
+            return
+        }
+        book.withLock { b in
+            for (team, ids) in changed { b.indexed[team] = ids }
+            for team in gone { b.indexed[team] = nil }
+        }
         _ = sink.publish(items)
     }
 

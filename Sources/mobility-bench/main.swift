@@ -15,32 +15,62 @@ let usage = """
            mobility-bench store-commits --postgres URL [--users N] [--batches N] [--rules DIR]   (see scripts/bench-postgres.sh)
     """
 
+/// A usage error: `mobility-bench[ COMMAND]: MESSAGE` on stderr (then the usage, for an unknown
+/// option), exit 2.
+func usageError(_ command: String? = nil, _ message: String, withUsage: Bool = false) -> Never {
+    let text = "mobility-bench\(command.map { " " + $0 } ?? ""): \(message)\n" + (withUsage ? "\n" + usage : "")
+    FileHandle.standardError.write(Data(text.utf8))
+    exit(2)
+}
+
+/// The options of a subcommand, `--flag value` each: `-h`/`--help` prints the usage (exit 0); a flag
+/// not in `known`, or without its value, is a usage error.
+func subcommandOptions(_ name: String, _ args: ArraySlice<String>, known: Set<String>, take: (_ flag: String, _ value: String) -> Void) {
+    var j = args.startIndex
+    while j < args.endIndex {
+        let flag = args[j]
+        if flag == "-h" || flag == "--help" {
+            print(usage)
+            exit(0)
+        }
+        guard known.contains(flag) else { usageError(name, "unknown option '\(flag)'", withUsage: true) }
+        guard j + 1 < args.endIndex else { usageError(name, "\(flag) needs a value") }
+        take(flag, args[j + 1])
+        j += 2
+    }
+}
+
+/// A whole number for `flag`, or a usage error.
+func number(_ flag: String, _ text: String) -> Int {
+    guard let n = Int(text), n >= 0 else { usageError(nil, "\(flag) takes a whole number, not '\(text)'") }
+    return n
+}
+
 var args = Array(CommandLine.arguments.dropFirst())
 if args.first == "e2e" {
     var broker = "mqtt://127.0.0.1:1883", port = 9464, messages = 50_000, batch = 1, e2eRuns = 3, latency = true
     var traffic: String?
     var scratch = NSTemporaryDirectory()  // the journal-only subscriber's journal (bench-e2e.sh passes its work directory, beside the daemon's --state)
     var watched: [(name: String, pid: Int32)] = []  // processes whose CPU a message each round prints (besides the harness's own)
-    var j = 1
-    while j + 1 < args.count {
-        switch args[j] {
-        case "--broker": broker = args[j + 1]
-        case "--metrics-port": port = Int(args[j + 1]) ?? port
-        case "--messages": messages = Int(args[j + 1]) ?? messages
-        case "--batch": batch = Int(args[j + 1]) ?? batch
-        case "--runs": e2eRuns = max(1, Int(args[j + 1]) ?? e2eRuns)
-        case "--latency": latency = args[j + 1] != "off"
-        case "--traffic": traffic = args[j + 1]
-        case "--scratch": scratch = args[j + 1]
+    let e2eFlags: Set = ["--broker", "--metrics-port", "--messages", "--batch", "--runs", "--latency", "--traffic", "--scratch", "--cpu"]
+    subcommandOptions("e2e", args.dropFirst(), known: e2eFlags) { flag, value in
+        switch flag {
+        case "--broker": broker = value
+        case "--metrics-port": port = number(flag, value)
+        case "--messages": messages = number(flag, value)
+        case "--batch": batch = number(flag, value)
+        case "--runs": e2eRuns = max(1, number(flag, value))
+        case "--latency": latency = value != "off"
+        case "--traffic": traffic = value
+        case "--scratch": scratch = value
         case "--cpu":
-            let parts = args[j + 1].split(separator: "=", maxSplits: 1)
+            let parts = value.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, !parts[0].isEmpty, let pid = Int32(parts[1]), pid > 0 else {
-                FileHandle.standardError.write(Data("mobility-bench e2e: --cpu wants NAME=PID, got '\(args[j + 1])'\n".utf8)); exit(2)
+                usageError("e2e", "--cpu wants NAME=PID, got '\(value)'")
             }
             watched.append((String(parts[0]), pid))
-        default: FileHandle.standardError.write(Data(usage.utf8)); exit(2)
+        default: break
         }
-        j += 2
     }
     if let traffic {
         do { try EndToEnd.runTraffic(broker: broker, metricsPort: port, path: traffic, runs: e2eRuns, scratch: scratch, watched: watched) } catch {
@@ -58,17 +88,16 @@ if args.first == "e2e" {
 }
 if args.first == "store-commits" {
     var url: String?, storeUsers = 2000, batches = 200, storeRules = "rules"
-    var j = 1
-    while j + 1 < args.count {
-        switch args[j] {
-        case "--postgres": url = args[j + 1]
-        case "--users": storeUsers = Int(args[j + 1]) ?? storeUsers
-        case "--batches": batches = max(2, Int(args[j + 1]) ?? batches)
-        case "--rules": storeRules = args[j + 1]
-        default: FileHandle.standardError.write(Data(usage.utf8)); exit(2)
+    subcommandOptions("store-commits", args.dropFirst(), known: ["--postgres", "--users", "--batches", "--rules"]) { flag, value in
+        switch flag {
+        case "--postgres": url = value
+        case "--users": storeUsers = number(flag, value)
+        case "--batches": batches = max(2, number(flag, value))
+        case "--rules": storeRules = value
+        default: break
         }
-        j += 2
     }
+    guard url != nil else { usageError("store-commits", "--postgres URL is required") }
     guard let url, let p = Checker.check(RuleSet.load([storeRules]).sources).program else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }
     do { try StoreCommits.run(postgres: url, program: p, users: storeUsers, batches: batches) } catch {
         print("store-commits failed: \(error)"); exit(1)
@@ -76,20 +105,23 @@ if args.first == "store-commits" {
     exit(0)
 }
 var smoke = false, runs = 5, users = 10_000, days = 30, rules = "rules"
+/// The in-process benchmarks that can be named (`only`).
+let benchmarks = ["decode", "engine", "dayclose", "memory", "restart", "history", "reports"]
 var only: Set<String> = []
 var i = 0
 while i < args.count {
     let a = args[i]
-    func value() -> String { i += 1; guard i < args.count else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }; return args[i] }
+    func value() -> String { i += 1; guard i < args.count else { usageError(nil, "\(a) needs a value") }; return args[i] }
     switch a {
     case "--smoke": smoke = true
-    case "--runs": runs = Int(value()) ?? 5
-    case "--users": users = Int(value()) ?? users
-    case "--days": days = Int(value()) ?? days
+    case "--runs": runs = number(a, value())
+    case "--users": users = number(a, value())
+    case "--days": days = number(a, value())
     case "--rules": rules = value()
     case "-h", "--help": print(usage); exit(0)
     default:
-        if a.hasPrefix("-") { FileHandle.standardError.write(Data("unknown option \(a)\n\(usage)".utf8)); exit(2) }
+        if a.hasPrefix("-") { usageError(nil, "unknown option '\(a)'", withUsage: true) }
+        guard benchmarks.contains(a) else { usageError(nil, "unknown benchmark '\(a)'; expected \(benchmarks.joined(separator: ", ")), e2e or store-commits") }
         only.insert(a)
     }
     i += 1

@@ -17,7 +17,7 @@ let usage = """
             --resend keeps what mobilityd has not acknowledged on users/{user}/acks and re-sends it
       record SCENARIO... -o TRAFFIC.jsonl
             write the same traffic as {"topic","payload"} JSON lines (for mobilityctl replay)
-      verify SCENARIO... (--broker URL [BROKER OPTIONS] [--reader ACCOUNT] | --rules DIR)
+      verify SCENARIO... (--broker URL [BROKER OPTIONS] [--account ACCOUNT] | --rules DIR)
             play and compare the alerts with each scenario's expectations; with --rules, run the
             engine in-process instead of a live mobilityd --clock event; exit 0 if all pass;
             with --credentials the alerts are read as ACCOUNT (default care-dashboard)
@@ -77,7 +77,11 @@ struct Options {
 }
 
 var args = Array(CommandLine.arguments.dropFirst())
-guard let command = args.first else { die("\n" + usage) }
+guard let command = args.first else { die("name a command\n\n" + usage) }
+if ["-h", "--help"].contains(command) || (command == "help" && args.count == 1) {
+    print(usage)
+    exit(0)
+}
 args.removeFirst()
 var o = Options()
 var i = 0
@@ -108,7 +112,7 @@ while i < args.count {
     case "--builtin": o.inputs.append(value())
     case "--resend": o.resend = true
     case "--credentials": o.credentials = value()
-    case "--reader": o.reader = value()
+    case "--account", "--reader": o.reader = value()  // --reader: the older spelling, kept for a release
     case "--ca-file": o.caFile = value()
     case "--cert-file": o.certFile = value()
     case "--key-file": o.keyFile = value()
@@ -282,7 +286,7 @@ case "verify":
         let access = brokerAccess(broker, o)
         // Every login is checked before the first connection: the gateways' and the reader's.
         if let c = access.credentials, !c.missing([o.reader]).isEmpty {
-            die("credentials file \(c.path) has no line for \(o.reader) (the --reader account verify reads alerts with)")
+            die("credentials file \(c.path) has no line for \(o.reader) (the --account verify reads alerts with)")
         }
         if let c = access.credentials, case let missing = c.missing(users), !missing.isEmpty {
             die("credentials file \(c.path) has no line for \(missing.joined(separator: ", ")) (each gateway logs in as its user id)")
@@ -363,7 +367,7 @@ case "quality":
         "\n\(o.cohort.rawValue) cohort, \(o.users) users × \(o.days) days, seed\(seeds.count > 1 ? "s" : "") \(seeds.map(String.init).joined(separator: ",")): "
             + "\(pooled.messages) messages in \(String(format: "%.1f", secs)) s")
 default:
-    die("unknown command '\(command)'\n\n" + usage)
+    die("unknown command '\(command)'; expected list, record, play, verify, export, population or quality (mobility-sim --help)")
 }
 
 /// The gateway half of the acknowledgement protocol: per user, the messages in publish order and how

@@ -1,25 +1,39 @@
 import MobilityModel
 
 /// How `mobilityctl alerts` prints: the table of what is firing (like `amtool alert query`) and
-/// one line per transition for `--follow`, with severity colour only on a terminal. What the
-/// alerts say is escaped (``TerminalText``): a row stays one row, and no stored text reaches the
-/// terminal as an escape sequence.
+/// one line per event for `--follow`, with severity colour only on a terminal. What the alerts
+/// and silences say is escaped (``TerminalText``): a row stays one row, and no stored text
+/// reaches the terminal as an escape sequence.
 struct AlertTable {
     /// ANSI colours; only when stdout is a terminal and NO_COLOR is unset.
     var colour: Bool
     /// Lines are cut to this many characters (the headline gives way, ending in `…`); nil: never.
     var width: Int?
 
-    /// The columns: SINCE and FIRED are the user's local days the instance became active and
-    /// fired, the same dates the reports and FHIR show.
-    static let header = ["RULE", "USER", "SEVERITY", "STATE", "SINCE", "FIRED", "HEADLINE"]
+    /// The columns: ID is the instance id `mobilityctl ack --alert` takes; SINCE and FIRED are
+    /// the user's local days the instance became active and fired, the same dates the reports
+    /// and FHIR show.
+    static let header = ["ID", "RULE", "USER", "SEVERITY", "STATE", "SINCE", "FIRED", "HEADLINE"]
+    /// The SEVERITY column (coloured).
+    static let severityColumn = 3
 
-    /// What staff have done about a firing alert, as `amtool` shows a suppressed one:
-    /// `acked:NAME` once acknowledged, `silenced` while a silence holds it, `firing` otherwise.
-    static func state(_ a: AlertTransition) -> String {
-        if let s = a.silencedBy, !s.isEmpty { return "silenced" }
-        if let ack = a.acknowledged { return "acked:\(ack.by)" }
-        return "firing"
+    /// What staff have done about a firing alert: `acked by NAME` once acknowledged,
+    /// `silenced by NAME until TIME` (``minute(_:)``) while a silence holds it (the one that ends last), both when
+    /// both, `firing` otherwise.
+    static func state(_ a: AlertTransition, silencedBy holding: [Silence]) -> String {
+        var parts: [String] = []
+        if let ack = a.acknowledged { parts.append("acked by \(ack.by)") }
+        if let s = holding.max(by: { ($0.endsAt, $0.id) < ($1.endsAt, $1.id) }) {
+            parts.append("silenced by \(s.createdBy) until \(AlertTable.minute(s.endsAt))")
+        }
+        return parts.isEmpty ? "firing" : parts.joined(separator: ", ")
+    }
+
+    /// An instant to the minute, in UTC: `2026-03-07 18:00Z` (staff's actions: acknowledgements,
+    /// silences' ends).
+    static func minute(_ t: Timestamp) -> String {
+        let iso = t.description
+        return String(iso.prefix(10)) + " " + String(iso.dropFirst(11).prefix(5)) + "Z"
     }
 
     /// Most severe first, then by rule, user and id: the same set always prints the same.
@@ -28,11 +42,14 @@ struct AlertTable {
         return alerts.sorted { (rank($0.severity), $0.rule, $0.user, $0.id) < (rank($1.severity), $1.rule, $1.user, $1.id) }
     }
 
-    /// The table: a header and one row per alert, columns padded to their widest cell.
-    func table(_ alerts: [AlertTransition]) -> String {
-        let rows = AlertTable.sorted(alerts).map {
+    /// The table: a header and one row per alert, columns padded to their widest cell;
+    /// `holding` gives the silences in force for an alert.
+    func table(_ alerts: [AlertTransition], holding: (AlertTransition) -> [Silence]) -> String {
+        let ordered = AlertTable.sorted(alerts)
+        let rows = ordered.map {
             [
-                $0.rule, $0.user, $0.severity.rawValue, AlertTable.state($0), $0.activeSinceDay.description, $0.firedDay.description, $0.headline
+                $0.id, $0.rule, $0.user, $0.severity.rawValue, AlertTable.state($0, silencedBy: holding($0)), $0.activeSinceDay.description,
+                $0.firedDay.description, $0.headline
             ].map(TerminalText.escaped)
         }
         let last = AlertTable.header.count - 1
@@ -42,27 +59,26 @@ struct AlertTable {
             var prefix = "", visible = 0
             for k in 0..<last {
                 let cell = cells[k].padding(toLength: widths[k], withPad: " ", startingAt: 0) + "  "
-                prefix += k == 2 && severity != nil ? paint(cell, severity!) : cell
+                prefix += k == AlertTable.severityColumn && severity != nil ? paint(cell, severity!) : cell
                 visible += cell.count
             }
             return prefix + cut(cells[last], room: width.map { $0 - visible })
         }
         var out = line(AlertTable.header, severity: nil) + "\n"
-        for (r, a) in zip(rows, AlertTable.sorted(alerts)) { out += line(r, severity: a.severity) + "\n" }
+        for (r, a) in zip(rows, ordered) { out += line(r, severity: a.severity) + "\n" }
         return out
     }
 
-    /// One transition as it arrives: its local day, status, severity, rule, user, headline.
-    func line(_ a: AlertTransition) -> String {
-        let status = a.isRepeat ? "repeat" : a.isWithdrawal ? "withdrawn" : a.status.rawValue
-        let time = a.day.description
-        let fields = "\(time)  \(status.padding(toLength: 9, withPad: " ", startingAt: 0))"
+    /// One event as it happens: a day, what happened, severity, rule, user, instance id, and
+    /// what it says (the headline, or who acknowledged or silenced it).
+    func line(_ e: AlertEvent, _ a: AlertTransition) -> String {
+        let fields = "\(e.day(a))  \(e.name.padding(toLength: 12, withPad: " ", startingAt: 0))"
         let sev = a.severity.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0) + "  "
-        let rest = "\(TerminalText.escaped(a.rule))  \(TerminalText.escaped(a.user))  "
+        let rest = "\(TerminalText.escaped(a.rule))  \(TerminalText.escaped(a.user))  \(TerminalText.escaped(a.id))  "
         let visible = fields.count + 2 + sev.count + rest.count
         // Green for a resolution; an expiry is not a recovery and stays uncoloured.
-        let statusText = colour && a.status == .resolved && !a.isWithdrawal ? "\u{1B}[32m\(fields)\u{1B}[0m" : fields
-        return statusText + "  " + paint(sev, a.severity) + rest + cut(TerminalText.escaped(a.headline), room: width.map { $0 - visible })
+        let statusText = colour && e == .resolved ? "\u{1B}[32m\(fields)\u{1B}[0m" : fields
+        return statusText + "  " + paint(sev, a.severity) + rest + cut(TerminalText.escaped(e.text(a)), room: width.map { $0 - visible })
     }
 
     /// `text` in the severity's colour (critical red, warning yellow, info cyan) when colouring.

@@ -3,13 +3,14 @@ import Foundation
 import Glibc
 import MQTTTransport
 import MobilityModel
+import Simulator
 import Synchronization
 
 /// `mobilityctl alerts`: what is firing now, read from the retained alert topics, as a table (or
 /// JSON lines); with `--follow`, then every transition as it arrives until SIGINT or SIGTERM.
 enum AlertsCommand {
     static let usage = """
-        usage: mobilityctl alerts [--broker URL] [--username USER --password-file FILE] [--ca-file FILE]
+        usage: mobilityctl alerts [--broker URL] [--credentials FILE [--account NAME]] [--ca-file FILE]
                                   [--cert-file FILE --key-file FILE] [--mqtt-version 3.1.1|5] [--topic-root ROOT]
                                   [--team TEAM] [--user USER] [--rule RULE] [--severity info|warning|critical]
                                   [--follow] [--output table|json]
@@ -18,6 +19,9 @@ enum AlertsCommand {
     /// What the command line asked for.
     struct Options {
         var broker = "mqtt://127.0.0.1:1883"
+        /// `--credentials FILE` (`account password` lines, as every command's) and `--account`.
+        var credentials: String?, account: String?
+        /// The older spellings, kept as hidden aliases: `--username`, `--password-file`.
         var username: String?, passwordFile: String?
         var caFile: String?, certFile: String?, keyFile: String?
         var version = MQTTClientConfiguration.ProtocolVersion.v311
@@ -36,6 +40,29 @@ enum AlertsCommand {
         /// user and rule are checked again on the payload, severity only there.
         func admits(_ a: AlertTransition) -> Bool {
             (user == nil || a.user == user) && (rule == nil || a.rule == rule) && (severity == nil || a.severity == severity)
+        }
+
+        /// The team's index of silences, which mobilityd keeps retained for each team it knows.
+        var teamIndex: String? { team.map { "\(root)/teams/\($0)/silences" } }
+
+        /// The silences readable for the alerts: the team's, or every team's the account may read.
+        var silenceFilter: String { "\(root)/teams/\(team ?? "+")/silences/+" }
+
+        /// The silences in force for `a` at `now`: those whose id the payload lists (the daemon
+        /// marks a transition evaluated under a silence) and, as a silence added later does not
+        /// change the retained payload, those that match it now: with `--team`, any of the team's;
+        /// without, one that names the user (a silence applies to its team's users only, and the
+        /// user topic does not say which teams the user is in). Only silences still published
+        /// (retained) count: an expired silence is cleared.
+        func holding(_ a: AlertTransition, _ silences: [Silence], now: Timestamp) -> [Silence] {
+            silences.filter { s in
+                guard s.state(at: now) == .active else { return false }
+                if a.silencedBy?.contains(s.id) == true { return true }
+                let inScope =
+                    team.map { s.team == $0 }
+                    ?? s.matchers.contains { $0.name == "user" && $0.isEqual && !$0.isRegex && $0.value == a.user }
+                return inScope && s.matches(user: a.user, rule: a.rule, severity: a.severity, labels: a.labels)
+            }
         }
     }
 
@@ -57,12 +84,14 @@ enum AlertsCommand {
         while i < args.count {
             switch args[i] {
             case "--broker": o.broker = value()
+            case "--credentials": o.credentials = value()
+            case "--account": o.account = value()
             case "--username": o.username = value()
             case "--password-file": o.passwordFile = value()
             case "--password":
                 fail(
                     "mobilityctl alerts: --password is refused on the command line (every local user can read a process's arguments); "
-                        + "put the password in a file of mode 0600 and pass --password-file FILE")
+                        + "put an 'account password' line in a file of mode 0600 and pass --credentials FILE --account NAME")
             case "--ca-file": o.caFile = value()
             case "--cert-file": o.certFile = value()
             case "--key-file": o.keyFile = value()
@@ -97,6 +126,10 @@ enum AlertsCommand {
         }
         if (o.certFile == nil) != (o.keyFile == nil) { fail("mobilityctl alerts: --cert-file and --key-file go together") }
         if o.passwordFile != nil, o.username == nil { fail("mobilityctl alerts: --password-file needs --username") }
+        if o.credentials != nil || o.account != nil, o.username != nil || o.passwordFile != nil {
+            fail("mobilityctl alerts: give --credentials FILE --account NAME, or the older --username/--password-file, not both")
+        }
+        if o.account != nil, o.credentials == nil { fail("mobilityctl alerts: --account needs --credentials FILE (its 'account password' lines)") }
         return o
     }
 
@@ -105,28 +138,37 @@ enum AlertsCommand {
         let broker: BrokerURL
         do { broker = try BrokerURL(parsing: o.broker) } catch { fail("mobilityctl alerts: \(error)") }
         if !broker.tls, o.caFile != nil || o.certFile != nil { fail("mobilityctl alerts: --ca-file and --cert-file need an mqtts:// broker") }
-        var password: String?
+        var password: String?, username = o.username
         if let path = o.passwordFile {
             switch PasswordFile.read(path) {
             case .success(let p): password = p
             case .failure(let e): fail("mobilityctl alerts: \(e.description)")
             }
         }
+        if let path = o.credentials {
+            let account = o.account ?? CommandBroker().account
+            do {
+                guard let p = try BrokerCredentials.load(path).password(for: account) else {
+                    fail("mobilityctl alerts: the credentials file \(path) has no line for \(account)")
+                }
+                (username, password) = (account, p)
+            } catch { fail("mobilityctl alerts: \(error.description)") }
+        }
 
         let clientID = "mobilityctl-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let barrierTopic = "\(o.root)/ctl/\(o.username ?? "anonymous")/\(clientID)"
+        let barrierTopic = "\(o.root)/ctl/\(username ?? "anonymous")/\(clientID)"
         var c = MQTTClientConfiguration(broker: broker, clientID: clientID)
         c.cleanSession = true
         c.sessionExpirySeconds = 0
         c.protocolVersion = o.version
-        c.subscriptions = [o.filter, barrierTopic]
-        c.username = o.username
+        c.subscriptions = [o.filter, o.silenceFilter, barrierTopic] + (o.teamIndex.map { [$0] } ?? [])
+        c.username = username
         c.password = password
         c.caFile = o.caFile
         c.certFile = o.certFile
         c.keyFile = o.keyFile
         c.reconnectMaxSeconds = 10
-        let feed = AlertFeed(barrierTopic: barrierTopic)
+        let feed = AlertFeed(barrierTopic: barrierTopic, teamIndex: o.teamIndex)
         let client: MQTTClient
         do {
             client = try MQTTClient(c, onMessage: { feed.received($0, $1) }, onEvent: { feed.event($0) })
@@ -136,7 +178,7 @@ enum AlertsCommand {
             return 1
         }
         defer { client.stop() }
-        let who = o.username.map { " as \($0)" } ?? ""
+        let who = username.map { " as \($0)" } ?? ""
 
         // Connected and subscribed, or a clear reason why not.
         switch feed.awaitSubscribed(timeout: 10, client: client) {
@@ -161,14 +203,25 @@ enum AlertsCommand {
             return 1
         }
 
+        // A team is known when its index came before the barrier: mosquitto answers a subscription
+        // its ACL denies as granted and then delivers nothing, so an empty table would say
+        // "nothing firing" of a team the account may not read, or that does not exist.
+        if let team = o.team, !feed.teamIndexSeen() {
+            writeErr(
+                "mobilityctl alerts: no team '\(team)' to show: mobilityd knows no such team (check the spelling), or "
+                    + (username.map { "the account \($0)" } ?? "an anonymous login") + " may not read its topics (\(o.teamIndex!) and \(o.filter))\n")
+            return 1
+        }
         for note in feed.notes() { writeErr("mobilityctl alerts: \(TerminalText.escaped(note))\n") }
         let colour = isatty(1) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
         let printer = AlertTable(colour: colour, width: terminalWidth())
-        let firing = feed.snapshot().filter { $0.1.status == .firing && o.admits($0.1) }
+        let retained = feed.snapshot().filter { o.admits($0.1) }
+        let firing = retained.filter { $0.1.status == .firing }
         if o.json {
             write(firing.sorted { $0.1.id < $1.1.id }.map { line(raw: $0.0, $0.1) }.joined())
         } else {
-            write(printer.table(firing.map(\.1)))
+            let silences = feed.silences(), now = AlertsCommand.wallClock()
+            write(printer.table(firing.map(\.1)) { o.holding($0, silences, now: now) })
         }
         guard o.follow else { return 0 }
 
@@ -185,9 +238,34 @@ enum AlertsCommand {
             sources.append(src)
         }
         writeErr("mobilityctl alerts: \(firing.count) firing; following \(o.filter) (Ctrl-C to stop)\n")
+        // Each instance's last message, and the silences that held each firing one.
+        var known: [String: AlertTransition] = [:]
+        var held: [String: Set<String>] = [:]
+        for (_, a) in retained { known[a.id] = a }
+        let start = feed.silences(), startTime = AlertsCommand.wallClock()
+        for a in known.values where a.status == .firing { held[a.id] = Set(o.holding(a, start, now: startTime).map(\.id)) }
         while !stop.load(ordering: .sequentiallyConsistent) {
-            for (raw, a) in feed.next() where o.admits(a) {
-                write(o.json ? line(raw: raw, a) : printer.line(a) + "\n")
+            let (alerts, silencesChanged) = feed.next()
+            let silences = feed.silences(), now = AlertsCommand.wallClock()
+            for (raw, a) in alerts where o.admits(a) {
+                if o.json {
+                    write(line(raw: raw, a))
+                } else if let e = AlertEvent.of(a, after: known[a.id]) {
+                    write(printer.line(e, a) + "\n")
+                }
+                known[a.id] = a
+                held[a.id] = a.status == .firing ? Set(o.holding(a, silences, now: now).map(\.id)) : nil
+            }
+            if silencesChanged, !o.json {
+                for a in AlertTable.sorted(known.values.filter { $0.status == .firing }) {
+                    let holding = o.holding(a, silences, now: now), before = held[a.id] ?? []
+                    if before.isEmpty, let s = holding.max(by: { ($0.endsAt, $0.id) < ($1.endsAt, $1.id) }) {
+                        write(printer.line(.silenced(s), a) + "\n")
+                    } else if !before.isEmpty, holding.isEmpty {
+                        write(printer.line(.unsilenced(at: now), a) + "\n")
+                    }
+                    held[a.id] = Set(holding.map(\.id))
+                }
             }
             for note in feed.notes() { writeErr("mobilityctl alerts: \(TerminalText.escaped(note))\n") }
         }
@@ -202,6 +280,9 @@ enum AlertsCommand {
     }
 
     static func write(_ s: String) { FileHandle.standardOutput.write(Data(s.utf8)) }
+
+    /// The wall clock (which silences are in force).
+    static func wallClock() -> Timestamp { Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)) }
 
     /// The terminal's width when stdout is one, else `COLUMNS`, else nil (no cutting).
     static func terminalWidth() -> Int? {
@@ -225,6 +306,12 @@ final class AlertFeed: Sendable {
         var queue: [([UInt8], AlertTransition)] = []
         /// The last payload per topic, so that a reconnect's retained burst is not printed twice.
         var last: [String: [UInt8]] = [:]
+        /// The retained silences by topic (cleared ones removed), before and after the barrier.
+        var silences: [String: Silence] = [:]
+        /// After the barrier: whether a silence came or went since the last ``next()``.
+        var silencesChanged = false
+        /// Whether the team's index arrived.
+        var teamIndexSeen = false
         var notes: [String] = []
         var refusal: String?
         var problem: String?
@@ -233,15 +320,39 @@ final class AlertFeed: Sendable {
     private let state = Mutex(State())
     private let signal = DispatchSemaphore(value: 0)
     private let barrierTopic: String
+    private let teamIndex: String?
     /// Malformed payloads are named (topic only) up to this many times, then only counted.
     static let maxMalformedNoted = 20
 
-    init(barrierTopic: String) { self.barrierTopic = barrierTopic }
+    init(barrierTopic: String, teamIndex: String?) {
+        self.barrierTopic = barrierTopic
+        self.teamIndex = teamIndex
+    }
+
+    /// Whether `topic` is a retained silence's (`{root}/teams/{team}/silences/{id}`).
+    static func isSilence(_ topic: String) -> Bool {
+        let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
+        return parts.count >= 4 && parts[parts.count - 2] == "silences" && parts[parts.count - 4] == "teams"
+    }
 
     /// A message (network thread): copied in, never blocking.
     func received(_ topic: String, _ payload: [UInt8]) {
         if topic == barrierTopic {
             state.withLock { _ = $0.barrierTokens.insert(String(decoding: payload, as: UTF8.self)) }
+            signal.signal()
+            return
+        }
+        if topic == teamIndex {
+            state.withLock { $0.teamIndexSeen = !payload.isEmpty }
+            return
+        }
+        if AlertFeed.isSilence(topic) {
+            let silence = payload.isEmpty ? nil : Silence.parse(payload)
+            state.withLock { s in
+                s.silences[topic] = silence
+                if s.following { s.silencesChanged = true }
+                if !payload.isEmpty, silence == nil { s.notes.append("ignoring a payload on \(topic) that is not a silence") }
+            }
             signal.signal()
             return
         }
@@ -307,11 +418,22 @@ final class AlertFeed: Sendable {
     /// The retained alerts that arrived before the barrier, with their payloads.
     func snapshot() -> [([UInt8], AlertTransition)] { state.withLock { Array($0.retained.values) } }
 
-    /// Waits for something to happen (a message, an event, ``wake()``); returns the transitions queued.
-    func next() -> [([UInt8], AlertTransition)] {
+    /// Whether the team's index is published (the team exists and the account may read it).
+    func teamIndexSeen() -> Bool { state.withLock { $0.teamIndexSeen } }
+
+    /// The silences published now.
+    func silences() -> [Silence] { state.withLock { Array($0.silences.values) } }
+
+    /// Waits for something to happen (a message, an event, ``wake()``); returns the transitions
+    /// queued and whether the silences changed.
+    func next() -> (alerts: [([UInt8], AlertTransition)], silencesChanged: Bool) {
         signal.wait()
         return state.withLock { s in
-            defer { s.queue.removeAll() }; return s.queue
+            defer {
+                s.queue.removeAll()
+                s.silencesChanged = false
+            }
+            return (s.queue, s.silencesChanged)
         }
     }
 

@@ -9,6 +9,8 @@ import Simulator
 struct CommandBroker {
     var broker: String?
     var credentials: String?, account = "care-dashboard"
+    /// Whether `--account` was given (it needs `--credentials`).
+    var accountGiven = false
     var caFile: String?, certFile: String?, keyFile: String?, version: String?
     var root = "mobility/v1"
     /// Seconds to wait for the daemon's answer; 0: only for the broker's acknowledgement.
@@ -26,7 +28,9 @@ struct CommandBroker {
         switch flag {
         case "--broker": broker = value()
         case "--credentials": credentials = value()
-        case "--account": account = value()
+        case "--account":
+            account = value()
+            accountGiven = true
         case "--ca-file": caFile = value()
         case "--cert-file": certFile = value()
         case "--key-file": keyFile = value()
@@ -45,6 +49,7 @@ struct CommandBroker {
         guard let broker else { fail("mobilityctl \(command): --broker is required") }
         let url: BrokerURL
         do { url = try BrokerURL(parsing: broker) } catch { fail("mobilityctl \(command): \(error.description)") }
+        if accountGiven, credentials == nil { fail("mobilityctl \(command): --account needs --credentials FILE (its 'account password' lines)") }
         var creds: BrokerCredentials?
         if let credentials { do { creds = try BrokerCredentials.load(credentials) } catch { fail("mobilityctl \(command): \(error.description)") } }
         var protocolVersion: MQTTClientConfiguration.ProtocolVersion = .v5

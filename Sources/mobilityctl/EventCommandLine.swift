@@ -26,7 +26,8 @@ enum EventCommandLine {
     static func run(_ args: [String]) -> Int32 {
         guard let sub = args.first, let action = TimelineCommand.Action(rawValue: sub) else {
             if args.first == "--help" || args.first == "-h" { print(usage); return 0 }
-            fail("mobilityctl event: expected add, correct or retract\n\n" + usage)
+            let got = args.first.map { "unknown subcommand '\($0.prefix(40))'; " } ?? ""
+            fail("mobilityctl event: \(got)expected add, correct or retract\n\n" + usage)
         }
         var team: String?, user: String?, id: String?, kind: String?, category: String?, date: String?, start: String?, end: String?
         var note: String?, comment: String?, by: String?

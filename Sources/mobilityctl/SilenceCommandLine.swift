@@ -31,7 +31,8 @@ enum SilenceCommandLine {
 
     static func run(_ args: [String]) -> Int32 {
         guard let sub = args.first, ["add", "query", "expire"].contains(sub) else {
-            fail("mobilityctl silence: expected add, query or expire\n\n" + usage)
+            let got = args.first.map { "unknown subcommand '\($0.prefix(40))'; " } ?? ""
+            fail("mobilityctl silence: \(got)expected add, query or expire\n\n" + usage)
         }
         let o = parse(Array(args.dropFirst()), sub)
         let access = o.broker.access("silence \(sub)")

@@ -32,16 +32,18 @@ let usage = """
                                         traffic (or mobility-sim export's output) or from a
                                         mobilityd state directory; mode 0600, '-': stdout; the week
                                         defaults to the last complete one (the stored latest)
-      alerts [--broker URL] [--username USER --password-file FILE] [--ca-file FILE]
+      alerts [--broker URL] [--credentials FILE [--account NAME]] [--ca-file FILE]
              [--cert-file FILE --key-file FILE] [--mqtt-version 3.1.1|5] [--topic-root ROOT]
              [--team TEAM] [--user USER] [--rule RULE] [--severity info|warning|critical]
              [--follow] [--output table|json]
                                         what is firing now, from the retained alert topics (with
                                         --team: the team's topics), as a table sorted by severity,
-                                        rule and user; --follow: then each transition as it arrives,
-                                        one line each, until Ctrl-C; --output json: the payloads as
-                                        published, one a line. Exit 1 when the broker cannot be
-                                        reached or refuses the login
+                                        rule and user, with the id ack takes and who acknowledged or
+                                        silenced each; --follow: then what happens (fired, reminder,
+                                        acknowledged, silenced, resolved…), one line each, until
+                                        Ctrl-C; --output json: the payloads as published, one a line.
+                                        Exit 1 when the broker cannot be reached, refuses the login,
+                                        or the team is unknown or not readable by the account
       ack --broker URL --team T --user U --alert ID --by NAME [--note TEXT] [--wait SECONDS]
           [--credentials FILE --account NAME] [--ca-file F] [--cert-file F --key-file F]
           [--mqtt-version 3.1.1|5] [--topic-root ROOT]
@@ -77,7 +79,7 @@ let usage = """
                                         the state's history as a FHIR R4 Bundle (collection): a Flag
                                         per alert instance, an Observation per series value
                                         (docs/fhir.md); mode 0600, default '-': stdout
-      help                              show this help
+      help                              show this help; COMMAND --help: the command's
     """
 
 func fail(_ msg: String) -> Never {
@@ -85,13 +87,43 @@ func fail(_ msg: String) -> Never {
     exit(2)
 }
 
+/// The usage of one command: its own text, else its lines of ``usage``; nil for an unknown command.
+func commandUsage(_ command: String) -> String? {
+    switch command {
+    case "alerts": return AlertsCommand.usage
+    case "silence": return SilenceCommandLine.usage
+    case "event": return EventCommandLine.usage
+    case "report": return ReportCommand.usage
+    case "fhir": return FHIRCommand.usage
+    case "help", "-h", "--help": return usage
+    default:
+        let lines = usage.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let first = lines.firstIndex(where: { $0.hasPrefix("  \(command) ") }) else { return nil }
+        var block = [lines[first].dropFirst(2)]
+        for line in lines[(first + 1)...] {
+            guard line.hasPrefix("   ") else { break }
+            block.append(line.dropFirst(2))
+        }
+        return "usage: mobilityctl " + block.joined(separator: "\n")
+    }
+}
+
 var args = Array(CommandLine.arguments.dropFirst())
 guard let command = args.first else { fail(usage) }
 args.removeFirst()
 let colour = isatty(2) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
 
+// `--help` or `-h` anywhere after a command: that command's usage, on stdout, exit 0.
+if args.contains("--help") || args.contains("-h"), let text = commandUsage(command) {
+    print(text)
+    exit(0)
+}
+
 switch command {
 case "check":
+    if let option = args.first(where: { $0.hasPrefix("-") }) {
+        fail("mobilityctl check: unknown option '\(option)' (check takes rule files and directories)\n\n" + (commandUsage("check") ?? usage))
+    }
     guard !args.isEmpty else { fail("mobilityctl check: name at least one rule file or directory\n\n" + usage) }
     exit(CheckCommand.run(paths: args, colour: colour))
 case "test":
@@ -114,7 +146,13 @@ case "alerts":
 case "fhir":
     exit(FHIRCommand.run(args))
 case "help", "-h", "--help":
-    print(usage)
+    // `help COMMAND`: that command's usage.
+    guard let topic = args.first else {
+        print(usage)
+        exit(0)
+    }
+    guard args.count == 1, let text = commandUsage(topic) else { fail("mobilityctl help: unknown command '\(args.joined(separator: " "))'\n\n" + usage) }
+    print(text)
     exit(0)
 default:
     fail("mobilityctl: unknown command '\(command)'\n\n" + usage)

@@ -10,9 +10,9 @@ import Testing
             "/bin/bash", [RepoPaths.root + "/scripts/ward-day.sh"], environment: ["BIN": RepoPaths.root + "/.build/debug"])
         #expect(p.wait(timeout: 180) == 0, "\(p.log)")
         let log = p.log
-        let firing = log.split(separator: "\n").filter { $0.hasPrefix("stalled_recovery  jamie-plateau") }
+        let firing = log.split(separator: "\n").filter { $0.range(of: "^[0-9a-f]{16}  stalled_recovery  jamie-plateau", options: .regularExpression) != nil }
         #expect(firing.count == 2, "\(log)")  // before and after the acknowledgement
-        #expect(firing.first?.contains(" firing ") == true && firing.last?.contains(" acked:nurse.kim ") == true, "\(firing)")
+        #expect(firing.first?.contains(" firing ") == true && firing.last?.contains(" acked by nurse.kim ") == true, "\(firing)")
         #expect(!log.contains("jamie-normal  "), "gait-lab's patient in physio-north's table:\n\(log)")
         #expect(log.contains("acknowledged by nurse.kim"), "\(log)")
         #expect(

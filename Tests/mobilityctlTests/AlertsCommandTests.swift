@@ -44,6 +44,15 @@ import Testing
             labels: [("team", "physio-north")], evidence: [Evidence(name: "recent", value: 0.99, unit: "m/s")], annotations: [])
     }
 
+    /// The silence the seeded broker holds, in force for a day from now.
+    static let silence: Silence = {
+        let now = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        guard case .success(let user) = SilenceMatcher.parse("user=alex") else { preconditionFailure("user=alex is a matcher") }
+        return Silence(
+            id: "4f1c2e9a0b7d3e21", team: "physio-north", matchers: [user], startsAt: now.adding(seconds: -60), endsAt: now.adding(seconds: 86_400),
+            createdBy: "dr.lee", comment: "in hospital")
+    }()
+
     /// The firing alerts the seeded broker holds: one acknowledged, one silenced, one neither.
     static var firing: [AlertTransition] {
         var acked = transition("stalled_recovery", "jamie", .warning), silenced = transition("fall_risk", "alex", .critical)
@@ -68,6 +77,8 @@ import Testing
         }
         try retain("mobility/v1/users/jamie/alerts/low_activity", "")  // resolved: the retained message is cleared
         try retain("mobility/v1/users/kim/alerts/broken", "{\"not\": \"an alert\"}")
+        try retain("mobility/v1/teams/physio-north/silences/\(silence.id)", silence.json(state: .active))
+        try retain("mobility/v1/teams/physio-north/silences", "{\"team\":\"physio-north\",\"silences\":[\"\(silence.id)\"]}")
         let team = transition("gait_quality", "robin", .critical)
         try retain("mobility/v1/teams/physio-north/users/robin/alerts/gait_quality", team.json)
         return (broker, pub)
@@ -77,20 +88,47 @@ import Testing
         table.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
     }
 
+    /// The table's rows as cells, cut where the header's columns start (cells may hold spaces).
+    static func cells(_ table: String) -> [[String: String]] {
+        let lines = table.split(separator: "\n").map { Array($0) }
+        guard let header = lines.first else { return [] }
+        var starts: [(String, Int)] = []
+        for name in AlertsCommandTests.header {
+            guard let r = String(header).range(of: name) else { return [] }
+            starts.append((name, String(header).distance(from: String(header).startIndex, to: r.lowerBound)))
+        }
+        return lines.dropFirst().map { line in
+            var row: [String: String] = [:]
+            for (k, (name, start)) in starts.enumerated() {
+                let end = k + 1 < starts.count ? starts[k + 1].1 : line.count
+                row[name] = start < line.count ? String(line[start..<min(end, line.count)]).trimmingCharacters(in: .whitespaces) : ""
+            }
+            return row
+        }
+    }
+    /// How the table and --follow write a member of staff's instants: to the minute, UTC.
+    static func minute(_ t: Timestamp) -> String {
+        let iso = t.description
+        return "\(iso.prefix(10)) \(iso.dropFirst(11).prefix(5))Z"
+    }
+    static let header = ["ID", "RULE", "USER", "SEVERITY", "STATE", "SINCE", "FIRED", "HEADLINE"]
+
     @Test func theTableListsExactlyTheFiringOnesMostSevereFirst() throws {
         let (broker, _) = try Self.seededBroker()
         let r = try Self.alerts(["--broker", broker.url])
         #expect(r.status == 0, "\(r.stderr)")
-        let rows = Self.rows(r.stdout)
-        #expect(rows.first == ["RULE", "USER", "SEVERITY", "STATE", "SINCE", "FIRED", "HEADLINE"])
+        let rows = Self.cells(r.stdout)
+        #expect(Self.rows(r.stdout).first == Self.header)
         #expect(
-            rows.dropFirst().map { Array($0.prefix(3)) } == [
+            rows.map { [$0["RULE"]!, $0["USER"]!, $0["SEVERITY"]!] } == [
                 ["fall_risk", "alex", "critical"], ["stalled_recovery", "jamie", "warning"], ["low_activity", "sam", "info"]
             ])
-        #expect(rows.dropFirst().map { $0[3] } == ["silenced", "acked:nurse.kim", "firing"])
+        // The id mobilityctl ack takes; who silenced it until when, who acknowledged it.
+        #expect(rows.map { $0["ID"]! } == [Self.firing[1].id, Self.firing[0].id, Self.firing[2].id])
+        #expect(rows.map { $0["STATE"]! } == ["silenced by dr.lee until \(Self.minute(Self.silence.endsAt))", "acked by nurse.kim", "firing"])
         // The user's local days, as every other view shows them (not the instants of the payload).
         let fall = Self.transition("fall_risk", "alex", .critical)
-        #expect(rows.dropFirst().first?[4] == fall.activeSinceDay.description && rows.dropFirst().first?[5] == fall.firedDay.description)
+        #expect(rows.first?["SINCE"] == fall.activeSinceDay.description && rows.first?["FIRED"] == fall.firedDay.description)
         #expect(!r.stdout.contains("\u{1B}"), "no colour when piped")
         #expect(!r.stdout.contains("robin"), "team topics only with --team")
         #expect(r.stderr.contains("mobility/v1/users/kim/alerts/broken") && r.stderr.contains("not an alert transition"))
@@ -101,14 +139,41 @@ import Testing
         (["--rule", "low_activity"], ["low_activity"]),
         (["--severity", "critical"], ["fall_risk"]),
         (["--severity", "warning", "--user", "alex"], []),
-        (["--team", "physio-north"], ["gait_quality"]),
-        (["--team", "physio-south"], [])
+        (["--team", "physio-north"], ["gait_quality"])
     ])
     func filters(_ args: [String], _ rules: [String]) throws {
         let (broker, _) = try Self.seededBroker()
         let r = try Self.alerts(["--broker", broker.url] + args)
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(Self.rows(r.stdout).dropFirst().map { $0[0] } == rules)
+        #expect(Self.cells(r.stdout).map { $0["RULE"]! } == rules)
+    }
+
+    /// A team mobilityd does not announce (misspelt, or one the account may not read: mosquitto
+    /// grants the subscription and delivers nothing) is an error, not an empty table.
+    @Test func anUnknownTeamIsAnErrorNotAnEmptyTable() throws {
+        let (broker, _) = try Self.seededBroker()
+        let r = try Self.alerts(["--broker", broker.url, "--team", "physio-nrth"])
+        #expect(r.status == 1, "\(r.stdout)")
+        #expect(r.stdout.isEmpty)
+        #expect(r.stderr.contains("no team 'physio-nrth' to show: mobilityd knows no such team (check the spelling)"), "\(r.stderr)")
+    }
+
+    /// A silence added after the alert fired does not change its retained payload: the table
+    /// matches the team's silences itself.
+    @Test func aSilenceAddedAfterTheFiringShowsAsSilenced() throws {
+        let (broker, pub) = try Self.seededBroker()
+        var later = Self.silence
+        later.id = "0123456789abcdef"
+        later.matchers = [try SilenceMatcher(name: "rule", value: "gait_.*", isRegex: true)]
+        later.createdBy = "nurse.kim"
+        _ = try pub.publishAwaitingAnswer("mobility/v1/teams/physio-north/silences/\(later.id)", later.json(state: .active), retain: true)
+        let r = try Self.alerts(["--broker", broker.url, "--team", "physio-north"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(Self.cells(r.stdout).map { $0["STATE"]! } == ["silenced by nurse.kim until \(Self.minute(later.endsAt))"], "\(r.stdout)")
+        // Without --team, a silence counts for a user's alert only when it names the user (the
+        // user topic does not say which teams the user is in).
+        let all = try Self.alerts(["--broker", broker.url])
+        #expect(Self.cells(all.stdout).map { $0["STATE"]! } == ["silenced by dr.lee until \(Self.minute(Self.silence.endsAt))", "acked by nurse.kim", "firing"])
     }
 
     @Test func jsonLinesAreThePayloadsAsPublished() throws {
@@ -126,10 +191,10 @@ import Testing
         let pub = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/#"])
         let long = Self.transition("stalled_recovery", "jamie", .warning, headline: String(repeating: "slow walking ", count: 20))
         _ = try pub.publishAwaitingAnswer("mobility/v1/users/jamie/alerts/stalled_recovery", long.json, retain: true)
-        let r = try Self.alerts(["--broker", broker.url], environment: ["COLUMNS": "72"])
+        let r = try Self.alerts(["--broker", broker.url], environment: ["COLUMNS": "100"])
         #expect(r.status == 0, "\(r.stderr)")
         let row = try #require(r.stdout.split(separator: "\n").last)
-        #expect(row.count == 72 && row.hasSuffix("…"), "\(row)")
+        #expect(row.count == 100 && row.hasSuffix("…"), "\(row)")
         let wide = try Self.alerts(["--broker", broker.url])
         #expect(wide.stdout.contains(long.headline), "not cut when piped without COLUMNS")
     }
@@ -152,6 +217,52 @@ import Testing
         #expect(lines.contains { $0.contains("resolved") && $0.hasPrefix(resolved.endedDay!.description) })
         #expect(!p.log.contains("jamie"), "filtered out")
         #expect(!p.log.contains("\u{1B}"))
+        #expect(p.stop(signal: SIGINT) == 0)
+    }
+
+    /// `--follow` says what happened to an instance: an acknowledgement (republished on the
+    /// retained topic) is "acknowledged by", a reminder is dated on its own day, a silence that
+    /// comes and goes is "silenced" and "unsilenced", the resolution "resolved"; none of them is a
+    /// second "firing" line.
+    @Test func followPrintsWhatHappened() throws {
+        let broker = try MosquittoBroker()
+        let pub = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/#"])
+        let fired = Self.transition("stalled_recovery", "jamie", .warning)
+        let topic = "mobility/v1/users/jamie/alerts/stalled_recovery"
+        _ = try pub.publishAwaitingAnswer(topic, fired.json, retain: true)
+        let p = try ChildProcess(Self.exe, ["alerts", "--broker", broker.url, "--follow"])
+        defer { p.stop(signal: SIGKILL) }
+        try #require(eventually { p.log.contains("1 firing; following") }, "\(p.log)")
+        func events() -> [Substring] { p.log.split(separator: "\n").filter { $0.contains(fired.id) }.dropFirst().map { $0 } }
+
+        var acked = fired
+        acked.acknowledged = AlertAcknowledgement(by: "nurse.kim", at: Timestamp(seconds: 1_772_900_000), note: "called Jamie")
+        try pub.publish(topic, acked.json, retain: true)
+        try #require(eventually { events().count == 1 }, "\(p.log)")
+        var reminder = acked
+        reminder.isRepeat = true
+        reminder.day = CivilDate(year: 2026, month: 3, day: 12)
+        try pub.publish(topic, reminder.json, retain: true)
+        try #require(eventually { events().count == 2 }, "\(p.log)")
+        var silence = Self.silence
+        guard case .success(let jamie) = SilenceMatcher.parse("user=jamie") else { Issue.record("user=jamie"); return }
+        silence.matchers = [jamie]
+        try pub.publish("mobility/v1/teams/physio-north/silences/\(silence.id)", silence.json(state: .active), retain: true)
+        try #require(eventually { events().count == 3 }, "\(p.log)")
+        try pub.publish("mobility/v1/teams/physio-north/silences/\(silence.id)", "", retain: true)
+        try #require(eventually { events().count == 4 }, "\(p.log)")
+        let resolved = Self.transition("stalled_recovery", "jamie", .warning, status: .resolved, headline: "walking as before")
+        try pub.publish(topic, resolved.json)
+        try #require(eventually { events().count == 5 }, "\(p.log)")
+
+        let e = events()
+        #expect(e[0].hasPrefix(String(acked.acknowledged!.at.description.prefix(10)) + "  acknowledged"), "\(e[0])")
+        #expect(e[0].hasSuffix("acknowledged by nurse.kim at \(Self.minute(acked.acknowledged!.at)): called Jamie"), "\(e[0])")
+        #expect(e[1].hasPrefix("2026-03-12  reminder") && e[1].hasSuffix(fired.headline), "its own day, not the firing's: \(e[1])")
+        #expect(e[2].contains("  silenced  ") && e[2].hasSuffix("silenced by dr.lee until \(Self.minute(silence.endsAt)): in hospital"), "\(e[2])")
+        #expect(e[3].contains("  unsilenced  "), "\(e[3])")
+        #expect(e[4].hasPrefix(resolved.endedDay!.description + "  resolved") && e[4].hasSuffix("walking as before"), "\(e[4])")
+        #expect(!e.contains { $0.contains("  firing  ") }, "\(p.log)")
         #expect(p.stop(signal: SIGINT) == 0)
     }
 
@@ -215,7 +326,9 @@ import Testing
         (["--mqtt-version", "4"], "--mqtt-version must be 3.1.1 or 5"),
         (["--password", "hunter2"], "--password is refused on the command line"),
         (["--broker", "http://x"], "must start with mqtt:// or mqtts://"),
-        (["--cert-file", "c.pem"], "--cert-file and --key-file go together")
+        (["--cert-file", "c.pem"], "--cert-file and --key-file go together"),
+        (["--credentials", "c", "--username", "nurse"], "give --credentials FILE --account NAME, or the older --username/--password-file, not both"),
+        (["--account", "nurse"], "--account needs --credentials FILE")
     ])
     func badArgumentsAreUsageErrors(_ args: [String], _ message: String) throws {
         let r = try Self.alerts(args)
@@ -263,8 +376,18 @@ import Testing
         let loose = try Self.alerts(["--broker", url, "--username", "nurse", "--password-file", try passwordFile("loose", "right-one", mode: 0o644)])
         #expect(loose.status == 2)
         #expect(loose.stderr.contains("accessible to group or others") && !loose.stderr.contains("right-one"), "\(loose.stderr)")
+        // The older spelling, kept as an alias for a release.
         let right = try Self.alerts(["--broker", url, "--username", "nurse", "--password-file", try passwordFile("right", "right-one", mode: 0o400)])
         #expect(right.status == 0, "\(right.stderr)")
-        #expect(right.stdout.hasPrefix("RULE"))
+        #expect(right.stdout.hasPrefix("ID  "))
+        // The convention of every other broker command: 'account password' lines and --account.
+        let credentials = try passwordFile("credentials", "care-dashboard cd-secret-x\nnurse right-one", mode: 0o600)
+        let account = try Self.alerts(["--broker", url, "--credentials", credentials, "--account", "nurse"])
+        #expect(account.status == 0 && account.stdout.hasPrefix("ID  "), "\(account.stderr)")
+        let refused = try Self.alerts(["--broker", url, "--credentials", credentials])
+        #expect(refused.status == 1 && refused.stderr.contains("refused the login as care-dashboard"), "the default account: \(refused.stderr)")
+        #expect(!refused.stderr.contains("cd-secret-x") && !refused.stderr.contains("right-one"))
+        let missing = try Self.alerts(["--broker", url, "--credentials", credentials, "--account", "kim"])
+        #expect(missing.status == 2 && missing.stderr.contains("has no line for kim"), "\(missing.stderr)")
     }
 }

@@ -31,7 +31,8 @@ import Testing
         (["retract", "--id", "inj-1", "--kind", "injury"] + who, "a retraction takes --id only"),
         (["retract", "--id", String(repeating: "i", count: 129)] + who, "[invalid_field]"),
         (["add", "--kind", "injury", "--date", "2026-02-01", "--wait", "-1"] + who, "--wait is 0-600 seconds"),
-        (["add", "--kind", "injury", "--date", "2026-02-01", "--colour", "red"] + who, "unknown option '--colour'")
+        (["add", "--kind", "injury", "--date", "2026-02-01", "--colour", "red"] + who, "unknown option '--colour'"),
+        (["add", "--kind", "injury", "--date", "2026-02-01", "--account", "kim"] + who, "--account needs --credentials FILE")
     ])
     func usageErrors(_ c: ([String], String)) throws {
         let r = try ProductRun("mobilityctl", ["event"] + c.0)
