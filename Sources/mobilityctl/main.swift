@@ -75,6 +75,10 @@ let usage = """
                                         the state's history as a FHIR R4 Bundle (collection): a Flag
                                         per alert instance, an Observation per series value
                                         (docs/fhir.md); mode 0600, default '-': stdout
+      export --state DIR [--team TEAM] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--format csv] [-o FILE|-]
+                                        research data: one CSV row per user-day, every series with
+                                        the clinical events and annotations of the day
+                                        (docs/research-export.md); the store is read, never written
       help                              show this help
     """
 
@@ -111,6 +115,8 @@ case "alerts":
     exit(AlertsCommand.run(args))
 case "fhir":
     exit(FHIRCommand.run(args))
+case "export":
+    exit(ExportCommand.run(args))
 case "help", "-h", "--help":
     print(usage)
     exit(0)
