@@ -29,7 +29,9 @@ let usage = """
                                         the weekly report, or the recovery panel), from recorded
                                         traffic (or mobility-sim export's output) or from a
                                         mobilityd state directory; mode 0600, '-': stdout; the week
-                                        defaults to the last complete one (the stored latest)
+                                        defaults to the last complete one (the stored latest);
+                                        several --user or --all-users with -o DIR: a file a user
+                                        (DIR/USER.PAGE.FORMAT), the traffic read once
       alerts [--broker URL] [--username USER --password-file FILE] [--ca-file FILE]
              [--cert-file FILE --key-file FILE] [--mqtt-version 3.1.1|5] [--topic-root ROOT]
              [--team TEAM] [--user USER] [--rule RULE] [--severity info|warning|critical]
