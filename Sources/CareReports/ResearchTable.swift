@@ -1,8 +1,8 @@
 import MobilityModel
 
 /// The research export's table (`mobilityctl export`, docs/research-export.md): one row per user
-/// and local day, with every series the history holds in its stored unit and the clinical events
-/// and annotations of that day.
+/// and local day, with every series the history holds in its stored unit, the clinical events
+/// and annotations of that day, and the alerts firing on it.
 ///
 /// A user's rows run from the first to the last day the history holds for them (a day with series
 /// values, or the first day of a timeline entry), within the range asked for, one row a day: a
@@ -25,8 +25,11 @@ package struct ResearchTable: Sendable {
         "clinical_events", "clinical_event_ids", "clinical_events_entered_by", "annotations", "annotation_ids", "annotations_entered_by"
     ]
 
+    /// The columns after the timeline: the alerts firing that day.
+    package static let alertColumns = ["alerts_firing", "alert_ids"]
+
     /// The header row's fields.
-    package var header: [String] { Self.leadingColumns + series.map(\.name) + Self.timelineColumns }
+    package var header: [String] { Self.leadingColumns + series.map(\.name) + Self.timelineColumns + Self.alertColumns }
 
     /// The value of series `name` on `day` as the history API gives it (in the series' stored
     /// unit, rounded to 1e-6), nil when missing or not recorded.
@@ -45,6 +48,9 @@ package struct ResearchTable: Sendable {
         let held = Array(recorded) + starts
         guard let first = held.min(), let last = held.max() else { return [] }
         let timeline = h.timeline.sorted { ($0.firstDay, $0.id) < ($1.firstDay, $1.id) }
+        // An alert fires from the day it fired until the day before it ended; one withdrawn (shown
+        // by late data not to hold) is left out, as its band is on the pages.
+        let alerts = h.alerts.filter { $0.withdrawnDay == nil }.sorted { ($0.rule, $0.id) < ($1.rule, $1.id) }
         var rows: [[String?]] = []
         rows.reserveCapacity(Int(last - first) + 1)
         for day in first...last {
@@ -57,6 +63,9 @@ package struct ResearchTable: Sendable {
                 row.append(CSVText.list(entries.map(\.id)))
                 row.append(CSVText.list(entries.map { $0.entered?.by ?? "" }))
             }
+            let firing = alerts.filter { $0.firedDay <= day && day < ($0.endedDay ?? .max) }
+            row.append(CSVText.list(firing.map(\.rule)))
+            row.append(CSVText.list(firing.map(\.id)))
             rows.append(row)
         }
         return rows

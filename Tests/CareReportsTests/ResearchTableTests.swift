@@ -42,18 +42,25 @@ import Testing
                 id: "heat", category: .annotation, kind: "heat_wave", firstDay: d0 + 2, lastDay: d0 + 9, note: "not exported",
                 entered: EntryAttribution(by: "nurse.kim", team: "north", at: Timestamp(milliseconds: 0)))
         ]
+        var withdrawn = AlertEpisode(id: "w", rule: "recovery_setback", severity: .info, firedDay: d0, endedDay: nil, headline: "")
+        withdrawn.withdrawnDay = d0 + 2
+        h.alerts = [
+            AlertEpisode(id: "a1", rule: "stalled_recovery", severity: .warning, firedDay: d0 + 1, endedDay: d0 + 3, headline: ""),
+            AlertEpisode(id: "a0", rule: "data_gap", severity: .info, firedDay: d0 + 2, endedDay: nil, headline: ""), withdrawn
+        ]
         let table = ResearchTable(series: [("speed_p95", "m/s"), ("speed_mph", "mph")])
         #expect(
             table.header == [
                 "user", "day", "recorded", "speed_p95", "speed_mph", "clinical_events", "clinical_event_ids", "clinical_events_entered_by",
-                "annotations", "annotation_ids", "annotations_entered_by"
+                "annotations", "annotation_ids", "annotations_entered_by", "alerts_firing", "alert_ids"
             ])
         let rows = table.rows(h, from: .min, through: .max)
         #expect(rows.count == 4, "from the first to the last recorded day; the annotation's later days are past the user's rows")
-        #expect(rows[0] == ["jamie", "2026-03-01", "1", "1.31", nil, nil, nil, nil, nil, nil, nil])
-        #expect(rows[1] == ["jamie", "2026-03-02", "1", nil, nil, "injury", "inj-1", "", nil, nil, nil])
-        #expect(rows[2] == ["jamie", "2026-03-03", "0", nil, nil, nil, nil, nil, "heat_wave", "heat", "nurse.kim"])
-        #expect(rows[3] == ["jamie", "2026-03-04", "1", "1", "2.5", nil, nil, nil, "heat_wave", "heat", "nurse.kim"])
+        // Alerts from the day they fired to the day before they ended, a withdrawn one never.
+        #expect(rows[0] == ["jamie", "2026-03-01", "1", "1.31", nil, nil, nil, nil, nil, nil, nil, nil, nil])
+        #expect(rows[1] == ["jamie", "2026-03-02", "1", nil, nil, "injury", "inj-1", "", nil, nil, nil, "stalled_recovery", "a1"])
+        #expect(rows[2] == ["jamie", "2026-03-03", "0", nil, nil, nil, nil, nil, "heat_wave", "heat", "nurse.kim", "data_gap;stalled_recovery", "a0;a1"])
+        #expect(rows[3] == ["jamie", "2026-03-04", "1", "1", "2.5", nil, nil, nil, "heat_wave", "heat", "nurse.kim", "data_gap", "a0"])
         #expect(rows.allSatisfy { !$0.contains("not exported") })
         let ranged = table.rows(h, from: d0 + 1, through: d0 + 2)
         #expect(ranged.map { $0[1] } == ["2026-03-02", "2026-03-03"])

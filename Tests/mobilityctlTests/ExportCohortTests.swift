@@ -44,11 +44,12 @@ import Testing
         for (k, key) in cohort.published.keys.sorted(by: { ($0.user, $0.day) < ($1.user, $1.day) }).enumerated() where k % 97 == 0 {
             picks.append((key.user, key.day))
         }
+        picks += cohort.firingDays
         let read = try Pandas.read(csv, picks: picks)
         #expect(read.rows == text.split(separator: "\r\n").count - 1)
         #expect(read.recordedRows == cohort.published.keys.count, "a row for every user-day the store recorded")
         let seriesNames = cohort.series.map(\.name)
-        #expect(read.columns == ResearchTable.leadingColumns + seriesNames + ResearchTable.timelineColumns)
+        #expect(read.columns == ResearchTable.leadingColumns + seriesNames + ResearchTable.timelineColumns + ResearchTable.alertColumns)
         for name in seriesNames { #expect(read.dtypes[name] == "float64", "\(name) is numeric in pandas") }
         #expect(read.dtypes["day"]?.hasPrefix("datetime64") == true)
 
@@ -88,6 +89,12 @@ import Testing
         }
         let after = try #require(read.picked["u0 \(CivilDate(dayNumber: cohort.painDays.last! + 1))"] ?? nil)
         #expect(after["annotations"] == .null)
+        // The alerts the engine fired: on the day they fired, with their instance id.
+        #expect(!cohort.firings.isEmpty)
+        for (key, id) in cohort.firings {
+            let row = try #require(read.picked[key] ?? nil, "no row for \(key)")
+            #expect(row["alert_ids"]?.text?.split(separator: ";").contains(Substring(id)) == true, "\(key): \(id)")
+        }
         // The injuries the cohort's phones sent: on their day, entered by no one.
         #expect(read.injuries == cohort.injuries, "injury rows (user day) from pandas vs the engine's timeline")
     }
@@ -131,6 +138,11 @@ struct CohortState {
     let published: [UserDay: [String: Double?]]
     /// The injuries of the cohort's timeline, as `user day` strings, sorted.
     let injuries: [String]
+    /// The first firings of alerts that were never withdrawn (at most 5): `user day` → instance id.
+    let firings: [String: String]
+    var firingDays: [(String, DayNumber)] {
+        firings.keys.map { k in (String(k.prefix { $0 != " " }), CivilDate(parsing: k.split(separator: " ")[1])!.dayNumber) }
+    }
     let fallDay: DayNumber
     let painDays: [DayNumber]
     var staffDays: [DayNumber] { [fallDay] + painDays + [painDays.last! + 1] }
@@ -150,13 +162,19 @@ struct CohortState {
         var history: [HistoryRecord] = []
         var published: [UserDay: [String: Double?]] = [:]
         var series: [(name: String, unit: String)] = []
+        var firings: [String: String] = [:]
+        let withdrawn = Set(out.compactMap { if case .alert(let a) = $0, a.isWithdrawal { a.id } else { nil } })
         for o in out {
             switch o {
             case .series(let p):
                 history.append(.series(p))
                 published[UserDay(user: p.user, day: p.day.dayNumber), default: [:]][p.name] = .some(p.value)
                 if !series.contains(where: { $0.name == p.name }) { series.append((p.name, p.unit)) }
-            case .alert(let a): history.append(.alert(a))
+            case .alert(let a):
+                history.append(.alert(a))
+                if a.status == .firing, !a.isRepeat, a.day == a.firedDay, !withdrawn.contains(a.id), firings.count < 5 {
+                    firings["\(a.user) \(a.day)"] = a.id
+                }
             case .rejected: break
             }
         }
@@ -192,6 +210,7 @@ struct CohortState {
                     entered: EntryAttribution(by: #"o'neil, "jo"; ward 2"#, team: "north", at: at))))
         _ = try store.commit(users: records, outbox: [], history: history)
         self.series = series
+        self.firings = firings
         self.published = published
         self.injuries = injuries.sorted()
     }
