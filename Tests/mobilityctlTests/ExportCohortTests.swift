@@ -99,6 +99,32 @@ import Testing
         #expect(read.injuries == cohort.injuries, "injury rows (user day) from pandas vs the engine's timeline")
     }
 
+    /// The store is opened read-only: a store of an older schema (a mobilityd not yet upgraded)
+    /// is read as it is, never migrated under its daemon.
+    @Test func anExportNeverMigratesTheStore() throws {
+        let cohort = try CohortState(users: 2, days: 10, seed: 9)
+        let path = cohort.dir + "/state.sqlite"
+        func version(set: Int? = nil) throws -> String {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            let sql = set.map { "c.execute('PRAGMA user_version = \($0)'); c.commit(); " } ?? ""
+            p.arguments = ["-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \(sql)print(c.execute('PRAGMA user_version').fetchone()[0])", path]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try version() == String(StateStore.schemaVersion))
+        let older = StateStore.schemaVersion - 1
+        #expect(try version(set: older) == String(older))
+        let r = try Self.run(["--state", cohort.dir])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("of 2 users"), "\(r.stderr)")
+        #expect(try version() == String(older), "the export migrated the store")
+    }
+
     @Test func aTeamSelectsItsUsersAndAnUnknownTeamIsAFailure() throws {
         let cohort = try CohortState(users: 6, days: 20, seed: 5)
         var r = try Self.run(["--state", cohort.dir, "--team", "north"])
