@@ -94,7 +94,10 @@ let package = Package(
         .testTarget(
             name: "RuleTestingTests", dependencies: ["RuleTesting", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"], exclude: ["Golden"],
             swiftSettings: strict),
-        .testTarget(name: "mobilityctlTests", dependencies: ["MobilityModel", "StateStore", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "mobilityctlTests",
+            dependencies: ["MobilityModel", "StateStore", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "TestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "mobility-benchTests", dependencies: ["mobility-bench", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "MobilityFHIRTests", dependencies: ["MobilityFHIR", "MobilityModel", "RuleLanguage", "TestSupport"], exclude: ["Golden"],

@@ -23,6 +23,7 @@ command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)        # the unit 
 command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)  # the care-report pages rendered to PNG (tests, render-reports.sh)
 command -v python3 >/dev/null 2>&1 || need+=(python3)            # the FHIR tests' independent validator (PyPI, below)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+[ -f /usr/share/i18n/locales/de_DE ] || need+=(locales)        # the research export is tested in a German locale (below)
 [ -x /usr/bin/time ] || need+=(time)                              # scripts/bench-replay.sh: CPU time of each contestant
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)          # scripts/bench-callgrind.sh: instructions a message
 if [ ${#need[@]} -gt 0 ]; then
@@ -41,4 +42,16 @@ if ! "$venv/bin/python" -c 'import fhir.resources, sys; sys.exit(fhir.resources.
   echo "install-deps: installing the FHIR validator (fhir.resources 6.4.0) into $venv" >&2
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "fhir.resources==6.4.0" "pydantic[email]>=1.10,<2"
+fi
+# The research export's test reads the CSV back with pandas, in a private venv (tests find it at
+# MOBILITYWATCH_RESEARCH_VENV or this default), and runs the export in a German locale (decimal
+# comma), which Debian's locales package builds.
+venv="${MOBILITYWATCH_RESEARCH_VENV:-$HOME/.cache/mobilitywatch/research-venv}"
+if ! "$venv/bin/python" -c 'import pandas' >/dev/null 2>&1; then
+  echo "install-deps: installing pandas into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "pandas==2.2.3"
+fi
+if ! locale -a 2>/dev/null | grep -qx 'de_DE.utf8'; then
+  if [ "$(id -u)" = 0 ]; then localedef -i de_DE -c -f UTF-8 de_DE.UTF-8; else sudo localedef -i de_DE -c -f UTF-8 de_DE.UTF-8; fi
 fi

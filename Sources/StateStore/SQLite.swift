@@ -14,9 +14,12 @@ package struct SQLiteError: Error, CustomStringConvertible, Sendable {
 final class SQLiteDatabase {
     let handle: OpaquePointer
 
-    init(path: String) throws(SQLiteError) {
+    /// Opens `path`, creating it unless `readOnly` (then nothing is ever written to it: no schema
+    /// change, no checkpoint).
+    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        let mode = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        let rc = sqlite3_open_v2(path, &db, mode | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let db else {
             let msg = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let db { sqlite3_close(db) }

@@ -550,8 +550,8 @@ final class HistoryReader {
 
     /// Opens a connection that maps the database file (no copy of each page read) with a cache of
     /// its own: a weekly close reads every user's recent days.
-    init(path: String) throws(SQLiteError) {
-        db = try SQLiteDatabase(path: path)
+    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        db = try SQLiteDatabase(path: path, readOnly: readOnly)
         try db.exec("PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -65536;")
     }
 

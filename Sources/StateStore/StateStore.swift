@@ -63,6 +63,8 @@ package final class StateStore: @unchecked Sendable {
     let seriesIDs = Mutex(SeriesIDs())
     /// Where the database file is.
     package let path: String
+    /// Whether the store was opened read-only (``init(path:autoCheckpoint:walRestartFrames:readOnly:)``).
+    package let readOnly: Bool
 
     /// One user's persisted record, its engine state as a snapshot.
     package typealias UserRecord = StoredUser<UserSnapshot>
@@ -97,9 +99,22 @@ package final class StateStore: @unchecked Sendable {
     /// The database file is created 0600 before SQLite opens it (SQLite gives its `-wal` and
     /// `-shm` files the database file's mode), and looser modes left by an older version are
     /// tightened: the store holds health data.
-    package init(path: String, autoCheckpoint: Bool = true, walRestartFrames: Int64 = 4096) throws(SQLiteError) {
+    ///
+    /// `readOnly`: for tools that read a store a running mobilityd may be writing (exports,
+    /// reports): the file must exist and have this build's schema or an older one; nothing is
+    /// created, migrated, re-moded or checkpointed, and every write fails.
+    package init(path: String, autoCheckpoint: Bool = true, walRestartFrames: Int64 = 4096, readOnly: Bool = false) throws(SQLiteError) {
         self.path = path
         self.walRestartFrames = walRestartFrames
+        self.readOnly = readOnly
+        if readOnly {
+            db = try SQLiteDatabase(path: path, readOnly: true)
+            let version = Int(try db.scalarInt("PRAGMA user_version"))
+            guard version <= StateStore.schemaVersion else {
+                throw SQLiteError(code: -1, message: "\(path) has schema \(version), newer than this build's \(StateStore.schemaVersion)")
+            }
+            return
+        }
         do {
             try PrivateFiles.prepareFile(path)
             for suffix in ["-wal", "-shm", "-journal"] { try PrivateFiles.tightenIfPresent(path + suffix) }
@@ -156,6 +171,7 @@ package final class StateStore: @unchecked Sendable {
     /// enough stream of commits: 63 MB in StateStoreTests.) A reader in the middle of a read can
     /// still make SQLite keep appending; a later call tries again.
     package func checkpoint() throws(SQLiteError) {
+        guard !readOnly else { return }
         try checkpointLock.withLock { (_) throws(SQLiteError) in
             if checkpointer == nil { checkpointer = try SQLiteDatabase(path: path) }
             var pass = try checkpointer!.walCheckpoint()
@@ -275,7 +291,7 @@ package final class StateStore: @unchecked Sendable {
     /// commits newer rows).
     func reading(_ body: (HistoryReader) throws -> Void) throws {
         try readerLock.withLock { _ in
-            if reader == nil { reader = try HistoryReader(path: path) }
+            if reader == nil { reader = try HistoryReader(path: path, readOnly: readOnly) }
             try reader!.begin()
             defer { reader!.finish() }
             try body(reader!)

@@ -59,7 +59,7 @@ enum FHIRCommand {
             return 1
         }
         do {
-            let store = try StateStore(path: path)
+            let store = try StateStore(path: path, readOnly: true)  // mobilityd may be running: read, never write
             guard let meanings = try seriesMeanings(store: store, rules: rules) else { return 1 }
             let known = try store.historyUsers()
             if let user, !known.contains(user) {

@@ -15,11 +15,13 @@ enum ReportCommand {
     static let usage = """
         usage: mobilityctl report --rules DIR --traffic FILE --user USER [--week 2026-W10] [--page weekly|panel] [--format json|html] -o OUT|-
                mobilityctl report --state DIR [--rules DIR] --user USER [--week 2026-W10] [--page weekly|panel] [--format json|html] -o OUT|-
+               mobilityctl report (--rules DIR --traffic FILE | --state DIR) (--user USER --user USER... | --all-users) ... -o DIR
+                 a cohort's reports, one file a user (DIR/USER.PAGE.FORMAT); the traffic is read once
         """
 
     static func run(_ args: [String]) -> Int32 {
         var rules: [String] = []
-        var traffic: String?, state: String?, user: String?, weekText: String?, output: String?
+        var traffic: String?, state: String?, users: [String] = [], allUsers = false, weekText: String?, output: String?
         var formatOption: String?, page = "weekly"
         var config = EngineConfiguration()
         var i = 0
@@ -34,7 +36,8 @@ enum ReportCommand {
             case "--traffic": traffic = value()
             case "--state": state = value()
             case "--page": page = value()
-            case "--user": user = value()
+            case "--user": users.append(value())
+            case "--all-users": allUsers = true
             case "--week": weekText = value()
             case "--format": formatOption = value()
             case "-o", "--output": output = value()
@@ -44,9 +47,15 @@ enum ReportCommand {
             i += 1
         }
         guard (traffic == nil) != (state == nil) else { fail("mobilityctl report: give either --traffic (with --rules) or --state\n" + usage) }
-        guard let user, let output, state != nil || !rules.isEmpty else {
-            fail("mobilityctl report: --user and -o are required, and --rules with --traffic\n" + usage)
+        guard !users.isEmpty || allUsers, let output, state != nil || !rules.isEmpty else {
+            fail("mobilityctl report: --user and -o are required, and --rules with --traffic (a cohort: --all-users)\n" + usage)
         }
+        guard !(allUsers && !users.isEmpty) else { fail("mobilityctl report: give --user or --all-users, not both\n" + usage) }
+        users = users.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+        let cohort = allUsers || users.count > 1
+        // A cohort's file names are user ids: only ids a topic can carry.
+        if cohort, let bad = users.first(where: { !AckCommandLine.isID($0) }) { fail("mobilityctl report: user '\(bad)' is not 1-64 of A-Z a-z 0-9 _ -") }
+        guard !cohort || output != "-" else { fail("mobilityctl report: a cohort's reports go to a directory: -o DIR, one file a user\n" + usage) }
         var week: ISOWeek?
         if let weekText {
             guard let w = ISOWeek(parsing: weekText) else { fail("mobilityctl report: '\(weekText)' is not an ISO week such as 2026-W10") }
@@ -56,7 +65,8 @@ enum ReportCommand {
         let format = formatOption ?? (page == "panel" || output.hasSuffix(".html") ? "html" : "json")
         guard format == "json" || format == "html" else { fail("mobilityctl report: unknown format '\(format)'; expected json or html") }
         guard format == "html" || page == "weekly" else { fail("mobilityctl report: the panel is a page: use --format html") }
-        if let state { return fromState(state, rules: rules, user: user, week: week, page: page, format: format, output: output) }
+        let target = Output(path: output, cohort: cohort, page: page, format: format)
+        if let state { return fromState(state, rules: rules, users: allUsers ? nil : users, week: week, page: page, format: format, output: target) }
         guard let traffic else { return 2 }
         let (sources, errors) = RuleSet.load(rules)
         guard errors.isEmpty else { errors.forEach { writeErr("mobilityctl: \($0)\n") }; return 1 }
@@ -67,17 +77,20 @@ enum ReportCommand {
         }
         guard let declaration = program.report else { writeErr("mobilityctl report: the rules declare no report block\n"); return 1 }
         guard let input = FileHandle(forReadingAtPath: traffic) else { writeErr("mobilityctl report: cannot read \(traffic)\n"); return 1 }
+        guard target.prepare() else { return 1 }
 
         config.publishSeries = true
         var replay = Replay(program: program, configuration: config)
-        var history = UserHistory(user: user)
+        // One pass over the traffic for every user asked for: each output goes to its user's history.
+        let wanted: Set<String>? = allUsers ? nil : Set(users)
+        var histories: [String: UserHistory] = [:]
         var out: [EngineOutput] = []
         var lineNo = 0, malformed = 0
         func keep() {
             for o in out {
                 switch o {
-                case .alert(let a) where a.user == user: history.record(a)
-                case .series(let s) where s.user == user: history.record(s)
+                case .alert(let a) where wanted?.contains(a.user) ?? true: histories[a.user, default: UserHistory(user: a.user)].record(a)
+                case .series(let s) where wanted?.contains(s.user) ?? true: histories[s.user, default: UserHistory(user: s.user)].record(s)
                 default: break
                 }
             }
@@ -94,22 +107,56 @@ enum ReportCommand {
         }
         replay.finish(into: &out)
         keep()
-        guard let state = replay.ingestor.engine.state(of: user) else {
-            writeErr("mobilityctl report: no traffic for user '\(user)' in \(traffic)\n")
-            return 1
-        }
-        for e in state.events.values { history.record(e) }
-        guard let w = week ?? lastCompleteWeek(history) else {
-            writeErr("mobilityctl report: user '\(user)' has no complete week of closed days in \(traffic); name one with --week\n")
-            return 1
-        }
         let spec = ReportSpec(declaration)
-        let digest = WeeklyDigest.make(history: history, spec: spec, week: w)
-        guard write(render(digest: digest, history: history, spec: spec, page: page, format: format), to: output) else { return 1 }
-        writeErr(
-            "mobilityctl report: \(user) \(w) (\(CivilDate(dayNumber: w.monday))..\(CivilDate(dayNumber: w.sunday))), \(malformed) malformed line\(malformed == 1 ? "" : "s")\n"
-        )
-        return malformed > 0 ? ReplayCommand.malformedExit : 0
+        var written = 0, failed = 0
+        for user in allUsers ? replay.ingestor.engine.allStates.map(\.user).sorted() : users {
+            guard let state = replay.ingestor.engine.state(of: user) else {
+                writeErr("mobilityctl report: no traffic for user '\(user)' in \(traffic)\n")
+                failed += 1
+                continue
+            }
+            var history = histories[user] ?? UserHistory(user: user)
+            for e in state.events.values { history.record(e) }
+            guard let w = week ?? lastCompleteWeek(history) else {
+                writeErr("mobilityctl report: user '\(user)' has no complete week of closed days in \(traffic); name one with --week\n")
+                failed += 1
+                continue
+            }
+            let digest = WeeklyDigest.make(history: history, spec: spec, week: w)
+            guard write(render(digest: digest, history: history, spec: spec, page: page, format: format), to: target.path(of: user)) else { return 1 }
+            written += 1
+            if !cohort {
+                writeErr("mobilityctl report: \(user) \(w) (\(CivilDate(dayNumber: w.monday))..\(CivilDate(dayNumber: w.sunday))), ")
+            }
+        }
+        if cohort {
+            writeErr("mobilityctl report: \(written) report\(written == 1 ? "" : "s") in \(output), \(failed) user\(failed == 1 ? "" : "s") without one, ")
+        }
+        writeErr("\(malformed) malformed line\(malformed == 1 ? "" : "s")\n")
+        return failed > 0 ? 1 : malformed > 0 ? ReplayCommand.malformedExit : 0
+    }
+
+    /// Where reports go: one file or standard output, or for a cohort a directory with a file a
+    /// user (`USER.PAGE.FORMAT`; user ids are topic segments, A-Z a-z 0-9 _ -, so file names).
+    struct Output {
+        let path: String
+        let cohort: Bool
+        let page: String
+        let format: String
+
+        func path(of user: String) -> String { cohort ? "\(path)/\(user).\(page).\(format)" : path }
+
+        /// Creates a cohort's directory (0700: health data); false after saying why it cannot.
+        func prepare() -> Bool {
+            guard cohort else { return true }
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                return true
+            } catch {
+                writeErr("mobilityctl report: cannot create \(path): \(error.localizedDescription)\n")
+                return false
+            }
+        }
     }
 
     /// The output: the digest's JSON, or the page.
@@ -138,13 +185,14 @@ enum ReportCommand {
     /// From a mobilityd state directory: the stored weekly report (latest, or `week`) and the
     /// stored history; the report block of `rules`, or of the rules the daemon last ran (kept in
     /// its store).
-    static func fromState(_ dir: String, rules: [String], user: String, week: ISOWeek?, page: String, format: String, output: String) -> Int32 {
+    /// `users` nil: every user with history. The store is opened read-only: mobilityd may be running.
+    static func fromState(_ dir: String, rules: [String], users: [String]?, week: ISOWeek?, page: String, format: String, output: Output) -> Int32 {
         let path = dir + "/state.sqlite"
         guard FileManager.default.fileExists(atPath: path) else {
             writeErr("mobilityctl report: \(dir) holds no mobilityd state (no state.sqlite)\n"); return 1
         }
         do {
-            let store = try StateStore(path: path)
+            let store = try StateStore(path: path, readOnly: true)
             var sources: [SourceFile]
             if rules.isEmpty {
                 guard let text = try store.meta("rules_sources"), case .success(.object(let files)) = JSONValue.parse(Array(text.utf8)) else {
@@ -160,18 +208,32 @@ enum ReportCommand {
             let (program, diagnostics) = Checker.check(sources)
             guard let program else { writeErr(DiagnosticRenderer(files: sources).render(diagnostics)); return 1 }
             guard let declaration = program.report else { writeErr("mobilityctl report: the rules declare no report block\n"); return 1 }
-            guard let stored = try store.weeklyReport(of: user, week: week?.description) else {
-                writeErr("mobilityctl report: no weekly report of '\(user)'\(week.map { " for \($0)" } ?? "") in \(dir)\n")
-                return 1
+            guard output.prepare() else { return 1 }
+            var written = 0, failed = 0
+            for user in try users ?? store.historyUsers() {
+                guard let stored = try store.weeklyReport(of: user, week: week?.description) else {
+                    writeErr("mobilityctl report: no weekly report of '\(user)'\(week.map { " for \($0)" } ?? "") in \(dir)\n")
+                    failed += 1
+                    continue
+                }
+                guard case .success(let digest) = WeeklyDigest.decode(stored.payload) else {
+                    writeErr("mobilityctl report: the stored report of \(stored.week) cannot be read\n")
+                    failed += 1
+                    continue
+                }
+                let history = try store.history(
+                    of: user, from: page == "panel" ? .min : digest.firstDay - 120, through: page == "panel" ? .max : digest.lastDay)
+                guard write(render(digest: digest, history: history, spec: ReportSpec(declaration), page: page, format: format), to: output.path(of: user))
+                else { return 1 }
+                written += 1
+                if !output.cohort { writeErr("mobilityctl report: \(user) \(digest.week) from \(dir)\n") }
             }
-            guard case .success(let digest) = WeeklyDigest.decode(stored.payload) else {
-                writeErr("mobilityctl report: the stored report of \(stored.week) cannot be read\n")
-                return 1
+            if output.cohort {
+                writeErr(
+                    "mobilityctl report: \(written) report\(written == 1 ? "" : "s") in \(output.path) from \(dir), \(failed) user\(failed == 1 ? "" : "s") without one\n"
+                )
             }
-            let history = try store.history(of: user, from: page == "panel" ? .min : digest.firstDay - 120, through: page == "panel" ? .max : digest.lastDay)
-            guard write(render(digest: digest, history: history, spec: ReportSpec(declaration), page: page, format: format), to: output) else { return 1 }
-            writeErr("mobilityctl report: \(user) \(digest.week) from \(dir)\n")
-            return 0
+            return failed > 0 ? 1 : 0
         } catch {
             writeErr("mobilityctl report: cannot read \(path): \(error)\n")
             return 1

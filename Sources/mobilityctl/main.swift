@@ -31,7 +31,9 @@ let usage = """
                                         the weekly report, or the recovery panel), from recorded
                                         traffic (or mobility-sim export's output) or from a
                                         mobilityd state directory; mode 0600, '-': stdout; the week
-                                        defaults to the last complete one (the stored latest)
+                                        defaults to the last complete one (the stored latest);
+                                        several --user or --all-users with -o DIR: a file a user
+                                        (DIR/USER.PAGE.FORMAT), the traffic read once
       alerts [--broker URL] [--credentials FILE [--account NAME]] [--ca-file FILE]
              [--cert-file FILE --key-file FILE] [--mqtt-version 3.1.1|5] [--topic-root ROOT]
              [--team TEAM] [--user USER] [--rule RULE] [--severity info|warning|critical]
@@ -79,7 +81,11 @@ let usage = """
                                         the state's history as a FHIR R4 Bundle (collection): a Flag
                                         per alert instance, an Observation per series value
                                         (docs/fhir.md); mode 0600, default '-': stdout
-      help                              show this help; COMMAND --help: the command's
+      export --state DIR [--team TEAM] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--format csv] [-o FILE|-]
+                                        research data: one CSV row per user-day, every series with
+                                        the clinical events and annotations of the day
+                                        (docs/research-export.md); the store is read, never written
+      help [COMMAND]                    show this help, or a command's (as COMMAND --help does)
     """
 
 func fail(_ msg: String) -> Never {
@@ -145,6 +151,8 @@ case "alerts":
     exit(AlertsCommand.run(args))
 case "fhir":
     exit(FHIRCommand.run(args))
+case "export":
+    exit(ExportCommand.run(args))
 case "help", "-h", "--help":
     // `help COMMAND`: that command's usage.
     guard let topic = args.first else {

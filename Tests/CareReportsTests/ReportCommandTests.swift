@@ -97,6 +97,50 @@ import Testing
         #expect(page.contains("2026-W09") && page.contains("jamie-heat-wave"))
     }
 
+    /// A cohort's reports from one pass over its traffic (`--all-users`, or several `--user`):
+    /// each user's file is the same bytes as that user's report made alone.
+    @Test func aCohortsReportsFromOnePassEqualEachUsersReport() throws {
+        let traffic = Self.temp(".jsonl"), dir = Self.temp("")
+        var lines = Data()
+        for name in ["jamie-heat-wave", "jamie-plateau"] {
+            let one = Self.temp(".jsonl")
+            let rec = try Self.run("mobility-sim", ["record", RepoPaths.root + "/simulator/scenarios/\(name).scenario", "-o", one])
+            try #require(rec.status == 0, "\(rec.stderr)")
+            lines += try Data(contentsOf: URL(fileURLWithPath: one))
+        }
+        try lines.write(to: URL(fileURLWithPath: traffic))
+        for page in ["weekly", "panel"] {
+            let all = try Self.run(
+                "mobilityctl",
+                ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--all-users", "--week", "2026-W09", "--page", page, "--format", "html", "-o", dir]
+            )
+            try #require(all.status == 0, "\(all.stderr)")
+            #expect(all.stderr.contains("2 reports in \(dir)"), "\(all.stderr)")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.contains(page) }.sorted() == [
+                    "jamie-heat-wave.\(page).html", "jamie-plateau.\(page).html"
+                ])
+            #expect((try FileManager.default.attributesOfItem(atPath: dir)[.posixPermissions] as? Int) == 0o700)
+            for user in ["jamie-heat-wave", "jamie-plateau"] {
+                let alone = try Self.run(
+                    "mobilityctl",
+                    [
+                        "report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", user, "--week", "2026-W09", "--page", page, "--format", "html",
+                        "-o", "-"
+                    ])
+                try #require(alone.status == 0, "\(alone.stderr)")
+                let file = try String(contentsOfFile: "\(dir)/\(user).\(page).html", encoding: .utf8)
+                #expect(file == alone.stdout, "\(user) \(page)")
+                #expect(file.contains(user))
+            }
+        }
+        let two = try Self.run(
+            "mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-plateau", "--user", "nobody", "-o", dir + "/json"])
+        #expect(two.status == 1, "a user without traffic fails the run, after the others' reports")
+        #expect(two.stderr.contains("no traffic for user 'nobody'") && two.stderr.contains("1 report in \(dir)/json"), "\(two.stderr)")
+        #expect(FileManager.default.fileExists(atPath: dir + "/json/jamie-plateau.weekly.json"))
+    }
+
     @Test func anAppleHealthExportThroughMobilitySimExport() throws {
         let traffic = Self.temp(".jsonl")
         defer { try? FileManager.default.removeItem(atPath: traffic) }
@@ -124,7 +168,10 @@ import Testing
             (["--rules", "R", "--traffic", "T", "--user", "jamie-heat-wave", "--colour", "-o", "-"], 2, "unknown argument --colour"),
             (["--rules", "R", "--traffic", "T", "--user", "nobody", "-o", "-"], 1, "no traffic for user 'nobody'"),
             (["--rules", "R", "--traffic", "/nonexistent/t.jsonl", "--user", "u", "-o", "-"], 1, "cannot read /nonexistent/t.jsonl"),
-            (["--rules", "R", "--traffic", "T", "--user"], 2, "--user needs a value")
+            (["--rules", "R", "--traffic", "T", "--user"], 2, "--user needs a value"),
+            (["--rules", "R", "--traffic", "T", "--all-users", "-o", "-"], 2, "a cohort's reports go to a directory: -o DIR"),
+            (["--rules", "R", "--traffic", "T", "--all-users", "--user", "u", "-o", "/tmp"], 2, "give --user or --all-users, not both"),
+            (["--rules", "R", "--traffic", "T", "--user", "u", "--user", "../u", "-o", "/tmp"], 2, "user '../u' is not 1-64 of")
         ] as [([String], Int32, String)])
     func badArgumentsAreRefusedWithAReason(args: [String], status: Int32, message: String) throws {
         let traffic = Self.temp(".jsonl")

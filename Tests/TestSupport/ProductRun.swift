@@ -10,14 +10,15 @@ package struct ProductRun: Sendable {
     /// What it wrote to standard error.
     package var stderr: String
 
-    /// Runs `product` (built by `swift build`) with `arguments` and waits for it; throws when it is
-    /// not built.
-    package init(_ product: String, _ arguments: [String]) throws {
+    /// Runs `product` (built by `swift build`) with `arguments` and waits for it, with the test's
+    /// environment and `environment` over it; throws when it is not built.
+    package init(_ product: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         let exe = ChildProcess.product(product)
         guard FileManager.default.isExecutableFile(atPath: exe) else { throw HarnessError("\(exe) is not built; run 'swift build' first") }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: exe)
         p.arguments = arguments
+        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
