@@ -93,7 +93,7 @@ enum AuditCommandLine {
         let path = state + "/state.sqlite"
         guard FileManager.default.fileExists(atPath: path) else { writeErr("mobilityctl audit: no state store at \(path)\n"); return 1 }
         let rows: [AuditEntry]
-        do { rows = try StateStore(path: path).auditTrail() } catch { writeErr("mobilityctl audit: cannot read \(path): \(error)\n"); return 1 }
+        do { rows = try StateStore(path: path, readOnly: true).auditTrail() } catch { writeErr("mobilityctl audit: cannot read \(path): \(error)\n"); return 1 }
         if output == "json" {
             for r in rows { print(TerminalText.json(r.json)) }
             return 0
