@@ -57,13 +57,6 @@ struct Evaluator {
         if !far.isEmpty { far.removeAll(keepingCapacity: true) }
     }
 
-    /// Whether series or let `slot` has a memoised value for day `d` (what an evaluation read): a
-    /// probe for the tests, which check how far a condition was read; the engine never asks.
-    mutating func isMemoised(_ slot: Int, _ d: DayNumber) -> Bool {
-        for kind: Int64 in 1...3 { if case .known = recall(kind, slot, d) { return true } }
-        return false
-    }
-
     /// The near-memo index of (slot, day), or nil when the day is outside the span.
     @inline(__always) private mutating func nearIndex(_ slot: Int, _ d: DayNumber) -> Int? {
         if memoTop == .min {

@@ -71,9 +71,6 @@ package enum WindowFunction: String, Hashable, Sendable {
     /// The sample standard deviation (n − 1) of the days with a value.
     case stddev
 
-    /// Whether the result is a slope (its unit is x's unit per day).
-    package var isSlope: Bool { self == .slope || self == .slopeLower || self == .slopeUpper || self == .slopeError }
-
     /// The fewest days with a value the function needs: 3 for the slope's uncertainty (one
     /// residual degree of freedom), 2 for a slope or a standard deviation, else 1.
     package var minimumDays: Int {

@@ -381,21 +381,6 @@ extension StateStore {
         return deleted
     }
 
-    /// Rows and bytes (keys and payloads; a series row holds a user-day) the history holds, for the benchmarks.
-    package func historySize() throws -> (rows: Int, bytes: Int) {
-        var r = (0, 0)
-        try reading { db in
-            for sql in [
-                "SELECT count(*), coalesce(sum(length(user) + length(key) + length(payload) + 24), 0) FROM history",
-                "SELECT count(*), coalesce(sum(length(user) + length(data) + 8), 0) FROM history_days"
-            ] {
-                let q = try db.prepare(sql)
-                if try q.step() { r = (r.0 + Int(q.int(0)), r.1 + Int(q.int(1))) }
-            }
-        }
-        return r
-    }
-
     /// Every user with history, sorted.
     package func historyUsers() throws -> [String] {
         var users: [String] = []
