@@ -73,9 +73,9 @@ let package = Package(
         .testTarget(name: "MobilityModelTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MobilityWireTests", dependencies: ["MobilityWire", "MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "RuleLanguageTests", dependencies: ["RuleLanguage", "TestSupport"],
+            name: "RuleLanguageTests", dependencies: ["RuleLanguage", "MobilityModel", "TestSupport"],
             exclude: ["Golden", "FuzzCrashes"], swiftSettings: strict),
-        .testTarget(name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MQTTTransportTests", dependencies: ["CMosquitto", "MQTTTransport", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "MobilityDaemonTests",

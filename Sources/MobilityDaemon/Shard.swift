@@ -6,8 +6,6 @@ import RuleLanguage
 import StateStore
 import Synchronization
 
-import struct PostgresStore.PostgresError
-
 /// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
 /// queue. It commits the changed users, the journal position they applied and the outputs they
 /// produced in one SQLite transaction, then publishes those outputs — when its
@@ -515,7 +513,7 @@ final class Shard: @unchecked Sendable {
             return items
         } catch {
             acks.restore(acked)
-            if (error as? PostgresError)?.code == .fenced, let onFenced {
+            if isFencedWrite(error), let onFenced {
                 onFenced()  // the run stops (logged once there); its outputs are never published
                 return nil
             }

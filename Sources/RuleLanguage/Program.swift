@@ -278,11 +278,11 @@ package struct Program: Sendable {
 
     /// A short identity of the rule sources (FNV-1a 64 of paths and texts), for state and logs.
     package var identity: String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        var h = FNV1a64()
         for f in files.sorted(by: { $0.path < $1.path }) {
-            for b in f.bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-            h = (h ^ 0) &* 0x100_0000_01b3
+            h.combine(bytes: f.bytes)
+            h.combine(0)
         }
-        return String(h, radix: 16)
+        return String(h.value, radix: 16)
     }
 }

@@ -299,9 +299,7 @@ package final class StateStore: @unchecked Sendable {
 
     /// The FNV-1a hash of a user id, which logs and errors name users by (never by their id).
     package static func fingerprint(_ user: String) -> String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in user.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        return String(h, radix: 16)
+        String(FNV1a64.hash(user), radix: 16)
     }
 
     /// Commits users, new outbox items and history rows in one transaction; returns the outbox ids in order.

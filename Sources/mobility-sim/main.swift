@@ -289,7 +289,8 @@ case "verify":
         }
         let sub: SimulatorConnection
         do {
-            sub = try access.reader(account: access.credentials == nil ? nil : o.reader, filters: ["mobility/v1/users/+/alerts/#"]) { _, payload in
+            sub = try access.reader(account: access.credentials == nil ? nil : o.reader, filters: ["\(TopicLayout.defaultRoot)/users/+/alerts/#"]) {
+                _, payload in
                 guard !payload.isEmpty, let t = AlertTransition.parse(payload), users.contains(t.user) else { return }
                 store.withLock { $0.append(t) }
                 count.add(1, ordering: .relaxed)

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import MQTTTransport
 import MobilityModel
+import MobilityWire
 import Synchronization
 
 /// `mobilityctl alerts`: what is firing now, read from the retained alert topics, as a table (or
@@ -21,7 +22,7 @@ enum AlertsCommand {
         var username: String?, passwordFile: String?
         var caFile: String?, certFile: String?, keyFile: String?
         var version = MQTTClientConfiguration.ProtocolVersion.v311
-        var root = "mobility/v1"
+        var root = TopicLayout.defaultRoot
         var team: String?, user: String?, rule: String?
         var severity: Severity?
         var follow = false, json = false

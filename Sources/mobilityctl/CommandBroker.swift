@@ -1,6 +1,7 @@
 import Foundation
 import MQTTTransport
 import MobilityModel
+import MobilityWire
 import Simulator
 
 /// The broker options of the care-staff commands (`ack`, `silence`, `event`): where and as whom
@@ -10,7 +11,7 @@ struct CommandBroker {
     var broker: String?
     var credentials: String?, account = "care-dashboard"
     var caFile: String?, certFile: String?, keyFile: String?, version: String?
-    var root = "mobility/v1"
+    var root = TopicLayout.defaultRoot
     /// Seconds to wait for the daemon's answer; 0: only for the broker's acknowledgement.
     var wait: TimeInterval = 10
 

@@ -1,3 +1,4 @@
+import MobilityModel
 import TestSupport
 import Testing
 
