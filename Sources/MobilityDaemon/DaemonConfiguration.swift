@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HTTPEndpoint
+import Ingest
 import MQTTTransport
 import MobilityModel
 import MobilityWire

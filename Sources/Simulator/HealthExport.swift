@@ -1,5 +1,6 @@
 import CLibXML2
 import Foundation
+import Ingest
 import MobilityModel
 import MobilityWire
 import RuleEngine

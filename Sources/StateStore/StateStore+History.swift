@@ -1,5 +1,4 @@
 import CSQLite
-import CareReports
 import MobilityModel
 
 /// One row of a user's history: what the care-team reports are built from. Written in the same

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPEndpoint
+import Ingest
 import MQTTTransport
 import MobilityModel
 import MobilityWire

@@ -1,4 +1,5 @@
 import Foundation
+import Ingest
 import MQTTTransport
 import MobilityModel
 import MobilityWire
@@ -287,7 +288,7 @@ case "verify":
         if let c = access.credentials, case let missing = c.missing(users), !missing.isEmpty {
             die("credentials file \(c.path) has no line for \(missing.joined(separator: ", ")) (each gateway logs in as its user id)")
         }
-        let sub: SimulatorConnection
+        let sub: BrokerConnection
         do {
             sub = try access.reader(account: access.credentials == nil ? nil : o.reader, filters: ["\(TopicLayout.defaultRoot)/users/+/alerts/#"]) {
                 _, payload in

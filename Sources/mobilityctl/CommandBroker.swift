@@ -2,7 +2,6 @@ import Foundation
 import MQTTTransport
 import MobilityModel
 import MobilityWire
-import Simulator
 
 /// The broker options of the care-staff commands (`ack`, `silence`, `event`): where and as whom
 /// to connect, under which topic root, and how long to wait for mobilityd's answer; and the one
@@ -86,7 +85,7 @@ struct CommandBroker {
         _ access: BrokerAccess, what: String, topic: String, payload: [UInt8], listen: [String],
         judge: @escaping @Sendable (_ topic: String, _ payload: [UInt8]) -> CommandAnswer?
     ) -> Outcome {
-        do throws(SimulatorConnectionError) {
+        do throws(BrokerConnectionError) {
             guard wait > 0 else {
                 let c = try access.commander(account: login(access))
                 defer { c.stop() }
