@@ -6,7 +6,13 @@ import Synchronization
 /// How an MQTT client connects.
 package struct MQTTClientConfiguration: Sendable {
     /// MQTT protocol versions.
-    package enum ProtocolVersion: String, Sendable { case v311 = "3.1.1", v5 = "5" }
+    package enum ProtocolVersion: String, Sendable {
+        case v311 = "3.1.1", v5 = "5"
+
+        /// The version an `--mqtt-version` value names (`3.1.1`, also written `3` or `311`, or
+        /// `5`), as the daemon and every tool read it; nil for anything else.
+        package init?(option: String) { self.init(rawValue: option == "3" || option == "311" ? "3.1.1" : option) }
+    }
 
     /// The broker to connect to (`mqtt://` or `mqtts://`).
     package var broker: BrokerURL

@@ -361,7 +361,7 @@ package struct DaemonConfiguration: Sendable {
         if let v = m["cert-file"] { certFile = v }
         if let v = m["key-file"] { keyFile = v }
         if let v = m["mqtt-version"] {
-            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else {
+            guard let p = MQTTClientConfiguration.ProtocolVersion(option: v) else {
                 throw Problem(description: "--mqtt-version must be 3.1.1 or 5")
             }
             mqttVersion = p

@@ -172,7 +172,7 @@ func brokerAccess(_ url: String, _ o: Options) -> BrokerAccess {
     }
     var version: MQTTClientConfiguration.ProtocolVersion = credentials == nil ? .v311 : .v5
     if let v = o.mqttVersion {
-        guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else { die("--mqtt-version must be 3.1.1 or 5") }
+        guard let p = MQTTClientConfiguration.ProtocolVersion(option: v) else { die("--mqtt-version must be 3.1.1 or 5") }
         version = p
     }
     if (o.certFile == nil) != (o.keyFile == nil) { die("--cert-file and --key-file go together") }

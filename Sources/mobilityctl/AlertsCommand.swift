@@ -69,7 +69,7 @@ enum AlertsCommand {
             case "--key-file": o.keyFile = value()
             case "--mqtt-version":
                 let v = value()
-                guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else {
+                guard let p = MQTTClientConfiguration.ProtocolVersion(option: v) else {
                     fail("mobilityctl alerts: --mqtt-version must be 3.1.1 or 5, not '\(v)'")
                 }
                 o.version = p

@@ -49,7 +49,7 @@ struct CommandBroker {
         if let credentials { do { creds = try BrokerCredentials.load(credentials) } catch { fail("mobilityctl \(command): \(error.description)") } }
         var protocolVersion: MQTTClientConfiguration.ProtocolVersion = .v5
         if let version {
-            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: version == "3" || version == "311" ? "3.1.1" : version) else {
+            guard let p = MQTTClientConfiguration.ProtocolVersion(option: version) else {
                 fail("mobilityctl \(command): --mqtt-version must be 3.1.1 or 5")
             }
             protocolVersion = p
