@@ -59,7 +59,7 @@ let package = Package(
             name: "MobilityDaemon",
             dependencies: [
                 "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "Ingest", "MQTTTransport", "HTTPEndpoint", "StateStore", "PostgresStore",
-                "CareReports", "CSystemd", "CMosquitto", "MobilityFHIR"
+                "CareReports", "CSystemd", "MobilityFHIR"
             ],
             swiftSettings: strict),
 
