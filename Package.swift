@@ -25,44 +25,60 @@ let package = Package(
         // A C API over Debian's simdjson (C++) for the samples payload: the one hot JSON path (MobilityWire's).
         .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
 
-        // Layers, bottom to top.
+        // Libraries in layers, bottom to top: a target depends only on targets of lower layers
+        // (and the C shims above). PackageLayoutTests holds this order and fails on an edge that
+        // points up or sideways.
+        //  1 MobilityModel                  value types: samples, alerts, history, JSON, time, stable hashes
+        //  2 MobilityWire, RuleLanguage,    the wire contract; rule text → checked program;
+        //    MQTTTransport, HTTPEndpoint    the broker and the HTTP server (they know nothing of rules)
+        //  3 RuleEngine                     pure: no I/O, no clock, no threads
+        //  4 Ingest, CareReports,           messages → engine and replays; care reports;
+        //    MobilityFHIR, RuleTesting      FHIR resources; rule unit tests
+        //  5 StateStore, Simulator          durable engine state and the backend protocol; synthetic traffic
+        //  6 PostgresStore                  the backend shared by instances
+        //  7 MobilityDaemon                 the composition of all of the above
+        //  8 the executables                argument parsing and a call into a library
         .target(name: "MobilityModel", swiftSettings: strict),
         .target(name: "MobilityWire", dependencies: ["MobilityModel", "CSimdJSON"], swiftSettings: strict),
         .target(name: "RuleLanguage", dependencies: ["MobilityModel"], swiftSettings: strict),
-        .target(name: "RuleEngine", dependencies: ["MobilityModel", "MobilityWire", "RuleLanguage"], swiftSettings: strict),
         .target(name: "MQTTTransport", dependencies: ["CMosquitto"], swiftSettings: strict),
-        .target(name: "StateStore", dependencies: ["CSQLite", "CLibDeflate", "MobilityModel", "CareReports", "RuleEngine"], swiftSettings: strict),
-        // The state shared by instances: PostgreSQL behind the same StateBackend, fenced per partition.
-        .target(name: "PostgresStore", dependencies: ["CLibPQ", "StateStore", "MobilityModel", "CareReports", "RuleEngine"], swiftSettings: strict),
-        .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "MobilityModel"], swiftSettings: strict),
-        .target(
-            name: "MobilityDaemon",
-            dependencies: [
-                "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "MQTTTransport", "HTTPEndpoint", "StateStore", "PostgresStore", "CareReports",
-                "CSystemd", "MobilityFHIR"
-            ],
-            swiftSettings: strict),
-        .target(
-            name: "Simulator", dependencies: ["MobilityModel", "MobilityWire", "RuleEngine", "RuleLanguage", "MQTTTransport", "CLibXML2", "CZlib"],
-            swiftSettings: strict),
+        .target(name: "RuleEngine", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
+        .target(name: "Ingest", dependencies: ["MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
         .target(name: "CareReports", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "MobilityFHIR", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
+        .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "MobilityModel"], swiftSettings: strict),
+        .target(name: "StateStore", dependencies: ["CSQLite", "CLibDeflate", "MobilityModel", "RuleEngine"], swiftSettings: strict),
+        // The state shared by instances: PostgreSQL behind the same StateBackend, fenced per partition.
+        .target(name: "PostgresStore", dependencies: ["CLibPQ", "StateStore", "MobilityModel", "RuleEngine"], swiftSettings: strict),
+        .target(
+            name: "Simulator",
+            dependencies: ["MobilityModel", "MobilityWire", "RuleEngine", "RuleLanguage", "Ingest", "MQTTTransport", "CLibXML2", "CZlib"],
+            swiftSettings: strict),
+        .target(
+            name: "MobilityDaemon",
+            dependencies: [
+                "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "Ingest", "MQTTTransport", "HTTPEndpoint", "StateStore", "PostgresStore",
+                "CareReports", "CSystemd", "MobilityFHIR"
+            ],
+            swiftSettings: strict),
 
         // Thin executables.
         .executableTarget(name: "mobilityd", dependencies: ["MobilityDaemon"], swiftSettings: strict),
-        .executableTarget(name: "mobility-sim", dependencies: ["Simulator", "MobilityWire", "MQTTTransport", "RuleLanguage"], swiftSettings: strict),
+        .executableTarget(
+            name: "mobility-sim", dependencies: ["Simulator", "MobilityModel", "MobilityWire", "MQTTTransport", "RuleEngine", "RuleLanguage", "Ingest"],
+            swiftSettings: strict),
         .executableTarget(
             name: "mobility-bench",
             dependencies: [
-                "MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "PostgresStore", "MQTTTransport",
-                "HTTPEndpoint"
+                "MobilityModel", "MobilityWire", "CareReports", "RuleEngine", "RuleLanguage", "Ingest", "Simulator", "StateStore", "PostgresStore",
+                "MQTTTransport", "HTTPEndpoint"
             ],
             swiftSettings: strict),
         .executableTarget(
             name: "mobilityctl",
             dependencies: [
-                "MobilityModel", "MobilityWire", "MQTTTransport", "RuleLanguage", "RuleEngine", "RuleTesting", "CareReports", "StateStore", "Simulator",
+                "MobilityModel", "MobilityWire", "MQTTTransport", "RuleLanguage", "RuleEngine", "Ingest", "RuleTesting", "CareReports", "StateStore",
                 "MobilityFHIR"
             ],
             swiftSettings: strict),
@@ -73,19 +89,29 @@ let package = Package(
         .testTarget(name: "MobilityModelTests", dependencies: ["MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "MobilityWireTests", dependencies: ["MobilityWire", "MobilityModel", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "RuleLanguageTests", dependencies: ["RuleLanguage", "TestSupport"],
+            name: "RuleLanguageTests", dependencies: ["RuleLanguage", "MobilityModel", "TestSupport"],
             exclude: ["Golden", "FuzzCrashes"], swiftSettings: strict),
-        .testTarget(name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "TestSupport"], swiftSettings: strict),
+        .target(
+            name: "EngineTestSupport", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], path: "Tests/EngineTestSupport", swiftSettings: strict),
+        .testTarget(
+            name: "RuleEngineTests", dependencies: ["RuleEngine", "RuleLanguage", "MobilityModel", "EngineTestSupport", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "IngestTests", dependencies: ["Ingest", "RuleEngine", "RuleLanguage", "MobilityWire", "MobilityModel", "EngineTestSupport", "TestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "MQTTTransportTests", dependencies: ["CMosquitto", "MQTTTransport", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "MobilityDaemonTests",
-            dependencies: ["MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "StateStore", "PostgresStore", "CareReports", "TestSupport", "CSQLite"],
+            dependencies: [
+                "MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Ingest", "Simulator", "StateStore", "PostgresStore", "CareReports",
+                "TestSupport", "CSQLite"
+            ],
             swiftSettings: strict),
         .testTarget(
-            name: "SimulatorTests", dependencies: ["Simulator", "MobilityWire", "RuleEngine", "RuleLanguage", "CZlib", "TestSupport"],
+            name: "SimulatorTests", dependencies: ["Simulator", "MobilityWire", "RuleEngine", "RuleLanguage", "Ingest", "CZlib", "TestSupport"],
             exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(
-            name: "StateStoreTests", dependencies: ["StateStore", "CareReports", "CSQLite", "CZlib", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
+            name: "StateStoreTests",
+            dependencies: ["StateStore", "CareReports", "CSQLite", "CZlib", "RuleEngine", "RuleLanguage", "MobilityModel", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "PostgresStoreTests",
@@ -96,16 +122,17 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "mobilityctlTests",
-            dependencies: ["MobilityModel", "StateStore", "CareReports", "RuleEngine", "RuleLanguage", "Simulator", "TestSupport"],
+            dependencies: ["MobilityModel", "StateStore", "CareReports", "Ingest", "RuleEngine", "RuleLanguage", "Simulator", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "mobility-benchTests", dependencies: ["mobility-bench", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "MobilityFHIRTests", dependencies: ["MobilityFHIR", "MobilityModel", "RuleLanguage", "TestSupport"], exclude: ["Golden"],
             swiftSettings: strict),
+        .testTarget(name: "PackageLayoutTests", dependencies: ["TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "CareReportsTests",
-            dependencies: ["CareReports", "MobilityModel", "RuleEngine", "RuleLanguage", "Simulator", "CLibXML2", "CZlib", "TestSupport"],
+            dependencies: ["CareReports", "MobilityModel", "RuleEngine", "RuleLanguage", "Ingest", "Simulator", "CLibXML2", "CZlib", "TestSupport"],
             swiftSettings: strict)
     ],
     cxxLanguageStandard: .cxx17

@@ -6,7 +6,13 @@ import Synchronization
 /// How an MQTT client connects.
 package struct MQTTClientConfiguration: Sendable {
     /// MQTT protocol versions.
-    package enum ProtocolVersion: String, Sendable { case v311 = "3.1.1", v5 = "5" }
+    package enum ProtocolVersion: String, Sendable {
+        case v311 = "3.1.1", v5 = "5"
+
+        /// The version an `--mqtt-version` value names (`3.1.1`, also written `3` or `311`, or
+        /// `5`), as the daemon and every tool read it; nil for anything else.
+        package init?(option: String) { self.init(rawValue: option == "3" || option == "311" ? "3.1.1" : option) }
+    }
 
     /// The broker to connect to (`mqtt://` or `mqtts://`).
     package var broker: BrokerURL
@@ -359,6 +365,20 @@ package final class MQTTClient: @unchecked Sendable {
             MOSQ_ERR_NOT_SUPPORTED
         ]
         return permanent.contains { $0.rawValue == rc }
+    }
+
+    /// The label of a libmosquitto publish error, as metrics and dead letters name it
+    /// (`oversize_packet`, `malformed_utf8`, …; `library_error_N` for others).
+    package static func publishFailureLabel(_ rc: Int32) -> String {
+        switch rc {
+        case MOSQ_ERR_INVAL.rawValue: "invalid"
+        case MOSQ_ERR_PAYLOAD_SIZE.rawValue: "payload_size"
+        case MOSQ_ERR_MALFORMED_UTF8.rawValue: "malformed_utf8"
+        case MOSQ_ERR_OVERSIZE_PACKET.rawValue: "oversize_packet"
+        case MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue: "qos_not_supported"
+        case MOSQ_ERR_RETAIN_NOT_SUPPORTED.rawValue: "retain_not_supported"
+        default: "library_error_\(rc)"
+        }
     }
 
     /// Publishes a message (QoS 0 or 1) and returns its message id. Thread-safe; does not wait for

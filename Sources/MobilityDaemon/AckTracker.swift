@@ -1,4 +1,4 @@
-import CMosquitto
+import MQTTTransport
 import Synchronization
 
 /// What an output topic carries, for the refusal counters and the log.
@@ -58,17 +58,7 @@ struct Refusal: Sendable, Equatable {
     }
 
     /// The label of a libmosquitto error that ``MQTTClient/publishFailureIsPermanent(_:)`` calls permanent.
-    static func libraryReason(_ rc: Int32) -> String {
-        switch rc {
-        case MOSQ_ERR_INVAL.rawValue: "invalid"
-        case MOSQ_ERR_PAYLOAD_SIZE.rawValue: "payload_size"
-        case MOSQ_ERR_MALFORMED_UTF8.rawValue: "malformed_utf8"
-        case MOSQ_ERR_OVERSIZE_PACKET.rawValue: "oversize_packet"
-        case MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue: "qos_not_supported"
-        case MOSQ_ERR_RETAIN_NOT_SUPPORTED.rawValue: "retain_not_supported"
-        default: "library_error_\(rc)"
-        }
-    }
+    static func libraryReason(_ rc: Int32) -> String { MQTTClient.publishFailureLabel(rc) }
 }
 
 /// Maps in-flight publish message ids to outbox ids and collects the acknowledged and the refused.

@@ -170,7 +170,7 @@ final class AcknowledgementDesk: Sendable {
                     + [audit, teamAudit].map { .init(topic: $0, payload: Array(e.json.utf8), retain: false) }
             }.outbox
         } catch {
-            if CommandScope.isFenced(error) {
+            if isFencedWrite(error) {
                 log.warn("an acknowledgement was fenced: another instance holds the user's partition now and answers it")
                 return leave()
             }

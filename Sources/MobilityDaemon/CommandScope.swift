@@ -1,5 +1,4 @@
-import struct PostgresStore.PartitionSet
-import struct PostgresStore.PostgresError
+import struct StateStore.PartitionSet
 
 /// Which care-staff commands this run of the daemon answers.
 ///
@@ -37,10 +36,4 @@ struct CommandScope: Sendable {
         guard let p = partitions else { return true }
         return p.owned.contains(team.map { p.partition(of: $0) } ?? 0)
     }
-
-    /// Whether a store error says this run was deposed (its write was fenced: another instance
-    /// took its partitions over and received the same command). Such a command is left to that
-    /// instance without an answer, so that a deposed run's `store_unavailable` does not contradict
-    /// the new owner's answer.
-    static func isFenced(_ error: any Error) -> Bool { (error as? PostgresError)?.code == .fenced }
 }

@@ -1,6 +1,6 @@
 import MQTTTransport
 
-import struct PostgresStore.PartitionSet
+import struct StateStore.PartitionSet
 
 /// The partitions a run of the daemon holds leases on, with their fencing tokens.
 package struct PartitionClaim: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPEndpoint
+import Ingest
 import MQTTTransport
 import MobilityModel
 import MobilityWire
@@ -521,9 +522,7 @@ package final class Daemon: Sendable {
 
     /// A stable user → shard hash (FNV-1a 64).
     static func hash(_ s: String) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in s.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        return h
+        FNV1a64.hash(s)
     }
 
     /// The shard of a parsed inbound topic among `count` shards (its user's hash; 0 for anything else).

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HTTPEndpoint
+import Ingest
 import MQTTTransport
 import MobilityModel
 import MobilityWire
@@ -44,7 +45,7 @@ package struct DaemonConfiguration: Sendable {
     /// The MQTT protocol version (`--mqtt-version`: 3.1.1 or 5; 5 reports ACL refusals).
     package var mqttVersion = MQTTClientConfiguration.ProtocolVersion.v311
     /// The topic root of the wire contract (`--topic-root`).
-    package var topicRoot = "mobility/v1"
+    package var topicRoot = TopicLayout.defaultRoot
     /// Worker shards. By default one per core but one, which is left to the MQTT network thread
     /// (on 2 cores one shard measured 0.85–0.88 of the broker's ceiling against 0.80 with two).
     package var shards = DaemonConfiguration.defaultShards
@@ -360,7 +361,7 @@ package struct DaemonConfiguration: Sendable {
         if let v = m["cert-file"] { certFile = v }
         if let v = m["key-file"] { keyFile = v }
         if let v = m["mqtt-version"] {
-            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else {
+            guard let p = MQTTClientConfiguration.ProtocolVersion(option: v) else {
                 throw Problem(description: "--mqtt-version must be 3.1.1 or 5")
             }
             mqttVersion = p

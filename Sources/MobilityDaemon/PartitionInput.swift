@@ -2,7 +2,7 @@ import MQTTTransport
 import MobilityWire
 import Synchronization
 
-import struct PostgresStore.PartitionSet
+import struct StateStore.PartitionSet
 
 /// Partitioned input: one persistent MQTT session per owned partition (client id
 /// `{sessionPrefix}{k}`, the same on every instance, clean session off), subscribed to partition

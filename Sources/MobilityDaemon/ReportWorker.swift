@@ -5,8 +5,6 @@ import MobilityWire
 import StateStore
 import Synchronization
 
-import struct PostgresStore.PostgresError
-
 /// Builds a shard's weekly digests on a thread of its own, off the shard's critical path.
 ///
 /// After the commit that made a week's due marker durable the shard hands the week over with
@@ -215,7 +213,7 @@ final class ReportWorker: @unchecked Sendable {
             let ids = try store.commitReports(outbox: items, history: rows, prune: prune)  // one transaction (SQLite)
             for k in items.indices { items[k].id = ids[k] }
         } catch {
-            if (error as? PostgresError)?.code == .fenced, let onFenced {
+            if isFencedWrite(error), let onFenced {
                 onFenced()  // the run stops (logged once there); these reports are never published
                 return (.fenced, 0, 0)
             }

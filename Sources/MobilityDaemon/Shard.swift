@@ -1,12 +1,11 @@
 import Foundation
+import Ingest
 import MobilityModel
 import MobilityWire
 import RuleEngine
 import RuleLanguage
 import StateStore
 import Synchronization
-
-import struct PostgresStore.PostgresError
 
 /// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
 /// queue. It commits the changed users, the journal position they applied and the outputs they
@@ -517,7 +516,7 @@ final class Shard: @unchecked Sendable {
             return items
         } catch {
             acks.restore(acked)
-            if (error as? PostgresError)?.code == .fenced, let onFenced {
+            if isFencedWrite(error), let onFenced {
                 onFenced()  // the run stops (logged once there); its outputs are never published
                 return nil
             }
@@ -539,22 +538,6 @@ extension Shard {
         let since = busySince.load(ordering: .relaxed)
         return since == 0 || now < since ? 0 : now - since
     }
-
-    /// A commit is at most this many users, whatever the interval.
-    static let maxPendingUsers = ShardCommitPolicy.maxPendingUsers
-
-    /// What a batch commits (``ShardCommitPolicy/scope(outputs:earlierOutputs:barrier:journaled:pendingUsers:sinceLastCommitNs:intervalNs:)``).
-    static func commitScope(
-        outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int,
-        sinceLastCommitNs: UInt64, intervalNs: UInt64
-    ) -> CommitScope {
-        ShardCommitPolicy.scope(
-            outputs: outputs, earlierOutputs: earlierOutputs, barrier: barrier, journaled: journaled,
-            pendingUsers: pendingUsers, sinceLastCommitNs: sinceLastCommitNs, intervalNs: intervalNs)
-    }
-
-    /// What a batch commits.
-    typealias CommitScope = ShardCommitPolicy.Scope
 
     /// The history row of an output (rejections are not history).
     static func historyRecord(_ o: EngineOutput) -> HistoryRecord? {

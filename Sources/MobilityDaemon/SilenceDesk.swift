@@ -172,7 +172,7 @@ final class SilenceDesk: Sendable {
                     + audit.map { .init(topic: $0, payload: Array(e.json.utf8), retain: false) }
             }
         } catch {
-            if CommandScope.isFenced(error) {
+            if isFencedWrite(error) {
                 log.warn("a silence was fenced: another instance decides its team now and answers it")
                 return count("other_instance")
             }
@@ -194,7 +194,7 @@ final class SilenceDesk: Sendable {
             return refuse(.init(reason: "unknown_silence", message: "team \(team) has no pending or active silence with this id", silence: id), team: team)
         }
         if let error = remove(s, by: by, now: now) {
-            if CommandScope.isFenced(error) { return count("other_instance") }
+            if isFencedWrite(error) { return count("other_instance") }
             return refuse(.init(reason: "store_unavailable", message: "the daemon could not store the expiry; try again", silence: id), team: team)
         }
         count("accepted")

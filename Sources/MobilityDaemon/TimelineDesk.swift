@@ -1,4 +1,5 @@
 import Dispatch
+import Ingest
 import MobilityModel
 import MobilityWire
 import RuleEngine

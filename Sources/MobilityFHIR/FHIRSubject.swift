@@ -23,12 +23,11 @@ enum FHIRSubject {
 
     /// FNV-1a 64 of the parts joined by `|`, in hex: a deterministic resource id part.
     static func hash(_ parts: [String]) -> String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        var h = FNV1a64()
         for (i, p) in parts.enumerated() {
-            if i > 0 { h = (h ^ 0x7c) &* 0x100_0000_01b3 }
-            for b in p.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+            if i > 0 { h.combine(0x7c) }
+            h.combine(p)
         }
-        let s = String(h, radix: 16)
-        return String(repeating: "0", count: 16 - s.count) + s
+        return h.paddedHex
     }
 }

@@ -186,14 +186,13 @@ package struct AlertTransition: Hashable, Sendable {
 
     /// The stable id of an alert instance: FNV-1a 64 of rule, user and active-since, in hex.
     package static func stableID(rule: String, user: String, activeSince: Timestamp) -> String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in rule.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        h = (h ^ 0x7c) &* 0x100_0000_01b3
-        for b in user.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        h = (h ^ 0x7c) &* 0x100_0000_01b3
-        for b in String(activeSince.milliseconds).utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        let s = String(h, radix: 16)
-        return String(repeating: "0", count: 16 - s.count) + s
+        var h = FNV1a64()
+        h.combine(rule)
+        h.combine(0x7c)
+        h.combine(user)
+        h.combine(0x7c)
+        h.combine(String(activeSince.milliseconds))
+        return h.paddedHex
     }
 
     /// The JSON payload (deterministic member order), as text.

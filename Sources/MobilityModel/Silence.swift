@@ -126,10 +126,10 @@ package struct Silence: Hashable, Sendable {
     package static func makeID(
         team: String, matchers: [SilenceMatcher], startsAt: Timestamp, endsAt: Timestamp, createdBy: String, comment: String
     ) -> String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        var h = FNV1a64()
         func mix(_ s: String) {
-            for b in s.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-            h = (h ^ 0x1f) &* 0x100_0000_01b3
+            h.combine(s)
+            h.combine(0x1f)
         }
         mix(team)
         for m in matchers { mix(m.description) }
@@ -137,8 +137,7 @@ package struct Silence: Hashable, Sendable {
         mix(String(endsAt.milliseconds))
         mix(createdBy)
         mix(comment)
-        let s = String(h, radix: 16)
-        return String(repeating: "0", count: 16 - s.count) + s
+        return h.paddedHex
     }
 
     /// The JSON published retained on `{root}/teams/{team}/silences/{id}`, kept in the store and

@@ -1,3 +1,5 @@
+import MobilityModel
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -49,9 +51,9 @@ package struct ByteTable<Value: Sendable>: Sendable {
     static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         let n = bytes.count
         guard n >= 8, let base = bytes.baseAddress else {
-            var h: UInt64 = 0xcbf2_9ce4_8422_2325
-            for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-            return h
+            var h = FNV1a64()
+            h.combine(bytes: bytes)
+            return h.value
         }
         let raw = UnsafeRawPointer(base)
         let head = raw.loadUnaligned(as: UInt64.self), tail = raw.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)

@@ -4,13 +4,15 @@
 
 /// The MQTT topic layout of the wire contract (`docs/mqtt-api.md`).
 package struct TopicLayout: Hashable, Sendable {
-    /// The root, default `mobility/v1`.
+    /// The root the daemon and the tools use unless told otherwise (`--topic-root`).
+    package static let defaultRoot = "mobility/v1"
+    /// The root, default ``defaultRoot``.
     package let root: String
     /// `{root}/users/` as bytes, built once (parsing runs for every message).
     private let usersPrefixUTF8: [UInt8]
 
     /// Creates a layout under a root.
-    package init(root: String = "mobility/v1") {
+    package init(root: String = TopicLayout.defaultRoot) {
         self.root = root
         usersPrefixUTF8 = Array((root + "/users/").utf8)
     }

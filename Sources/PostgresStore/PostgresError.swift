@@ -1,3 +1,5 @@
+import StateStore
+
 /// A failure of the PostgreSQL state backend: what kind, PostgreSQL's message and SQLSTATE, and
 /// where in this code it was raised.
 package struct PostgresError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -52,4 +54,9 @@ package struct PostgresError: Error, Hashable, Sendable, CustomStringConvertible
     package static func schema(_ message: String, file: String = #fileID, line: Int = #line) -> PostgresError {
         PostgresError(code: .schema, message: message, sqlState: nil, file: file, line: line)
     }
+}
+
+extension PostgresError: StateBackendError {
+    /// Whether it is ``Code/fenced``.
+    package var isFenced: Bool { code == .fenced }
 }

@@ -1,4 +1,3 @@
-import CareReports
 import MobilityModel
 import StateStore
 

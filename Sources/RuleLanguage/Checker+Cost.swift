@@ -9,25 +9,6 @@
 /// mean costs 365 × 365 and each further link of such a chain multiplies again — the shape the
 /// bound exists for.
 extension Checker {
-    /// The values each series and alert of a checked program computes for one user's day, by
-    /// name (the figure ``RuleLimits/maxCostPerDay`` bounds).
-    package static func dailyCost(_ program: Program) -> [String: Double] {
-        var out: [String: Double] = [:]
-        for s in program.series {
-            var walk = CostWalk(series: program.series, lets: [])
-            walk.visit(s.expr, points: 1, reach: 0)
-            _ = walk.finish()
-            out[s.name] = walk.cost
-        }
-        for a in program.alerts {
-            var walk = CostWalk(series: program.series, lets: a.lets)
-            walk.visitAlert(a)
-            _ = walk.finish()
-            out[a.name] = walk.cost
-        }
-        return out
-    }
-
     /// Checks every series and alert of the lowered program against the depth and cost limits.
     mutating func checkCost() {
         let series = program.series

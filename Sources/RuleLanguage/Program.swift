@@ -71,9 +71,6 @@ package enum WindowFunction: String, Hashable, Sendable {
     /// The sample standard deviation (n − 1) of the days with a value.
     case stddev
 
-    /// Whether the result is a slope (its unit is x's unit per day).
-    package var isSlope: Bool { self == .slope || self == .slopeLower || self == .slopeUpper || self == .slopeError }
-
     /// The fewest days with a value the function needs: 3 for the slope's uncertainty (one
     /// residual degree of freedom), 2 for a slope or a standard deviation, else 1.
     package var minimumDays: Int {
@@ -281,11 +278,11 @@ package struct Program: Sendable {
 
     /// A short identity of the rule sources (FNV-1a 64 of paths and texts), for state and logs.
     package var identity: String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        var h = FNV1a64()
         for f in files.sorted(by: { $0.path < $1.path }) {
-            for b in f.bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-            h = (h ^ 0) &* 0x100_0000_01b3
+            h.combine(bytes: f.bytes)
+            h.combine(0)
         }
-        return String(h, radix: 16)
+        return String(h.value, radix: 16)
     }
 }

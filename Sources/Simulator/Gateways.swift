@@ -1,4 +1,5 @@
 import Foundation
+import Ingest
 import MQTTTransport
 import MobilityModel
 import MobilityWire
@@ -14,16 +15,16 @@ import RuleEngine
 /// their order; messages of different users may interleave differently than in the input.
 package final class Gateways: Sendable {
     private let access: BrokerAccess
-    private let shared: SimulatorConnection?
-    private let perUser: [String: SimulatorConnection]
+    private let shared: BrokerConnection?
+    private let perUser: [String: BrokerConnection]
     private static let layout = TopicLayout()
 
     /// The users whose traffic `records` are; with `needUser`, every record's topic must name one.
-    package static func users(of records: [TrafficRecord], needUser: Bool) throws(SimulatorConnectionError) -> [String] {
+    package static func users(of records: [TrafficRecord], needUser: Bool) throws(BrokerConnectionError) -> [String] {
         var users = Set<String>()
         for r in records {
             if case .inbound(let user, _) = layout.parse(r.topic) { users.insert(user); continue }
-            if needUser { throw SimulatorConnectionError("\(r.topic) is no user's input topic, so no gateway account can publish it", exitCode: 2) }
+            if needUser { throw BrokerConnectionError("\(r.topic) is no user's input topic, so no gateway account can publish it", exitCode: 2) }
         }
         return users.sorted()
     }
@@ -31,7 +32,7 @@ package final class Gateways: Sendable {
     /// Connects for `users`; with `onAck`, each connection subscribes to its users' `acks` (the
     /// anonymous one to every user's). Throws before connecting anything (exit 2) when a user has
     /// no credentials line, and (exit 1) when a login is refused or the broker does not answer.
-    package init(access: BrokerAccess, users: [String], onAck: (@Sendable ([UInt8]) -> Void)? = nil) throws(SimulatorConnectionError) {
+    package init(access: BrokerAccess, users: [String], onAck: (@Sendable ([UInt8]) -> Void)? = nil) throws(BrokerConnectionError) {
         self.access = access
         let onMessage: @Sendable (String, [UInt8]) -> Void = { _, payload in onAck?(payload) }
         guard let credentials = access.credentials else {
@@ -44,11 +45,11 @@ package final class Gateways: Sendable {
         }
         let missing = credentials.missing(users)
         guard missing.isEmpty else {
-            throw SimulatorConnectionError(
+            throw BrokerConnectionError(
                 "credentials file \(credentials.path) has no line for \(missing.joined(separator: ", ")) "
                     + "(each gateway logs in as its user id)", exitCode: 2)
         }
-        var started: [String: SimulatorConnection] = [:]
+        var started: [String: BrokerConnection] = [:]
         do {
             for u in users {
                 started[u] = try access.start(
@@ -65,20 +66,20 @@ package final class Gateways: Sendable {
         usleep(100_000)  // let the SUBACKs arrive
     }
 
-    private func connection(for topic: String) throws(SimulatorConnectionError) -> SimulatorConnection {
+    private func connection(for topic: String) throws(BrokerConnectionError) -> BrokerConnection {
         if let shared { return shared }
         guard case .inbound(let user, _) = Gateways.layout.parse(topic), let c = perUser[user] else {
-            throw SimulatorConnectionError("no gateway connection publishes \(topic)", exitCode: 2)
+            throw BrokerConnectionError("no gateway connection publishes \(topic)", exitCode: 2)
         }
         return c
     }
 
-    private var all: [SimulatorConnection] { shared.map { [$0] } ?? Array(perUser.values) }
+    private var all: [BrokerConnection] { shared.map { [$0] } ?? Array(perUser.values) }
 
     /// Publishes `records` in order at QoS 1 and waits (up to 120 s) for the broker's answers.
     /// `factor` nil: as fast as the broker acknowledges (at most 500 in flight per connection);
     /// else each record at its time in `times`, scaled (1: real time).
-    package func play(_ records: [TrafficRecord], times: [Timestamp]? = nil, factor: Double? = nil) throws(SimulatorConnectionError) -> PlayReport {
+    package func play(_ records: [TrafficRecord], times: [Timestamp]? = nil, factor: Double? = nil) throws(BrokerConnectionError) -> PlayReport {
         precondition(factor == nil || times?.count == records.count, "timed play needs a time per record")
         let connections = all
         let acked0 = connections.reduce(0) { $0 + $1.client.acknowledgedCount }
@@ -101,7 +102,7 @@ package final class Gateways: Sendable {
                     break
                 } catch {
                     attempt += 1
-                    if attempt > 600 { throw SimulatorConnectionError("\(error)", exitCode: 1) }
+                    if attempt > 600 { throw BrokerConnectionError("\(error)", exitCode: 1) }
                     usleep(100_000)
                 }
             }

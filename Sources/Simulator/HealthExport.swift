@@ -1,5 +1,6 @@
 import CLibXML2
 import Foundation
+import Ingest
 import MobilityModel
 import MobilityWire
 import RuleEngine
@@ -179,11 +180,7 @@ package struct HealthExport: Sendable {
         return .success(Kept(created: created, order: order, json: json))
     }
 
-    func fnv(_ s: String) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in s.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        return h
-    }
+    func fnv(_ s: String) -> UInt64 { FNV1a64.hash(s) }
 }
 
 /// Holds the byte source for libxml2's read callback.

@@ -9,7 +9,7 @@ extension Population {
     ///
     /// Every level below is either from a source (docs/alert-quality.md, "The clinic cohort")
     /// or an assumption written down there.
-    func clinic(_ p: inout Persona, _ t: inout Timeline, _ label: inout Label, injury: Int, rng: inout SplitMix) -> Int? {
+    func clinic(_ p: inout Persona, _ t: inout Timeline, _ label: inout Label, injury: Int, rng: inout SplitMix64) -> Int? {
         p.walkingSpeed = 0.95 + rng.uniform() * 0.5
         p.doubleSupport = 0.24 + rng.uniform() * 0.08
         p.stepLength = 0.55 + rng.uniform() * 0.2
@@ -130,7 +130,7 @@ extension Population {
     /// 3–8 % of days (few-sample users 25–45 %) 1–5; a third to two thirds while ill; none on
     /// the days a sparse user's phone stays at home (30–50 % of days, and half of them a
     /// week-long gap).
-    static func dayEffects(_ t: Timeline, noisy: Bool, sixMinuteWalkNoise: Double, fewSamples: Bool, sparse: Bool, rng: inout SplitMix) -> DayEffects {
+    static func dayEffects(_ t: Timeline, noisy: Bool, sixMinuteWalkNoise: Double, fewSamples: Bool, sparse: Bool, rng: inout SplitMix64) -> DayEffects {
         let days = max(1, t.days)
         let sd = noisy ? 0.06 + rng.uniform() * 0.04 : 0.02 + rng.uniform() * 0.025
         let phi = noisy ? 0.5 + rng.uniform() * 0.3 : 0.2 + rng.uniform() * 0.4
@@ -143,7 +143,7 @@ extension Population {
             let start = 15 + Int(rng.next() % UInt64(max(1, days - 30)))
             gap = start...(start + 6)
         }
-        func ar(_ sd: Double, _ rng: inout SplitMix) -> [Double] {
+        func ar(_ sd: Double, _ rng: inout SplitMix64) -> [Double] {
             var out: [Double] = [], e = rng.normal() * sd
             let innovation = sd * (1 - phi * phi).squareRoot()
             for _ in 0..<days {

@@ -1,4 +1,5 @@
 import Dispatch
+import Ingest
 import MobilityModel
 import RuleEngine
 import RuleLanguage
@@ -160,7 +161,7 @@ package struct Population: Sendable {
 
     /// The generator of user `i` (cheap: computed on demand, never stored for the whole cohort).
     package func user(_ i: Int) -> (TrafficGenerator, Label) {
-        var rng = SplitMix(seed: seed ^ (UInt64(i) &* 0x9E37_79B9_7F4A_7C15))
+        var rng = SplitMix64(seed: seed ^ (UInt64(i) &* 0x9E37_79B9_7F4A_7C15))
         let roll = rng.uniform()
         var acc = 0.0
         var pattern = Pattern.normal
@@ -253,7 +254,7 @@ package struct Population: Sendable {
     }
 
     /// The wide cohort's shapes and modifiers (see `Cohort.wide`).
-    func widen(_ p: inout Persona, _ t: inout Timeline, _ label: inout Label, injury: Int, rng: inout SplitMix) {
+    func widen(_ p: inout Persona, _ t: inout Timeline, _ label: inout Label, injury: Int, rng: inout SplitMix64) {
         let base = p.walkingSpeed
         var injured = true
         switch label.pattern {

@@ -1,4 +1,5 @@
 import Foundation
+import Ingest
 import MobilityModel
 import RuleEngine
 import RuleLanguage

@@ -1,3 +1,4 @@
+import Ingest
 import MobilityModel
 import MobilityWire
 import RuleEngine

@@ -1,4 +1,5 @@
 import Foundation
+import Ingest
 import MobilityModel
 import MobilityWire
 import RuleEngine
@@ -193,7 +194,7 @@ package struct TrafficGenerator: Sendable {
 
     /// The traffic of ``generate(day:)`` before its samples are written as JSON.
     func parts(day d: Int) -> [Part] {
-        var rng = SplitMix(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(d) &* 0xD1B5_4A32_D192_ED03)
+        var rng = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(d) &* 0xD1B5_4A32_D192_ED03)
         let home = LocalCalendar.cached(persona.timeZone) ?? .utc
         var out: [Part] = []
         let startDay = timeline.start.dayNumber - 1
@@ -408,17 +409,8 @@ package struct TrafficGenerator: Sendable {
     }
 }
 
-/// SplitMix64 with the helpers the generator needs.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// The distributions the generator draws from.
+extension SplitMix64 {
     mutating func uniform() -> Double { Double(next() >> 11) / Double(1 << 53) }
     /// Standard normal (Box–Muller).
     mutating func normal() -> Double {

@@ -1,3 +1,4 @@
+import Ingest
 import MobilityModel
 import MobilityWire
 import RuleEngine
@@ -11,7 +12,7 @@ package enum TrafficVariations {
     /// a sync of several days at the top); every other record stays where it was, after the
     /// samples that preceded it.
     package static func repack(_ records: [TrafficRecord], seed: UInt64, sizes: [Int] = [1, 1, 2, 5, 10, 25, 50, 100, 300]) -> [TrafficRecord] {
-        var rng = SplitMix(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var out: [TrafficRecord] = [], pending: [String: (items: [ArraySlice<UInt8>], size: Int)] = [:]
         func flush(_ topic: String) {
             guard let p = pending[topic], !p.items.isEmpty else { return }
@@ -38,7 +39,7 @@ package enum TrafficVariations {
     /// gateway does after a lost connection), and every user's last samples message re-sent at
     /// the end.
     package static func resend(_ records: [TrafficRecord], seed: UInt64, every: UInt64 = 12) -> [TrafficRecord] {
-        var rng = SplitMix(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var out: [TrafficRecord] = [], later: [(due: Int, record: TrafficRecord)] = [], last: [String: TrafficRecord] = [:]
         for (k, r) in records.enumerated() {
             out.append(r)

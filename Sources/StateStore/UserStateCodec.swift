@@ -19,10 +19,6 @@ enum UserStateCodec {
         mutating func f64(_ v: Double) { i64(Int64(bitPattern: v.bitPattern)) }
         mutating func str(_ s: String) { let b = Array(s.utf8); i32(Int32(b.count)); bytes.append(contentsOf: b) }
         mutating func optI32(_ v: Int32?) { u8(v == nil ? 0 : 1); i32(v ?? 0) }
-        /// Overwrites the i32 written at `offset` (a count known only after its items).
-        mutating func patch(i32 v: Int32, at offset: Int) {
-            withUnsafeBytes(of: v.littleEndian) { for (k, b) in $0.enumerated() { bytes[offset + k] = b } }
-        }
     }
 
     struct Reader {

@@ -30,8 +30,6 @@ package struct UserStateDecodingError: Error, Hashable, Sendable, CustomStringCo
         case .inconsistent: what = "the data breaks an invariant (folded days out of order)"
         }
         // Logs carry no user ids (docs/security.md): name the user by a hash of its id.
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in user.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        return "the stored state of a user (id hash \(String(h, radix: 16))) cannot be read: \(what)"
+        return "the stored state of a user (id hash \(StateStore.fingerprint(user))) cannot be read: \(what)"
     }
 }

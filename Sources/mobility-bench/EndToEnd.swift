@@ -1,7 +1,9 @@
 import Foundation
 import HTTPEndpoint
+import Ingest
 import MQTTTransport
 import MobilityModel
+import MobilityWire
 import RuleEngine
 import StateStore
 import Synchronization
@@ -133,7 +135,7 @@ enum EndToEnd {
             for i in 0..<messages {
                 let user = "b\(i % 1000)"
                 let items = (0..<batch).map { k in sample("e\(wallMs)-\(batch)-\(i)-\(k)", ms: wallMs - Int64(i % 3600) * 1000) }
-                payloads.append(("mobility/v1/users/\(user)/samples", Array((batch == 1 ? items[0] : "[" + items.joined(separator: ",") + "]").utf8)))
+                payloads.append((TopicLayout().samples(user), Array((batch == 1 ? items[0] : "[" + items.joined(separator: ",") + "]").utf8)))
             }
             var cpu = CPUSnapshot.take(watched)
             var t0 = now()
@@ -200,8 +202,8 @@ enum EndToEnd {
             guard
                 let echo = try roundTrips(broker, pub, n: n, publishTo: "bench/echo/\(latUser)", receiveFrom: "bench/echo/\(latUser)", payload: latencyPayload),
                 let lat = try roundTrips(
-                    broker, pub, n: n, publishTo: "mobility/v1/users/\(latUser)/samples",
-                    receiveFrom: "mobility/v1/users/\(latUser)/alerts/uncalibrated_6mwd", payload: latencyPayload)
+                    broker, pub, n: n, publishTo: TopicLayout().samples(latUser),
+                    receiveFrom: TopicLayout().alert(latUser, rule: "uncalibrated_6mwd"), payload: latencyPayload)
             else { continue }
             p50s.append(lat[n / 2])
             p99s.append(lat[n * 99 / 100])
@@ -277,7 +279,7 @@ enum EndToEnd {
                 }
             }
         }
-        let prefix = "mobility/v1/users/"
+        let prefix = TopicLayout.defaultRoot + "/users/"
         print("traffic \(path): \(records.count) messages, \(samples) samples")
         let pub = try client(broker, "bench-pub")
         let metrics = LoopbackHTTP.Session(port: metricsPort)

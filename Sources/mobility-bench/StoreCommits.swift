@@ -1,5 +1,6 @@
 import Foundation
 import MobilityModel
+import MobilityWire
 import PostgresStore
 import RuleEngine
 import RuleLanguage
@@ -42,7 +43,7 @@ enum StoreCommits {
                 for u in batch { engine.ingest(sample(u), user: ids[u], now: Timestamp(seconds: clock), into: &out) }
                 let records = batch.map { StateStore.UserRecord(user: ids[$0], appliedSeq: seq, eventNow: nil, state: engine.changes(of: ids[$0])) }
                 let outbox = (0..<max(1, size / 10)).map {
-                    StateStore.OutboxItem(topic: "mobility/v1/users/user-\($0)/alerts/x", payload: [UInt8](repeating: 0x41, count: 300), retain: true)
+                    StateStore.OutboxItem(topic: TopicLayout().alert("user-\($0)", rule: "x"), payload: [UInt8](repeating: 0x41, count: 300), retain: true)
                 }
                 seq += 1
                 // Alternated, so that neither always runs first.

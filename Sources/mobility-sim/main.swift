@@ -1,4 +1,5 @@
 import Foundation
+import Ingest
 import MQTTTransport
 import MobilityModel
 import MobilityWire
@@ -175,7 +176,7 @@ func brokerAccess(_ url: String, _ o: Options) -> BrokerAccess {
     }
     var version: MQTTClientConfiguration.ProtocolVersion = credentials == nil ? .v311 : .v5
     if let v = o.mqttVersion {
-        guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else { die("--mqtt-version must be 3.1.1 or 5") }
+        guard let p = MQTTClientConfiguration.ProtocolVersion(option: v) else { die("--mqtt-version must be 3.1.1 or 5") }
         version = p
     }
     if (o.certFile == nil) != (o.keyFile == nil) { die("--cert-file and --key-file go together") }
@@ -291,9 +292,10 @@ case "verify":
         if let c = access.credentials, case let missing = c.missing(users), !missing.isEmpty {
             die("credentials file \(c.path) has no line for \(missing.joined(separator: ", ")) (each gateway logs in as its user id)")
         }
-        let sub: SimulatorConnection
+        let sub: BrokerConnection
         do {
-            sub = try access.reader(account: access.credentials == nil ? nil : o.reader, filters: ["mobility/v1/users/+/alerts/#"]) { _, payload in
+            sub = try access.reader(account: access.credentials == nil ? nil : o.reader, filters: ["\(TopicLayout.defaultRoot)/users/+/alerts/#"]) {
+                _, payload in
                 guard !payload.isEmpty, let t = AlertTransition.parse(payload), users.contains(t.user) else { return }
                 store.withLock { $0.append(t) }
                 count.add(1, ordering: .relaxed)

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import MQTTTransport
 import MobilityModel
-import Simulator
+import MobilityWire
 import Synchronization
 
 /// `mobilityctl alerts`: what is firing now, read from the retained alert topics, as a table (or
@@ -25,7 +25,7 @@ enum AlertsCommand {
         var username: String?, passwordFile: String?
         var caFile: String?, certFile: String?, keyFile: String?
         var version = MQTTClientConfiguration.ProtocolVersion.v311
-        var root = "mobility/v1"
+        var root = TopicLayout.defaultRoot
         var team: String?, user: String?, rule: String?
         var severity: Severity?
         var follow = false, json = false
@@ -97,7 +97,7 @@ enum AlertsCommand {
             case "--key-file": o.keyFile = value()
             case "--mqtt-version":
                 let v = value()
-                guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: v == "3" || v == "311" ? "3.1.1" : v) else {
+                guard let p = MQTTClientConfiguration.ProtocolVersion(option: v) else {
                     fail("mobilityctl alerts: --mqtt-version must be 3.1.1 or 5, not '\(v)'")
                 }
                 o.version = p

@@ -1,6 +1,6 @@
 import Foundation
+import MQTTTransport
 import MobilityModel
-import Simulator
 import Synchronization
 
 /// What the daemon made of a care-staff command (`mobilityctl ack`, `silence add`): it answers
@@ -22,8 +22,8 @@ enum CommandAnswer: Equatable {
     static func send(
         _ access: BrokerAccess, account: String?, topic: String, payload: [UInt8], listen: [String], timeout: TimeInterval,
         judge: @escaping @Sendable (_ topic: String, _ payload: [UInt8]) -> CommandAnswer?
-    ) throws(SimulatorConnectionError) -> CommandAnswer? {
-        let state = Mutex<(connection: SimulatorConnection?, answer: CommandAnswer?)>((nil, nil))
+    ) throws(BrokerConnectionError) -> CommandAnswer? {
+        let state = Mutex<(connection: BrokerConnection?, answer: CommandAnswer?)>((nil, nil))
         let c = try access.reader(account: account, filters: listen) { t, p in
             state.withLock { s in
                 guard let c = s.connection, c.acknowledgedCount > 0, s.answer == nil else { return }

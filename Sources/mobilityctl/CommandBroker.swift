@@ -1,7 +1,7 @@
 import Foundation
 import MQTTTransport
 import MobilityModel
-import Simulator
+import MobilityWire
 
 /// The broker options of the care-staff commands (`ack`, `silence`, `event`): where and as whom
 /// to connect, under which topic root, and how long to wait for mobilityd's answer; and the one
@@ -12,7 +12,7 @@ struct CommandBroker {
     /// Whether `--account` was given (it needs `--credentials`).
     var accountGiven = false
     var caFile: String?, certFile: String?, keyFile: String?, version: String?
-    var root = "mobility/v1"
+    var root = TopicLayout.defaultRoot
     /// Seconds to wait for the daemon's answer; 0: only for the broker's acknowledgement.
     var wait: TimeInterval = 10
 
@@ -54,7 +54,7 @@ struct CommandBroker {
         if let credentials { do { creds = try BrokerCredentials.load(credentials) } catch { fail("mobilityctl \(command): \(error.description)") } }
         var protocolVersion: MQTTClientConfiguration.ProtocolVersion = .v5
         if let version {
-            guard let p = MQTTClientConfiguration.ProtocolVersion(rawValue: version == "3" || version == "311" ? "3.1.1" : version) else {
+            guard let p = MQTTClientConfiguration.ProtocolVersion(option: version) else {
                 fail("mobilityctl \(command): --mqtt-version must be 3.1.1 or 5")
             }
             protocolVersion = p
@@ -90,7 +90,7 @@ struct CommandBroker {
         _ access: BrokerAccess, what: String, topic: String, payload: [UInt8], listen: [String],
         judge: @escaping @Sendable (_ topic: String, _ payload: [UInt8]) -> CommandAnswer?
     ) -> Outcome {
-        do throws(SimulatorConnectionError) {
+        do throws(BrokerConnectionError) {
             guard wait > 0 else {
                 let c = try access.commander(account: login(access))
                 defer { c.stop() }

@@ -1,5 +1,6 @@
 import CareReports
 import Foundation
+import Ingest
 import MobilityModel
 import RuleEngine
 import RuleLanguage

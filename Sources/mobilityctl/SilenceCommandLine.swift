@@ -1,7 +1,6 @@
 import Foundation
 import MQTTTransport
 import MobilityModel
-import Simulator
 import Synchronization
 
 /// `mobilityctl silence add|query|expire`, like `amtool silence`: publishes a silence command on

@@ -1,7 +1,6 @@
 import Foundation
 import MQTTTransport
 import MobilityModel
-import Simulator
 import StateStore
 
 /// `mobilityctl ack`: publishes an acknowledgement command on the team's command topic and

@@ -1,4 +1,5 @@
 import CareReports
+import Ingest
 import MobilityModel
 import RuleEngine
 import RuleLanguage

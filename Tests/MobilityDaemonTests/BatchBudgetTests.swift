@@ -1,4 +1,5 @@
 import Foundation
+import Ingest
 import MobilityWire
 import RuleEngine
 import StateStore

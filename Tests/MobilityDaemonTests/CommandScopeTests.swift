@@ -1,6 +1,6 @@
 import Testing
 
-import struct PostgresStore.PartitionSet
+import struct StateStore.PartitionSet
 
 @testable import MobilityDaemon
 

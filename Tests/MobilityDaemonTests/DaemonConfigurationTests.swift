@@ -62,8 +62,8 @@ import Testing
         func scope(
             outputs: Bool = false, earlier: Bool = false, barrier: Bool = false, journaled: Bool = true, users: Int = 10,
             since: UInt64 = 5 * ms, interval: UInt64 = 100 * ms
-        ) -> Shard.CommitScope {
-            Shard.commitScope(
+        ) -> ShardCommitPolicy.Scope {
+            ShardCommitPolicy.scope(
                 outputs: outputs, earlierOutputs: earlier, barrier: barrier, journaled: journaled, pendingUsers: users,
                 sinceLastCommitNs: since, intervalNs: interval)
         }
@@ -73,7 +73,7 @@ import Testing
         #expect(scope(barrier: true) == .all)  // a caller waits for durability
         #expect(scope(journaled: false) == .all)  // nothing else holds the messages
         #expect(scope(since: 100 * ms) == .all)  // the interval has passed
-        #expect(scope(users: Shard.maxPendingUsers) == .all)  // a commit stays bounded
+        #expect(scope(users: ShardCommitPolicy.maxPendingUsers) == .all)  // a commit stays bounded
         #expect(scope(interval: 0) == .all)  // --commit-interval 0: every batch
     }
 }

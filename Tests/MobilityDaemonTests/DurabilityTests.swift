@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Ingest
 import MobilityModel
 import RuleEngine
 import RuleLanguage

@@ -7,7 +7,7 @@ import Simulator
 import TestSupport
 import Testing
 
-import struct PostgresStore.PartitionSet
+import struct StateStore.PartitionSet
 
 /// Care-staff commands in partitioned mode (`--store postgres://… --partitions P`), on a real
 /// nats-server and PostgreSQL: every instance receives every command; an acknowledgement is

@@ -5,7 +5,7 @@ import Simulator
 import TestSupport
 import Testing
 
-import struct PostgresStore.PartitionSet
+import struct StateStore.PartitionSet
 
 /// Partitioned input on real NATS servers (JetStream, MQTT listener, the shipped mapping of the
 /// four input kinds) with the state in a real PostgreSQL.

@@ -29,7 +29,8 @@ import Testing
                 try body()
                 return false
             } catch let e as PostgresError {
-                return e.code == .fenced && e.sqlState == PostgresError.fencedSQLState
+                // The daemon tells it apart through the backend protocol, not PostgresError.
+                return e.code == .fenced && e.sqlState == PostgresError.fencedSQLState && isFencedWrite(e)
             } catch { return false }
         }
         #expect(

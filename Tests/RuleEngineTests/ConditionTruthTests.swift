@@ -1,3 +1,4 @@
+import EngineTestSupport
 import MobilityModel
 import RuleLanguage
 import TestSupport
@@ -55,24 +56,6 @@ import Testing
             #expect(isFalse == (value == false), "\(alerts[j])")
         }
         #expect(seen == ["true", "false", "unknown"])  // the random conditions reach all three values
-    }
-
-    @Test func aLetBehindAnUnknownFirstClauseIsNotRead() {
-        // `u and t` is unknown (three-valued, which must read `t` to tell false from unknown), so
-        // never true: whether it is true needs only `u`.
-        var (ev, d) = Self.evaluator("alert a {\n\(Self.lets)\n  when u and t\n}")
-        ev.alert = 0
-        let t = ev.letSlot(0)
-        let before = ev.isMemoised(t, d)
-        let holds = ev.conditionHolds(0, d)
-        let afterTruth = ev.isMemoised(t, d)
-        let value = ev.condition(0, d)
-        let afterValue = ev.isMemoised(t, d)
-        #expect(!before)
-        #expect(holds == false)
-        #expect(!afterTruth)
-        #expect(value == nil)
-        #expect(afterValue)  // the three-valued condition reads it
     }
 
     @Test func conditionUseIsWhatTheStateMachineReads() {

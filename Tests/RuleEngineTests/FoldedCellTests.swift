@@ -1,3 +1,4 @@
+import EngineTestSupport
 import Testing
 
 @testable import RuleEngine

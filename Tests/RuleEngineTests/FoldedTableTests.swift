@@ -1,3 +1,4 @@
+import EngineTestSupport
 import MobilityModel
 import RuleLanguage
 import TestSupport

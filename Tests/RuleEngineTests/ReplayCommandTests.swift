@@ -1,3 +1,4 @@
+import EngineTestSupport
 import Foundation
 import MobilityModel
 import TestSupport

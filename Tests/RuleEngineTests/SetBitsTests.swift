@@ -1,3 +1,5 @@
+import EngineTestSupport
+import MobilityModel
 import TestSupport
 import Testing
 

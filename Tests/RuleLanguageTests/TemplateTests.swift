@@ -1,3 +1,4 @@
+import MobilityModel
 import RuleLanguage
 import TestSupport
 import Testing

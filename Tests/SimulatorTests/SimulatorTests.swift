@@ -1,5 +1,6 @@
 import CZlib
 import Foundation
+import Ingest
 import MobilityModel
 import MobilityWire
 import RuleEngine

@@ -1,5 +1,6 @@
 import MobilityModel
 import MobilityWire
+import RuleEngine
 import RuleLanguage
 
 /// How the engine's "now" advances.

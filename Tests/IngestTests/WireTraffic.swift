@@ -1,5 +1,7 @@
+import EngineTestSupport
 import MobilityModel
 
+@testable import Ingest
 @testable import RuleEngine
 
 /// Builds wire payloads (exactly as gateways publish them) for the ingestor tests.

@@ -1,10 +1,10 @@
-/// A seeded, reproducible random generator for property tests. Print the seed on failure.
+/// SplitMix64: a seeded, reproducible random generator, the same on every platform (the
+/// simulator's populations and traffic, and the property tests, which print the seed on failure).
 package struct SplitMix64: RandomNumberGenerator, Sendable {
     /// The seed it started from.
     package let seed: UInt64
     private var state: UInt64
 
-    /// Creates a generator from a seed.
     package init(seed: UInt64) {
         self.seed = seed
         self.state = seed

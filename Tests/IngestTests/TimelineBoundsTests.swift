@@ -1,7 +1,9 @@
+import EngineTestSupport
 import MobilityModel
 import RuleLanguage
 import Testing
 
+@testable import Ingest
 @testable import RuleEngine
 
 /// Timeline entries with absurd dates, and how many a user may hold.

@@ -1,3 +1,5 @@
+import MobilityModel
+
 /// The partitions of users an instance owns: `count` fixed partitions in all, `owned` those this
 /// instance holds (and commits for, fenced by their tokens). One partition (``all``) unless the
 /// broker partitions traffic (`--partitions`: the mapping of users to partitions is then the
@@ -21,8 +23,6 @@ package struct PartitionSet: Sendable, Hashable {
     /// The partition of a user: FNV-1a (32-bit) of the id, modulo the count.
     package func partition(of user: String) -> Int {
         guard count > 1 else { return 0 }
-        var h: UInt32 = 0x811c_9dc5
-        for b in user.utf8 { h = (h ^ UInt32(b)) &* 0x0100_0193 }
-        return Int(h % UInt32(count))
+        return Int(FNV1a32.hash(user) % UInt32(count))
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Simulator
+import MQTTTransport
 import TestSupport
 import Testing
 

@@ -1,8 +1,10 @@
+import EngineTestSupport
 import Foundation
 import MobilityModel
 import RuleLanguage
 import Testing
 
+@testable import Ingest
 @testable import RuleEngine
 
 /// Phones that sync every few days and Apple Health exports send messages spanning several days;

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 
-/// The broker accounts `mobility-sim` logs in with, read from a private file.
+/// The broker accounts `mobility-sim` and `mobilityctl` log in with, read from a private file.
 ///
 /// One `account password` line per account (the password is the rest of the line, trimmed); blank
 /// lines and lines starting with `#` are ignored. A gateway's account is its user id (the shipped

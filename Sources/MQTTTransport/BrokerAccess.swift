@@ -1,8 +1,7 @@
 import Foundation
-import MQTTTransport
 import Synchronization
 
-/// How `mobility-sim` reaches a broker: its URL, TLS files, protocol version and (for a secured
+/// How the tools (`mobility-sim`, `mobilityctl`) reach a broker: its URL, TLS files, protocol version and (for a secured
 /// broker) the accounts to log in with.
 package struct BrokerAccess: Sendable {
     /// The broker.
@@ -31,10 +30,10 @@ package struct BrokerAccess: Sendable {
 
     /// Connects (as `account`, whose password must be in ``credentials``) and waits up to
     /// `timeout` for the broker's answer.
-    func connect(
+    package func connect(
         account: String?, clientID: String, subscriptions: [String] = [],
         onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }
-    ) throws(SimulatorConnectionError) -> SimulatorConnection {
+    ) throws(BrokerConnectionError) -> BrokerConnection {
         let c = try start(account: account, clientID: clientID, subscriptions: subscriptions, onMessage: onMessage)
         try c.awaitLogin(timeout: 10)
         return c
@@ -45,31 +44,31 @@ package struct BrokerAccess: Sendable {
     package func reader(
         account: String?, filters: [String],
         onMessage: @escaping @Sendable (String, [UInt8]) -> Void
-    ) throws(SimulatorConnectionError) -> SimulatorConnection {
+    ) throws(BrokerConnectionError) -> BrokerConnection {
         let c = try connect(account: account, clientID: "mobility-sim-\(getpid())-sub", subscriptions: filters, onMessage: onMessage)
         // From the SUBACK on, what is published on the filters reaches this connection.
         let deadline = Date().addingTimeInterval(10)
         while !c.client.isSubscribed && Date() < deadline { usleep(2_000) }
         guard c.client.isSubscribed else {
             c.stop()
-            throw SimulatorConnectionError("the broker at \(broker) did not answer the subscription of \(account ?? "an anonymous client")", exitCode: 1)
+            throw BrokerConnectionError("the broker at \(broker) did not answer the subscription of \(account ?? "an anonymous client")", exitCode: 1)
         }
         return c
     }
 
     /// Connects a publisher for one-off commands (`mobilityctl ack`) as `account` (nil: anonymous).
-    package func commander(account: String?) throws(SimulatorConnectionError) -> SimulatorConnection {
+    package func commander(account: String?) throws(BrokerConnectionError) -> BrokerConnection {
         try connect(account: account, clientID: "mobilityctl-\(getpid())")
     }
 
-    /// Starts a connection without waiting for the broker's answer (see ``SimulatorConnection/awaitLogin(timeout:)``).
-    func start(
+    /// Starts a connection without waiting for the broker's answer (see ``BrokerConnection/awaitLogin(timeout:)``).
+    package func start(
         account: String?, clientID: String, subscriptions: [String] = [],
         onMessage: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in }
-    ) throws(SimulatorConnectionError) -> SimulatorConnection {
+    ) throws(BrokerConnectionError) -> BrokerConnection {
         var c = MQTTClientConfiguration(broker: broker, clientID: clientID)
         c.cleanSession = true
-        c.sessionExpirySeconds = 0  // a simulator keeps no session on the broker
+        c.sessionExpirySeconds = 0  // a tool keeps no session on the broker
         c.protocolVersion = protocolVersion
         c.subscriptions = subscriptions
         c.caFile = caFile
@@ -77,7 +76,7 @@ package struct BrokerAccess: Sendable {
         c.keyFile = keyFile
         if let account {
             guard let password = credentials?.password(for: account) else {
-                throw SimulatorConnectionError(
+                throw BrokerConnectionError(
                     "\(credentials.map { "credentials file \($0.path)" } ?? "no --credentials file") has no line for \(account)", exitCode: 2)
             }
             c.username = account
@@ -87,29 +86,31 @@ package struct BrokerAccess: Sendable {
         do {
             let client = try MQTTClient(c, onMessage: onMessage, onEvent: { ledger.event($0) }, onPublished: { ledger.answered($0, $1) })
             try client.start()
-            return SimulatorConnection(client: client, ledger: ledger, account: account, broker: broker)
+            return BrokerConnection(client: client, ledger: ledger, account: account, broker: broker)
         } catch {
-            throw SimulatorConnectionError("cannot connect to \(broker)\(account.map { " as \($0)" } ?? ""): \(error)", exitCode: 1)
+            throw BrokerConnectionError("cannot connect to \(broker)\(account.map { " as \($0)" } ?? ""): \(error)", exitCode: 1)
         }
     }
 }
 
-/// Why `mobility-sim` cannot publish: a message for the user and the exit code (1 failure, 2 usage).
-package struct SimulatorConnectionError: Error, CustomStringConvertible, Sendable {
+/// Why a tool cannot reach the broker or publish: a message for the user and the exit code (1 failure, 2 usage).
+package struct BrokerConnectionError: Error, CustomStringConvertible, Sendable {
     /// The message (never a password).
     package let description: String
     /// 1: the broker or network failed; 2: the options or files are wrong.
     package let exitCode: Int32
-    init(_ description: String, exitCode: Int32) {
+    package init(_ description: String, exitCode: Int32) {
         self.description = description
         self.exitCode = exitCode
     }
 }
 
-/// One MQTT connection of the simulator, with what the broker answered.
-package final class SimulatorConnection: Sendable {
-    let client: MQTTClient
-    let ledger: PublishLedger
+/// One MQTT connection of a tool, with what the broker answered.
+package final class BrokerConnection: Sendable {
+    /// The client (its counters and publishes).
+    package let client: MQTTClient
+    /// What the broker answered to its publishes.
+    package let ledger: PublishLedger
     let account: String?
     let broker: BrokerURL
 
@@ -121,16 +122,16 @@ package final class SimulatorConnection: Sendable {
     }
 
     /// Waits for the connection; throws (exit 1) if the broker refused the login or did not answer.
-    func awaitLogin(timeout: TimeInterval) throws(SimulatorConnectionError) {
+    package func awaitLogin(timeout: TimeInterval) throws(BrokerConnectionError) {
         let deadline = Date().addingTimeInterval(timeout)
         while !client.isConnected && ledger.loginRefusal == nil && Date() < deadline { usleep(10_000) }
         if let refusal = ledger.loginRefusal {
             client.stop()
-            throw SimulatorConnectionError("the broker refused the login of \(account ?? "an anonymous client") at \(broker): \(refusal)", exitCode: 1)
+            throw BrokerConnectionError("the broker refused the login of \(account ?? "an anonymous client") at \(broker): \(refusal)", exitCode: 1)
         }
         guard client.isConnected else {
             client.stop()
-            throw SimulatorConnectionError(
+            throw BrokerConnectionError(
                 "cannot connect to \(broker)\(account.map { " as \($0)" } ?? "")"
                     + (ledger.lastProblem.map { ": \($0)" } ?? ""), exitCode: 1)
         }
@@ -145,30 +146,30 @@ package final class SimulatorConnection: Sendable {
 
     /// Publishes one message at QoS 1 (not retained) and waits for the broker's answer; throws
     /// (exit 1) when it refused the message (MQTT 5 reason code) or did not answer in time.
-    package func publishConfirmed(topic: String, payload: [UInt8], timeout: TimeInterval = 10) throws(SimulatorConnectionError) {
+    package func publishConfirmed(topic: String, payload: [UInt8], timeout: TimeInterval = 10) throws(BrokerConnectionError) {
         let mid: Int32
         do { mid = try client.publish(topic: topic, payload: payload, qos: 1, retain: false) } catch {
-            throw SimulatorConnectionError("cannot publish to \(topic): \(error)", exitCode: 1)
+            throw BrokerConnectionError("cannot publish to \(topic): \(error)", exitCode: 1)
         }
         ledger.published(mid, topic: topic)
         let deadline = Date().addingTimeInterval(timeout)
         while inFlight > 0 && Date() < deadline { usleep(5_000) }
         if let r = ledger.firstRefusal {
-            throw SimulatorConnectionError(
+            throw BrokerConnectionError(
                 "the broker refused the publish to \(r.topic) (reason code \(r.reason)); does the ACL let \(account ?? "this account") write it?", exitCode: 1)
         }
         guard inFlight == 0 else {
-            throw SimulatorConnectionError("the broker did not acknowledge the publish to \(topic) within \(Int(timeout)) s", exitCode: 1)
+            throw BrokerConnectionError("the broker did not acknowledge the publish to \(topic) within \(Int(timeout)) s", exitCode: 1)
         }
     }
 
     /// Messages handed to the broker and not answered yet.
-    var inFlight: Int { client.publishedCount - client.acknowledgedCount - client.refusedCount }
+    package var inFlight: Int { client.publishedCount - client.acknowledgedCount - client.refusedCount }
 }
 
 /// What the broker answered to a connection's publishes, for the refusals' report: the topic of
 /// each message in flight by message id, and the first refusal.
-final class PublishLedger: Sendable {
+package final class PublishLedger: Sendable {
     fileprivate struct State {
         var inFlight: [Int32: String] = [:]
         /// Answers that arrived before `publish` returned the message id.
@@ -180,7 +181,7 @@ final class PublishLedger: Sendable {
     private let state = Mutex(State())
 
     /// `publish` returned `mid` for `topic`.
-    func published(_ mid: Int32, topic: String) {
+    package func published(_ mid: Int32, topic: String) {
         state.withLock { s in
             if let reason = s.early.removeValue(forKey: mid) { s.note(topic, reason) } else { s.inFlight[mid] = topic }
         }
@@ -205,7 +206,7 @@ final class PublishLedger: Sendable {
     }
 
     /// The first publish the broker refused (MQTT 5 reason 0x80 or more).
-    var firstRefusal: (topic: String, reason: Int32)? { state.withLock { $0.firstRefusal } }
+    package var firstRefusal: (topic: String, reason: Int32)? { state.withLock { $0.firstRefusal } }
     /// Why the broker refused the login, if it did.
     var loginRefusal: String? { state.withLock { $0.loginRefusal } }
     /// The last reason the connection failed or dropped.

@@ -1,7 +1,9 @@
+import EngineTestSupport
 import MobilityModel
 import RuleLanguage
 import Testing
 
+@testable import Ingest
 @testable import RuleEngine
 
 /// Revision: a timeline entry, late sample or deletion dated on a closed day rolls the user's alert

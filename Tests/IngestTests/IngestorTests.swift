@@ -1,7 +1,9 @@
+import EngineTestSupport
 import MobilityModel
 import RuleLanguage
 import Testing
 
+@testable import Ingest
 @testable import RuleEngine
 
 /// Rejections of a batch carry the item's position, whichever stage refused it.

@@ -1,5 +1,6 @@
 import Dispatch
 import MobilityModel
+import RuleEngine
 import RuleLanguage
 
 #if canImport(Glibc)

@@ -1,5 +1,3 @@
-import MobilityModel
-
 /// Building a history from what the engine publishes (an offline replay, or the daemon's outputs).
 extension UserHistory {
     /// Records a published series point: its value converted to SI from its unit, replacing the

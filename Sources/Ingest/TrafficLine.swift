@@ -1,3 +1,5 @@
+import MobilityModel
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -88,8 +90,8 @@ package struct TrafficLine: Sendable, Equatable {
     package static func shard(ofTopic t: UnsafeBufferPointer<UInt8>, shards: Int) -> Int {
         var last = t.count
         while last > 0, t[last - 1] != 0x2F { last -= 1 }
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for k in 0..<max(last, 0) { h = (h ^ UInt64(t[k])) &* 0x100_0000_01b3 }
-        return Int(h % UInt64(shards))
+        var h = FNV1a64()
+        h.combine(bytes: UnsafeBufferPointer(rebasing: t[0..<max(last, 0)]))
+        return Int(h.value % UInt64(shards))
     }
 }

@@ -1,5 +1,7 @@
+import EngineTestSupport
 import Testing
 
+@testable import Ingest
 @testable import RuleEngine
 
 /// The replay's envelope scan: which lines take the fast path, and what it finds in them.

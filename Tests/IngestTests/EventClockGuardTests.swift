@@ -1,7 +1,9 @@
+import EngineTestSupport
 import MobilityModel
 import RuleLanguage
 import Testing
 
+@testable import Ingest
 @testable import RuleEngine
 
 /// In event-clock mode one outlier timestamp must not move a user's clock.

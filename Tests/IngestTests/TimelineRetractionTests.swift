@@ -1,8 +1,10 @@
+import EngineTestSupport
 import MobilityModel
 import MobilityWire
 import RuleLanguage
 import Testing
 
+@testable import Ingest
 @testable import RuleEngine
 
 /// Retracting and correcting timeline entries (`{"id": …, "retracted": true}` on the events topic,

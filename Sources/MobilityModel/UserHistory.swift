@@ -1,7 +1,5 @@
-import MobilityModel
-
 /// What the state store keeps of one user for care-team reports: the recorded series points, the
-/// alert episodes and the timeline, over the history's retention. The input of ``WeeklyDigest``
+/// alert episodes and the timeline, over the history's retention. The input of the care reports (`WeeklyDigest`)
 /// and of the pages; produced by the daemon's history (state store) or by an offline replay.
 package struct UserHistory: Hashable, Sendable {
     /// The user id.
@@ -9,7 +7,7 @@ package struct UserHistory: Hashable, Sendable {
     /// Recorded series by name: one value per local day, the latest (a revised day replaces its
     /// earlier value), `nil` where the day was missing. Days absent from the map were not recorded.
     /// Values are SI (the published value converted from its unit: a published 28 % is 0.28), so
-    /// that ``DisplayUnit/factor`` applies to them.
+    /// that a report's display unit (`DisplayUnit.factor`) applies to them.
     package var series: [String: [DayNumber: Double?]]
     /// The unit each series is published in on the series topic (`m/s`, `%`; empty for counts).
     package var units: [String: String]
