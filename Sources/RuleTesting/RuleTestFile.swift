@@ -228,6 +228,16 @@ extension RuleTestFile {
                 }
             }
             let values = try expand(line[line.index(after: colon)...].split(separator: " ").map(String.init))
+            // Two lines giving the same metric and source a value on one day would generate samples
+            // with the same ids, and the engine keeps the first of a re-sent id: refuse it here.
+            for earlier in c.inputs where earlier.metric == m && earlier.provenance == prov {
+                for (k, v) in values.enumerated() where v != nil {
+                    let i = first + k - earlier.firstDay
+                    guard earlier.values.indices.contains(i), earlier.values[i] != nil else { continue }
+                    throw LineError(
+                        message: "an earlier 'input \(head[1])' already gives day \(first + k) a value: one 'input' line a metric and source a day ('_' for days another line gives), or 'sample' lines")
+                }
+            }
             c.inputs.append(.init(metric: m, unit: u, provenance: prov, firstDay: first, values: values))
         case "sample":
             guard w.count >= 6, w[1] == "day" else {

@@ -48,6 +48,17 @@ import Testing
         #expect(report.text.contains("bad.test:3: error: unknown metric 'fooSpeed'"))
         #expect(report.text.contains("bad.test:4: error: unknown statement 'bogus'"))
     }
+
+    /// Two lines giving one metric a value on the same day would generate samples with the same
+    /// ids, of which the engine keeps the first: refused, where lines that share no day are not.
+    @Test func overlappingInputsOfOneMetricAreRefused() {
+        let overlapping = "rules .\ntest \"x\" {\n  input walkingSpeed m/s: 1 1 1\n  input walkingSpeed m/s from day 3: 2 2\n}\n"
+        let (_, errors) = RuleTestFile.parse(path: "x.test", text: overlapping)
+        #expect(errors.map(\.line) == [4])
+        #expect(errors.first?.message.contains("already gives day 3 a value") == true)
+        let apart = "rules .\ntest \"x\" {\n  input walkingSpeed m/s: 1 1 _\n  input walkingSpeed m/s from day 3: 2 2\n  input walkingSpeed m/s user_entered: 1 1 1\n}\n"
+        #expect(RuleTestFile.parse(path: "x.test", text: apart).1.isEmpty)
+    }
 }
 
 /// Daily rules count local calendar days: a 23- or 25-hour DST day is one day.
