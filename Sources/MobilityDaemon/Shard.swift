@@ -69,11 +69,11 @@ final class Shard: @unchecked Sendable {
     /// The FHIR copies of alerts and series (nil: `--fhir off`).
     private var fhir: FHIROutputs?
     /// Care-staff acknowledgements of alert instances (nil: commands are not taken).
-    var desk: AcknowledgementDesk?
+    private let desk: AcknowledgementDesk?
     /// Care-staff silences (nil: none apply).
-    var silences: SilenceDesk?
+    private let silences: SilenceDesk?
     /// Care-staff timeline commands (nil: none are taken).
-    var timelines: TimelineDesk?
+    private let timelines: TimelineDesk?
     /// Care-staff changes applied to the engine and not committed yet (their audit rows and
     /// announcing outputs go with the next commit), and the answers waiting for that commit.
     private var pendingAudited: [AuditedChange] = []
@@ -81,14 +81,25 @@ final class Shard: @unchecked Sendable {
     /// Partition sessions waiting for the next successful commit (``ShardItem/durable(_:)``).
     private var durables: [CommitWaiter] = []
     /// Called when the store fenced a commit (partitioned input: the run stops, see ``Daemon/commitFenced()``).
-    var onFenced: (@Sendable () -> Void)?
+    private let onFenced: (@Sendable () -> Void)?
+
+    /// The care-staff desks whose commands a shard applies to its users (nil: that kind is not taken).
+    struct StaffDesks: Sendable {
+        var acknowledgements: AcknowledgementDesk?
+        var silences: SilenceDesk?
+        var timelines: TimelineDesk?
+    }
 
     init(
         index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
         acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
         historyDays: Int? = 90, publishesSeries: Bool = true, careTeams: CareTeams = CareTeams(), fhir: Bool = false,
-        acknowledge: (@Sendable (String, String) -> Void)? = nil
+        desks: StaffDesks = StaffDesks(), onFenced: (@Sendable () -> Void)? = nil, acknowledge: (@Sendable (String, String) -> Void)? = nil
     ) {
+        self.desk = desks.acknowledgements
+        self.silences = desks.silences
+        self.timelines = desks.timelines
+        self.onFenced = onFenced
         self.acknowledge = acknowledge
         self.recordsHistory = historyDays != nil
         self.historyDays = historyDays
