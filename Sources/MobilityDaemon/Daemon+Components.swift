@@ -164,12 +164,20 @@ extension Daemon {
         subConfig.subscriptions = claimed != nil ? commands : layout.subscriptions + [Daemon.brokerDroppedTopic] + commands
         // A payload the decoder would reject for its size is neither copied nor journalled.
         subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
+        // An input the router gives up on (the run ends while the journal refuses it) must not be
+        // acknowledged: the callback drops the connection before libmosquitto can acknowledge it,
+        // and the broker's session delivers it again. The callback needs the client it belongs to.
+        let itself = LateReference<MQTTClient>()
         do {
             let subscriber = try MQTTClient(
-                subConfig, onMessage: { topic, payload in router.message(topic: topic, payload: payload) },
+                subConfig,
+                onMessage: { topic, payload in
+                    if !router.message(topic: topic, payload: payload) { itself.value?.abortConnection() }
+                },
                 onEvent: { [self] e in connectionEvent(e, role: "subscriber") },
                 onOversized: { topic, size in router.oversized(topic: topic, size: size) },
                 onRetained: { topic, size in router.retained(topic: topic, size: size) })
+            itself.set(subscriber)
             return (subscriber, subConfig)
         } catch {
             log.error("cannot create MQTT subscriber", ["error": error.description])

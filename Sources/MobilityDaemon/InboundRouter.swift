@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// An input is journalled before the callback returns (libmosquitto acknowledges it after that),
 /// so a journal that refuses writes holds the message here, unacknowledged, until the disk takes
-/// it again or the run ends (see ``journalled(topic:payload:)``).
+/// it again or the run ends (see ``journalled(topic:payload:)``); then the caller drops the
+/// connection, so that the message is not acknowledged and the broker's session keeps it.
 final class InboundRouter: Sendable {
     private let layout: TopicLayout
     private let desk: AcknowledgementDesk
@@ -50,16 +51,23 @@ final class InboundRouter: Sendable {
     /// The shard of a user.
     private func shard(of user: String) -> Int { Int(Daemon.hash(user) % shardCount) }
 
-    /// A message of the subscriber.
-    func message(topic: String, payload: [UInt8]) {
-        if topic.utf8.first == UInt8(ascii: "$") { systemReport(topic, payload); return }
-        if silences.commandTeam(topic) != nil { silences.received(topic: topic, payload: payload, now: Daemon.wallNow()); return }
+    /// A message of the subscriber. False: an input the journal refused until the run ended; the
+    /// caller must drop the connection before returning, or libmosquitto acknowledges it.
+    func message(topic: String, payload: [UInt8]) -> Bool {
+        if topic.utf8.first == UInt8(ascii: "$") {
+            systemReport(topic, payload)
+            return true
+        }
+        if silences.commandTeam(topic) != nil {
+            silences.received(topic: topic, payload: payload, now: Daemon.wallNow())
+            return true
+        }
         if timelines.commandTeam(topic) != nil {  // committed (or refused) by its user's shard before it is acknowledged, not journalled
             timelines.received(topic: topic, payload: payload) { r in
                 stage.deliver(.timeline(r), to: shard(of: r.command.user))
                 _ = r.answer.wait(seconds: TimelineDesk.answerSeconds)
             }
-            return
+            return true
         }
         if desk.commandTeam(topic) != nil {  // a command: taken by its user's shard before it is acknowledged, not journalled
             desk.received(topic: topic, payload: payload) { c in
@@ -67,17 +75,18 @@ final class InboundRouter: Sendable {
                 stage.deliver(.acknowledge(c, taken: taken), to: shard(of: c.user))
                 _ = taken.wait(timeout: .now() + 10)
             }
-            return
+            return true
         }
-        guard let seq = journalled(topic: topic, payload: payload) else { return }
+        guard let seq = journalled(topic: topic, payload: payload) else { return false }
         let parsed = layout.parse(topic)
         stage.route(seq: seq, topic: topic, parsed: parsed, payload: payload, to: Daemon.shard(of: parsed, count: shardCount))  // and marks it queued
+        return true
     }
 
     /// Journals an input and returns its sequence number; retries a refused write (waiting
     /// ``firstRetrySeconds``, doubling up to ``longestRetrySeconds``) until the journal takes it,
-    /// or returns nil once the run is ending (the message is then not journalled: the broker's
-    /// session delivers it again to the next run).
+    /// or returns nil once the run is ending (the message is then neither journalled nor
+    /// acknowledged: the broker's session delivers it again to the next run).
     private func journalled(topic: String, payload: [UInt8]) -> UInt64? {
         var wait = InboundRouter.firstRetrySeconds
         while true {
