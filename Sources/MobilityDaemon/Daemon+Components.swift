@@ -59,7 +59,7 @@ extension Daemon {
         ) { journal.markQueued($0) }
         let router = InboundRouter(
             layout: layout, desk: desks.desk, silences: desks.silences, timelines: desks.timelines, stage: stage, journal: journal,
-            shardCount: shards.count, termination: termination, log: log
+            shardCount: shards.count, termination: termination, clock: clock, log: log
         ) { [self] topic, payload in brokerReported(topic, payload) }
         let (subscriber, subscriberConfig) = try makeSubscriber(
             broker: broker, clientID: clientID, router: router,
@@ -141,7 +141,7 @@ extension Daemon {
                 capacity: config.queueCapacity, sink: sink, store: state.store, journal: claimed == nil ? state.journal : nil, acks: acks, log: log,
                 ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
                 historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, fhir: config.fhir,
-                desks: desks, onFenced: onFenced,
+                desks: desks, onFenced: onFenced, clock: clock,
                 acknowledge: { user, lastID in
                     sink.publishUntracked(topic: layout.acks(user), payload: AckPayload.bytes(user: user, lastID: lastID), retain: true)
                 })

@@ -23,7 +23,7 @@ extension Daemon {
     /// The roles of the connections in an eviction loop now; logs the loops that ended (a
     /// connection stayed up).
     func evictionLoops() -> [String] {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = clock.uptimeNanoseconds()
         var ended: [String] = []
         let looping = evictionWatches.withLock { watches in
             var looping: [String] = []
@@ -59,7 +59,7 @@ extension Daemon {
 
     /// Shards whose batch at hand has run past `--stall-timeout`, with how long (ns).
     func stalledShards(_ shards: [Shard]) -> [(Int, UInt64)] {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = clock.uptimeNanoseconds()
         let bound = UInt64(config.stallTimeoutSeconds) * 1_000_000_000
         return shards.compactMap { s in
             let busy = s.busyNanoseconds(now: now)

@@ -62,7 +62,7 @@ extension Daemon {
         m.sample("mobilityd_queue_depth", ["stage": "decode"], Double(staged))
         m.family(
             "mobilityd_shard_busy_seconds", "gauge", "How long each shard's batch at hand has run (0 while idle); past --stall-timeout the shard is stalled.")
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = clock.uptimeNanoseconds()
         for s in shards { m.sample("mobilityd_shard_busy_seconds", ["shard": String(s.index)], Double(s.busyNanoseconds(now: now)) / 1e9) }
         m.family(
             "mobilityd_shard_batch_seconds_max", "gauge",
@@ -80,7 +80,7 @@ extension Daemon {
         m.family("mobilityd_alert_reminders_total", "counter", "Repeat reminders of firing alerts, by rule.")
         for (rule, n) in total.repeats.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_alert_reminders_total", ["rule": rule], Double(n)) }
         c.desk.metrics(into: &m)
-        c.silences.metrics(into: &m, now: Daemon.wallNow())
+        c.silences.metrics(into: &m, now: clock.wall())
         c.timelines.metrics(into: &m)
     }
 

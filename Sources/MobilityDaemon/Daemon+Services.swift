@@ -63,15 +63,17 @@ extension Daemon {
     /// The wall clock's ticks to every shard (`--clock wall`; nil: event time needs none).
     func ticker(_ c: Components) -> TimerService? {
         guard config.clock == .wall else { return nil }
+        let clock = clock
         return TimerService(name: "ticker", label: "tick", delay: .seconds(1), interval: .seconds(config.tickSeconds)) {
-            let now = Daemon.wallNow()
+            let now = clock.wall()
             for i in c.shards.indices { c.stage.deliver(.tick(now), to: i) }
         }
     }
 
     /// Silences end by the wall clock, in both clock modes.
     func silenceTimer(_ c: Components) -> TimerService {
-        TimerService(name: "silences", label: "silences", delay: .milliseconds(200), interval: .seconds(1)) { c.silences.tick(now: Daemon.wallNow()) }
+        let clock = clock
+        return TimerService(name: "silences", label: "silences", delay: .milliseconds(200), interval: .seconds(1)) { c.silences.tick(now: clock.wall()) }
     }
 
     /// Housekeeping: commit acknowledgements and retries, release journal segments every shard has committed.

@@ -15,6 +15,8 @@ package final class Daemon: Sendable {
     let layout: TopicLayout
     /// What ends the run, and its exit code.
     let termination = Termination()
+    /// The clocks the run reads (its shards, desks, timers, health and metrics).
+    let clock: DaemonClock
     let started = Date()
     /// Whether the last WAL checkpoint succeeded (a failure is logged once, not every 50 ms).
     let checkpointHealthy = Atomic<Bool>(true)
@@ -41,6 +43,7 @@ package final class Daemon: Sendable {
     /// Creates a daemon from its configuration; `claimed`: the leases it runs on (partitioned
     /// input); `onFenced`: called once when a commit is fenced (the run then stops by itself).
     package init(configuration: DaemonConfiguration, claimed: PartitionClaim? = nil, onFenced: (@Sendable () -> Void)? = nil) {
+        self.clock = .system
         self.config = configuration
         self.claimed = claimed
         self.onFenced = onFenced
@@ -175,7 +178,7 @@ package final class Daemon: Sendable {
         let items = refused.compactMap { r in r.outboxID.map { (id: $0, reason: r.reason) } }
         var parked: Int?
         if !items.isEmpty {
-            do { parked = try store.park(items, at: Int64(Date().timeIntervalSince1970 * 1000)) } catch {
+            do { parked = try store.park(items, at: clock.wall().milliseconds) } catch {
                 log.error("cannot park refused outputs; retrying", ["error": "\(error)"])
                 acks.restoreRefused(refused)
                 return
@@ -238,7 +241,7 @@ package final class Daemon: Sendable {
         switch e {
         case .connected(_, let sessionLost):
             log.info("broker connected", ["role": role])
-            let now = DispatchTime.now().uptimeNanoseconds
+            let now = clock.uptimeNanoseconds()
             _ = evictionWatches.withLock { $0[role, default: EvictionWatch()].connected(now: now, sessionLost: sessionLost) }
             // The subscriber and the partition sessions keep a session at the broker (clean
             // session off), which holds what is published while they are away; the publisher's
@@ -257,7 +260,7 @@ package final class Daemon: Sendable {
             }
         case .disconnected(let reason):
             log.log(reason == "requested" ? .info : .warn, "broker disconnected", ["role": role, "reason": reason])
-            let now = DispatchTime.now().uptimeNanoseconds
+            let now = clock.uptimeNanoseconds()
             let action = evictionWatches.withLock { $0[role, default: EvictionWatch()].disconnected(now: now, requested: reason == "requested") }
             if case .loopStarted(let inARow, let lost) = action {
                 log.error(

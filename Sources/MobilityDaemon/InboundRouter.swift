@@ -20,6 +20,8 @@ final class InboundRouter: Sendable {
     private let journal: IngestJournal
     private let shardCount: UInt64
     private let termination: Termination
+    /// The wall clock of command times.
+    private let clock: DaemonClock
     private let log: Logger
     private let systemReport: @Sendable (String, [UInt8]) -> Void
     /// False while the ingest journal refuses writes (`/healthz` fails, `mobilityd_journal_writable` is 0).
@@ -34,7 +36,7 @@ final class InboundRouter: Sendable {
     /// - Parameter systemReport: takes the broker's `$SYS` messages.
     init(
         layout: TopicLayout, desk: AcknowledgementDesk, silences: SilenceDesk, timelines: TimelineDesk, stage: DecodeStage, journal: IngestJournal,
-        shardCount: Int, termination: Termination, log: Logger, systemReport: @escaping @Sendable (String, [UInt8]) -> Void
+        shardCount: Int, termination: Termination, clock: DaemonClock, log: Logger, systemReport: @escaping @Sendable (String, [UInt8]) -> Void
     ) {
         self.layout = layout
         self.desk = desk
@@ -44,6 +46,7 @@ final class InboundRouter: Sendable {
         self.journal = journal
         self.shardCount = UInt64(shardCount)
         self.termination = termination
+        self.clock = clock
         self.log = log
         self.systemReport = systemReport
     }
@@ -59,7 +62,7 @@ final class InboundRouter: Sendable {
             return true
         }
         if silences.commandTeam(topic) != nil {
-            silences.received(topic: topic, payload: payload, now: Daemon.wallNow())
+            silences.received(topic: topic, payload: payload, now: clock.wall())
             return true
         }
         if timelines.commandTeam(topic) != nil {  // committed (or refused) by its user's shard before it is acknowledged, not journalled
