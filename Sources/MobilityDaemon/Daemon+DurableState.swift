@@ -26,106 +26,18 @@ extension Daemon {
     /// reason logged). With `--rebuild-store` an SQLite store that cannot be opened or read is
     /// moved aside and a new one rebuilt from the journal.
     func restoreState(current program: Program) -> Restore {
-        var aside: String?
-        var store: any StateBackend
-        do { store = try openStore() } catch {
-            guard config.rebuildStore, config.store == .sqlite else {
-                log.error("cannot open the state store", ["state": config.state, "error": "\(error)", "remedy": Daemon.rebuildRemedy])
-                return .refused(1)
-            }
-            guard let moved = moveStoreAside(error) else { return .refused(1) }
-            aside = moved
-            do { store = try openStore() } catch {
-                log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
-                return .refused(1)
-            }
-        }
-        var (restoreProgram, loaded) = load(store, current: program)
-        if case .failure(let error) = loaded {
-            guard config.rebuildStore, config.store == .sqlite, aside == nil, let moved = moveStoreAside(error) else {
-                log.error("cannot read the state store", ["state": config.state, "error": "\(error)", "remedy": Daemon.rebuildRemedy])
-                return .refused(1)
-            }
-            aside = moved
-            do { store = try openStore() } catch {
-                log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
-                return .refused(1)
-            }
-            (restoreProgram, loaded) = load(store, current: program)
-        }
-        guard case .success(let restored) = loaded else {
-            if case .failure(let error) = loaded { log.error("cannot read the state store", ["state": config.state, "error": "\(error)"]) }
-            return .refused(1)
-        }
-
+        guard let opened = openAndRead(current: program) else { return .refused(1) }
         let directory = config.state + "/journal"
         let found = IngestJournal.inspect(directory)
-        var findings: [DurableStateCheck.Finding] = []
-        var numbering: UInt64 = 0
-        var committedThrough: UInt64 = 0
+        var vouched = Vouched(findings: [], numbering: 0, committedThrough: 0)
         // Partitioned input is not journalled (each partition session acknowledges after the commit).
         if claimed == nil {
-            let facts: DurableStateCheck.Store
-            do {
-                let started = try store.meta("rules_identity") != nil
-                facts = DurableStateCheck.Store(
-                    isEmpty: restored.users.isEmpty && restored.outbox.isEmpty && !started,
-                    committedThrough: UInt64(try store.meta(DurableStateCheck.committedThroughKey) ?? "") ?? 0,
-                    highestApplied: restored.users.lazy.map(\.appliedSeq).max() ?? 0,
-                    acceptedDamage: Set((try store.meta(DurableStateCheck.acceptedDamageKey) ?? "").split(separator: "\n").map(String.init)))
-            } catch {
-                log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
-                return .refused(1)
-            }
-            committedThrough = facts.committedThrough
-            let check = DurableStateCheck(journal: found, store: facts)
-            switch check.verdict(recoverJournal: config.recoverJournal, rebuildStore: config.rebuildStore) {
-            case .refuse(let code, let refused):
-                for f in refused { log.log(.error, "refusing to start: " + f.description, pairs: fields(f)) }
-                let flags = Set(refused.map { $0.side == .store ? "--rebuild-store" : "--recover-journal" }).sorted().joined(separator: " ")
-                log.error(
-                    "refusing to start: the state store and the ingest journal do not vouch for each other; nothing was deleted or cut",
-                    [
-                        "exit_code": String(code), "state": config.state,
-                        "remedy":
-                            "keep a copy of the state directory, then start once with \(flags) to go on with what is intact; the log then says what was lost (docs/operations.md, Damaged state)"
-                    ])
-                return .refused(code)
-            case .start(let above, let all, let accept, let through):
-                findings = all
-                numbering = above
-                if let aside {
-                    findings.insert(
-                        DurableStateCheck.Finding(
-                            side: .store, description: "the state store could not be opened or read; it was moved to \(aside) and rebuilt from the journal",
-                            lost: nil, lostIsExact: false, key: nil, acceptedBefore: false), at: 0)
-                }
-                for f in findings {
-                    let what =
-                        f.acceptedBefore
-                        ? "known damage, accepted at an earlier start: " : f.costsNothing ? "damaged state, nothing lost: " : "recovering with a loss: "
-                    log.log(f.acceptedBefore ? .warn : .error, what + f.description, pairs: fields(f))
-                }
-                if !findings.isEmpty {
-                    log.error(
-                        findings.allSatisfy(\.costsNothing) ? "state damaged, nothing lost" : "state recovered with losses",
-                        [
-                            "records_lost": Daemon.recordsLost(findings),
-                            "findings": String(findings.count), "note": "every intact journal record is replayed; /healthz says degraded"
-                        ])
-                }
-                do {
-                    let joined = accept.sorted().joined(separator: "\n")
-                    if (try store.meta(DurableStateCheck.acceptedDamageKey)) ?? "" != joined { try store.setMeta(DurableStateCheck.acceptedDamageKey, joined) }
-                    if let through {
-                        try store.setMeta(DurableStateCheck.committedThroughKey, String(through))
-                        committedThrough = through
-                    }
-                } catch {
-                    log.error("cannot record the accepted losses in the state store; the next start reports them again", ["error": "\(error)"])
-                }
+            switch check(found, against: opened) {
+            case .started(let v): vouched = v
+            case .refused(let code): return .refused(code)
             }
         }
+        let findings = vouched.findings, numbering = vouched.numbering, committedThrough = vouched.committedThrough
         let journal: IngestJournal
         do {
             journal = try IngestJournal(directory: directory, segmentBytes: config.journalSegmentBytes, opening: found, numberingAbove: numbering)
@@ -144,8 +56,139 @@ extension Daemon {
         }
         return .ready(
             RestoredState(
-                store: store, users: restored.users, outbox: restored.outbox, program: restoreProgram, journal: journal, findings: findings,
+                store: opened.store, users: opened.users, outbox: opened.outbox, program: opened.program, journal: journal, findings: findings,
                 committedThrough: committedThrough))
+    }
+
+    /// The store, opened and read, and the rules its state was made with.
+    private struct OpenedStore {
+        let store: any StateBackend
+        /// Where an unreadable store was moved (`--rebuild-store`), nil when it was not.
+        let aside: String?
+        let program: Program
+        let users: [StoredUser<PreparedUser>], outbox: [StateStore.OutboxItem]
+    }
+
+    /// What the journal check lets the start go on with.
+    private struct Vouched {
+        /// What was found damaged or missing, accepted.
+        var findings: [DurableStateCheck.Finding]
+        /// New journal records are numbered above this.
+        var numbering: UInt64
+        /// The journal position the store records as committed.
+        var committedThrough: UInt64
+    }
+
+    /// The journal check's answer.
+    private enum Checked {
+        case started(Vouched)
+        case refused(Int32)
+    }
+
+    /// Opens the store and reads it into the rules its state was made with; with `--rebuild-store`
+    /// an SQLite store that cannot be opened or read is moved aside and a new one made. Nil: the
+    /// start is refused (logged).
+    private func openAndRead(current program: Program) -> OpenedStore? {
+        var aside: String?
+        var store: any StateBackend
+        do { store = try openStore() } catch {
+            guard config.rebuildStore, config.store == .sqlite else {
+                log.error("cannot open the state store", ["state": config.state, "error": "\(error)", "remedy": Daemon.rebuildRemedy])
+                return nil
+            }
+            guard let moved = moveStoreAside(error) else { return nil }
+            aside = moved
+            do { store = try openStore() } catch {
+                log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
+                return nil
+            }
+        }
+        var (restoreProgram, loaded) = load(store, current: program)
+        if case .failure(let error) = loaded {
+            guard config.rebuildStore, config.store == .sqlite, aside == nil, let moved = moveStoreAside(error) else {
+                log.error("cannot read the state store", ["state": config.state, "error": "\(error)", "remedy": Daemon.rebuildRemedy])
+                return nil
+            }
+            aside = moved
+            do { store = try openStore() } catch {
+                log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
+                return nil
+            }
+            (restoreProgram, loaded) = load(store, current: program)
+        }
+        guard case .success(let restored) = loaded else {
+            if case .failure(let error) = loaded { log.error("cannot read the state store", ["state": config.state, "error": "\(error)"]) }
+            return nil
+        }
+        return OpenedStore(store: store, aside: aside, program: restoreProgram, users: restored.users, outbox: restored.outbox)
+
+    }
+
+    /// Checks the store against the journal (``DurableStateCheck``): a start refused with its
+    /// exit code, or what it goes on with; the findings accepted are logged and recorded.
+    private func check(_ found: JournalInspection, against opened: OpenedStore) -> Checked {
+        let facts: DurableStateCheck.Store
+        do {
+            let started = try opened.store.meta("rules_identity") != nil
+            facts = DurableStateCheck.Store(
+                isEmpty: opened.users.isEmpty && opened.outbox.isEmpty && !started,
+                committedThrough: UInt64(try opened.store.meta(DurableStateCheck.committedThroughKey) ?? "") ?? 0,
+                highestApplied: opened.users.lazy.map(\.appliedSeq).max() ?? 0,
+                acceptedDamage: Set((try opened.store.meta(DurableStateCheck.acceptedDamageKey) ?? "").split(separator: "\n").map(String.init)))
+        } catch {
+            log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
+            return .refused(1)
+        }
+        var committedThrough = facts.committedThrough
+        let check = DurableStateCheck(journal: found, store: facts)
+        switch check.verdict(recoverJournal: config.recoverJournal, rebuildStore: config.rebuildStore) {
+        case .refuse(let code, let refused):
+            for f in refused { log.log(.error, "refusing to start: " + f.description, pairs: fields(f)) }
+            let flags = Set(refused.map { $0.side == .store ? "--rebuild-store" : "--recover-journal" }).sorted().joined(separator: " ")
+            log.error(
+                "refusing to start: the state store and the ingest journal do not vouch for each other; nothing was deleted or cut",
+                [
+                    "exit_code": String(code), "state": config.state,
+                    "remedy":
+                        "keep a copy of the state directory, then start once with \(flags) to go on with what is intact; the log then says what was lost (docs/operations.md, Damaged state)"
+                ])
+            return .refused(code)
+        case .start(let above, let all, let accept, let through):
+            var findings = all
+            if let aside = opened.aside {
+                findings.insert(
+                    DurableStateCheck.Finding(
+                        side: .store, description: "the state store could not be opened or read; it was moved to \(aside) and rebuilt from the journal",
+                        lost: nil, lostIsExact: false, key: nil, acceptedBefore: false), at: 0)
+            }
+            for f in findings {
+                let what =
+                    f.acceptedBefore
+                    ? "known damage, accepted at an earlier start: " : f.costsNothing ? "damaged state, nothing lost: " : "recovering with a loss: "
+                log.log(f.acceptedBefore ? .warn : .error, what + f.description, pairs: fields(f))
+            }
+            if !findings.isEmpty {
+                log.error(
+                    findings.allSatisfy(\.costsNothing) ? "state damaged, nothing lost" : "state recovered with losses",
+                    [
+                        "records_lost": Daemon.recordsLost(findings),
+                        "findings": String(findings.count), "note": "every intact journal record is replayed; /healthz says degraded"
+                    ])
+            }
+            do {
+                let joined = accept.sorted().joined(separator: "\n")
+                if (try opened.store.meta(DurableStateCheck.acceptedDamageKey)) ?? "" != joined {
+                    try opened.store.setMeta(DurableStateCheck.acceptedDamageKey, joined)
+                }
+                if let through {
+                    try opened.store.setMeta(DurableStateCheck.committedThroughKey, String(through))
+                    committedThrough = through
+                }
+            } catch {
+                log.error("cannot record the accepted losses in the state store; the next start reports them again", ["error": "\(error)"])
+            }
+            return .started(Vouched(findings: findings, numbering: above, committedThrough: committedThrough))
+        }
     }
 
     /// The state to run from, or the exit code of a start that was refused.

@@ -4,13 +4,14 @@ import StateStore
 
 extension Daemon {
     /// What is wrong now, for `/healthz`, `STATUS=` and the watchdog: empty when healthy.
-    func healthProblems(shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> (problems: [String], stalled: Bool) {
+    func healthProblems(_ c: Components) -> (problems: [String], stalled: Bool) {
+        let shards = c.shards
         var problems: [String] = []
-        if !subscriber.isConnected || !publisher.isConnected { problems.append("broker not connected") }
+        if !c.subscriber.isConnected || !c.publisher.isConnected { problems.append("broker not connected") }
         for role in evictionLoops() {
             problems.append("the broker evicts the \(role) connection right after each connect: another connection uses its client id")
         }
-        if !journalHealthy.load(ordering: .relaxed) { problems.append("ingest journal not writable") }
+        if !c.router.journalWritable.load(ordering: .relaxed) { problems.append("ingest journal not writable") }
         if shards.contains(where: { !$0.stats.withLock { $0.storeHealthy } }) { problems.append("state store not accepting commits") }
         let stalled = stalledShards(shards)
         for (i, ns) in stalled {
@@ -22,7 +23,7 @@ extension Daemon {
     /// The roles of the connections in an eviction loop now; logs the loops that ended (a
     /// connection stayed up).
     func evictionLoops() -> [String] {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = clock.uptimeNanoseconds()
         var ended: [String] = []
         let looping = evictionWatches.withLock { watches in
             var looping: [String] = []
@@ -58,7 +59,7 @@ extension Daemon {
 
     /// Shards whose batch at hand has run past `--stall-timeout`, with how long (ns).
     func stalledShards(_ shards: [Shard]) -> [(Int, UInt64)] {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = clock.uptimeNanoseconds()
         let bound = UInt64(config.stallTimeoutSeconds) * 1_000_000_000
         return shards.compactMap { s in
             let busy = s.busyNanoseconds(now: now)
@@ -69,17 +70,17 @@ extension Daemon {
     /// Every `interval`: `WATCHDOG=1` while no shard is stalled (systemd restarts a daemon whose
     /// pings stop), and a `STATUS=` line when health changes. Runs on its own queue, so neither
     /// a stalled shard nor a busy signal handler can hold it up.
-    func startServiceTimer(_ notifier: ServiceNotifier, shards: [Shard], subscriber: MQTTClient, publisher: MQTTClient) -> DispatchSourceTimer {
+    func startServiceTimer(_ notifier: ServiceNotifier, _ c: Components) -> DispatchSourceTimer {
         // systemd's advice: ping at half the interval. Health is reported at least every second.
         let intervalUs = min(notifier.watchdogMicroseconds.map { $0 / 2 } ?? 1_000_000, 1_000_000)
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mobilityd.service"))
         timer.schedule(deadline: .now(), repeating: .microseconds(Int(max(intervalUs, 1000))))
         let last = LastStatus()
         timer.setEventHandler { [self] in
-            let (problems, stalled) = healthProblems(shards: shards, subscriber: subscriber, publisher: publisher)
+            let (problems, stalled) = healthProblems(c)
             if notifier.watchdogMicroseconds != nil, !stalled { notifier.watchdog() }
             let degraded = problems + healthWarnings()
-            let status = degraded.isEmpty ? "running: \(shards.count) shards" : "degraded: " + degraded.joined(separator: "; ")
+            let status = degraded.isEmpty ? "running: \(c.shards.count) shards" : "degraded: " + degraded.joined(separator: "; ")
             if last.swap(status) != status { notifier.status(status) }
             if last.swapStalled(stalled) != stalled {
                 if stalled {
@@ -101,17 +102,4 @@ final class LastStatus: @unchecked Sendable {
     private var stalled = false
     func swap(_ v: String) -> String { defer { value = v }; return value }
     func swapStalled(_ v: Bool) -> Bool { defer { stalled = v }; return stalled }
-}
-
-/// What the health and metrics endpoints read.
-final class HealthSources: Sendable {
-    let shards: [Shard]
-    let sink: MQTTOutputSink
-    /// The acknowledgements (their counters).
-    let desk: AcknowledgementDesk?
-    init(shards: [Shard], sink: MQTTOutputSink, desk: AcknowledgementDesk? = nil) {
-        self.shards = shards
-        self.sink = sink
-        self.desk = desk
-    }
 }

@@ -12,9 +12,9 @@ extension Daemon {
     ///
     /// Mount report pages and JSON here, e.g.
     /// `router.get("/api/v1/users/{u}/reports", query: ["week"]) { request in … }`.
-    /// `deliver` hands a care-staff timeline command to its user's shard (the POST route waits for
+    /// `deliver` hands a care-staff timeline command (taken by `timelines`) to its user's shard (the POST route waits for
     /// the answer the shard gives).
-    func reportRouter(shards: [Shard], store: any StateBackend, deliver: @escaping @Sendable (TimelineRequest) -> Void) -> HTTPRouter {
+    func reportRouter(shards: [Shard], store: any StateBackend, timelines: TimelineDesk, deliver: @escaping @Sendable (TimelineRequest) -> Void) -> HTTPRouter {
         var router = HTTPRouter(tokens: config.httpTokens)
         // No health data: counts and the rules' identity, for a client to check its token and TLS.
         router.get("/api/v1/status") { [self] request in
@@ -31,7 +31,7 @@ extension Daemon {
             return .apiSuccess(data: w.text)
         }
         mountHistoryAPI(&router, store: store)
-        if let timelines = timelinesRef.value { mountTimelineAPI(&router, store: store, desk: timelines, deliver: deliver) }
+        mountTimelineAPI(&router, store: store, desk: timelines, deliver: deliver)
         mountPages(&router, store: store)
         return router
     }

@@ -327,14 +327,24 @@ package struct DaemonConfiguration: Sendable {
             + "run 'chmod 600 \(path)' (owned by the user mobilityd runs as), or keep the password in a --password-file of its own"
     }
 
+    /// Applies options by name (the command line's and the configuration file's, without `--`).
     mutating func apply(_ m: [String: String]) throws(Problem) {
-        func int(_ k: String, _ range: ClosedRange<Int>) throws(Problem) -> Int? {
-            guard let v = m[k] else { return nil }
-            guard let n = Int(v), range.contains(n) else {
-                throw Problem(description: "--\(k) must be a whole number in \(range.lowerBound)...\(range.upperBound), not '\(v)'")
-            }
-            return n
+        try applyConnection(m)
+        try applyRuntime(m)
+        if (certFile == nil) != (keyFile == nil) { throw Problem(description: "--cert-file and --key-file go together") }
+    }
+
+    /// A whole-number option within `range`, nil when it is not given.
+    private static func int(_ m: [String: String], _ k: String, _ range: ClosedRange<Int>) throws(Problem) -> Int? {
+        guard let v = m[k] else { return nil }
+        guard let n = Int(v), range.contains(n) else {
+            throw Problem(description: "--\(k) must be a whole number in \(range.lowerBound)...\(range.upperBound), not '\(v)'")
         }
+        return n
+    }
+
+    /// The broker, the connections, the rules, the state and the topics.
+    private mutating func applyConnection(_ m: [String: String]) throws(Problem) {
         if let v = m["broker"] {
             do { _ = try BrokerURL(parsing: v) } catch { throw Problem(description: error.description) }
             broker = v
@@ -372,10 +382,14 @@ package struct DaemonConfiguration: Sendable {
             }
             topicRoot = v
         }
-        if let n = try int("shards", 1...256) { shards = n }
-        if let n = try int("queue-capacity", 1...10_000_000) { queueCapacity = n }
-        if let n = try int("ack-interval", 0...60_000) { ackIntervalMs = n }
-        if let n = try int("commit-interval", 0...60_000) { commitIntervalMs = n }
+    }
+
+    /// Shards, queues, intervals, limits, listeners, logs and history.
+    private mutating func applyRuntime(_ m: [String: String]) throws(Problem) {
+        if let n = try Self.int(m, "shards", 1...256) { shards = n }
+        if let n = try Self.int(m, "queue-capacity", 1...10_000_000) { queueCapacity = n }
+        if let n = try Self.int(m, "ack-interval", 0...60_000) { ackIntervalMs = n }
+        if let n = try Self.int(m, "commit-interval", 0...60_000) { commitIntervalMs = n }
         if let v = m["metrics-address"] {
             // /metrics and /healthz have neither TLS nor tokens: loopback only (docs/security.md).
             guard v == "off" || Self.isLoopback(v) else {
@@ -397,20 +411,19 @@ package struct DaemonConfiguration: Sendable {
             guard LocalCalendar(identifier: v) != nil else { throw Problem(description: "--time-zone '\(v)' is not an IANA zone") }
             timeZone = v
         }
-        if let n = try int("grace", 0...86_400) { graceSeconds = Int64(n) }
-        if let n = try int("lateness", 0...365) { latenessDays = Int64(n) }
-        if let n = try int("max-future", 0...86_400 * 365) { maxFutureSeconds = Int64(n) }
-        if let n = try int("max-event-age", 1...36_500) { maxEventAgeDays = n }
-        if let n = try int("max-payload", 64...64 * 1024 * 1024) { maxPayloadBytes = n }
-        if let n = try int("tick", 1...86_400) { tickSeconds = n }
-        if let n = try int("stall-timeout", 1...3600) { stallTimeoutSeconds = n }
-        if let n = try int("journal-segment-bytes", 4096...(1 << 30)) { journalSegmentBytes = n }
+        if let n = try Self.int(m, "grace", 0...86_400) { graceSeconds = Int64(n) }
+        if let n = try Self.int(m, "lateness", 0...365) { latenessDays = Int64(n) }
+        if let n = try Self.int(m, "max-future", 0...86_400 * 365) { maxFutureSeconds = Int64(n) }
+        if let n = try Self.int(m, "max-event-age", 1...36_500) { maxEventAgeDays = n }
+        if let n = try Self.int(m, "max-payload", 64...64 * 1024 * 1024) { maxPayloadBytes = n }
+        if let n = try Self.int(m, "tick", 1...86_400) { tickSeconds = n }
+        if let n = try Self.int(m, "stall-timeout", 1...3600) { stallTimeoutSeconds = n }
+        if let n = try Self.int(m, "journal-segment-bytes", 4096...(1 << 30)) { journalSegmentBytes = n }
         if let v = m["publish-series"] {
             guard v == "true" || v == "false" else { throw Problem(description: "--publish-series must be true or false") }
             publishSeries = v == "true"
         }
-        if m["history-days"] == "off" { historyDays = nil } else if let n = try int("history-days", 14...3660) { historyDays = n }
-        if (certFile == nil) != (keyFile == nil) { throw Problem(description: "--cert-file and --key-file go together") }
+        if m["history-days"] == "off" { historyDays = nil } else if let n = try Self.int(m, "history-days", 14...3660) { historyDays = n }
     }
 
     /// Why the two connections cannot both work, or nil. A broker that binds client ids to

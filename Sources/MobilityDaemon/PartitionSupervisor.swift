@@ -25,6 +25,15 @@ package final class PartitionSupervisor: Sendable {
         log = Logger(format: configuration.logFormat, level: configuration.logLevel)
     }
 
+    /// What the supervisor's loop holds between heartbeats.
+    private struct Loop {
+        var held: [PartitionLeases.Lease] = []
+        var run: Run?
+        var lastRenewal = DispatchTime.now()
+        var exitCode: Int32 = 0
+        var beats = 0
+    }
+
     /// Runs until SIGTERM/SIGINT or a run fails; the process exit code.
     package func run() -> Int32 {
         guard let p = config.partitioning, case .postgres(let url) = config.store else { return 2 }
@@ -47,100 +56,103 @@ package final class PartitionSupervisor: Sendable {
             return 1
         }
         let rule = PartitionOwnership(count: p.count)
-        var held: [PartitionLeases.Lease] = []
-        var run: Run?
-        var lastRenewal = DispatchTime.now()
-        var exitCode: Int32 = 0
-        var beats = 0
-
-        func stopRun() {
-            guard let r = run else { return }
-            r.daemon.requestStop()
-            r.done.wait()
-            current.withLock { $0 = nil }
-            run = nil
-        }
-
+        var loop = Loop()
         while !terminating.load(ordering: .sequentiallyConsistent) {
-            let sent = DispatchTime.now()
-            do {
-                let (live, kept) = try leases.heartbeat(holding: held)
-                lastRenewal = sent
-                beats += 1
-                if Set(kept) != Set(held) {
-                    log.warn(
-                        "partition leases lost; stopping their processing",
-                        ["lost": Set(held).subtracting(kept).map { String($0.partition) }.sorted().joined(separator: ",")])
-                    stopRun()
-                    held = kept
-                }
-                // The first beat only announces this instance, so that instances starting together
-                // count each other before claiming.
-                if beats > 1 {
-                    switch rule.decide(held: held.map(\.partition), live: live) {
-                    case .keep: break
-                    case .release(let ps):
-                        stopRun()
-                        let gone = held.filter { ps.contains($0.partition) }
-                        try leases.release(gone)
-                        held.removeAll { ps.contains($0.partition) }
-                        log.info("partitions released for a rebalance", ["partitions": ps.map(String.init).joined(separator: ","), "instances": String(live)])
-                    case .claim(let n):
-                        let got = try leases.claim(n)
-                        if !got.isEmpty {
-                            stopRun()
-                            held = (held + got).sorted { $0.partition < $1.partition }
-                            log.info(
-                                "partitions claimed",
-                                [
-                                    "partitions": got.map { "\($0.partition)" }.joined(separator: ","),
-                                    "tokens": got.map { "\($0.token)" }.joined(separator: ","),
-                                    "instances": String(live)
-                                ])
-                        }
-                    }
-                }
-            } catch {
-                log.warn("partition heartbeat failed", ["error": "\(error)"])
-                if run != nil, DispatchTime.now().uptimeNanoseconds - lastRenewal.uptimeNanoseconds >= UInt64(p.leaseMs) * 1_000_000 {
-                    log.error("partition leases expired unrenewed; stopping their processing")
-                    stopRun()
-                    held = []
-                }
-            }
-            if let r = run, r.done.wait(timeout: .now()) == .success {
+            heartbeat(&loop, leases: leases, rule: rule, leaseMs: p.leaseMs)
+            if let r = loop.run, r.done.wait(timeout: .now()) == .success {
                 // The run ended by itself (a broker refusal, a store that cannot be read), or
                 // because a commit was fenced: then heartbeat at once, to rejoin on what is left.
-                exitCode = r.code.load(ordering: .relaxed)
+                loop.exitCode = r.code.load(ordering: .relaxed)
                 current.withLock { $0 = nil }
-                run = nil
+                loop.run = nil
                 if r.daemon.wasFenced, !terminating.load(ordering: .sequentiallyConsistent) {
-                    exitCode = 0
+                    loop.exitCode = 0
                     continue
                 }
-                if r.daemon.stoppedBySignal || exitCode != 0 { break }
+                if r.daemon.stoppedBySignal || loop.exitCode != 0 { break }
             }
-            if run == nil, !held.isEmpty, !terminating.load(ordering: .sequentiallyConsistent) {
-                let claim = PartitionClaim(count: p.count, leases: held.map { ($0.partition, $0.token) })
-                let r = Run(daemon: Daemon(configuration: config, claimed: claim) { [wake] in wake.signal() })
-                current.withLock { $0 = r.daemon }
-                let t = Thread {
-                    r.code.store(r.daemon.run(), ordering: .relaxed)
-                    r.done.signal()
-                }
-                t.name = "mobilityd-run"
-                t.start()
-                run = r
-                log.info("running on partitions", ["partitions": held.map { String($0.partition) }.joined(separator: ","), "of": String(p.count)])
-            }
+            if loop.run == nil, !loop.held.isEmpty, !terminating.load(ordering: .sequentiallyConsistent) { startRun(&loop, count: p.count) }
             _ = wake.wait(timeout: .now() + .milliseconds(p.heartbeatMs))
         }
-        stopRun()
-        if let r = run { exitCode = r.code.load(ordering: .relaxed) }
-        try? leases.release(held)
+        stopRun(&loop)
+        if let r = loop.run { loop.exitCode = r.code.load(ordering: .relaxed) }
+        try? leases.release(loop.held)
         try? leases.leave()
-        log.info("stopped", ["exit_code": String(exitCode)])
-        return exitCode
+        log.info("stopped", ["exit_code": String(loop.exitCode)])
+        return loop.exitCode
+    }
+
+    /// Stops the run under way, if any, and waits for it.
+    private func stopRun(_ loop: inout Loop) {
+        guard let r = loop.run else { return }
+        r.daemon.requestStop()
+        r.done.wait()
+        current.withLock { $0 = nil }
+        loop.run = nil
+    }
+
+    /// Renews the leases and reconsiders the share: leases lost or released stop the run; leases
+    /// claimed stop it too (a run starts on the new set). Leases not renewed for a whole lease stop it.
+    private func heartbeat(_ loop: inout Loop, leases: PartitionLeases, rule: PartitionOwnership, leaseMs: Int) {
+        let sent = DispatchTime.now()
+        do {
+            let (live, kept) = try leases.heartbeat(holding: loop.held)
+            loop.lastRenewal = sent
+            loop.beats += 1
+            if Set(kept) != Set(loop.held) {
+                log.warn(
+                    "partition leases lost; stopping their processing",
+                    ["lost": Set(loop.held).subtracting(kept).map { String($0.partition) }.sorted().joined(separator: ",")])
+                stopRun(&loop)
+                loop.held = kept
+            }
+            // The first beat only announces this instance, so that instances starting together
+            // count each other before claiming.
+            guard loop.beats > 1 else { return }
+            switch rule.decide(held: loop.held.map(\.partition), live: live) {
+            case .keep: break
+            case .release(let ps):
+                stopRun(&loop)
+                let gone = loop.held.filter { ps.contains($0.partition) }
+                try leases.release(gone)
+                loop.held.removeAll { ps.contains($0.partition) }
+                log.info("partitions released for a rebalance", ["partitions": ps.map(String.init).joined(separator: ","), "instances": String(live)])
+            case .claim(let n):
+                let got = try leases.claim(n)
+                guard !got.isEmpty else { return }
+                stopRun(&loop)
+                loop.held = (loop.held + got).sorted { $0.partition < $1.partition }
+                log.info(
+                    "partitions claimed",
+                    [
+                        "partitions": got.map { "\($0.partition)" }.joined(separator: ","),
+                        "tokens": got.map { "\($0.token)" }.joined(separator: ","),
+                        "instances": String(live)
+                    ])
+            }
+        } catch {
+            log.warn("partition heartbeat failed", ["error": "\(error)"])
+            if loop.run != nil, DispatchTime.now().uptimeNanoseconds - loop.lastRenewal.uptimeNanoseconds >= UInt64(leaseMs) * 1_000_000 {
+                log.error("partition leases expired unrenewed; stopping their processing")
+                stopRun(&loop)
+                loop.held = []
+            }
+        }
+    }
+
+    /// Starts a run of the daemon on the held partitions, on a thread of its own.
+    private func startRun(_ loop: inout Loop, count: Int) {
+        let claim = PartitionClaim(count: count, leases: loop.held.map { ($0.partition, $0.token) })
+        let r = Run(daemon: Daemon(configuration: config, claimed: claim) { [wake] in wake.signal() })
+        current.withLock { $0 = r.daemon }
+        let t = Thread {
+            r.code.store(r.daemon.run(), ordering: .relaxed)
+            r.done.signal()
+        }
+        t.name = "mobilityd-run"
+        t.start()
+        loop.run = r
+        log.info("running on partitions", ["partitions": loop.held.map { String($0.partition) }.joined(separator: ","), "of": String(count)])
     }
 }
 

@@ -1,17 +1,50 @@
-/// Starts services in the order given (each may depend on those before it) and stops those that
-/// started in reverse order, once: after a start failure, or at shutdown. Used from one thread
-/// (the daemon's `run`), so it holds no lock.
+import Foundation
+
+/// Runs the daemon's services (swift-service-lifecycle's `ServiceGroup`, synchronous): starts them
+/// in the order given (each may depend on those before it), installs the signal handlers once,
+/// after every service started, waits for the ``Termination`` and stops the services that started
+/// in reverse order, once: after a start failure, or at shutdown. Used from one thread (the
+/// daemon's `run`), so it holds no lock.
 final class ServiceGroup {
+    /// What the group does on a signal.
+    struct Signals {
+        /// Signals that end the run (SIGTERM, SIGINT): `announce` says so, then the termination is requested.
+        var shutdown: [Int32]
+        /// Called on the signal queue before a shutdown signal ends the run (a log line, the service manager's status).
+        var announce: @Sendable (Int32) -> Void
+        /// A signal that reloads (SIGHUP), and what it does.
+        var reload: (signal: Int32, handler: @Sendable () -> Void)?
+    }
+
     private let services: [any Service]
     private let log: Logger?
     /// The services started so far, in start order (stopping pops them).
     private var started: [any Service] = []
     private var didStart = false
+    /// What ends the run.
+    let termination: Termination
 
-    /// A group of `services`, in start order; `log` gets a debug line per start and stop.
-    init(_ services: [any Service], log: Logger? = nil) {
-        self.services = services
+    /// A group of `services`, in start order; `log` gets a debug line per start and stop. With
+    /// `signals`, they are held from now on (ignored, so that none ends the process during start-up)
+    /// and handled once every service started (the handlers are the last service, the first stopped).
+    init(_ services: [any Service], signals: Signals? = nil, termination: Termination = Termination(), log: Logger? = nil) {
         self.log = log
+        self.termination = termination
+        guard let signals else {
+            self.services = services
+            return
+        }
+        var handlers: [(Int32, @Sendable () -> Void)] = signals.shutdown.map { s in
+            (
+                s,
+                { [announce = signals.announce] in
+                    announce(s); termination.request(bySignal: true)
+                }
+            )
+        }
+        if let reload = signals.reload { handlers.append((reload.signal, reload.handler)) }
+        for (s, _) in handlers { SignalService.holdUntilHandled(s) }
+        self.services = services + [SignalService(handlers)]
     }
 
     /// The names of the services, in start order.
@@ -33,6 +66,15 @@ final class ServiceGroup {
             started.append(service)
             log?.debug("service started", ["service": service.name])
         }
+    }
+
+    /// Starts the services, calls `running` once all started, waits for the termination, then
+    /// stops them in reverse order. A start failure is rethrown (the started ones are stopped).
+    func run(running: () -> Void = {}) throws {
+        try start()
+        running()
+        termination.wait()
+        stop()
     }
 
     /// Stops the started services in reverse start order. A second call does nothing.

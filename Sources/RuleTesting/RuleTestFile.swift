@@ -235,7 +235,9 @@ extension RuleTestFile {
                     let i = first + k - earlier.firstDay
                     guard earlier.values.indices.contains(i), earlier.values[i] != nil else { continue }
                     throw LineError(
-                        message: "an earlier 'input \(head[1])' already gives day \(first + k) a value: one 'input' line a metric and source a day ('_' for days another line gives), or 'sample' lines")
+                        message:
+                            "an earlier 'input \(head[1])' already gives day \(first + k) a value: one 'input' line a metric and source a day ('_' for days another line gives), or 'sample' lines"
+                    )
                 }
             }
             c.inputs.append(.init(metric: m, unit: u, provenance: prov, firstDay: first, values: values))

@@ -192,6 +192,37 @@ import Testing
     }
 }
 
+extension DiskFullTests {
+    /// Stopped while the journal refuses a message, the daemon neither journals nor acknowledges
+    /// it: the broker's session delivers it to the next start, and no user's input is lost.
+    @Test func stoppingWhileTheJournalRefusesLosesNothing() throws {
+        let mountPoint = TemporaryPath.make("mw-tmpfs")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mount = try ChildProcess("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint])
+        try #require(mount.wait() == 0, "mounting a tmpfs needs root: \(mount.log)")
+        defer {
+            _ = try? ChildProcess("/usr/bin/umount", ["-l", mountPoint]).wait()
+            try? FileManager.default.removeItem(atPath: mountPoint)
+        }
+        let broker = try MosquittoBroker()
+        let state = mountPoint + "/state"
+        let first = try DaemonUnderTest(broker: broker, state: state, extra: ["--publish-series", "false"])
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        for i in 0..<20 { try pub.publish(samplesTopic("a\(i)"), sampleJSON(id: "a\(i)", value: 1.1, end: "2026-04-01T12:00:00Z")) }
+        #expect(first.waitProcessed(20))
+        let filler = mountPoint + "/filler"
+        _ = try ChildProcess("/usr/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=64k", "count=1000"]).wait()
+        // One user a message: the users with state at the end say which messages arrived.
+        for i in 0..<100 { try pub.publish(samplesTopic("b\(i)"), sampleJSON(id: "b\(i)", value: 1.1, end: "2026-04-02T12:00:00Z")) }
+        #expect(eventually { first.metric("mobilityd_journal_writable") == 0 })
+        #expect(first.process.stop() == 0, "\(first.process.log)")
+        try FileManager.default.removeItem(atPath: filler)
+        let second = try DaemonUnderTest(broker: broker, state: state, extra: ["--publish-series", "false"])
+        #expect(eventually(timeout: 30) { second.metric("mobilityd_users") == 120 }, "\(second.metric("mobilityd_users") ?? -1) users")
+        #expect(second.process.stop() == 0)
+    }
+}
+
 /// The end-to-end protocol: a broker killed with SIGKILL loses what it held since its last
 /// snapshot; the gateway (`mobility-sim play --resend`) re-sends what mobilityd never acknowledged
 /// on `users/{user}/acks`, and every sample is applied exactly once.

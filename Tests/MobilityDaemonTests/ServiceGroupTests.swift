@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import MobilityDaemon
@@ -69,5 +70,23 @@ import Testing
         let group = ServiceGroup([Fake("a", j, fails: true), Fake("b", j)])
         #expect(throws: StartFailed(name: "a")) { try group.start() }
         #expect(j.events == ["start a"])
+    }
+}
+
+extension ServiceGroupTests {
+    /// With signals, the handlers are the last service started (and the first stopped).
+    @Test func theSignalHandlersStartLast() {
+        let group = ServiceGroup([Fake("a", Journal())], signals: .init(shutdown: [SIGUSR2], announce: { _ in }, reload: nil))
+        #expect(group.names == ["a", "signals"])
+    }
+
+    /// A termination requested by a part of the run (a refused broker connection) ends it with its code.
+    @Test func aRequestedTerminationEndsTheRun() throws {
+        let j = Journal()
+        let termination = Termination()
+        let group = ServiceGroup([Fake("a", j)], termination: termination)
+        try group.run { termination.request(exitCode: 1) }
+        #expect(j.events == ["start a", "stop a"])
+        #expect(termination.exitCode == 1 && !termination.bySignal)
     }
 }

@@ -56,7 +56,8 @@ import Testing
         let (_, errors) = RuleTestFile.parse(path: "x.test", text: overlapping)
         #expect(errors.map(\.line) == [4])
         #expect(errors.first?.message.contains("already gives day 3 a value") == true)
-        let apart = "rules .\ntest \"x\" {\n  input walkingSpeed m/s: 1 1 _\n  input walkingSpeed m/s from day 3: 2 2\n  input walkingSpeed m/s user_entered: 1 1 1\n}\n"
+        let apart =
+            "rules .\ntest \"x\" {\n  input walkingSpeed m/s: 1 1 _\n  input walkingSpeed m/s from day 3: 2 2\n  input walkingSpeed m/s user_entered: 1 1 1\n}\n"
         #expect(RuleTestFile.parse(path: "x.test", text: apart).1.isEmpty)
     }
 }

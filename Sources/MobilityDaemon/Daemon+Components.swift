@@ -1,0 +1,188 @@
+import Foundation
+import Ingest
+import MQTTTransport
+import MobilityWire
+import RuleEngine
+import RuleLanguage
+import StateStore
+
+extension Daemon {
+    /// Everything one run is made of, built by ``components(program:broker:state:)`` before any of
+    /// it starts; each part gets the parts it uses when it is made (no part is changed after).
+    struct Components: Sendable {
+        /// The current rules.
+        let program: Program
+        let broker: BrokerURL
+        let clientID: String
+        let store: any StateBackend
+        let journal: IngestJournal
+        /// Records how far the shards committed the journal (nil for partitioned input, which has no journal).
+        let commitMark: JournalCommitMark?
+        /// The broker's answers to the publisher's publishes.
+        let acks: AckTracker
+        /// The publisher's connection (clean session), which carries the status and the last will.
+        let publisher: MQTTClient
+        let sink: MQTTOutputSink
+        let shards: [Shard]
+        let desk: AcknowledgementDesk
+        let silences: SilenceDesk
+        let timelines: TimelineDesk
+        /// Decodes large samples payloads on a thread of its own, in order, before their shard.
+        let stage: DecodeStage
+        /// Routes the subscriber's messages.
+        let router: InboundRouter
+        /// The subscriber's connection (the persistent session).
+        let subscriber: MQTTClient
+        /// The owned partitions' sessions (partitioned input; nil: the subscriber takes the inputs).
+        let partitionInput: PartitionInputService?
+    }
+
+    /// A part of the run could not be made; why is logged.
+    struct ComponentFailure: Error {}
+
+    /// Builds every part of a run, in dependency order: the publisher and its sink, the staff
+    /// desks (restored from the store), the shards, the decode stage, the inbound router and the
+    /// subscriber. Nothing runs yet.
+    func components(program: Program, broker: BrokerURL, state: RestoredState) throws(ComponentFailure) -> Components {
+        let clientID = config.clientID ?? "mobilityd-\(config.instance)"
+        let acks = AckTracker()
+        let publisher = try makePublisher(broker: broker, clientID: clientID, acks: acks)
+        let sink = MQTTOutputSink(client: publisher, acks: acks)
+        let desks = try makeDesks(store: state.store, sink: sink)
+        var decoder = WireDecoder()
+        decoder.maxPayloadBytes = config.maxPayloadBytes
+        let shards = makeShards(
+            program: state.program, decoder: decoder, state: state, sink: sink, acks: acks,
+            desks: Shard.StaffDesks(acknowledgements: desks.desk, silences: desks.silences, timelines: desks.timelines))
+        let journal = state.journal
+        let stage = DecodeStage(
+            shards: shards.map(\.queue), decoder: decoder, capacity: config.queueCapacity, threshold: DecodeStage.threshold(shards: shards.count)
+        ) { journal.markQueued($0) }
+        let router = InboundRouter(
+            layout: layout, desk: desks.desk, silences: desks.silences, timelines: desks.timelines, stage: stage, journal: journal,
+            shardCount: shards.count, termination: termination, clock: clock, log: log
+        ) { [self] topic, payload in brokerReported(topic, payload) }
+        let (subscriber, subscriberConfig) = try makeSubscriber(
+            broker: broker, clientID: clientID, router: router,
+            commands: [desks.desk.subscription, desks.silences.subscription, desks.timelines.subscription])
+        return Components(
+            program: program, broker: broker, clientID: clientID, store: state.store, journal: journal,
+            // Partitioned input is not journalled: nothing to release or record.
+            commitMark: claimed == nil ? JournalCommitMark(journal: journal, store: state.store, recorded: state.committedThrough, log: log) : nil,
+            acks: acks, publisher: publisher, sink: sink, shards: shards, desk: desks.desk, silences: desks.silences,
+            timelines: desks.timelines, stage: stage, router: router, subscriber: subscriber,
+            partitionInput: claimed.map { partitionSessions($0, base: subscriberConfig, shards: shards) })
+    }
+
+    /// The publisher: its own connection (clean session), carrying the status (`online` on each
+    /// connect) and the last will (`offline`).
+    private func makePublisher(broker: BrokerURL, clientID: String, acks: AckTracker) throws(ComponentFailure) -> MQTTClient {
+        let statusTopic = layout.status(config.instance)
+        var pubConfig = MQTTClientConfiguration(broker: broker, clientID: clientID + "-pub")
+        applyCommon(&pubConfig)
+        if let u = config.publisherUsername { pubConfig.username = u }
+        pubConfig.cleanSession = true
+        pubConfig.will = (statusTopic, Array("offline".utf8), true)
+        // The connect callback publishes on the client it belongs to, which exists only once made.
+        let itself = LateReference<MQTTClient>()
+        do {
+            let publisher = try MQTTClient(
+                pubConfig, onMessage: { _, _ in },
+                onEvent: { [self] e in
+                    connectionEvent(e, role: "publisher")
+                    if case .connected = e, let p = itself.value,
+                        let mid = try? p.publish(topic: statusTopic, payload: Array("online".utf8), retain: true)
+                    {
+                        acks.published(mid: mid, id: nil, topic: statusTopic)
+                    }
+                }, onPublished: { mid, reason in acks.answered(mid: mid, reasonCode: reason) })
+            itself.set(publisher)
+            return publisher
+        } catch {
+            log.error("cannot create MQTT publisher", ["error": error.description])
+            throw ComponentFailure()
+        }
+    }
+
+    /// The care-staff desks, with what the store holds of them (acknowledgements, silences).
+    private func makeDesks(
+        store: any StateBackend, sink: MQTTOutputSink
+    ) throws(ComponentFailure) -> (desk: AcknowledgementDesk, silences: SilenceDesk, timelines: TimelineDesk) {
+        let scope = CommandScope(partitions: claimed?.partitions)  // which commands this run answers
+        let publishNow: @Sendable (String, [UInt8]) -> Void = { sink.publishUntracked(topic: $0, payload: $1, retain: false) }
+        let desk = AcknowledgementDesk(layout: layout, store: store, sink: sink, teams: careTeams, log: log, scope: scope, publishNow: publishNow)
+        do { try desk.restore() } catch {
+            log.error("cannot read the acknowledgements", ["error": "\(error)"])
+            throw ComponentFailure()
+        }
+        let silences = SilenceDesk(
+            layout: layout, store: store, sink: sink, teams: careTeams, log: log, scope: scope, labelNames: { [reloader] in reloader.labelNames },
+            publishNow: publishNow)
+        do { try silences.restore() } catch {
+            log.error("cannot read the silences", ["error": "\(error)"])
+            throw ComponentFailure()
+        }
+        let timelines = TimelineDesk(layout: layout, teams: careTeams, log: log, scope: scope, publishNow: publishNow)
+        return (desk, silences, timelines)
+    }
+
+    /// The shards, each with an engine of the rules the state was made with (`program`).
+    private func makeShards(
+        program: Program, decoder: WireDecoder, state: RestoredState, sink: MQTTOutputSink, acks: AckTracker, desks: Shard.StaffDesks
+    ) -> [Shard] {
+        let layout = layout
+        var onFenced: (@Sendable () -> Void)?
+        if claimed != nil { onFenced = { @Sendable [self] in commitFenced() } }
+        return (0..<config.shards).map { i in
+            Shard(
+                index: i,
+                ingestor: Ingestor(
+                    engine: Engine(program: program, configuration: config.engine), layout: layout,
+                    decoder: decoder, clock: config.clock, boundedByWallClock: true),
+                capacity: config.queueCapacity, sink: sink, store: state.store, journal: claimed == nil ? state.journal : nil, acks: acks, log: log,
+                ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
+                historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, fhir: config.fhir,
+                desks: desks, onFenced: onFenced, clock: clock,
+                acknowledge: { user, lastID in
+                    sink.publishUntracked(topic: layout.acks(user), payload: AckPayload.bytes(user: user, lastID: lastID), retain: true)
+                })
+        }
+    }
+
+    /// The subscriber: the persistent session (fixed client id, clean session off, QoS 1), and its
+    /// configuration (the partition sessions connect with the same settings); `commands`: the
+    /// staff command subscriptions.
+    private func makeSubscriber(
+        broker: BrokerURL, clientID: String, router: InboundRouter, commands: [String]
+    ) throws(ComponentFailure) -> (MQTTClient, MQTTClientConfiguration) {
+        var subConfig = MQTTClientConfiguration(broker: broker, clientID: clientID)
+        applyCommon(&subConfig)
+        subConfig.cleanSession = false
+        // MQTT 5: a retained input keeps its flag when forwarded live, so it is refused the first time too.
+        subConfig.retainAsPublished = true
+        // mosquitto's count of messages it dropped for its queue limits (it says nothing else).
+        // Inputs come through the partition sessions; every instance takes the commands (CommandScope).
+        subConfig.subscriptions = claimed != nil ? commands : layout.subscriptions + [Daemon.brokerDroppedTopic] + commands
+        // A payload the decoder would reject for its size is neither copied nor journalled.
+        subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
+        // An input the router gives up on (the run ends while the journal refuses it) must not be
+        // acknowledged: the callback drops the connection before libmosquitto can acknowledge it,
+        // and the broker's session delivers it again. The callback needs the client it belongs to.
+        let itself = LateReference<MQTTClient>()
+        do {
+            let subscriber = try MQTTClient(
+                subConfig,
+                onMessage: { topic, payload in
+                    if !router.message(topic: topic, payload: payload) { itself.value?.abortConnection() }
+                },
+                onEvent: { [self] e in connectionEvent(e, role: "subscriber") },
+                onOversized: { topic, size in router.oversized(topic: topic, size: size) },
+                onRetained: { topic, size in router.retained(topic: topic, size: size) })
+            itself.set(subscriber)
+            return (subscriber, subConfig)
+        } catch {
+            log.error("cannot create MQTT subscriber", ["error": error.description])
+            throw ComponentFailure()
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import MobilityModel
+import StateStore
+
+// The services `Daemon.run` lists, made from the run's components (see docs/architecture.md,
+// "Concurrency (daemon)"; the service types are in DaemonServices.swift).
+extension Daemon {
+    /// The metrics and health listener (`--metrics-address`; nil: off).
+    func metricsListener(_ c: Components) -> HTTPService? {
+        config.metricsAddress.map { addr in HTTPService(address: addr, log: log) { [self] _, path in http(path: path, c) } }
+    }
+
+    /// The report listener (`--http-address`; nil: off).
+    func reportListener(_ c: Components) -> HTTPService? {
+        guard let addr = config.httpAddress else { return nil }
+        let router = reportRouter(shards: c.shards, store: c.store, timelines: c.timelines) { r in
+            c.stage.deliver(.timeline(r), to: Int(Daemon.hash(r.command.user) % UInt64(c.shards.count)))
+        }
+        return HTTPService(reportsAt: addr, tls: config.httpTLS, router: router, log: log)
+    }
+
+    /// WAL → database file on a timer's thread, not inside a shard's commit; started before the
+    /// shards (their journal replay commits too) and stopped after them (so does their drain).
+    /// Every 50 ms: each pass then syncs what 50 ms of commits wrote, and the commits that append
+    /// to the WAL meanwhile wait less for it (every 500 ms: stalls of 3–25 ms; every 100 ms: alert
+    /// latency p99 0.9–1.5 ms; every 50 ms: 0.7–0.8 ms; docs/benchmarks.md). With nothing
+    /// committed a pass only reads the WAL's header.
+    func checkpointTimer(_ c: Components) -> TimerService {
+        let log = log, store = c.store
+        return TimerService(name: "checkpoint", label: "checkpoint", delay: .milliseconds(100), interval: .milliseconds(50)) { [self] in
+            do {
+                try store.checkpoint()
+                if !checkpointHealthy.exchange(true, ordering: .relaxed) { log.info("state checkpoint works again") }
+            } catch {
+                if checkpointHealthy.exchange(false, ordering: .relaxed) { log.warn("state checkpoint failed", ["error": "\(error)"]) }
+            }
+        }
+    }
+
+    /// Forgets acknowledged outputs and parks refused ones: every 20 ms (``ackFlushTimer(_:)``),
+    /// and once more when the publisher stops (a refusal that arrives while draining is parked too).
+    func settleOutputs(_ c: Components) {
+        let ids = c.acks.drain()
+        if !ids.isEmpty { do { try c.store.acknowledge(ids) } catch { c.acks.restore(ids) } }
+        let refused = c.acks.drainRefused()
+        if !refused.isEmpty { park(refused, store: c.store, acks: c.acks) }
+    }
+
+    /// The shards, with the restored users, the weeks due and the journal to replay.
+    func shardsService(_ c: Components, state: RestoredState) -> ShardsService {
+        let layout = layout, shards = c.shards, count = UInt64(c.shards.count)
+        return ShardsService(
+            shards: shards, users: state.users, reloadAfterRestore: state.program.identity == c.program.identity ? nil : c.program,
+            outboxCount: state.outbox.count, journal: c.journal, commitMark: c.commitMark,
+            storePath: c.store.location, dueReports: (try? c.store.dueReports()) ?? [], log: log,
+            // The journal's replay: each record straight to its user's shard, with the topic's parse.
+            route: { topic, seq, payload in
+                let parsed = layout.parse(topic)
+                shards[Daemon.shard(of: parsed, count: count)].queue.push(.message(seq: seq, topic: topic, parsed: parsed, payload: payload))
+            })
+    }
+
+    /// The wall clock's ticks to every shard (`--clock wall`; nil: event time needs none).
+    func ticker(_ c: Components) -> TimerService? {
+        guard config.clock == .wall else { return nil }
+        let clock = clock
+        return TimerService(name: "ticker", label: "tick", delay: .seconds(1), interval: .seconds(config.tickSeconds)) {
+            let now = clock.wall()
+            for i in c.shards.indices { c.stage.deliver(.tick(now), to: i) }
+        }
+    }
+
+    /// Silences end by the wall clock, in both clock modes.
+    func silenceTimer(_ c: Components) -> TimerService {
+        let clock = clock
+        return TimerService(name: "silences", label: "silences", delay: .milliseconds(200), interval: .seconds(1)) { c.silences.tick(now: clock.wall()) }
+    }
+
+    /// Housekeeping: commit acknowledgements and retries, release journal segments every shard has committed.
+    func housekeepingTimer(_ c: Components) -> TimerService {
+        TimerService(name: "housekeeping", label: "housekeeping", delay: .milliseconds(500), interval: .milliseconds(500)) {
+            if c.sink.backlog > 0 { _ = c.sink.publish([]) }
+            for s in c.shards { s.queue.push(.housekeeping) }
+            if let mark = c.commitMark { mark.advance(to: c.shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0) }
+        }
+    }
+
+    /// The journal's high-water mark, off the append path: a journal found cut below it at the
+    /// next start is refused, even past what the store committed (IngestJournal.recordHighWater).
+    /// Nil for partitioned input, which has no journal.
+    func highWaterTimer(_ c: Components) -> TimerService? {
+        guard claimed == nil else { return nil }
+        return TimerService(name: "journal high water", label: "high-water", delay: .milliseconds(10), interval: .milliseconds(10)) {
+            c.journal.recordHighWater()
+        }
+    }
+
+    /// Forget acknowledged outputs quickly: the window in which a crash re-publishes an output the
+    /// broker already has is the time between its acknowledgement and this deletion.
+    func ackFlushTimer(_ c: Components) -> TimerService {
+        TimerService(name: "ack flush", label: "acks", delay: .milliseconds(20), interval: .milliseconds(20)) { [self] in settleOutputs(c) }
+    }
+
+    /// SIGTERM and SIGINT drain and stop; SIGHUP reloads the rules.
+    func signals(_ c: Components) -> ServiceGroup.Signals {
+        ServiceGroup.Signals(
+            shutdown: [SIGTERM, SIGINT],
+            announce: { [self] s in
+                log.info("shutting down", ["signal": s == SIGTERM ? "SIGTERM" : "SIGINT"])
+                notifier.stopping(status: "stopping: draining the shard queues")
+            },
+            reload: (
+                SIGHUP,
+                { [self] in
+                    guard
+                        let identity = reloader.reload(
+                            notify: readySent.load(ordering: .relaxed), deliver: { p in for i in c.shards.indices { c.stage.deliver(.reload(p), to: i) } })
+                    else { return }
+                    try? c.store.setMeta("rules_identity", identity)
+                    try? c.store.setMeta("rules_sources", reloader.storedSources)
+                }
+            ))
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Ingest
+import MobilityModel
+import MobilityWire
+import RuleEngine
+import StateStore
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import MobilityDaemon
+
+/// A shard run in-process (a real SQLite store and journal, no broker, no process) with a manual
+/// clock: the wall clock it is given is the engine's "now", and its batches are timed on the
+/// monotonic clock it is given.
+@Suite struct ShardTests {
+    /// A clock a test sets: the wall clock stays where it is put; the monotonic clock moves
+    /// `step` nanoseconds at each read.
+    final class ManualClock: Sendable {
+        private let wallMs: Atomic<Int64>
+        private let uptime = Atomic<UInt64>(1_000_000_000)
+        private let step: UInt64
+
+        init(wallMs: Int64, step: UInt64) {
+            self.wallMs = Atomic(wallMs)
+            self.step = step
+        }
+
+        var clock: DaemonClock {
+            DaemonClock(
+                wall: { Timestamp(milliseconds: self.wallMs.load(ordering: .relaxed)) },
+                uptimeNanoseconds: { self.uptime.add(self.step, ordering: .relaxed).newValue })
+        }
+    }
+
+    /// A sample that ends at 2026-04-01T12:00:00Z.
+    static let sample = (samplesTopic("u1"), Array(sampleJSON(id: "s1", value: 1.2, end: "2026-04-01T12:00:00Z").utf8))
+
+    /// Runs `messages` through a fresh shard (shipped rules, event clock bounded by the wall
+    /// clock) on `clock`; returns its counters and what it published, once it stopped.
+    static func run(_ messages: [(String, [UInt8])], clock: DaemonClock) throws -> (ShardStats, [StateStore.OutboxItem]) {
+        let dir = TemporaryPath.make("mw-shard")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let program = try ReportWorkerTests.program()
+        let journal = try IngestJournal(directory: dir + "/journal")
+        let sink = ReportWorkerTests.Captured()
+        let shard = Shard(
+            index: 0,
+            ingestor: Ingestor(
+                engine: Engine(program: program, configuration: DaemonConfiguration().engine), layout: TopicLayout(), clock: .event,
+                boundedByWallClock: true),
+            capacity: 1000, sink: sink, store: try StateStore(path: dir + "/state.sqlite"), journal: journal, acks: AckTracker(),
+            log: Logger(format: .logfmt, level: .error), clock: clock)
+        try BatchBudgetTests.run(shard, journal, messages)
+        shard.queue.close()
+        shard.join()
+        return (shard.stats.withLock { $0 }, sink.items.withLock { $0 })
+    }
+
+    /// The same sample is refused as in the future before the wall clock reaches it, and accepted
+    /// after: the shard's "now" is the clock it was given.
+    @Test func theWallClockGivenBoundsWhatIsInTheFuture() throws {
+        let march = ManualClock(wallMs: 1_772_366_400_000, step: 1)  // 2026-03-01T12:00:00Z
+        let (before, published) = try Self.run([Self.sample], clock: march.clock)
+        #expect(before.ingest.rejected[.inFuture] == 1)
+        #expect(before.ingest.samplesAccepted == 0)
+        let rejected = published.filter { $0.topic == TopicLayout().rejected("u1") }
+        #expect(rejected.count == 1 && String(decoding: rejected[0].payload, as: UTF8.self).contains("in_future"))
+
+        let april = ManualClock(wallMs: 1_775_048_400_000, step: 1)  // 2026-04-01T13:00:00Z
+        let (after, _) = try Self.run([Self.sample], clock: april.clock)
+        #expect(after.ingest.rejected[.inFuture] == nil)
+        #expect(after.ingest.samplesAccepted == 1)
+    }
+
+    /// A batch reads the monotonic clock when it starts, after ingest and after its commit: with
+    /// a clock that moves one second a read, each batch evaluated for 1 s and took 2 s.
+    @Test func batchesAreTimedOnTheMonotonicClockGiven() throws {
+        let clock = ManualClock(wallMs: 1_775_048_400_000, step: 1_000_000_000)
+        let (stats, _) = try Self.run([Self.sample], clock: clock.clock)
+        #expect(stats.batches >= 1)
+        #expect(stats.evaluationSeconds == Double(stats.batches))
+        #expect(stats.longestBatchSeconds == 2)
+    }
+}
