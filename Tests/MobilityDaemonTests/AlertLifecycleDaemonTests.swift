@@ -4,7 +4,7 @@ import MobilityModel
 import TestSupport
 import Testing
 
-/// Alert instances across a reload and a restart of the real daemon (issue 14, items 4 and 5).
+/// Alert instances across a reload and a restart of the real daemon.
 @Suite(.serialized) struct AlertLifecycleDaemonTests {
     func copyOfShippedRules() throws -> String {
         let dir = TemporaryPath.make("mw-rules")

@@ -4,7 +4,7 @@ import MobilityModel
 import TestSupport
 import Testing
 
-/// Alerts under the users' care teams (issue 17, teams), with a real broker and daemon.
+/// Alerts under the users' care teams, with a real broker and daemon.
 @Suite(.serialized) struct CareTeamsDaemonTests {
     static let rule = "uncalibrated_6mwd"
     func teamAlerts(_ team: String, _ user: String) -> String { "mobility/v1/teams/\(team)/users/\(user)/alerts/+" }

@@ -185,7 +185,7 @@ import Testing
         #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
     }
 
-    /// Issue 13, item 7: a rule file that overflowed the checker's stack killed the daemon on
+    /// A rule file that overflowed the checker's stack killed the daemon on
     /// SIGHUP (no log line) and made it crash-loop at start.
     @Test func hostileRuleFilesAreRefusedOnSighupAndAtStart() throws {
         let dir = TemporaryPath.make("mw-rules")

@@ -5,7 +5,7 @@ import Simulator
 import TestSupport
 import Testing
 
-/// Issue 17, FHIR: a live mobilityd with `--fhir on` over a real mosquitto and SQLite publishes
+/// FHIR: a live mobilityd with `--fhir on` over a real mosquitto and SQLite publishes
 /// each alert transition as a Flag and each series value as an Observation, valid FHIR R4 by an
 /// independent validator; retained Flags are exactly the active ones; and `mobilityctl fhir
 /// export` of its state directory gives the same Flags in a valid Bundle.

@@ -7,7 +7,7 @@ import StateStore
 import TestSupport
 import Testing
 
-/// Issue 16, history: a live mobilityd keeps every series point (a revised day replacing its
+/// History: a live mobilityd keeps every series point (a revised day replacing its
 /// earlier value), every alert transition and every timeline entry in its state store, in the
 /// same commits as the outputs. Checked against what the daemon published on the broker.
 @Suite(.serialized) struct HistoryRecordingTests {

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// mobilityd against a real mosquitto: a deletion that overtook its sample and a newer sync
-/// version that came first still win after a restart, from the state in SQLite (issue 19).
+/// version that came first still win after a restart, from the state in SQLite.
 @Suite(.serialized) struct OrderAcrossRestartDaemonTests {
     @Test func aDeletionAndANewerVersionThatCameFirstSurviveARestart() throws {
         let broker = try MosquittoBroker()

@@ -7,7 +7,7 @@ import Simulator
 import TestSupport
 import Testing
 
-/// Failures around partitioned instances (issue 19), each on real nats-server and PostgreSQL: an
+/// Failures around partitioned instances, each on real nats-server and PostgreSQL: an
 /// owner paused past its lease, a fenced commit, a PostgreSQL restart, the loss of a NATS node.
 /// Each ends with the alerts of `mobilityctl replay`, exactly: none lost, none re-fired (a
 /// re-fired alert has another id or time, so another text); duplicates of one text are allowed
@@ -88,7 +88,7 @@ import Testing
         return out
     }
 
-    /// Issue 19: a paused owner (SIGSTOP past its lease) cannot commit after resuming. While it
+    /// A paused owner (SIGSTOP past its lease) cannot commit after resuming. While it
     /// is stopped the other instance takes its partitions (token + 1) and its MQTT sessions; on
     /// SIGCONT the old owner learns it lost them (its heartbeat, or its first fenced commit),
     /// stops processing them without a loop of failing commits, and rejoins: the two share the 8
@@ -180,7 +180,7 @@ import Testing
         #expect(a.stop() == 0)
     }
 
-    /// Issue 19: PostgreSQL stops mid-replay for longer than the lease and comes back. The
+    /// PostgreSQL stops mid-replay for longer than the lease and comes back. The
     /// instances neither exit nor acknowledge what they could not commit: their runs stop when
     /// the leases lapse unrenewed, the processes wait, reclaim their shares when the database is
     /// back and finish with the replay's alerts.
@@ -227,7 +227,7 @@ import Testing
         #expect(b.stop() == 0)
     }
 
-    /// Issue 19: `kill -9` of a NATS node mid-replay (3 nodes, `stream_replicas: 3`), the node
+    /// `kill -9` of a NATS node mid-replay (3 nodes, `stream_replicas: 3`), the node
     /// no client is connected to, so that what is tested is JetStream's: the MQTT sessions'
     /// streams lose a replica (perhaps their leader) and carry on on the other two. Nothing lost,
     /// nothing re-fired.

@@ -68,7 +68,7 @@ import Testing
     }
 }
 
-/// Issue 14.3 through the real broker: outlier timestamps in one user's stream change none of
+/// Through the real broker: outlier timestamps in one user's stream change none of
 /// the alerts `mobilityd --clock event` publishes (before: empty days closed, `data_gap` fired and
 /// the user's next real samples were rejected `too_late`).
 @Suite(.serialized) struct EventClockGuardDaemonTests {

@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Issue 18: a batch whose only outputs are series does not commit at once; its series wait in
+/// A batch whose only outputs are series does not commit at once; its series wait in
 /// the outbox for the interval's commit (or go with the next commit of other outputs), are
 /// published only once committed, and survive a crash meanwhile (the journal replays the day).
 @Suite(.serialized) struct SeriesCommitTests {
