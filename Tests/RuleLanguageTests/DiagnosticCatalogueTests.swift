@@ -41,7 +41,7 @@ import Testing
         }
     }
 
-    @Test func wrongIDsOfIssue15AreFixed() {
+    @Test func anUnknownSeverityAndAReservedLabelHaveTheirOwnIDs() {
         let severity = Checker.check(text: "alert a {\n  when true\n  severity urgent\n  headline \"a\"\n}\n").diagnostics.map(\.id)
         #expect(severity == [.unknownSeverity])
         let label = Checker.check(text: "alert a {\n  when true\n  labels { rule = \"x\" }\n  headline \"a\"\n}\n").diagnostics.map(\.id)
