@@ -21,7 +21,11 @@ if [ "$target" = decoder ]; then
   objects+=("$build"/debug/CSimdJSON.build/*.o)
   link=(-Xcc -fmodule-map-file="$build/debug/CSimdJSON.build/module.modulemap" -Xcc -I -Xcc Sources/CSimdJSON/include -lsimdjson -lstdc++)
 fi
-swiftc -sanitize=fuzzer,address -parse-as-library -I "$build/debug/Modules" "${link[@]}" \
+# The modules' declarations are `package`: the harness joins the package under the name SwiftPM
+# gave it (the checkout directory's name, as SwiftPM derives a root package's identity).
+package_name=$(grep -o 'package-name","[^"]*"' "$build/debug.yaml" | head -1 | cut -d'"' -f3)
+[ -n "$package_name" ] || { echo "fuzz.sh: no -package-name in $build/debug.yaml" >&2; exit 1; }
+swiftc -sanitize=fuzzer,address -parse-as-library -package-name "$package_name" -I "$build/debug/Modules" "${link[@]}" \
   "$file" "${objects[@]}" -o "$build/fuzz-$target" 2>&1 | grep -v "warning: Cannot export local symbol" || true
 # Seeds: the decoder's hand-written payloads in fuzz/corpus/decoder; for the rules, the shipped
 # rule pack and the diagnostic golden cases themselves (gathered here, so there are no copies to drift).
