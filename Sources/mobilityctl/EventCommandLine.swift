@@ -62,7 +62,7 @@ enum EventCommandLine {
         guard options.broker != nil else { usageError("--broker is required") }
         guard let team, AckCommandLine.isID(team) else { usageError("--team is required: 1-64 of A-Z a-z 0-9 _ -") }
         guard let user else { usageError("--user is required (the patient)") }
-        guard let by = options.actor(by) else { usageError("--by NAME (or --account) is required (who enters it)") }
+        guard let by = options.actor(by) else { usageError("--by NAME is required (who enters it), unless --account names the login who does") }
         let change: TimelineChange
         if action == .retract {
             guard let id else { usageError("--id is required (the entry to retract)") }

@@ -84,6 +84,12 @@ enum StaffLogins {
         #expect(ack.log.contains("acknowledged by nurse.kim"), "\(ack.log)")
         #expect(eventually { audit.messages(prefix: "mobility/v1/audit").contains { $0.text.contains("\"by\":\"nurse.kim\"") } })
 
+        // So does a timeline entry: its history and audit name the login.
+        let fall = try ctl(
+            d, creds, "nurse.kim", ["event", "add", "--team", "ward-a", "--user", "jamie", "--kind", "fall", "--date", String(isoNow().prefix(10))])
+        #expect(fall.wait(timeout: 30) == 0, "\(fall.log)\n\(d.daemon!.log)")
+        #expect(fall.log.contains("by nurse.kim"), "\(fall.log)")
+
         // A payload claiming someone else on a login's topic is refused, with the reason.
         let kim = try d.client("nurse.kim", filters: [])
         let claim = "{\"alert\":\"\(jamieAlert)\",\"user\":\"jamie\",\"by\":\"dr.house\"}"
@@ -109,12 +115,12 @@ enum StaffLogins {
         // …and acknowledges ward-b's under their own login.
         let rayB = try ctl(d, creds, "nurse.ray", ["ack", "--team", "ward-b", "--user", "alex", "--alert", alexAlert])
         #expect(rayB.wait(timeout: 30) == 0, "\(rayB.log)\n\(d.daemon!.log)")
-        #expect(eventually { audit.messages(prefix: "mobility/v1/audit").count == 2 })
+        #expect(eventually { audit.messages(prefix: "mobility/v1/audit").count == 3 })
         let actors = audit.messages(prefix: "mobility/v1/audit").compactMap { m -> String? in
             guard case .success(let v) = JSONValue.parse(m.payload), case .string(let by)? = v["by"] else { return nil }
             return by
         }
-        #expect(actors == ["nurse.kim", "nurse.ray"])
+        #expect(actors == ["nurse.kim", "nurse.kim", "nurse.ray"])
         #expect(d.metrics()["mobilityd_acknowledgements_total{result=\"accepted\"}"] == 2)
     }
 
