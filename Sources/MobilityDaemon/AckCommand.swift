@@ -38,8 +38,9 @@ struct AckCommand: Hashable, Sendable {
         var user: String?
     }
 
-    /// Parses a payload (bounded: the size, each field's length, no other members).
-    static func parse(team: String, payload: [UInt8]) -> Result<AckCommand, Rejection> {
+    /// Parses a payload (bounded: the size, each field's length, no other members); `login` is the
+    /// login of a person's command topic, who acknowledges (the payload's `by` may be left out).
+    static func parse(team: String, payload: [UInt8], login: String? = nil) -> Result<AckCommand, Rejection> {
         func no(_ r: Refusal, _ m: String, _ alert: String? = nil, _ user: String? = nil) -> Result<AckCommand, Rejection> {
             .failure(Rejection(refusal: r, message: m, alert: alert, user: user))
         }
@@ -62,7 +63,12 @@ struct AckCommand: Hashable, Sendable {
         }
         guard let alert = alertField else { return no(.missingField, "missing 'alert' (the alert instance id)") }
         guard let user = userField else { return no(.missingField, "missing 'user'", alert) }
-        guard let by = byField else { return no(.missingField, "missing 'by' (who acknowledges)", alert, user) }
+        let actor: String?
+        switch StaffCommandTopic.actor(login: login, claimed: byField) {
+        case .success(let a): actor = a
+        case .failure(let m): return no(.invalidField, m.message, alert, user)
+        }
+        guard let by = actor else { return no(.missingField, "missing 'by' (who acknowledges)", alert, user) }
         guard !alert.isEmpty, alert.utf8.count <= 64, alert.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
             return no(.invalidField, "'alert' is an instance id: 1-64 lower-case hex digits")
         }

@@ -61,19 +61,17 @@ final class AcknowledgementDesk: Sendable {
         book.withLock { b in for a in stored { b.acknowledged[a.alert] = a } }
     }
 
-    /// The command subscription.
-    var subscription: String { commandsPrefix + "+/commands/ack" }
+    /// The command subscription: a team account's topic and every person's under it.
+    var subscription: String { commandsPrefix + "+/commands/ack/#" }
     /// Where the audit trail is published (QoS 1, not retained).
     var auditTopic: String { layout.root + "/audit" }
     /// Where a team's refused commands are answered.
     func rejectedTopic(team: String) -> String { commandsPrefix + team + "/commands/rejected" }
 
-    /// The team of a command topic `{root}/teams/{team}/commands/ack`, nil for any other topic;
-    /// `.some(nil)` for a command topic whose team segment is not a valid id.
+    /// The team of a command topic `{root}/teams/{team}/commands/ack[/{login}]`, nil for any
+    /// other topic; `.some(nil)` for a command topic whose team segment is not a valid id.
     func commandTeam(_ topic: String) -> String?? {
-        guard topic.hasPrefix(commandsPrefix), topic.hasSuffix("/commands/ack") else { return nil }
-        let team = String(topic.dropFirst(commandsPrefix.count).dropLast("/commands/ack".count))
-        return .some(TopicLayout.isValidUser(team) ? team : nil)
+        StaffCommandTopic.parse(topic, prefix: commandsPrefix, kind: "ack").map(\.team)
     }
 
     /// A command message: parsed and handed to `deliver` (which returns once the shard has taken
@@ -85,7 +83,12 @@ final class AcknowledgementDesk: Sendable {
             refuse(.init(refusal: .invalidField, message: "the team in the topic is 1-64 of A-Z a-z 0-9 _ -"), team: nil)
             return
         }
-        switch AckCommand.parse(team: team, payload: payload) {
+        let login = StaffCommandTopic.parse(topic, prefix: commandsPrefix, kind: "ack")?.login
+        if let login, !StaffCommandTopic.isValidLogin(login) {
+            guard scope.decides(team: team) else { return leave() }
+            return refuse(.init(refusal: .invalidField, message: StaffCommandTopic.invalidLoginMessage), team: team)
+        }
+        switch AckCommand.parse(team: team, payload: payload, login: login) {
         case .success(let c):
             guard scope.owns(user: c.user) else { return leave() }
             deliver(c)

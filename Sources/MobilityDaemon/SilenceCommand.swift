@@ -28,8 +28,9 @@ enum SilenceCommand: Hashable, Sendable {
     }
 
     /// Parses and checks a payload (bounded: its size, each field, no other members); `now` is
-    /// the daemon's wall clock, `labelNames` the labels the loaded rules produce.
-    static func parse(team: String, payload: [UInt8], now: Timestamp, labelNames: Set<String>) -> Result<SilenceCommand, Rejection> {
+    /// the daemon's wall clock, `labelNames` the labels the loaded rules produce, `login` the login
+    /// of a person's command topic, who acts (the payload's `by`/`createdBy` may be left out).
+    static func parse(team: String, payload: [UInt8], now: Timestamp, labelNames: Set<String>, login: String? = nil) -> Result<SilenceCommand, Rejection> {
         func no(_ r: String, _ m: String, _ id: String? = nil) -> Result<SilenceCommand, Rejection> {
             .failure(Rejection(reason: r, message: m, silence: id))
         }
@@ -52,7 +53,9 @@ enum SilenceCommand: Hashable, Sendable {
             }
             guard let idField = str("id"), let byField = str("by") else { return no("invalid_field", "id and by are strings") }
             guard let id = idField else { return no("missing_field", "missing 'id' (the silence's id)") }
-            guard let by = byField else { return no("missing_field", "missing 'by' (who expires it)", id) }
+            let actor = StaffCommandTopic.actor(login: login, claimed: byField)
+            if case .failure(let m) = actor { return no("invalid_field", m.message, id) }
+            guard case .success(let by?) = actor else { return no("missing_field", "missing 'by' (who expires it)", id) }
             guard isSilenceID(id) else { return no("invalid_field", "'id' is a silence id: 16 lower-case hex digits") }
             if let p = StaffText.problem(by, field: "'by'", maxBytes: Silence.maxCreatedByBytes, required: true) { return no("invalid_field", p, id) }
             return .success(.expire(id: id, by: by))
@@ -76,7 +79,9 @@ enum SilenceCommand: Hashable, Sendable {
             guard let startsField = str("startsAt"), let endsField = str("endsAt"), let byField = str("createdBy"), let commentField = str("comment")
             else { return no("invalid_field", "startsAt, endsAt, createdBy and comment are strings") }
             guard let endsText = endsField else { return no("missing_field", "missing 'endsAt' (RFC 3339, e.g. 2026-03-07T18:00:00Z)") }
-            guard let by = byField else { return no("missing_field", "missing 'createdBy' (who silences)") }
+            let actor = StaffCommandTopic.actor(login: login, claimed: byField)
+            if case .failure(let m) = actor { return no("invalid_field", m.message.replacingOccurrences(of: "'by'", with: "'createdBy'")) }
+            guard case .success(let by?) = actor else { return no("missing_field", "missing 'createdBy' (who silences)") }
             guard let comment = commentField else { return no("missing_field", "missing 'comment' (why)") }
             guard let ends = ISO8601.parse(endsText)?.0 else { return no("invalid_field", "'endsAt' is RFC 3339 with an offset, e.g. 2026-03-07T18:00:00Z") }
             var starts = now

@@ -81,8 +81,8 @@ final class SilenceDesk: Sendable {
         held.store(stored.count, ordering: .relaxed)
     }
 
-    /// The command subscription.
-    var subscription: String { commandsPrefix + "+/commands/silence" }
+    /// The command subscription: a team account's topic and every person's under it.
+    var subscription: String { commandsPrefix + "+/commands/silence/#" }
     /// Where a team's silence is published retained while pending or active.
     func topic(team: String, id: String) -> String { commandsPrefix + team + "/silences/" + id }
     /// Where the audit trail is published.
@@ -90,12 +90,10 @@ final class SilenceDesk: Sendable {
     /// Where a team's index of silences is published retained.
     func indexTopic(team: String) -> String { commandsPrefix + team + "/silences" }
 
-    /// The team of a command topic `{root}/teams/{team}/commands/silence`, nil for any other
-    /// topic; `.some(nil)` for a command topic whose team segment is not a valid id.
+    /// The team of a command topic `{root}/teams/{team}/commands/silence[/{login}]`, nil for any
+    /// other topic; `.some(nil)` for a command topic whose team segment is not a valid id.
     func commandTeam(_ topic: String) -> String?? {
-        guard topic.hasPrefix(commandsPrefix), topic.hasSuffix("/commands/silence") else { return nil }
-        let team = String(topic.dropFirst(commandsPrefix.count).dropLast("/commands/silence".count))
-        return .some(TopicLayout.isValidUser(team) ? team : nil)
+        StaffCommandTopic.parse(topic, prefix: commandsPrefix, kind: "silence").map(\.team)
     }
 
     /// A command message (on the subscriber's thread; `now` the wall clock): checked, then
@@ -110,7 +108,11 @@ final class SilenceDesk: Sendable {
         guard scope.decides(team: team) else { return count("other_instance") }
         // Partitioned, the decider sees only its own users' profiles: the broker's ACL on the
         // team's command topic is the check (a silence of a team without users silences nothing).
-        let command = SilenceCommand.parse(team: team, payload: payload, now: now, labelNames: labelNames())
+        let login = StaffCommandTopic.parse(topic, prefix: commandsPrefix, kind: "silence")?.login
+        if let login, !StaffCommandTopic.isValidLogin(login) {
+            return refuse(.init(reason: "invalid_field", message: StaffCommandTopic.invalidLoginMessage), team: team)
+        }
+        let command = SilenceCommand.parse(team: team, payload: payload, now: now, labelNames: labelNames(), login: login)
         guard scope.isPartitioned || teams.knows(team: team) else {
             // With the silence's id when the command has one, so that its sender takes the answer.
             let id: String? =

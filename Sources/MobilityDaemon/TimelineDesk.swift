@@ -102,15 +102,13 @@ final class TimelineDesk: Sendable {
         commandsPrefix = layout.root + "/teams/"
     }
 
-    /// The command subscription.
-    var subscription: String { commandsPrefix + "+/commands/event" }
+    /// The command subscription: a team account's topic and every person's under it.
+    var subscription: String { commandsPrefix + "+/commands/event/#" }
 
-    /// The team of a command topic `{root}/teams/{team}/commands/event`, nil for any other topic;
-    /// `.some(nil)` for a command topic whose team segment is not a valid id.
+    /// The team of a command topic `{root}/teams/{team}/commands/event[/{login}]`, nil for any
+    /// other topic; `.some(nil)` for a command topic whose team segment is not a valid id.
     func commandTeam(_ topic: String) -> String?? {
-        guard topic.hasPrefix(commandsPrefix), topic.hasSuffix("/commands/event") else { return nil }
-        let team = String(topic.dropFirst(commandsPrefix.count).dropLast("/commands/event".count))
-        return .some(TopicLayout.isValidUser(team) ? team : nil)
+        StaffCommandTopic.parse(topic, prefix: commandsPrefix, kind: "event").map(\.team)
     }
 
     /// A command message (on the subscriber's thread): parsed and handed to `deliver` (which
@@ -121,13 +119,22 @@ final class TimelineDesk: Sendable {
             guard scope.decides(team: nil) else { return count("other_instance") }
             return refuse(.init("invalid_field", "the team in the topic is 1-64 of A-Z a-z 0-9 _ -"), team: nil, viaMQTT: true)
         }
+        let login = StaffCommandTopic.parse(topic, prefix: commandsPrefix, kind: "event")?.login
+        if let login, !StaffCommandTopic.isValidLogin(login) {
+            guard scope.decides(team: team) else { return count("other_instance") }
+            return refuse(.init("invalid_field", StaffCommandTopic.invalidLoginMessage), team: team, viaMQTT: true)
+        }
         switch TimelineCommand.parse(payload) {
         case .failure(let r):
             guard scope.decides(team: team) else { return count("other_instance") }
             refuse(r, team: team, viaMQTT: true)
         case .success(let c):
             guard scope.owns(user: c.user) else { return count("other_instance") }
-            guard let by = c.by else {
+            let actor = StaffCommandTopic.actor(login: login, claimed: c.by)
+            if case .failure(let m) = actor {
+                return refuse(.init("invalid_field", m.message, id: c.change.id, user: c.user), team: team, viaMQTT: true)
+            }
+            guard case .success(let by?) = actor else {
                 return refuse(.init("missing_field", "missing 'by' (who enters it)", id: c.change.id, user: c.user), team: team, viaMQTT: true)
             }
             deliver(TimelineRequest(command: c, by: by, team: team, viaMQTT: true, answer: TimelineAnswer()))

@@ -66,8 +66,17 @@ struct CommandBroker {
     /// The account to log in as: `--account` when a credentials file is given, else anonymous.
     func login(_ access: BrokerAccess) -> String? { access.credentials == nil ? nil : account }
 
-    /// `{root}/teams/{team}/commands/{name}`.
-    func commandTopic(team: String, _ name: String) -> String { "\(root)/teams/\(team)/commands/\(name)" }
+    /// `{root}/teams/{team}/commands/{name}`, where the payload names who acts (a team account's
+    /// topic), or, when the command is by the `--account` login itself, that login's own
+    /// `{root}/teams/{team}/commands/{name}/{account}` (the broker lets only that login write it,
+    /// so the daemon records the login as who acts).
+    func commandTopic(team: String, _ name: String, by: String) -> String {
+        "\(root)/teams/\(team)/commands/\(name)" + (accountGiven && by == account ? "/\(account)" : "")
+    }
+
+    /// Who acts: the name given (`--by`, `--author`), else the `--account` login.
+    func actor(_ given: String?) -> String? { given ?? (accountGiven ? account : nil) }
+
     /// `{root}/teams/{team}/commands/rejected`, where the daemon answers a refusal.
     func rejectedTopic(team: String) -> String { "\(root)/teams/\(team)/commands/rejected" }
 

@@ -62,7 +62,7 @@ enum EventCommandLine {
         guard options.broker != nil else { usageError("--broker is required") }
         guard let team, AckCommandLine.isID(team) else { usageError("--team is required: 1-64 of A-Z a-z 0-9 _ -") }
         guard let user else { usageError("--user is required (the patient)") }
-        guard let by else { usageError("--by NAME is required (who enters it)") }
+        guard let by = options.actor(by) else { usageError("--by NAME is required (who enters it), unless --account names the login who does") }
         let change: TimelineChange
         if action == .retract {
             guard let id else { usageError("--id is required (the entry to retract)") }
@@ -100,7 +100,7 @@ enum EventCommandLine {
         if case .failure(let r) = TimelineCommand.parse(command.json) { usageError("\(r.message) [\(r.reason)]") }
 
         let access = options.access("event \(sub)")
-        let topic = options.commandTopic(team: team, "event"), rejected = options.rejectedTopic(team: team)
+        let topic = options.commandTopic(team: team, "event", by: by), rejected = options.rejectedTopic(team: team)
         let audit = "\(options.root)/teams/\(team)/audit", entryID = change.id, expected = action.rawValue + "_event"
         let outcome = options.send(access, what: "event \(sub)", topic: topic, payload: command.json, listen: [rejected, audit]) { t, p in
             if t == rejected { return CommandAnswer.refusal(p, command: "event", key: "id", value: entryID) }

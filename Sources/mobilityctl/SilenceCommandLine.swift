@@ -106,7 +106,9 @@ enum SilenceCommandLine {
             case .failure(let e): fail("mobilityctl silence add: matcher '\(p.prefix(80))': \(e.description)")
             }
         }
-        guard let author = o.author, !author.isEmpty else { fail("mobilityctl silence add: --author NAME is required (who silences)\n\n" + usage) }
+        guard let author = o.broker.actor(o.author), !author.isEmpty else {
+            fail("mobilityctl silence add: --author NAME is required (who silences)\n\n" + usage)
+        }
         guard let comment = o.comment, !comment.isEmpty else { fail("mobilityctl silence add: --comment TEXT is required (why)\n\n" + usage) }
         let now = Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         var starts = now
@@ -138,7 +140,7 @@ enum SilenceCommandLine {
         w.string("createdBy", author)
         w.string("comment", comment)
         w.endObject()
-        let topic = o.broker.commandTopic(team: team, "silence")
+        let topic = o.broker.commandTopic(team: team, "silence", by: author)
         let retained = "\(o.root)/teams/\(team)/silences/\(id)"
         return command(access, o, topic, w.text, "silence add", id: id, listen: retained) { p in
             guard let s = Silence.parse(p) else { return nil }
@@ -151,13 +153,13 @@ enum SilenceCommandLine {
     static func expire(_ o: Options, _ access: BrokerAccess) -> Int32 {
         let team = o.team!
         guard !o.positional.isEmpty else { fail("mobilityctl silence expire: name the silence ids to expire\n\n" + usage) }
-        guard let author = o.author, StaffText.isValid(author, maxBytes: Silence.maxCreatedByBytes, required: true) else {
+        guard let author = o.broker.actor(o.author), StaffText.isValid(author, maxBytes: Silence.maxCreatedByBytes, required: true) else {
             fail("mobilityctl silence expire: --author NAME is required (1-\(Silence.maxCreatedByBytes) bytes without control characters)\n\n" + usage)
         }
         for id in o.positional where !(id.utf8.count == 16 && id.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) {
             fail("mobilityctl silence expire: '\(id.prefix(40))' is not a silence id (16 lower-case hex digits, as silence add and query print)")
         }
-        let topic = o.broker.commandTopic(team: team, "silence")
+        let topic = o.broker.commandTopic(team: team, "silence", by: author)
         for id in o.positional {
             var w = JSONWriter()
             w.beginObject()

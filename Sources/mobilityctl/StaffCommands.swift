@@ -29,8 +29,8 @@ enum AckCommandLine {
             }
             i += 1
         }
-        guard options.broker != nil, let team, let user, let alert, let by else {
-            fail("mobilityctl ack: --broker, --team, --user, --alert and --by are required\n\n" + usage)
+        guard options.broker != nil, let team, let user, let alert, let by = options.actor(by) else {
+            fail("mobilityctl ack: --broker, --team, --user, --alert and --by (or --account) are required\n\n" + usage)
         }
         // The same bounds the daemon applies, so that a typo is told here and not on the rejected topic.
         guard isID(team) else { fail("mobilityctl ack: --team is 1-64 of A-Z a-z 0-9 _ -") }
@@ -50,7 +50,7 @@ enum AckCommandLine {
         w.string("by", by)
         if let note { w.string("note", note) }
         w.endObject()
-        let topic = options.commandTopic(team: team, "ack"), rejected = options.rejectedTopic(team: team)
+        let topic = options.commandTopic(team: team, "ack", by: by), rejected = options.rejectedTopic(team: team)
         // The team's copy (what staff may read) or the user's topic (what a dashboard reads).
         let listen = [rejected, "\(options.root)/teams/\(team)/users/\(user)/alerts/+", "\(options.root)/users/\(user)/alerts/+"]
         let outcome = options.send(access, what: "ack", topic: topic, payload: w.bytes, listen: listen) { t, p in

@@ -46,7 +46,7 @@ let usage = """
                                         Ctrl-C; --output json: the payloads as published, one a line.
                                         Exit 1 when the broker cannot be reached, refuses the login,
                                         or the team is unknown or not readable by the account
-      ack --broker URL --team T --user U --alert ID --by NAME [--note TEXT] [--wait SECONDS]
+      ack --broker URL --team T --user U --alert ID [--by NAME] [--note TEXT] [--wait SECONDS]
           [--credentials FILE --account NAME] [--ca-file F] [--cert-file F --key-file F]
           [--mqtt-version 3.1.1|5] [--topic-root ROOT]
                                         acknowledge a firing alert instance: publish the command on
@@ -54,7 +54,9 @@ let usage = """
                                         for the broker) for mobilityd's answer: the acknowledged alert
                                         (exit 0) or its refusal with the reason (exit 1). Account
                                         default care-dashboard; MQTT 5 by default, so that a publish
-                                        the ACL refuses fails with exit 1
+                                        the ACL refuses fails with exit 1. Without --by (or with --by
+                                        the --account login) ack, silence and event publish on
+                                        {root}/teams/T/commands/KIND/LOGIN: the login is who acts
       silence add --team T MATCHER... [--duration 2h | --end ISO] [--start ISO] --comment TEXT --author NAME
       silence query [--team T] [--output table|json]
       silence expire --team T --author NAME ID...
