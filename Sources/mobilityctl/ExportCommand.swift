@@ -132,10 +132,22 @@ enum ExportCommand {
                 terminal = isatty(1) == 1
                 return
             }
+            // A new file of ours only: a file or symbolic link already at the name (planted, or
+            // left by a crash) is refused, never written through nor reused with its mode.
             let tmp = output + ".partial-\(getpid())"
-            fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
+                if errno == EEXIST {
+                    writeErr("mobilityctl export: cannot write \(output): \(tmp) already exists (remove it if it is a leftover; it is not written through)\n")
+                } else {
+                    writeErr("mobilityctl export: cannot write \(output): \(String(cString: strerror(errno)))\n")
+                }
+                return nil
+            }
+            guard fchmod(fd, 0o600) == 0 else {
                 writeErr("mobilityctl export: cannot write \(output): \(String(cString: strerror(errno)))\n")
+                close(fd)
+                unlink(tmp)
                 return nil
             }
             partial = tmp

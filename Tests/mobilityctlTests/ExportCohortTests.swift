@@ -144,6 +144,47 @@ import Testing
         let days = Set(r.stdout.split(separator: "\r\n").dropFirst().map { $0.split(separator: ",")[1] })
         #expect(days == [Substring(CivilDate(dayNumber: cohort.fallDay).description)])
     }
+
+    /// The file an export writes before renaming it into place is a new file of its own: a
+    /// symbolic link or a readable file already at its name is refused, and neither it nor what
+    /// it points to is written.
+    @Test func aFileOrLinkAlreadyAtThePartialNameIsRefused() throws {
+        let cohort = try CohortState(users: 2, days: 10, seed: 9)
+        let out = cohort.dir + "/../planted-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        TemporaryPath.removeAtExit(out)
+        let victim = out + "/victim", csv = out + "/export.csv"
+        try Data("victim\n".utf8).write(to: URL(fileURLWithPath: victim))
+        chmod(victim, 0o644)
+        for plant in ["ln -s \"$V\" \"$O.partial-$$\"", "printf old > \"$O.partial-$$\"; chmod 644 \"$O.partial-$$\""] {
+            // The shell plants the name with its own process id, then becomes mobilityctl (same id).
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/sh")
+            p.arguments = ["-c", plant + "; exec \"$CTL\" export --state \"$S\" -o \"$O\""]
+            p.environment = ["V": victim, "O": csv, "S": cohort.dir, "CTL": ChildProcess.product("mobilityctl"), "LANG": "C"]
+            let err = Pipe()
+            p.standardError = err
+            try p.run()
+            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 1, "\(plant): \(stderr)")
+            #expect(stderr.contains("already exists"), "\(plant): \(stderr)")
+            #expect(!FileManager.default.fileExists(atPath: csv), "\(plant)")
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "victim\n", "\(plant): the link's target was written")
+            let names = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasPrefix("export.csv.partial-") }
+            #expect(names.count == 1, "\(names)")
+            for name in names {
+                let planted = out + "/" + name
+                let kind = try FileManager.default.attributesOfItem(atPath: planted)[.type] as? FileAttributeType
+                if plant.hasPrefix("ln") {
+                    #expect(kind == .typeSymbolicLink)
+                } else {
+                    #expect(try String(contentsOfFile: planted, encoding: .utf8) == "old", "the planted file was written")
+                }
+                try FileManager.default.removeItem(atPath: planted)
+            }
+        }
+    }
 }
 
 /// A user and a day (a published series day's key).
