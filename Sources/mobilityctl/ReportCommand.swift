@@ -147,9 +147,26 @@ enum ReportCommand {
 
         func path(of user: String) -> String { cohort ? "\(path)/\(user).\(page).\(format)" : path }
 
-        /// Creates a cohort's directory (0700: health data); false after saying why it cannot.
+        /// Creates a cohort's directory, or takes an existing one of the user's, readable by the
+        /// owner only (0700: health data); false after saying why it cannot.
         func prepare() -> Bool {
             guard cohort else { return true }
+            var st = stat()
+            if stat(path, &st) == 0 {
+                guard st.st_mode & S_IFMT == S_IFDIR else {
+                    writeErr("mobilityctl report: \(path) is not a directory (-o names a directory for several users' reports)\n")
+                    return false
+                }
+                guard st.st_uid == geteuid() else {
+                    writeErr("mobilityctl report: \(path) belongs to another user; reports (health data) go only to a directory of your own\n")
+                    return false
+                }
+                guard chmod(path, 0o700) == 0 else {
+                    writeErr("mobilityctl report: cannot make \(path) readable by its owner only: \(String(cString: strerror(errno)))\n")
+                    return false
+                }
+                return true
+            }
             do {
                 try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
                 return true

@@ -110,6 +110,8 @@ import Testing
         }
         try lines.write(to: URL(fileURLWithPath: traffic))
         for page in ["weekly", "panel"] {
+            // The second pass finds the directory opened to others: it is made the owner's only again.
+            if page == "panel" { chmod(dir, 0o755) }
             let all = try Self.run(
                 "mobilityctl",
                 ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--all-users", "--week", "2026-W09", "--page", page, "--format", "html", "-o", dir]
@@ -134,6 +136,21 @@ import Testing
                 #expect(file.contains(user))
             }
         }
+        // A directory of another user's is refused, and left as it is.
+        let theirs = Self.temp("")
+        try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let other: uid_t = geteuid() == 0 ? 65534 : 0
+        if geteuid() == 0 { try #require(chown(theirs, other, other) == 0) }
+        let target = geteuid() == 0 ? theirs : "/"
+        let refused = try Self.run(
+            "mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--all-users", "--week", "2026-W09", "-o", target])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("\(target) belongs to another user"), "\(refused.stderr)")
+        if geteuid() == 0 {
+            #expect((try FileManager.default.attributesOfItem(atPath: theirs)[.posixPermissions] as? Int) == 0o755)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: theirs).isEmpty)
+        }
+
         let two = try Self.run(
             "mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-plateau", "--user", "nobody", "-o", dir + "/json"])
         #expect(two.status == 1, "a user without traffic fails the run, after the others' reports")
