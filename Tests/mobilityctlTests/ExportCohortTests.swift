@@ -22,6 +22,7 @@ import Testing
     @Test func aCohortIsExportedAsTheHistoryAPIGivesItAndPandasReadsIt() throws {
         let cohort = try CohortState(users: 12, days: 90, seed: 3)
         let before = try Data(contentsOf: URL(fileURLWithPath: cohort.dir + "/state.sqlite"))
+        let listed = Set(try FileManager.default.contentsOfDirectory(atPath: cohort.dir))
         let csv = cohort.dir + "/../export-\(UUID().uuidString.prefix(8)).csv"
         TemporaryPath.removeAtExit(csv)
         let r = try Self.run(["--state", cohort.dir, "--format", "csv", "-o", csv], environment: ["LANG": "C", "LC_ALL": "C"])
@@ -30,6 +31,13 @@ import Testing
         let attributes = try FileManager.default.attributesOfItem(atPath: csv)
         #expect((attributes[.posixPermissions] as? Int) == 0o600, "health data: readable by the owner only")
         #expect(try Data(contentsOf: URL(fileURLWithPath: cohort.dir + "/state.sqlite")) == before, "the export wrote to the store")
+        // Only SQLite's WAL and shared-memory files may be new beside the store, readable by the owner only.
+        let added = Set(try FileManager.default.contentsOfDirectory(atPath: cohort.dir)).subtracting(listed)
+        #expect(added.isSubset(of: ["state.sqlite-wal", "state.sqlite-shm"]), "\(added.sorted())")
+        for name in try FileManager.default.contentsOfDirectory(atPath: cohort.dir) where name.hasPrefix("state.sqlite") {
+            let mode = try FileManager.default.attributesOfItem(atPath: cohort.dir + "/" + name)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(name): \(String(describing: mode.map { String($0, radix: 8) }))")
+        }
 
         // The same bytes in a German locale (decimal comma) and on standard output.
         let german = try Self.run(["--state", cohort.dir, "--format", "csv"], environment: ["LANG": "de_DE.UTF-8", "LC_ALL": "de_DE.UTF-8"])
