@@ -10,6 +10,7 @@ import StateStore
 enum ExportCommand {
     static let usage = """
         usage: mobilityctl export --state DIR [--team TEAM] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--format csv] [-o|--output FILE|-]
+          --team: the users whose stored profile names the team (as mobilityd last saved it; its --care-teams file is not read)
         """
 
     /// Why `--format parquet` is refused (docs/research-export.md).

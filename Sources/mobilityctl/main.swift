@@ -84,7 +84,9 @@ let usage = """
       export --state DIR [--team TEAM] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--format csv] [-o FILE|-]
                                         research data: one CSV row per user-day, every series with
                                         the clinical events and annotations of the day
-                                        (docs/research-export.md); the store is read, never written
+                                        (docs/research-export.md); the store is read, never written.
+                                        --team: the users whose stored profile names the team (as
+                                        mobilityd last saved it; its --care-teams file is not read)
       help [COMMAND]                    show this help, or a command's (as COMMAND --help does)
     """
 
