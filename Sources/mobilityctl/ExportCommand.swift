@@ -125,7 +125,8 @@ enum ExportCommand {
         /// Whether the output is a terminal: text cells are then escaped (``TerminalText``).
         let terminal: Bool
 
-        init?(_ output: String) {
+        /// `command`: whose messages (`mobilityctl COMMAND: …`) the errors are.
+        init?(_ output: String, command: String = "export") {
             self.output = output
             if output == "-" {
                 fd = 1
@@ -139,14 +140,15 @@ enum ExportCommand {
             fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
                 if errno == EEXIST {
-                    writeErr("mobilityctl export: cannot write \(output): \(tmp) already exists (remove it if it is a leftover; it is not written through)\n")
+                    writeErr(
+                        "mobilityctl \(command): cannot write \(output): \(tmp) already exists (remove it if it is a leftover; it is not written through)\n")
                 } else {
-                    writeErr("mobilityctl export: cannot write \(output): \(String(cString: strerror(errno)))\n")
+                    writeErr("mobilityctl \(command): cannot write \(output): \(String(cString: strerror(errno)))\n")
                 }
                 return nil
             }
             guard fchmod(fd, 0o600) == 0 else {
-                writeErr("mobilityctl export: cannot write \(output): \(String(cString: strerror(errno)))\n")
+                writeErr("mobilityctl \(command): cannot write \(output): \(String(cString: strerror(errno)))\n")
                 close(fd)
                 unlink(tmp)
                 return nil

@@ -190,10 +190,14 @@ enum ReportCommand {
         if output == "-" {
             FileHandle.standardOutput.write(Data(TerminalText.json(text).utf8))
         } else {
-            // Health data: readable by the owner only, like the daemon's state.
-            try? FileManager.default.removeItem(atPath: output)
-            guard FileManager.default.createFile(atPath: output, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
-                writeErr("mobilityctl report: cannot write \(output)\n")
+            // Health data: readable by the owner only from the first byte, like the daemon's
+            // state; written beside its name and renamed into place (``ExportCommand/Sink``).
+            guard let sink = ExportCommand.Sink(output, command: "report") else { return false }
+            do {
+                try sink.write(text)
+                try sink.finish()
+            } catch {
+                writeErr("mobilityctl report: \(error)\n")
                 return false
             }
         }

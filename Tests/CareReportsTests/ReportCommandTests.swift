@@ -158,6 +158,36 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: dir + "/json/jamie-plateau.weekly.json"))
     }
 
+    /// A report file is written beside its name as a new file of the user's (0600 from its first
+    /// byte) and renamed into place: a symbolic link already at that name is refused, its target
+    /// left as it was.
+    @Test func aLinkAtTheReportsPartialNameIsRefused() throws {
+        let traffic = Self.temp(".jsonl"), dir = Self.temp("")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: traffic); try? FileManager.default.removeItem(atPath: dir) }
+        let rec = try Self.run("mobility-sim", ["record", RepoPaths.root + "/simulator/scenarios/jamie-heat-wave.scenario", "-o", traffic])
+        try #require(rec.status == 0, "\(rec.stderr)")
+        let victim = dir + "/victim", out = dir + "/report.json"
+        try Data("victim\n".utf8).write(to: URL(fileURLWithPath: victim))
+        // The shell plants the link with its own process id, then becomes mobilityctl (same id).
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = [
+            "-c",
+            "ln -s \"$V\" \"$O.partial-$$\"; exec \"$CTL\" report --rules \"$R\" --traffic \"$T\" --user jamie-heat-wave --week 2026-W09 -o \"$O\""
+        ]
+        p.environment = ["V": victim, "O": out, "R": RepoPaths.rules, "T": traffic, "CTL": ChildProcess.product("mobilityctl"), "LANG": "C"]
+        let err = Pipe()
+        p.standardError = err
+        try p.run()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 1, "\(stderr)")
+        #expect(stderr.contains("mobilityctl report: cannot write \(out): \(out).partial-") && stderr.contains("already exists"), "\(stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "victim\n", "the link's target was written")
+    }
+
     @Test func anAppleHealthExportThroughMobilitySimExport() throws {
         let traffic = Self.temp(".jsonl")
         defer { try? FileManager.default.removeItem(atPath: traffic) }
