@@ -48,8 +48,9 @@ package struct ResearchTable: Sendable {
         let held = Array(recorded) + starts
         guard let first = held.min(), let last = held.max() else { return [] }
         let timeline = h.timeline.sorted { ($0.firstDay, $0.id) < ($1.firstDay, $1.id) }
-        // An alert fires from the day it fired until the day before it ended; one withdrawn (shown
-        // by late data not to hold) is left out, as its band is on the pages.
+        // An alert fires from the day it fired until the day before it ended, and always on the
+        // day it fired (one that ended that same day included); one withdrawn (shown by late data
+        // not to hold) is left out, as its band is on the pages.
         let alerts = h.alerts.filter { $0.withdrawnDay == nil }.sorted { ($0.rule, $0.id) < ($1.rule, $1.id) }
         var rows: [[String?]] = []
         rows.reserveCapacity(Int(last - first) + 1)
@@ -63,7 +64,7 @@ package struct ResearchTable: Sendable {
                 row.append(CSVText.list(entries.map(\.id)))
                 row.append(CSVText.list(entries.map { $0.entered?.by ?? "" }))
             }
-            let firing = alerts.filter { $0.firedDay <= day && day < ($0.endedDay ?? .max) }
+            let firing = alerts.filter { $0.firedDay == day || ($0.firedDay < day && day < ($0.endedDay ?? .max)) }
             row.append(CSVText.list(firing.map(\.rule)))
             row.append(CSVText.list(firing.map(\.id)))
             rows.append(row)

@@ -21,8 +21,9 @@ import Synchronization
 /// Each team it knows (the care-teams file, profiles) has its index retained on
 /// `{root}/teams/{team}/silences`: `{"team", "silences": [ids]}`, so that a client can tell a team
 /// that exists and that it may read from a misspelt or forbidden one (`mobilityctl alerts
-/// --team`), and which silences are in force. Partitioned, each instance announces the teams of
-/// its own users and clears none (another instance may still know the team).
+/// --team`), and which silences are in force; cleared when the team is no longer known, also
+/// after a restart (the store keeps which teams were announced). Partitioned, each instance
+/// announces the teams of its own users and clears none (another instance may still know the team).
 ///
 /// Sendability: the silences are in a Mutex; `held` counts them for the lock-free fast path.
 final class SilenceDesk: Sendable {
@@ -47,6 +48,12 @@ final class SilenceDesk: Sendable {
         var counts: [String: Int] = [:]
         /// The teams' indexes last published (team → silence ids), and the care teams' version they followed.
         var indexed: [String: [String]] = [:]
+        /// The teams whose index an earlier run published (the store's `silence_index_teams`):
+        /// cleared at the first tick unless still known, so that a team removed while mobilityd
+        /// was stopped does not keep its index retained.
+        var indexedBefore: Set<String> = []
+        /// The teams last written to the store as published, nil before the first write.
+        var savedIndexed: Set<String>?
         var teamsVersion = -1
         var knownTeams: Set<String> = []
         var marked = 0
@@ -75,10 +82,28 @@ final class SilenceDesk: Sendable {
     func restore() throws {
         let (stored, unreadable) = try store.silences()
         if !unreadable.isEmpty { log.warn("stored silences that no longer parse are ignored", ["ids": unreadable.joined(separator: ",")]) }
+        // Partitioned, indexes are never cleared: another instance may still know the team.
+        let before = scope.isPartitioned ? [] : try store.meta(Self.indexedTeamsKey)?.split(separator: "\n").map(String.init) ?? []
         book.withLock { b in
             for s in stored { b.byTeam[s.team, default: []].append(s) }
+            b.indexedBefore = Set(before.filter(TopicLayout.isValidUser))
         }
         held.store(stored.count, ordering: .relaxed)
+    }
+
+    /// The store's metadata key of the teams whose index is published (one a line).
+    static let indexedTeamsKey = "silence_index_teams"
+
+    /// Writes the teams whose index is (or is about to be) published, when they changed; false
+    /// after logging why it cannot.
+    private func saveIndexed(_ teams: Set<String>) -> Bool {
+        guard !scope.isPartitioned, book.withLock({ $0.savedIndexed }) != teams else { return true }
+        do { try store.setMeta(Self.indexedTeamsKey, teams.sorted().joined(separator: "\n")) } catch {
+            log.warn("cannot store which teams' silence indexes are published; published at the next tick", ["error": "\(error)"])
+            return false
+        }
+        book.withLock { $0.savedIndexed = teams }
+        return true
     }
 
     /// The command subscription: a team account's topic and every person's under it.
@@ -279,10 +304,14 @@ final class SilenceDesk: Sendable {
                 let ids = (b.byTeam[team] ?? []).map(\.id).sorted()
                 if b.indexed[team] != ids { changed.append((team, ids)) }
             }
-            let gone = scope.isPartitioned ? [] : b.indexed.keys.filter { !b.knownTeams.contains($0) }.sorted()
+            let gone = scope.isPartitioned ? [] : Set(b.indexed.keys).union(b.indexedBefore).subtracting(b.knownTeams).sorted()
             return (changed, gone)
         }
         guard !changed.isEmpty || !gone.isEmpty else { return }
+        // Every team about to be announced is in the store first: one removed later, even while
+        // mobilityd is stopped, has its index cleared by the next run.
+        let announcing = book.withLock { b in Set(b.indexed.keys).union(b.indexedBefore) }.union(changed.map(\.0)).union(gone)
+        guard saveIndexed(announcing) else { return }
         var items = changed.map { team, ids in
             var w = JSONWriter()
             w.beginObject()
@@ -303,9 +332,13 @@ final class SilenceDesk: Sendable {
         }
         book.withLock { b in
             for (team, ids) in changed { b.indexed[team] = ids }
-            for team in gone { b.indexed[team] = nil }
+            for team in gone {
+                b.indexed[team] = nil
+                b.indexedBefore.remove(team)
+            }
         }
         _ = sink.publish(items)
+        if !gone.isEmpty { _ = saveIndexed(book.withLock { b in Set(b.indexed.keys).union(b.indexedBefore) }) }
     }
 
     /// Partitioned mode: replaces the silences of the teams this run does not decide with the

@@ -101,8 +101,10 @@ package final class StateStore: @unchecked Sendable {
     /// tightened: the store holds health data.
     ///
     /// `readOnly`: for tools that read a store a running mobilityd may be writing (exports,
-    /// reports): the file must exist and have this build's schema or an older one; nothing is
-    /// created, migrated, re-moded or checkpointed, and every write fails.
+    /// reports): the file must exist and have this build's schema or an older one; the database
+    /// is never migrated, re-moded or checkpointed, and every write fails. SQLite still creates
+    /// the `-wal` and `-shm` files when they are absent (a WAL database's readers need them),
+    /// with the database file's mode (0600).
     package init(path: String, autoCheckpoint: Bool = true, walRestartFrames: Int64 = 4096, readOnly: Bool = false) throws(SQLiteError) {
         self.path = path
         self.walRestartFrames = walRestartFrames

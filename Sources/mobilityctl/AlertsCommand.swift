@@ -213,6 +213,14 @@ enum AlertsCommand {
             return 1
         }
         for note in feed.notes() { writeErr("mobilityctl alerts: \(TerminalText.escaped(note))\n") }
+        // Without --team an account reads every user's topics; the shipped ACL gives a team
+        // account its team's topics only and mosquitto drops the rest silently, so nothing at all
+        // may be a denial rather than a quiet ward: say what a team account needs.
+        if let username, o.team == nil, feed.snapshot().isEmpty, feed.silences().isEmpty {
+            writeErr(
+                "mobilityctl alerts: nothing arrived on \(o.filter) for the account \(username); "
+                    + "a team account may read only its team's topics: give --team TEAM\n")
+        }
         let colour = isatty(1) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
         let printer = AlertTable(colour: colour, width: terminalWidth())
         let retained = feed.snapshot().filter { o.admits($0.1) }
@@ -268,6 +276,14 @@ enum AlertsCommand {
                 }
             }
             for note in feed.notes() { writeErr("mobilityctl alerts: \(TerminalText.escaped(note))\n") }
+            // Without --team an account reads every user's topics; the shipped ACL gives a team
+            // account its team's topics only and mosquitto drops the rest silently, so nothing at all
+            // may be a denial rather than a quiet ward: say what a team account needs.
+            if let username, o.team == nil, feed.snapshot().isEmpty, feed.silences().isEmpty {
+                writeErr(
+                    "mobilityctl alerts: nothing arrived on \(o.filter) for the account \(username); "
+                        + "a team account may read only its team's topics: give --team TEAM\n")
+            }
         }
         sources.forEach { $0.cancel() }
         return 0

@@ -10,6 +10,7 @@ import StateStore
 enum ExportCommand {
     static let usage = """
         usage: mobilityctl export --state DIR [--team TEAM] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--format csv] [-o|--output FILE|-]
+          --team: the users whose stored profile names the team (as mobilityd last saved it; its --care-teams file is not read)
         """
 
     /// Why `--format parquet` is refused (docs/research-export.md).
@@ -124,7 +125,8 @@ enum ExportCommand {
         /// Whether the output is a terminal: text cells are then escaped (``TerminalText``).
         let terminal: Bool
 
-        init?(_ output: String) {
+        /// `command`: whose messages (`mobilityctl COMMAND: …`) the errors are.
+        init?(_ output: String, command: String = "export") {
             self.output = output
             if output == "-" {
                 fd = 1
@@ -132,10 +134,23 @@ enum ExportCommand {
                 terminal = isatty(1) == 1
                 return
             }
+            // A new file of ours only: a file or symbolic link already at the name (planted, or
+            // left by a crash) is refused, never written through nor reused with its mode.
             let tmp = output + ".partial-\(getpid())"
-            fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                writeErr("mobilityctl export: cannot write \(output): \(String(cString: strerror(errno)))\n")
+                if errno == EEXIST {
+                    writeErr(
+                        "mobilityctl \(command): cannot write \(output): \(tmp) already exists (remove it if it is a leftover; it is not written through)\n")
+                } else {
+                    writeErr("mobilityctl \(command): cannot write \(output): \(String(cString: strerror(errno)))\n")
+                }
+                return nil
+            }
+            guard fchmod(fd, 0o600) == 0 else {
+                writeErr("mobilityctl \(command): cannot write \(output): \(String(cString: strerror(errno)))\n")
+                close(fd)
+                unlink(tmp)
                 return nil
             }
             partial = tmp

@@ -147,9 +147,26 @@ enum ReportCommand {
 
         func path(of user: String) -> String { cohort ? "\(path)/\(user).\(page).\(format)" : path }
 
-        /// Creates a cohort's directory (0700: health data); false after saying why it cannot.
+        /// Creates a cohort's directory, or takes an existing one of the user's, readable by the
+        /// owner only (0700: health data); false after saying why it cannot.
         func prepare() -> Bool {
             guard cohort else { return true }
+            var st = stat()
+            if stat(path, &st) == 0 {
+                guard st.st_mode & S_IFMT == S_IFDIR else {
+                    writeErr("mobilityctl report: \(path) is not a directory (-o names a directory for several users' reports)\n")
+                    return false
+                }
+                guard st.st_uid == geteuid() else {
+                    writeErr("mobilityctl report: \(path) belongs to another user; reports (health data) go only to a directory of your own\n")
+                    return false
+                }
+                guard chmod(path, 0o700) == 0 else {
+                    writeErr("mobilityctl report: cannot make \(path) readable by its owner only: \(String(cString: strerror(errno)))\n")
+                    return false
+                }
+                return true
+            }
             do {
                 try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
                 return true
@@ -173,10 +190,14 @@ enum ReportCommand {
         if output == "-" {
             FileHandle.standardOutput.write(Data(TerminalText.json(text).utf8))
         } else {
-            // Health data: readable by the owner only, like the daemon's state.
-            try? FileManager.default.removeItem(atPath: output)
-            guard FileManager.default.createFile(atPath: output, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
-                writeErr("mobilityctl report: cannot write \(output)\n")
+            // Health data: readable by the owner only from the first byte, like the daemon's
+            // state; written beside its name and renamed into place (``ExportCommand/Sink``).
+            guard let sink = ExportCommand.Sink(output, command: "report") else { return false }
+            do {
+                try sink.write(text)
+                try sink.finish()
+            } catch {
+                writeErr("mobilityctl report: \(error)\n")
                 return false
             }
         }

@@ -86,7 +86,9 @@ let usage = """
       export --state DIR [--team TEAM] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--format csv] [-o FILE|-]
                                         research data: one CSV row per user-day, every series with
                                         the clinical events and annotations of the day
-                                        (docs/research-export.md); the store is read, never written
+                                        (docs/research-export.md); the store is read, never written.
+                                        --team: the users whose stored profile names the team (as
+                                        mobilityd last saved it; its --care-teams file is not read)
       help [COMMAND]                    show this help, or a command's (as COMMAND --help does)
     """
 
@@ -121,8 +123,20 @@ guard let command = args.first else { fail(usage) }
 args.removeFirst()
 let colour = isatty(2) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
 
-// `--help` or `-h` anywhere after a command: that command's usage, on stdout, exit 0.
-if args.contains("--help") || args.contains("-h"), let text = commandUsage(command) {
+/// The options of mobilityctl's commands that take no value: any other option's next argument
+/// is its value, even one spelled `-h` or `--help` (a comment or note may say anything).
+let flagsWithoutValue: Set<String> = ["--series", "--verbose", "--no-final-close", "--all-users", "--follow", "-h", "--help"]
+
+/// Whether `args` ask for help: `--help` or `-h` as an argument of its own, not an option's value.
+func asksForHelp(_ args: [String]) -> Bool {
+    args.indices.contains { i in
+        ["-h", "--help"].contains(args[i]) && (i == 0 || !args[i - 1].hasPrefix("-") || flagsWithoutValue.contains(args[i - 1]))
+    }
+}
+
+// `--help` or `-h` anywhere after a command (not as an option's value): that command's usage, on
+// stdout, exit 0.
+if asksForHelp(args), let text = commandUsage(command) {
     print(text)
     exit(0)
 }

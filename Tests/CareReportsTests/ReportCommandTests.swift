@@ -110,6 +110,8 @@ import Testing
         }
         try lines.write(to: URL(fileURLWithPath: traffic))
         for page in ["weekly", "panel"] {
+            // The second pass finds the directory opened to others: it is made the owner's only again.
+            if page == "panel" { chmod(dir, 0o755) }
             let all = try Self.run(
                 "mobilityctl",
                 ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--all-users", "--week", "2026-W09", "--page", page, "--format", "html", "-o", dir]
@@ -134,11 +136,56 @@ import Testing
                 #expect(file.contains(user))
             }
         }
+        // A directory of another user's is refused, and left as it is.
+        let theirs = Self.temp("")
+        try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let other: uid_t = geteuid() == 0 ? 65534 : 0
+        if geteuid() == 0 { try #require(chown(theirs, other, other) == 0) }
+        let target = geteuid() == 0 ? theirs : "/"
+        let refused = try Self.run(
+            "mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--all-users", "--week", "2026-W09", "-o", target])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("\(target) belongs to another user"), "\(refused.stderr)")
+        if geteuid() == 0 {
+            #expect((try FileManager.default.attributesOfItem(atPath: theirs)[.posixPermissions] as? Int) == 0o755)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: theirs).isEmpty)
+        }
+
         let two = try Self.run(
             "mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-plateau", "--user", "nobody", "-o", dir + "/json"])
         #expect(two.status == 1, "a user without traffic fails the run, after the others' reports")
         #expect(two.stderr.contains("no traffic for user 'nobody'") && two.stderr.contains("1 report in \(dir)/json"), "\(two.stderr)")
         #expect(FileManager.default.fileExists(atPath: dir + "/json/jamie-plateau.weekly.json"))
+    }
+
+    /// A report file is written beside its name as a new file of the user's (0600 from its first
+    /// byte) and renamed into place: a symbolic link already at that name is refused, its target
+    /// left as it was.
+    @Test func aLinkAtTheReportsPartialNameIsRefused() throws {
+        let traffic = Self.temp(".jsonl"), dir = Self.temp("")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: traffic); try? FileManager.default.removeItem(atPath: dir) }
+        let rec = try Self.run("mobility-sim", ["record", RepoPaths.root + "/simulator/scenarios/jamie-heat-wave.scenario", "-o", traffic])
+        try #require(rec.status == 0, "\(rec.stderr)")
+        let victim = dir + "/victim", out = dir + "/report.json"
+        try Data("victim\n".utf8).write(to: URL(fileURLWithPath: victim))
+        // The shell plants the link with its own process id, then becomes mobilityctl (same id).
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = [
+            "-c",
+            "ln -s \"$V\" \"$O.partial-$$\"; exec \"$CTL\" report --rules \"$R\" --traffic \"$T\" --user jamie-heat-wave --week 2026-W09 -o \"$O\""
+        ]
+        p.environment = ["V": victim, "O": out, "R": RepoPaths.rules, "T": traffic, "CTL": ChildProcess.product("mobilityctl"), "LANG": "C"]
+        let err = Pipe()
+        p.standardError = err
+        try p.run()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 1, "\(stderr)")
+        #expect(stderr.contains("mobilityctl report: cannot write \(out): \(out).partial-") && stderr.contains("already exists"), "\(stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "victim\n", "the link's target was written")
     }
 
     @Test func anAppleHealthExportThroughMobilitySimExport() throws {

@@ -66,4 +66,21 @@ import Testing
         #expect(ranged.map { $0[1] } == ["2026-03-02", "2026-03-03"])
         #expect(table.rows(UserHistory(user: "nobody"), from: .min, through: .max).isEmpty)
     }
+
+    /// An alert that fires and ends on the same day (a calibration reminder answered that day) is
+    /// firing on that day, and only on it.
+    @Test func anAlertEndedOnItsFiringDayIsFiringThatDay() throws {
+        let d0 = try #require(CivilDate(parsing: "2026-03-01")).dayNumber
+        var h = UserHistory(user: "jamie")
+        h.series["speed_p95"] = [d0: 1.2, d0 + 1: 1.3, d0 + 2: 1.4]
+        h.units["speed_p95"] = "m/s"
+        h.alerts = [
+            AlertEpisode(id: "c1", rule: "uncalibrated_6mwd", severity: .info, firedDay: d0 + 1, endedDay: d0 + 1, headline: ""),
+            AlertEpisode(id: "g1", rule: "data_gap", severity: .info, firedDay: d0, endedDay: d0 + 1, headline: "")
+        ]
+        let rows = ResearchTable(series: [("speed_p95", "m/s")]).rows(h, from: .min, through: .max)
+        #expect(rows.map { $0[1] } == ["2026-03-01", "2026-03-02", "2026-03-03"])
+        #expect(rows.map { $0[ResearchTable.leadingColumns.count + 1 + ResearchTable.timelineColumns.count] } == ["data_gap", "uncalibrated_6mwd", nil])
+        #expect(rows.map { $0.last! } == ["g1", "c1", nil])
+    }
 }

@@ -29,6 +29,40 @@ import Testing
             + "\"endsAt\":\"\(ends)\",\"createdBy\":\"nurse.kim\",\"comment\":\"on leave\"\(extra)}"
     }
 
+    /// A team removed from the care-teams file while mobilityd was stopped has its retained index
+    /// cleared at the next start (the store keeps which teams' indexes were published); a team
+    /// still known keeps its index.
+    @Test func theIndexOfATeamRemovedWhileStoppedIsClearedAtTheNextStart() throws {
+        let broker = try MosquittoBroker()
+        let dir = TemporaryPath.make("mw-silence-index")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let teamsFile = dir + "/care-teams"
+        func teams(_ text: String) throws {
+            try text.write(toFile: teamsFile, atomically: true, encoding: .utf8)
+            chmod(teamsFile, 0o600)
+        }
+        try teams("jamie physio-north\nsam gait-lab\n")
+        let options = ["--publish-series", "false", "--care-teams", teamsFile]
+        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/teams/+/silences"])
+        let index = { (team: String) in rec.messages(prefix: "mobility/v1/teams/\(team)/silences").last?.text }
+        var daemon = try DaemonUnderTest(broker: broker, state: dir + "/state", extra: options)
+        #expect(eventually { index("gait-lab") == "{\"team\":\"gait-lab\",\"silences\":[]}" && index("physio-north") != nil })
+        #expect(daemon.process.stop() == 0)
+
+        try teams("jamie physio-north\n")
+        let before = rec.messages(prefix: "mobility/v1/teams/physio-north/silences").count
+        daemon = try DaemonUnderTest(broker: broker, state: dir + "/state", extra: options)
+        #expect(eventually { index("gait-lab") == "" }, "\(rec.messages().map { "\($0.topic) \($0.text)" })")
+        #expect(eventually { rec.messages(prefix: "mobility/v1/teams/physio-north/silences").count > before })
+        #expect(index("physio-north") == "{\"team\":\"physio-north\",\"silences\":[]}")
+        // The broker keeps no index of the removed team for a new subscriber.
+        let late = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/teams/+/silences"])
+        #expect(eventually { !late.messages(prefix: "mobility/v1/teams/physio-north/silences").isEmpty })
+        #expect(late.messages(prefix: "mobility/v1/teams/gait-lab/silences").allSatisfy { $0.payload.isEmpty })
+        #expect(daemon.process.stop() == 0)
+    }
+
     @Test func silencedTransitionsAreRecordedAndMarkedButNotDeliveredUntilTheSilenceEnds() throws {
         let scenario = try Scenario.load(RepoPaths.root + "/simulator/scenarios/jamie-plateau.scenario")
         let records = ScenarioVerifier.traffic([scenario])

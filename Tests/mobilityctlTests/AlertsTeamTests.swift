@@ -20,6 +20,9 @@ import Testing
 
         let known = try Ctl.run(["alerts", "--broker", broker.url, "--team", "physio-north"])
         #expect(known.status == 0, "\(known.stderr)")
+        // An anonymous login (no ACL, a broker of tests) gets no hint about team accounts.
+        let everyone = try Ctl.run(["alerts", "--broker", broker.url])
+        #expect(everyone.status == 0 && everyone.stderr.isEmpty, "\(everyone.stderr)")
         #expect(known.stdout.hasPrefix("ID  "), "\(known.stdout)")
         let misspelt = try Ctl.run(["alerts", "--broker", broker.url, "--team", "physio-nort"])
         #expect(misspelt.status == 1 && misspelt.stdout.isEmpty, "\(misspelt.stdout)")
@@ -79,6 +82,10 @@ import Testing
         let login = ["--broker", url, "--username", "staff-ward-a", "--password-file", secret]
         let own = try Ctl.run(["alerts", "--team", "ward-a"] + login)
         #expect(own.status == 0 && own.stdout.hasPrefix("ID  "), "\(own.stderr)")
+        // Without --team the account's subscription to every user is dropped by the ACL: a hint, not an error.
+        let untagged = try Ctl.run(["alerts"] + login)
+        #expect(untagged.status == 0 && untagged.stdout.hasPrefix("ID  "), "\(untagged.stderr)")
+        #expect(untagged.stderr.contains("account staff-ward-a") && untagged.stderr.contains("give --team TEAM"), "\(untagged.stderr)")
         let other = try Ctl.run(["alerts", "--team", "ward-b"] + login)
         #expect(other.status == 1 && other.stdout.isEmpty, "\(other.stdout)")
         #expect(

@@ -30,4 +30,18 @@ import Testing
         #expect(r.stderr.hasPrefix("\(tool)") && r.stderr.contains("unknown") && r.stderr.contains("--bogus"), "\(tool) \(command): \(r.stderr)")
         #expect(r.stdout.isEmpty, "\(tool) \(command): \(r.stdout)")
     }
+
+    /// `-h` or `--help` as an option's value (a comment or note may say anything) is that value,
+    /// not a request for help: the command goes on to the broker (here nothing listens).
+    @Test(arguments: [
+        ["silence", "add", "--team", "north", "user=jamie", "--duration", "2h", "--comment", "-h", "--author", "nurse.kim"],
+        ["event", "add", "--team", "north", "--user", "jamie", "--kind", "fall", "--date", "2026-03-02", "--note", "--help", "--by", "nurse.kim"]
+    ])
+    func helpAsAnOptionsValueIsThatValue(_ args: [String]) throws {
+        let port = try freePort()
+        let r = try ProductRun("mobilityctl", args + ["--broker", "mqtt://127.0.0.1:\(port)", "--wait", "1"])
+        #expect(!r.stdout.hasPrefix("usage:"), "\(args): \(r.stdout)")
+        #expect(r.status == 1, "\(args): \(r.stdout) \(r.stderr)")
+        #expect(r.stderr.contains("127.0.0.1:\(port)"), "\(args): the broker was not tried: \(r.stderr)")
+    }
 }

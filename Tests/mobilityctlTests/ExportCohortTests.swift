@@ -22,6 +22,7 @@ import Testing
     @Test func aCohortIsExportedAsTheHistoryAPIGivesItAndPandasReadsIt() throws {
         let cohort = try CohortState(users: 12, days: 90, seed: 3)
         let before = try Data(contentsOf: URL(fileURLWithPath: cohort.dir + "/state.sqlite"))
+        let listed = Set(try FileManager.default.contentsOfDirectory(atPath: cohort.dir))
         let csv = cohort.dir + "/../export-\(UUID().uuidString.prefix(8)).csv"
         TemporaryPath.removeAtExit(csv)
         let r = try Self.run(["--state", cohort.dir, "--format", "csv", "-o", csv], environment: ["LANG": "C", "LC_ALL": "C"])
@@ -30,6 +31,13 @@ import Testing
         let attributes = try FileManager.default.attributesOfItem(atPath: csv)
         #expect((attributes[.posixPermissions] as? Int) == 0o600, "health data: readable by the owner only")
         #expect(try Data(contentsOf: URL(fileURLWithPath: cohort.dir + "/state.sqlite")) == before, "the export wrote to the store")
+        // Only SQLite's WAL and shared-memory files may be new beside the store, readable by the owner only.
+        let added = Set(try FileManager.default.contentsOfDirectory(atPath: cohort.dir)).subtracting(listed)
+        #expect(added.isSubset(of: ["state.sqlite-wal", "state.sqlite-shm"]), "\(added.sorted())")
+        for name in try FileManager.default.contentsOfDirectory(atPath: cohort.dir) where name.hasPrefix("state.sqlite") {
+            let mode = try FileManager.default.attributesOfItem(atPath: cohort.dir + "/" + name)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(name): \(String(describing: mode.map { String($0, radix: 8) }))")
+        }
 
         // The same bytes in a German locale (decimal comma) and on standard output.
         let german = try Self.run(["--state", cohort.dir, "--format", "csv"], environment: ["LANG": "de_DE.UTF-8", "LC_ALL": "de_DE.UTF-8"])
@@ -143,6 +151,47 @@ import Testing
         #expect(r.status == 0, "\(r.stderr)")
         let days = Set(r.stdout.split(separator: "\r\n").dropFirst().map { $0.split(separator: ",")[1] })
         #expect(days == [Substring(CivilDate(dayNumber: cohort.fallDay).description)])
+    }
+
+    /// The file an export writes before renaming it into place is a new file of its own: a
+    /// symbolic link or a readable file already at its name is refused, and neither it nor what
+    /// it points to is written.
+    @Test func aFileOrLinkAlreadyAtThePartialNameIsRefused() throws {
+        let cohort = try CohortState(users: 2, days: 10, seed: 9)
+        let out = cohort.dir + "/../planted-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        TemporaryPath.removeAtExit(out)
+        let victim = out + "/victim", csv = out + "/export.csv"
+        try Data("victim\n".utf8).write(to: URL(fileURLWithPath: victim))
+        chmod(victim, 0o644)
+        for plant in ["ln -s \"$V\" \"$O.partial-$$\"", "printf old > \"$O.partial-$$\"; chmod 644 \"$O.partial-$$\""] {
+            // The shell plants the name with its own process id, then becomes mobilityctl (same id).
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/sh")
+            p.arguments = ["-c", plant + "; exec \"$CTL\" export --state \"$S\" -o \"$O\""]
+            p.environment = ["V": victim, "O": csv, "S": cohort.dir, "CTL": ChildProcess.product("mobilityctl"), "LANG": "C"]
+            let err = Pipe()
+            p.standardError = err
+            try p.run()
+            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 1, "\(plant): \(stderr)")
+            #expect(stderr.contains("already exists"), "\(plant): \(stderr)")
+            #expect(!FileManager.default.fileExists(atPath: csv), "\(plant)")
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "victim\n", "\(plant): the link's target was written")
+            let names = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasPrefix("export.csv.partial-") }
+            #expect(names.count == 1, "\(names)")
+            for name in names {
+                let planted = out + "/" + name
+                let kind = try FileManager.default.attributesOfItem(atPath: planted)[.type] as? FileAttributeType
+                if plant.hasPrefix("ln") {
+                    #expect(kind == .typeSymbolicLink)
+                } else {
+                    #expect(try String(contentsOfFile: planted, encoding: .utf8) == "old", "the planted file was written")
+                }
+                try FileManager.default.removeItem(atPath: planted)
+            }
+        }
     }
 }
 
