@@ -78,6 +78,10 @@ package final class Daemon: Sendable {
         case .refused(let code): return code
         }
         stateFindings.withLock { $0 = state.findings }
+        // From here until the service group's handlers are installed, SIGHUP, SIGTERM and SIGINT
+        // are ignored rather than ending the process by their default action (a reload must
+        // never kill mobilityd).
+        for s in [SIGTERM, SIGINT, SIGHUP] { SignalService.holdUntilHandled(s) }
         try? state.store.setMeta("rules_identity", program.identity)
         try? state.store.setMeta("rules_sources", reloader.storedSources)
         guard let c = try? components(program: program, broker: broker, state: state) else { return 1 }

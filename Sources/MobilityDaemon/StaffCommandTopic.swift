@@ -24,9 +24,12 @@ struct StaffCommandTopic: Equatable {
     static func parse(_ topic: String, prefix: String, kind: String) -> StaffCommandTopic? {
         guard topic.hasPrefix(prefix) else { return nil }
         let levels = topic.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
-        guard levels.count == 3 || levels.count == 4, levels[1] == "commands", levels[2] == kind else { return nil }
+        guard levels.count >= 3, levels[1] == "commands", levels[2] == kind else { return nil }
         let team = String(levels[0])
-        return StaffCommandTopic(team: TopicLayout.isValidUser(team) ? team : nil, login: levels.count == 4 ? String(levels[3]) : nil)
+        // Everything after the kind is the login: a deeper topic carries a '/' in it, which no
+        // login has, so the desk refuses it as an invalid login instead of it passing as an input.
+        let login = levels.count > 3 ? levels[3...].joined(separator: "/") : nil
+        return StaffCommandTopic(team: TopicLayout.isValidUser(team) ? team : nil, login: login)
     }
 
     /// Who acts: the login of a person's topic (a payload naming someone else is refused), else

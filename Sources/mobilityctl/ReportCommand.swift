@@ -152,9 +152,13 @@ enum ReportCommand {
         func prepare() -> Bool {
             guard cohort else { return true }
             var st = stat()
-            if stat(path, &st) == 0 {
+            if lstat(path, &st) == 0 {
+                // lstat, not stat: a symbolic link planted at the name is refused, not followed
+                // (chmod and the reports would land in whatever it points at).
                 guard st.st_mode & S_IFMT == S_IFDIR else {
-                    writeErr("mobilityctl report: \(path) is not a directory (-o names a directory for several users' reports)\n")
+                    writeErr(
+                        "mobilityctl report: \(path) is not a directory (-o names a directory of your own for several users' reports; "
+                            + "a symbolic link is not followed)\n")
                     return false
                 }
                 guard st.st_uid == geteuid() else {

@@ -125,7 +125,7 @@ let colour = isatty(2) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] =
 
 /// The options of mobilityctl's commands that take no value: any other option's next argument
 /// is its value, even one spelled `-h` or `--help` (a comment or note may say anything).
-let flagsWithoutValue: Set<String> = ["--series", "--verbose", "--no-final-close", "--all-users", "--follow", "-h", "--help"]
+let flagsWithoutValue: Set<String> = ["--series", "--verbose", "-v", "--no-final-close", "--all-users", "--follow", "-f", "-h", "--help"]
 
 /// Whether `args` ask for help: `--help` or `-h` as an argument of its own, not an option's value.
 func asksForHelp(_ args: [String]) -> Bool {

@@ -150,6 +150,18 @@ import Testing
             #expect((try FileManager.default.attributesOfItem(atPath: theirs)[.posixPermissions] as? Int) == 0o755)
             #expect(try FileManager.default.contentsOfDirectory(atPath: theirs).isEmpty)
         }
+        // A symbolic link at the name is refused, not followed: its target keeps its mode and
+        // gets no reports.
+        let pointed = Self.temp("")
+        try FileManager.default.createDirectory(atPath: pointed, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let link = Self.temp("")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: pointed)
+        let linked = try Self.run(
+            "mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--all-users", "--week", "2026-W09", "-o", link])
+        #expect(linked.status == 1, "\(linked.stderr)")
+        #expect(linked.stderr.contains("\(link) is not a directory"), "\(linked.stderr)")
+        #expect((try FileManager.default.attributesOfItem(atPath: pointed)[.posixPermissions] as? Int) == 0o755)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: pointed).isEmpty)
 
         let two = try Self.run(
             "mobilityctl", ["report", "--rules", RepoPaths.rules, "--traffic", traffic, "--user", "jamie-plateau", "--user", "nobody", "-o", dir + "/json"])

@@ -109,6 +109,17 @@ enum StaffLogins {
             #expect(try kim.publishAwaitingAnswer(topic, claim) == notAuthorized, "\(topic)")
         }
         kim.stop()
+        // No other account may write nurse.kim's topics: a patient's gateway (the ACL's `pattern`
+        // lines apply to every account) or another nurse. (care-dashboard is the audit reader
+        // here: a second connection of it would close the first, as its login is its client id.)
+        for account in ["jamie", "alex", "nurse.ray"] {
+            let other = try d.client(account, filters: [])
+            for kind in ["ack", "silence", "event"] {
+                let topic = "mobility/v1/teams/ward-a/commands/\(kind)/nurse.kim"
+                #expect(try other.publishAwaitingAnswer(topic, claim) == notAuthorized, "\(account) → \(topic)")
+            }
+            other.stop()
+        }
         // A nurse of ward-b cannot act on ward-a's patient: mobilityctl says the broker refused.
         let ray = try ctl(d, creds, "nurse.ray", ["ack", "--team", "ward-a", "--user", "jamie", "--alert", jamieAlert])
         #expect(ray.wait(timeout: 30) == 1, "\(ray.log)")
