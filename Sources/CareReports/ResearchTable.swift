@@ -35,8 +35,7 @@ package struct ResearchTable: Sendable {
     /// unit, rounded to 1e-6), nil when missing or not recorded.
     package static func value(_ h: UserHistory, _ name: String, on day: DayNumber) -> Double? {
         guard let v = h.series[name]?[day] ?? nil else { return nil }
-        let toSI = (MeasureUnit.rule(h.units[name] ?? "") ?? .one).toSI
-        return (v / toSI * 1e6).rounded() / 1e6
+        return UserHistory.shown(v, in: h.unit(of: name))
     }
 
     /// The user's rows from `from` through `through` (fields as ``CSVText/record(_:)`` takes them).

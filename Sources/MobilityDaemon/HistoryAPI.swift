@@ -37,14 +37,14 @@ enum HistoryAPI {
         w.beginObject("series")
         for name in h.series.keys.sorted() {
             let unitName = h.units[name] ?? ""
-            let unit = MeasureUnit.rule(unitName) ?? .one
+            let unit = h.unit(of: name)
             w.beginObject(name)
             w.string("unit", unitName)
             w.beginArray("points")
             for (day, value) in h.series[name, default: [:]].sorted(by: { $0.key < $1.key }) {
                 w.beginObject()
                 w.string("day", CivilDate(dayNumber: day).description)
-                if let v = value { w.number("value", (v / unit.toSI * 1e6).rounded() / 1e6) } else { w.null("value") }
+                if let v = value { w.number("value", UserHistory.shown(v, in: unit)) } else { w.null("value") }
                 w.endObject()
             }
             w.endArray()

@@ -118,3 +118,12 @@ package struct AlertEpisode: Hashable, Sendable {
         }
     }
 }
+
+extension UserHistory {
+    /// The unit series `name` is stored in (`.one` for a unit no rule spells).
+    package func unit(of name: String) -> MeasureUnit { MeasureUnit.rule(units[name] ?? "") ?? .one }
+
+    /// A stored (SI) series value as the history API and the research export give it: in `unit`,
+    /// rounded to 1e-6, so both show the same number.
+    package static func shown(_ si: Double, in unit: MeasureUnit) -> Double { (si / unit.toSI * 1e6).rounded() / 1e6 }
+}
