@@ -405,7 +405,17 @@ import Testing
         let ds = try #require(h.alerts.first { $0.rule == "double_support_regression" })
         #expect(ds.withdrawnDay == ScenarioHistory.day(s, 39) && ds.endedDay == ds.withdrawnDay)
         let panel = ReportPage.panel(history: h, spec: spec)
-        #expect(panel.contains("double support regression (withdrawn)") && !panel.contains("double support regression (active)"))
+        // Its band's label says withdrawn (shortened to fit beside the band, the tooltip whole).
+        let bands = try XMLTree(panel).withClass("alert").filter { g in
+            g.children.contains { $0.name == "title" && $0.allText.hasPrefix("double_support_regression (") }
+        }
+        #expect(!bands.isEmpty)
+        for band in bands {
+            let label = band.children.first { $0.name == "text" }?.allText ?? ""
+            #expect(label.hasPrefix("double supp") && label.hasSuffix(" (withdrawn)"), "\(label)")
+            #expect(band.children.contains { $0.name == "title" && $0.allText.contains("withdrawn (late data showed it did not hold)") })
+        }
+        #expect(!panel.contains("double support regression (active)"))
         let d = WeeklyDigest.make(history: h, spec: spec, week: ISOWeek(containing: ds.withdrawnDay!))
         let row = try #require(d.alerts.first { $0.episode.rule == "double_support_regression" })
         #expect(row.state == .withdrawn)
