@@ -17,6 +17,7 @@ pkg-config --exists zlib 2>/dev/null || need+=(zlib1g-dev)
 pkg-config --exists libdeflate 2>/dev/null || need+=(libdeflate-dev)  # the ingest journal's CRC-32 (carry-less multiply)
 pkg-config --exists simdjson 2>/dev/null || need+=(libsimdjson-dev)   # the samples decoder (C++)
 pkg-config --exists libsystemd 2>/dev/null || need+=(libsystemd-dev)  # sd_notify: readiness and the watchdog
+pkg-config --exists libcrypto 2>/dev/null || need+=(libssl-dev)    # the console's staff passwords (PBKDF2) and session ids
 pkg-config --exists libpq 2>/dev/null || need+=(libpq-dev)          # the PostgreSQL state backend (--store postgres://)
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)  # the tests start a private PostgreSQL server
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)        # the unit test runs systemd-analyze verify/security

@@ -243,6 +243,7 @@ package final class HTTPServer: @unchecked Sendable {
         var request = HTTPRequest(
             method: method, path: path, query: collector.items, queryOverflow: collector.overflow,
             authorization: mw_mhd_header(conn, "Authorization").map { String(cString: $0) }, peer: peer, isTLS: isTLS)
+        request.cookie = mw_mhd_header(conn, "Cookie").map { String(cString: $0) }
         if let upload {
             request.body = upload.bytes
             request.bodyOverflow = upload.overflow
