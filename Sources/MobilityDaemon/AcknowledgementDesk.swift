@@ -187,6 +187,11 @@ final class AcknowledgementDesk: Sendable {
         _ = sink.publish(items)
     }
 
+    /// The acknowledgement of a firing instance, if it has one (the console shows who).
+    func acknowledgement(of alert: String) -> AlertAcknowledgement? {
+        book.withLock { $0.acknowledged[alert]?.acknowledgement }
+    }
+
     /// Drops the reminders of acknowledged instances from a shard's outputs, remembers the last
     /// firing transition of each instance, and forgets the acknowledgement of an ended one.
     /// Returns the dropped reminders, marked with their acknowledgement: not published, but the

@@ -15,7 +15,7 @@ extension Daemon {
     ///
     /// Every other console route needs a live session (else: sign in) and every form it posts the
     /// session's CSRF token (``HTTPRouter/postForm(_:access:_:)``).
-    func mountConsole(_ router: inout HTTPRouter, sessions: ConsoleSessions) {
+    func mountConsole(_ router: inout HTTPRouter, sessions: ConsoleSessions, desks: ConsoleDesks) {
         let log = log, clock = clock
         router.get("/", access: .open) { _ in .text("the console is at /console\n", status: 303).adding("Location", "/console") }
         router.get(ConsolePage.styleSheetPath, access: .open) { _ in
@@ -55,7 +55,7 @@ extension Daemon {
             log.info("console sign-out", ["login": request.principal ?? "-"])
             return .text("signed out\n", status: 303).adding("Location", HTTPRouter.signInPath).adding("Set-Cookie", ConsoleSessions.clearCookie)
         }
-        mountConsoleList(&router)
+        mountConsoleList(&router, desks: desks)
     }
 }
 

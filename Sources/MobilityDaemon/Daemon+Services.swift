@@ -13,7 +13,8 @@ extension Daemon {
     /// The report listener (`--http-address`; nil: off).
     func reportListener(_ c: Components) -> HTTPService? {
         guard let addr = config.httpAddress else { return nil }
-        let router = reportRouter(shards: c.shards, store: c.store, timelines: c.timelines) { r in
+        let console = ConsoleDesks(store: c.store, acknowledgements: c.desk, silences: c.silences, timelines: c.timelines)
+        let router = reportRouter(shards: c.shards, store: c.store, timelines: c.timelines, console: console) { r in
             c.stage.deliver(.timeline(r), to: Int(Daemon.hash(r.command.user) % UInt64(c.shards.count)))
         }
         return HTTPService(reportsAt: addr, tls: config.httpTLS, router: router, log: log)

@@ -365,6 +365,20 @@ final class SilenceDesk: Sendable {
     }
     private let refreshFailing = Atomic<Bool>(false)
 
+    /// The pending and active silences of `teams` (the console lists them), in the order added.
+    func silences(ofTeams teams: [String]) -> [Silence] {
+        book.withLock { b in teams.flatMap { b.byTeam[$0] ?? [] } }
+    }
+
+    /// The silences of `user`'s teams active at `now` over an alert of theirs (the console shows
+    /// who silenced it); nothing is counted.
+    func silences(over user: String, rule: String, severity: Severity, labels: [String: String], now: Timestamp) -> [Silence] {
+        let userTeams = teams.teams(of: user)
+        guard held.load(ordering: .relaxed) > 0, !userTeams.isEmpty else { return [] }
+        let pairs = labels.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        return silences(ofTeams: userTeams).filter { $0.state(at: now) == .active && $0.matches(user: user, rule: rule, severity: severity, labels: pairs) }
+    }
+
     /// Which silences are in force for a transition: per team of its user, and for the user
     /// topic (withheld there only when every team of the user silences it). Nil when none.
     struct Verdict: Sendable {
