@@ -62,6 +62,7 @@ extension ConsolePage {
         return shell(title: title + " - MobilityWatch", who: who, csrf: csrf) { m in
             m.element("h1", text: title)
             filters(sort: sort, filter: filter, team: team, teams: teams, into: &m)
+            sorts(sort: sort, filter: filter, team: team, into: &m)
             if shown.isEmpty {
                 m.element("p", [("class", "notice")], text: rows.isEmpty ? "Your teams have no patients yet." : "No patient matches this filter.")
                 return
@@ -105,6 +106,20 @@ extension ConsolePage {
         return "/console" + (q.isEmpty ? "" : "?" + q.joined(separator: "&"))
     }
 
+    private static let columns: [(Sort, String)] = [
+        (.patient, "Patient"), (.attention, "Needs attention"), (.injury, "Since event"), (.data, "Last data"), (.speed, "Walking speed, 7 days")
+    ]
+
+    /// The sort links a phone shows in place of the table's head (hidden there).
+    private static func sorts(sort: Sort, filter: Filter, team: String?, into m: inout Markup) {
+        m.open("nav", [("class", "filters sort")])
+        m.element("span", text: "Sort by:")
+        for (s, label) in columns {
+            m.element("a", [("href", link(sort: s, filter: filter, team: team))] + (s == sort ? [("class", "on")] : []), text: label.lowercased())
+        }
+        m.close("nav")
+    }
+
     private static func filters(sort: Sort, filter: Filter, team: String?, teams: [String], into m: inout Markup) {
         m.open("nav", [("class", "filters")])
         let labels: [(Filter, String)] = [(.all, "All"), (.open, "Needs attention"), (.firing, "Alerts firing"), (.stale, "No recent data")]
@@ -143,11 +158,11 @@ extension ConsolePage {
         case 0?: m.element("td", text: "up to date")
         case let d?: m.element("td", text: "no data for \(days(d))")
         }
-        m.open("td")
+        m.open("td", [("class", "speed")])
         if let v = p.latestSpeed {
             var text = NumberText.fixed(v, 2) + " " + p.speedUnit
             if let b = p.baseline, b > 0 { text += " (" + NumberText.signed((v / b - 1) * 100, 0) + " % vs baseline)" }
-            m.add(text + " ")
+            m.add(text)
             sparkline(p, into: &m)
         } else {
             m.element("span", [("class", "quiet")], text: "no 7-day value")

@@ -28,7 +28,8 @@ package enum ConsolePage {
             .sev-info{color:#1565c0}
             .stale{color:#b71c1c;font-weight:bold}
             .quiet{color:#555}
-            svg.spark{width:90px;height:24px;vertical-align:middle}
+            svg.spark{width:90px;height:24px;display:block;margin-top:2px}
+            nav.sort{display:none}
             form.action{border:1px solid #d0d0d0;border-radius:4px;padding:6px 10px;margin:.5em 0}
             form.action label{display:block;margin:.25em 0}
             form.action input[type=text],form.action select,form.action input[type=date]{font:inherit;max-width:100%}
@@ -38,7 +39,13 @@ package enum ConsolePage {
             button{font:inherit;padding:4px 12px;margin-top:.3em}
             table.patients td,table.patients th{white-space:nowrap}
             table.patients td.attention{white-space:normal;min-width:12em}
-            @media (max-width:480px){table.patients td,table.patients th{white-space:normal}header.top .who{margin-left:0}}
+            @media (max-width:480px){header.top .who{margin-left:0}nav.sort{display:flex}
+            table.patients thead,table.history thead{display:none}
+            table.patients,table.patients tbody,table.history,table.history tbody{display:block}
+            table.patients tr,table.history tr{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);border-bottom:1px solid #d0d0d0;padding:4px 0}
+            table.patients td,table.history td{border:0;overflow-wrap:normal;white-space:normal}
+            table.patients td:first-child,table.patients td.attention,table.patients td.speed,table.history td:first-child{grid-column:1/-1}
+            table.patients td:first-child{font-weight:bold;padding-top:6px}}
 
             """
 

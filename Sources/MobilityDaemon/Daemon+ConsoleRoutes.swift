@@ -56,6 +56,7 @@ extension Daemon {
             return .text("signed out\n", status: 303).adding("Location", HTTPRouter.signInPath).adding("Set-Cookie", ConsoleSessions.clearCookie)
         }
         mountConsoleList(&router, desks: desks)
+        mountConsolePatient(&router, desks: desks)
     }
 }
 
