@@ -57,6 +57,7 @@ extension Daemon {
         }
         mountConsoleList(&router, desks: desks)
         mountConsolePatient(&router, desks: desks)
+        mountConsoleActions(&router, desks: desks)
     }
 }
 

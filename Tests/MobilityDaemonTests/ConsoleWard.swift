@@ -62,3 +62,17 @@ final class ConsoleWard: @unchecked Sendable {
     /// A page of the console as `cookie`'s session sees it.
     func get(_ path: String, _ cookie: String) throws -> Curl.Result { try Curl.get(base + path, headers: [cookie]) }
 }
+
+extension ConsoleWard {
+    /// The CSRF token of a console page.
+    static func csrf(_ page: String) -> String? { page.firstMatch(of: /name="csrf" value="([0-9a-f]{64})"/).map { String($0.1) } }
+
+    /// Posts a console form as `cookie`'s session (with `csrf` as its token, when given).
+    func post(_ path: String, _ fields: [(String, String)], _ cookie: String, csrf: String?) throws -> Curl.Result {
+        let all = fields + (csrf.map { [("csrf", $0)] } ?? [])
+        let body = all.map { name, value in
+            name + "=" + (value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        }.joined(separator: "&")
+        return try Curl.post(base + path, body: Array(body.utf8), contentType: "application/x-www-form-urlencoded", headers: [cookie])
+    }
+}
