@@ -6,7 +6,8 @@ extension ConsolePage {
     /// The durations a silence can be given, in hours.
     package static let silenceHours: [(Int, String)] = [(1, "1 hour"), (4, "4 hours"), (8, "8 hours"), (24, "1 day"), (72, "3 days"), (168, "7 days")]
 
-    /// Acknowledge (with a note) and silence (with a duration and a comment) a firing alert.
+    /// Acknowledge (with a note) and silence (with a duration and a comment) a firing alert, each
+    /// while it is not yet.
     static func alertForms(_ user: String, _ f: ConsolePatient.Firing, csrf: String, into m: inout Markup) {
         if f.acknowledgedBy == nil {
             form("/console/patients/\(user)/ack", csrf: csrf, into: &m) { m in
@@ -15,6 +16,7 @@ extension ConsolePage {
                 m.element("button", [("type", "submit")], text: "Acknowledge")
             }
         }
+        guard f.silencedBy.isEmpty else { return }
         form("/console/patients/\(user)/silence", csrf: csrf, into: &m) { m in
             hidden("rule", f.rule, into: &m)
             m.open("label")

@@ -42,6 +42,12 @@ package struct ConsolePatientPage: Sendable {
 }
 
 extension ConsolePage {
+    /// A time as `2026-03-04 10:12 UTC`.
+    static func time(_ t: Timestamp) -> String {
+        let s = t.description
+        return s.count >= 16 ? "\(s.prefix(10)) \(s.dropFirst(11).prefix(5)) UTC" : s
+    }
+
     /// The patient page: what needs attention (with the action forms), silences, the recovery
     /// charts, the weekly reports, the timeline and the alert history.
     package static func patient(_ page: ConsolePatientPage, who: String, csrf: String) -> String {
@@ -74,7 +80,7 @@ extension ConsolePage {
             m.open("div", [("class", "chart-card")])
             m.open("p")
             m.element("span", [("class", "sev-" + f.severity.rawValue)], text: f.severity.rawValue)
-            m.add(" " + NumberText.kind(f.rule) + " since " + NumberText.iso(f.firedDay) + ": " + XMLText.bounded(f.headline, limit: 300))
+            m.add(" " + NumberText.kind(f.rule) + " (fired " + NumberText.iso(f.firedDay) + "): " + XMLText.bounded(f.headline, limit: 300))
             m.close("p")
             if let by = f.acknowledgedBy { m.element("p", [("class", "quiet")], text: "Acknowledged by " + by + ".") }
             if !f.silencedBy.isEmpty { m.element("p", [("class", "quiet")], text: "Silenced by " + f.silencedBy.joined(separator: ", ") + ".") }
@@ -91,7 +97,7 @@ extension ConsolePage {
             let what = s.matchers.map { "\($0.name)\($0.isEqual ? "=" : "!=")\($0.isRegex ? "~" : "")\($0.value)" }.joined(separator: ", ")
             m.element(
                 "p",
-                text: "Team \(s.team): \(what), until \(s.endsAt) UTC, by \(s.createdBy): \(XMLText.bounded(s.comment, limit: 300))")
+                text: "Team \(s.team): \(what), until \(time(s.endsAt)), by \(s.createdBy): \(XMLText.bounded(s.comment, limit: 300))")
             expireForm(page.patient.user, s, csrf: csrf, into: &m)
             m.close("div")
         }
@@ -171,7 +177,7 @@ extension ConsolePage {
                 text: e.withdrawnDay.map { "withdrawn " + NumberText.iso($0) } ?? e.endedDay.map { (e.expired ? "expired " : "resolved ") + NumberText.iso($0) }
                     ?? "still firing")
             let ack = page.acknowledgements[e.id].map { a in
-                "acknowledged by \(a.by) at \(a.at)" + (a.note.map { ": " + XMLText.bounded($0, limit: 300) } ?? "")
+                "acknowledged by \(a.by) at \(time(a.at))" + (a.note.map { ": " + XMLText.bounded($0, limit: 300) } ?? "")
             }
             m.element("td", text: ack ?? "not acknowledged")
             m.close("tr")

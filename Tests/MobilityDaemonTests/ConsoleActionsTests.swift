@@ -37,7 +37,7 @@ import Testing
         let again = try ward.post(path + "/ack", [("alert", alert)], kim, csrf: csrf)
         #expect(again.status == 409)
         #expect(again.body.contains("Refused (already_acknowledged): already acknowledged by nurse.kim"), "\(again.body)")
-        let silence = try ward.post(path + "/silence", [("rule", "stalled_recovery"), ("hours", "24"), ("comment", "physio on leave")], kim, csrf: csrf)
+        let silence = try ward.post(path + "/silence", [("rule", "stalled_recovery"), ("hours", "24"), ("comment", "physio <i>on</i> leave")], kim, csrf: csrf)
         #expect(silence.status == 303, "\(silence.body)")
         let bell = try ward.post(path + "/silence", [("rule", "stalled_recovery"), ("hours", "24"), ("comment", "x\u{7}")], kim, csrf: csrf)
         #expect(bell.status == 409)
@@ -57,6 +57,14 @@ import Testing
         #expect(after.body.contains("Silenced by nurse.kim."))
         #expect(after.body.contains("&lt;b&gt;seen&lt;/b&gt; &amp; called"), "\(after.body)")
         #expect(!after.body.contains("<b>seen</b>"))
+        #expect(after.body.contains("physio &lt;i&gt;on&lt;/i&gt; leave"), "\(after.body)")
+        for (field, value) in [("note", "fell\u{1b}[2J"), ("why", "typo\u{0}")] {
+            let bad = try ward.post(
+                path + "/events", [("action", "add"), ("kind", "fall"), ("first", CivilDate(dayNumber: today - 2).description), (field, value)], kim, csrf: csrf
+            )
+            #expect(bad.status == 409, "\(field)")
+            #expect(bad.body.contains("Refused (invalid_text): "), "\(field): \(bad.body)")
+        }
         #expect(after.body.contains("Entered by nurse.kim (ward-a)"), "\(after.body)")
 
         // The broker's audit shows each action under the login.

@@ -12,7 +12,7 @@ import Testing
         let page = try ward.get("/console/patients/ward-stalled", kim)
         #expect(page.status == 200)
         for part in [
-            "<h1>ward-stalled</h1>", "<h2>Needs attention</h2>", "stalled recovery since", "<h2>Recovery</h2>", "<svg", "<h2>Weekly reports</h2>",
+            "<h1>ward-stalled</h1>", "<h2>Needs attention</h2>", "stalled recovery (fired ", "<h2>Recovery</h2>", "<svg", "<h2>Weekly reports</h2>",
             "<h2>Timeline</h2>", "injury (clinical event)", "<h2>Alert history</h2>"
         ] {
             #expect(page.body.contains(part), "\(part)")

@@ -92,6 +92,17 @@ import Testing
         #expect(out.headers["set-cookie"]?.hasPrefix("mw_console=; ") == true)
         #expect(try Curl.get(base + "/console", headers: [cookieHeader]).status == 303)
 
+        // Ten wrong passwords: the fifth locks the login, the rest and then the right one are refused as locked.
+        var statuses: [Int] = []
+        for k in 1...10 { statuses.append(try Self.signIn(base, "nurse.ray", "guess \(k)").1.status) }
+        #expect(statuses == Array(repeating: 401, count: 5) + Array(repeating: 429, count: 5))
+        let (none2, locked) = try Self.signIn(base, "nurse.ray", "ray's password")
+        #expect(none2 == nil)
+        #expect(locked.status == 429)
+        #expect(locked.body.contains("Too many failed sign-ins for this login: it is locked for 15 more minutes."), "\(locked.body)")
+        #expect(daemon.process.log.contains("console login locked after repeated failures"))
+        #expect(!daemon.process.log.contains("guess"))
+
         #expect(daemon.process.log.contains("console sign-in refused: wrong login or password"))
         #expect(daemon.process.log.contains("login=nurse.kim"))
         #expect(!daemon.process.log.contains("password="))
