@@ -23,6 +23,10 @@ package struct HTTPRequest: Sendable {
     package var contentType: String?
     /// The `Cookie` header.
     package var cookie: String?
+    /// The `Origin` header (browsers send it with every form they post).
+    package var origin: String?
+    /// The `Host` header.
+    package var host: String?
 
     /// The route's pattern that matched, e.g. `/api/v1/users/{u}/report` (set by the router).
     package internal(set) var route: String?

@@ -21,8 +21,13 @@ extension HTTPRouter {
     }
 
     /// Reads a posted form into the request; nil when it is one (with the session's CSRF token,
-    /// on a `.session` route), else the refusal.
+    /// on a `.session` route), else the refusal. A form a browser posts from another origin than
+    /// the listener's (its `Origin` is not `scheme://` + the `Host` it asked) is refused first,
+    /// the sign-in form too.
     func formRead(_ request: inout HTTPRequest, type: String?, route: Route) -> HTTPResponse? {
+        if let origin = request.origin, origin != (request.isTLS ? "https://" : "http://") + (request.host ?? "") {
+            return .text("the form was sent from another site; nothing was changed\n", status: 403)
+        }
         guard type == "application/x-www-form-urlencoded" else {
             return .text("send the form as application/x-www-form-urlencoded\n", status: 415)
         }

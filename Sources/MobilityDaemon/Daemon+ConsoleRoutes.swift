@@ -16,7 +16,9 @@ extension Daemon {
     /// Every other console route needs a live session (else: sign in) and every form it posts the
     /// session's CSRF token (``HTTPRouter/postForm(_:access:_:)``).
     func mountConsole(_ router: inout HTTPRouter, sessions: ConsoleSessions, desks: ConsoleDesks) {
-        let log = log, clock = clock
+        let log = log, clock = clock, staff = config.consoleStaff
+        // A login is logged only when it is one: someone who typed a password into the login field must not find it in the log.
+        let logged: @Sendable (String) -> String = { login in staff?.teams(of: login) != nil ? login : "(unknown)" }
         router.get("/", access: .open) { _ in .text("the console is at /console\n", status: 303).adding("Location", "/console") }
         router.get(ConsolePage.styleSheetPath, access: .open) { _ in
             HTTPResponse(contentType: "text/css; charset=utf-8", body: ConsolePage.styleSheet)
@@ -35,13 +37,13 @@ extension Daemon {
                 log.info("console sign-in", ["login": login])
                 return .text("signed in\n", status: 303).adding("Location", "/console").adding("Set-Cookie", sessions.setCookie(id: id))
             case .refused(let lockedUntil):
-                log.warn("console sign-in refused: wrong login or password", ["login": login])
+                log.warn("console sign-in refused: wrong login or password", ["login": logged(login)])
                 if let lockedUntil {
-                    log.warn("console login locked after repeated failures", ["login": login, "until": "\(Timestamp(milliseconds: lockedUntil))"])
+                    log.warn("console login locked after repeated failures", ["login": logged(login), "until": "\(Timestamp(milliseconds: lockedUntil))"])
                 }
                 return .console(ConsolePage.signIn(message: "The login or the password is wrong.", login: login), status: 401)
             case .locked(let until):
-                log.warn("console sign-in refused: login locked", ["login": login])
+                log.warn("console sign-in refused: login locked", ["login": logged(login)])
                 let minutes = max(1, (until - clock.wall().milliseconds + 59_999) / 60_000)
                 return .console(
                     ConsolePage.signIn(
@@ -62,8 +64,11 @@ extension Daemon {
 }
 
 extension HTTPResponse {
-    /// A console page, with the console's Content-Security-Policy (no script, no inline style).
+    /// A console page, with the console's Content-Security-Policy (no script, no inline style)
+    /// and referrer policy: the listener's own pages only, so that the browser's forms carry
+    /// their `Origin` (under `no-referrer` they say `null`, which the router refuses).
     static func console(_ page: String, status: UInt32 = 200) -> HTTPResponse {
         HTTPResponse.html(page, status: status).adding("Content-Security-Policy", ConsolePage.contentSecurityPolicy)
+            .adding("Referrer-Policy", "same-origin")
     }
 }

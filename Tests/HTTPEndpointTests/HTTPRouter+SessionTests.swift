@@ -90,6 +90,26 @@ import Testing
         #expect(f.calls.all == ["get nurse.kim", "post nurse.kim seen at 10:00"])
     }
 
+    @Test func aFormFromAnotherOriginIsRefused() throws {
+        let f = try Fixture()
+        let (cookie, csrf) = try f.signedIn()
+        func post(origin: String?) -> UInt32 {
+            var r = HTTPRequest(method: "POST", path: "/console/act", peer: "127.0.0.1")
+            r.cookie = cookie
+            r.contentType = "application/x-www-form-urlencoded"
+            r.body = Array("note=x&csrf=\(csrf)".utf8)
+            r.origin = origin
+            r.host = "127.0.0.1:9465"
+            return f.router.respond(to: r).0.status
+        }
+        #expect(post(origin: "https://evil.example") == 403)
+        #expect(post(origin: "null") == 403)
+        #expect(post(origin: "https://127.0.0.1:9465") == 403)  // not over TLS here
+        #expect(f.calls.all.isEmpty)
+        #expect(post(origin: "http://127.0.0.1:9465") == 200)
+        #expect(post(origin: nil) == 200)
+    }
+
     @Test func aPageKeepsItsOwnPolicy() throws {
         let f = try Fixture()
         let (cookie, _) = try f.signedIn()
