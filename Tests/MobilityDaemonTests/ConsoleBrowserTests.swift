@@ -6,14 +6,15 @@ import Testing
 /// The console in real headless Chromium (Tests/Browser/console-walk.py, over the DevTools
 /// protocol): a nurse of ward-a signs in, sees only ward-a's patients with the stalled recovery
 /// first, opens it, acknowledges its alert, silences it, records an injury and signs out; the
-/// broker's audit, the retained alert and silence, and the stored timeline show each action under
-/// her login. The browser keeps the `Secure` session cookie on plain-HTTP loopback, scripts
+/// broker's audit, the retained alert and silence, the stored timeline and the FHIR Observation of
+/// the injury show each action under her login. The browser keeps the `Secure` session cookie on plain-HTTP loopback, scripts
 /// cannot read it, and it is gone after sign-out. Screenshots (list and patient page, desktop and
 /// phone) go to `MW_CONSOLE_SHOTS` when set.
 @Suite(.serialized) struct ConsoleBrowserTests {
     @Test func aNurseWorksThroughTheConsoleInChromium() throws {
-        let ward = try ConsoleWard()
-        let rec = try MQTTRecorder(url: ward.broker.url, filters: ["mobility/v1/audit", "mobility/v1/teams/ward-a/#"])
+        let ward = try ConsoleWard(fhir: true)
+        let rec = try MQTTRecorder(
+            url: ward.broker.url, filters: ["mobility/v1/audit", "mobility/v1/teams/ward-a/#", "mobility/v1/fhir/users/ward-stalled/Observation/#"])
         let shots = ProcessInfo.processInfo.environment["MW_CONSOLE_SHOTS"] ?? TemporaryPath.make("mw-console-shots")
         try FileManager.default.createDirectory(atPath: shots, withIntermediateDirectories: true)
         let today = LocalCalendar.utc.day(of: Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
@@ -64,6 +65,8 @@ import Testing
         let events = try Curl.get(ward.base + "/api/v1/users/ward-stalled/events", headers: ["Authorization: Bearer \(ConsoleSignInTests.token)"])
         #expect(events.body.contains("\"note\":\"fell in the garden\""), "\(events.body)")
         #expect(events.body.contains("\"by\":\"nurse.kim\""), "\(events.body)")
+        let fhir = rec.messages(prefix: "mobility/v1/fhir/users/ward-stalled/Observation/").map(\.text).filter { $0.contains("fell in the garden") }
+        #expect(fhir.count == 1 && fhir[0].contains("nurse.kim"), "\(fhir)")
         for png in ["console-list.png", "console-list-phone.png", "console-patient.png", "console-patient-phone.png"] {
             let bytes = FileManager.default.contents(atPath: shots + "/" + png) ?? Data()
             #expect(bytes.starts(with: [0x89, 0x50, 0x4e, 0x47]), "\(png)")

@@ -16,7 +16,8 @@ final class ConsoleWard: @unchecked Sendable {
     var base: String { "http://127.0.0.1:\(port)" }
     static let passwords = ["nurse.kim": "kim's password", "nurse.ray": "ray's password"]
 
-    init() throws {
+    /// - Parameter fhir: also publish FHIR resources (`--fhir on`).
+    init(fhir: Bool = false) throws {
         dir = try ConsoleSignInTests.scratch()
         try "ward-stalled ward-a\nward-normal ward-a\nward-quiet ward-a\nward-b-normal ward-b\n".write(
             toFile: dir + "/teams", atomically: true, encoding: .utf8)
@@ -28,7 +29,7 @@ final class ConsoleWard: @unchecked Sendable {
             extra: [
                 "--http-address", "127.0.0.1:\(port)", "--http-tokens", dir + "/tokens", "--console-staff", dir + "/staff", "--care-teams",
                 dir + "/teams"
-            ])
+            ] + (fhir ? ["--fhir", "on"] : []))
         let yesterday = LocalCalendar.utc.day(of: Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))) - 1
         let pub = try MQTTRecorder(url: broker.url, filters: [])
         var count = 0
