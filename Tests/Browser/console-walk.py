@@ -4,7 +4,7 @@ DevTools protocol on a pipe (--remote-debugging-pipe; Python's standard library 
 
 Usage: console-walk.py BASE_URL LOGIN PASSWORD SHOTS_DIR DATE
 
-Signs in, reads the patient list, opens the first patient, acknowledges an alert, silences it,
+Shows the sign-in page, signs in, reads the patient list, opens the first patient, acknowledges an alert, silences it,
 records an injury on DATE, signs out; screenshots the list and the patient page at desktop and
 phone width into SHOTS_DIR. Prints one JSON object with what it saw; exits 1 on a failure.
 """
@@ -129,6 +129,7 @@ def main():
     try:
         b.go(base + "/console")
         seen["firstUrl"] = b.evaluate("location.pathname")
+        b.screenshot(os.path.join(shots, "console-sign-in-phone.png"), 390, True)
         b.submit("form.signin", {"login": login, "password": password})
         seen["afterSignIn"] = b.evaluate("location.pathname")
         seen["cookies"] = b.call("Storage.getCookies", {}).get("cookies", [])

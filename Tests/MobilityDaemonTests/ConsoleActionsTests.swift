@@ -83,5 +83,23 @@ import Testing
         let id = try #require(after.body.firstMatch(of: /name="id" value="([0-9a-f]{16})"/).map { String($0.1) })
         #expect(try ward.post(path + "/silence/expire", [("id", id)], kim, csrf: csrf).status == 303)
         #expect(try ward.post(path + "/silence/expire", [("id", id)], kim, csrf: csrf).status == 404)
+
+        // Correct the fall's day, then retract it; an unknown entry is the daemon's refusal.
+        let entry = "fall-\(yesterday)", before = CivilDate(dayNumber: today - 4).description
+        let corrected = try ward.post(
+            path + "/events", [("action", "correct"), ("id", entry), ("kind", "fall"), ("first", before), ("why", "date from the GP letter")], kim,
+            csrf: csrf)
+        #expect(corrected.status == 303, "\(corrected.body)")
+        #expect(try ward.get(path, kim).body.contains("fall (clinical event), \(before)"))
+        #expect(try ward.post(path + "/events", [("action", "retract"), ("id", entry), ("why", "entered twice")], kim, csrf: csrf).status == 303)
+        let gone = try ward.post(path + "/events", [("action", "retract"), ("id", entry)], kim, csrf: csrf)
+        #expect(gone.status == 404)
+        #expect(gone.body.contains("Refused (unknown_entry): "), "\(gone.body)")
+        #expect(try rec.barrier())
+        let rows = rec.messages(prefix: "mobility/v1/audit").map(\.text)
+        #expect(rows.count == 6, "\(rows)")
+        for (action, row) in zip(["expire", "correct_event", "retract_event"], rows.suffix(3)) {
+            #expect(row.contains("\"action\":\"\(action)\"") && row.contains("\"by\":\"nurse.kim\""), "\(row)")
+        }
     }
 }
