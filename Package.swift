@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // A C API over Debian's simdjson (C++) for the samples payload: the one hot JSON path (MobilityWire's).
         .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
@@ -47,7 +48,7 @@ let package = Package(
         .target(name: "CareReports", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "MobilityFHIR", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
-        .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "MobilityModel"], swiftSettings: strict),
+        .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "CCrypto", "MobilityModel"], swiftSettings: strict),
         .target(name: "StateStore", dependencies: ["CSQLite", "CLibDeflate", "MobilityModel", "RuleEngine"], swiftSettings: strict),
         // The state shared by instances: PostgreSQL behind the same StateBackend, fenced per partition.
         .target(name: "PostgresStore", dependencies: ["CLibPQ", "StateStore", "MobilityModel", "RuleEngine"], swiftSettings: strict),

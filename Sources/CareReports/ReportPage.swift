@@ -85,7 +85,7 @@ package enum ReportPage {
     /// table is a grid whose summary, a sentence, has a full-width line of its own under the rule,
     /// severity and days, and a rule name breaks after its underscores (on a desk it stays whole).
     /// It holds no `<` or `&`, so it is valid XML text.
-    private static let style: StaticString = """
+    static let style: StaticString = """
         body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;color:#1a1a1a;background:#fff;margin:0 auto;max-width:780px;padding:10px 12px;line-height:1.4;font-size:15px}
         h1{font-size:1.35em;margin:.3em 0}
         h2{font-size:1.08em;margin:1.1em 0 .3em}

@@ -21,6 +21,12 @@ package struct HTTPRequest: Sendable {
     package var bodyOverflow = false
     /// The `Content-Type` header of a `POST`.
     package var contentType: String?
+    /// The `Cookie` header.
+    package var cookie: String?
+    /// The `Origin` header (browsers send it with every form they post).
+    package var origin: String?
+    /// The `Host` header.
+    package var host: String?
 
     /// The route's pattern that matched, e.g. `/api/v1/users/{u}/report` (set by the router).
     package internal(set) var route: String?
@@ -30,6 +36,11 @@ package struct HTTPRequest: Sendable {
     package internal(set) var principal: String?
     /// The care teams the token is limited to (`teams=` in the tokens file), nil when it is not.
     package internal(set) var teams: [String]?
+    /// The console session of a `.session` route's request: its id and the token its forms carry
+    /// (set by the router; the session's login is ``principal``, its teams ``teams``).
+    package internal(set) var session: (id: String, csrf: String)?
+    /// The fields of a form posted to a ``HTTPRouter/postForm(_:access:_:)`` route (set by the router).
+    package internal(set) var form = HTMLForm.empty
 
     package init(
         method: String, path: String, query: [(name: String, value: String)] = [], queryOverflow: Bool = false,

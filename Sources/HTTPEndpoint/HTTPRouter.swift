@@ -39,9 +39,17 @@ package struct HTTPRouter: Sendable {
         /// A request with a token whose line in the tokens file grants writing this (`write=events`);
         /// another token is answered 403.
         case write(String)
+        /// A request of a signed-in console session (its cookie); a form it posts must carry the
+        /// session's CSRF token (``HTTPRouter/csrfField``).
+        case session
 
         /// Whether a request needs a bearer token.
-        var needsToken: Bool { if case .open = self { false } else { true } }
+        var needsToken: Bool {
+            switch self {
+            case .open, .session: false
+            case .token, .write: true
+            }
+        }
     }
 
     /// The request bounds.
@@ -68,17 +76,23 @@ package struct HTTPRouter: Sendable {
         let segments: [Segment]
         let query: Set<String>
         let access: Access
+        /// A `POST` whose body is a form (`application/x-www-form-urlencoded`), not JSON.
+        let takesForm: Bool
         let handler: Handler
     }
 
     private var routes: [Route] = []
     private let tokens: BearerTokens?
+    /// The console's sessions (`.session` routes); nil: those routes are refused.
+    let sessions: ConsoleSessions?
     /// The bounds in force.
     package let limits: Limits
 
     /// A router that authenticates `.token` routes with `tokens` (none: they are refused).
-    package init(tokens: BearerTokens?, limits: Limits = Limits()) {
+    /// `sessions` signs in the console's `.session` routes (none: they are refused).
+    package init(tokens: BearerTokens?, sessions: ConsoleSessions? = nil, limits: Limits = Limits()) {
         self.tokens = tokens
+        self.sessions = sessions
         self.limits = limits
     }
 
@@ -89,13 +103,23 @@ package struct HTTPRouter: Sendable {
         add(method: "POST", pattern, query: [], access: access, handler)
     }
 
+    /// Mounts a `POST` route whose handler reads a form (``HTTPRequest/form``): a body over
+    /// ``HTTPServer/maxBodyBytes`` is a 413, one without `Content-Type:
+    /// application/x-www-form-urlencoded` a 415, one that is not a form a 400, and on a
+    /// `.session` route one without the session's CSRF token a 403, before the handler runs.
+    package mutating func postForm(_ pattern: String, access: Access = .session, _ handler: @escaping Handler) {
+        add(method: "POST", pattern, query: [], access: access, takesForm: true, handler)
+    }
+
     /// Mounts a `GET` (and `HEAD`) route. See the type's documentation for patterns.
     package mutating func get(_ pattern: String, query: Set<String> = [], access: Access = .token, _ handler: @escaping Handler) {
         add(method: "GET", pattern, query: query, access: access, handler)
     }
 
     /// Mounts a route for `method`. A pattern mounted twice for one method is a programmer error.
-    package mutating func add(method: String, _ pattern: String, query: Set<String> = [], access: Access = .token, _ handler: @escaping Handler) {
+    package mutating func add(
+        method: String, _ pattern: String, query: Set<String> = [], access: Access = .token, takesForm: Bool = false, _ handler: @escaping Handler
+    ) {
         precondition(
             pattern.hasPrefix("/") && (pattern == "/" || !pattern.hasSuffix("/")),
             "route pattern '\(pattern)' must be an absolute path without a trailing slash")
@@ -107,7 +131,8 @@ package struct HTTPRouter: Sendable {
         precondition(
             !routes.contains { $0.method == method && $0.segments.map(Self.shape) == segments.map(Self.shape) },
             "route \(method) \(pattern) is mounted twice")
-        routes.append(Route(method: method, pattern: pattern, segments: segments, query: query, access: access, handler: handler))
+        routes.append(
+            Route(method: method, pattern: pattern, segments: segments, query: query, access: access, takesForm: takesForm, handler: handler))
     }
 
     /// The mounted routes as `METHOD PATTERN`, in mounting order.
@@ -118,7 +143,8 @@ package struct HTTPRouter: Sendable {
         var request = incoming
         let (response, route) = answer(&request)
         var r = response
-        r.headers += HTTPResponse.securityHeaders
+        // A response with its own (stricter) policy keeps it: two policies would both apply.
+        r.headers += HTTPResponse.securityHeaders.filter { r.header($0.name) == nil }
         if request.isTLS { r.headers.append(("Strict-Transport-Security", "max-age=31536000")) }
         let accepted = route.map { route in request.query.map(\.name).filter { route.query.contains($0) } } ?? []
         let record = HTTPAccessRecord(
@@ -177,10 +203,13 @@ package struct HTTPRouter: Sendable {
             }
             parameters[name] = String(part)
         }
+        if case .session = route.access, let refusal = signedIn(&request) { return (refusal, route) }
         if route.method == "POST" {
             if request.bodyOverflow { return (fail(.payloadTooLarge, "the body is larger than \(HTTPServer.maxBodyBytes) bytes"), route) }
             let type = request.contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard type == "application/json" else {
+            if route.takesForm {
+                if let refusal = formRead(&request, type: type, route: route) { return (refusal, route) }
+            } else if type != "application/json" {
                 return (fail(.unsupportedMediaType, "send the body as JSON, with 'Content-Type: application/json'"), route)
             }
         }

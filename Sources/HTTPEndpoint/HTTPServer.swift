@@ -243,6 +243,9 @@ package final class HTTPServer: @unchecked Sendable {
         var request = HTTPRequest(
             method: method, path: path, query: collector.items, queryOverflow: collector.overflow,
             authorization: mw_mhd_header(conn, "Authorization").map { String(cString: $0) }, peer: peer, isTLS: isTLS)
+        request.cookie = mw_mhd_header(conn, "Cookie").map { String(cString: $0) }
+        request.origin = mw_mhd_header(conn, "Origin").map { String(cString: $0) }
+        request.host = mw_mhd_header(conn, "Host").map { String(cString: $0) }
         if let upload {
             request.body = upload.bytes
             request.bodyOverflow = upload.overflow

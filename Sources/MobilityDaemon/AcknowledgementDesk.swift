@@ -75,13 +75,14 @@ final class AcknowledgementDesk: Sendable {
     }
 
     /// A command message: parsed and handed to `deliver` (which returns once the shard has taken
-    /// it), or refused with a reason; left to another instance when ``scope`` says so.
-    func received(topic: String, payload: [UInt8], deliver: (AckCommand) -> Void) {
-        guard let team = commandTeam(topic) else { return }
+    /// it), or refused with a reason; left to another instance when ``scope`` says so. Returns
+    /// what became of it when it was not delivered (nil: delivered, the shard answers).
+    @discardableResult
+    func received(topic: String, payload: [UInt8], deliver: (AckCommand) -> Void) -> StaffOutcome? {
+        guard let team = commandTeam(topic) else { return nil }
         guard let team else {
             guard scope.decides(team: nil) else { return leave() }
-            refuse(.init(refusal: .invalidField, message: "the team in the topic is 1-64 of A-Z a-z 0-9 _ -"), team: nil)
-            return
+            return refuse(.init(refusal: .invalidField, message: "the team in the topic is 1-64 of A-Z a-z 0-9 _ -"), team: nil)
         }
         let login = StaffCommandTopic.parse(topic, prefix: commandsPrefix, kind: "ack")?.login
         if let login, !StaffCommandTopic.isValidLogin(login) {
@@ -92,19 +93,24 @@ final class AcknowledgementDesk: Sendable {
         case .success(let c):
             guard scope.owns(user: c.user) else { return leave() }
             deliver(c)
+            return nil
         case .failure(let r):
             guard scope.decides(team: team) else { return leave() }
-            refuse(r, team: team)
+            return refuse(r, team: team)
         }
     }
 
     /// Counts a command another instance answers (`result="other_instance"`).
-    private func leave() { book.withLock { $0.counts["other_instance", default: 0] += 1 } }
+    @discardableResult
+    private func leave() -> StaffOutcome {
+        book.withLock { $0.counts["other_instance", default: 0] += 1 }
+        return .otherInstance
+    }
 
     /// A command too large to be copied (over `--max-payload-bytes`).
     func oversized(topic: String, size: Int) {
         guard let team = commandTeam(topic) else { return }
-        guard scope.decides(team: team) else { return leave() }
+        guard scope.decides(team: team) else { leave(); return }
         refuse(.init(refusal: .payloadTooLarge, message: "an acknowledgement is at most \(AckCommand.maxPayloadBytes) bytes, got \(size)"), team: team)
     }
 
@@ -112,12 +118,13 @@ final class AcknowledgementDesk: Sendable {
     /// message again on every reconnect, which would repeat it).
     func retained(topic: String) {
         guard let team = commandTeam(topic) else { return }
-        guard scope.decides(team: team) else { return leave() }
+        guard scope.decides(team: team) else { leave(); return }
         refuse(.init(refusal: .retainedInput, message: CommandScope.retainedMessage), team: team)
     }
 
     /// Publishes a refusal (not retained) and counts it; nothing else changes.
-    private func refuse(_ r: AckCommand.Rejection, team: String?) {
+    @discardableResult
+    private func refuse(_ r: AckCommand.Rejection, team: String?) -> StaffOutcome {
         var w = JSONWriter()
         w.beginObject()
         w.string("command", "ack")
@@ -129,12 +136,14 @@ final class AcknowledgementDesk: Sendable {
         w.endObject()
         book.withLock { $0.counts[r.refusal.rawValue, default: 0] += 1 }
         publishNow(team.map { rejectedTopic(team: $0) } ?? layout.rejectedUnknown, Array(w.text.utf8))
+        return .refused(reason: r.refusal.rawValue, message: r.message)
     }
 
     /// Acknowledges a command's instance (on the user's shard thread; `instance` from its
     /// engine, nil when no instance fires with that id). Committed, then published.
-    func acknowledge(_ c: AckCommand, instance: (rule: AlertRule, activeSince: Int64, firedAt: Int64)?, now: Timestamp) {
-        func no(_ r: AckCommand.Refusal, _ m: String) {
+    @discardableResult
+    func acknowledge(_ c: AckCommand, instance: (rule: AlertRule, activeSince: Int64, firedAt: Int64)?, now: Timestamp) -> StaffOutcome {
+        func no(_ r: AckCommand.Refusal, _ m: String) -> StaffOutcome {
             refuse(.init(refusal: r, message: m, alert: c.alert, user: c.user), team: c.team)
         }
         // Whether the team may act comes before whether the alert exists, and every "no" reads
@@ -185,6 +194,12 @@ final class AcknowledgementDesk: Sendable {
             b.counts["accepted", default: 0] += 1
         }
         _ = sink.publish(items)
+        return .accepted
+    }
+
+    /// The acknowledgement of a firing instance, if it has one (the console shows who).
+    func acknowledgement(of alert: String) -> AlertAcknowledgement? {
+        book.withLock { $0.acknowledged[alert]?.acknowledgement }
     }
 
     /// Drops the reminders of acknowledged instances from a shard's outputs, remembers the last

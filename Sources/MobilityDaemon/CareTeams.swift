@@ -42,6 +42,15 @@ package final class CareTeams: Sendable {
         return names
     }
 
+    /// The users of any of `teams` (the mapping file's and the profiles'), sorted.
+    package func users(inAny teams: [String]) -> [String] {
+        var users = Set(assigned.filter { $0.value.contains(where: teams.contains) }.keys)
+        claimed.withLock { c in
+            for (u, t) in c where assigned[u] == nil && t.contains(where: teams.contains) { users.insert(u) }
+        }
+        return users.sorted()
+    }
+
     /// Changes ``teamNames()`` may have seen: equal counts, the same names.
     package var version: Int { changes.load(ordering: .acquiring) }
 

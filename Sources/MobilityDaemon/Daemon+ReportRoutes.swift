@@ -14,8 +14,12 @@ extension Daemon {
     /// `router.get("/api/v1/users/{u}/reports", query: ["week"]) { request in … }`.
     /// `deliver` hands a care-staff timeline command (taken by `timelines`) to its user's shard (the POST route waits for
     /// the answer the shard gives).
-    func reportRouter(shards: [Shard], store: any StateBackend, timelines: TimelineDesk, deliver: @escaping @Sendable (TimelineRequest) -> Void) -> HTTPRouter {
-        var router = HTTPRouter(tokens: config.httpTokens)
+    func reportRouter(
+        shards: [Shard], store: any StateBackend, timelines: TimelineDesk, console: ConsoleDesks, deliver: @escaping @Sendable (TimelineRequest) -> Void
+    ) -> HTTPRouter {
+        let clock = clock
+        let sessions = config.consoleStaff.map { ConsoleSessions(passwords: $0) { clock.wall().milliseconds } }
+        var router = HTTPRouter(tokens: config.httpTokens, sessions: sessions)
         // No health data: counts and the rules' identity, for a client to check its token and TLS.
         router.get("/api/v1/status") { [self] request in
             var users = 0
@@ -33,6 +37,7 @@ extension Daemon {
         mountHistoryAPI(&router, store: store)
         mountTimelineAPI(&router, store: store, desk: timelines, deliver: deliver)
         mountPages(&router, store: store)
+        if let sessions { mountConsole(&router, sessions: sessions, desks: console) }
         return router
     }
 

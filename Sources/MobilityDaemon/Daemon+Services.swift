@@ -13,9 +13,13 @@ extension Daemon {
     /// The report listener (`--http-address`; nil: off).
     func reportListener(_ c: Components) -> HTTPService? {
         guard let addr = config.httpAddress else { return nil }
-        let router = reportRouter(shards: c.shards, store: c.store, timelines: c.timelines) { r in
-            c.stage.deliver(.timeline(r), to: Int(Daemon.hash(r.command.user) % UInt64(c.shards.count)))
-        }
+        let shards = UInt64(c.shards.count)
+        let deliver: @Sendable (TimelineRequest) -> Void = { r in c.stage.deliver(.timeline(r), to: Int(Daemon.hash(r.command.user) % shards)) }
+        let console = ConsoleDesks(
+            store: c.store, acknowledgements: c.desk, silences: c.silences, timelines: c.timelines,
+            deliverAcknowledgement: { a, receipt in c.stage.deliver(.acknowledge(a, taken: receipt), to: Int(Daemon.hash(a.user) % shards)) },
+            deliverTimeline: deliver, clinicalKinds: { [reloader] in reloader.timelineKinds.clinical }, now: { [clock] in clock.wall() })
+        let router = reportRouter(shards: c.shards, store: c.store, timelines: c.timelines, console: console, deliver: deliver)
         return HTTPService(reportsAt: addr, tls: config.httpTLS, router: router, log: log)
     }
 

@@ -16,7 +16,10 @@ extension DaemonConfiguration {
         ),
         Option(name: "http-tokens", value: "FILE", help: "NAME:TOKEN lines, one per client (mode 0600 or 0400); the access log shows NAME"),
         Option(name: "http-tls-cert", value: "FILE", help: "PEM certificate (chain) of the report listener"),
-        Option(name: "http-tls-key", value: "FILE", help: "PEM private key of the report listener (mode 0600 or 0400)")
+        Option(name: "http-tls-key", value: "FILE", help: "PEM private key of the report listener (mode 0600 or 0400)"),
+        Option(
+            name: "console-staff", value: "FILE",
+            help: "the care-team console at /console: LOGIN:HASH teams=T1,T2 lines, HASH from mosquitto_passwd (mode 0600 or 0400)")
     ]
 
     /// Whether an IPv4 `HOST:PORT` is on a loopback address (127.0.0.0/8).
@@ -26,7 +29,11 @@ extension DaemonConfiguration {
 
     mutating func applyHTTP(_ m: [String: String]) throws(Problem) {
         if (m["http-tls-cert"] == nil) != (m["http-tls-key"] == nil) { throw Problem(description: "--http-tls-cert and --http-tls-key go together") }
-        guard let address = m["http-address"], address != "off" else { httpAddress = nil; return }
+        guard let address = m["http-address"], address != "off" else {
+            if m["console-staff"] != nil { throw Problem(description: "--console-staff needs the report listener (--http-address), which serves the console") }
+            httpAddress = nil
+            return
+        }
         guard let colon = address.lastIndex(of: ":"), UInt16(address[address.index(after: colon)...]) != nil else {
             throw Problem(description: "--http-address '\(address)' must be HOST:PORT (an IPv4 literal such as 127.0.0.1:9465) or off")
         }
@@ -60,7 +67,17 @@ extension DaemonConfiguration {
             guard key.contains("PRIVATE KEY-----") else { throw Problem(description: "http TLS key \(keyPath) holds no PEM private key") }
             httpTLS = HTTPServer.TLS(certificatePEM: cert, keyPEM: key)
         }
+        if let staffPath = m["console-staff"] { consoleStaff = try Self.readConsoleStaff(staffPath) }
         httpAddress = address
+    }
+
+    /// Reads the console's staff file: private like the tokens (it holds password hashes).
+    static func readConsoleStaff(_ path: String) throws(Problem) -> StaffPasswords {
+        let (text, mode) = try Self.readPrivate(path, what: "console staff file")
+        if mode & 0o077 != 0 { throw Problem(description: Self.looseFile(path, mode: mode, what: "console staff file", holds: "password hashes")) }
+        do { return try StaffPasswords(parsing: text) } catch {
+            throw Problem(description: "console staff file \(path)" + (error.line.map { ":\($0)" } ?? "") + ": " + error.message)
+        }
     }
 
     static func looseFile(_ path: String, mode: mode_t, what: String, holds: String) -> String {

@@ -67,6 +67,8 @@ package struct DaemonConfiguration: Sendable {
     package var httpTokens: BearerTokens?
     /// The report listener's certificate and key (`--http-tls-cert`, `--http-tls-key`).
     package var httpTLS: HTTPServer.TLS?
+    /// The people who may sign in to the console (`--console-staff`); nil: no console.
+    package var consoleStaff: StaffPasswords?
     /// Log lines as logfmt or JSON (`--log-format`).
     package var logFormat = LogFormat.logfmt
     /// The least severe level logged (`--log-level`).

@@ -74,9 +74,9 @@ final class InboundRouter: Sendable {
         }
         if desk.commandTeam(topic) != nil {  // a command: taken by its user's shard before it is acknowledged, not journalled
             desk.received(topic: topic, payload: payload) { c in
-                let taken = DispatchSemaphore(value: 0)
+                let taken = StaffReceipt()
                 stage.deliver(.acknowledge(c, taken: taken), to: shard(of: c.user))
-                _ = taken.wait(timeout: .now() + 10)
+                _ = taken.wait(seconds: 10)
             }
             return true
         }

@@ -21,6 +21,10 @@ final class RuleReloader: Sendable {
     private let currentLabels = Mutex<Set<String>>([])
     /// The label names the running rules' alerts produce.
     var labelNames: Set<String> { currentLabels.withLock { $0 } }
+    /// The clinical-event and annotation kinds the running rules name (the console's forms offer them).
+    private let currentKinds = Mutex<(clinical: [String], annotation: [String])>(([], []))
+    /// The clinical-event and annotation kinds the running rules name, sorted.
+    var timelineKinds: (clinical: [String], annotation: [String]) { currentKinds.withLock { $0 } }
 
     /// Loads the rules at `rules` (a file or folder), logging to `log`, notifying `notifier`.
     init(rules: String, log: Logger, notifier: ServiceNotifier) {
@@ -83,6 +87,7 @@ final class RuleReloader: Sendable {
     func started(with program: Program) {
         current.withLock { $0 = program.identity }
         currentLabels.withLock { $0 = RuleReloader.labelNames(program) }
+        currentKinds.withLock { $0 = (program.clinicalKinds.sorted(), program.annotationKinds.sorted()) }
     }
 
     /// Every label name of the program's alerts.
@@ -105,6 +110,7 @@ final class RuleReloader: Sendable {
         deliver(program)
         current.withLock { $0 = program.identity }
         currentLabels.withLock { $0 = RuleReloader.labelNames(program) }
+        currentKinds.withLock { $0 = (program.clinicalKinds.sorted(), program.annotationKinds.sorted()) }
         counts.withLock { $0.successes += 1 }
         log.info("rules reloaded", ["alerts": String(program.alerts.count), "series": String(program.series.count), "rules_identity": program.identity])
         return program.identity

@@ -65,8 +65,8 @@ extension Shard {
             case .barrier(let s): batch.barriers.append(s)
             case .durable(let w): durables.append(w)
             case .acknowledge(let c, let taken):
-                desk?.acknowledge(c, instance: ingestor.engine.firingInstance(user: c.user, id: c.alert), now: batch.wall)
-                taken?.signal()
+                let outcome = desk?.acknowledge(c, instance: ingestor.engine.firingInstance(user: c.user, id: c.alert), now: batch.wall)
+                taken?.give(outcome ?? .refused(reason: "store_unavailable", message: "this daemon takes no acknowledgements"))
             case .timeline(let r):
                 guard let timelines else {
                     r.answer.refuse(.init("store_unavailable", "this daemon takes no timeline commands", id: r.command.change.id, user: r.command.user))

@@ -23,8 +23,8 @@ enum ShardItem: Sendable {
     /// Signalled once everything queued before it has been processed, committed and handed to the broker.
     case barrier(DispatchSemaphore)
     /// A care-staff acknowledgement of an alert instance of one of the shard's users; `taken` is
-    /// signalled once it is committed and handed to the broker (or refused).
-    case acknowledge(AckCommand, taken: DispatchSemaphore?)
+    /// given the outcome once it is committed and handed to the broker (or refused).
+    case acknowledge(AckCommand, taken: StaffReceipt?)
     /// A care-staff timeline command (record, correct, retract an entry) for one of the shard's
     /// users; its answer is given once the change is committed (or refused).
     case timeline(TimelineRequest)

@@ -123,9 +123,10 @@ final class SilenceDesk: Sendable {
 
     /// A command message (on the subscriber's thread; `now` the wall clock): checked, then
     /// committed with its audit row and published, or refused with a reason; left to the team's
-    /// decider when this run is not it.
-    func received(topic: String, payload: [UInt8], now: Timestamp) {
-        guard let team = commandTeam(topic) else { return }
+    /// decider when this run is not it. Returns what became of it (nil: not a silence command).
+    @discardableResult
+    func received(topic: String, payload: [UInt8], now: Timestamp) -> StaffOutcome? {
+        guard let team = commandTeam(topic) else { return nil }
         guard let team else {
             guard scope.decides(team: nil) else { return count("other_instance") }
             return refuse(.init(reason: "invalid_field", message: "the team in the topic is 1-64 of A-Z a-z 0-9 _ -"), team: nil)
@@ -150,7 +151,7 @@ final class SilenceDesk: Sendable {
             return refuse(.init(reason: "unknown_team", message: message, silence: id), team: team)
         }
         switch command {
-        case .failure(let r): refuse(r, team: team)
+        case .failure(let r): return refuse(r, team: team)
         case .success(.add(let s)):
             // A silence naming another team's patient would silence nothing (it applies to its
             // team's users only): refused as an acknowledgement of that patient's alert is, in the
@@ -159,15 +160,15 @@ final class SilenceDesk: Sendable {
             if !scope.isPartitioned, s.matchers.contains(where: { $0.name == "user" && $0.isEqual && !$0.isRegex && !teams.user($0.value, belongsTo: team) }) {
                 return refuse(.init(reason: "unknown_user", message: "team \(team) has no patient with this id", silence: s.id), team: team)
             }
-            add(s, now: now)
-        case .success(.expire(let id, let by)): expire(id: id, team: team, by: by, now: now)
+            return add(s, now: now)
+        case .success(.expire(let id, let by)): return expire(id: id, team: team, by: by, now: now)
         }
     }
 
     /// A command too large to be copied (over `--max-payload-bytes`).
     func oversized(topic: String, size: Int) {
         guard let team = commandTeam(topic) else { return }
-        guard scope.decides(team: team) else { return count("other_instance") }
+        guard scope.decides(team: team) else { count("other_instance"); return }
         refuse(.init(reason: "payload_too_large", message: "a silence command is at most \(SilenceCommand.maxPayloadBytes) bytes, got \(size)"), team: team)
     }
 
@@ -175,11 +176,11 @@ final class SilenceDesk: Sendable {
     /// message again on every reconnect, which would repeat it).
     func retained(topic: String) {
         guard let team = commandTeam(topic) else { return }
-        guard scope.decides(team: team) else { return count("other_instance") }
+        guard scope.decides(team: team) else { count("other_instance"); return }
         refuse(.init(reason: "retained_input", message: CommandScope.retainedMessage), team: team)
     }
 
-    private func add(_ s: Silence, now: Timestamp) {
+    private func add(_ s: Silence, now: Timestamp) -> StaffOutcome {
         let (exists, teamCount) = book.withLock { b in (b.byTeam[s.team]?.contains { $0.id == s.id } ?? false, b.byTeam[s.team]?.count ?? 0) }
         if exists { return count("duplicate") }  // a re-delivered command: the silence stands
         guard teamCount < Silence.maxPerTeam else {
@@ -213,9 +214,10 @@ final class SilenceDesk: Sendable {
         }
         held.add(1, ordering: .relaxed)
         _ = sink.publish(items)
+        return .accepted
     }
 
-    private func expire(id: String, team: String, by: String, now: Timestamp) {
+    private func expire(id: String, team: String, by: String, now: Timestamp) -> StaffOutcome {
         // Another team's silence is "unknown" to this team: its id says nothing about it.
         guard let s = book.withLock({ $0.byTeam[team]?.first { $0.id == id } }) else {
             return refuse(.init(reason: "unknown_silence", message: "team \(team) has no pending or active silence with this id", silence: id), team: team)
@@ -224,7 +226,7 @@ final class SilenceDesk: Sendable {
             if isFencedWrite(error) { return count("other_instance") }
             return refuse(.init(reason: "store_unavailable", message: "the daemon could not store the expiry; try again", silence: id), team: team)
         }
-        count("accepted")
+        return count("accepted")
     }
 
     /// Commits a silence's expiry (audit row, cleared retained topic) and forgets it; the store's
@@ -365,6 +367,20 @@ final class SilenceDesk: Sendable {
     }
     private let refreshFailing = Atomic<Bool>(false)
 
+    /// The pending and active silences of `teams` (the console lists them), in the order added.
+    func silences(ofTeams teams: [String]) -> [Silence] {
+        book.withLock { b in teams.flatMap { b.byTeam[$0] ?? [] } }
+    }
+
+    /// The silences of `user`'s teams active at `now` over an alert of theirs (the console shows
+    /// who silenced it); nothing is counted.
+    func silences(over user: String, rule: String, severity: Severity, labels: [String: String], now: Timestamp) -> [Silence] {
+        let userTeams = teams.teams(of: user)
+        guard held.load(ordering: .relaxed) > 0, !userTeams.isEmpty else { return [] }
+        let pairs = labels.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        return silences(ofTeams: userTeams).filter { $0.state(at: now) == .active && $0.matches(user: user, rule: rule, severity: severity, labels: pairs) }
+    }
+
     /// Which silences are in force for a transition: per team of its user, and for the user
     /// topic (withheld there only when every team of the user silences it). Nil when none.
     struct Verdict: Sendable {
@@ -431,10 +447,16 @@ final class SilenceDesk: Sendable {
     /// What an audit row says a silence covers: its matchers and period.
     static func detail(_ s: Silence) -> String { "\(s.matchersText) from \(s.startsAt) until \(s.endsAt)" }
 
-    private func count(_ result: String) { book.withLock { $0.counts[result, default: 0] += 1 } }
+    /// Counts a command's result; its outcome (`other_instance`, or taken).
+    @discardableResult
+    private func count(_ result: String) -> StaffOutcome {
+        book.withLock { $0.counts[result, default: 0] += 1 }
+        return result == "other_instance" ? .otherInstance : .accepted
+    }
 
     /// Publishes a refusal (not retained) and counts it; nothing else changes.
-    private func refuse(_ r: SilenceCommand.Rejection, team: String?) {
+    @discardableResult
+    private func refuse(_ r: SilenceCommand.Rejection, team: String?) -> StaffOutcome {
         var w = JSONWriter()
         w.beginObject()
         w.string("command", "silence")
@@ -445,6 +467,7 @@ final class SilenceDesk: Sendable {
         w.endObject()
         count(r.reason)
         publishNow(team.map { commandsPrefix + $0 + "/commands/rejected" } ?? layout.rejectedUnknown, Array(w.text.utf8))
+        return .refused(reason: r.reason, message: r.message)
     }
 
     /// The silence metrics.
