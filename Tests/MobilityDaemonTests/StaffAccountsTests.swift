@@ -144,9 +144,12 @@ enum StaffLogins {
             [("nurse.kim", ["ward-a"]), ("nurse.lee", ["ward-a"]), ("nurse.ray", ["ward-b"])],
             followers: [("nurse.kim.follow", ["ward-a"]), ("nurse.lee.follow", ["ward-a"])], gateways: ["sam"])
         try d.startDaemon()
-        let audit = try d.client("care-dashboard", filters: ["mobility/v1/audit", "mobility/v1/users/+/alerts/#"])
+        let audit = try d.client("care-dashboard", filters: ["mobility/v1/audit", "mobility/v1/users/+/alerts/#", "mobility/v1/teams/+/silences"])
         let ids = try alerts(d, audit, [("jamie", "ward-a"), ("sam", "ward-a"), ("alex", "ward-b")])
         let creds = try d.credentialsFile(["nurse.kim", "nurse.lee", "nurse.ray", "nurse.kim.follow", "nurse.lee.follow"])
+        // A follower of a team needs the team's retained index, which mobilityd publishes on its
+        // next tick after the team's first patient: wait for it rather than race it.
+        #expect(eventually(timeout: 15) { !audit.messages(prefix: "mobility/v1/teams/ward-a/silences").isEmpty })
 
         let followers = try ["nurse.kim.follow", "nurse.lee.follow"].map { try ctl(d, creds, $0, ["alerts", "--follow", "--team", "ward-a"]) }
         defer { for f in followers { _ = f.stop() } }
