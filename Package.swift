@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CNATS", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
 
         // A C API over Debian's simdjson (C++) for the samples payload: the one hot JSON path (MobilityWire's).
         .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
@@ -59,7 +60,7 @@ let package = Package(
             name: "MobilityDaemon",
             dependencies: [
                 "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "Ingest", "MQTTTransport", "HTTPEndpoint", "StateStore", "PostgresStore",
-                "CareReports", "CSystemd", "MobilityFHIR"
+                "CareReports", "CSystemd", "MobilityFHIR", "CNATS"
             ],
             swiftSettings: strict),
 

@@ -111,8 +111,19 @@ package final class NATSCluster: @unchecked Sendable {
     }
 
     /// A test client on node `i`, logged in as `mobilityd` over TLS (see ``MQTTRecorder``).
-    package func recorder(_ i: Int = 0, filters: [String], clientID: String = "test-\(UUID().uuidString.prefix(8))") throws -> MQTTRecorder {
-        try MQTTRecorder(url: nodes[i].url, filters: filters, clientID: clientID, username: "mobilityd", password: password, caFile: caFile)
+    package func recorder(
+        _ i: Int = 0, filters: [String], clientID: String = "test-\(UUID().uuidString.prefix(8))", cleanSession: Bool = true
+    ) throws
+        -> MQTTRecorder
+    {
+        try MQTTRecorder(
+            url: nodes[i].url, filters: filters, clientID: clientID, cleanSession: cleanSession, username: "mobilityd", password: password, caFile: caFile)
+    }
+
+    /// Applies `pairs` to node `i`'s configuration (for its next start).
+    package func edit(_ i: Int, _ pairs: [(String, String)]) throws {
+        let path = "\(directory)/n\(i).conf"
+        try NATSCluster.substitute(try String(contentsOfFile: path, encoding: .utf8), pairs).write(toFile: path, atomically: true, encoding: .utf8)
     }
 
     /// mobilityctl's broker arguments for node `i` (MQTT 3.1.1 is the caller's).
@@ -122,7 +133,10 @@ package final class NATSCluster: @unchecked Sendable {
 
     /// mobilityd's broker arguments for node `i`: its MQTT listener, the CA, the account.
     package func daemonArguments(_ i: Int) -> [String] {
-        ["--broker", nodes[i].url, "--ca-file", caFile, "--username", "mobilityd", "--password-file", passwordFile, "--broker-binds-client-ids", "false"]
+        [
+            "--broker", nodes[i].url, "--ca-file", caFile, "--username", "mobilityd", "--password-file", passwordFile, "--broker-binds-client-ids", "false",
+            "--nats", nodes[i].natsURL
+        ]
     }
 
     /// Waits until every node serves MQTT sessions: in a cluster the listener is open before
