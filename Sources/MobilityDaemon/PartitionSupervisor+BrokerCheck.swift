@@ -21,17 +21,7 @@ extension PartitionSupervisor {
         let root = config.topicRoot
         let probePrefix = p.prefix.replacingOccurrences(of: "{k}", with: "check")
         let probeTopic = "\(probePrefix)\(root)/users/+/+"
-        var c: MQTTClientConfiguration
-        do { c = MQTTClientConfiguration(broker: try BrokerURL(parsing: config.broker), clientID: "\(p.sessionPrefix)check-\(getpid())") } catch {
-            return .unreadable("bad --broker: \(error)")
-        }
-        c.protocolVersion = config.mqttVersion
-        c.username = config.username
-        c.password = config.password
-        c.caFile = config.caFile
-        c.certFile = config.certFile
-        c.keyFile = config.keyFile
-        c.cleanSession = true
+        guard var c = probeConfiguration(config, clientID: "\(p.sessionPrefix)check-\(getpid())") else { return .unreadable("bad --broker \(config.broker)") }
         c.subscriptions = [probeTopic]
         let probe: MQTTClient
         do {
@@ -54,6 +44,21 @@ extension PartitionSupervisor {
             let problems = JetStreamRequirements.problems(facts)
             return problems.isEmpty ? .fit : .unfit(problems)
         } catch { return .unreadable(error.description) }
+    }
+
+    /// A clean MQTT session of this instance's own on the broker, with its credentials and TLS
+    /// (the start check's probe, and the probe of a broker that was out of reach).
+    static func probeConfiguration(_ config: DaemonConfiguration, clientID: String) -> MQTTClientConfiguration? {
+        guard let broker = try? BrokerURL(parsing: config.broker) else { return nil }
+        var c = MQTTClientConfiguration(broker: broker, clientID: clientID)
+        c.protocolVersion = config.mqttVersion
+        c.username = config.username
+        c.password = config.password
+        c.caFile = config.caFile
+        c.certFile = config.certFile
+        c.keyFile = config.keyFile
+        c.cleanSession = true
+        return c
     }
 
     /// The JetStream filter subject NATS's MQTT listener gives an MQTT topic filter.
