@@ -22,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CNATS", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
 
         // A C API over Debian's simdjson (C++) for the samples payload: the one hot JSON path (MobilityWire's).
         .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
@@ -60,7 +61,7 @@ let package = Package(
             name: "MobilityDaemon",
             dependencies: [
                 "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "Ingest", "MQTTTransport", "HTTPEndpoint", "StateStore", "PostgresStore",
-                "CareReports", "CSystemd", "MobilityFHIR"
+                "CareReports", "CSystemd", "MobilityFHIR", "CNATS"
             ],
             swiftSettings: strict),
 

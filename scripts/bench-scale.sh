@@ -59,7 +59,7 @@ for n in $counts; do
   cport=$(free_port); mport=$(free_port)
   {
     echo "server_name: s$n"; echo "listen: 127.0.0.1:$cport"; echo "jetstream { store_dir: \"$nd/js\" }"
-    echo "mqtt { listen: 127.0.0.1:$mport }"
+    echo "mqtt { listen: 127.0.0.1:$mport, max_ack_pending: 1, ack_wait: \"2s\" }"   # required (deploy/nats-node.conf)
     echo "mappings = {"
     for k in samples events deletions profile; do
       echo "  \"mobility.v1.users.*.$k\": \"part.{{partition($parts,1)}}.mobility.v1.users.{{wildcard(1)}}.$k\""
@@ -74,7 +74,7 @@ for n in $counts; do
     mp=$(free_port); metrics+=("$mp")
     "$bin/mobilityd" --broker "mqtt://127.0.0.1:$mport" --rules rules --state "$work/state-$n-$i" --clock event --instance "i$i" \
       --metrics-address "127.0.0.1:$mp" --publish-series false --log-level info \
-      --store "postgres://mw@127.0.0.1:$pgport/$db" --partitions "$parts" --lease "$lease" >"$work/mw-$n-$i.log" 2>&1 &
+      --store "postgres://mw@127.0.0.1:$pgport/$db" --partitions "$parts" --lease "$lease" --nats "nats://127.0.0.1:$cport" >"$work/mw-$n-$i.log" 2>&1 &
     inst+=($!); pids+=($!)
   done
   # Settled: all P leases live, held by the N instances, each session subscribed.

@@ -19,6 +19,7 @@ pkg-config --exists simdjson 2>/dev/null || need+=(libsimdjson-dev)   # the samp
 pkg-config --exists libsystemd 2>/dev/null || need+=(libsystemd-dev)  # sd_notify: readiness and the watchdog
 pkg-config --exists libcrypto 2>/dev/null || need+=(libssl-dev)    # the console's staff passwords (PBKDF2) and session ids
 pkg-config --exists libpq 2>/dev/null || need+=(libpq-dev)          # the PostgreSQL state backend (--store postgres://)
+pkg-config --exists libnats 2>/dev/null || need+=(libnats-dev)      # --partitions: the start check of NATS JetStream's settings
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)  # the tests start a private PostgreSQL server
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)        # the unit test runs systemd-analyze verify/security
 command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)  # the care-report pages rendered to PNG (tests, render-reports.sh); the console walked in a browser (DevTools protocol)

@@ -93,8 +93,11 @@ package final class MQTTClient: @unchecked Sendable {
     private let connectedFlag = Atomic<Bool>(false)
     private let connections = Atomic<Int>(0)
     private let started = Atomic<Bool>(false)
-    /// libmosquitto's network thread runs (from the first successful connect until ``stop()``).
+    /// The network thread runs (from the first successful connect until ``stop()``); it signals
+    /// `networkDone` as it ends.
     private let loopRunning = Atomic<Bool>(false)
+    private let networkDone = DispatchSemaphore(value: 0)
+    private let networkThread = Atomic<UInt>(0)
     /// The first connection is being retried on our thread, which signals `retryDone` as it ends.
     private let retrying = Atomic<Bool>(false)
     private let retryDone = DispatchSemaphore(value: 0)
@@ -273,8 +276,7 @@ package final class MQTTClient: @unchecked Sendable {
         guard !started.exchange(true, ordering: .sequentiallyConsistent) else { return }
         let rc = connectOnce(first: true)
         if rc == MOSQ_ERR_SUCCESS.rawValue {
-            try check(mosquitto_loop_start(handle), "start network thread")
-            loopRunning.store(true, ordering: .sequentiallyConsistent)
+            startNetworkThread()
             return
         }
         guard MQTTClient.connectFailureIsRetryable(rc) else {
@@ -316,17 +318,49 @@ package final class MQTTClient: @unchecked Sendable {
             guard started.load(ordering: .sequentiallyConsistent) else { return }
             let rc = connectOnce(first: false)
             if rc == MOSQ_ERR_SUCCESS.rawValue {
-                guard mosquitto_loop_start(handle) == MOSQ_ERR_SUCCESS.rawValue else {
-                    onEvent(.disconnected(reason: "cannot start the MQTT network thread"))
-                    return
-                }
-                loopRunning.store(true, ordering: .sequentiallyConsistent)
+                startNetworkThread()
                 retrying.store(false, ordering: .sequentiallyConsistent)
                 return
             }
             let reason = MQTTClient.describe(rc)
             if reason != lastReason { onEvent(.disconnected(reason: "broker \(c.broker) not reachable (\(reason)); retrying")) }
             lastReason = reason
+            delay = min(delay * 2, max(c.reconnectMaxSeconds, 1))
+        }
+    }
+
+    /// Starts the network thread: libmosquitto's loop, which reconnects by itself with the
+    /// configured backoff — but returns for good on some errors, `MOSQ_ERR_TLS` among them, and
+    /// with OpenSSL 3 a broker killed under a TLS connection is one ("unexpected eof while
+    /// reading"): a daemon whose TLS broker (a NATS node) was killed and restarted never
+    /// connected again. So when the loop returns before ``stop()``, the client reconnects here
+    /// with the same backoff and enters the loop again.
+    private func startNetworkThread() {
+        mosquitto_threaded_set(handle, true)
+        loopRunning.store(true, ordering: .sequentiallyConsistent)
+        DispatchQueue(label: "mqtt-network").async { [self] in
+            networkThread.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)
+            defer { networkDone.signal() }
+            while started.load(ordering: .sequentiallyConsistent) {
+                let rc = mosquitto_loop_forever(handle, 1000, 1)
+                guard started.load(ordering: .sequentiallyConsistent) else { return }
+                onEvent(.disconnected(reason: "the network loop ended (\(MQTTClient.describe(rc))); reconnecting"))
+                guard reconnectWithBackoff() else { return }
+            }
+        }
+    }
+
+    /// Reconnects with the configured backoff until it succeeds (true) or ``stop()`` is called (false).
+    private func reconnectWithBackoff() -> Bool {
+        let c = configuration
+        var delay = max(c.reconnectMinSeconds, 1)
+        while true {
+            for _ in 0..<(Int(delay) * 20) {
+                guard started.load(ordering: .sequentiallyConsistent) else { return false }
+                usleep(50_000)
+            }
+            guard started.load(ordering: .sequentiallyConsistent) else { return false }
+            if mosquitto_reconnect(handle) == MOSQ_ERR_SUCCESS.rawValue { return true }
             delay = min(delay * 2, max(c.reconnectMaxSeconds, 1))
         }
     }
@@ -411,7 +445,8 @@ package final class MQTTClient: @unchecked Sendable {
         if retrying.load(ordering: .sequentiallyConsistent) { retryDone.wait() }  // the retry thread sees `started` within 50 ms
         if loopRunning.exchange(false, ordering: .sequentiallyConsistent) {
             mosquitto_disconnect(handle)
-            mosquitto_loop_stop(handle, false)
+            // Not from a callback on the network thread itself: its loop ends once this returns.
+            if UInt(pthread_self()) != networkThread.load(ordering: .sequentiallyConsistent) { networkDone.wait() }
         }
         connectedFlag.store(false, ordering: .relaxed)
         subscribedFlag.store(false, ordering: .releasing)

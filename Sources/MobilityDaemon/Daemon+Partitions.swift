@@ -24,7 +24,13 @@ extension Daemon {
         return PartitionInputService(
             partitions: claim.partitions, partitioning: partitioning, base: base, layout: layout, shards: shards, log: log
         ) { [self] e, k in
-            if case .subscribed = e { log.info("partition session subscribed", ["partition": String(k)]) }
+            switch e {
+            case .subscribed:
+                partitionLinks.subscribed(k)
+                log.info("partition session subscribed", ["partition": String(k)])
+            case .disconnected, .refused: partitionLinks.lost(k)
+            case .connected: break
+            }
             connectionEvent(e, role: "partition \(k)")
         }
     }

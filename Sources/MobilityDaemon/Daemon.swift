@@ -37,6 +37,9 @@ package final class Daemon: Sendable {
     let onFenced: (@Sendable () -> Void)?
     /// Whether a commit of this run was fenced: another instance owns one of its partitions.
     let fenced = Atomic<Bool>(false)
+    /// Since when each partition session has been without a broker (the supervisor gives the
+    /// leases up after a whole lease of it).
+    let partitionLinks = PartitionLinks()
     /// What the state store and the ingest journal disagreed about or could not read at start,
     /// accepted by the operator (``DurableStateCheck``): the run is degraded while it has any.
     let stateFindings = Mutex<[DurableStateCheck.Finding]>([])

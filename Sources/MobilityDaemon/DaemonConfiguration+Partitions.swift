@@ -13,6 +13,9 @@ package struct Partitioning: Sendable, Equatable {
     /// The MQTT client id of partition k's session is this followed by k (`--partition-session`):
     /// the same on every instance, so that the next owner inherits the broker's backlog.
     package var sessionPrefix: String = "mobilityd-part-"
+    /// The NATS client URLs of the cluster's nodes (`--nats`), for the start check of the
+    /// JetStream settings partitioned input relies on (``JetStreamRequirements``).
+    package var natsURLs: [String] = []
 
     /// The prefix of partition `k`'s topics.
     package func prefix(of k: Int) -> String { prefix.replacingOccurrences(of: "{k}", with: String(k)) }
@@ -34,6 +37,11 @@ extension DaemonConfiguration {
             help:
                 "consume only this instance's partitions of P (the broker's mapping partition(P,1), docs/scaling.md); needs --store postgres://… (default: off, one instance consumes everything)"
         ),
+        Option(
+            name: "nats", value: "URL[,URL…]",
+            help:
+                "NATS client URLs of the cluster's nodes (nats:// or tls://, the --username/--password and --ca-file of the broker), for the start check of the broker's JetStream settings; required with --partitions"
+        ),
         Option(name: "partition-prefix", value: "TEMPLATE", help: "topic prefix of partition {k}'s inputs (default part/{k}/)"),
         Option(name: "lease", value: "SECONDS", help: "partition lease; a dead instance's partitions move after it (default 10)"),
         Option(
@@ -43,7 +51,7 @@ extension DaemonConfiguration {
 
     mutating func applyPartitions(_ m: [String: String]) throws(Problem) {
         guard let v = m["partitions"] else {
-            for o in ["partition-prefix", "lease", "partition-session"] where m[o] != nil {
+            for o in ["partition-prefix", "lease", "partition-session", "nats"] where m[o] != nil {
                 throw Problem(description: "--\(o) needs --partitions")
             }
             return
@@ -55,6 +63,18 @@ extension DaemonConfiguration {
             throw Problem(description: "--partitions needs --store postgres://…: the next owner of a partition reads its state from the shared store")
         }
         var p = Partitioning(count: count)
+        let urls = (m["nats"] ?? "").split(separator: ",").map { String($0.filter { $0 != " " }) }
+        guard !urls.isEmpty else {
+            throw Problem(
+                description:
+                    "--partitions needs --nats nats://HOST:4222[,…] (or tls://…): mobilityd checks at start that the broker's JetStream settings keep partitioned input exact (docs/brokers.md, deploy/nats-node.conf)"
+            )
+        }
+        for u in urls where !(u.hasPrefix("nats://") || u.hasPrefix("tls://")) || u.contains("@") {
+            throw Problem(
+                description: "--nats takes nats://HOST:PORT or tls://HOST:PORT URLs without credentials (they come from --username and --password), not '\(u)'")
+        }
+        p.natsURLs = urls
         if let t = m["partition-prefix"] {
             guard t.contains("{k}"), t.hasSuffix("/"), !t.hasPrefix("/"), !t.contains("+"), !t.contains("#"), !t.contains(" ") else {
                 throw Problem(description: "--partition-prefix must hold {k}, end with '/' and have no wildcard or space, e.g. part/{k}/")

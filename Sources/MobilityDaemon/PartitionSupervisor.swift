@@ -12,9 +12,12 @@ import Synchronization
 /// stops the run too; a run that outlived its lease anyway is harmless: the next owner's claim
 /// raised the tokens, and every commit of the old run is fenced. The first fenced commit stops
 /// that run at once and wakes the supervisor, which heartbeats, drops the lost leases and rejoins.
+/// A run whose partition session has had no broker for a whole lease gives every lease up and
+/// leaves, so that the others take its partitions; it rejoins when the broker answers again.
+/// Before any of it, the broker's JetStream settings are checked (``JetStreamRequirements``).
 package final class PartitionSupervisor: Sendable {
-    private let config: DaemonConfiguration
-    private let log: Logger
+    let config: DaemonConfiguration
+    let log: Logger
     private let wake = DispatchSemaphore(value: 0)
     private let terminating = Atomic<Bool>(false)
     private let current = Mutex<Daemon?>(nil)
@@ -26,12 +29,14 @@ package final class PartitionSupervisor: Sendable {
     }
 
     /// What the supervisor's loop holds between heartbeats.
-    private struct Loop {
+    struct Loop {
         var held: [PartitionLeases.Lease] = []
         var run: Run?
         var lastRenewal = DispatchTime.now()
         var exitCode: Int32 = 0
         var beats = 0
+        /// Cut off from the broker: every lease given up, out of the live count until it answers.
+        var away = false
     }
 
     /// Runs until SIGTERM/SIGINT or a run fails; the process exit code.
@@ -49,6 +54,18 @@ package final class PartitionSupervisor: Sendable {
             return src
         }
         defer { signals.forEach { $0.cancel() } }
+        let checking = DispatchTime.now().uptimeNanoseconds
+        switch Self.checkBroker(config, p) {
+        case .fit:
+            let ms = Double(DispatchTime.now().uptimeNanoseconds - checking) / 1e6
+            log.info("the broker's JetStream settings are fit for partitioned input", ["nats": p.natsURLs.joined(separator: ","), "took_ms": String(Int(ms))])
+        case .unfit(let problems):
+            for m in problems { log.error("the broker is not configured for partitioned input; refusing to start", ["problem": m]) }
+            return 2
+        case .unreadable(let why):
+            log.error("cannot check the broker's JetStream settings; refusing to start", ["error": why])
+            return 1
+        }
         let owner = "\(config.instance)@\(ProcessInfo.processInfo.hostName) pid \(getpid())"
         let leases: PartitionLeases
         do { leases = try PartitionLeases(url: url, owner: owner, count: p.count, leaseMs: p.leaseMs) } catch {
@@ -58,7 +75,13 @@ package final class PartitionSupervisor: Sendable {
         let rule = PartitionOwnership(count: p.count)
         var loop = Loop()
         while !terminating.load(ordering: .sequentiallyConsistent) {
-            heartbeat(&loop, leases: leases, rule: rule, leaseMs: p.leaseMs)
+            if !loop.away {
+                heartbeat(&loop, leases: leases, rule: rule, leaseMs: p.leaseMs)
+                giveUpIfCutOff(&loop, leases: leases, leaseMs: p.leaseMs)
+            } else if brokerAnswers() {
+                (loop.away, loop.beats) = (false, 0)  // announce first, claim at the next beat
+                continue
+            }
             if let r = loop.run, r.done.wait(timeout: .now()) == .success {
                 // The run ended by itself (a broker refusal, a store that cannot be read), or
                 // because a commit was fenced: then heartbeat at once, to rejoin on what is left.
@@ -83,7 +106,7 @@ package final class PartitionSupervisor: Sendable {
     }
 
     /// Stops the run under way, if any, and waits for it.
-    private func stopRun(_ loop: inout Loop) {
+    func stopRun(_ loop: inout Loop) {
         guard let r = loop.run else { return }
         r.daemon.requestStop()
         r.done.wait()
@@ -157,7 +180,7 @@ package final class PartitionSupervisor: Sendable {
 }
 
 /// One run of the daemon on a set of partitions, on a thread of its own.
-private final class Run: Sendable {
+final class Run: Sendable {
     let daemon: Daemon
     let done = DispatchSemaphore(value: 0)
     let code = Atomic<Int32>(0)

@@ -14,12 +14,12 @@ import Testing
 /// (outputs are at least once).
 @Suite(.serialized) struct PartitionFailoverTests {
     /// A partitioned mobilityd (its own state directory, a free metrics port).
-    static func instance(_ name: String, broker: String, store: String, partitions: Int, lease: Int = 2) throws -> ChildProcess {
+    static func instance(_ name: String, broker: [String], store: String, partitions: Int, lease: Int = 2) throws -> ChildProcess {
         let state = TemporaryPath.make("mw-state")
         return try ChildProcess(
             ChildProcess.product("mobilityd"),
-            [
-                "--broker", broker, "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
+            broker + [
+                "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
                 "--metrics-address", "127.0.0.1:\(try freePort())", "--publish-series", "false", "--log-level", "debug",
                 "--store", store, "--partitions", String(partitions), "--lease", String(lease)
             ])
@@ -101,11 +101,10 @@ import Testing
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
         let nats = try NATSCluster(size: 1, partitions: 8)
-        let url = nats.nodes[0].url
-        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try MQTTRecorder(url: url, filters: [])
-        let a = try Self.instance("a", broker: url, store: store, partitions: 8)
-        let b = try Self.instance("b", broker: url, store: store, partitions: 8)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 8)
+        let b = try Self.instance("b", broker: nats.daemonArguments(0), store: store, partitions: 8)
         defer {
             a.signal(SIGCONT)
             _ = a.stop(signal: SIGKILL)
@@ -158,10 +157,9 @@ import Testing
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
         let nats = try NATSCluster(size: 1, partitions: 4)
-        let url = nats.nodes[0].url
-        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try MQTTRecorder(url: url, filters: [])
-        let a = try Self.instance("a", broker: url, store: store, partitions: 4, lease: 24)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4, lease: 24)
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(eventually(timeout: 40) { PartitionedDaemonTests.subscribed(a).count == 4 }, "\(a.log)")
         let takenOver = Date()
@@ -192,11 +190,10 @@ import Testing
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
         let nats = try NATSCluster(size: 1, partitions: 8)
-        let url = nats.nodes[0].url
-        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try MQTTRecorder(url: url, filters: [])
-        let a = try Self.instance("a", broker: url, store: store, partitions: 8)
-        let b = try Self.instance("b", broker: url, store: store, partitions: 8)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 8)
+        let b = try Self.instance("b", broker: nats.daemonArguments(0), store: store, partitions: 8)
         defer {
             _ = a.stop(signal: SIGKILL)
             _ = b.stop(signal: SIGKILL)
@@ -239,10 +236,10 @@ import Testing
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
         let nats = try NATSCluster(size: 3, partitions: 8)
-        let rec = try MQTTRecorder(url: nats.nodes[2].url, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try MQTTRecorder(url: nats.nodes[2].url, filters: [])
-        let a = try Self.instance("a", broker: nats.nodes[1].url, store: store, partitions: 8)
-        let b = try Self.instance("b", broker: nats.nodes[2].url, store: store, partitions: 8)
+        let rec = try nats.recorder(2, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(2, filters: [])
+        let a = try Self.instance("a", broker: nats.daemonArguments(1), store: store, partitions: 8)
+        let b = try Self.instance("b", broker: nats.daemonArguments(2), store: store, partitions: 8)
         defer {
             _ = a.stop(signal: SIGKILL)
             _ = b.stop(signal: SIGKILL)
@@ -271,10 +268,10 @@ import Testing
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
         let nats = try NATSCluster(size: 3, partitions: 8)
-        let rec = try MQTTRecorder(url: nats.nodes[2].url, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try MQTTRecorder(url: nats.nodes[2].url, filters: [])
-        let a = try Self.instance("a", broker: nats.nodes[1].url, store: store, partitions: 8)
-        let b = try Self.instance("b", broker: nats.nodes[2].url, store: store, partitions: 8)
+        let rec = try nats.recorder(2, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(2, filters: [])
+        let a = try Self.instance("a", broker: nats.daemonArguments(1), store: store, partitions: 8)
+        let b = try Self.instance("b", broker: nats.daemonArguments(2), store: store, partitions: 8)
         defer {
             _ = a.stop(signal: SIGKILL)
             _ = b.stop(signal: SIGKILL)

@@ -22,14 +22,14 @@ import struct StateStore.PartitionSet
         let metricsPort: Int
         let name: String
 
-        init(_ name: String, broker: String, store: String, partitions: Int, careTeams: String) throws {
+        init(_ name: String, broker: [String], store: String, partitions: Int, careTeams: String) throws {
             metricsPort = try freePort()
             self.name = name
             let state = TemporaryPath.make("mw-state")
             process = try ChildProcess(
                 ChildProcess.product("mobilityd"),
-                [
-                    "--broker", broker, "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
+                broker + [
+                    "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
                     "--metrics-address", "127.0.0.1:\(metricsPort)", "--publish-series", "false", "--log-level", "debug",
                     "--store", store, "--partitions", String(partitions), "--lease", "2", "--care-teams", careTeams
                 ])
@@ -92,16 +92,15 @@ import struct StateStore.PartitionSet
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
         let nats = try NATSCluster(size: 1, partitions: 2)
-        let url = nats.nodes[0].url
         // A recorder per filter: NATS backs each filter of a session with a consumer of its own, so
         // a barrier is in order with its own filter's messages only.
-        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/teams/#"])
-        let alerts = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/alerts/#"])
-        let auditRec = try MQTTRecorder(url: url, filters: ["mobility/v1/audit"])
+        let rec = try nats.recorder(0, filters: ["mobility/v1/teams/#"])
+        let alerts = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let auditRec = try nats.recorder(0, filters: ["mobility/v1/audit"])
         let barrier = { try rec.barrier() && alerts.barrier() && auditRec.barrier() }
-        let pub = try MQTTRecorder(url: url, filters: [])
-        let a = try Instance("a", broker: url, store: store, partitions: 2, careTeams: teamsFile)
-        let b = try Instance("b", broker: url, store: store, partitions: 2, careTeams: teamsFile)
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Instance("a", broker: nats.daemonArguments(0), store: store, partitions: 2, careTeams: teamsFile)
+        let b = try Instance("b", broker: nats.daemonArguments(0), store: store, partitions: 2, careTeams: teamsFile)
         defer {
             _ = a.process.stop(signal: SIGKILL)
             _ = b.process.stop(signal: SIGKILL)
@@ -124,10 +123,13 @@ import struct StateStore.PartitionSet
         let both = { (key: String) in a.metric(key) + b.metric(key) }
 
         // A silence through mobilityctl: answered once, by the decider; the owner takes it from the store.
-        let add = try ctl([
-            "silence", "add", "--broker", url, "--team", team, "user=\(Self.user)", "rule=stalled_recovery", "--duration", "2d",
-            "--comment", "inpatient until Thursday", "--author", "dr.lee"
-        ])
+        let add = try ctl(
+            [
+                "silence", "add"
+            ] + nats.ctlArguments(0) + [
+                "--team", team, "user=\(Self.user)", "rule=stalled_recovery", "--duration", "2d",
+                "--comment", "inpatient until Thursday", "--author", "dr.lee"
+            ])
         #expect(add.wait() == 0, "\(add.log)\n\(a.process.log)\n\(b.process.log)")
         let id = try #require(add.log.split(separator: "\n").first { $0.count == 16 }.map(String.init), "\(add.log)")
         #expect(decider.metric("mobilityd_silence_commands_total{result=\"accepted\"}") == 1)
@@ -148,9 +150,12 @@ import struct StateStore.PartitionSet
         #expect(owner.metric("mobilityd_alert_notifications_silenced_total") >= 1)
 
         // mobilityctl ack against the cluster: the owner answers; applied once.
-        let ack = try ctl([
-            "ack", "--broker", url, "--team", team, "--user", Self.user, "--alert", fired.id, "--by", "nurse.kim", "--note", "called Jamie"
-        ])
+        let ack = try ctl(
+            [
+                "ack"
+            ] + nats.ctlArguments(0) + [
+                "--team", team, "--user", Self.user, "--alert", fired.id, "--by", "nurse.kim", "--note", "called Jamie"
+            ])
         #expect(ack.wait() == 0, "\(ack.log)\n\(owner.process.log)")
         #expect(ack.log.contains("stalled_recovery of \(Self.user) (\(fired.id)) acknowledged by nurse.kim"), "\(ack.log)")
         #expect(eventually { owner.idle && decider.idle })
@@ -172,7 +177,7 @@ import struct StateStore.PartitionSet
         #expect(both("mobilityd_acknowledgements_total{result=\"malformed_json\"}") == 1)
 
         // Expired through mobilityctl: one clear, one audit row; the owner drops it too.
-        let expire = try ctl(["silence", "expire", "--broker", url, "--team", team, "--author", "dr.lee", id])
+        let expire = try ctl(["silence", "expire"] + nats.ctlArguments(0) + ["--team", team, "--author", "dr.lee", id])
         #expect(expire.wait() == 0, "\(expire.log)")
         #expect(eventually { owner.metric("mobilityd_silences{state=\"active\"}") == 0 && decider.metric("mobilityd_silences{state=\"active\"}") == 0 })
         #expect(eventually { owner.idle && decider.idle })
@@ -194,7 +199,7 @@ import struct StateStore.PartitionSet
             eventually(timeout: 30) {
                 // Sent again until a run holding the partition answers (a hand-over answers nothing).
                 attempts += 1
-                again = try? ctl(["ack", "--broker", url, "--team", team, "--user", Self.user, "--alert", fired.id, "--by", "dr.lee", "--wait", "3"])
+                again = try? ctl(["ack"] + nats.ctlArguments(0) + ["--team", team, "--user", Self.user, "--alert", fired.id, "--by", "dr.lee", "--wait", "3"])
                 return again?.wait() == 1 && again?.log.contains("refused (already_acknowledged)") == true
             }, "\(again?.log ?? "")\n\(decider.process.log)")
         #expect(audit().filter { $0.contains("\"action\":\"acknowledge\"") }.count == 1, "\(audit())")

@@ -14,10 +14,9 @@ import struct StateStore.PartitionSet
     /// we compute, and the daemon's own five-level outputs are not remapped.
     @Test func theBrokersPartitionOfAUserIsOurs() throws {
         let nats = try NATSCluster(size: 1, partitions: 8)
-        let url = nats.nodes[0].url
-        let parts = try MQTTRecorder(url: url, filters: ["part/+/mobility/v1/users/+/+"])
-        let acks = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/acks"])
-        let pub = try MQTTRecorder(url: url, filters: [])
+        let parts = try nats.recorder(0, filters: ["part/+/mobility/v1/users/+/+"])
+        let acks = try nats.recorder(0, filters: ["mobility/v1/users/+/acks"])
+        let pub = try nats.recorder(0, filters: [])
         let users = (0..<200).map { "user-\($0)" } + ["jamie", "a", "Z_9", "x-y-z"]
         for u in users {
             try pub.publish("mobility/v1/users/\(u)/samples", "{}")
@@ -38,12 +37,12 @@ import struct StateStore.PartitionSet
     }
 
     /// A partitioned mobilityd on `broker` (its own state directory, a free metrics port).
-    static func instance(_ name: String, broker: String, store: String, partitions: Int) throws -> ChildProcess {
+    static func instance(_ name: String, broker: [String], store: String, partitions: Int) throws -> ChildProcess {
         let state = TemporaryPath.make("mw-state")
         return try ChildProcess(
             ChildProcess.product("mobilityd"),
-            [
-                "--broker", broker, "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
+            broker + [
+                "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
                 "--metrics-address", "127.0.0.1:\(try freePort())", "--publish-series", "false", "--log-level", "debug",
                 "--store", store, "--partitions", String(partitions), "--lease", "2"
             ])
@@ -68,10 +67,9 @@ import struct StateStore.PartitionSet
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let nats = try NATSCluster(size: 1, partitions: 4)
-        let url = nats.nodes[0].url
-        let rec = try MQTTRecorder(url: url, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try MQTTRecorder(url: url, filters: [])
-        let a = try Self.instance("a", broker: url, store: store, partitions: 4)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(eventually(timeout: 30) { Self.subscribed(a).count == 4 }, "\(a.log)")
         let half = records.count / 2
@@ -81,7 +79,7 @@ import struct StateStore.PartitionSet
         let took = Date().timeIntervalSince(asked)
         #expect(code == 0, "\(a.log)")
         #expect(took < 5, "SIGTERM took \(took) s")
-        let b = try Self.instance("b", broker: url, store: store, partitions: 4)
+        let b = try Self.instance("b", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = b.stop(signal: SIGKILL) }
         for r in records[half...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         #expect(eventually(timeout: 60) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) }, "\(b.log)")
@@ -109,11 +107,11 @@ import struct StateStore.PartitionSet
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
         let nats = try NATSCluster(size: 3, partitions: 8)
-        let rec = try MQTTRecorder(url: nats.nodes[0].url, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try MQTTRecorder(url: nats.nodes[0].url, filters: [])
-        let a = try Self.instance("a", broker: nats.nodes[0].url, store: store, partitions: 8)
-        let b = try Self.instance("b", broker: nats.nodes[1].url, store: store, partitions: 8)
-        let c = try Self.instance("c", broker: nats.nodes[2].url, store: store, partitions: 8)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 8)
+        let b = try Self.instance("b", broker: nats.daemonArguments(1), store: store, partitions: 8)
+        let c = try Self.instance("c", broker: nats.daemonArguments(2), store: store, partitions: 8)
         defer {
             _ = a.stop(signal: SIGKILL)
             _ = b.stop(signal: SIGKILL)

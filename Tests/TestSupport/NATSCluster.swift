@@ -2,44 +2,44 @@ import Foundation
 import Glibc
 import HTTPEndpoint
 
-/// Real NATS servers (2.9, `/usr/sbin/nats-server`) for tests: one node, or a cluster of several
-/// routed on loopback, each with JetStream and an MQTT listener (JetStream and a server name are
-/// what the MQTT listener needs), `mqtt { stream_replicas: N }` so that MQTT sessions survive the
-/// loss of a node, and the partition mapping of the four input kinds. Each node is stopped by its
-/// PID on deinit.
+/// Real NATS servers (2.9, `/usr/sbin/nats-server`) for tests, each started from the shipped
+/// `deploy/nats-node.conf` (and the `deploy/nats-accounts.conf` it includes) with only ports,
+/// paths, names and secrets substituted: one node, or a
+/// cluster of several routed on loopback, with JetStream, the MQTT listener (TLS, the
+/// `mobilityd` account), the settings mobilityd requires and the partition mapping of the four
+/// input kinds. A single node drops the file's `cluster` block and sets `stream_replicas: 1`
+/// (JetStream refuses more replicas than nodes). Each node is stopped by its PID on deinit.
 package final class NATSCluster: @unchecked Sendable {
     /// Where Debian's package installs the server.
     package static let binary = "/usr/sbin/nats-server"
+    /// The shipped node configuration.
+    package static let shippedConfiguration = RepoPaths.root + "/deploy/nats-node.conf"
     /// One node's ports and process.
     package struct Node: Sendable {
         /// The client port, the MQTT port, the cluster (route) port and the monitoring (HTTP)
         /// port, on 127.0.0.1.
         package let clientPort: Int, mqttPort: Int, clusterPort: Int, monitorPort: Int
-        /// `mqtt://127.0.0.1:MQTT_PORT`.
-        package var url: String { "mqtt://127.0.0.1:\(mqttPort)" }
+        /// `mqtts://127.0.0.1:MQTT_PORT`.
+        package var url: String { "mqtts://127.0.0.1:\(mqttPort)" }
+        /// `tls://127.0.0.1:CLIENT_PORT`: the NATS protocol (mobilityd's `--nats`).
+        package var natsURL: String { "tls://127.0.0.1:\(clientPort)" }
     }
     /// The nodes.
     package let nodes: [Node]
-    /// The working directory (configs, JetStream stores, logs).
+    /// The working directory (configs, certificates, JetStream stores, logs).
     package let directory: String
+    /// The CA that signed the nodes' certificate (for 127.0.0.1).
+    package var caFile: String { directory + "/ca.crt" }
+    /// The `mobilityd` account's password (fresh per cluster), and a file holding it (mode 0600).
+    package let password = UUID().uuidString
+    package var passwordFile: String { directory + "/mobilityd.password" }
     private var processes: [ChildProcess?]
     private let lock = NSLock()
 
-    /// The mapping of the four input kinds into `partitions` partitions by user (wildcard 1), as
-    /// in docs/scaling.md: `mobility.v1.users.*.samples` → `part.{{partition(P,1)}}.…`. Only the
-    /// inputs: a pattern `users.*.*` would move the daemon's own five-level outputs too.
-    package static func mapping(partitions: Int, root: String = "mobility.v1") -> String {
-        let kinds = ["samples", "events", "deletions", "profile"].map { k in
-            "  \"\(root).users.*.\(k)\": \"part.{{partition(\(partitions),1)}}.\(root).users.{{wildcard(1)}}.\(k)\""
-        }
-        return "mappings = {\n" + kinds.joined(separator: "\n") + "\n}\n"
-    }
-
-    /// Starts `size` nodes (1: no cluster block) with the mapping into `partitions` partitions
-    /// (nil: no mapping) and waits until each accepts MQTT connections.
-    /// - Parameter maxAckPending: messages a session may have unacknowledged (1: a message taken
-    ///   over from a dead consumer is redelivered before any later one, so a user's order holds).
-    package init(size: Int = 3, partitions: Int?, maxAckPending: Int = 1) throws {
+    /// Starts `size` nodes with the mapping into `partitions` partitions and waits until each
+    /// serves MQTT sessions.
+    /// - Parameter edits: more substitutions in the shipped file (a test of a misconfigured broker).
+    package init(size: Int = 3, partitions: Int, edits: [(String, String)] = []) throws {
         guard FileManager.default.isExecutableFile(atPath: NATSCluster.binary) else {
             throw HarnessError("nats-server is not installed (\(NATSCluster.binary)): run scripts/install-deps.sh, which installs nats-server")
         }
@@ -48,29 +48,95 @@ package final class NATSCluster: @unchecked Sendable {
         // is refused instead of joining the two.
         let name = "mw-" + directory.suffix(8).filter { $0.isLetter || $0.isNumber }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try TestCertificates.mint(directory)
+        for (file, text) in [("/mobilityd.password", password), ("/credentials", "mobilityd \(password)\n")] {
+            try text.write(toFile: directory + file, atomically: true, encoding: .utf8)
+            chmod(directory + file, 0o600)
+        }
         var ns: [Node] = []
         for _ in 0..<size { ns.append(Node(clientPort: try freePort(), mqttPort: try freePort(), clusterPort: try freePort(), monitorPort: try freePort())) }
         nodes = ns
         processes = Array(repeating: nil, count: size)
+        let shipped = try String(contentsOfFile: NATSCluster.shippedConfiguration, encoding: .utf8)
+        let accounts = try String(contentsOfFile: RepoPaths.root + "/deploy/nats-accounts.conf", encoding: .utf8)
+        try NATSCluster.substitute(accounts, [("$REPLACE_WITH_MOBILITYD_PASSWORD", "\"\(password)\"")])
+            .write(toFile: directory + "/nats-accounts.conf", atomically: true, encoding: .utf8)
+        chmod(directory + "/nats-accounts.conf", 0o600)
         for (i, n) in ns.enumerated() {
-            var conf = """
-                server_name: n\(i)
-                listen: 127.0.0.1:\(n.clientPort)
-                http: 127.0.0.1:\(n.monitorPort)
-                jetstream { store_dir: "\(directory)/js\(i)" }
-                mqtt { listen: 127.0.0.1:\(n.mqttPort), stream_replicas: \(size), max_ack_pending: \(maxAckPending), ack_wait: "2s" }
-
-                """
-            if size > 1 {
-                let routes = ns.enumerated().filter { $0.offset != i }.map { "nats-route://127.0.0.1:\($0.element.clusterPort)" }
-                conf += "cluster { name: \(name), listen: 127.0.0.1:\(n.clusterPort), routes: [\(routes.joined(separator: ", "))] }\n"
+            var conf = shipped
+            if size == 1 {
+                conf = try NATSCluster.removing(block: "cluster {", from: conf)
+                conf = try NATSCluster.substitute(conf, [("stream_replicas: 3", "stream_replicas: 1")])
             }
-            if let partitions { conf += NATSCluster.mapping(partitions: partitions) }
+            var subs: [(String, String)] = [
+                ("server_name: nats-1", "server_name: n\(i)"),
+                ("listen: 0.0.0.0:4222", "listen: 127.0.0.1:\(n.clientPort)"),
+                ("http: 127.0.0.1:8222", "http: 127.0.0.1:\(n.monitorPort)"),
+                ("listen: 0.0.0.0:8883", "listen: 127.0.0.1:\(n.mqttPort)"),
+                ("/etc/nats-server/certs/", directory + "/"),
+                ("/var/lib/nats-server/jetstream", "\(directory)/js\(i)"),
+                ("partition(64,1)", "partition(\(partitions),1)")
+            ]
+            if size > 1 {
+                subs += [("name: mobilitywatch", "name: \(name)"), ("listen: 0.0.0.0:6222", "listen: 127.0.0.1:\(n.clusterPort)")]
+                subs += (1...3).map { ("nats-route://nats-\($0).example.org:6222", $0 <= size ? "nats-route://127.0.0.1:\(ns[$0 - 1].clusterPort)" : "") }
+            }
+            conf = try NATSCluster.substitute(conf, subs + edits)
             try conf.write(toFile: "\(directory)/n\(i).conf", atomically: true, encoding: .utf8)
         }
         for i in 0..<size { try start(i) }
         for i in 0..<size { try waitReady(i) }
         try waitServingMQTT()
+    }
+
+    /// `text` with each `(old, new)` replaced; throws when an `old` is not in it (the shipped
+    /// file changed under the test).
+    package static func substitute(_ text: String, _ pairs: [(String, String)]) throws -> String {
+        var out = text
+        for (old, new) in pairs {
+            guard out.contains(old) else { throw HarnessError("deploy/nats-node.conf has no '\(old)' to substitute") }
+            out = out.replacingOccurrences(of: old, with: new)
+        }
+        return out
+    }
+
+    /// `text` without the block opened by the line starting with `opener` (up to its `}` line).
+    static func removing(block opener: String, from text: String) throws -> String {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let start = lines.firstIndex(where: { $0.hasPrefix(opener) }), let end = lines[start...].firstIndex(of: "}") else {
+            throw HarnessError("deploy/nats-node.conf has no '\(opener)' block")
+        }
+        lines.removeSubrange(start...end)
+        return lines.joined(separator: "\n")
+    }
+
+    /// A test client on node `i`, logged in as `mobilityd` over TLS (see ``MQTTRecorder``).
+    package func recorder(
+        _ i: Int = 0, filters: [String], clientID: String = "test-\(UUID().uuidString.prefix(8))", cleanSession: Bool = true
+    ) throws
+        -> MQTTRecorder
+    {
+        try MQTTRecorder(
+            url: nodes[i].url, filters: filters, clientID: clientID, cleanSession: cleanSession, username: "mobilityd", password: password, caFile: caFile)
+    }
+
+    /// Applies `pairs` to node `i`'s configuration (for its next start).
+    package func edit(_ i: Int, _ pairs: [(String, String)]) throws {
+        let path = "\(directory)/n\(i).conf"
+        try NATSCluster.substitute(try String(contentsOfFile: path, encoding: .utf8), pairs).write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    /// mobilityctl's broker arguments for node `i` (MQTT 3.1.1 is the caller's).
+    package func ctlArguments(_ i: Int) -> [String] {
+        ["--broker", nodes[i].url, "--ca-file", caFile, "--credentials", directory + "/credentials", "--account", "mobilityd"]
+    }
+
+    /// mobilityd's broker arguments for node `i`: its MQTT listener, the CA, the account.
+    package func daemonArguments(_ i: Int) -> [String] {
+        [
+            "--broker", nodes[i].url, "--ca-file", caFile, "--username", "mobilityd", "--password-file", passwordFile, "--broker-binds-client-ids", "false",
+            "--nats", nodes[i].natsURL
+        ]
     }
 
     /// Waits until every node serves MQTT sessions: in a cluster the listener is open before
@@ -79,7 +145,7 @@ package final class NATSCluster: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         for n in nodes {
             while true {
-                if let r = try? MQTTRecorder(url: n.url, filters: ["mw-ready/+"]) {
+                if let r = try? MQTTRecorder(url: n.url, filters: ["mw-ready/+"], username: "mobilityd", password: password, caFile: caFile) {
                     r.stop()
                     break
                 }
@@ -90,7 +156,8 @@ package final class NATSCluster: @unchecked Sendable {
 
     /// Starts (or restarts) node `i`.
     package func start(_ i: Int) throws {
-        let p = try ChildProcess(NATSCluster.binary, ["-c", "\(directory)/n\(i).conf"], logPath: "\(directory)/n\(i).log")
+        let p = try ChildProcess(
+            NATSCluster.binary, ["-c", "\(directory)/n\(i).conf"], logPath: "\(directory)/n\(i).log")
         lock.withLock { processes[i] = p }
     }
 

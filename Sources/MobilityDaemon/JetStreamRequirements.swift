@@ -1,0 +1,93 @@
+/// What a partitioned instance found at its NATS broker when it started (``JetStreamInspector``),
+/// and the rule it holds it to: the MQTT sessions' JetStream streams replicated on every node of a
+/// cluster, and every partition session's JetStream consumer with one message in flight and a
+/// short redelivery wait. Pure: the facts in, the problems (one sentence each, naming the setting
+/// and the file to fix) out.
+package struct JetStreamFacts: Sendable, Equatable {
+    /// One of the MQTT listener's streams (`$MQTT_msgs`, `$MQTT_sess`, `$MQTT_rmsgs`).
+    package struct Stream: Sendable, Equatable {
+        package var name: String
+        package var replicas: Int
+        /// Whether the stream lives in a JetStream cluster (it has a cluster name).
+        package var clustered: Bool
+        package init(name: String, replicas: Int, clustered: Bool) {
+            self.name = name
+            self.replicas = replicas
+            self.clustered = clustered
+        }
+    }
+    /// The JetStream consumer behind an MQTT session's subscription.
+    package struct Consumer: Sendable, Equatable {
+        package var name: String
+        package var maxAckPending: Int64
+        package var ackWaitNanoseconds: Int64
+        package init(name: String, maxAckPending: Int64, ackWaitNanoseconds: Int64) {
+            self.name = name
+            self.maxAckPending = maxAckPending
+            self.ackWaitNanoseconds = ackWaitNanoseconds
+        }
+    }
+    /// The streams found (a missing one is absent).
+    package var streams: [Stream] = []
+    /// The consumer the broker made for the check's own probe session: what the broker's
+    /// settings give a partition session created now (nil: none was found).
+    package var probe: Consumer?
+    /// The existing consumers of the partition sessions, by partition: each keeps the settings
+    /// it was created under, whatever the configuration says now.
+    package var partitions: [Int: Consumer] = [:]
+
+    package init() {}
+}
+
+/// The properties of the broker that `mobilityd --partitions` relies on, as a pure rule.
+package enum JetStreamRequirements {
+    /// The longest redelivery wait accepted: a partition taken over waits this long for the one
+    /// message its previous owner had in flight.
+    package static let maxAckWaitSeconds: Int64 = 5
+    /// Replicas of each MQTT stream on a cluster: three nodes, so that one may be lost.
+    package static let clusterReplicas = 3
+    /// The file that has the settings.
+    package static let file = "deploy/nats-node.conf"
+
+    /// Everything in `facts` that breaks the rule; empty when the broker is fit.
+    package static func problems(_ facts: JetStreamFacts) -> [String] {
+        var out: [String] = []
+        for name in ["$MQTT_msgs", "$MQTT_sess"] where !facts.streams.contains(where: { $0.name == name }) {
+            out.append(
+                "the broker has no JetStream stream \(name): JetStream and the MQTT listener must be on (jetstream {} and mqtt {} in the NATS configuration, \(file))"
+            )
+        }
+        for s in facts.streams where s.clustered && s.replicas < clusterReplicas {
+            out.append(
+                "JetStream stream \(s.name) has \(s.replicas) replicas on a cluster; mobilityd needs \(clusterReplicas) (mqtt { stream_replicas: \(clusterReplicas) } on every node, \(file)): with fewer, the loss of one node stalls MQTT on the whole cluster"
+            )
+        }
+        guard let probe = facts.probe else {
+            out.append("the broker made no JetStream consumer for the check's MQTT subscription, so its MQTT settings cannot be checked")
+            return out
+        }
+        out += consumerProblems(probe, what: "the broker's MQTT sessions get", fix: " on every node, and restart it")
+        for (k, c) in facts.partitions.sorted(by: { $0.key < $1.key }) {
+            out += consumerProblems(
+                c, what: "partition \(k)'s MQTT session (JetStream consumer \(c.name) of $MQTT_msgs) was created with",
+                fix: "; a session keeps the settings it was created with: update its consumer too (nats consumer edit)")
+        }
+        return out
+    }
+
+    private static func consumerProblems(_ c: JetStreamFacts.Consumer, what: String, fix: String) -> [String] {
+        var out: [String] = []
+        if c.maxAckPending != 1 {
+            out.append(
+                "\(what) max_ack_pending \(c.maxAckPending); mobilityd needs 1 (mqtt { max_ack_pending: 1 } in \(file)\(fix)): with more, a partition taken over gets later messages before those its previous owner left unacknowledged, and alerts are lost or wrong"
+            )
+        }
+        if c.ackWaitNanoseconds > maxAckWaitSeconds * 1_000_000_000 {
+            let seconds = Double(c.ackWaitNanoseconds) / 1e9
+            out.append(
+                "\(what) ack_wait \(seconds) s; mobilityd needs at most \(maxAckWaitSeconds) s (mqtt { ack_wait: \"2s\" } in \(file)\(fix)): a partition taken over waits that long for the message its previous owner had in flight"
+            )
+        }
+        return out
+    }
+}

@@ -1,0 +1,66 @@
+import Testing
+
+@testable import MobilityDaemon
+
+/// The rule of the start check, on facts as the inspector reads them.
+@Suite struct JetStreamRequirementsTests {
+    static func fit(clustered: Bool = true) -> JetStreamFacts {
+        var f = JetStreamFacts()
+        f.streams = ["$MQTT_msgs", "$MQTT_sess", "$MQTT_rmsgs"].map { .init(name: $0, replicas: clustered ? 3 : 1, clustered: clustered) }
+        f.probe = .init(name: "probe", maxAckPending: 1, ackWaitNanoseconds: 2_000_000_000)
+        f.partitions = [0: .init(name: "p0", maxAckPending: 1, ackWaitNanoseconds: 2_000_000_000)]
+        return f
+    }
+
+    @Test func theShippedSettingsAreFitOnOneNodeAndOnACluster() {
+        #expect(JetStreamRequirements.problems(Self.fit()).isEmpty)
+        #expect(JetStreamRequirements.problems(Self.fit(clustered: false)).isEmpty)
+    }
+
+    @Test func natsDefaultsAreRefusedNamingTheSettingAndTheFile() {
+        var f = Self.fit()
+        f.probe = .init(name: "probe", maxAckPending: 1024, ackWaitNanoseconds: 30_000_000_000)
+        let p = JetStreamRequirements.problems(f)
+        #expect(p.count == 2)
+        #expect(p.allSatisfy { $0.contains("deploy/nats-node.conf") })
+        #expect(p.contains { $0.contains("max_ack_pending 1024") && $0.contains("max_ack_pending: 1 }") })
+        #expect(p.contains { $0.contains("ack_wait 30.0 s") && $0.contains("at most 5 s") })
+    }
+
+    @Test func tooFewReplicasOnAClusterAndAMissingStreamAreRefused() {
+        var f = Self.fit()
+        f.streams[1].replicas = 2
+        f.streams.removeFirst()
+        let p = JetStreamRequirements.problems(f)
+        #expect(p.contains { $0.contains("no JetStream stream $MQTT_msgs") })
+        #expect(p.contains { $0.contains("$MQTT_sess has 2 replicas") && $0.contains("stream_replicas: 3") })
+    }
+
+    @Test func aPartitionSessionCreatedUnderOtherSettingsIsRefused() {
+        var f = Self.fit()
+        f.partitions[5] = .init(name: "abc_def", maxAckPending: 1024, ackWaitNanoseconds: 2_000_000_000)
+        let p = JetStreamRequirements.problems(f)
+        #expect(p.count == 1)
+        #expect(p.first?.contains("partition 5's MQTT session (JetStream consumer abc_def") == true)
+    }
+
+    @Test func noProbeConsumerIsRefused() {
+        var f = Self.fit()
+        f.probe = nil
+        #expect(JetStreamRequirements.problems(f).count == 1)
+    }
+
+    @Test func anMQTTFilterBecomesItsJetStreamSubject() {
+        #expect(PartitionSupervisor.subject("part/3/mobility/v1/users/+/+") == "$MQTT.msgs.part.3.mobility.v1.users.*.*")
+    }
+
+    @Test func partitionsNeedNATSURLsWithoutCredentials() throws {
+        let base = ["--store", "postgres://mw@127.0.0.1:5432/state", "--partitions", "8"]
+        #expect(throws: (any Error).self) { try DaemonConfiguration.load(arguments: base, environment: [:]) }
+        #expect(throws: (any Error).self) { try DaemonConfiguration.load(arguments: base + ["--nats", "mqtt://127.0.0.1:4222"], environment: [:]) }
+        #expect(throws: (any Error).self) { try DaemonConfiguration.load(arguments: base + ["--nats", "nats://u:p@127.0.0.1:4222"], environment: [:]) }
+        #expect(throws: (any Error).self) { try DaemonConfiguration.load(arguments: ["--nats", "nats://127.0.0.1:4222"], environment: [:]) }
+        let c = try DaemonConfiguration.load(arguments: base + ["--nats", "tls://n1:4222, tls://n2:4222"], environment: [:])
+        #expect(c.partitioning?.natsURLs == ["tls://n1:4222", "tls://n2:4222"])
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// mobilityd `--partitions` checks at start that the NATS broker has the JetStream settings
+/// partitioned input relies on (deploy/nats-node.conf), on a real nats-server.
+@Suite(.serialized) struct PartitionBrokerCheckTests {
+    /// The shipped file passes: the instance logs the check and takes its partitions.
+    @Test func aNodeWithTheShippedSettingsPasses() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).count == 4 }, "\(a.log)")
+        let fit = a.log.split(separator: "\n").first { $0.contains("the broker's JetStream settings are fit for partitioned input") }
+        #expect(fit != nil, "\(a.log)")
+        print("start check: \(fit ?? "")")
+        #expect(a.stop() == 0)
+    }
+
+    /// A node with NATS's default MQTT settings (the shipped file without `max_ack_pending` and
+    /// `ack_wait`) is refused: exit 2 before any lease is claimed, each problem naming the
+    /// setting and the file.
+    @Test func aNodeWithTheDefaultMQTTSettingsIsRefused() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(
+            size: 1, partitions: 4, edits: [("  max_ack_pending: 1\n", "  # max_ack_pending: 1\n"), ("  ack_wait: \"2s\"\n", "  # ack_wait: \"2s\"\n")])
+        let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        let code = a.wait()
+        #expect(code == 2, "\(a.log)")
+        #expect(a.log.contains("max_ack_pending 1024; mobilityd needs 1 (mqtt { max_ack_pending: 1 } in deploy/nats-node.conf"), "\(a.log)")
+        #expect(a.log.contains("ack_wait 30.0 s; mobilityd needs at most 5 s"), "\(a.log)")
+        #expect((try? server.psql("SELECT count(*) FROM partitions", database: database)) ?? "0" == "0")
+        print("refused: \(a.log.split(separator: "\n").filter { $0.contains("refusing") }.joined(separator: "\n"))")
+    }
+
+    /// A partition session created under the defaults keeps them after the node is fixed and
+    /// restarted: refused, naming the partition and its consumer.
+    @Test func aPartitionSessionCreatedUnderTheDefaultsIsRefusedAfterTheFix() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(
+            size: 1, partitions: 4, edits: [("  max_ack_pending: 1\n", "  max_ack_pending: 1024\n")])
+        // Partition 2's session, as an instance of an older release left it (clean session off).
+        let old = try nats.recorder(0, filters: ["part/2/mobility/v1/users/+/+"], clientID: "mobilityd-part-2", cleanSession: false)
+        old.stop()
+        nats.stop(0)
+        try nats.edit(0, [("max_ack_pending: 1024", "max_ack_pending: 1")])
+        try nats.start(0)
+        try nats.waitReady(0)
+        try nats.waitServingMQTT()
+        let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(a.wait() == 2, "\(a.log)")
+        #expect(a.log.contains("partition 2's MQTT session (JetStream consumer "), "\(a.log)")
+        #expect(!a.log.contains("the broker's MQTT sessions get"), "\(a.log)")  // the node itself is fixed
+    }
+}
