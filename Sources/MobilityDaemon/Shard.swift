@@ -109,7 +109,7 @@ final class Shard: @unchecked Sendable {
             teams: TeamOutputs(careTeams: careTeams, layout: layout),
             fhir: fhir ? FHIROutputs(program: program, root: layout.root, observations: publishesSeries) : nil,
             history: HistoryStage(records: historyDays != nil), markers: ReportMarkers(program: program, historyDays: historyDays))
-        self.reportWorker = ReportWorker(index: index, store: store, sink: sink, layout: ingestor.layout, log: log)
+        self.reportWorker = ReportWorker(index: index, store: store, sink: sink, layout: ingestor.layout, log: log, clock: clock)
     }
 
     /// Makes room for `n` users (before restoring).
