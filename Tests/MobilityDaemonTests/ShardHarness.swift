@@ -43,7 +43,9 @@ final class ShardHarness {
     static let wall = Timestamp(milliseconds: 1_796_083_200_000)
 
     /// Starts a shard on `dir` (created if needed), publishing to `published`.
-    init(dir: String, careTeams: CareTeams = CareTeams(), published: Published = Published()) throws {
+    init(
+        dir: String, careTeams: CareTeams = CareTeams(), historyDays: Int? = 90, publishesSeries: Bool = true, published: Published = Published()
+    ) throws {
         self.dir = dir
         self.published = published
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -56,7 +58,7 @@ final class ShardHarness {
             index: 0,
             ingestor: Ingestor(engine: Engine(program: program, configuration: config), layout: TopicLayout(), clock: .event, boundedByWallClock: true),
             capacity: 100_000, sink: published, store: store, journal: nil, acks: AckTracker(), log: Logger(format: .logfmt, level: .error),
-            careTeams: careTeams, clock: clock)
+            historyDays: historyDays, publishesSeries: publishesSeries, careTeams: careTeams, clock: clock)
         var users = try store.load(alertNames: program.alerts.map(\.name), prepare: Engine(program: program, configuration: config).preparer).users
         seq = users.map(\.appliedSeq).max() ?? 0
         for i in users.indices { shard.restore(&users[i]) }
@@ -64,11 +66,13 @@ final class ShardHarness {
     }
 
     /// Sends messages and waits until the shard has committed and published what they produced.
-    func send(_ messages: [(topic: String, payload: String)]) {
+    func send(_ messages: [(topic: String, payload: String)]) { send(bytes: messages.map { ($0.topic, Array($0.payload.utf8)) }) }
+
+    /// Sends messages and waits until the shard has committed and published what they produced.
+    func send(bytes messages: [(topic: String, payload: [UInt8])]) {
         for m in messages {
             seq += 1
-            let payload = Array(m.payload.utf8)
-            shard.queue.push(.message(seq: seq, topic: m.topic, parsed: TopicLayout().parse(m.topic), payload: payload))
+            shard.queue.push(.message(seq: seq, topic: m.topic, parsed: TopicLayout().parse(m.topic), payload: m.payload))
         }
         let done = DispatchSemaphore(value: 0)
         shard.queue.push(.barrier(done))
