@@ -265,20 +265,4 @@ extension Shard {
         let since = busySince.load(ordering: .relaxed)
         return since == 0 || now < since ? 0 : now - since
     }
-
-    /// A commit is at most this many users, whatever the interval.
-    static let maxPendingUsers = ShardCommitPolicy.maxPendingUsers
-
-    /// What a batch commits (``ShardCommitPolicy/scope(outputs:earlierOutputs:barrier:journaled:pendingUsers:sinceLastCommitNs:intervalNs:)``).
-    static func commitScope(
-        outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int,
-        sinceLastCommitNs: UInt64, intervalNs: UInt64
-    ) -> CommitScope {
-        ShardCommitPolicy.scope(
-            outputs: outputs, earlierOutputs: earlierOutputs, barrier: barrier, journaled: journaled,
-            pendingUsers: pendingUsers, sinceLastCommitNs: sinceLastCommitNs, intervalNs: intervalNs)
-    }
-
-    /// What a batch commits.
-    typealias CommitScope = ShardCommitPolicy.Scope
 }
