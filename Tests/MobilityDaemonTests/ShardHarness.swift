@@ -3,6 +3,7 @@ import Ingest
 import MobilityModel
 import MobilityWire
 import RuleEngine
+import RuleLanguage
 import StateStore
 import Synchronization
 import TestSupport
@@ -74,6 +75,15 @@ final class ShardHarness {
             seq += 1
             shard.queue.push(.message(seq: seq, topic: m.topic, parsed: TopicLayout().parse(m.topic), payload: m.payload))
         }
+        let done = DispatchSemaphore(value: 0)
+        shard.queue.push(.barrier(done))
+        done.wait()
+    }
+
+    /// Reloads the rules (as SIGHUP does) and waits until the shard has committed and published
+    /// what the reload produced.
+    func reload(_ program: Program) {
+        shard.queue.push(.reload(program))
         let done = DispatchSemaphore(value: 0)
         shard.queue.push(.barrier(done))
         done.wait()
