@@ -104,6 +104,24 @@ import Testing
         #expect(staged.outbox[2].topic.hasPrefix(Self.layout.root + "/fhir/users/u1/Flag/"))
     }
 
+    /// A silenced reminder: its user and team notifications are withheld, its FHIR copy (the
+    /// clinical record) is not, and its history row is marked with the silence.
+    @Test func aSilenceWithholdsNotificationsButNotTheFHIRCopyOrTheHistory() throws {
+        let teams = CareTeams(assigned: ["u1": ["ward-a"]])
+        let (desk, silence) = try SilenceStageTests.desk(teams: teams)
+        var p = try Self.pipeline(teams: teams, fhir: true, silences: desk)
+        var out: [EngineOutput] = [.alert(Self.alert(isRepeat: true))]
+        var staged = OutputPipeline.Staged()
+        p.run(&out, wall: Self.wall, into: &staged)
+        #expect(staged.outbox.count == 1)
+        #expect(staged.outbox.first?.topic.hasPrefix(Self.layout.root + "/fhir/users/u1/Flag/") == true)
+        guard case .alert(let recorded)? = staged.history.first.flatMap({ AlertTransition.parse($0.payload) }).map(EngineOutput.alert) else {
+            Issue.record("no alert row: \(staged.history)")
+            return
+        }
+        #expect(recorded.silencedBy == [silence.id])
+    }
+
     @Test func withoutHistoryNothingIsRecordedAndNoWeekIsDue() throws {
         var p = try Self.pipeline(historyDays: nil)
         var out: [EngineOutput] = [.alert(Self.alert()), .series(SeriesPoint(user: "u1", name: "speed", day: Self.day, value: 1, unit: "m/s"))]
