@@ -85,11 +85,11 @@ package enum MQTTConnectionEvent: Sendable, Equatable {
 package final class MQTTClient: @unchecked Sendable {
     nonisolated(unsafe) private let handle: OpaquePointer
     private let configuration: MQTTClientConfiguration
-    private let onMessage: @Sendable (String, [UInt8]) -> Void
-    private let onEvent: @Sendable (MQTTConnectionEvent) -> Void
-    private let onPublished: @Sendable (_ mid: Int32, _ reasonCode: Int32) -> Void
-    private let onOversized: @Sendable (_ topic: String, _ size: Int) -> Void
-    private let onRetained: (@Sendable (_ topic: String, _ payloadBytes: Int) -> Bool)?
+    private let onMessage: @Sendable (MQTTClient, String, [UInt8]) -> Void
+    private let onEvent: @Sendable (MQTTClient, MQTTConnectionEvent) -> Void
+    private let onPublished: @Sendable (MQTTClient, _ mid: Int32, _ reasonCode: Int32) -> Void
+    private let onOversized: @Sendable (MQTTClient, _ topic: String, _ size: Int) -> Void
+    private let onRetained: (@Sendable (MQTTClient, _ topic: String, _ payloadBytes: Int) -> Bool)?
     private let connectedFlag = Atomic<Bool>(false)
     private let connections = Atomic<Int>(0)
     private let started = Atomic<Bool>(false)
@@ -141,12 +141,28 @@ package final class MQTTClient: @unchecked Sendable {
     ///   - onRetained: called first for a message delivered with the retain flag, with its topic
     ///     and payload size; true when it took the message (then it is not copied, and neither
     ///     `onMessage` nor `onOversized` is called).
-    package init(
+    package convenience init(
         _ configuration: MQTTClientConfiguration, onMessage: @escaping @Sendable (String, [UInt8]) -> Void,
         onEvent: @escaping @Sendable (MQTTConnectionEvent) -> Void = { _ in },
         onPublished: @escaping @Sendable (_ mid: Int32, _ reasonCode: Int32) -> Void = { _, _ in },
         onOversized: @escaping @Sendable (_ topic: String, _ size: Int) -> Void = { _, _ in },
         onRetained: (@Sendable (_ topic: String, _ payloadBytes: Int) -> Bool)? = nil
+    ) throws(MQTTError) {
+        try self.init(
+            configuration, onMessage: { _, topic, payload in onMessage(topic, payload) }, onEvent: { _, e in onEvent(e) },
+            onPublished: { _, mid, reasonCode in onPublished(mid, reasonCode) }, onOversized: { _, topic, size in onOversized(topic, size) },
+            onRetained: onRetained.map { taken in { @Sendable _, topic, size in taken(topic, size) } })
+    }
+
+    /// Creates a client whose callbacks are handed the client they belong to, to act on it from
+    /// the network thread (publish when connected, drop the connection from `onMessage`): the same
+    /// callbacks as ``init(_:onMessage:onEvent:onPublished:onOversized:onRetained:)``.
+    package init(
+        _ configuration: MQTTClientConfiguration, onMessage: @escaping @Sendable (MQTTClient, String, [UInt8]) -> Void,
+        onEvent: @escaping @Sendable (MQTTClient, MQTTConnectionEvent) -> Void = { _, _ in },
+        onPublished: @escaping @Sendable (MQTTClient, _ mid: Int32, _ reasonCode: Int32) -> Void = { _, _, _ in },
+        onOversized: @escaping @Sendable (MQTTClient, _ topic: String, _ size: Int) -> Void = { _, _, _ in },
+        onRetained: (@Sendable (MQTTClient, _ topic: String, _ payloadBytes: Int) -> Bool)? = nil
     ) throws(MQTTError) {
         _ = MQTTClient.libraryInit
         self.configuration = configuration
@@ -201,20 +217,20 @@ package final class MQTTClient: @unchecked Sendable {
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
             me.connectedFlag.store(false, ordering: .relaxed)
             me.subscribedFlag.store(false, ordering: .releasing)
-            me.onEvent(.disconnected(reason: rc == 0 ? "requested" : String(cString: mosquitto_strerror(rc))))
+            me.onEvent(me, .disconnected(reason: rc == 0 ? "requested" : String(cString: mosquitto_strerror(rc))))
         }
         mosquitto_publish_v5_callback_set(handle) { _, obj, mid, reasonCode, _ in
             guard let obj else { return }
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
             if reasonCode < 0x80 { me.acknowledged.add(1, ordering: .relaxed) } else { me.refusedByBroker.add(1, ordering: .relaxed) }
-            me.onPublished(mid, reasonCode)
+            me.onPublished(me, mid, reasonCode)
         }
         mosquitto_subscribe_callback_set(handle) { _, obj, mid, _, _ in
             guard let obj else { return }
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
             if mid == me.subscribeMid.load(ordering: .acquiring) {
                 me.subscribedFlag.store(true, ordering: .releasing)
-                me.onEvent(.subscribed)
+                me.onEvent(me, .subscribed)
             }
         }
         mosquitto_message_callback_set(handle) { _, obj, msg in
@@ -222,15 +238,15 @@ package final class MQTTClient: @unchecked Sendable {
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
             let m = msg.pointee
             let topic = String(cString: m.topic)
-            if m.retain, let onRetained = me.onRetained, onRetained(topic, Int(m.payloadlen)) { return }
+            if m.retain, let onRetained = me.onRetained, onRetained(me, topic, Int(m.payloadlen)) { return }
             if let limit = me.configuration.maxIncomingPayloadBytes, Int(m.payloadlen) > limit {
-                me.onOversized(topic, Int(m.payloadlen))
+                me.onOversized(me, topic, Int(m.payloadlen))
                 return
             }
             let payload: [UInt8] =
                 m.payloadlen > 0 && m.payload != nil
                 ? Array(UnsafeRawBufferPointer(start: m.payload, count: Int(m.payloadlen))) : []
-            me.onMessage(topic, payload)
+            me.onMessage(me, topic, payload)
         }
     }
 
@@ -238,7 +254,7 @@ package final class MQTTClient: @unchecked Sendable {
         let v5 = configuration.protocolVersion == .v5
         guard rc == 0 else {
             let e = MQTTError.refused(rc, v5: v5)
-            if MQTTClient.refusalIsFinal(rc, v5: v5) { onEvent(.refused(e)) } else { onEvent(.disconnected(reason: e.message)) }
+            if MQTTClient.refusalIsFinal(rc, v5: v5) { onEvent(self, .refused(e)) } else { onEvent(self, .disconnected(reason: e.message)) }
             return
         }
         connectedFlag.store(true, ordering: .relaxed)
@@ -258,9 +274,9 @@ package final class MQTTClient: @unchecked Sendable {
                 }
             }
             subscribeMid.store(mid, ordering: .releasing)
-            if rc != 0 { onEvent(.disconnected(reason: "subscribe failed: \(String(cString: mosquitto_strerror(rc)))")) }
+            if rc != 0 { onEvent(self, .disconnected(reason: "subscribe failed: \(String(cString: mosquitto_strerror(rc)))")) }
         }
-        onEvent(.connected(sessionPresent: sessionPresent, sessionLost: !configuration.cleanSession && earlier > 0 && !sessionPresent))
+        onEvent(self, .connected(sessionPresent: sessionPresent, sessionLost: !configuration.cleanSession && earlier > 0 && !sessionPresent))
     }
 
     /// Connects (retrying in the background if the broker is not there yet) and starts the network thread.
@@ -283,7 +299,7 @@ package final class MQTTClient: @unchecked Sendable {
             started.store(false, ordering: .sequentiallyConsistent)
             throw MQTTError.library(rc, "connect to \(c.broker)")
         }
-        onEvent(.disconnected(reason: "broker \(c.broker) not reachable yet (\(MQTTClient.describe(rc))); retrying"))
+        onEvent(self, .disconnected(reason: "broker \(c.broker) not reachable yet (\(MQTTClient.describe(rc))); retrying"))
         retrying.store(true, ordering: .sequentiallyConsistent)
         DispatchQueue(label: "mqtt-first-connect").async { [self] in retryFirstConnect() }
     }
@@ -323,7 +339,7 @@ package final class MQTTClient: @unchecked Sendable {
                 return
             }
             let reason = MQTTClient.describe(rc)
-            if reason != lastReason { onEvent(.disconnected(reason: "broker \(c.broker) not reachable (\(reason)); retrying")) }
+            if reason != lastReason { onEvent(self, .disconnected(reason: "broker \(c.broker) not reachable (\(reason)); retrying")) }
             lastReason = reason
             delay = min(delay * 2, max(c.reconnectMaxSeconds, 1))
         }
@@ -344,7 +360,7 @@ package final class MQTTClient: @unchecked Sendable {
             while started.load(ordering: .sequentiallyConsistent) {
                 let rc = mosquitto_loop_forever(handle, 1000, 1)
                 guard started.load(ordering: .sequentiallyConsistent) else { return }
-                onEvent(.disconnected(reason: "the network loop ended (\(MQTTClient.describe(rc))); reconnecting"))
+                onEvent(self, .disconnected(reason: "the network loop ended (\(MQTTClient.describe(rc))); reconnecting"))
                 guard reconnectWithBackoff() else { return }
             }
         }

@@ -83,21 +83,16 @@ extension Daemon {
         if let u = config.publisherUsername { pubConfig.username = u }
         pubConfig.cleanSession = true
         pubConfig.will = (statusTopic, Array("offline".utf8), true)
-        // The connect callback publishes on the client it belongs to, which exists only once made.
-        let itself = LateReference<MQTTClient>()
+        // The connect callback publishes on the client it belongs to (the client hands itself over).
         do {
-            let publisher = try MQTTClient(
-                pubConfig, onMessage: { _, _ in },
-                onEvent: { [self] e in
+            return try MQTTClient(
+                pubConfig, onMessage: { _, _, _ in },
+                onEvent: { [self] publisher, e in
                     connectionEvent(e, role: "publisher")
-                    if case .connected = e, let p = itself.value,
-                        let mid = try? p.publish(topic: statusTopic, payload: Array("online".utf8), retain: true)
-                    {
+                    if case .connected = e, let mid = try? publisher.publish(topic: statusTopic, payload: Array("online".utf8), retain: true) {
                         acks.published(mid: mid, id: nil, topic: statusTopic)
                     }
-                }, onPublished: { mid, reason in acks.answered(mid: mid, reasonCode: reason) })
-            itself.set(publisher)
-            return publisher
+                }, onPublished: { _, mid, reason in acks.answered(mid: mid, reasonCode: reason) })
         } catch {
             log.error("cannot create MQTT publisher", ["error": error.description])
             throw ComponentFailure()
@@ -167,18 +162,16 @@ extension Daemon {
         subConfig.maxIncomingPayloadBytes = config.maxPayloadBytes
         // An input the router gives up on (the run ends while the journal refuses it) must not be
         // acknowledged: the callback drops the connection before libmosquitto can acknowledge it,
-        // and the broker's session delivers it again. The callback needs the client it belongs to.
-        let itself = LateReference<MQTTClient>()
+        // and the broker's session delivers it again (the client hands itself to the callback).
         do {
             let subscriber = try MQTTClient(
                 subConfig,
-                onMessage: { topic, payload in
-                    if !router.message(topic: topic, payload: payload) { itself.value?.abortConnection() }
+                onMessage: { subscriber, topic, payload in
+                    if !router.message(topic: topic, payload: payload) { subscriber.abortConnection() }
                 },
-                onEvent: { [self] e in connectionEvent(e, role: "subscriber") },
-                onOversized: { topic, size in router.oversized(topic: topic, size: size) },
-                onRetained: { topic, size in router.retained(topic: topic, size: size) })
-            itself.set(subscriber)
+                onEvent: { [self] _, e in connectionEvent(e, role: "subscriber") },
+                onOversized: { _, topic, size in router.oversized(topic: topic, size: size) },
+                onRetained: { _, topic, size in router.retained(topic: topic, size: size) })
             return (subscriber, subConfig)
         } catch {
             log.error("cannot create MQTT subscriber", ["error": error.description])

@@ -95,7 +95,7 @@ package final class Daemon: Sendable {
         let services: [(any Service)?] = [
             metrics, reports,
             checkpointTimer(c),
-            PublisherService(publisher: c.publisher, sink: c.sink, acks: c.acks, statusTopic: layout.status(config.instance)) { [self] in
+            PublisherService(publisher: c.publisher, sink: c.sink, acks: c.acks, statusTopic: layout.status(config.instance), clock: clock) { [self] in
                 settleOutputs(c)
             },
             shardsService(c, state: state),

@@ -333,7 +333,8 @@ package struct DaemonConfiguration: Sendable {
     mutating func apply(_ m: [String: String]) throws(Problem) {
         try applyConnection(m)
         try applyRuntime(m)
-        if (certFile == nil) != (keyFile == nil) { throw Problem(description: "--cert-file and --key-file go together") }
+        let tls = BrokerTLSFiles(caFile: caFile, certFile: certFile, keyFile: keyFile)
+        if let url = try? BrokerURL(parsing: broker), let problem = tls.problem(for: url) { throw Problem(description: problem) }
     }
 
     /// A whole-number option within `range`, nil when it is not given.

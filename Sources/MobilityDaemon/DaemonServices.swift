@@ -66,9 +66,15 @@ final class PublisherService: Service {
     private let publisher: MQTTClient, sink: MQTTOutputSink, acks: AckTracker
     private let statusTopic: String
     private let settle: @Sendable () -> Void
+    /// The monotonic clock of the wait for the broker's acknowledgements.
+    private let clock: DaemonClock
 
     /// - Parameter settle: forgets the acknowledged outputs and parks the refused ones.
-    init(publisher: MQTTClient, sink: MQTTOutputSink, acks: AckTracker, statusTopic: String, settle: @escaping @Sendable () -> Void) {
+    init(
+        publisher: MQTTClient, sink: MQTTOutputSink, acks: AckTracker, statusTopic: String, clock: DaemonClock,
+        settle: @escaping @Sendable () -> Void
+    ) {
+        self.clock = clock
         self.publisher = publisher
         self.sink = sink
         self.acks = acks
@@ -79,8 +85,8 @@ final class PublisherService: Service {
     func start() {}
 
     func stop() {
-        let deadline = Date().addingTimeInterval(5)
-        while (acks.inFlight > 0 || sink.backlog > 0) && Date() < deadline {
+        let deadline = clock.uptimeNanoseconds() + 5_000_000_000
+        while (acks.inFlight > 0 || sink.backlog > 0) && clock.uptimeNanoseconds() < deadline {
             if sink.backlog > 0 { _ = sink.publish([]) }
             usleep(10_000)
         }

@@ -53,25 +53,23 @@ final class PartitionInputService: Service, @unchecked Sendable {
     func start() throws {
         for (k, c) in configurations {
             let prefix = partitioning.prefix(of: k)
-            let box = LateReference<MQTTClient>()
             let client = try MQTTClient(
-                c, onMessage: { [self] topic, payload in take(topic, payload, partition: k, prefix: prefix, client: box) },
-                onEvent: { [onEvent] e in onEvent(e, k) },
-                onOversized: { [self] topic, size in
+                c, onMessage: { [self] client, topic, payload in take(topic, payload, partition: k, prefix: prefix, client: client) },
+                onEvent: { [onEvent] _, e in onEvent(e, k) },
+                onOversized: { [self] client, topic, size in
                     guard let inner = strip(topic, prefix) else { return }
                     let parsed = layout.parse(inner)
-                    wait(for: shard(of: parsed), .oversized(topic: inner, parsed: parsed, size: size), client: box)
+                    wait(for: shard(of: parsed), .oversized(topic: inner, parsed: parsed, size: size), client: client)
                 },
-                onRetained: { [self] topic, size in
+                onRetained: { [self] client, topic, size in
                     // As the subscriber: only a profile may be retained (the broker delivers a
                     // retained message again on every reconnect and takeover); an empty one clears it.
                     guard let inner = strip(topic, prefix) else { return false }
                     let parsed = layout.parse(inner)
                     guard case .inbound(_, let kind) = parsed, kind != .profile else { return false }
-                    if size > 0 { wait(for: shard(of: parsed), .retained(topic: inner, parsed: parsed), client: box) }
+                    if size > 0 { wait(for: shard(of: parsed), .retained(topic: inner, parsed: parsed), client: client) }
                     return true
                 })
-            box.set(client)
             clients.append(client)
         }
         do { for c in clients { try c.start() } } catch {
@@ -95,7 +93,7 @@ final class PartitionInputService: Service, @unchecked Sendable {
     }
 
     /// One message of partition `k`: to its user's shard, acknowledged once committed.
-    private func take(_ topic: String, _ payload: [UInt8], partition k: Int, prefix: String, client: LateReference<MQTTClient>) {
+    private func take(_ topic: String, _ payload: [UInt8], partition k: Int, prefix: String, client: MQTTClient) {
         guard let inner = strip(topic, prefix) else { return }
         let parsed = layout.parse(inner)
         if case .inbound(let user, _) = parsed, partitions.partition(of: user) != k {
@@ -110,16 +108,16 @@ final class PartitionInputService: Service, @unchecked Sendable {
         wait(for: shard(of: parsed), .message(seq: 0, topic: inner, parsed: parsed, payload: payload), client: client)
     }
 
-    private func wait(for shard: Shard, _ item: ShardItem, client: LateReference<MQTTClient>) {
+    private func wait(for shard: Shard, _ item: ShardItem, client: MQTTClient) {
         if revoked.load(ordering: .relaxed) {
-            client.value?.abortConnection()
+            client.abortConnection()
             return
         }
         let w = CommitWaiter()
         guard shard.queue.push(item), shard.queue.push(.durable(w)) else {
-            client.value?.abortConnection()
+            client.abortConnection()
             return
         }
-        if !w.wait(abandoned: { revoked.load(ordering: .relaxed) }) { client.value?.abortConnection() }
+        if !w.wait(abandoned: { revoked.load(ordering: .relaxed) }) { client.abortConnection() }
     }
 }

@@ -70,8 +70,15 @@ final class ReportWorker: @unchecked Sendable {
     /// Called when the store fenced a commit of reports (partitioned input; set before ``start()``).
     var onFenced: (@Sendable () -> Void)?
 
-    init(index: Int, store: any StateBackend, sink: any OutputSink, layout: TopicLayout, log: Logger, capacity: Int = 10_000) {
+    /// The monotonic clock of the backoff after a failed attempt.
+    private let clock: DaemonClock
+
+    init(
+        index: Int, store: any StateBackend, sink: any OutputSink, layout: TopicLayout, log: Logger, capacity: Int = 10_000,
+        clock: DaemonClock = .system
+    ) {
         self.index = index
+        self.clock = clock
         self.store = store
         self.sink = sink
         self.layout = layout
@@ -144,14 +151,17 @@ final class ReportWorker: @unchecked Sendable {
     }
 
     private func run() {
-        var backoff: TimeInterval = 0
-        var retryAt = Date()  // the end of the backoff after a failed attempt (a wake-up does not restart it)
+        var backoff: UInt64 = 0  // ns
+        var retryAt: UInt64 = 0  // the end of the backoff after a failed attempt, uptime ns (a wake-up does not restart it)
         condition.lock()
         while true {
             // Work: weeks held, and no failed attempt waiting for a poke, its backoff or the close.
             while !closed && (pending.isEmpty || fenced || (failing && !poked)) {
                 if failing && !fenced && !pending.isEmpty {
-                    if !condition.wait(until: retryAt) { break }  // the backoff is over
+                    let now = clock.uptimeNanoseconds()
+                    if now >= retryAt { break }  // the backoff is over
+                    // Looks at the clock again at least every 50 ms (it is the one given, which a test moves).
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: Double(min(retryAt - now, Self.backoffCheckNs)) / 1e9))
                 } else {
                     condition.wait()
                 }
@@ -176,8 +186,8 @@ final class ReportWorker: @unchecked Sendable {
                 backoff = 0
             case .failed:
                 failing = true
-                backoff = min(max(backoff * 2, 1), 30)
-                retryAt = Date().addingTimeInterval(backoff)
+                backoff = min(max(backoff * 2, Self.firstBackoffNs), Self.longestBackoffNs)
+                retryAt = clock.uptimeNanoseconds() + backoff
             case .fenced:
                 fenced = true
             }
@@ -189,6 +199,11 @@ final class ReportWorker: @unchecked Sendable {
         condition.unlock()
         finished.signal()
     }
+
+    /// The backoff after a failed attempt: 1 s, doubling to 30 s.
+    static let firstBackoffNs: UInt64 = 1_000_000_000, longestBackoffNs: UInt64 = 30_000_000_000
+    /// How long a backoff waits at most before it reads its clock again.
+    private static let backoffCheckNs: UInt64 = 50_000_000
 
     /// Builds, commits and publishes the weeks of `jobs` (in week order); on failure nothing is
     /// committed or published and the weeks stay due.

@@ -21,7 +21,7 @@ extension Shard {
         let urgent = batch.teamsChanged || !pendingAudited.isEmpty || out.contains { !$0.isSeries }
         if !urgent && !out.isEmpty { deferredUsers.formUnion(batchUsers) }
         let scope = policy.batchProcessed(
-            outputs: urgent, deferred: !pendingOutbox.isEmpty || !deferredUsers.isEmpty, barrier: !batch.barriers.isEmpty,
+            outputs: urgent, deferred: !pending.outbox.isEmpty || !deferredUsers.isEmpty, barrier: !batch.barriers.isEmpty,
             pendingUsers: pendingUsers.count, now: now)
         if scope == .batch { batchUsers.formUnion(deferredUsers) }  // the waiting series' users, with their outputs
         return scope
@@ -45,9 +45,9 @@ extension Shard {
             durables.removeAll(keepingCapacity: true)
         }
         if !items.isEmpty { result.publishFailures = sink.publish(items) }
-        result.seriesMessages = heldSeries
-        heldSeries = 0
-        if !dueWeeks.isEmpty && pendingHistory.isEmpty {
+        result.seriesMessages = pending.seriesMessages
+        pending.seriesMessages = 0
+        if !outputs.markers.due.isEmpty && pending.history.isEmpty {
             handReports()  // their markers are durable
         } else if reportWorker.isFailing {
             reportWorker.poke()  // the store takes commits again: the worker's weeks are tried again
@@ -70,9 +70,9 @@ extension Shard {
             s.users = ingestor.engine.userCount
             s.publishErrors += result.publishFailures
             s.seriesPublished += result.seriesMessages
-            s.outputsUncommitted = pendingOutbox.count
+            s.outputsUncommitted = pending.outbox.count
             s.replayed += batch.replayed
-            s.reportsDueInShard = dueWeeks.count
+            s.reportsDueInShard = outputs.markers.due.count
             if result.tried {
                 s.storeHealthy = result.succeeded
                 if result.succeeded { s.commits += 1 } else { s.commitFailures += 1 }
@@ -113,7 +113,7 @@ extension Shard {
     func commit(all: Bool = true) -> [StateStore.OutboxItem]? {
         let acked = acks.drain()
         let users = all ? pendingUsers : batchUsers
-        if users.isEmpty && pendingOutbox.isEmpty && acked.isEmpty && pendingHistory.isEmpty && pendingAudited.isEmpty { return [] }
+        if users.isEmpty && pending.outbox.isEmpty && acked.isEmpty && pending.history.isEmpty && pendingAudited.isEmpty { return [] }
         let records = users.map { u in
             StateStore.UserRecord(
                 user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.clocks[u]?.now,
@@ -122,16 +122,16 @@ extension Shard {
         do {
             let ids: [Int64], announced: [StateStore.OutboxItem]
             if pendingAudited.isEmpty {
-                ids = try store.commit(users: records, outbox: pendingOutbox, acknowledged: acked, history: pendingHistory)
+                ids = try store.commit(users: records, outbox: pending.outbox, acknowledged: acked, history: pending.history)
                 announced = []
             } else {
                 (ids, announced) = try store.commit(
-                    users: records, outbox: pendingOutbox, acknowledged: acked, history: pendingHistory, audited: pendingAudited)
+                    users: records, outbox: pending.outbox, acknowledged: acked, history: pending.history, audited: pendingAudited)
             }
             // Moved out, not copied: assigning the ids to a copy of the pending array copied every item.
             var items: [StateStore.OutboxItem] = []
-            swap(&items, &pendingOutbox)
-            pendingOutbox.reserveCapacity(items.count)
+            swap(&items, &pending.outbox)
+            pending.outbox.reserveCapacity(items.count)
             for k in items.indices { items[k].id = ids[k] }
             items += announced
             pendingAudited.removeAll()
@@ -140,8 +140,8 @@ extension Shard {
             for u in users { ingestor.engine.markPersisted(u) }
             if all { pendingUsers.removeAll(keepingCapacity: true) } else { pendingUsers.subtract(users) }
             deferredUsers.removeAll(keepingCapacity: true)  // their outputs are committed (all or with this batch)
-            pendingOutbox.removeAll(keepingCapacity: true)
-            pendingHistory.removeAll(keepingCapacity: true)
+            pending.outbox.removeAll(keepingCapacity: true)
+            pending.history.removeAll(keepingCapacity: true)
             return items
         } catch {
             acks.restore(acked)

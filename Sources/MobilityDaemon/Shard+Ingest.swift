@@ -41,7 +41,7 @@ extension Shard {
                 // What an events message changes of the timeline is recorded (and its FHIR
                 // copies published): the entries it recorded or replaced, and those it retracted.
                 var timelineBefore: [TimelineEvent]?
-                if recordsHistory || fhir != nil, case .inbound(let u, .events) = parsed { timelineBefore = ingestor.engine.timeline(of: u) }
+                if recordsHistory || outputs.fhir != nil, case .inbound(let u, .events) = parsed { timelineBefore = ingestor.engine.timeline(of: u) }
                 ingestor.handle(topic: topic, parsed: parsed, payload: payload, now: batch.wall, into: &out)
                 if case .inbound(let u, .profile) = parsed, !payload.isEmpty { batch.teamsChanged = profileTeams(u, payload) || batch.teamsChanged }
                 handled(seq: seq, user: user, position: position)
@@ -59,8 +59,8 @@ extension Shard {
             case .tick(let now): ingestor.tick(now: now, into: &out)
             case .reload(let p):
                 ingestor.engine.reload(p, now: batch.wall, into: &out)  // resolves the removed rules' firing alerts
-                reports = WeeklyReports(program: p, historyDays: historyDays)
-                fhir?.reload(p)
+                outputs.markers.reload(p)
+                outputs.fhir?.reload(p)
             case .housekeeping: break
             case .barrier(let s): batch.barriers.append(s)
             case .durable(let w): durables.append(w)
@@ -72,8 +72,8 @@ extension Shard {
                     r.answer.refuse(.init("store_unavailable", "this daemon takes no timeline commands", id: r.command.change.id, user: r.command.user))
                     continue
                 }
-                if let applied = timelines.apply(r, ingestor: &ingestor, wall: batch.wall, fhir: fhir, into: &out) {
-                    if recordsHistory { pendingHistory.append(applied.history) }
+                if let applied = timelines.apply(r, ingestor: &ingestor, wall: batch.wall, fhir: outputs.fhir, into: &out) {
+                    if recordsHistory { pending.history.append(applied.history) }
                     pendingAudited.append(applied.change)
                     pendingAnswers.append(r.answer)
                 }
@@ -119,12 +119,12 @@ extension Shard {
         let held = Dictionary(before.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let kept = Set(after.map(\.id))
         for e in after where held[e.id] != e {
-            if recordsHistory { pendingHistory.append(.timeline(user: user, e)) }
-            if let fhir { pendingOutbox += fhir.timelineItems(user: user, entry: e, retracted: false) }
+            if recordsHistory { pending.history.append(.timeline(user: user, e)) }
+            if let fhir = outputs.fhir { pending.outbox += fhir.timelineItems(user: user, entry: e, retracted: false) }
         }
         for e in before where !kept.contains(e.id) {
-            if recordsHistory { pendingHistory.append(.retracted(user: user, id: e.id)) }
-            if let fhir { pendingOutbox += fhir.timelineItems(user: user, entry: e, retracted: true) }
+            if recordsHistory { pending.history.append(.retracted(user: user, id: e.id)) }
+            if let fhir = outputs.fhir { pending.outbox += fhir.timelineItems(user: user, entry: e, retracted: true) }
         }
     }
 
@@ -134,14 +134,15 @@ extension Shard {
         guard case .success(let p) = ingestor.decoder.userProfile(payload) else { return false }
         // The user's teams change: the weeks the worker holds come back here, after its attempt under
         // way, and are handed over again with the new teams after this batch's commit.
-        if (teamOutputs.careTeams.assigned[user] ?? p.careTeams) != teamOutputs.careTeams.teams(of: user) {
-            for d in reportWorker.withdraw(user: user) { dueWeeks.insert(d) }
+        if (outputs.teams.careTeams.assigned[user] ?? p.careTeams) != outputs.teams.careTeams.teams(of: user) {
+            for d in reportWorker.withdraw(user: user) { outputs.markers.due.insert(d) }
         }
-        let items = teamOutputs.profileTeams(p.careTeams, user: user, rules: ingestor.engine.alertNames) {
-            guard reports != nil else { return nil }
+        let hasReports = outputs.markers.reports != nil, store = store
+        let items = outputs.teams.profileTeams(p.careTeams, user: user, rules: ingestor.engine.alertNames) {
+            guard hasReports else { return nil }
             return (try? store.weeklyReport(of: user, week: nil))?.payload
         }
-        pendingOutbox += items
+        pending.outbox += items
         return !items.isEmpty
     }
 }

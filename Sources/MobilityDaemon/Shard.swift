@@ -9,7 +9,7 @@ import Synchronization
 
 /// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
 /// queue. It commits the changed users, the journal position they applied and the outputs they
-/// produced in one SQLite transaction, then publishes those outputs — when its
+/// produced in one store transaction, then publishes those outputs — when its
 /// `ShardCommitPolicy` says (at once for a batch with outputs, else every commit interval).
 ///
 /// Sendability: `ingestor`, `applied` and the pending lists are only touched by the shard's own
@@ -40,20 +40,11 @@ final class Shard: @unchecked Sendable {
     /// Users whose series wait in the outbox for the interval's commit (committed with the next
     /// commit of any scope: a batch commit takes them along).
     var deferredUsers: Set<String> = []
-    /// Series messages in the outbox not yet committed (counted as published once they are).
-    var heldSeries = 0
-    var pendingOutbox: [StateStore.OutboxItem] = []
-    /// History rows (series points, alert transitions, timeline entries) of the pending outputs.
-    var pendingHistory: [HistoryRecord] = []
+    /// The outbox items, history rows (series points, alert transitions, timeline entries) and series
+    /// messages of the outputs not committed yet.
+    var pending = OutputPipeline.Staged()
     /// Whether outputs are recorded in the care-team history (`--history-days` not `off`).
     let recordsHistory: Bool
-    let historyDays: Int?
-    /// Whether series points are published on MQTT (else only recorded).
-    let publishesSeries: Bool
-    /// Weekly reports (nil without history or without a `report` block in the rules).
-    var reports: WeeklyReports?
-    /// Weeks whose due marker is committed or pending, to be handed to `reportWorker` after the next commit.
-    var dueWeeks: Set<WeeklyReports.Due> = []
     /// Builds, keeps and publishes the weekly reports of the due weeks, off this thread.
     let reportWorker: ReportWorker
     /// Users whose last sample id changed since the last acknowledgement.
@@ -63,16 +54,11 @@ final class Shard: @unchecked Sendable {
     /// When to commit, release the journal and acknowledge (set when the thread starts).
     var policy: ShardCommitPolicy
     let acknowledge: (@Sendable (_ user: String, _ lastID: String) -> Void)?
-    /// The copies of alerts and reports under the users' care teams.
-    var teamOutputs: TeamOutputs
-    /// A user-day's series points, gathered into one message.
-    var bundler: SeriesBundler
-    /// The FHIR copies of alerts and series (nil: `--fhir off`).
-    var fhir: FHIROutputs?
+    /// The output stages: acknowledgement screen, silences, team fan-out, FHIR copies, history,
+    /// report markers.
+    var outputs: OutputPipeline
     /// Care-staff acknowledgements of alert instances (nil: commands are not taken).
     let desk: AcknowledgementDesk?
-    /// Care-staff silences (nil: none apply).
-    let silences: SilenceDesk?
     /// Care-staff timeline commands (nil: none are taken).
     let timelines: TimelineDesk?
     /// Care-staff changes applied to the engine and not committed yet (their audit rows and
@@ -100,14 +86,10 @@ final class Shard: @unchecked Sendable {
     ) {
         self.clock = clock
         self.desk = desks.acknowledgements
-        self.silences = desks.silences
         self.timelines = desks.timelines
         self.onFenced = onFenced
         self.acknowledge = acknowledge
         self.recordsHistory = historyDays != nil
-        self.historyDays = historyDays
-        self.publishesSeries = publishesSeries
-        self.reports = WeeklyReports(program: ingestor.engine.program, historyDays: historyDays)
         self.policy = ShardCommitPolicy(
             intervalNs: UInt64(commitIntervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
             journaled: journal != nil, now: 0)
@@ -120,10 +102,14 @@ final class Shard: @unchecked Sendable {
         self.acks = acks
         self.log = log
         self.layout = ingestor.layout
-        self.teamOutputs = TeamOutputs(careTeams: careTeams, layout: ingestor.layout)
-        self.bundler = SeriesBundler(layout: ingestor.layout)
-        if fhir { self.fhir = FHIROutputs(program: ingestor.engine.program, root: ingestor.layout.root, observations: publishesSeries) }
-        self.reportWorker = ReportWorker(index: index, store: store, sink: sink, layout: ingestor.layout, log: log)
+        let program = ingestor.engine.program, layout = ingestor.layout
+        self.outputs = OutputPipeline(
+            layout: layout, screen: AcknowledgementScreen(desk: desks.acknowledgements, recordsHistory: historyDays != nil),
+            bundler: publishesSeries ? SeriesBundler(layout: layout) : nil, silences: SilenceStage(desk: desks.silences),
+            teams: TeamOutputs(careTeams: careTeams, layout: layout),
+            fhir: fhir ? FHIROutputs(program: program, root: layout.root, observations: publishesSeries) : nil,
+            history: HistoryStage(records: historyDays != nil), markers: ReportMarkers(program: program, historyDays: historyDays))
+        self.reportWorker = ReportWorker(index: index, store: store, sink: sink, layout: ingestor.layout, log: log, clock: clock)
     }
 
     /// Makes room for `n` users (before restoring).
@@ -137,7 +123,7 @@ final class Shard: @unchecked Sendable {
         // The teams the user's profile named before the restart (their team topics already hold
         // the retained copies): a profile that moves the user now clears the teams left.
         let teams = ingestor.engine.careTeams(of: r.user)
-        if !teams.isEmpty { teamOutputs.careTeams.setProfileTeams(teams, of: r.user) }
+        if !teams.isEmpty { outputs.teams.careTeams.setProfileTeams(teams, of: r.user) }
     }
 
     func start() {
@@ -174,20 +160,20 @@ final class Shard: @unchecked Sendable {
     func join() { finished.wait() }
 
     /// A week found due in the store at start (its marker committed before a stop or crash).
-    func addDue(_ d: WeeklyReports.Due) { if reports != nil { dueWeeks.insert(d) } }
+    func addDue(_ d: WeeklyReports.Due) { outputs.markers.add(d) }
 
     /// Hands the due weeks to the report worker, which builds, keeps and publishes their reports,
     /// then prunes those users' history. Call only once their markers are durable. Weeks the
     /// worker refuses (it holds its capacity) stay due here and are handed over after the next
     /// commit; weeks it cannot build stay due there (their markers are in the store).
     func handReports() {
-        guard let reports, !dueWeeks.isEmpty else { return }
+        guard let reports = outputs.markers.reports, !outputs.markers.due.isEmpty else { return }
         // In week order, so that a refusal for capacity keeps a user's later weeks behind the earlier.
-        let jobs = dueWeeks.sorted { ($0.week, $0.user) < ($1.week, $1.user) }.map { d in
-            ReportWorker.Job(due: d, reports: reports, timeline: ingestor.engine.timeline(of: d.user), teams: teamOutputs.careTeams.teams(of: d.user))
+        let jobs = outputs.markers.due.sorted { ($0.week, $0.user) < ($1.week, $1.user) }.map { d in
+            ReportWorker.Job(due: d, reports: reports, timeline: ingestor.engine.timeline(of: d.user), teams: outputs.teams.careTeams.teams(of: d.user))
         }
-        dueWeeks.removeAll(keepingCapacity: true)
-        for d in reportWorker.offer(jobs) { dueWeeks.insert(d) }
+        outputs.markers.due.removeAll(keepingCapacity: true)
+        for d in reportWorker.offer(jobs) { outputs.markers.due.insert(d) }
     }
 
     /// The shard's thread: batch after batch, ingest → output stages → commit policy → commit and
@@ -246,14 +232,14 @@ final class Shard: @unchecked Sendable {
             _ = policy.commitSucceeded(pendingUsersLeft: pendingUsers.count)
             if journal != nil { committedThrough.store(q, ordering: .relaxed) }
             if !items.isEmpty { _ = sink.publish(items) }
-            stats.withLock { [heldSeries, left = pendingOutbox.count] in
-                $0.seriesPublished += heldSeries
+            stats.withLock { [held = pending.seriesMessages, left = pending.outbox.count] in
+                $0.seriesPublished += held
                 $0.outputsUncommitted = left
             }
-            heldSeries = 0
+            pending.seriesMessages = 0
             for (u, id) in pendingAcks { committedAcks[u] = id }
             for w in durables { w.committed() }
-            if !dueWeeks.isEmpty && pendingHistory.isEmpty { handReports() }
+            if !outputs.markers.due.isEmpty && pending.history.isEmpty { handReports() }
         } else {
             policy.commitFailed()
             for w in durables { w.failed() }
@@ -278,45 +264,5 @@ extension Shard {
     func busyNanoseconds(now: UInt64) -> UInt64 {
         let since = busySince.load(ordering: .relaxed)
         return since == 0 || now < since ? 0 : now - since
-    }
-
-    /// A commit is at most this many users, whatever the interval.
-    static let maxPendingUsers = ShardCommitPolicy.maxPendingUsers
-
-    /// What a batch commits (``ShardCommitPolicy/scope(outputs:earlierOutputs:barrier:journaled:pendingUsers:sinceLastCommitNs:intervalNs:)``).
-    static func commitScope(
-        outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int,
-        sinceLastCommitNs: UInt64, intervalNs: UInt64
-    ) -> CommitScope {
-        ShardCommitPolicy.scope(
-            outputs: outputs, earlierOutputs: earlierOutputs, barrier: barrier, journaled: journaled,
-            pendingUsers: pendingUsers, sinceLastCommitNs: sinceLastCommitNs, intervalNs: intervalNs)
-    }
-
-    /// What a batch commits.
-    typealias CommitScope = ShardCommitPolicy.Scope
-
-    /// The history row of an output (rejections are not history).
-    static func historyRecord(_ o: EngineOutput) -> HistoryRecord? {
-        switch o {
-        case .alert(let a): .alert(a)
-        case .series(let s): .series(s)
-        case .rejected: nil
-        }
-    }
-
-    /// The outbox form of an alert or rejection: alerts retained while firing, cleared after resolving.
-    static func outboxItems(_ o: EngineOutput, layout: TopicLayout) -> [StateStore.OutboxItem] {
-        switch o {
-        case .alert(let a):
-            let topic = layout.alert(a.user, rule: a.rule)
-            if a.status == .firing { return [.init(topic: topic, payload: a.jsonBytes, retain: true)] }
-            return [.init(topic: topic, payload: a.jsonBytes, retain: false), .init(topic: topic, payload: [], retain: true)]
-        case .series: return []  // a user-day's series leave together: SeriesBundler
-        case .rejected(let user, let topic, let r):
-            return [
-                .init(topic: user.map { layout.rejected($0) } ?? layout.rejectedUnknown, payload: r.jsonBytes(user: user, topic: topic), retain: false)
-            ]
-        }
     }
 }

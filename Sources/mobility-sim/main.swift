@@ -179,8 +179,7 @@ func brokerAccess(_ url: String, _ o: Options) -> BrokerAccess {
         guard let p = MQTTClientConfiguration.ProtocolVersion(option: v) else { die("--mqtt-version must be 3.1.1 or 5") }
         version = p
     }
-    if (o.certFile == nil) != (o.keyFile == nil) { die("--cert-file and --key-file go together") }
-    if !broker.tls, o.caFile != nil || o.certFile != nil { die("--ca-file and --cert-file need an mqtts:// broker") }
+    if let problem = BrokerTLSFiles(caFile: o.caFile, certFile: o.certFile, keyFile: o.keyFile).problem(for: broker) { die(problem) }
     if credentials != nil, version == .v311 {
         FileHandle.standardError.write(
             Data("mobility-sim: note: under MQTT 3.1.1 a publish the broker refuses is acknowledged like any other; --mqtt-version 5 reports it\n".utf8))

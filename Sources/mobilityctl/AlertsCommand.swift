@@ -124,7 +124,6 @@ enum AlertsCommand {
             }
             i += 1
         }
-        if (o.certFile == nil) != (o.keyFile == nil) { fail("mobilityctl alerts: --cert-file and --key-file go together") }
         if o.passwordFile != nil, o.username == nil { fail("mobilityctl alerts: --password-file needs --username") }
         if o.credentials != nil || o.account != nil, o.username != nil || o.passwordFile != nil {
             fail("mobilityctl alerts: give --credentials FILE --account NAME, or the older --username/--password-file, not both")
@@ -137,7 +136,9 @@ enum AlertsCommand {
         let o = parse(args)
         let broker: BrokerURL
         do { broker = try BrokerURL(parsing: o.broker) } catch { fail("mobilityctl alerts: \(error)") }
-        if !broker.tls, o.caFile != nil || o.certFile != nil { fail("mobilityctl alerts: --ca-file and --cert-file need an mqtts:// broker") }
+        if let problem = BrokerTLSFiles(caFile: o.caFile, certFile: o.certFile, keyFile: o.keyFile).problem(for: broker) {
+            fail("mobilityctl alerts: \(problem)")
+        }
         var password: String?, username = o.username
         if let path = o.passwordFile {
             switch PasswordFile.read(path) {

@@ -59,7 +59,7 @@ struct CommandBroker {
             }
             protocolVersion = p
         }
-        if (certFile == nil) != (keyFile == nil) { fail("mobilityctl \(command): --cert-file and --key-file go together") }
+        if let problem = BrokerTLSFiles(caFile: caFile, certFile: certFile, keyFile: keyFile).problem(for: url) { fail("mobilityctl \(command): \(problem)") }
         return BrokerAccess(broker: url, credentials: creds, caFile: caFile, certFile: certFile, keyFile: keyFile, protocolVersion: protocolVersion)
     }
 

@@ -55,6 +55,34 @@ import Testing
         client!.stop()
     }
 
+    /// Callbacks are handed the client they belong to: the connect callback publishes on it, and a
+    /// message callback drops its connection (the broker then delivers the message again).
+    @Test func callbacksAreHandedTheirClient() throws {
+        let broker = try MosquittoBroker()
+        let rec = try MQTTRecorder(url: broker.url, filters: ["status"])
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "handed")
+        c.cleanSession = false
+        c.subscriptions = ["in/#"]
+        let deliveries = ReceivedCounter()
+        let client = try MQTTClient(
+            c,
+            onMessage: { client, _, _ in
+                deliveries.add()
+                if deliveries.value == 1 { client.abortConnection() }  // not acknowledged: comes again
+            },
+            onEvent: { client, e in
+                if case .connected = e { _ = try? client.publish(topic: "status", payload: Array("online".utf8), retain: false) }
+            })
+        try client.start()
+        #expect(eventually { client.isSubscribed })
+        #expect(eventually { rec.messages().first?.text == "online" })
+        let pub = try MQTTRecorder(url: broker.url, filters: [])
+        #expect(try pub.publishAwaitingAnswer("in/x", "m") == 0)
+        #expect(eventually(timeout: 10) { deliveries.value >= 2 && client.connectionCount >= 2 }, "delivered \(deliveries.value) times")
+        #expect(rec.messages().filter { $0.text == "online" }.count >= 2, "online again on the reconnect")
+        client.stop()
+    }
+
     @Test func connectsWhenTheBrokerStartsAfterTheClient() throws {
         // libmosquitto's network thread waits forever for a first connection that failed
         // (eclipse-mosquitto/mosquitto#1903): the client must keep trying itself.

@@ -4,7 +4,7 @@ import MobilityModel
 import TestSupport
 import Testing
 
-/// Alert instances across a reload and a restart of the real daemon.
+/// Alert instances across a restart of the real daemon. (A reload, in-process: ``ShardReloadTests``.)
 @Suite(.serialized) struct AlertLifecycleDaemonTests {
     func copyOfShippedRules() throws -> String {
         let dir = TemporaryPath.make("mw-rules")
@@ -26,28 +26,6 @@ import Testing
         #expect(msgs[2].payload.isEmpty)
         let later = try MQTTRecorder(url: broker.url, filters: [topic])
         #expect(!eventually(timeout: 0.5) { !later.messages().isEmpty })
-    }
-
-    @Test func reloadThatRemovesAFiringRuleExpiresItAndClearsTheRetainedTopic() throws {
-        let dir = try copyOfShippedRules()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let broker = try MosquittoBroker()
-        let daemon = try DaemonUnderTest(broker: broker, rules: dir)
-        let topic = alertTopic("lee", "uncalibrated_6mwd")
-        let rec = try MQTTRecorder(url: broker.url, filters: [topic])
-        try rec.publish(samplesTopic("lee"), sampleJSON(id: "l1", type: "sixMinuteWalkTestDistance", value: 500, unit: "m", end: "2026-02-01T08:00:00Z"))
-        #expect(eventually { rec.messages().count == 1 })
-        let firing = try JSONValue.parse(rec.messages()[0].payload).get()
-        try FileManager.default.removeItem(atPath: dir + "/six_minute_walk.rules")
-        // report.rules names the six-minute-walk series and rule: the set would not check without them
-        try FileManager.default.removeItem(atPath: dir + "/report.rules")
-        daemon.process.signal(SIGHUP)
-        #expect(eventually { daemon.metric("mobilityd_rule_reloads_total{result=\"success\"}") == 1 })
-        // The removed rule's instance is resolved, saying why, and its retained state is cleared.
-        try expectExpiredAsRemoved(rec, firing: firing, broker: broker, topic: topic)
-        #expect(daemon.metric("mobilityd_alert_transitions_total{rule=\"uncalibrated_6mwd\",status=\"expired\"}") == 1)
-        #expect(daemon.metric("mobilityd_alerts_firing{rule=\"uncalibrated_6mwd\"}") == nil)
-        #expect(daemon.process.stop() == 0)
     }
 
     /// A rule removed while the daemon was stopped: the restart is a reload from the rules the

@@ -21,10 +21,17 @@ import Testing
     @Test(arguments: [
         ["--clock", "sundial"], ["--broker", "http://x"], ["--shards", "0"], ["--nope"], ["--broker"], ["stray"],
         ["--time-zone", "Mars/Base"], ["--cert-file", "c.pem"], ["--mqtt-version", "4"], ["--topic-root", "a/#"],
-        ["--commit-interval", "-1"], ["--commit-interval", "soon"]
+        ["--commit-interval", "-1"], ["--commit-interval", "soon"], ["--ca-file", "ca.pem"], ["--cert-file", "c.pem", "--key-file", "k.pem"]
     ])
     func rejectsBadOptions(args: [String]) {
         #expect(throws: DaemonConfiguration.Problem.self) { try DaemonConfiguration.load(arguments: args, environment: [:]) }
+    }
+
+    /// TLS files are taken with an `mqtts://` broker (a plain one would not use them: refused above).
+    @Test func tlsFilesGoWithAnMQTTSBroker() throws {
+        let c = try DaemonConfiguration.load(
+            arguments: ["--broker", "mqtts://h:8883", "--ca-file", "ca.pem", "--cert-file", "c.pem", "--key-file", "k.pem"], environment: [:])
+        #expect(c.caFile == "ca.pem" && c.certFile == "c.pem" && c.keyFile == "k.pem")
     }
 
     /// `#` starts a comment only at the start of a line or after whitespace: a password may hold it.

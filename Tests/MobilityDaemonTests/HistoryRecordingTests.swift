@@ -9,7 +9,8 @@ import Testing
 
 /// History: a live mobilityd keeps every series point (a revised day replacing its
 /// earlier value), every alert transition and every timeline entry in its state store, in the
-/// same commits as the outputs. Checked against what the daemon published on the broker.
+/// same commits as the outputs. Checked against what the daemon published on the broker. (Series
+/// off the wire and history off, in-process: ``ShardHistoryTests``.)
 @Suite(.serialized) struct HistoryRecordingTests {
     @Test func theStoreKeepsWhatTheDaemonPublished() throws {
         // The plateau story alerts; the heat-wave story has an annotation on its timeline.
@@ -77,37 +78,6 @@ import Testing
             } else {
                 #expect(h.timeline.map(\.kind) == ["injury"])
             }
-        }
-    }
-
-    /// `--publish-series false` keeps series off MQTT but in the history; `--history-days off`
-    /// records nothing.
-    @Test(arguments: [["--publish-series", "false"], ["--history-days", "off"]])
-    func seriesOffTheWireOrNoHistory(_ options: [String]) throws {
-        let records = BuiltinScenario.jamiePlateau.generator(seed: 4).generate().map(\.record)
-        let broker = try MosquittoBroker()
-        let state = TemporaryPath.make("mw-history")
-        defer { try? FileManager.default.removeItem(atPath: state) }
-        var daemon: DaemonUnderTest? = try DaemonUnderTest(broker: broker, state: state, extra: options)
-        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/series/#", "mobility/v1/users/+/alerts/#"])
-        let pub = try MQTTRecorder(url: broker.url, filters: [])
-        for r in records { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
-        #expect(daemon!.waitProcessed(records.count, timeout: 60))
-        #expect(daemon!.waitIdle())
-        #expect(try rec.barrier())
-        #expect(daemon!.process.stop() == 0)
-        daemon = nil
-        let alerts = rec.messages().filter { $0.topic.contains("/alerts/") && !$0.payload.isEmpty }
-        let series = rec.messages().filter { $0.topic.hasSuffix("/series") }
-        #expect(!alerts.isEmpty, "alerts are published either way")
-        let h = try StateStore(path: state + "/state.sqlite").history(of: BuiltinScenario.jamiePlateau.rawValue, from: .min, through: .max)
-        if options.contains("off") {
-            #expect(!series.isEmpty)
-            #expect(h == UserHistory(user: BuiltinScenario.jamiePlateau.rawValue))
-        } else {
-            #expect(series.isEmpty)
-            #expect((h.series["speed_p95"]?.count ?? 0) >= 80, "days of speed_p95 recorded: \(h.series["speed_p95"]?.count ?? 0)")
-            #expect(h.alerts.count >= 1)
         }
     }
 

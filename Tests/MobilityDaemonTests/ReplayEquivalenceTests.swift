@@ -68,41 +68,6 @@ import Testing
     }
 }
 
-/// Through the real broker: outlier timestamps in one user's stream change none of
-/// the alerts `mobilityd --clock event` publishes (before: empty days closed, `data_gap` fired and
-/// the user's next real samples were rejected `too_late`).
-@Suite(.serialized) struct EventClockGuardDaemonTests {
-    @Test func outlierSamplesDoNotPoisonAUserInEventMode() throws {
-        var timed: [TrafficGenerator.Timed] = []
-        for (k, s) in BuiltinScenario.allCases.enumerated() { timed += s.generator(seed: UInt64(10 + k)).generate() }
-        var records = timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element.record)
-        let program = try #require(Checker.check(RuleSet.load([RepoPaths.rules]).sources).program)
-        let expected = ScenarioVerifier.replay(records, program: program).map(\.json).sorted()
-        #expect(expected.count >= 2)
-        // One user's stream gets an outlier months ahead of the traffic (before the wall clock:
-        // only the confirmation rule can stop it) and one after the wall clock (in_future).
-        let topic = try #require(records.first { $0.topic.hasSuffix("/samples") }?.topic)
-        let at = records.count / 3
-        records.insert(TrafficRecord(topic: topic, payload: Array(sampleJSON(id: "outlier-1", value: 1.2, end: "2026-09-01T12:00:00Z").utf8)), at: at)
-        records.insert(TrafficRecord(topic: topic, payload: Array(sampleJSON(id: "outlier-2", value: 1.2, end: "2099-01-01T12:00:00Z").utf8)), at: at + 5)
-
-        let broker = try MosquittoBroker()
-        let daemon = try DaemonUnderTest(broker: broker, extra: ["--publish-series", "false", "--shards", "2"])
-        let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try MQTTRecorder(url: broker.url, filters: [])
-        for r in records { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
-        #expect(daemon.waitProcessed(records.count, timeout: 60))
-        let got = { rec.messages().filter { !$0.payload.isEmpty }.map(\.text).sorted() }
-        #expect(eventually { got().count >= expected.count })
-        #expect(daemon.waitIdle())
-        #expect(try rec.barrier())  // nothing more arrives
-        #expect(got() == expected)
-        let m = daemon.metrics()
-        #expect(m["mobilityd_rejected_total{reason=\"too_late\"}"] == 0)
-        #expect(m["mobilityd_rejected_total{reason=\"in_future\"}"] == 1)
-    }
-}
-
 /// Every shipped scenario passes `mobility-sim verify` against a live daemon, and `record` +
 /// `mobilityctl replay` gives the same alerts the daemon published.
 @Suite(.serialized) struct ScenarioVerificationTests {

@@ -109,12 +109,13 @@ import Testing
 
     /// A shard over `store` with the shipped rules (event clock), its users restored from the
     /// store and the weeks it holds due added, as the daemon starts one; started.
-    static func startShard(_ store: ControlledReports, sink: Captured, weeksPerAttempt: Int? = nil) throws -> Shard {
+    static func startShard(_ store: ControlledReports, sink: Captured, weeksPerAttempt: Int? = nil, clock: DaemonClock = .system) throws -> Shard {
         let program = try program()
         let config = DaemonConfiguration().engine
         let shard = Shard(
             index: 0, ingestor: Ingestor(engine: Engine(program: program, configuration: config), layout: layout, clock: .event, boundedByWallClock: true),
-            capacity: 100_000, sink: sink, store: store, journal: nil, acks: AckTracker(), log: Logger(format: .logfmt, level: .error))
+            capacity: 100_000, sink: sink, store: store, journal: nil, acks: AckTracker(), log: Logger(format: .logfmt, level: .error),
+            clock: clock)
         var users = try store.load(alertNames: program.alerts.map(\.name), prepare: Engine(program: program, configuration: config).preparer).users
         for i in users.indices { shard.restore(&users[i]) }
         for d in try store.dueReports() { shard.addDue(WeeklyReports.Due(user: d.user, week: try #require(ISOWeek(parsing: d.week)))) }
@@ -141,8 +142,9 @@ import Testing
     static func weeksDue(_ shard: Shard) -> Int { shard.stats.withLock { $0.weeklyReportsDue } }
 
     /// A week the worker cannot store stays due (its marker in the store) and is built once the
-    /// store takes writes again, exactly once, in week order, without a new message — in attempts
-    /// of at most `weeksPerAttempt` weeks, one after another.
+    /// store takes writes again and the backoff on the worker's clock is over, exactly once, in
+    /// week order, without a new message — in attempts of at most `weeksPerAttempt` weeks, one
+    /// after another.
     @Test func aWeekLeftDueByAFailingStoreIsBuiltOnceTheStoreRecovers() throws {
         let path = TemporaryPath.make("mw-report-worker")
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -150,7 +152,8 @@ import Testing
         let store = ControlledReports(try StateStore(path: path + "/state.sqlite"))
         let sink = Captured()
         store.refuse.store(true, ordering: .relaxed)
-        let shard = try Self.startShard(store, sink: sink, weeksPerAttempt: 5)
+        let clock = ShardTests.ManualClock(wallMs: 1_796_083_200_000, step: 0)  // 2026-12-01: the story is in the past
+        let shard = try Self.startShard(store, sink: sink, weeksPerAttempt: 5, clock: clock.clock)
         Self.feed(shard, Self.records(users: ["kim"]))
         #expect(eventually(timeout: 20) { store.refused.load(ordering: .relaxed) >= 1 })
         let due = try store.dueReports()
@@ -159,12 +162,15 @@ import Testing
         #expect(eventually(timeout: 10) { Self.weeksDue(shard) == due.count })
 
         store.refuse.store(false, ordering: .relaxed)  // the disk is back; no message comes
+        let attempts = store.refused.load(ordering: .relaxed)
+        clock.advance(nanoseconds: ReportWorker.longestBackoffNs)  // the backoff is over
         #expect(eventually(timeout: 40) { (try? store.dueReports().isEmpty) == true && Self.weeksDue(shard) == 0 })
         let published = sink.weeks(of: "kim")
         #expect(published == due.map(\.week), "published \(published), due \(due.map(\.week))")
         #expect(try store.reportWeeks(of: "kim") == due.map(\.week).reversed())
         #expect(shard.stats.withLock { $0.weeklyReports } == due.count)
         #expect(store.stored.load(ordering: .relaxed) >= (due.count + 4) / 5, "\(store.stored.load(ordering: .relaxed)) report commits for \(due.count) weeks")
+        #expect(store.refused.load(ordering: .relaxed) == attempts, "no attempt failed once the store took writes again")
         shard.queue.close()
         shard.join()
     }

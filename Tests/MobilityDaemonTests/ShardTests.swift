@@ -15,7 +15,7 @@ import Testing
 /// monotonic clock it is given.
 @Suite struct ShardTests {
     /// A clock a test sets: the wall clock stays where it is put; the monotonic clock moves
-    /// `step` nanoseconds at each read.
+    /// `step` nanoseconds at each read, and when the test advances it.
     final class ManualClock: Sendable {
         private let wallMs: Atomic<Int64>
         private let uptime = Atomic<UInt64>(1_000_000_000)
@@ -25,6 +25,9 @@ import Testing
             self.wallMs = Atomic(wallMs)
             self.step = step
         }
+
+        /// Moves the monotonic clock on.
+        func advance(nanoseconds: UInt64) { uptime.add(nanoseconds, ordering: .relaxed) }
 
         var clock: DaemonClock {
             DaemonClock(
