@@ -70,24 +70,27 @@ import Testing
     }
 
     /// The unit's ExecStart, as systemd would run it: the credential in a directory of its own,
-    /// the shipped example configuration (only the broker, paths and metrics port substituted),
-    /// NOTIFY_SOCKET and WATCHDOG_USEC set. It reports READY and serves.
+    /// the shipped example configuration against the shipped broker (over TLS with its CA file;
+    /// only the broker's address, paths and metrics port substituted), NOTIFY_SOCKET and
+    /// WATCHDOG_USEC set. It reports READY and serves.
     @Test func execStartRunsWithTheShippedConfiguration() throws {
-        let broker = try MosquittoBroker()
+        let deployment = try ShippedDeployment()
         let notify = try NotifySocket()
-        let dir = TemporaryPath.make("mw-unit")
+        let dir = deployment.dir
         try FileManager.default.createDirectory(atPath: dir + "/credentials", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        try "test-secret\n".write(toFile: dir + "/credentials/mqtt-password", atomically: true, encoding: .utf8)
+        try (deployment.passwords["mobilityd"]! + "\n").write(toFile: dir + "/credentials/mqtt-password", atomically: true, encoding: .utf8)
         chmod(dir + "/credentials/mqtt-password", 0o400)  // as systemd leaves a credential
         let port = try freePort()
-        let conf = try String(contentsOfFile: RepoPaths.root + "/deploy/mobilityd.conf.example", encoding: .utf8)
-            // TLS is the broker tests' part: a plain broker, so without the CA file (mobilityd refuses TLS files without mqtts://)
-            .replacingOccurrences(of: "mqtts://mqtt.example.org:8883", with: broker.url)
-            .replacingOccurrences(of: "\nca-file = ", with: "\n# ca-file = ")
-            .replacingOccurrences(of: "/etc/mobilitywatch/rules", with: RepoPaths.rules)
-            .replacingOccurrences(of: "/var/lib/mobilitywatch", with: dir + "/state")
-            .replacingOccurrences(of: "127.0.0.1:9464", with: "127.0.0.1:\(port)")
+        let example = try String(contentsOfFile: RepoPaths.root + "/deploy/mobilityd.conf.example", encoding: .utf8)
+        let conf = try ShippedDeployment.substitute(
+            example,
+            [
+                ("mqtts://mqtt.example.org:8883", deployment.tlsURL),
+                ("/etc/mobilitywatch/ca.crt", deployment.ca),
+                ("/etc/mobilitywatch/rules", RepoPaths.rules),
+                ("/var/lib/mobilitywatch", dir + "/state"),
+                ("127.0.0.1:9464", "127.0.0.1:\(port)")
+            ])
         try conf.write(toFile: dir + "/mobilityd.conf", atomically: true, encoding: .utf8)
         chmod(dir + "/mobilityd.conf", 0o644)  // holds no secret
 
