@@ -101,6 +101,7 @@ package final class MQTTClient: @unchecked Sendable {
     /// The first connection is being retried on our thread, which signals `retryDone` as it ends.
     private let retrying = Atomic<Bool>(false)
     private let retryDone = DispatchSemaphore(value: 0)
+    private let retryThread = Atomic<UInt>(0)
     private let published = Atomic<Int>(0)
     private let acknowledged = Atomic<Int>(0)
     private let refusedByBroker = Atomic<Int>(0)
@@ -301,7 +302,14 @@ package final class MQTTClient: @unchecked Sendable {
         }
         onEvent(self, .disconnected(reason: "broker \(c.broker) not reachable yet (\(MQTTClient.describe(rc))); retrying"))
         retrying.store(true, ordering: .sequentiallyConsistent)
-        DispatchQueue(label: "mqtt-first-connect").async { [self] in retryFirstConnect() }
+        let spawned = MQTTClient.spawn("mqtt-connect") { [self] in
+            retryThread.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)
+            retryFirstConnect()
+        }
+        if !spawned {
+            retrying.store(false, ordering: .sequentiallyConsistent)
+            onEvent(self, .disconnected(reason: "cannot start a thread to retry connecting to \(c.broker)"))
+        }
     }
 
     /// One connect attempt: the first sets the broker and options, later ones reuse them.
@@ -345,16 +353,15 @@ package final class MQTTClient: @unchecked Sendable {
         }
     }
 
-    /// Starts the network thread: libmosquitto's loop, which reconnects by itself with the
-    /// configured backoff — but returns for good on some errors, `MOSQ_ERR_TLS` among them, and
-    /// with OpenSSL 3 a broker killed under a TLS connection is one ("unexpected eof while
-    /// reading"): a daemon whose TLS broker (a NATS node) was killed and restarted never
-    /// connected again. So when the loop returns before ``stop()``, the client reconnects here
-    /// with the same backoff and enters the loop again.
+    /// Starts the network thread (its own, named `mqtt-net`, for the client's life): libmosquitto's
+    /// loop, which reconnects by itself with the configured backoff — but returns for good on some
+    /// errors, `MOSQ_ERR_TLS` among them, and with OpenSSL 3 a broker killed under a TLS
+    /// connection is one ("unexpected eof while reading"). So when the loop returns before
+    /// ``stop()``, the client reconnects here with the same backoff and enters the loop again.
     private func startNetworkThread() {
         mosquitto_threaded_set(handle, true)
         loopRunning.store(true, ordering: .sequentiallyConsistent)
-        DispatchQueue(label: "mqtt-network").async { [self] in
+        let spawned = MQTTClient.spawn("mqtt-net") { [self] in
             networkThread.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)
             defer { networkDone.signal() }
             while started.load(ordering: .sequentiallyConsistent) {
@@ -363,6 +370,10 @@ package final class MQTTClient: @unchecked Sendable {
                 onEvent(self, .disconnected(reason: "the network loop ended (\(MQTTClient.describe(rc))); reconnecting"))
                 guard reconnectWithBackoff() else { return }
             }
+        }
+        if !spawned {
+            loopRunning.store(false, ordering: .sequentiallyConsistent)
+            onEvent(self, .disconnected(reason: "cannot start the MQTT network thread"))
         }
     }
 
@@ -458,7 +469,10 @@ package final class MQTTClient: @unchecked Sendable {
     /// Disconnects cleanly (the will is not sent) and stops the network thread.
     package func stop() {
         guard started.exchange(false, ordering: .sequentiallyConsistent) else { return }
-        if retrying.load(ordering: .sequentiallyConsistent) { retryDone.wait() }  // the retry thread sees `started` within 50 ms
+        // The retry thread sees `started` within 50 ms; not waited for from its own callback.
+        if retrying.load(ordering: .sequentiallyConsistent), UInt(pthread_self()) != retryThread.load(ordering: .sequentiallyConsistent) {
+            retryDone.wait()
+        }
         if loopRunning.exchange(false, ordering: .sequentiallyConsistent) {
             mosquitto_disconnect(handle)
             // Not from a callback on the network thread itself: its loop ends once this returns.
@@ -466,5 +480,43 @@ package final class MQTTClient: @unchecked Sendable {
         }
         connectedFlag.store(false, ordering: .relaxed)
         subscribedFlag.store(false, ordering: .releasing)
+    }
+}
+
+extension MQTTClient {
+    /// Runs `body` on a thread of its own named `name` for the kernel (`top -H`, `ps -L`; 15
+    /// bytes kept): a client's network loop blocks its thread for the client's whole life, which
+    /// must not hold one of Dispatch's shared worker threads.
+    /// False (nothing runs) when the system refuses a thread.
+    static func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
+        final class Work: Sendable {
+            let name: String
+            let body: @Sendable () -> Void
+            init(_ name: String, _ body: @escaping @Sendable () -> Void) {
+                self.name = name
+                self.body = body
+            }
+        }
+        let context = Unmanaged.passRetained(Work(name, body)).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(
+            &thread, nil,
+            { raw in
+                let work = Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue()
+                let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+                if fd >= 0 {
+                    let bytes = Array(work.name.utf8.prefix(15))
+                    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                    close(fd)
+                }
+                work.body()
+                return nil
+            }, context)
+        guard rc == 0 else {
+            Unmanaged<Work>.fromOpaque(context).release()
+            return false
+        }
+        pthread_detach(thread)
+        return true
     }
 }

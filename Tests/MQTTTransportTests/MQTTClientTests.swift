@@ -101,6 +101,44 @@ import Testing
         client.stop()
     }
 
+    /// A client stopped from its own first-connect retry (a caller giving up on a broker that is
+    /// not there) stops instead of waiting for that very thread to end.
+    @Test func stopFromTheRetryThreadsOwnCallbackReturns() throws {
+        let broker = try MosquittoBroker()
+        broker.stop()
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "gives-up")
+        c.reconnectMaxSeconds = 1
+        let stopped = ReceivedCounter()
+        let client = try MQTTClient(
+            c, onMessage: { _, _, _ in },
+            onEvent: { client, e in
+                if case .disconnected(let r) = e, r.contains("not reachable (") {
+                    client.stop()
+                    stopped.add()
+                }
+            })
+        try client.start()
+        #expect(eventually { stopped.value == 1 }, "stop() from the retry thread's callback did not return")
+        #expect(!client.isConnected)
+    }
+
+    /// Each connection's network loop runs on a thread of its own named `mqtt-net` (not one of
+    /// Dispatch's shared workers, which it would hold for the client's life).
+    @Test func theNetworkLoopRunsOnItsOwnNamedThread() throws {
+        let broker = try MosquittoBroker()
+        let c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "named")
+        func named() -> Int {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            return tasks.filter { (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) == "mqtt-net\n" }.count
+        }
+        let before = named()
+        let client = try MQTTClient(c, onMessage: { _, _ in })
+        try client.start()
+        #expect(eventually { client.isConnected && named() == before + 1 })
+        client.stop()
+        #expect(eventually { named() == before })
+    }
+
     /// A first connect that fails for a reason outside the client (here: the connection reset
     /// while sending CONNECT, seen once when a killed daemon restarted) is retried by the network
     /// thread; only the client's own misconfiguration stops `start()`.
