@@ -6,13 +6,14 @@ extension HTTPRouter {
 
     /// Finds the console session of a `.session` route's request (sets its principal, teams and
     /// session); nil when there is one, else the refusal: a `GET` is sent to sign in (303), a
-    /// `POST` is answered 401, so that a form posted after the session ended changes nothing.
+    /// `POST` is answered ``sessionEnded`` (401), so that a form posted after the session ended
+    /// changes nothing.
     func signedIn(_ request: inout HTTPRequest) -> HTTPResponse? {
         guard let sessions, let (id, s) = sessions.session(cookieHeader: request.cookie) else {
             if request.method == "GET" || request.method == "HEAD" {
                 return HTTPResponse.text("sign in first\n", status: 303).adding("Location", HTTPRouter.signInPath)
             }
-            return HTTPResponse.text("your session has ended (signed out, or unused too long): sign in again; nothing was changed\n", status: 401)
+            return sessionEnded
         }
         request.principal = s.login
         request.teams = s.teams

@@ -87,6 +87,10 @@ package struct HTTPRouter: Sendable {
     let sessions: ConsoleSessions?
     /// The bounds in force.
     package let limits: Limits
+    /// The answer to a form posted to a `.session` route after its session ended (401, nothing
+    /// changed); the console sets its sign-in page, so that the person can sign in from it.
+    package var sessionEnded = HTTPResponse.text(
+        "your session has ended (signed out, or unused too long): sign in again; nothing was changed\n", status: 401)
 
     /// A router that authenticates `.token` routes with `tokens` (none: they are refused).
     /// `sessions` signs in the console's `.session` routes (none: they are refused).

@@ -19,6 +19,11 @@ extension Daemon {
         let log = log, clock = clock, staff = config.consoleStaff
         // A login is logged only when it is one: someone who typed a password into the login field must not find it in the log.
         let logged: @Sendable (String) -> String = { login in staff?.teams(of: login) != nil ? login : "(unknown)" }
+        router.sessionEnded = .console(
+            ConsolePage.signIn(
+                message:
+                    "Your session has ended (signed out, unused for 30 minutes, or mobilityd restarted), so nothing was changed. Sign in, then send the form again."
+            ), status: 401)
         router.get("/", access: .open) { _ in .text("the console is at /console\n", status: 303).adding("Location", "/console") }
         router.get(ConsolePage.styleSheetPath, access: .open) { _ in
             HTTPResponse(contentType: "text/css; charset=utf-8", body: ConsolePage.styleSheet)

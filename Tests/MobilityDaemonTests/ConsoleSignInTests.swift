@@ -91,6 +91,14 @@ import Testing
         #expect(out.status == 303)
         #expect(out.headers["set-cookie"]?.hasPrefix("mw_console=; ") == true)
         #expect(try Curl.get(base + "/console", headers: [cookieHeader]).status == 303)
+        // A form left open after the session ended: nothing changes, and the browser shows the sign-in form with why.
+        let stale = try Curl.post(
+            base + "/console/patients/anyone/ack", body: Array("alert=a&note=seen&csrf=\(csrf)".utf8), contentType: "application/x-www-form-urlencoded",
+            headers: [cookieHeader])
+        #expect(stale.status == 401)
+        #expect(stale.body.contains("<form class=\"signin\" method=\"post\" action=\"/console/sign-in\">"), "\(stale.body)")
+        #expect(stale.body.contains("Your session has ended"), "\(stale.body)")
+        #expect(stale.headers["content-security-policy"]?.hasPrefix("default-src 'none'; style-src 'self';") == true)
 
         // Ten wrong passwords: the fifth locks the login, the rest and then the right one are refused as locked.
         var statuses: [Int] = []
