@@ -53,7 +53,7 @@ extension Daemon {
                 return .console(
                     ConsolePage.signIn(
                         message:
-                            "Too many failed sign-ins for this login: it is locked for \(minutes) more minute\(minutes == 1 ? "" : "s"). Ask a colleague or the operator if you cannot wait.",
+                            "Too many failed sign-ins for this login: it is locked for \(minutes) more minute\(minutes == 1 ? "" : "s"). A colleague can act for your patients meanwhile; only a restart of mobilityd unlocks it sooner.",
                         login: login), status: 429)
             }
         }

@@ -108,6 +108,7 @@ import Testing
         #expect(none2 == nil)
         #expect(locked.status == 429)
         #expect(locked.body.contains("Too many failed sign-ins for this login: it is locked for 15 more minutes."), "\(locked.body)")
+        #expect(locked.body.contains("A colleague can act for your patients meanwhile; only a restart of mobilityd unlocks it sooner."), "\(locked.body)")
         #expect(daemon.process.log.contains("console login locked after repeated failures"))
         #expect(!daemon.process.log.contains("guess"))
 
