@@ -27,17 +27,18 @@ extension HTTPRouter {
     /// the sign-in form too.
     func formRead(_ request: inout HTTPRequest, type: String?, route: Route) -> HTTPResponse? {
         if let origin = request.origin, origin != (request.isTLS ? "https://" : "http://") + (request.host ?? "") {
-            return .text("the form was sent from another site; nothing was changed\n", status: 403)
+            return refusal(request, .forbidden, "the form was sent from another site; nothing was changed")
         }
         guard type == "application/x-www-form-urlencoded" else {
-            return .text("send the form as application/x-www-form-urlencoded\n", status: 415)
+            return refusal(request, .unsupportedMediaType, "send the form as application/x-www-form-urlencoded")
         }
-        do { request.form = try HTMLForm(parsing: request.body) } catch { return .text(error.message + "\n", status: 400) }
+        do { request.form = try HTMLForm(parsing: request.body) } catch { return refusal(request, .badData, error.message) }
         if case .session = route.access {
             guard let expected = request.session?.csrf, let sent = request.form.value(HTTPRouter.csrfField),
                 ConsoleSessions.sameToken(sent, expected)
             else {
-                return .text("the form's CSRF token is missing or not this session's: reload the page and send it again; nothing was changed\n", status: 403)
+                return refusal(
+                    request, .forbidden, "the form's CSRF token is missing or not this session's: reload the page and send it again; nothing was changed")
             }
         }
         return nil

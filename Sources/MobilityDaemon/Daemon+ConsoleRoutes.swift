@@ -24,6 +24,16 @@ extension Daemon {
                 message:
                     "Your session has ended (signed out, unused for 30 minutes, or mobilityd restarted), so nothing was changed. Sign in, then send the form again."
             ), status: 401)
+        router.pages = (
+            "/console",
+            { status, message in
+                .console(
+                    ConsolePage.message(
+                        title: status == 404 ? "Not found" : "Refused",
+                        text: status == 404 ? "The console has no such page." : message.prefix(1).uppercased() + message.dropFirst() + ".", who: nil,
+                        csrf: nil), status: status)
+            }
+        )
         router.get("/", access: .open) { _ in .text("the console is at /console\n", status: 303).adding("Location", "/console") }
         router.get(ConsolePage.styleSheetPath, access: .open) { _ in
             HTTPResponse(contentType: "text/css; charset=utf-8", body: ConsolePage.styleSheet)

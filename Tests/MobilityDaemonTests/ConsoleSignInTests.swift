@@ -86,6 +86,17 @@ import Testing
             Issue.record("no CSRF field: \(list.body)")
             return
         }
+        // A mistyped address and a form with another session's token: console pages with a way back, not bare text.
+        let typo = try Curl.get(base + "/console/patient/someone", headers: [cookieHeader])
+        #expect(typo.status == 404)
+        #expect(typo.body.contains("The console has no such page."), "\(typo.body)")
+        #expect(typo.body.contains("<a href=\"/console\">Back</a>"), "\(typo.body)")
+        let forged = try Curl.post(
+            base + "/console/sign-out", body: Array("csrf=\(String(repeating: "0", count: 64))".utf8), contentType: "application/x-www-form-urlencoded",
+            headers: [cookieHeader])
+        #expect(forged.status == 403)
+        #expect(forged.body.contains("The form&#39;s CSRF token is missing or not this session&#39;s: reload the page"), "\(forged.body)")
+        #expect(forged.headers["content-security-policy"]?.hasPrefix("default-src 'none'; style-src 'self';") == true)
         let out = try Curl.post(
             base + "/console/sign-out", body: Array("csrf=\(csrf)".utf8), contentType: "application/x-www-form-urlencoded", headers: [cookieHeader])
         #expect(out.status == 303)
