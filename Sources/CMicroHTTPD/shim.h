@@ -47,6 +47,8 @@ static inline struct MHD_Daemon *mw_mhd_start_tls(const struct sockaddr *addr, M
     unsigned int flags = MHD_USE_ERROR_LOG | (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES
                                               ? MHD_USE_EPOLL_INTERNAL_THREAD : MHD_USE_POLL_INTERNAL_THREAD);
     struct MHD_OptionItem options[] = {
+        /* First: libmicrohttpd warns on stderr (through its own logger) about a logger given later. */
+        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mw_mhd_log, NULL },
         { MHD_OPTION_SOCK_ADDR, 0, (void *)addr },
         { MHD_OPTION_CONNECTION_LIMIT, connection_limit, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds, NULL },
@@ -54,7 +56,6 @@ static inline struct MHD_Daemon *mw_mhd_start_tls(const struct sockaddr *addr, M
         /* Called when a request ends, answered or not: frees what the handler kept for it (a body). */
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, context },
         { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify, context },
-        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mw_mhd_log, NULL },
         { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
         { MHD_OPTION_END, 0, NULL },
     };

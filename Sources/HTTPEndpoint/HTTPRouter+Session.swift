@@ -6,13 +6,14 @@ extension HTTPRouter {
 
     /// Finds the console session of a `.session` route's request (sets its principal, teams and
     /// session); nil when there is one, else the refusal: a `GET` is sent to sign in (303), a
-    /// `POST` is answered 401, so that a form posted after the session ended changes nothing.
+    /// `POST` is answered ``sessionEnded`` (401), so that a form posted after the session ended
+    /// changes nothing.
     func signedIn(_ request: inout HTTPRequest) -> HTTPResponse? {
         guard let sessions, let (id, s) = sessions.session(cookieHeader: request.cookie) else {
             if request.method == "GET" || request.method == "HEAD" {
                 return HTTPResponse.text("sign in first\n", status: 303).adding("Location", HTTPRouter.signInPath)
             }
-            return HTTPResponse.text("your session has ended (signed out, or unused too long): sign in again; nothing was changed\n", status: 401)
+            return sessionEnded
         }
         request.principal = s.login
         request.teams = s.teams
@@ -26,17 +27,18 @@ extension HTTPRouter {
     /// the sign-in form too.
     func formRead(_ request: inout HTTPRequest, type: String?, route: Route) -> HTTPResponse? {
         if let origin = request.origin, origin != (request.isTLS ? "https://" : "http://") + (request.host ?? "") {
-            return .text("the form was sent from another site; nothing was changed\n", status: 403)
+            return refusal(request, .forbidden, "the form was sent from another site; nothing was changed")
         }
         guard type == "application/x-www-form-urlencoded" else {
-            return .text("send the form as application/x-www-form-urlencoded\n", status: 415)
+            return refusal(request, .unsupportedMediaType, "send the form as application/x-www-form-urlencoded")
         }
-        do { request.form = try HTMLForm(parsing: request.body) } catch { return .text(error.message + "\n", status: 400) }
+        do { request.form = try HTMLForm(parsing: request.body) } catch { return refusal(request, .badData, error.message) }
         if case .session = route.access {
             guard let expected = request.session?.csrf, let sent = request.form.value(HTTPRouter.csrfField),
                 ConsoleSessions.sameToken(sent, expected)
             else {
-                return .text("the form's CSRF token is missing or not this session's: reload the page and send it again; nothing was changed\n", status: 403)
+                return refusal(
+                    request, .forbidden, "the form's CSRF token is missing or not this session's: reload the page and send it again; nothing was changed")
             }
         }
         return nil

@@ -87,6 +87,15 @@ package struct HTTPRouter: Sendable {
     let sessions: ConsoleSessions?
     /// The bounds in force.
     package let limits: Limits
+    /// The answer to a form posted to a `.session` route after its session ended (401, nothing
+    /// changed); the console sets its sign-in page, so that the person can sign in from it.
+    package var sessionEnded = HTTPResponse.text(
+        "your session has ended (signed out, or unused too long): sign in again; nothing was changed\n", status: 401)
+    /// How the router's own refusals (no such route, a bad path parameter, a form without the
+    /// session's CSRF token, a body too large, …) are answered on `prefix` and the paths under it:
+    /// the console renders them as its pages, so that a browser shows them with a way back.
+    /// Elsewhere they are plain text, and JSON envelopes under `/api/`.
+    package var pages: (prefix: String, render: @Sendable (_ status: UInt32, _ message: String) -> HTTPResponse)?
 
     /// A router that authenticates `.token` routes with `tokens` (none: they are refused).
     /// `sessions` signs in the console's `.session` routes (none: they are refused).
@@ -154,10 +163,16 @@ package struct HTTPRouter: Sendable {
         return (r, record)
     }
 
+    /// The router's own refusal of `request`: a JSON envelope under `/api/`, a page under
+    /// ``pages``' prefix, else plain text.
+    func refusal(_ request: HTTPRequest, _ type: APIErrorType, _ message: String) -> HTTPResponse {
+        if request.isAPI { return .apiError(type, message) }
+        if let pages, request.path == pages.prefix || request.path.hasPrefix(pages.prefix + "/") { return pages.render(type.status, message) }
+        return .text(message + "\n", status: type.status)
+    }
+
     private func answer(_ request: inout HTTPRequest) -> (HTTPResponse, Route?) {
-        func fail(_ type: APIErrorType, _ message: String) -> HTTPResponse {
-            request.isAPI ? .apiError(type, message) : .text(message + "\n", status: type.status)
-        }
+        func fail(_ type: APIErrorType, _ message: String) -> HTTPResponse { refusal(request, type, message) }
         guard request.path.utf8.count <= limits.maxPathBytes else {
             return (fail(.tooLong, "the path is longer than \(limits.maxPathBytes) bytes"), nil)
         }

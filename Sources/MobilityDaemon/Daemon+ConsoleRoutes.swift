@@ -19,6 +19,21 @@ extension Daemon {
         let log = log, clock = clock, staff = config.consoleStaff
         // A login is logged only when it is one: someone who typed a password into the login field must not find it in the log.
         let logged: @Sendable (String) -> String = { login in staff?.teams(of: login) != nil ? login : "(unknown)" }
+        router.sessionEnded = .console(
+            ConsolePage.signIn(
+                message:
+                    "Your session has ended (signed out, unused for 30 minutes, or mobilityd restarted), so nothing was changed. Sign in, then send the form again."
+            ), status: 401)
+        router.pages = (
+            "/console",
+            { status, message in
+                .console(
+                    ConsolePage.message(
+                        title: status == 404 ? "Not found" : "Refused",
+                        text: status == 404 ? "The console has no such page." : message.prefix(1).uppercased() + message.dropFirst() + ".", who: nil,
+                        csrf: nil), status: status)
+            }
+        )
         router.get("/", access: .open) { _ in .text("the console is at /console\n", status: 303).adding("Location", "/console") }
         router.get(ConsolePage.styleSheetPath, access: .open) { _ in
             HTTPResponse(contentType: "text/css; charset=utf-8", body: ConsolePage.styleSheet)
@@ -48,7 +63,7 @@ extension Daemon {
                 return .console(
                     ConsolePage.signIn(
                         message:
-                            "Too many failed sign-ins for this login: it is locked for \(minutes) more minute\(minutes == 1 ? "" : "s"). Ask a colleague or the operator if you cannot wait.",
+                            "Too many failed sign-ins for this login: it is locked for \(minutes) more minute\(minutes == 1 ? "" : "s"). A colleague can act for your patients meanwhile; only a restart of mobilityd unlocks it sooner.",
                         login: login), status: 429)
             }
         }

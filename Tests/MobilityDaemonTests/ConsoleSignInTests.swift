@@ -86,11 +86,30 @@ import Testing
             Issue.record("no CSRF field: \(list.body)")
             return
         }
+        // A mistyped address and a form with another session's token: console pages with a way back, not bare text.
+        let typo = try Curl.get(base + "/console/patient/someone", headers: [cookieHeader])
+        #expect(typo.status == 404)
+        #expect(typo.body.contains("The console has no such page."), "\(typo.body)")
+        #expect(typo.body.contains("<a href=\"/console\">Back</a>"), "\(typo.body)")
+        let forged = try Curl.post(
+            base + "/console/sign-out", body: Array("csrf=\(String(repeating: "0", count: 64))".utf8), contentType: "application/x-www-form-urlencoded",
+            headers: [cookieHeader])
+        #expect(forged.status == 403)
+        #expect(forged.body.contains("The form&#39;s CSRF token is missing or not this session&#39;s: reload the page"), "\(forged.body)")
+        #expect(forged.headers["content-security-policy"]?.hasPrefix("default-src 'none'; style-src 'self';") == true)
         let out = try Curl.post(
             base + "/console/sign-out", body: Array("csrf=\(csrf)".utf8), contentType: "application/x-www-form-urlencoded", headers: [cookieHeader])
         #expect(out.status == 303)
         #expect(out.headers["set-cookie"]?.hasPrefix("mw_console=; ") == true)
         #expect(try Curl.get(base + "/console", headers: [cookieHeader]).status == 303)
+        // A form left open after the session ended: nothing changes, and the browser shows the sign-in form with why.
+        let stale = try Curl.post(
+            base + "/console/patients/anyone/ack", body: Array("alert=a&note=seen&csrf=\(csrf)".utf8), contentType: "application/x-www-form-urlencoded",
+            headers: [cookieHeader])
+        #expect(stale.status == 401)
+        #expect(stale.body.contains("<form class=\"signin\" method=\"post\" action=\"/console/sign-in\">"), "\(stale.body)")
+        #expect(stale.body.contains("Your session has ended"), "\(stale.body)")
+        #expect(stale.headers["content-security-policy"]?.hasPrefix("default-src 'none'; style-src 'self';") == true)
 
         // Ten wrong passwords: the fifth locks the login, the rest and then the right one are refused as locked.
         var statuses: [Int] = []
@@ -100,12 +119,14 @@ import Testing
         #expect(none2 == nil)
         #expect(locked.status == 429)
         #expect(locked.body.contains("Too many failed sign-ins for this login: it is locked for 15 more minutes."), "\(locked.body)")
+        #expect(locked.body.contains("A colleague can act for your patients meanwhile; only a restart of mobilityd unlocks it sooner."), "\(locked.body)")
         #expect(daemon.process.log.contains("console login locked after repeated failures"))
         #expect(!daemon.process.log.contains("guess"))
 
         #expect(daemon.process.log.contains("console sign-in refused: wrong login or password"))
         #expect(daemon.process.log.contains("login=nurse.kim"))
         #expect(!daemon.process.log.contains("password="))
+        #expect(!daemon.process.log.contains("MHD_OPTION_EXTERNAL_LOGGER"), "libmicrohttpd's own complaint about its options")
         #expect(!daemon.process.log.contains("kim's password"))
     }
 }
