@@ -72,6 +72,8 @@ final class AckTracker: Sendable {
         var outboxID: Int64?
         /// Kept to name the kind of a refusal (classified only then, off the publish path).
         var topic: String
+        /// A commit acknowledgement's serial in the sink's ``AckLedger``.
+        var ackSerial: UInt64?
     }
     fileprivate struct State {
         var inFlight: [Int32: Entry] = [:]
@@ -79,12 +81,15 @@ final class AckTracker: Sendable {
         var early: [Int32: Int32] = [:]
         var acked: [Int64] = []
         var refused: [Refusal] = []
+        /// Commit acknowledgements the broker answered (accepted or refused): topic and serial.
+        var answeredAcks: [(topic: String, serial: UInt64)] = []
     }
     private let state = Mutex(State())
 
-    /// Records that message `mid` was published: outbox item `id`, or an untracked output.
-    func published(mid: Int32, id: Int64?, topic: String) {
-        let entry = Entry(outboxID: id, topic: topic)
+    /// Records that message `mid` was published: outbox item `id`, commit acknowledgement
+    /// `ackSerial` (``AckLedger``), or another untracked output.
+    func published(mid: Int32, id: Int64?, topic: String, ackSerial: UInt64? = nil) {
+        let entry = Entry(outboxID: id, topic: topic, ackSerial: ackSerial)
         state.withLock { s in
             if let code = s.early.removeValue(forKey: mid) { s.settle(entry, code) } else { s.inFlight[mid] = entry }
         }
@@ -118,12 +123,19 @@ final class AckTracker: Sendable {
     }
     /// Puts refusals back after the store failed to park them.
     func restoreRefused(_ r: [Refusal]) { state.withLock { $0.refused = r + $0.refused } }
+    /// Takes the commit acknowledgements answered since the last call.
+    func drainAnsweredAcks() -> [(topic: String, serial: UInt64)] {
+        state.withLock { s in
+            defer { s.answeredAcks.removeAll() }; return s.answeredAcks
+        }
+    }
     /// Publishes not yet answered.
     var inFlight: Int { state.withLock { $0.inFlight.count } }
 }
 
 extension AckTracker.State {
     fileprivate mutating func settle(_ e: AckTracker.Entry, _ code: Int32) {
+        if let serial = e.ackSerial { answeredAcks.append((e.topic, serial)) }
         if code < 0x80 {
             if let id = e.outboxID { acked.append(id) }
         } else {

@@ -139,7 +139,7 @@ extension Daemon {
                 historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, fhir: config.fhir,
                 desks: desks, onFenced: onFenced, clock: clock,
                 acknowledge: { user, lastID in
-                    sink.publishUntracked(topic: layout.acks(user), payload: AckPayload.bytes(user: user, lastID: lastID), retain: true)
+                    sink.publishAcknowledgement(topic: layout.acks(user), payload: AckPayload.bytes(user: user, lastID: lastID))
                 })
         }
     }

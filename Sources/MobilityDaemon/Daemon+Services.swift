@@ -84,6 +84,7 @@ extension Daemon {
     func housekeepingTimer(_ c: Components) -> TimerService {
         TimerService(name: "housekeeping", label: "housekeeping", delay: .milliseconds(500), interval: .milliseconds(500)) {
             if c.sink.backlog > 0 { _ = c.sink.publish([]) }
+            c.sink.retryAcknowledgements()
             for s in c.shards { s.queue.push(.housekeeping) }
             if let mark = c.commitMark { mark.advance(to: c.shards.map { $0.committedThrough.load(ordering: .relaxed) }.min() ?? 0) }
         }

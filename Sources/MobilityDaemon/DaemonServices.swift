@@ -86,8 +86,9 @@ final class PublisherService: Service {
 
     func stop() {
         let deadline = clock.uptimeNanoseconds() + 5_000_000_000
-        while (acks.inFlight > 0 || sink.backlog > 0) && clock.uptimeNanoseconds() < deadline {
+        while (acks.inFlight > 0 || sink.backlog > 0 || sink.acknowledgementsUnanswered > 0) && clock.uptimeNanoseconds() < deadline {
             if sink.backlog > 0 { _ = sink.publish([]) }
+            sink.retryAcknowledgements()
             usleep(10_000)
         }
         settle()

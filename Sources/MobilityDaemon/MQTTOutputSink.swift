@@ -16,6 +16,9 @@ final class MQTTOutputSink: OutputSink {
     let client: MQTTClient
     let acks: AckTracker
     private let retry = Mutex<[StateStore.OutboxItem]>([])
+    /// The commit acknowledgements the broker has not answered yet (held across their publish, so
+    /// that the latest of a user is never overtaken by an earlier one on the connection).
+    private let ledger = Mutex(AckLedger())
     init(client: MQTTClient, acks: AckTracker) {
         self.client = client
         self.acks = acks
@@ -52,14 +55,65 @@ final class MQTTOutputSink: OutputSink {
         }
     }
 
-    /// Publishes an output that is not in the outbox (a commit acknowledgement, the status),
-    /// registering it so that the broker's answer is counted.
-    /// Not sent while disconnected or at ``maxInFlight`` (see above); the retained
-    /// acknowledgement on the broker then stays at its last value, and a gateway re-sends what
-    /// it does not cover (harmless duplicates).
+    /// Publishes an output that is not in the outbox (a staff receipt), registering it so that
+    /// the broker's answer is counted. Not sent while disconnected or at ``maxInFlight`` (see above).
     func publishUntracked(topic: String, payload: [UInt8], retain: Bool) {
         guard client.isConnected, acks.inFlight < MQTTOutputSink.maxInFlight else { return }
         guard let mid = try? client.publish(topic: topic, payload: payload, qos: 1, retain: retain) else { return }
         acks.published(mid: mid, id: nil, topic: topic)
+    }
+
+    /// Publishes a commit acknowledgement (retained) and keeps it until the broker answers: one
+    /// not sent now (disconnected, at ``maxInFlight``) or sent on a connection that dropped before
+    /// the answer is published again by ``retryAcknowledgements()``, unless a later one for the
+    /// same user replaced it.
+    func publishAcknowledgement(topic: String, payload: [UInt8]) {
+        ledger.withLock { l in
+            settleAnswered(&l)
+            let serial = l.latest(topic: topic, payload: payload)
+            _ = send(topic: topic, payload: payload, serial: serial, &l)
+        }
+    }
+
+    /// Publishes the commit acknowledgements not yet published on the current connection whose
+    /// answer is still missing (called by the housekeeping timer).
+    func retryAcknowledgements() {
+        ledger.withLock { l in
+            settleAnswered(&l)
+            let connection = client.connectionCount
+            guard client.isConnected else { return }
+            for (topic, e) in l.due(connection: connection) {
+                guard send(topic: topic, payload: e.payload, serial: e.serial, &l) else { break }
+            }
+        }
+    }
+
+    /// Commit acknowledgements the broker has not answered yet.
+    var acknowledgementsUnanswered: Int {
+        ledger.withLock { l in
+            settleAnswered(&l)
+            return l.count
+        }
+    }
+
+    private func settleAnswered(_ l: inout AckLedger) {
+        for a in acks.drainAnsweredAcks() { l.settled(topic: a.topic, serial: a.serial) }
+    }
+
+    /// Hands one acknowledgement to the client; false when it was not (it stays due).
+    private func send(topic: String, payload: [UInt8], serial: UInt64, _ l: inout AckLedger) -> Bool {
+        // Read before the connected check: a reconnect in between makes it due once more, never less.
+        let connection = client.connectionCount
+        guard client.isConnected, acks.inFlight < MQTTOutputSink.maxInFlight else { return false }
+        do throws(MQTTError) {
+            let mid = try client.publish(topic: topic, payload: payload, qos: 1, retain: true)
+            acks.published(mid: mid, id: nil, topic: topic, ackSerial: serial)
+            l.sent(topic: topic, serial: serial, connection: connection)
+            return true
+        } catch {
+            // One libmosquitto can never send is forgotten (it would be retried forever).
+            if case .library(let rc) = error.code, MQTTClient.publishFailureIsPermanent(rc) { l.settled(topic: topic, serial: serial) }
+            return false
+        }
     }
 }

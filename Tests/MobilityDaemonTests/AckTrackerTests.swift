@@ -24,6 +24,20 @@ import Testing
         #expect(t.drain() == [90])
     }
 
+    /// A commit acknowledgement's answer, accepted or refused, is handed back with its serial.
+    @Test func answeredAcknowledgementsAreReportedWithTheirSerial() {
+        let t = AckTracker()
+        t.published(mid: 4, id: nil, topic: "mobility/v1/users/u/acks", ackSerial: 41)
+        t.published(mid: 5, id: nil, topic: "mobility/v1/users/v/acks", ackSerial: 42)
+        t.published(mid: 6, id: nil, topic: "mobility/v1/daemon/a/status")
+        t.answered(mid: 4, reasonCode: 0)
+        t.answered(mid: 5, reasonCode: 0x87)
+        t.answered(mid: 6, reasonCode: 0)
+        #expect(t.drainAnsweredAcks().map { "\($0.topic) \($0.serial)" } == ["mobility/v1/users/u/acks 41", "mobility/v1/users/v/acks 42"])
+        #expect(t.drainAnsweredAcks().isEmpty)
+        #expect(t.drain().isEmpty)
+    }
+
     @Test(arguments: [(Int32(0x87), "not_authorized"), (0x95, "packet_too_large"), (0x97, "quota_exceeded"), (0x80, "unspecified_error")])
     func refusalsAreCollectedWithKindAndReason(code: Int32, reason: String) {
         let t = AckTracker()
