@@ -80,9 +80,11 @@ private func pageSize(_ path: String) -> Int64 {
         stop.store(true, ordering: .relaxed)
         stopped.wait()
         #expect(passes.load(ordering: .relaxed) > 0)
-        // What commits add while a pass syncs depends on the disk, so the bound is loose: less
-        // than the rows written. A WAL that grows by every commit gets ~7 times that.
-        #expect(largest < Int64(written), "the WAL reached \(largest) bytes")
+        // What commits add while a pass syncs depends on the disk and on how often the
+        // checkpointer gets the writer's lock on a loaded machine, so the bound is loose: three
+        // times the rows written (seen: 8 MB idle, 50–87 MB with the machine's two cores busy). A
+        // WAL that grows by every commit gets 5–7 times the rows (204–274 MB).
+        #expect(largest < 3 * Int64(written), "the WAL reached \(largest) bytes")
     }
 
     /// A user state with every kind of content, built through the real engine.
