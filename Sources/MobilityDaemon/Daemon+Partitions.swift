@@ -28,7 +28,7 @@ extension Daemon {
             case .subscribed:
                 partitionLinks.subscribed(k)
                 log.info("partition session subscribed", ["partition": String(k)])
-            case .disconnected, .refused: partitionLinks.lost(k)
+            case .disconnected, .refused: partitionLinks.lost(k, now: clock.uptimeNanoseconds())
             case .connected: break
             }
             connectionEvent(e, role: "partition \(k)")

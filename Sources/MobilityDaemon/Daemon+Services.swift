@@ -106,14 +106,12 @@ extension Daemon {
         TimerService(name: "ack flush", label: "acks", delay: .milliseconds(20), interval: .milliseconds(20)) { [self] in settleOutputs(c) }
     }
 
-    /// SIGTERM and SIGINT drain and stop; SIGHUP reloads the rules.
+    /// SIGTERM and SIGINT drain and stop (under a ``PartitionSupervisor``, the supervisor's
+    /// handlers do, and stop the run); SIGHUP reloads the rules.
     func signals(_ c: Components) -> ServiceGroup.Signals {
         ServiceGroup.Signals(
-            shutdown: [SIGTERM, SIGINT],
-            announce: { [self] s in
-                log.info("shutting down", ["signal": s == SIGTERM ? "SIGTERM" : "SIGINT"])
-                notifier.stopping(status: "stopping: draining the shard queues")
-            },
+            shutdown: claimed == nil ? [SIGTERM, SIGINT] : [],
+            announce: { [self] s in announceShutdown(by: s) },
             reload: (
                 SIGHUP,
                 { [self] in
@@ -125,5 +123,11 @@ extension Daemon {
                     try? c.store.setMeta("rules_sources", reloader.storedSources)
                 }
             ))
+    }
+
+    /// Says that `signal` (SIGTERM or SIGINT) ends the run: a log line, the service manager's status.
+    func announceShutdown(by signal: Int32) {
+        log.info("shutting down", ["signal": signal == SIGTERM ? "SIGTERM" : "SIGINT"])
+        notifier.stopping(status: "stopping: draining the shard queues")
     }
 }

@@ -45,9 +45,12 @@ package final class Daemon: Sendable {
     let stateFindings = Mutex<[DurableStateCheck.Finding]>([])
 
     /// Creates a daemon from its configuration; `claimed`: the leases it runs on (partitioned
-    /// input); `onFenced`: called once when a commit is fenced (the run then stops by itself).
-    package init(configuration: DaemonConfiguration, claimed: PartitionClaim? = nil, onFenced: (@Sendable () -> Void)? = nil) {
-        self.clock = .system
+    /// input, under a ``PartitionSupervisor``, which then owns SIGTERM and SIGINT); `onFenced`:
+    /// called once when a commit is fenced (the run then stops by itself); `clock`: what it reads.
+    package init(
+        configuration: DaemonConfiguration, claimed: PartitionClaim? = nil, clock: DaemonClock = .system, onFenced: (@Sendable () -> Void)? = nil
+    ) {
+        self.clock = clock
         self.config = configuration
         self.claimed = claimed
         self.onFenced = onFenced
@@ -166,11 +169,9 @@ package final class Daemon: Sendable {
             ])
     }
 
-    /// Stops the run as SIGTERM would, without being a signal (a partition rebalance).
+    /// Stops the run as SIGTERM would, without being a signal (a partition rebalance, the
+    /// supervisor's own shutdown).
     package func requestStop() { termination.request() }
-
-    /// Whether the run was stopped by SIGTERM or SIGINT.
-    package var stoppedBySignal: Bool { termination.bySignal }
 
     /// Refused publishes by kind and reason, and the dead letters parked in the store.
     let refusals = Mutex<(counts: [RefusalKey: Int], deadLetters: Int)>(([:], 0))

@@ -273,14 +273,30 @@ final class ServiceNotifierService: Service {
     func stop() { timer?.cancel() }
 }
 
-/// Signal handlers (SIGTERM, SIGINT: shut down; SIGHUP: reload), last: the signals are ignored
-/// from the start of `run`, so none kills the daemon during start-up.
+/// Signal handlers (SIGTERM, SIGINT: shut down; SIGHUP: reload): the one place where a signal
+/// becomes a ``Termination`` request, for the daemon's ``ServiceGroup`` (its last service) and for
+/// the ``PartitionSupervisor``. The signals are held (ignored) from its creation, so that none ends
+/// the process before its handlers are installed.
 final class SignalService: Service {
     let name = "signals"
     private let handlers: [(Int32, @Sendable () -> Void)]
     private var sources: [DispatchSourceSignal] = []
 
-    init(_ handlers: [(Int32, @Sendable () -> Void)]) { self.handlers = handlers }
+    /// Handlers for `signals`: a shutdown signal is announced, then ends the run (`termination`,
+    /// requested as by a signal); the reload signal calls its handler.
+    init(_ signals: ServiceGroup.Signals, termination: Termination) {
+        var handlers: [(Int32, @Sendable () -> Void)] = signals.shutdown.map { s in
+            (
+                s,
+                { [announce = signals.announce] in
+                    announce(s); termination.request(bySignal: true)
+                }
+            )
+        }
+        if let reload = signals.reload { handlers.append((reload.signal, reload.handler)) }
+        for (s, _) in handlers { Self.holdUntilHandled(s) }
+        self.handlers = handlers
+    }
 
     func start() {
         let queue = DispatchQueue(label: "mobilityd.signals")

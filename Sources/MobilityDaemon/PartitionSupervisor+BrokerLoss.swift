@@ -12,7 +12,7 @@ extension PartitionSupervisor {
     /// answers again (``brokerAnswers()``).
     func giveUpIfCutOff(_ loop: inout Loop, leases: PartitionLeases, leaseMs: Int) {
         guard let r = loop.run else { return }
-        let cut = r.daemon.partitionLinks.cutOff(for: UInt64(leaseMs) * 1_000_000)
+        let cut = r.daemon.partitionLinks.cutOff(for: UInt64(leaseMs) * 1_000_000, now: clock.uptimeNanoseconds())
         guard !cut.isEmpty else { return }
         log.warn(
             "partition sessions without a broker connection for a whole lease; giving up every lease so that other instances take the partitions",

@@ -15,24 +15,35 @@ import Synchronization
 /// A run whose partition session has had no broker for a whole lease gives every lease up and
 /// leaves, so that the others take its partitions; it rejoins when the broker answers again.
 /// Before any of it, the broker's JetStream settings are checked (``JetStreamRequirements``).
+/// SIGTERM and SIGINT end the supervisor's ``termination`` (``SignalService``), which stops the run.
 package final class PartitionSupervisor: Sendable {
     let config: DaemonConfiguration
     let log: Logger
+    /// What the heartbeats, the lease bound and the runs read.
+    let clock: DaemonClock
+    /// What ends the supervisor: SIGTERM, SIGINT, or a caller in the process.
+    let termination = Termination()
     private let wake = DispatchSemaphore(value: 0)
-    private let terminating = Atomic<Bool>(false)
     private let current = Mutex<Daemon?>(nil)
 
-    /// A supervisor for a configuration with ``DaemonConfiguration/partitioning`` and a PostgreSQL store.
-    package init(configuration: DaemonConfiguration) {
+    /// A supervisor for a configuration with ``DaemonConfiguration/partitioning`` and a PostgreSQL
+    /// store, reading `clock`.
+    package init(configuration: DaemonConfiguration, clock: DaemonClock = .system) {
         config = configuration
+        self.clock = clock
         log = Logger(format: configuration.logFormat, level: configuration.logLevel)
+        termination.whenRequested { [weak self] in
+            self?.current.withLock { $0 }?.requestStop()
+            self?.wake.signal()
+        }
     }
 
     /// What the supervisor's loop holds between heartbeats.
     struct Loop {
         var held: [PartitionLeases.Lease] = []
         var run: Run?
-        var lastRenewal = DispatchTime.now()
+        /// When the leases were last renewed (the clock's uptime, ns).
+        var lastRenewal: UInt64 = 0
         var exitCode: Int32 = 0
         var beats = 0
         /// Cut off from the broker: every lease given up, out of the live count until it answers.
@@ -42,22 +53,16 @@ package final class PartitionSupervisor: Sendable {
     /// Runs until SIGTERM/SIGINT or a run fails; the process exit code.
     package func run() -> Int32 {
         guard let p = config.partitioning, case .postgres(let url) = config.store else { return 2 }
-        for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
-        let signals = [SIGTERM, SIGINT].map { s in
-            let src = DispatchSource.makeSignalSource(signal: s, queue: DispatchQueue(label: "mobilityd.supervisor.signals"))
-            src.setEventHandler { [self] in
-                terminating.store(true, ordering: .sequentiallyConsistent)
-                current.withLock { $0 }?.requestStop()
-                wake.signal()
-            }
-            src.resume()
-            return src
-        }
-        defer { signals.forEach { $0.cancel() } }
-        let checking = DispatchTime.now().uptimeNanoseconds
+        // SIGHUP is held between runs (each run's handler reloads its rules).
+        SignalService.holdUntilHandled(SIGHUP)
+        let signals = SignalService(
+            .init(shutdown: [SIGTERM, SIGINT], announce: { [self] s in announceShutdown(by: s) }, reload: nil), termination: termination)
+        signals.start()
+        defer { signals.stop() }
+        let checking = clock.uptimeNanoseconds()
         switch Self.checkBroker(config, p) {
         case .fit:
-            let ms = Double(DispatchTime.now().uptimeNanoseconds - checking) / 1e6
+            let ms = Double(clock.uptimeNanoseconds() - checking) / 1e6
             log.info("the broker's JetStream settings are fit for partitioned input", ["nats": p.natsURLs.joined(separator: ","), "took_ms": String(Int(ms))])
         case .unfit(let problems):
             for m in problems { log.error("the broker is not configured for partitioned input; refusing to start", ["problem": m]) }
@@ -73,8 +78,8 @@ package final class PartitionSupervisor: Sendable {
             return 1
         }
         let rule = PartitionOwnership(count: p.count)
-        var loop = Loop()
-        while !terminating.load(ordering: .sequentiallyConsistent) {
+        var loop = Loop(lastRenewal: clock.uptimeNanoseconds())
+        while !termination.isRequested {
             if !loop.away {
                 heartbeat(&loop, leases: leases, rule: rule, leaseMs: p.leaseMs)
                 giveUpIfCutOff(&loop, leases: leases, leaseMs: p.leaseMs)
@@ -88,13 +93,13 @@ package final class PartitionSupervisor: Sendable {
                 loop.exitCode = r.code.load(ordering: .relaxed)
                 current.withLock { $0 = nil }
                 loop.run = nil
-                if r.daemon.wasFenced, !terminating.load(ordering: .sequentiallyConsistent) {
+                if r.daemon.wasFenced, !termination.isRequested {
                     loop.exitCode = 0
                     continue
                 }
-                if r.daemon.stoppedBySignal || loop.exitCode != 0 { break }
+                if termination.isRequested || loop.exitCode != 0 { break }
             }
-            if loop.run == nil, !loop.held.isEmpty, !terminating.load(ordering: .sequentiallyConsistent) { startRun(&loop, count: p.count) }
+            if loop.run == nil, !loop.held.isEmpty, !termination.isRequested { startRun(&loop, count: p.count) }
             _ = wake.wait(timeout: .now() + .milliseconds(p.heartbeatMs))
         }
         stopRun(&loop)
@@ -103,6 +108,12 @@ package final class PartitionSupervisor: Sendable {
         try? leases.leave()
         log.info("stopped", ["exit_code": String(loop.exitCode)])
         return loop.exitCode
+    }
+
+    /// Says that `signal` ends the supervisor: the run's log line and status, or a line of its own between runs.
+    private func announceShutdown(by signal: Int32) {
+        if let d = current.withLock({ $0 }) { return d.announceShutdown(by: signal) }
+        log.info("shutting down", ["signal": signal == SIGTERM ? "SIGTERM" : "SIGINT"])
     }
 
     /// Stops the run under way, if any, and waits for it.
@@ -116,8 +127,8 @@ package final class PartitionSupervisor: Sendable {
 
     /// Renews the leases and reconsiders the share: leases lost or released stop the run; leases
     /// claimed stop it too (a run starts on the new set). Leases not renewed for a whole lease stop it.
-    private func heartbeat(_ loop: inout Loop, leases: PartitionLeases, rule: PartitionOwnership, leaseMs: Int) {
-        let sent = DispatchTime.now()
+    func heartbeat(_ loop: inout Loop, leases: PartitionLeases, rule: PartitionOwnership, leaseMs: Int) {
+        let sent = clock.uptimeNanoseconds()
         do {
             let (live, kept) = try leases.heartbeat(holding: loop.held)
             loop.lastRenewal = sent
@@ -155,7 +166,7 @@ package final class PartitionSupervisor: Sendable {
             }
         } catch {
             log.warn("partition heartbeat failed", ["error": "\(error)"])
-            if loop.run != nil, DispatchTime.now().uptimeNanoseconds - loop.lastRenewal.uptimeNanoseconds >= UInt64(leaseMs) * 1_000_000 {
+            if loop.run != nil, clock.uptimeNanoseconds() - loop.lastRenewal >= UInt64(leaseMs) * 1_000_000 {
                 log.error("partition leases expired unrenewed; stopping their processing")
                 stopRun(&loop)
                 loop.held = []
@@ -166,7 +177,7 @@ package final class PartitionSupervisor: Sendable {
     /// Starts a run of the daemon on the held partitions, on a thread of its own.
     private func startRun(_ loop: inout Loop, count: Int) {
         let claim = PartitionClaim(count: count, leases: loop.held.map { ($0.partition, $0.token) })
-        let r = Run(daemon: Daemon(configuration: config, claimed: claim) { [wake] in wake.signal() })
+        let r = Run(daemon: Daemon(configuration: config, claimed: claim, clock: clock) { [wake] in wake.signal() })
         current.withLock { $0 = r.daemon }
         let t = Thread {
             r.code.store(r.daemon.run(), ordering: .relaxed)

@@ -6,7 +6,7 @@ import Foundation
 /// in reverse order, once: after a start failure, or at shutdown. Used from one thread (the
 /// daemon's `run`), so it holds no lock.
 final class ServiceGroup {
-    /// What the group does on a signal.
+    /// What the group does on a signal (``SignalService``).
     struct Signals {
         /// Signals that end the run (SIGTERM, SIGINT): `announce` says so, then the termination is requested.
         var shutdown: [Int32]
@@ -34,17 +34,7 @@ final class ServiceGroup {
             self.services = services
             return
         }
-        var handlers: [(Int32, @Sendable () -> Void)] = signals.shutdown.map { s in
-            (
-                s,
-                { [announce = signals.announce] in
-                    announce(s); termination.request(bySignal: true)
-                }
-            )
-        }
-        if let reload = signals.reload { handlers.append((reload.signal, reload.handler)) }
-        for (s, _) in handlers { SignalService.holdUntilHandled(s) }
-        self.services = services + [SignalService(handlers)]
+        self.services = services + [SignalService(signals, termination: termination)]
     }
 
     /// The names of the services, in start order.

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// Why and when a run ends: requested once by a signal, a refused broker connection, a partition
+/// Why and when a run ends: requested once by a signal (``SignalService``), a refused broker connection, a partition
 /// rebalance or a fenced commit; waited for by the ``ServiceGroup`` (which then stops the
 /// services) and by whatever blocks and must give up when the run ends (the journal's retries).
 /// The first request ends the run; a later one may still set a non-zero exit code or note a signal.
@@ -41,6 +41,12 @@ final class Termination: Sendable {
 
     /// Waits until the run is asked to end.
     func wait() { ended.wait() }
+
+    /// Calls `action` once, on a queue of its own, after the first request (at once if it came
+    /// already): what must follow the end of the run without blocking a thread on ``wait()``.
+    func whenRequested(_ action: @escaping @Sendable () -> Void) {
+        ended.notify(queue: DispatchQueue(label: "mobilityd.termination"), execute: action)
+    }
 
     /// Waits until the run is asked to end, at most `seconds`; true when it was.
     func wait(seconds: Double) -> Bool { ended.wait(timeout: .now() + seconds) == .success }

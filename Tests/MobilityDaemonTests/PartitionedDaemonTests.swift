@@ -154,3 +154,24 @@ import struct StateStore.PartitionSet
         #expect(c.stop() == 0)
     }
 }
+
+extension PartitionedDaemonTests {
+    /// The supervisor handles SIGTERM and SIGINT; its run keeps SIGHUP: a reload reaches the run,
+    /// which goes on, and SIGTERM after it still stops the instance with 0, announced once.
+    @Test func sighupReloadsThePartitionedRunAndSIGTERMStillStopsIt() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { Self.subscribed(a).count == 4 }, "\(a.log)")
+        let reloads = PartitionFailoverTests.lines(a, "rules reloaded")
+        a.signal(SIGHUP)
+        #expect(eventually(timeout: 10) { PartitionFailoverTests.lines(a, "rules reloaded") == reloads + 1 }, "\(a.log)")
+        #expect(a.isRunning)
+        let asked = Date()
+        #expect(a.stop(timeout: 10) == 0, "\(a.log)")
+        #expect(Date().timeIntervalSince(asked) < 5)
+        #expect(PartitionFailoverTests.lines(a, "shutting down") == 1, "\(a.log)")
+    }
+}

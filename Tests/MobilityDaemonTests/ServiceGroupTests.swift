@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import MobilityDaemon
@@ -88,5 +89,24 @@ extension ServiceGroupTests {
         try group.run { termination.request(exitCode: 1) }
         #expect(j.events == ["start a", "stop a"])
         #expect(termination.exitCode == 1 && !termination.bySignal)
+    }
+}
+
+extension ServiceGroupTests {
+    /// A shutdown signal is announced and ends the run as a signal, and so again for the
+    /// handlers of a second run in the process (the partition supervisor's runs).
+    @Test func aShutdownSignalEndsTheRunAlsoInASecondRun() throws {
+        for _ in 0..<2 {
+            let termination = Termination()
+            let announced = Mutex<[Int32]>([])
+            let signals = SignalService(
+                .init(shutdown: [SIGUSR2], announce: { s in announced.withLock { $0.append(s) } }, reload: nil), termination: termination)
+            signals.start()
+            defer { signals.stop() }
+            kill(getpid(), SIGUSR2)
+            #expect(termination.wait(seconds: 10))
+            #expect(termination.bySignal && termination.exitCode == 0)
+            #expect(announced.withLock { $0 } == [SIGUSR2])
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import MobilityDaemon
@@ -34,5 +35,24 @@ import Testing
         t.request(exitCode: 75)
         #expect(woken.wait(timeout: .now() + 10) == .success)
         #expect(t.exitCode == 75)
+    }
+
+    /// What follows the end of the run is called once after the first request, and at once
+    /// when the request came before.
+    @Test func whatFollowsARequestIsCalledOnceAfterIt() {
+        let t = Termination()
+        let calls = Mutex(0)
+        let called = DispatchSemaphore(value: 0)
+        t.whenRequested {
+            calls.withLock { $0 += 1 }
+            called.signal()
+        }
+        #expect(called.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
+        t.request()
+        t.request(exitCode: 1)
+        #expect(called.wait(timeout: .now() + .seconds(10)) == .success)
+        t.whenRequested { called.signal() }
+        #expect(called.wait(timeout: .now() + .seconds(10)) == .success)
+        #expect(calls.withLock { $0 } == 1)
     }
 }

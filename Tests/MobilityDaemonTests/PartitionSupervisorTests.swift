@@ -1,0 +1,81 @@
+import Foundation
+import PostgresStore
+import TestSupport
+import Testing
+
+@testable import MobilityDaemon
+
+/// The supervisor's lease timing on a manual clock, in-process: real PostgreSQL leases, a run
+/// that is not started (no broker, no process). The broker's side is PartitionBrokerLossTests'
+/// and PartitionFailoverTests'.
+@Suite(.serialized) struct PartitionSupervisorTests {
+    static let leaseMs = 2_000
+    static let ms: UInt64 = 1_000_000
+
+    /// A supervisor on `clock` holding the 4 partitions of a fresh database, with a run (not
+    /// started; its end already signalled, so that stopping it returns at once).
+    static func holding(clock: DaemonClock) throws -> (PartitionSupervisor, PartitionSupervisor.Loop, PartitionLeases, PostgresServer, String) {
+        let server = try PostgresServer.shared()
+        let url = try server.createDatabase()
+        let leases = try PartitionLeases(url: url, owner: "t@test pid \(getpid())", count: 4, leaseMs: leaseMs)
+        _ = try leases.heartbeat(holding: [])
+        let supervisor = PartitionSupervisor(configuration: DaemonConfiguration(), clock: clock)
+        var loop = PartitionSupervisor.Loop(lastRenewal: clock.uptimeNanoseconds())
+        loop.held = try leases.claim(4)
+        loop.beats = 1
+        let run = Run(daemon: Daemon(configuration: DaemonConfiguration(), clock: clock))
+        run.done.signal()
+        loop.run = run
+        return (supervisor, loop, leases, server, String(url.split(separator: "/").last!))
+    }
+
+    /// The live leases of the test's owner, as the database has them.
+    static func live(_ server: PostgresServer, _ database: String) -> Int {
+        Int((try? server.psql("SELECT count(*) FROM partitions WHERE lease_until > now() AND owner LIKE 't@%'", database: database)) ?? "") ?? -1
+    }
+
+    /// Partition sessions without a broker for a whole lease, on the supervisor's clock: every
+    /// lease is given up and the instance leaves; a moment less keeps them.
+    @Test func sessionsCutOffForAWholeLeaseOnTheClockGiveTheLeasesUp() throws {
+        let manual = ShardTests.ManualClock(wallMs: 1_775_048_400_000, step: 0)
+        var (supervisor, loop, leases, server, database) = try Self.holding(clock: manual.clock)
+        #expect(loop.held.count == 4)
+        loop.run?.daemon.partitionLinks.lost(2, now: manual.clock.uptimeNanoseconds())
+        manual.advance(nanoseconds: UInt64(Self.leaseMs) * Self.ms - 1)
+        supervisor.giveUpIfCutOff(&loop, leases: leases, leaseMs: Self.leaseMs)
+        #expect(!loop.away && loop.run != nil && loop.held.count == 4, "a session down for less than a lease keeps the leases")
+        manual.advance(nanoseconds: 1)
+        supervisor.giveUpIfCutOff(&loop, leases: leases, leaseMs: Self.leaseMs)
+        #expect(loop.away && loop.run == nil && loop.held.isEmpty)
+        #expect(Self.live(server, database) == 0, "the leases are released at once, not left to lapse")
+    }
+
+    /// A heartbeat the database does not answer stops the run once the leases went a whole
+    /// lease unrenewed on the supervisor's clock, not before.
+    @Test func failedHeartbeatsStopTheRunAfterAWholeLeaseOnTheClock() throws {
+        let manual = ShardTests.ManualClock(wallMs: 1_775_048_400_000, step: 0)
+        var (supervisor, loop, leases, server, database) = try Self.holding(clock: manual.clock)
+        let rule = PartitionOwnership(count: 4)
+        let cut = {
+            _ = try server.psql(
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()",
+                database: "postgres")
+        }
+        try cut()
+        manual.advance(nanoseconds: UInt64(Self.leaseMs) * Self.ms - 1)
+        supervisor.heartbeat(&loop, leases: leases, rule: rule, leaseMs: Self.leaseMs)
+        #expect(loop.run != nil && loop.held.count == 4, "a failed heartbeat within the lease keeps the run")
+        supervisor.heartbeat(&loop, leases: leases, rule: rule, leaseMs: Self.leaseMs)  // reconnects, renews
+        #expect(loop.run != nil && loop.held.count == 4 && loop.beats == 2)
+        try cut()
+        manual.advance(nanoseconds: UInt64(Self.leaseMs) * Self.ms - 1)
+        supervisor.heartbeat(&loop, leases: leases, rule: rule, leaseMs: Self.leaseMs)
+        #expect(loop.run != nil && loop.held.count == 4, "counted from the last renewal, not the first claim")
+        supervisor.heartbeat(&loop, leases: leases, rule: rule, leaseMs: Self.leaseMs)  // reconnects, renews
+        #expect(loop.beats == 3)
+        try cut()
+        manual.advance(nanoseconds: UInt64(Self.leaseMs) * Self.ms)
+        supervisor.heartbeat(&loop, leases: leases, rule: rule, leaseMs: Self.leaseMs)
+        #expect(loop.run == nil && loop.held.isEmpty, "a whole lease unrenewed stops the run")
+    }
+}
