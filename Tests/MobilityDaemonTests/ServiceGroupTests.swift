@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import MobilityDaemon
@@ -103,10 +104,15 @@ extension ServiceGroupTests {
                 .init(shutdown: [SIGUSR2], announce: { s in announced.withLock { $0.append(s) } }, reload: nil), termination: termination)
             signals.start()
             defer { signals.stop() }
-            kill(getpid(), SIGUSR2)
-            #expect(termination.wait(seconds: 10))
+            // The signal source is armed asynchronously after start(): a signal sent before that
+            // is ignored, so it is sent again until the run ends (each wait is an event wait).
+            #expect(
+                eventually(timeout: 10) {
+                    kill(getpid(), SIGUSR2)
+                    return termination.wait(seconds: 0.2)
+                })
             #expect(termination.bySignal && termination.exitCode == 0)
-            #expect(announced.withLock { $0 } == [SIGUSR2])
+            #expect(announced.withLock { !$0.isEmpty && $0.allSatisfy { $0 == SIGUSR2 } })
         }
     }
 }
