@@ -77,7 +77,12 @@ extension PartitionSupervisor {
         for k in 0..<p.count { filters[k] = subject(p.subscriptions(of: k, root: root)[0]) }
         do {
             let facts = try inspector.facts(probeFilter: subject(probeTopic), partitionFilters: filters)
-            let problems = JetStreamRequirements.problems(facts)
+            var problems = JetStreamRequirements.problems(facts)
+            if facts.probe == nil, probeTopic.contains(".") {
+                problems.append(
+                    "the check subscribed to \(probeTopic): NATS before 2.10.8 refuses MQTT topics with a '.', so --topic-root and --partition-prefix need one without it there (or nats-server 2.10.8 or later)"
+                )
+            }
             return problems.isEmpty ? .fit : .unfit(problems)
         } catch { return .unreadable(error.description) }
     }
@@ -97,9 +102,26 @@ extension PartitionSupervisor {
         return c
     }
 
-    /// The JetStream filter subject NATS's MQTT listener gives an MQTT topic filter.
+    /// The JetStream filter subject NATS's MQTT listener gives an MQTT topic filter, by its rule
+    /// (nats-server's `mqttToNATSSubjectConversion`): levels joined by `.`, `+` as `*`, `#` as `>`,
+    /// a `.` within a level as `//` (NATS 2.10.8 and later; earlier releases refuse MQTT topics
+    /// with a `.`), and an empty level (a leading, trailing or doubled `/`) as `/` beside its `.`.
     static func subject(_ filter: String) -> String {
-        "$MQTT.msgs."
-            + filter.split(separator: "/", omittingEmptySubsequences: false).map { $0 == "+" ? "*" : $0 == "#" ? ">" : String($0) }.joined(separator: ".")
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        let t = Array(filter.utf8)
+        var out: [UInt8] = []
+        for (i, b) in t.enumerated() {
+            switch b {
+            case slash where i == 0 || out.last == dot: out += [slash, dot]
+            case slash where i == t.count - 1 || t[i + 1] == slash: out += [dot, slash]
+            case slash: out.append(dot)
+            case dot: out += [slash, slash]
+            case UInt8(ascii: "+"): out.append(UInt8(ascii: "*"))
+            case UInt8(ascii: "#"): out.append(UInt8(ascii: ">"))
+            default: out.append(b)
+            }
+        }
+        if out.last == dot { out.append(slash) }
+        return "$MQTT.msgs." + String(decoding: out, as: UTF8.self)
     }
 }

@@ -95,4 +95,17 @@ import Testing
         #expect(a.stop(signal: SIGTERM, timeout: 5) == 0, "\(a.log)")
         #expect(Date().timeIntervalSince(sent) < 3, "\(a.log)")
     }
+
+    /// A partition prefix with a `.` on nats-server 2.9, which refuses such MQTT topics: exit 2
+    /// saying why, not a wait for a consumer that cannot come.
+    @Test func aPrefixWithADotOnNATS29IsRefusedSayingWhy() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let a = try PartitionFailoverTests.instance(
+            "a", broker: nats.daemonArguments(0) + ["--partition-prefix", "part.eu/{k}/"], store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(a.wait(timeout: 30) == 2, "\(a.log)")
+        #expect(a.log.contains("NATS before 2.10.8 refuses MQTT topics with a '.'"), "\(a.log)")
+    }
 }
