@@ -73,10 +73,10 @@ extension PartitionSupervisor {
         let inspector = JetStreamInspector(
             urls: p.natsURLs, username: config.username, password: config.password, caFile: config.caFile, certFile: config.certFile,
             keyFile: config.keyFile)
-        var filters: [Int: String] = [:]
-        for k in 0..<p.count { filters[k] = subject(p.subscriptions(of: k, root: root)[0]) }
+        var sessions: [Int: JetStreamInspector.Session] = [:]
+        for k in 0..<p.count { sessions[k] = .init(clientID: "\(p.sessionPrefix)\(k)", filter: subject(p.subscriptions(of: k, root: root)[0])) }
         do {
-            let facts = try inspector.facts(probeFilter: subject(probeTopic), partitionFilters: filters)
+            let facts = try inspector.facts(probe: .init(clientID: c.clientID, filter: subject(probeTopic)), partitions: sessions)
             var problems = JetStreamRequirements.problems(facts)
             if facts.probe == nil, probeTopic.contains(".") {
                 problems.append(

@@ -77,4 +77,11 @@ import Testing
         ]
         for (topic, subject) in cases { #expect(PartitionSupervisor.subject(topic) == "$MQTT.msgs." + subject, "\(topic)") }
     }
+
+    /// The consumer names NATS's MQTT listener gives a session: nats-server's getHash of the
+    /// client id (SHA-256, 8 bytes, base 62), as computed by its algorithm.
+    @Test func sessionHashesAreNATSs() {
+        #expect(JetStreamInspector.sessionHash(clientID: "mobilityd-part-2") == "APK1ylqK")
+        #expect(JetStreamInspector.sessionHash(clientID: "mobilityd-part-0") == "WPBvYUoN")
+    }
 }

@@ -57,7 +57,8 @@ import Testing
         let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(a.wait() == 2, "\(a.log)")
-        #expect(a.log.contains("partition 2's MQTT session (JetStream consumer "), "\(a.log)")
+        // The consumer found by the name NATS derives from the client id mobilityd-part-2.
+        #expect(a.log.contains("partition 2's MQTT session (JetStream consumer APK1ylqK_"), "\(a.log)")
         #expect(!a.log.contains("the broker's MQTT sessions get"), "\(a.log)")  // the node itself is fixed
     }
 
@@ -107,5 +108,26 @@ import Testing
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(a.wait(timeout: 30) == 2, "\(a.log)")
         #expect(a.log.contains("NATS before 2.10.8 refuses MQTT topics with a '.'"), "\(a.log)")
+    }
+
+    /// Another client's persistent session on a partition's filter (a `mosquitto_sub` while
+    /// debugging), created under the defaults, is not the partition's session: the instance passes.
+    @Test func anotherClientsConsumerOnAPartitionFilterIsNotThePartitionsSession() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(
+            size: 1, partitions: 4, edits: [("  max_ack_pending: 1\n", "  max_ack_pending: 1024\n")])
+        let debugging = try nats.recorder(0, filters: ["part/1/mobility/v1/users/+/+"], clientID: "debug-kim", cleanSession: false)
+        debugging.stop()
+        nats.stop(0)
+        try nats.edit(0, [("max_ack_pending: 1024", "max_ack_pending: 1")])
+        try nats.start(0)
+        try nats.waitReady(0)
+        try nats.waitServingMQTT()
+        let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).count == 4 }, "\(a.log)")
+        #expect(!a.log.contains("refusing to start"), "\(a.log)")
+        #expect(a.stop() == 0)
     }
 }
