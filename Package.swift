@@ -61,7 +61,7 @@ let package = Package(
             name: "MobilityDaemon",
             dependencies: [
                 "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "Ingest", "MQTTTransport", "HTTPEndpoint", "StateStore", "PostgresStore",
-                "CareReports", "CSystemd", "MobilityFHIR", "CNATS"
+                "CareReports", "CSystemd", "MobilityFHIR", "CNATS", "CCrypto"
             ],
             swiftSettings: strict),
 

@@ -1,9 +1,13 @@
+import CCrypto
 import CNATS
 import Foundation
 
 /// Reads the JetStream streams and consumers behind NATS's MQTT listener over the NATS protocol
-/// (libnats), for ``JetStreamRequirements``: the MQTT streams' replicas and the consumers whose
-/// filter is a partition's or the probe's. One connection, closed when done.
+/// (libnats), for ``JetStreamRequirements``: the MQTT streams' replicas and the consumers of the
+/// partition sessions and of the probe. A consumer is attributed to a session by its name, which
+/// NATS's MQTT listener derives from the session's client id (``sessionHash(clientID:)``), and by
+/// its filter: another client subscribed to a partition's filter (a `mosquitto_sub` while
+/// debugging) is not taken for the partition's session. One connection, closed when done.
 struct JetStreamInspector {
     /// Why the broker could not be read.
     struct Failure: Error, CustomStringConvertible {
@@ -18,9 +22,14 @@ struct JetStreamInspector {
     let certFile: String?
     let keyFile: String?
 
-    /// The facts: the MQTT streams, the consumer whose filter subject is `probeFilter`, and the
-    /// consumers whose filter subject is `partitionFilters[k]` (NATS subjects, `$MQTT.msgs.` first).
-    func facts(probeFilter: String, partitionFilters: [Int: String]) throws(Failure) -> JetStreamFacts {
+    /// An MQTT session and the filter of its subscription (a NATS subject, `$MQTT.msgs.` first).
+    struct Session {
+        let clientID: String
+        let filter: String
+    }
+
+    /// The facts: the MQTT streams, the probe session's consumer and the partition sessions'.
+    func facts(probe: Session, partitions: [Int: Session]) throws(Failure) -> JetStreamFacts {
         let nc = try connect()
         defer { natsConnection_Destroy(nc) }
         var js: OpaquePointer?
@@ -41,18 +50,34 @@ struct JetStreamInspector {
         guard facts.streams.contains(where: { $0.name == "$MQTT_msgs" }) else { return facts }
         var list: UnsafeMutablePointer<jsConsumerInfoList>?
         var code = jsErrCode(0)
-        try check(js_Consumers(&list, js, "$MQTT_msgs", nil, &code), "cannot list the consumers of $MQTT_msgs")
+        let listed = js_Consumers(&list, js, "$MQTT_msgs", nil, &code)
+        // libnats answers a stream without any consumer with NOT_FOUND: an empty list.
+        if listed != NATS_NOT_FOUND { try check(listed, "cannot list the consumers of $MQTT_msgs") }
         defer { jsConsumerInfoList_Destroy(list) }
-        let byFilter = Dictionary(partitionFilters.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a })
+        let probeHash = Self.sessionHash(clientID: probe.clientID)
+        let hashes = partitions.mapValues { Self.sessionHash(clientID: $0.clientID) }
         for i in 0..<Int(list?.pointee.Count ?? 0) {
             guard let info = list?.pointee.List[i]?.pointee, let config = info.Config?.pointee, let f = config.FilterSubject else { continue }
             let filter = String(cString: f)
             let c = JetStreamFacts.Consumer(
                 name: info.Name.map { String(cString: $0) } ?? "?", maxAckPending: config.MaxAckPending, ackWaitNanoseconds: config.AckWait)
-            if filter == probeFilter { facts.probe = c }
-            if let k = byFilter[filter] { facts.partitions[k] = c }
+            let owner = c.name.split(separator: "_", maxSplits: 1).first.map(String.init) ?? ""
+            if filter == probe.filter, owner == probeHash { facts.probe = c }
+            for (k, s) in partitions where s.filter == filter && hashes[k] == owner { facts.partitions[k] = c }
         }
         return facts
+    }
+
+    /// What NATS's MQTT listener names a session's JetStream consumers with (`{hash}_{unique}`,
+    /// nats-server's `getHash` of the client id, 2.9 and later): the first 8 bytes of the client
+    /// id's SHA-256, each as one of 62 digits (the byte modulo 62).
+    static func sessionHash(clientID: String) -> String {
+        let digits = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+        var digest = [UInt8](repeating: 0, count: 32)
+        var size: UInt32 = 0
+        let bytes = Array(clientID.utf8)
+        guard EVP_Digest(bytes, bytes.count, &digest, &size, EVP_sha256(), nil) == 1 else { return "" }
+        return String(digest.prefix(8).map { digits[Int($0 % 62)] })
     }
 
     private func connect() throws(Failure) -> OpaquePointer? {

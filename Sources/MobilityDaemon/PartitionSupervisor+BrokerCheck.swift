@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import MQTTTransport
 
@@ -12,12 +13,46 @@ extension PartitionSupervisor {
         case unreadable(String)
     }
 
+    /// Runs the start check until it concludes. While the broker cannot be reached or read (NATS
+    /// started after mobilityd at boot, a node restarting) the check is made again, 1 s after the
+    /// first try and twice as long after each (at most 15 s), each new reason logged once: an
+    /// unreachable broker is waited for, not fatal. Nil when the broker is fit; 2 when its settings
+    /// are wrong (waiting would not change them); 0 when `stopping` turns true (SIGTERM) meanwhile.
+    /// `pause` waits for the given time or until the supervisor is woken.
+    func awaitFitBroker(_ p: Partitioning, stopping: () -> Bool, pause: (DispatchTimeInterval) -> Void) -> Int32? {
+        var delayMs = 1000
+        var reported: Set<String> = []
+        while !stopping() {
+            let checking = clock.uptimeNanoseconds()
+            switch Self.checkBroker(config, p, stopping: stopping) {
+            case .fit:
+                let ms = Double(clock.uptimeNanoseconds() - checking) / 1e6
+                log.info(
+                    "the broker's JetStream settings are fit for partitioned input", ["nats": p.natsURLs.joined(separator: ","), "took_ms": String(Int(ms))])
+                return nil
+            case .unfit(let problems):
+                for m in problems { log.error("the broker is not configured for partitioned input; refusing to start", ["problem": m]) }
+                return 2
+            case .unreadable(let why):
+                guard !stopping() else { break }
+                if reported.insert(why).inserted {
+                    log.warn("cannot check the broker's JetStream settings yet; trying again until it answers", ["error": why])
+                }
+                pause(.milliseconds(delayMs))
+                delayMs = min(delayMs * 2, 15_000)
+            }
+        }
+        log.info("stopped while waiting for the broker", ["exit_code": "0"])
+        return 0
+    }
+
     /// Checks, before any lease is claimed, that the broker has what ``JetStreamRequirements``
     /// asks: a probe MQTT session of this instance's own (clean, client id `{session prefix}check-{pid}`)
     /// subscribes as a partition session does, so that the broker makes a JetStream consumer with
     /// the settings it gives partition sessions now; then the MQTT streams and the consumers of
     /// the probe and of every partition session are read over the NATS protocol (`--nats`).
-    static func checkBroker(_ config: DaemonConfiguration, _ p: Partitioning) -> BrokerVerdict {
+    /// Gives up (unreadable) as soon as `stopping` turns true.
+    static func checkBroker(_ config: DaemonConfiguration, _ p: Partitioning, stopping: () -> Bool) -> BrokerVerdict {
         let root = config.topicRoot
         let probePrefix = p.prefix.replacingOccurrences(of: "{k}", with: "check")
         let probeTopic = "\(probePrefix)\(root)/users/+/+"
@@ -31,17 +66,23 @@ extension PartitionSupervisor {
         defer { probe.stop() }
         let deadline = Date().addingTimeInterval(10)
         while !probe.isSubscribed {
+            guard !stopping() else { return .unreadable("stopped") }
             guard Date() < deadline else { return .unreadable("the broker at \(config.broker) did not answer the check's MQTT subscription within 10 s") }
             usleep(20_000)
         }
         let inspector = JetStreamInspector(
             urls: p.natsURLs, username: config.username, password: config.password, caFile: config.caFile, certFile: config.certFile,
             keyFile: config.keyFile)
-        var filters: [Int: String] = [:]
-        for k in 0..<p.count { filters[k] = subject(p.subscriptions(of: k, root: root)[0]) }
+        var sessions: [Int: JetStreamInspector.Session] = [:]
+        for k in 0..<p.count { sessions[k] = .init(clientID: "\(p.sessionPrefix)\(k)", filter: subject(p.subscriptions(of: k, root: root)[0])) }
         do {
-            let facts = try inspector.facts(probeFilter: subject(probeTopic), partitionFilters: filters)
-            let problems = JetStreamRequirements.problems(facts)
+            let facts = try inspector.facts(probe: .init(clientID: c.clientID, filter: subject(probeTopic)), partitions: sessions)
+            var problems = JetStreamRequirements.problems(facts)
+            if facts.probe == nil, probeTopic.contains(".") {
+                problems.append(
+                    "the check subscribed to \(probeTopic): NATS before 2.10.8 refuses MQTT topics with a '.', so --topic-root and --partition-prefix need one without it there (or nats-server 2.10.8 or later)"
+                )
+            }
             return problems.isEmpty ? .fit : .unfit(problems)
         } catch { return .unreadable(error.description) }
     }
@@ -61,9 +102,26 @@ extension PartitionSupervisor {
         return c
     }
 
-    /// The JetStream filter subject NATS's MQTT listener gives an MQTT topic filter.
+    /// The JetStream filter subject NATS's MQTT listener gives an MQTT topic filter, by its rule
+    /// (nats-server's `mqttToNATSSubjectConversion`): levels joined by `.`, `+` as `*`, `#` as `>`,
+    /// a `.` within a level as `//` (NATS 2.10.8 and later; earlier releases refuse MQTT topics
+    /// with a `.`), and an empty level (a leading, trailing or doubled `/`) as `/` beside its `.`.
     static func subject(_ filter: String) -> String {
-        "$MQTT.msgs."
-            + filter.split(separator: "/", omittingEmptySubsequences: false).map { $0 == "+" ? "*" : $0 == "#" ? ">" : String($0) }.joined(separator: ".")
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        let t = Array(filter.utf8)
+        var out: [UInt8] = []
+        for (i, b) in t.enumerated() {
+            switch b {
+            case slash where i == 0 || out.last == dot: out += [slash, dot]
+            case slash where i == t.count - 1 || t[i + 1] == slash: out += [dot, slash]
+            case slash: out.append(dot)
+            case dot: out += [slash, slash]
+            case UInt8(ascii: "+"): out.append(UInt8(ascii: "*"))
+            case UInt8(ascii: "#"): out.append(UInt8(ascii: ">"))
+            default: out.append(b)
+            }
+        }
+        if out.last == dot { out.append(slash) }
+        return "$MQTT.msgs." + String(decoding: out, as: UTF8.self)
     }
 }

@@ -59,18 +59,8 @@ package final class PartitionSupervisor: Sendable {
             .init(shutdown: [SIGTERM, SIGINT], announce: { [self] s in announceShutdown(by: s) }, reload: nil), termination: termination)
         signals.start()
         defer { signals.stop() }
-        let checking = clock.uptimeNanoseconds()
-        switch Self.checkBroker(config, p) {
-        case .fit:
-            let ms = Double(clock.uptimeNanoseconds() - checking) / 1e6
-            log.info("the broker's JetStream settings are fit for partitioned input", ["nats": p.natsURLs.joined(separator: ","), "took_ms": String(Int(ms))])
-        case .unfit(let problems):
-            for m in problems { log.error("the broker is not configured for partitioned input; refusing to start", ["problem": m]) }
-            return 2
-        case .unreadable(let why):
-            log.error("cannot check the broker's JetStream settings; refusing to start", ["error": why])
-            return 1
-        }
+        let stopping = { [termination] in termination.isRequested }
+        if let code = awaitFitBroker(p, stopping: stopping, pause: { [wake] in _ = wake.wait(timeout: .now() + $0) }) { return code }
         let owner = "\(config.instance)@\(ProcessInfo.processInfo.hostName) pid \(getpid())"
         let leases: PartitionLeases
         do { leases = try PartitionLeases(url: url, owner: owner, count: p.count, leaseMs: p.leaseMs) } catch {

@@ -57,7 +57,77 @@ import Testing
         let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(a.wait() == 2, "\(a.log)")
-        #expect(a.log.contains("partition 2's MQTT session (JetStream consumer "), "\(a.log)")
+        // The consumer found by the name NATS derives from the client id mobilityd-part-2.
+        #expect(a.log.contains("partition 2's MQTT session (JetStream consumer APK1ylqK_"), "\(a.log)")
         #expect(!a.log.contains("the broker's MQTT sessions get"), "\(a.log)")  // the node itself is fixed
+    }
+
+    /// NATS down when the instance starts (it came up later at boot): the instance waits,
+    /// saying so once, and passes the check and claims its partitions once the node is up.
+    @Test func aBrokerThatComesUpLaterIsWaitedFor() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        nats.stop(0)
+        let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        let waiting = "cannot check the broker's JetStream settings yet; trying again until it answers"
+        #expect(eventually(timeout: 30) { a.log.contains(waiting) }, "\(a.log)")
+        #expect(a.isRunning, "\(a.log)")
+        try nats.start(0)
+        try nats.waitReady(0)
+        #expect(eventually(timeout: 60) { PartitionedDaemonTests.subscribed(a).count == 4 }, "\(a.log)")
+        #expect(a.log.contains("the broker's JetStream settings are fit for partitioned input"), "\(a.log)")
+        let reasons = a.log.split(separator: "\n").filter { $0.contains(waiting) }.map { $0.split(separator: "error=").last ?? "" }
+        #expect(!reasons.isEmpty && Set(reasons).count == reasons.count, "\(a.log)")  // each reason once
+        #expect(a.stop() == 0)
+    }
+
+    /// SIGTERM while waiting for the broker stops the instance at once, with exit 0.
+    @Test func sigtermWhileWaitingForTheBrokerExitsZero() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        nats.stop(0)
+        let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { a.log.contains("trying again until it answers") }, "\(a.log)")
+        let sent = Date()
+        #expect(a.stop(signal: SIGTERM, timeout: 5) == 0, "\(a.log)")
+        #expect(Date().timeIntervalSince(sent) < 3, "\(a.log)")
+    }
+
+    /// A partition prefix with a `.` on nats-server 2.9, which refuses such MQTT topics: exit 2
+    /// saying why, not a wait for a consumer that cannot come.
+    @Test func aPrefixWithADotOnNATS29IsRefusedSayingWhy() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let a = try PartitionFailoverTests.instance(
+            "a", broker: nats.daemonArguments(0) + ["--partition-prefix", "part.eu/{k}/"], store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(a.wait(timeout: 30) == 2, "\(a.log)")
+        #expect(a.log.contains("NATS before 2.10.8 refuses MQTT topics with a '.'"), "\(a.log)")
+    }
+
+    /// Another client's persistent session on a partition's filter (a `mosquitto_sub` while
+    /// debugging), created under the defaults, is not the partition's session: the instance passes.
+    @Test func anotherClientsConsumerOnAPartitionFilterIsNotThePartitionsSession() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(
+            size: 1, partitions: 4, edits: [("  max_ack_pending: 1\n", "  max_ack_pending: 1024\n")])
+        let debugging = try nats.recorder(0, filters: ["part/1/mobility/v1/users/+/+"], clientID: "debug-kim", cleanSession: false)
+        debugging.stop()
+        nats.stop(0)
+        try nats.edit(0, [("max_ack_pending: 1024", "max_ack_pending: 1")])
+        try nats.start(0)
+        try nats.waitReady(0)
+        try nats.waitServingMQTT()
+        let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).count == 4 }, "\(a.log)")
+        #expect(!a.log.contains("refusing to start"), "\(a.log)")
+        #expect(a.stop() == 0)
     }
 }
