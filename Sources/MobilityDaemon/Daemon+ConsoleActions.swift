@@ -7,7 +7,8 @@ extension Daemon {
     /// The console's actions, each a form posted with the session's CSRF token and taken by the
     /// same desk as the command on the signed-in login's own MQTT topic
     /// (`{root}/teams/{team}/commands/{ack,silence,event}/{login}`, `team` the person's first team
-    /// that holds the patient): the login is who acted in the audit row, the acknowledgement's
+    /// that holds the patient, or for an expiry the one of the person's teams that holds the
+    /// silence): the login is who acted in the audit row, the acknowledgement's
     /// `by`, the silence's `createdBy` and the entry's `entered.by`. Taken: 303 back to the patient
     /// page, which says so; refused: the page again with the daemon's own reason, nothing changed.
     ///
@@ -84,8 +85,11 @@ extension Daemon {
     private func consoleAct(
         _ request: HTTPRequest, desks: ConsoleDesks, done: String, _ act: (_ user: String, _ team: String, _ login: String) -> StaffOutcome?
     ) -> HTTPResponse {
-        guard let u = consolePatient(request), let login = request.principal, let teams = request.teams,
-            let team = careTeams.teams(of: u).first(where: teams.contains)
+        guard let u = consolePatient(request), let login = request.principal, let seenBy = request.teams else { return Daemon.consoleNotFound(request) }
+        let teams = consoleTeams(of: u, seenBy: seenBy)
+        // A silence is ended by the team that holds it; anything else by the person's first team of the patient.
+        let id = request.form.value("id")
+        guard let team = teams.first(where: { t in done == "expire" && desks.silences.silences(ofTeams: [t]).contains { $0.id == id } }) ?? teams.first
         else { return Daemon.consoleNotFound(request) }
         let outcome = act(u, team, login)
         let refusal: String, status: UInt32
@@ -102,7 +106,7 @@ extension Daemon {
             status = 503
         }
         do {
-            var page = try consolePatientPage(u, desks: desks, now: clock.wall())
+            var page = try consolePatientPage(u, seenBy: seenBy, desks: desks, now: clock.wall())
             page.refusal = refusal
             return .console(ConsolePage.patient(page, who: login, csrf: request.session?.csrf ?? ""), status: status)
         } catch {
