@@ -18,6 +18,9 @@ package final class ConsoleSessions: Sendable {
         case refused(lockedUntil: Int64?)
         /// The login is locked until then; the password was not checked.
         case locked(until: Int64)
+        /// Too many logins failed to sign in within the lock period to remember one more: the
+        /// password was not checked; try later.
+        case busy
     }
 
     /// The cookie that carries the session id.
@@ -41,6 +44,7 @@ package final class ConsoleSessions: Sendable {
     package func signIn(login: String, password: [UInt8]) -> SignIn {
         let t = now()
         if let until = table.withLock({ $0.lockedUntil(login, now: t) }) { return .locked(until: until) }
+        guard table.withLock({ $0.hasRoom(for: login, now: t) }) else { return .busy }
         guard let teams = passwords.verify(login: login, password: password) else {
             return .refused(lockedUntil: table.withLock { $0.failed(login, now: t) })
         }

@@ -7,7 +7,8 @@ extension Daemon {
     ///
     /// - `GET /console/sign-in`, `POST /console/sign-in` (form: `login`, `password`): a person of
     ///   the staff file signs in; a session cookie comes back (``ConsoleSessions``). A wrong login or
-    ///   password is one refusal (401), a locked login another (429); each is logged with the
+    ///   password is one refusal (401), a locked login another (429), and so is any sign-in while
+    ///   too many logins failed within the lock period to remember one more (429); each is logged with the
     ///   login, never the password.
     /// - `POST /console/sign-out`: ends the session.
     /// - `GET /console`: the patient list of the person's teams (`Daemon+ConsoleList.swift`).
@@ -50,6 +51,9 @@ extension Daemon {
                         message:
                             "Too many failed sign-ins for this login: it is locked for \(minutes) more minute\(minutes == 1 ? "" : "s"). Ask a colleague or the operator if you cannot wait.",
                         login: login), status: 429)
+            case .busy:
+                log.warn("console sign-in refused: too many sign-in attempts", ["login": logged(login)])
+                return .console(ConsolePage.signIn(message: "Too many sign-in attempts: try again later.", login: login), status: 429)
             }
         }
         router.postForm("/console/sign-out") { request in
