@@ -55,6 +55,9 @@ extension Daemon {
         careTeams.teams(of: u).filter(teams.contains)
     }
 
+    /// The most acknowledgements of one patient the page names (the latest; older alerts show none).
+    static let consoleAcknowledgements = 10_000
+
     /// The page of patient `u` at `now` as a person in `seenBy` teams sees it.
     func consolePatientPage(_ u: String, seenBy: [String], desks: ConsoleDesks, now: Timestamp) throws -> ConsolePatientPage {
         let spec = reloader.report.map(ReportSpec.init)
@@ -62,7 +65,7 @@ extension Daemon {
         let patient = try Daemon.consolePatient(u, teams: teams, now: now, spec: spec, desks: desks)
         let history = try desks.store.history(of: u, from: .min, through: .max)
         var acks: [String: AlertAcknowledgement] = [:]
-        for a in try desks.store.auditTrail(limit: 5000) where a.user == u && a.action == "acknowledge" {
+        for a in try desks.store.auditTrail(of: u, action: "acknowledge", limit: Daemon.consoleAcknowledgements) {
             acks[a.subject] = AlertAcknowledgement(by: a.actor, at: a.at, note: a.note)
         }
         let silences = desks.silences.silences(ofTeams: teams).filter { s in
