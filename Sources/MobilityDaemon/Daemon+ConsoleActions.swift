@@ -39,7 +39,8 @@ extension Daemon {
         router.postForm("/console/patients/{u}/silence") { [self] request in
             consoleAct(request, desks: desks, done: "silence") { u, team, login in
                 let hours = Int(request.form.value("hours") ?? "") ?? 0
-                guard (1...(24 * 14)).contains(hours) else { return .refused(reason: "invalid_field", message: "a silence lasts 1 hour to 14 days") }
+                // The form's longest choice (ConsolePage.silenceHours); longer silences are for mobilityctl.
+                guard (1...(24 * 7)).contains(hours) else { return .refused(reason: "invalid_field", message: "a silence lasts 1 hour to 7 days") }
                 let rule = request.form.value("rule") ?? ""
                 var w = JSONWriter()
                 w.beginObject()

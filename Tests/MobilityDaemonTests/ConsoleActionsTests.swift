@@ -42,6 +42,8 @@ import Testing
         let bell = try ward.post(path + "/silence", [("rule", "stalled_recovery"), ("hours", "24"), ("comment", "x\u{7}")], kim, csrf: csrf)
         #expect(bell.status == 409)
         #expect(bell.body.contains("Refused (invalid_field): "), "\(bell.body)")
+        let long = try ward.post(path + "/silence", [("rule", "stalled_recovery"), ("hours", "169"), ("comment", "a week and an hour")], kim, csrf: csrf)
+        #expect(long.status == 409 && long.body.contains("a silence lasts 1 hour to 7 days"), "\(long.body)")
         // The ward's data ends yesterday, and under the test's event clock so does the patients' today.
         let today = LocalCalendar.utc.day(of: Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
         let tomorrow = try ward.post(
