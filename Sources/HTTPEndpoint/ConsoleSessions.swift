@@ -41,7 +41,9 @@ package final class ConsoleSessions: Sendable {
     package var policy: ConsoleSessionTable.Policy { table.withLock { $0.policy } }
 
     /// Checks a sign-in (the password is checked outside the lock; a locked login's is not checked).
-    package func signIn(login: String, password: [UInt8]) -> SignIn {
+    /// A success ends the session `cookieHeader` names, if any: one browser holds one session, so
+    /// signing in as someone else on a shared ward computer leaves nothing of the previous person.
+    package func signIn(login: String, password: [UInt8], replacing cookieHeader: String? = nil) -> SignIn {
         let t = now()
         if let until = table.withLock({ $0.lockedUntil(login, now: t) }) { return .locked(until: until) }
         guard table.withLock({ $0.hasRoom(for: login, now: t) }) else { return .busy }
@@ -49,7 +51,9 @@ package final class ConsoleSessions: Sendable {
             return .refused(lockedUntil: table.withLock { $0.failed(login, now: t) })
         }
         let id = Self.randomHex(), csrf = Self.randomHex()
+        let old = Self.cookie(Self.cookieName, in: cookieHeader)
         return table.withLock { table in
+            if let old { table.close(old) }
             table.open(id: id, login: login, teams: teams, csrf: csrf, now: t)
             return .signedIn(id: id, table.session(id, now: t)!)
         }

@@ -106,6 +106,20 @@ import Testing
         #expect(post(origin: nil) == 200)
     }
 
+    @Test func signingInAgainEndsTheBrowsersSession() throws {
+        let f = try Fixture()
+        let (old, _) = try f.signedIn()
+        guard case .signedIn(let id, _) = f.sessions.signIn(login: "nurse.kim", password: Array("correct horse".utf8), replacing: old) else {
+            Issue.record("the second sign-in was refused")
+            return
+        }
+        #expect(f.sessions.session(cookieHeader: old) == nil)
+        #expect(f.sessions.session(cookieHeader: "\(ConsoleSessions.cookieName)=\(id)")?.id == id)
+        // A wrong password leaves the session as it was.
+        _ = f.sessions.signIn(login: "nurse.kim", password: Array("wrong".utf8), replacing: "\(ConsoleSessions.cookieName)=\(id)")
+        #expect(f.sessions.session(cookieHeader: "\(ConsoleSessions.cookieName)=\(id)") != nil)
+    }
+
     @Test func aFormThroughATLSTerminatingProxyIsTaken() throws {
         let f = try Fixture(consoleOrigins: ["https://ward.example", "https://ward.example:8443"])
         let (cookie, csrf) = try f.signedIn()
