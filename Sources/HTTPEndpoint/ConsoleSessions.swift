@@ -23,8 +23,9 @@ package final class ConsoleSessions: Sendable {
         case busy
     }
 
-    /// The cookie that carries the session id.
-    package static let cookieName = "mw_console"
+    /// The cookie that carries the session id: `__Host-`, so a browser takes it only `Secure`, for
+    /// `Path=/` and without `Domain` (no sibling host can set or shadow it).
+    package static let cookieName = "__Host-mw_console"
 
     private let passwords: StaffPasswords
     private let table: Mutex<ConsoleSessionTable>

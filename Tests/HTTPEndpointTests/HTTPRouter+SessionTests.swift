@@ -183,8 +183,8 @@ import Testing
     @Test func theCookieIsSecureHttpOnlyStrict() throws {
         let f = try Fixture()
         let c = f.sessions.setCookie(id: "abc")
-        #expect(c == "mw_console=abc; Secure; HttpOnly; SameSite=Strict; Path=/; Max-Age=43200")
-        #expect(ConsoleSessions.cookie("mw_console", in: "a=1;mw_console=xyz; b=2") == "xyz")
-        #expect(ConsoleSessions.cookie("mw_console", in: "mw_consolex=1") == nil)
+        #expect(c == "__Host-mw_console=abc; Secure; HttpOnly; SameSite=Strict; Path=/; Max-Age=43200")
+        #expect(ConsoleSessions.cookie("__Host-mw_console", in: "a=1;__Host-mw_console=xyz; b=2") == "xyz")
+        #expect(ConsoleSessions.cookie("__Host-mw_console", in: "__Host-mw_consolex=1") == nil)
     }
 }
