@@ -18,10 +18,14 @@ package final class ConsoleSessions: Sendable {
         case refused(lockedUntil: Int64?)
         /// The login is locked until then; the password was not checked.
         case locked(until: Int64)
+        /// Too many logins failed to sign in within the lock period to remember one more: the
+        /// password was not checked; try later.
+        case busy
     }
 
-    /// The cookie that carries the session id.
-    package static let cookieName = "mw_console"
+    /// The cookie that carries the session id: `__Host-`, so a browser takes it only `Secure`, for
+    /// `Path=/` and without `Domain` (no sibling host can set or shadow it).
+    package static let cookieName = "__Host-mw_console"
 
     private let passwords: StaffPasswords
     private let table: Mutex<ConsoleSessionTable>
@@ -38,14 +42,19 @@ package final class ConsoleSessions: Sendable {
     package var policy: ConsoleSessionTable.Policy { table.withLock { $0.policy } }
 
     /// Checks a sign-in (the password is checked outside the lock; a locked login's is not checked).
-    package func signIn(login: String, password: [UInt8]) -> SignIn {
+    /// A success ends the session `cookieHeader` names, if any: one browser holds one session, so
+    /// signing in as someone else on a shared ward computer leaves nothing of the previous person.
+    package func signIn(login: String, password: [UInt8], replacing cookieHeader: String? = nil) -> SignIn {
         let t = now()
         if let until = table.withLock({ $0.lockedUntil(login, now: t) }) { return .locked(until: until) }
+        guard table.withLock({ $0.hasRoom(for: login, now: t) }) else { return .busy }
         guard let teams = passwords.verify(login: login, password: password) else {
             return .refused(lockedUntil: table.withLock { $0.failed(login, now: t) })
         }
         let id = Self.randomHex(), csrf = Self.randomHex()
+        let old = Self.cookie(Self.cookieName, in: cookieHeader)
         return table.withLock { table in
+            if let old { table.close(old) }
             table.open(id: id, login: login, teams: teams, csrf: csrf, now: t)
             return .signedIn(id: id, table.session(id, now: t)!)
         }

@@ -22,11 +22,12 @@ extension HTTPRouter {
     }
 
     /// Reads a posted form into the request; nil when it is one (with the session's CSRF token,
-    /// on a `.session` route), else the refusal. A form a browser posts from another origin than
-    /// the listener's (its `Origin` is not `scheme://` + the `Host` it asked) is refused first,
-    /// the sign-in form too.
+    /// on a `.session` route), else the refusal. A form a browser posts from an origin that is not
+    /// one of ``consoleOrigins`` is refused first, the sign-in form too. The `Host` header plays no
+    /// part: behind a TLS-terminating proxy it is not the listener's, and a DNS-rebinding page
+    /// makes `Origin` and `Host` agree.
     func formRead(_ request: inout HTTPRequest, type: String?, route: Route) -> HTTPResponse? {
-        if let origin = request.origin, origin != (request.isTLS ? "https://" : "http://") + (request.host ?? "") {
+        if let origin = request.origin, !consoleOrigins.contains(origin) {
             return refusal(request, .forbidden, "the form was sent from another site; nothing was changed")
         }
         guard type == "application/x-www-form-urlencoded" else {

@@ -85,6 +85,9 @@ package struct HTTPRouter: Sendable {
     private let tokens: BearerTokens?
     /// The console's sessions (`.session` routes); nil: those routes are refused.
     let sessions: ConsoleSessions?
+    /// The origins (`scheme://host[:port]`) the console is served at: a form whose `Origin` is
+    /// another is refused.
+    let consoleOrigins: [String]
     /// The bounds in force.
     package let limits: Limits
     /// The answer to a form posted to a `.session` route after its session ended (401, nothing
@@ -98,10 +101,12 @@ package struct HTTPRouter: Sendable {
     package var pages: (prefix: String, render: @Sendable (_ status: UInt32, _ message: String) -> HTTPResponse)?
 
     /// A router that authenticates `.token` routes with `tokens` (none: they are refused).
-    /// `sessions` signs in the console's `.session` routes (none: they are refused).
-    package init(tokens: BearerTokens?, sessions: ConsoleSessions? = nil, limits: Limits = Limits()) {
+    /// `sessions` signs in the console's `.session` routes (none: they are refused);
+    /// `consoleOrigins` are the origins its pages are served at (a form from any other is refused).
+    package init(tokens: BearerTokens?, sessions: ConsoleSessions? = nil, consoleOrigins: [String] = [], limits: Limits = Limits()) {
         self.tokens = tokens
         self.sessions = sessions
+        self.consoleOrigins = consoleOrigins
         self.limits = limits
     }
 

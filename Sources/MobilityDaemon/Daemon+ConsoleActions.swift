@@ -7,7 +7,8 @@ extension Daemon {
     /// The console's actions, each a form posted with the session's CSRF token and taken by the
     /// same desk as the command on the signed-in login's own MQTT topic
     /// (`{root}/teams/{team}/commands/{ack,silence,event}/{login}`, `team` the person's first team
-    /// that holds the patient): the login is who acted in the audit row, the acknowledgement's
+    /// that holds the patient, or for an expiry the one of the person's teams that holds the
+    /// silence): the login is who acted in the audit row, the acknowledgement's
     /// `by`, the silence's `createdBy` and the entry's `entered.by`. Taken: 303 back to the patient
     /// page, which says so; refused: the page again with the daemon's own reason, nothing changed.
     ///
@@ -38,7 +39,8 @@ extension Daemon {
         router.postForm("/console/patients/{u}/silence") { [self] request in
             consoleAct(request, desks: desks, done: "silence") { u, team, login in
                 let hours = Int(request.form.value("hours") ?? "") ?? 0
-                guard (1...(24 * 14)).contains(hours) else { return .refused(reason: "invalid_field", message: "a silence lasts 1 hour to 14 days") }
+                // The form's longest choice (ConsolePage.silenceHours); longer silences are for mobilityctl.
+                guard (1...(24 * 7)).contains(hours) else { return .refused(reason: "invalid_field", message: "a silence lasts 1 hour to 7 days") }
                 let rule = request.form.value("rule") ?? ""
                 var w = JSONWriter()
                 w.beginObject()
@@ -84,8 +86,11 @@ extension Daemon {
     private func consoleAct(
         _ request: HTTPRequest, desks: ConsoleDesks, done: String, _ act: (_ user: String, _ team: String, _ login: String) -> StaffOutcome?
     ) -> HTTPResponse {
-        guard let u = consolePatient(request), let login = request.principal, let teams = request.teams,
-            let team = careTeams.teams(of: u).first(where: teams.contains)
+        guard let u = consolePatient(request), let login = request.principal, let seenBy = request.teams else { return Daemon.consoleNotFound(request) }
+        let teams = consoleTeams(of: u, seenBy: seenBy)
+        // A silence is ended by the team that holds it; anything else by the person's first team of the patient.
+        let id = request.form.value("id")
+        guard let team = teams.first(where: { t in done == "expire" && desks.silences.silences(ofTeams: [t]).contains { $0.id == id } }) ?? teams.first
         else { return Daemon.consoleNotFound(request) }
         let outcome = act(u, team, login)
         let refusal: String, status: UInt32
@@ -102,7 +107,7 @@ extension Daemon {
             status = 503
         }
         do {
-            var page = try consolePatientPage(u, desks: desks, now: clock.wall())
+            var page = try consolePatientPage(u, seenBy: seenBy, desks: desks, now: clock.wall())
             page.refusal = refusal
             return .console(ConsolePage.patient(page, who: login, csrf: request.session?.csrf ?? ""), status: status)
         } catch {
@@ -114,7 +119,9 @@ extension Daemon {
     /// the patient's shard (``TimelineDesk/apply(_:ingestor:wall:fhir:into:)``); its outcome.
     static func consoleTimeline(_ form: HTMLForm, user: String, team: String, login: String, desks: ConsoleDesks) -> StaffOutcome? {
         let action = form.value("action") ?? "", kind = form.value("kind") ?? "", first = form.value("first") ?? ""
-        let last = form.value("last") ?? "", id = form.value("id").flatMap { $0.isEmpty ? nil : $0 } ?? "\(kind)-\(first)"
+        let last = form.value("last") ?? ""
+        // A new entry's id: its kind and day, and a random suffix, so that two falls on one day are two entries.
+        let id = form.value("id").flatMap { $0.isEmpty ? nil : $0 } ?? "\(kind)-\(first)-" + String(UInt32.random(in: .min ... .max) | 1 << 31, radix: 16)
         var w = JSONWriter()
         w.beginObject()
         w.string("action", action)

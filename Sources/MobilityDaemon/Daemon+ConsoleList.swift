@@ -43,7 +43,7 @@ extension Daemon {
             var rows: [ConsolePatient] = []
             do {
                 for u in careTeams.users(inAny: teams) {
-                    rows.append(try Daemon.consolePatient(u, teams: careTeams.teams(of: u), now: now, spec: spec, desks: desks))
+                    rows.append(try Daemon.consolePatient(u, teams: careTeams.teams(of: u).filter(teams.contains), now: now, spec: spec, desks: desks))
                 }
             } catch {
                 return .console(
@@ -53,7 +53,8 @@ extension Daemon {
         }
     }
 
-    /// One patient's row of the list at `now` (days are UTC days).
+    /// One patient's row of the list at `now` (days are UTC days), as a person in `teams` (the
+    /// patient's teams that are also the person's) sees it: only those teams' silences count.
     static func consolePatient(_ u: String, teams: [String], now: Timestamp, spec: ReportSpec?, desks: ConsoleDesks) throws -> ConsolePatient {
         let today = LocalCalendar.utc.day(of: now)
         let history = try desks.store.history(of: u, from: today - 400, through: .max)
@@ -61,7 +62,7 @@ extension Daemon {
             history: history, teams: teams, today: today, spec: spec,
             acknowledgedBy: { desks.acknowledgements.acknowledgement(of: $0)?.by },
             silencedBy: { e in
-                desks.silences.silences(over: u, rule: e.rule, severity: e.severity, labels: e.labels, now: now).map(\.createdBy)
+                desks.silences.silences(over: u, among: teams, rule: e.rule, severity: e.severity, labels: e.labels, now: now).map(\.createdBy)
             })
     }
 }

@@ -12,7 +12,7 @@ extension Daemon {
         router.get("/console/patients/{u}", query: ["done"], access: .session) { [self] request in
             guard let u = consolePatient(request) else { return Daemon.consoleNotFound(request) }
             do {
-                var page = try consolePatientPage(u, desks: desks, now: clock.wall())
+                var page = try consolePatientPage(u, seenBy: request.teams ?? [], desks: desks, now: clock.wall())
                 let done = request.query("done")
                 page.notice = Daemon.consoleNotices.first { $0.0 == done }?.1
                 return .console(ConsolePage.patient(page, who: request.principal ?? "", csrf: request.session?.csrf ?? ""))
@@ -46,17 +46,26 @@ extension Daemon {
     /// The `{u}` of a console request if the signed-in person's teams hold that patient.
     func consolePatient(_ request: HTTPRequest) -> String? {
         guard let u = request.parameter("u"), let teams = request.teams else { return nil }
-        return careTeams.teams(of: u).contains(where: teams.contains) ? u : nil
+        return consoleTeams(of: u, seenBy: teams).isEmpty ? nil : u
     }
 
-    /// The page of patient `u` at `now`.
-    func consolePatientPage(_ u: String, desks: ConsoleDesks, now: Timestamp) throws -> ConsolePatientPage {
+    /// The patient's teams that are also in `teams` (a signed-in person's): the only teams whose
+    /// silences and actions the console shows that person for the patient.
+    func consoleTeams(of u: String, seenBy teams: [String]) -> [String] {
+        careTeams.teams(of: u).filter(teams.contains)
+    }
+
+    /// The most acknowledgements of one patient the page names (the latest; older alerts show none).
+    static let consoleAcknowledgements = 10_000
+
+    /// The page of patient `u` at `now` as a person in `seenBy` teams sees it.
+    func consolePatientPage(_ u: String, seenBy: [String], desks: ConsoleDesks, now: Timestamp) throws -> ConsolePatientPage {
         let spec = reloader.report.map(ReportSpec.init)
-        let teams = careTeams.teams(of: u)
+        let teams = consoleTeams(of: u, seenBy: seenBy)
         let patient = try Daemon.consolePatient(u, teams: teams, now: now, spec: spec, desks: desks)
         let history = try desks.store.history(of: u, from: .min, through: .max)
         var acks: [String: AlertAcknowledgement] = [:]
-        for a in try desks.store.auditTrail(limit: 5000) where a.user == u && a.action == "acknowledge" {
+        for a in try desks.store.auditTrail(of: u, action: "acknowledge", limit: Daemon.consoleAcknowledgements) {
             acks[a.subject] = AlertAcknowledgement(by: a.actor, at: a.at, note: a.note)
         }
         let silences = desks.silences.silences(ofTeams: teams).filter { s in

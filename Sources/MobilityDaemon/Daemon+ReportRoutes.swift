@@ -19,7 +19,7 @@ extension Daemon {
     ) -> HTTPRouter {
         let clock = clock
         let sessions = config.consoleStaff.map { ConsoleSessions(passwords: $0) { clock.wall().milliseconds } }
-        var router = HTTPRouter(tokens: config.httpTokens, sessions: sessions)
+        var router = HTTPRouter(tokens: config.httpTokens, sessions: sessions, consoleOrigins: config.consoleOrigins)
         // No health data: counts and the rules' identity, for a client to check its token and TLS.
         router.get("/api/v1/status") { [self] request in
             var users = 0

@@ -19,7 +19,10 @@ extension DaemonConfiguration {
         Option(name: "http-tls-key", value: "FILE", help: "PEM private key of the report listener (mode 0600 or 0400)"),
         Option(
             name: "console-staff", value: "FILE",
-            help: "the care-team console at /console: LOGIN:HASH teams=T1,T2 lines, HASH from mosquitto_passwd (mode 0600 or 0400)")
+            help: "the care-team console at /console: LOGIN:HASH teams=T1,T2 lines, HASH from mosquitto_passwd (mode 0600 or 0400)"),
+        Option(
+            name: "console-origin", value: "URL[,URL...]",
+            help: "the origins browsers reach the console at, e.g. https://ward.example behind a proxy (default the listener's own http(s)://HOST:PORT)")
     ]
 
     /// Whether an IPv4 `HOST:PORT` is on a loopback address (127.0.0.0/8).
@@ -30,7 +33,9 @@ extension DaemonConfiguration {
     mutating func applyHTTP(_ m: [String: String]) throws(Problem) {
         if (m["http-tls-cert"] == nil) != (m["http-tls-key"] == nil) { throw Problem(description: "--http-tls-cert and --http-tls-key go together") }
         guard let address = m["http-address"], address != "off" else {
-            if m["console-staff"] != nil { throw Problem(description: "--console-staff needs the report listener (--http-address), which serves the console") }
+            for name in ["console-staff", "console-origin"] where m[name] != nil {
+                throw Problem(description: "--\(name) needs the report listener (--http-address), which serves the console")
+            }
             httpAddress = nil
             return
         }
@@ -68,7 +73,33 @@ extension DaemonConfiguration {
             httpTLS = HTTPServer.TLS(certificatePEM: cert, keyPEM: key)
         }
         if let staffPath = m["console-staff"] { consoleStaff = try Self.readConsoleStaff(staffPath) }
+        consoleOrigins = try m["console-origin"].map(Self.consoleOrigins) ?? [(httpTLS == nil ? "http://" : "https://") + address]
         httpAddress = address
+    }
+
+    /// The origins of `--console-origin`: `http(s)://HOST[:PORT]` each, compared byte for byte with
+    /// a browser's `Origin` (so lower-case, no default port, no path).
+    static func consoleOrigins(_ list: String) throws(Problem) -> [String] {
+        var origins: [String] = []
+        for item in list.split(separator: ",", omittingEmptySubsequences: false).map(String.init) {
+            var origin = item
+            if origin.hasSuffix("/") { origin.removeLast() }
+            let scheme = origin.hasPrefix("https://") ? "https://" : origin.hasPrefix("http://") ? "http://" : nil
+            let hostPort = (scheme.map { origin.dropFirst($0.count) } ?? "").split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            let host = hostPort.first ?? "", port = hostPort.count == 2 ? String(hostPort[1]) : nil
+            guard let scheme, !host.isEmpty, host.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "." || $0 == "-") }),
+                port.map({ p in UInt16(p).map { $0 > 0 && String($0) == p } ?? false }) ?? true
+            else {
+                throw Problem(
+                    description: "--console-origin '\(item)' must be http(s)://HOST[:PORT] as a browser's address bar shows it "
+                        + "(lower-case, no path), e.g. https://ward.example")
+            }
+            if port == (scheme == "https://" ? "443" : "80") {
+                throw Problem(description: "--console-origin '\(item)': leave out the default port (a browser's Origin does)")
+            }
+            origins.append(origin)
+        }
+        return origins
     }
 
     /// Reads the console's staff file: private like the tokens (it holds password hashes).

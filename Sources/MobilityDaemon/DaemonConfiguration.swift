@@ -69,6 +69,8 @@ package struct DaemonConfiguration: Sendable {
     package var httpTLS: HTTPServer.TLS?
     /// The people who may sign in to the console (`--console-staff`); nil: no console.
     package var consoleStaff: StaffPasswords?
+    /// The origins the console is served at (`--console-origin`; default the listener's own).
+    package var consoleOrigins: [String] = []
     /// Log lines as logfmt or JSON (`--log-format`).
     package var logFormat = LogFormat.logfmt
     /// The least severe level logged (`--log-level`).

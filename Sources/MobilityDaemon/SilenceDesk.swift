@@ -372,10 +372,11 @@ final class SilenceDesk: Sendable {
         book.withLock { b in teams.flatMap { b.byTeam[$0] ?? [] } }
     }
 
-    /// The silences of `user`'s teams active at `now` over an alert of theirs (the console shows
-    /// who silenced it); nothing is counted.
-    func silences(over user: String, rule: String, severity: Severity, labels: [String: String], now: Timestamp) -> [Silence] {
-        let userTeams = teams.teams(of: user)
+    /// The silences of those of `user`'s teams that are in `among` (the teams of whoever looks),
+    /// active at `now` over an alert of theirs (the console shows who silenced it); another
+    /// team's silence is neither shown nor counted, since that team's notifications are its own.
+    func silences(over user: String, among: [String], rule: String, severity: Severity, labels: [String: String], now: Timestamp) -> [Silence] {
+        let userTeams = teams.teams(of: user).filter(among.contains)
         guard held.load(ordering: .relaxed) > 0, !userTeams.isEmpty else { return [] }
         let pairs = labels.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         return silences(ofTeams: userTeams).filter { $0.state(at: now) == .active && $0.matches(user: user, rule: rule, severity: severity, labels: pairs) }

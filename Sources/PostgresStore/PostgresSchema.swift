@@ -72,6 +72,10 @@ enum PostgresSchema {
         #"""
         ALTER TABLE partitions ADD COLUMN lease_until timestamptz NOT NULL DEFAULT '-infinity';
         CREATE TABLE instances (instance text COLLATE "C" PRIMARY KEY, alive_until timestamptz NOT NULL);
+        """#,
+        // 3 → 4: the audit trail by user and action (a patient's acknowledgements).
+        #"""
+        CREATE INDEX audit_by_user ON audit (user_id, action, seq);
         """#
     ]
 }

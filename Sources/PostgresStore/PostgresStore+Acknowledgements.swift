@@ -82,10 +82,27 @@ extension PostgresStore {
     package func auditTrail(limit: Int) throws -> [AuditEntry] {
         var p = PGParameters()
         p.int64(Int64(limit))
-        return try reading { c in
-            let r = try c.query(
-                "SELECT seq, at, action, actor, team, user_id, rule, subject, note, detail FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT $1::bigint) a ORDER BY seq",
-                p)
+        return try auditRows(
+            "SELECT seq, at, action, actor, team, user_id, rule, subject, note, detail FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT $1::bigint) a ORDER BY seq",
+            p)
+    }
+
+    /// `user`'s audit rows of `action`, oldest first (at most the last `limit`): a range of the
+    /// `audit_by_user` index.
+    package func auditTrail(of user: String, action: String, limit: Int) throws -> [AuditEntry] {
+        var p = PGParameters()
+        p.text(user)
+        p.text(action)
+        p.int64(Int64(limit))
+        return try auditRows(
+            "SELECT seq, at, action, actor, team, user_id, rule, subject, note, detail FROM "
+                + "(SELECT * FROM audit WHERE user_id = $1 AND action = $2 ORDER BY seq DESC LIMIT $3::bigint) a ORDER BY seq",
+            p)
+    }
+
+    private func auditRows(_ sql: String, _ p: PGParameters) throws -> [AuditEntry] {
+        try reading { c in
+            let r = try c.query(sql, p)
             return (0..<r.rows).map { k in
                 AuditEntry(
                     seq: r.int64(k, 0), at: Timestamp(milliseconds: r.int64(k, 1)), action: r.text(k, 2), actor: r.text(k, 3), team: r.text(k, 4),

@@ -67,6 +67,9 @@ package protocol StateBackend: AnyObject, Sendable {
     func firingPayload(user: String, alert: String) throws -> [UInt8]?
     /// The audit trail, oldest first.
     func auditTrail(limit: Int) throws -> [AuditEntry]
+    /// `user`'s audit rows of `action`, oldest first (at most the last `limit`), read through an
+    /// index by user: as fast on a trail of millions of rows as on a short one.
+    func auditTrail(of user: String, action: String, limit: Int) throws -> [AuditEntry]
     /// Records a new silence with its audit row and outputs, atomically (fails if its id exists).
     func recordSilence(_ s: Silence, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws -> [StateStore.OutboxItem]
     /// Removes a silence with its audit row and outputs, atomically.

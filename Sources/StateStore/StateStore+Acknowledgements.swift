@@ -108,6 +108,12 @@ extension StateStore {
                             team TEXT NOT NULL, user TEXT NOT NULL, rule TEXT NOT NULL, subject TEXT NOT NULL, note TEXT);
         """
 
+    /// SQL of the audit trail's index by user and action (schema 8): a patient's acknowledgements
+    /// are read without scanning the whole trail.
+    static let auditByUserMigration = """
+        CREATE INDEX audit_by_user ON audit (user, action, seq);
+        """
+
     /// Records an acknowledgement, appends its audit row and the outputs that announce it (the
     /// retained firing message, the audit message) in one transaction; returns the audit row's
     /// sequence number and the outputs' outbox ids. Fails (nothing changed) when the instance is
@@ -169,10 +175,26 @@ extension StateStore {
 
     /// The audit trail, oldest first (at most the last `limit` rows).
     package func auditTrail(limit: Int = 10_000) throws -> [AuditEntry] {
+        try auditRows(
+            "SELECT seq, at, action, actor, team, user, rule, subject, note, detail FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT ?1) ORDER BY seq"
+        ) { $0.bind(1, Int64(limit)) }
+    }
+
+    /// `user`'s audit rows of `action`, oldest first (at most the last `limit`): a range of the
+    /// `audit_by_user` index, however long the trail.
+    package func auditTrail(of user: String, action: String, limit: Int) throws -> [AuditEntry] {
+        try auditRows(
+            "SELECT seq, at, action, actor, team, user, rule, subject, note, detail FROM "
+                + "(SELECT * FROM audit WHERE user = ?1 AND action = ?2 ORDER BY seq DESC LIMIT ?3) ORDER BY seq"
+        ) { q in
+            q.bind(1, user); q.bind(2, action); q.bind(3, Int64(limit))
+        }
+    }
+
+    private func auditRows(_ sql: String, bind: (SQLiteDatabase.Statement) -> Void) throws -> [AuditEntry] {
         try lock.withLock { _ in
-            let q = try db.prepare(
-                "SELECT seq, at, action, actor, team, user, rule, subject, note, detail FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT ?1) ORDER BY seq")
-            q.bind(1, Int64(limit))
+            let q = try db.prepare(sql)
+            bind(q)
             var out: [AuditEntry] = []
             while try q.step() {
                 out.append(

@@ -12,7 +12,7 @@ import struct RuleEngine.UserSnapshot
 /// Sendability: the connection is only used while holding `lock`.
 package final class StateStore: @unchecked Sendable {
     /// The schema version this build writes; older stores are migrated on open.
-    package static let schemaVersion = 7
+    package static let schemaVersion = 8
     static let migrations: [String] = [
         // 0 → 1
         """
@@ -41,7 +41,9 @@ package final class StateStore: @unchecked Sendable {
         // 5 → 6: care-staff acknowledgements of firing alerts and the audit trail.
         StateStore.acknowledgementsMigration,
         // 6 → 7: care-staff silences; audit rows say what a silence covers.
-        StateStore.silencesMigration
+        StateStore.silencesMigration,
+        // 7 → 8: the audit trail by user and action (a patient's acknowledgements).
+        StateStore.auditByUserMigration
     ]
 
     let db: SQLiteDatabase

@@ -44,6 +44,47 @@ import Testing
         let v18 = t.failed("nurse.kim", now: 5 + 15 * Self.minute); #expect(v18 == nil)
     }
 
+    @Test func madeUpLoginsNeverFlushARecentCount() {
+        var policy = ConsoleSessionTable.Policy()
+        policy.maximumTrackedLogins = 3
+        var t = ConsoleSessionTable(policy: policy)
+        for k in 0...3 { _ = t.failed("nurse.kim", now: Int64(k)) }
+        for (k, login) in ["made.up1", "made.up2"].enumerated() {
+            let room = t.hasRoom(for: login, now: 4 + Int64(k)); #expect(room)
+            _ = t.failed(login, now: 4 + Int64(k))
+        }
+        // Full of failures within the lock period: a new login may not try, and is not recorded.
+        let v1 = t.hasRoom(for: "made.up3", now: 6); #expect(!v1)
+        let v2 = t.failed("made.up3", now: 6); #expect(v2 == nil)
+        let v3 = t.hasRoom(for: "nurse.kim", now: 6); #expect(v3)
+        let v4 = t.failed("nurse.kim", now: 7); #expect(v4 == 7 + 15 * Self.minute)  // the fifth failure still locks
+        // Once the oldest made-up login's failure is older than the lock period, it makes room.
+        let v5 = t.hasRoom(for: "made.up3", now: 4 + 15 * Self.minute - 1); #expect(!v5)
+        let v6 = t.hasRoom(for: "made.up3", now: 4 + 15 * Self.minute); #expect(v6)
+        let v7 = t.lockedUntil("nurse.kim", now: 4 + 15 * Self.minute); #expect(v7 == 7 + 15 * Self.minute)
+    }
+
+    @Test func failuresFurtherApartThanTheLockPeriodNeverLock() {
+        var t = ConsoleSessionTable()
+        for k in 0..<20 { let v = t.failed("nurse.kim", now: Int64(k) * 15 * Self.minute); #expect(v == nil, "\(k)") }
+        for k in 0..<4 { let v = t.failed("nurse.kim", now: 20 * 15 * Self.minute + Int64(k)); #expect(v == nil) }
+        let locked = t.failed("nurse.kim", now: 20 * 15 * Self.minute + 4); #expect(locked != nil)
+    }
+
+    @Test func manyLoginsOverTimeAlwaysFindRoom() {
+        var policy = ConsoleSessionTable.Policy()
+        policy.maximumTrackedLogins = 8
+        var t = ConsoleSessionTable(policy: policy)
+        for k in 0..<50_000 {
+            let login = "login\(k % 13)", now = Int64(k) * 2 * Self.minute
+            guard t.hasRoom(for: login, now: now) else {
+                Issue.record("no room at \(k)")
+                return
+            }
+            _ = t.failed(login, now: now)
+        }
+    }
+
     @Test func successClearsTheFailures() {
         var t = ConsoleSessionTable()
         for k in 1...4 { _ = t.failed("nurse.kim", now: Int64(k)) }

@@ -22,11 +22,11 @@ import Testing
         var router: HTTPRouter
         let calls = Calls()
 
-        init() throws {
+        init(consoleOrigins: [String] = ["http://127.0.0.1:9465"]) throws {
             let line = try StaffPasswordsTests.mosquittoLine("nurse.kim", "correct horse")
             let clock = clock
             sessions = ConsoleSessions(passwords: try StaffPasswords(parsing: line + " teams=ward-a\n")) { clock.ms.withLock { $0 } }
-            router = HTTPRouter(tokens: nil, sessions: sessions)
+            router = HTTPRouter(tokens: nil, sessions: sessions, consoleOrigins: consoleOrigins)
             let calls = calls
             router.get("/console", access: .session) { r in
                 calls.add("get \(r.principal ?? "")")
@@ -93,21 +93,54 @@ import Testing
     @Test func aFormFromAnotherOriginIsRefused() throws {
         let f = try Fixture()
         let (cookie, csrf) = try f.signedIn()
-        func post(origin: String?) -> UInt32 {
-            var r = HTTPRequest(method: "POST", path: "/console/act", peer: "127.0.0.1")
-            r.cookie = cookie
-            r.contentType = "application/x-www-form-urlencoded"
-            r.body = Array("note=x&csrf=\(csrf)".utf8)
-            r.origin = origin
-            r.host = "127.0.0.1:9465"
-            return f.router.respond(to: r).0.status
+        func post(origin: String?, host: String = "127.0.0.1:9465") -> UInt32 {
+            f.router.respond(to: Self.form(cookie: cookie, csrf: csrf, origin: origin, host: host)).0.status
         }
         #expect(post(origin: "https://evil.example") == 403)
         #expect(post(origin: "null") == 403)
         #expect(post(origin: "https://127.0.0.1:9465") == 403)  // not over TLS here
+        // DNS rebinding: the page's Origin and the Host its browser sends agree, on another name.
+        #expect(post(origin: "http://evil.example:9465", host: "evil.example:9465") == 403)
         #expect(f.calls.all.isEmpty)
         #expect(post(origin: "http://127.0.0.1:9465") == 200)
         #expect(post(origin: nil) == 200)
+    }
+
+    @Test func signingInAgainEndsTheBrowsersSession() throws {
+        let f = try Fixture()
+        let (old, _) = try f.signedIn()
+        guard case .signedIn(let id, _) = f.sessions.signIn(login: "nurse.kim", password: Array("correct horse".utf8), replacing: old) else {
+            Issue.record("the second sign-in was refused")
+            return
+        }
+        #expect(f.sessions.session(cookieHeader: old) == nil)
+        #expect(f.sessions.session(cookieHeader: "\(ConsoleSessions.cookieName)=\(id)")?.id == id)
+        // A wrong password leaves the session as it was.
+        _ = f.sessions.signIn(login: "nurse.kim", password: Array("wrong".utf8), replacing: "\(ConsoleSessions.cookieName)=\(id)")
+        #expect(f.sessions.session(cookieHeader: "\(ConsoleSessions.cookieName)=\(id)") != nil)
+    }
+
+    @Test func aFormThroughATLSTerminatingProxyIsTaken() throws {
+        let f = try Fixture(consoleOrigins: ["https://ward.example", "https://ward.example:8443"])
+        let (cookie, csrf) = try f.signedIn()
+        // The proxy speaks plain HTTP to the listener and passes the browser's Host and Origin on.
+        for (origin, host) in [("https://ward.example", "ward.example"), ("https://ward.example:8443", "127.0.0.1:9465")] {
+            let status = f.router.respond(to: Self.form(cookie: cookie, csrf: csrf, origin: origin, host: host)).0.status
+            #expect(status == 200, "\(origin)")
+        }
+        #expect(f.router.respond(to: Self.form(cookie: cookie, csrf: csrf, origin: "http://127.0.0.1:9465", host: "127.0.0.1:9465")).0.status == 403)
+        #expect(f.calls.all.count == 2)
+    }
+
+    /// A console form posted over plain HTTP with these `Origin` and `Host` headers.
+    static func form(cookie: String, csrf: String, origin: String?, host: String) -> HTTPRequest {
+        var r = HTTPRequest(method: "POST", path: "/console/act", peer: "127.0.0.1")
+        r.cookie = cookie
+        r.contentType = "application/x-www-form-urlencoded"
+        r.body = Array("note=x&csrf=\(csrf)".utf8)
+        r.origin = origin
+        r.host = host
+        return r
     }
 
     @Test func aPageKeepsItsOwnPolicy() throws {
@@ -150,8 +183,8 @@ import Testing
     @Test func theCookieIsSecureHttpOnlyStrict() throws {
         let f = try Fixture()
         let c = f.sessions.setCookie(id: "abc")
-        #expect(c == "mw_console=abc; Secure; HttpOnly; SameSite=Strict; Path=/; Max-Age=43200")
-        #expect(ConsoleSessions.cookie("mw_console", in: "a=1;mw_console=xyz; b=2") == "xyz")
-        #expect(ConsoleSessions.cookie("mw_console", in: "mw_consolex=1") == nil)
+        #expect(c == "__Host-mw_console=abc; Secure; HttpOnly; SameSite=Strict; Path=/; Max-Age=43200")
+        #expect(ConsoleSessions.cookie("__Host-mw_console", in: "a=1;__Host-mw_console=xyz; b=2") == "xyz")
+        #expect(ConsoleSessions.cookie("__Host-mw_console", in: "__Host-mw_consolex=1") == nil)
     }
 }

@@ -42,6 +42,8 @@ import Testing
         let bell = try ward.post(path + "/silence", [("rule", "stalled_recovery"), ("hours", "24"), ("comment", "x\u{7}")], kim, csrf: csrf)
         #expect(bell.status == 409)
         #expect(bell.body.contains("Refused (invalid_field): "), "\(bell.body)")
+        let long = try ward.post(path + "/silence", [("rule", "stalled_recovery"), ("hours", "169"), ("comment", "a week and an hour")], kim, csrf: csrf)
+        #expect(long.status == 409 && long.body.contains("a silence lasts 1 hour to 7 days"), "\(long.body)")
         // The ward's data ends yesterday, and under the test's event clock so does the patients' today.
         let today = LocalCalendar.utc.day(of: Timestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
         let tomorrow = try ward.post(
@@ -51,6 +53,8 @@ import Testing
         let yesterday = CivilDate(dayNumber: today - 1).description
         let injury = try ward.post(path + "/events", [("action", "add"), ("kind", "fall"), ("first", yesterday), ("note", "fell at home")], kim, csrf: csrf)
         #expect(injury.status == 303, "\(injury.body)")
+        let second = try ward.post(path + "/events", [("action", "add"), ("kind", "fall"), ("first", yesterday), ("note", "fell again")], kim, csrf: csrf)
+        #expect(second.status == 303, "a second fall the same day: \(second.body)")
 
         let after = try ward.get(path, kim)
         #expect(after.body.contains("Acknowledged by nurse.kim."))
@@ -70,8 +74,8 @@ import Testing
         // The broker's audit shows each action under the login.
         #expect(try rec.barrier())
         let audit = rec.messages(prefix: "mobility/v1/audit").map(\.text)
-        #expect(audit.count == 3, "\(audit)")
-        for (action, row) in zip(["acknowledge", "silence", "add_event"], audit) {
+        #expect(audit.count == 4, "\(audit)")
+        for (action, row) in zip(["acknowledge", "silence", "add_event", "add_event"], audit) {
             #expect(row.contains("\"action\":\"\(action)\"") && row.contains("\"by\":\"nurse.kim\""), "\(row)")
         }
         let retained = rec.messages(prefix: "mobility/v1/teams/ward-a/users/ward-stalled/alerts/").last?.text ?? ""
@@ -85,7 +89,9 @@ import Testing
         #expect(try ward.post(path + "/silence/expire", [("id", id)], kim, csrf: csrf).status == 404)
 
         // Correct the fall's day, then retract it; an unknown entry is the daemon's refusal.
-        let entry = "fall-\(yesterday)", before = CivilDate(dayNumber: today - 4).description
+        let falls = after.body.matches(of: /name="id" value="(fall-[0-9-]+-[0-9a-f]{8})"/).map { String($0.1) }
+        #expect(Set(falls).count == 2 && falls.allSatisfy { $0.hasPrefix("fall-\(yesterday)-") }, "\(falls)")
+        let entry = try #require(falls.first), before = CivilDate(dayNumber: today - 4).description
         let corrected = try ward.post(
             path + "/events", [("action", "correct"), ("id", entry), ("kind", "fall"), ("first", before), ("why", "date from the GP letter")], kim,
             csrf: csrf)
@@ -97,7 +103,7 @@ import Testing
         #expect(gone.body.contains("Refused (unknown_entry): "), "\(gone.body)")
         #expect(try rec.barrier())
         let rows = rec.messages(prefix: "mobility/v1/audit").map(\.text)
-        #expect(rows.count == 6, "\(rows)")
+        #expect(rows.count == 7, "\(rows)")
         for (action, row) in zip(["expire", "correct_event", "retract_event"], rows.suffix(3)) {
             #expect(row.contains("\"action\":\"\(action)\"") && row.contains("\"by\":\"nurse.kim\""), "\(row)")
         }

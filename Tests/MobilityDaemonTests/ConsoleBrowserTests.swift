@@ -48,9 +48,12 @@ import Testing
         #expect(text("afterSignOut") == "/console/sign-in")
         #expect(text("afterSignOutConsole") == "/console/sign-in")
         // The browser kept the Secure, HttpOnly session cookie over plain-HTTP loopback; no script saw it.
-        #expect(line.contains("\"name\": \"mw_console\"") && line.contains("\"secure\": true") && line.contains("\"httpOnly\": true"), "\(line)")
+        #expect(line.contains("\"name\": \"__Host-mw_console\"") && line.contains("\"secure\": true") && line.contains("\"httpOnly\": true"), "\(line)")
         #expect(text("scriptCookie") == "")
-        guard case .array(let after)? = seen["cookiesAfterSignOut"] else { return }
+        guard case .array(let after)? = seen["cookiesAfterSignOut"] else {
+            Issue.record("the walk did not report the cookies after sign-out: \(line)")
+            return
+        }
         #expect(after.isEmpty, "\(line)")
 
         // Each action under nurse.kim's login: the audit, the retained alert and silence, the stored entry.

@@ -30,7 +30,7 @@ import Testing
         return try String(contentsOfFile: dir + "/passwd-" + login, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Signs in; the session cookie (`mw_console=…`) and the response.
+    /// Signs in; the session cookie (`__Host-mw_console=…`) and the response.
     static func signIn(_ base: String, _ login: String, _ password: String) throws -> (String?, Curl.Result) {
         let body = "login=\(login)&password=" + (password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
         let r = try Curl.post(base + "/console/sign-in", body: Array(body.utf8), contentType: "application/x-www-form-urlencoded")
@@ -100,7 +100,7 @@ import Testing
         let out = try Curl.post(
             base + "/console/sign-out", body: Array("csrf=\(csrf)".utf8), contentType: "application/x-www-form-urlencoded", headers: [cookieHeader])
         #expect(out.status == 303)
-        #expect(out.headers["set-cookie"]?.hasPrefix("mw_console=; ") == true)
+        #expect(out.headers["set-cookie"]?.hasPrefix("__Host-mw_console=; ") == true)
         #expect(try Curl.get(base + "/console", headers: [cookieHeader]).status == 303)
         // A form left open after the session ended: nothing changes, and the browser shows the sign-in form with why.
         let stale = try Curl.post(

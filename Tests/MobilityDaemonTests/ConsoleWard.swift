@@ -16,10 +16,12 @@ final class ConsoleWard: @unchecked Sendable {
     var base: String { "http://127.0.0.1:\(port)" }
     static let passwords = ["nurse.kim": "kim's password", "nurse.ray": "ray's password"]
 
-    /// - Parameter fhir: also publish FHIR resources (`--fhir on`).
-    init(fhir: Bool = false) throws {
+    /// - Parameters:
+    ///   - fhir: also publish FHIR resources (`--fhir on`).
+    ///   - shared: `ward-stalled` is in ward-b as well as ward-a.
+    init(fhir: Bool = false, shared: Bool = false) throws {
         dir = try ConsoleSignInTests.scratch()
-        try "ward-stalled ward-a\nward-normal ward-a\nward-quiet ward-a\nward-b-normal ward-b\n".write(
+        try "ward-stalled ward-a\(shared ? ",ward-b" : "")\nward-normal ward-a\nward-quiet ward-a\nward-b-normal ward-b\n".write(
             toFile: dir + "/teams", atomically: true, encoding: .utf8)
         chmod(dir + "/teams", 0o600)
         broker = try MosquittoBroker()

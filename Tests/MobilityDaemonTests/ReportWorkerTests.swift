@@ -92,6 +92,9 @@ import Testing
         func clearAcknowledgements(_ alerts: [String]) throws { try store.clearAcknowledgements(alerts) }
         func firingPayload(user: String, alert: String) throws -> [UInt8]? { try store.firingPayload(user: user, alert: alert) }
         func auditTrail(limit: Int) throws -> [AuditEntry] { try store.auditTrail(limit: limit) }
+        func auditTrail(of user: String, action: String, limit: Int) throws -> [AuditEntry] {
+            try store.auditTrail(of: user, action: action, limit: limit)
+        }
         func recordSilence(_ s: Silence, audit: AuditEntry, outbox: (AuditEntry) -> [StateStore.OutboxItem]) throws -> [StateStore.OutboxItem] {
             try store.recordSilence(s, audit: audit, outbox: outbox)
         }

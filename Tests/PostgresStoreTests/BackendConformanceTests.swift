@@ -281,6 +281,28 @@ import Testing
         #expect(try again.alertAcknowledgements().isEmpty && again.auditTrail(limit: 10).count == 1)
     }
 
+    /// A patient's acknowledgements are read by user, however many rows other patients added since.
+    @Test(arguments: Backend.allCases)
+    func aUsersAuditRowsAreReadByUserAndAction(_ backend: Backend) throws {
+        let (store, reopen) = try backend.make()
+        func acknowledge(_ alert: String, user: String, at seconds: Int64) throws {
+            let by = AlertAcknowledgement(by: "dr-a", at: Timestamp(seconds: seconds), note: nil)
+            let ack = StoredAcknowledgement(alert: alert, user: user, rule: "slow", team: "physio", acknowledgement: by, payload: [])
+            let audit = AuditEntry(
+                at: Timestamp(seconds: seconds), action: "acknowledge", actor: "dr-a", team: "physio", user: user, rule: "slow", subject: alert, note: nil)
+            _ = try store.recordAcknowledgement(ack, audit: audit) { _ in [] }
+        }
+        try acknowledge("al-1", user: "jamie", at: 1)
+        try acknowledge("al-2", user: "jamie", at: 2)
+        for k in 0..<30 { try acknowledge("other-\(k)", user: "alex", at: 10 + Int64(k)) }
+        let again = try reopen()
+        #expect(try !again.auditTrail(limit: 20).contains { $0.user == "jamie" })
+        #expect(try again.auditTrail(of: "jamie", action: "acknowledge", limit: 10).map(\.subject) == ["al-1", "al-2"])
+        #expect(try again.auditTrail(of: "jamie", action: "acknowledge", limit: 1).map(\.subject) == ["al-2"])  // the latest
+        #expect(try again.auditTrail(of: "jamie", action: "silence", limit: 10).isEmpty)
+        #expect(try again.auditTrail(of: "alex", action: "acknowledge", limit: 100).count == 30)
+    }
+
     @Test(arguments: Backend.allCases)
     func silencesAreStoredOnceWithTheirAuditDetailAndExpire(_ backend: Backend) throws {
         let (store, reopen) = try backend.make()
