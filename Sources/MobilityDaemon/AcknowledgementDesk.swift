@@ -78,7 +78,7 @@ final class AcknowledgementDesk: Sendable {
     /// it), or refused with a reason; left to another instance when ``scope`` says so. Returns
     /// what became of it when it was not delivered (nil: delivered, the shard answers).
     @discardableResult
-    func received(topic: String, payload: [UInt8], deliver: (AckCommand) -> Void) -> StaffOutcome? {
+    func received(topic: String, payload: [UInt8], deliver: (AcknowledgementCommand) -> Void) -> StaffOutcome? {
         guard let team = commandTeam(topic) else { return nil }
         guard let team else {
             guard scope.decides(team: nil) else { return leave() }
@@ -89,7 +89,7 @@ final class AcknowledgementDesk: Sendable {
             guard scope.decides(team: team) else { return leave() }
             return refuse(.init(refusal: .invalidField, message: StaffCommandTopic.invalidLoginMessage), team: team)
         }
-        switch AckCommand.parse(team: team, payload: payload, login: login) {
+        switch AcknowledgementCommand.parse(team: team, payload: payload, login: login) {
         case .success(let c):
             guard scope.owns(user: c.user) else { return leave() }
             deliver(c)
@@ -111,7 +111,8 @@ final class AcknowledgementDesk: Sendable {
     func oversized(topic: String, size: Int) {
         guard let team = commandTeam(topic) else { return }
         guard scope.decides(team: team) else { leave(); return }
-        refuse(.init(refusal: .payloadTooLarge, message: "an acknowledgement is at most \(AckCommand.maxPayloadBytes) bytes, got \(size)"), team: team)
+        refuse(
+            .init(refusal: .payloadTooLarge, message: "an acknowledgement is at most \(AcknowledgementCommand.maxPayloadBytes) bytes, got \(size)"), team: team)
     }
 
     /// A command published retained: refused, never applied (the broker delivers a retained
@@ -124,7 +125,7 @@ final class AcknowledgementDesk: Sendable {
 
     /// Publishes a refusal (not retained) and counts it; nothing else changes.
     @discardableResult
-    private func refuse(_ r: AckCommand.Rejection, team: String?) -> StaffOutcome {
+    private func refuse(_ r: AcknowledgementCommand.Rejection, team: String?) -> StaffOutcome {
         var w = JSONWriter()
         w.beginObject()
         w.string("command", "ack")
@@ -142,8 +143,8 @@ final class AcknowledgementDesk: Sendable {
     /// Acknowledges a command's instance (on the user's shard thread; `instance` from its
     /// engine, nil when no instance fires with that id). Committed, then published.
     @discardableResult
-    func acknowledge(_ c: AckCommand, instance: (rule: AlertRule, activeSince: Int64, firedAt: Int64)?, now: Timestamp) -> StaffOutcome {
-        func no(_ r: AckCommand.Refusal, _ m: String) -> StaffOutcome {
+    func acknowledge(_ c: AcknowledgementCommand, instance: (rule: AlertRule, activeSince: Int64, firedAt: Int64)?, now: Timestamp) -> StaffOutcome {
+        func no(_ r: AcknowledgementCommand.Refusal, _ m: String) -> StaffOutcome {
             refuse(.init(refusal: r, message: m, alert: c.alert, user: c.user), team: c.team)
         }
         // Whether the team may act comes before whether the alert exists, and every "no" reads
@@ -252,7 +253,7 @@ final class AcknowledgementDesk: Sendable {
     /// A firing transition made from the engine's state alone (no cached or recorded payload:
     /// history off and the daemon restarted since the instance fired): no evidence or details,
     /// the rule's name for a headline, days in UTC (the user's calendar is not at hand here).
-    static func minimal(_ c: AckCommand, instance: (rule: AlertRule, activeSince: Int64, firedAt: Int64)) -> AlertTransition {
+    static func minimal(_ c: AcknowledgementCommand, instance: (rule: AlertRule, activeSince: Int64, firedAt: Int64)) -> AlertTransition {
         let since = CivilDate(dayNumber: LocalCalendar.utc.day(of: Timestamp(milliseconds: instance.activeSince)))
         return AlertTransition(
             id: c.alert, rule: instance.rule.name, user: c.user, severity: instance.rule.severity, status: .firing,
@@ -268,7 +269,7 @@ final class AcknowledgementDesk: Sendable {
         m.family(
             "mobilityd_acknowledgements_total", "counter",
             "Alert acknowledgement commands, by result (accepted, the refusal reason, or other_instance: answered by the instance that owns the user).")
-        for r in ["accepted", "other_instance"] + AckCommand.Refusal.allCases.map(\.rawValue) {
+        for r in ["accepted", "other_instance"] + AcknowledgementCommand.Refusal.allCases.map(\.rawValue) {
             m.sample("mobilityd_acknowledgements_total", ["result": r], Double(counts[r] ?? 0))
         }
         m.family("mobilityd_alert_reminders_acknowledged_total", "counter", "Reminders (repeat) not sent because their instance is acknowledged.")

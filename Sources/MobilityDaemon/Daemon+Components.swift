@@ -19,7 +19,7 @@ extension Daemon {
         /// Records how far the shards committed the journal (nil for partitioned input, which has no journal).
         let commitMark: JournalCommitMark?
         /// The broker's answers to the publisher's publishes.
-        let acks: AckTracker
+        let acks: PublishTracker
         /// The publisher's connection (clean session), which carries the status and the last will.
         let publisher: MQTTClient
         let sink: MQTTOutputSink
@@ -45,7 +45,7 @@ extension Daemon {
     /// subscriber. Nothing runs yet.
     func components(program: Program, broker: BrokerURL, state: RestoredState) throws(ComponentFailure) -> Components {
         let clientID = config.clientID ?? "mobilityd-\(config.instance)"
-        let acks = AckTracker()
+        let acks = PublishTracker()
         let publisher = try makePublisher(broker: broker, clientID: clientID, acks: acks)
         let sink = MQTTOutputSink(client: publisher, acks: acks)
         let desks = try makeDesks(store: state.store, sink: sink)
@@ -76,7 +76,7 @@ extension Daemon {
 
     /// The publisher: its own connection (clean session), carrying the status (`online` on each
     /// connect) and the last will (`offline`).
-    private func makePublisher(broker: BrokerURL, clientID: String, acks: AckTracker) throws(ComponentFailure) -> MQTTClient {
+    private func makePublisher(broker: BrokerURL, clientID: String, acks: PublishTracker) throws(ComponentFailure) -> MQTTClient {
         let statusTopic = layout.status(config.instance)
         var pubConfig = MQTTClientConfiguration(broker: broker, clientID: clientID + "-pub")
         applyCommon(&pubConfig)
@@ -123,7 +123,7 @@ extension Daemon {
 
     /// The shards, each with an engine of the rules the state was made with (`program`).
     private func makeShards(
-        program: Program, decoder: WireDecoder, state: RestoredState, sink: MQTTOutputSink, acks: AckTracker, desks: Shard.StaffDesks
+        program: Program, decoder: WireDecoder, state: RestoredState, sink: MQTTOutputSink, acks: PublishTracker, desks: Shard.StaffDesks
     ) -> [Shard] {
         let layout = layout
         var onFenced: (@Sendable () -> Void)?
@@ -139,7 +139,7 @@ extension Daemon {
                 historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, fhir: config.fhir,
                 desks: desks, onFenced: onFenced, clock: clock,
                 acknowledge: { user, lastID in
-                    sink.publishAcknowledgement(topic: layout.acks(user), payload: AckPayload.bytes(user: user, lastID: lastID))
+                    sink.publishAcknowledgement(topic: layout.acks(user), payload: CommitAckPayload.bytes(user: user, lastID: lastID))
                 })
         }
     }

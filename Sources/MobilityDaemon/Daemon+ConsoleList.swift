@@ -10,7 +10,7 @@ struct ConsoleDesks: Sendable {
     let silences: SilenceDesk
     let timelines: TimelineDesk
     /// Hands an acknowledgement to its patient's shard, which gives the receipt its outcome.
-    let deliverAcknowledgement: @Sendable (AckCommand, StaffReceipt) -> Void
+    let deliverAcknowledgement: @Sendable (AcknowledgementCommand, StaffReceipt) -> Void
     /// Hands a timeline command to its patient's shard, which answers it.
     let deliverTimeline: @Sendable (TimelineRequest) -> Void
     /// The clinical-event kinds of the running rules (an entry of another kind is an annotation).

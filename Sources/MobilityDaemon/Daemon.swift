@@ -183,7 +183,7 @@ package final class Daemon: Sendable {
     /// Counts refused publishes, logs the first of each kind and reason, and parks the outbox
     /// items among them as dead letters, so that one output the broker will never take (an ACL
     /// that denies its topic) neither blocks the others nor is retried forever.
-    func park(_ refused: [Refusal], store: any StateBackend, acks: AckTracker) {
+    func park(_ refused: [Refusal], store: any StateBackend, acks: PublishTracker) {
         let items = refused.compactMap { r in r.outboxID.map { (id: $0, reason: r.reason) } }
         var parked: Int?
         if !items.isEmpty {

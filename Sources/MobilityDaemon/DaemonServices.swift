@@ -63,7 +63,7 @@ final class HTTPService: Service {
 /// (``PublisherConnectionService``), but must stop after the shards stopped.
 final class PublisherService: Service {
     let name = "publisher"
-    private let publisher: MQTTClient, sink: MQTTOutputSink, acks: AckTracker
+    private let publisher: MQTTClient, sink: MQTTOutputSink, acks: PublishTracker
     private let statusTopic: String
     private let settle: @Sendable () -> Void
     /// The monotonic clock of the wait for the broker's acknowledgements.
@@ -71,7 +71,7 @@ final class PublisherService: Service {
 
     /// - Parameter settle: forgets the acknowledged outputs and parks the refused ones.
     init(
-        publisher: MQTTClient, sink: MQTTOutputSink, acks: AckTracker, statusTopic: String, clock: DaemonClock,
+        publisher: MQTTClient, sink: MQTTOutputSink, acks: PublishTracker, statusTopic: String, clock: DaemonClock,
         settle: @escaping @Sendable () -> Void
     ) {
         self.clock = clock

@@ -14,12 +14,12 @@ import Synchronization
 /// old message would acknowledge (delete from the outbox) a newer one the broker never had.
 final class MQTTOutputSink: OutputSink {
     let client: MQTTClient
-    let acks: AckTracker
+    let acks: PublishTracker
     private let retry = Mutex<[StateStore.OutboxItem]>([])
     /// The commit acknowledgements the broker has not answered yet (held across their publish, so
     /// that the latest of a user is never overtaken by an earlier one on the connection).
-    private let ledger = Mutex(AckLedger())
-    init(client: MQTTClient, acks: AckTracker) {
+    private let ledger = Mutex(CommitAckLedger())
+    init(client: MQTTClient, acks: PublishTracker) {
         self.client = client
         self.acks = acks
     }
@@ -96,12 +96,12 @@ final class MQTTOutputSink: OutputSink {
         }
     }
 
-    private func settleAnswered(_ l: inout AckLedger) {
+    private func settleAnswered(_ l: inout CommitAckLedger) {
         for a in acks.drainAnsweredAcks() { l.settled(topic: a.topic, serial: a.serial) }
     }
 
     /// Hands one acknowledgement to the client; false when it was not (it stays due).
-    private func send(topic: String, payload: [UInt8], serial: UInt64, _ l: inout AckLedger) -> Bool {
+    private func send(topic: String, payload: [UInt8], serial: UInt64, _ l: inout CommitAckLedger) -> Bool {
         // Read before the connected check: a reconnect in between makes it due once more, never less.
         let connection = client.connectionCount
         guard client.isConnected, acks.inFlight < MQTTOutputSink.maxInFlight else { return false }

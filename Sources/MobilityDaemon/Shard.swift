@@ -29,7 +29,7 @@ final class Shard: @unchecked Sendable {
     let sink: any OutputSink
     let store: any StateBackend
     let journal: IngestJournal?
-    let acks: AckTracker
+    let acks: PublishTracker
     let finished = DispatchSemaphore(value: 0)
     let log: Logger
     let layout: TopicLayout
@@ -79,7 +79,7 @@ final class Shard: @unchecked Sendable {
 
     init(
         index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
-        acks: AckTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
+        acks: PublishTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
         historyDays: Int? = 90, publishesSeries: Bool = true, careTeams: CareTeams = CareTeams(), fhir: Bool = false,
         desks: StaffDesks = StaffDesks(), onFenced: (@Sendable () -> Void)? = nil, clock: DaemonClock = .system,
         acknowledge: (@Sendable (String, String) -> Void)? = nil

@@ -24,7 +24,7 @@ enum ShardItem: Sendable {
     case barrier(DispatchSemaphore)
     /// A care-staff acknowledgement of an alert instance of one of the shard's users; `taken` is
     /// given the outcome once it is committed and handed to the broker (or refused).
-    case acknowledge(AckCommand, taken: StaffReceipt?)
+    case acknowledge(AcknowledgementCommand, taken: StaffReceipt?)
     /// A care-staff timeline command (record, correct, retract an entry) for one of the shard's
     /// users; its answer is given once the change is committed (or refused).
     case timeline(TimelineRequest)

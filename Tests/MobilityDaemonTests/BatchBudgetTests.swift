@@ -36,7 +36,7 @@ import Testing
             index: 0,
             ingestor: Ingestor(
                 engine: Engine(program: program, configuration: DaemonConfiguration().engine), layout: layout, clock: .event, boundedByWallClock: true),
-            capacity: 100_000, sink: ReportWorkerTests.Captured(), store: store, journal: journal, acks: AckTracker(),
+            capacity: 100_000, sink: ReportWorkerTests.Captured(), store: store, journal: journal, acks: PublishTracker(),
             log: Logger(format: .logfmt, level: .error))
         return (shard, journal)
     }

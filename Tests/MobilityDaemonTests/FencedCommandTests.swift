@@ -42,7 +42,7 @@ import Testing
         let owner = try PostgresStore(url: url, owner: "b", partitions: parts)  // takes both over: a's tokens are stale
         let program = try #require(Checker.check(RuleSet.load([RepoPaths.rules]).sources).program)
         let rule = try #require(program.alerts.first)
-        let ack = try AckCommand.parse(team: "ward", payload: Array(#"{"alert":"00000000deadbeef","user":"jamie","by":"nurse.kim"}"#.utf8)).get()
+        let ack = try AcknowledgementCommand.parse(team: "ward", payload: Array(#"{"alert":"00000000deadbeef","user":"jamie","by":"nurse.kim"}"#.utf8)).get()
         let log = Logger(format: .logfmt, level: .error)
         let teams = CareTeams(assigned: ["jamie": ["ward"]])
 

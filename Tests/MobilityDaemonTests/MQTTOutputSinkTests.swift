@@ -7,7 +7,7 @@ import Testing
 /// The publisher's sink against a real broker that goes away and comes back.
 @Suite(.serialized) struct MQTTOutputSinkTests {
     /// A publisher connection to `broker` whose answers go to `acks`, connected.
-    private func publisher(_ broker: MosquittoBroker, acks: AckTracker) throws -> MQTTClient {
+    private func publisher(_ broker: MosquittoBroker, acks: PublishTracker) throws -> MQTTClient {
         var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "sink-test-pub")
         c.cleanSession = true
         c.reconnectMaxSeconds = 1
@@ -21,15 +21,15 @@ import Testing
     /// connected again, the latest of each user only; then none is left unanswered.
     @Test func acknowledgementsMadeWhileDisconnectedArePublishedAfterTheReconnect() throws {
         let broker = try MosquittoBroker()
-        let acks = AckTracker()
+        let acks = PublishTracker()
         let client = try publisher(broker, acks: acks)
         defer { client.stop() }
         let sink = MQTTOutputSink(client: client, acks: acks)
         broker.stop()
         #expect(eventually(timeout: 10) { !client.isConnected })
-        sink.publishAcknowledgement(topic: "mobility/v1/users/jamie/acks", payload: AckPayload.bytes(user: "jamie", lastID: "s-1"))
-        sink.publishAcknowledgement(topic: "mobility/v1/users/jamie/acks", payload: AckPayload.bytes(user: "jamie", lastID: "s-2"))
-        sink.publishAcknowledgement(topic: "mobility/v1/users/sam/acks", payload: AckPayload.bytes(user: "sam", lastID: "t-9"))
+        sink.publishAcknowledgement(topic: "mobility/v1/users/jamie/acks", payload: CommitAckPayload.bytes(user: "jamie", lastID: "s-1"))
+        sink.publishAcknowledgement(topic: "mobility/v1/users/jamie/acks", payload: CommitAckPayload.bytes(user: "jamie", lastID: "s-2"))
+        sink.publishAcknowledgement(topic: "mobility/v1/users/sam/acks", payload: CommitAckPayload.bytes(user: "sam", lastID: "t-9"))
         #expect(sink.acknowledgementsUnanswered == 2)
         try broker.start()
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/acks"])

@@ -117,7 +117,7 @@ import Testing
         let config = DaemonConfiguration().engine
         let shard = Shard(
             index: 0, ingestor: Ingestor(engine: Engine(program: program, configuration: config), layout: layout, clock: .event, boundedByWallClock: true),
-            capacity: 100_000, sink: sink, store: store, journal: nil, acks: AckTracker(), log: Logger(format: .logfmt, level: .error),
+            capacity: 100_000, sink: sink, store: store, journal: nil, acks: PublishTracker(), log: Logger(format: .logfmt, level: .error),
             clock: clock)
         var users = try store.load(alertNames: program.alerts.map(\.name), prepare: Engine(program: program, configuration: config).preparer).users
         for i in users.indices { shard.restore(&users[i]) }

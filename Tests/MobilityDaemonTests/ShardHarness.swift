@@ -58,7 +58,7 @@ final class ShardHarness {
         shard = Shard(
             index: 0,
             ingestor: Ingestor(engine: Engine(program: program, configuration: config), layout: TopicLayout(), clock: .event, boundedByWallClock: true),
-            capacity: 100_000, sink: published, store: store, journal: nil, acks: AckTracker(), log: Logger(format: .logfmt, level: .error),
+            capacity: 100_000, sink: published, store: store, journal: nil, acks: PublishTracker(), log: Logger(format: .logfmt, level: .error),
             historyDays: historyDays, publishesSeries: publishesSeries, careTeams: careTeams, clock: clock)
         var users = try store.load(alertNames: program.alerts.map(\.name), prepare: Engine(program: program, configuration: config).preparer).users
         seq = users.map(\.appliedSeq).max() ?? 0

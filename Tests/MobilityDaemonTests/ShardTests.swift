@@ -53,7 +53,7 @@ import Testing
             ingestor: Ingestor(
                 engine: Engine(program: program, configuration: DaemonConfiguration().engine), layout: TopicLayout(), clock: .event,
                 boundedByWallClock: true),
-            capacity: 1000, sink: sink, store: try StateStore(path: dir + "/state.sqlite"), journal: journal, acks: AckTracker(),
+            capacity: 1000, sink: sink, store: try StateStore(path: dir + "/state.sqlite"), journal: journal, acks: PublishTracker(),
             log: Logger(format: .logfmt, level: .error), clock: clock)
         try BatchBudgetTests.run(shard, journal, messages)
         shard.queue.close()

@@ -32,16 +32,16 @@ struct StaffCommandTopicTests {
 
     @Test func theLoginActsAndAClaimOfSomeoneElseIsRefused() {
         let payload = { (by: String?) in Array(("{\"alert\":\"0123abcd\",\"user\":\"jamie\"" + (by.map { ",\"by\":\"\($0)\"" } ?? "") + "}").utf8) }
-        #expect((try? AckCommand.parse(team: "ward-a", payload: payload(nil), login: "nurse.kim").get())?.by == "nurse.kim")
-        #expect((try? AckCommand.parse(team: "ward-a", payload: payload("nurse.kim"), login: "nurse.kim").get())?.by == "nurse.kim")
-        guard case .failure(let r) = AckCommand.parse(team: "ward-a", payload: payload("dr.house"), login: "nurse.kim") else {
+        #expect((try? AcknowledgementCommand.parse(team: "ward-a", payload: payload(nil), login: "nurse.kim").get())?.by == "nurse.kim")
+        #expect((try? AcknowledgementCommand.parse(team: "ward-a", payload: payload("nurse.kim"), login: "nurse.kim").get())?.by == "nurse.kim")
+        guard case .failure(let r) = AcknowledgementCommand.parse(team: "ward-a", payload: payload("dr.house"), login: "nurse.kim") else {
             Issue.record("a claim of someone else was taken")
             return
         }
         #expect(r.refusal == .invalidField && r.message.contains("sent as nurse.kim"))
         // On the team topic the claim is who acts, and it is required.
-        #expect((try? AckCommand.parse(team: "ward-a", payload: payload("dr.house")).get())?.by == "dr.house")
-        guard case .failure(let missing) = AckCommand.parse(team: "ward-a", payload: payload(nil)) else {
+        #expect((try? AcknowledgementCommand.parse(team: "ward-a", payload: payload("dr.house")).get())?.by == "dr.house")
+        guard case .failure(let missing) = AcknowledgementCommand.parse(team: "ward-a", payload: payload(nil)) else {
             Issue.record("a command without anyone acting was taken")
             return
         }

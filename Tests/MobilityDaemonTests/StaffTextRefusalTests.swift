@@ -27,7 +27,7 @@ import Testing
             Self.json([("alert", "4f1c2e9a0b7d3e21"), ("user", "jamie"), ("by", "nurse.kim"), ("note", bad)]),
             Self.json([("alert", "4f1c2e9a0b7d3e21"), ("user", "jamie"), ("by", bad)])
         ] {
-            guard case .failure(let r) = AckCommand.parse(team: "ward-a", payload: payload) else {
+            guard case .failure(let r) = AcknowledgementCommand.parse(team: "ward-a", payload: payload) else {
                 Issue.record("accepted: \(String(decoding: payload, as: UTF8.self))")
                 continue
             }
@@ -35,7 +35,9 @@ import Testing
         }
         // The same note without the control character is taken.
         #expect(
-            (try? AckCommand.parse(team: "ward-a", payload: Self.json([("alert", "4f1c2e9a0b7d3e21"), ("user", "jamie"), ("by", "kim"), ("note", "ok")])).get())
+            (try? AcknowledgementCommand.parse(
+                team: "ward-a", payload: Self.json([("alert", "4f1c2e9a0b7d3e21"), ("user", "jamie"), ("by", "kim"), ("note", "ok")])
+            ).get())
                 != nil)
     }
 

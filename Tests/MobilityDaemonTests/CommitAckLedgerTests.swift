@@ -3,9 +3,9 @@ import Testing
 @testable import MobilityDaemon
 
 /// Which commit acknowledgements the publisher still owes the broker.
-@Suite struct AckLedgerTests {
+@Suite struct CommitAckLedgerTests {
     @Test func theLatestOfATopicSupersedesAndIsDueOnEveryNewConnectionUntilAnswered() {
-        var l = AckLedger()
+        var l = CommitAckLedger()
         let first = l.latest(topic: "a", payload: [1])
         l.sent(topic: "a", serial: first, connection: 1)
         let second = l.latest(topic: "a", payload: [2])

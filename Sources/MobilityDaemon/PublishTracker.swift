@@ -67,12 +67,12 @@ struct Refusal: Sendable, Equatable {
 /// the rest (acknowledgements, status) untracked, so that a broker answer that arrives before its
 /// registration (`early`) is always claimed by it: an unclaimed answer left behind would later
 /// acknowledge a different message that reuses its id.
-final class AckTracker: Sendable {
+final class PublishTracker: Sendable {
     fileprivate struct Entry {
         var outboxID: Int64?
         /// Kept to name the kind of a refusal (classified only then, off the publish path).
         var topic: String
-        /// A commit acknowledgement's serial in the sink's ``AckLedger``.
+        /// A commit acknowledgement's serial in the sink's ``CommitAckLedger``.
         var ackSerial: UInt64?
     }
     fileprivate struct State {
@@ -87,7 +87,7 @@ final class AckTracker: Sendable {
     private let state = Mutex(State())
 
     /// Records that message `mid` was published: outbox item `id`, commit acknowledgement
-    /// `ackSerial` (``AckLedger``), or another untracked output.
+    /// `ackSerial` (``CommitAckLedger``), or another untracked output.
     func published(mid: Int32, id: Int64?, topic: String, ackSerial: UInt64? = nil) {
         let entry = Entry(outboxID: id, topic: topic, ackSerial: ackSerial)
         state.withLock { s in
@@ -133,8 +133,8 @@ final class AckTracker: Sendable {
     var inFlight: Int { state.withLock { $0.inFlight.count } }
 }
 
-extension AckTracker.State {
-    fileprivate mutating func settle(_ e: AckTracker.Entry, _ code: Int32) {
+extension PublishTracker.State {
+    fileprivate mutating func settle(_ e: PublishTracker.Entry, _ code: Int32) {
         if let serial = e.ackSerial { answeredAcks.append((e.topic, serial)) }
         if code < 0x80 {
             if let id = e.outboxID { acked.append(id) }

@@ -3,7 +3,7 @@ import MobilityModel
 /// The payload of a commit acknowledgement, `{"user":"…","lastId":"…"}` (docs/mqtt-api.md),
 /// written as bytes: the same bytes as a `JSONWriter` object of the two strings, without building
 /// a `String` per acknowledgement (one per user per `--ack-interval`).
-enum AckPayload {
+enum CommitAckPayload {
     /// The acknowledgement of `user`'s samples through `lastID`.
     static func bytes(user: String, lastID: String) -> [UInt8] {
         var out: [UInt8] = []

@@ -4,7 +4,7 @@ import Testing
 @testable import MobilityDaemon
 
 /// The commit acknowledgement's payload, written as bytes, is byte for byte what `JSONWriter` writes.
-struct AckPayloadTests {
+struct CommitAckPayloadTests {
     static func viaWriter(_ user: String, _ id: String) -> [UInt8] {
         var w = JSONWriter()
         w.beginObject()
@@ -19,7 +19,7 @@ struct AckPayloadTests {
         ("u", "new\nline\ttab\r"), ("u", "ctl\u{01}\u{1F}"), ("ü-user", "日本語-id"), ("u", "emoji-🦶"), ("u", "/slash/")
     ])
     func sameBytesAsTheJSONWriter(user: String, id: String) throws {
-        let bytes = AckPayload.bytes(user: user, lastID: id)
+        let bytes = CommitAckPayload.bytes(user: user, lastID: id)
         #expect(bytes == Self.viaWriter(user, id))
         let parsed = try JSONValue.parse(bytes).get()
         #expect(parsed["user"] == .string(user))

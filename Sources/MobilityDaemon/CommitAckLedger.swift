@@ -6,7 +6,7 @@
 /// then dropped before the broker answered, or not published at all (disconnected, too many in
 /// flight), is due again on the next connection: ``due(connection:)`` names it until the broker
 /// answers (accepts or refuses) the publish of that acknowledgement.
-struct AckLedger {
+struct CommitAckLedger {
     struct Entry: Equatable {
         var payload: [UInt8]
         /// Which acknowledgement of the topic this is (an answer to an earlier one does not settle it).

@@ -3,7 +3,7 @@ import MobilityWire
 
 /// An acknowledgement command as taken from `{root}/teams/{team}/commands/ack`:
 /// `{"alert": id, "user": u, "by": name, "note": text}` (`note` optional).
-struct AckCommand: Hashable, Sendable {
+struct AcknowledgementCommand: Hashable, Sendable {
     var team: String
     var alert: String
     var user: String
@@ -40,8 +40,8 @@ struct AckCommand: Hashable, Sendable {
 
     /// Parses a payload (bounded: the size, each field's length, no other members); `login` is the
     /// login of a person's command topic, who acknowledges (the payload's `by` may be left out).
-    static func parse(team: String, payload: [UInt8], login: String? = nil) -> Result<AckCommand, Rejection> {
-        func no(_ r: Refusal, _ m: String, _ alert: String? = nil, _ user: String? = nil) -> Result<AckCommand, Rejection> {
+    static func parse(team: String, payload: [UInt8], login: String? = nil) -> Result<AcknowledgementCommand, Rejection> {
+        func no(_ r: Refusal, _ m: String, _ alert: String? = nil, _ user: String? = nil) -> Result<AcknowledgementCommand, Rejection> {
             .failure(Rejection(refusal: r, message: m, alert: alert, user: user))
         }
         guard payload.count <= maxPayloadBytes else {
@@ -79,6 +79,6 @@ struct AckCommand: Hashable, Sendable {
         if let note, let p = StaffText.problem(note, field: "'note'", maxBytes: AlertAcknowledgement.maxNoteBytes, required: false) {
             return no(.invalidField, p, alert, user)
         }
-        return .success(AckCommand(team: team, alert: alert, user: user, by: by, note: note.flatMap { $0.isEmpty ? nil : $0 }))
+        return .success(AcknowledgementCommand(team: team, alert: alert, user: user, by: by, note: note.flatMap { $0.isEmpty ? nil : $0 }))
     }
 }

@@ -3,9 +3,9 @@ import Testing
 @testable import MobilityDaemon
 
 /// The publisher's acknowledgement bookkeeping, without a broker.
-@Suite struct AckTrackerTests {
+@Suite struct PublishTrackerTests {
     @Test func anAnswerBeforeItsRegistrationIsClaimedByIt() {
-        let t = AckTracker()
+        let t = PublishTracker()
         t.answered(mid: 7, reasonCode: 0)  // the PUBACK raced ahead of published(mid:)
         t.published(mid: 7, id: 70, topic: "mobility/v1/users/u/series")
         #expect(t.drain() == [70])
@@ -15,7 +15,7 @@ import Testing
     /// An untracked publish (a commit acknowledgement) is registered too, so that its answer is
     /// not left behind to acknowledge a later outbox item that reuses its message id.
     @Test func anUntrackedAnswerCannotAcknowledgeALaterOutboxItem() {
-        let t = AckTracker()
+        let t = PublishTracker()
         t.published(mid: 9, id: nil, topic: "mobility/v1/users/u/acks")
         t.answered(mid: 9, reasonCode: 0)
         t.published(mid: 9, id: 90, topic: "mobility/v1/users/u/alerts/r")  // the id wrapped around
@@ -26,7 +26,7 @@ import Testing
 
     /// A commit acknowledgement's answer, accepted or refused, is handed back with its serial.
     @Test func answeredAcknowledgementsAreReportedWithTheirSerial() {
-        let t = AckTracker()
+        let t = PublishTracker()
         t.published(mid: 4, id: nil, topic: "mobility/v1/users/u/acks", ackSerial: 41)
         t.published(mid: 5, id: nil, topic: "mobility/v1/users/v/acks", ackSerial: 42)
         t.published(mid: 6, id: nil, topic: "mobility/v1/daemon/a/status")
@@ -40,7 +40,7 @@ import Testing
 
     @Test(arguments: [(Int32(0x87), "not_authorized"), (0x95, "packet_too_large"), (0x97, "quota_exceeded"), (0x80, "unspecified_error")])
     func refusalsAreCollectedWithKindAndReason(code: Int32, reason: String) {
-        let t = AckTracker()
+        let t = PublishTracker()
         t.published(mid: 1, id: 10, topic: "mobility/v1/users/u/alerts/stalled_recovery")
         t.published(mid: 2, id: nil, topic: "mobility/v1/users/u/acks")
         t.published(mid: 3, id: 30, topic: "mobility/v1/users/u/series")
