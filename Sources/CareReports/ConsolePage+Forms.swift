@@ -68,6 +68,7 @@ extension ConsolePage {
         m.element("h2", text: "Record an event or annotation")
         form("/console/patients/\(page.patient.user)/events", csrf: csrf, into: &m) { m in
             hidden("action", "add", into: &m)
+            if let id = page.newEntryID { hidden("id", id, into: &m) }
             m.open("label")
             m.add("Kind ")
             m.open("select", [("name", "kind"), ("required", "required")])

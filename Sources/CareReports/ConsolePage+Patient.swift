@@ -24,6 +24,9 @@ package struct ConsolePatientPage: Sendable {
     package var notice: String?
     /// Why the last action was refused (the daemon's reason), if it was.
     package var refusal: String?
+    /// The id the record form gives the entry it adds (fresh for each page drawn), so that the same
+    /// form sent twice (a double click, a resend after a slow answer) is one entry, not two.
+    package var newEntryID: String?
 
     package init(
         patient: ConsolePatient, history: UserHistory, spec: ReportSpec?, weeks: [String], acknowledgements: [String: AlertAcknowledgement],

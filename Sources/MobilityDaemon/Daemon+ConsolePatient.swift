@@ -71,9 +71,11 @@ extension Daemon {
         let silences = desks.silences.silences(ofTeams: teams).filter { s in
             s.state(at: now) != .expired && !s.matchers.contains { $0.name == "user" && !$0.matches(u) }
         }
-        return ConsolePatientPage(
+        var page = ConsolePatientPage(
             patient: patient, history: history, spec: spec, weeks: try desks.store.reportWeeks(of: u), acknowledgements: acks, silences: silences,
             kinds: reloader.timelineKinds, today: LocalCalendar.utc.day(of: now))
+        page.newEntryID = "entry-" + String(UInt64.random(in: 0 ... .max) | 1 << 63, radix: 16)
+        return page
     }
 
     /// The one answer for a patient the person may not see, whether or not the id exists.

@@ -107,5 +107,17 @@ import Testing
         for (action, row) in zip(["expire", "correct_event", "retract_event"], rows.suffix(3)) {
             #expect(row.contains("\"action\":\"\(action)\"") && row.contains("\"by\":\"nurse.kim\""), "\(row)")
         }
+        // The record form drawn on a page carries its entry's id: the same form sent twice (a
+        // double click, a resend) is one entry, the second answered entry_exists.
+        let drawn = try ward.get(path, kim).body
+        let drawnID = try #require(
+            drawn.firstMatch(of: /value="add"[^<]*<input type="hidden" name="id" value="(entry-[0-9a-f]{16})"/).map { String($0.1) }, "\(drawn)")
+        let form = [("action", "add"), ("id", drawnID), ("kind", "fall"), ("first", CivilDate(dayNumber: today - 3).description)]
+        #expect(try ward.post(path + "/events", form, kim, csrf: csrf).status == 303)
+        let resent = try ward.post(path + "/events", form, kim, csrf: csrf)
+        #expect(resent.status == 409 && resent.body.contains("entry_exists"), "\(resent.body)")
+        #expect(
+            try ward.get(path, kim).body.firstMatch(of: /value="add"[^<]*<input type="hidden" name="id" value="(entry-[0-9a-f]{16})"/).map { String($0.1) }
+                != drawnID, "a fresh id per page")
     }
 }
