@@ -122,10 +122,10 @@ package final class MQTTClient: @unchecked Sendable {
     /// Messages handed to libmosquitto by ``publish(topic:payload:qos:retain:)``.
     package var publishedCount: Int { published.load(ordering: .relaxed) }
     /// Messages the broker acknowledged (QoS 1) or that were written (QoS 0).
-    package var acknowledgedCount: Int { acknowledged.load(ordering: .relaxed) }
+    package var acknowledgedCount: Int { acknowledged.load(ordering: .sequentiallyConsistent) }
 
     /// Messages the broker answered with an MQTT 5 reason code of 0x80 or more.
-    package var refusedCount: Int { refusedByBroker.load(ordering: .relaxed) }
+    package var refusedCount: Int { refusedByBroker.load(ordering: .sequentiallyConsistent) }
 
     /// Successful connections so far (reconnects are this minus one).
     package var connectionCount: Int { connections.load(ordering: .relaxed) }
@@ -223,8 +223,14 @@ package final class MQTTClient: @unchecked Sendable {
         mosquitto_publish_v5_callback_set(handle) { _, obj, mid, reasonCode, _ in
             guard let obj else { return }
             let me = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
-            if reasonCode < 0x80 { me.acknowledged.add(1, ordering: .relaxed) } else { me.refusedByBroker.add(1, ordering: .relaxed) }
+            // The answer is handed on before it is counted: a caller that waits for the counts
+            // (BrokerAccess.publishConfirmed) then finds a refusal already recorded.
             me.onPublished(me, mid, reasonCode)
+            if reasonCode < 0x80 {
+                me.acknowledged.add(1, ordering: .sequentiallyConsistent)
+            } else {
+                me.refusedByBroker.add(1, ordering: .sequentiallyConsistent)
+            }
         }
         mosquitto_subscribe_callback_set(handle) { _, obj, mid, _, _ in
             guard let obj else { return }
