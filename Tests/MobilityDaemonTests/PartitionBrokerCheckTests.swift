@@ -35,8 +35,22 @@ import Testing
         #expect(code == 2, "\(a.log)")
         #expect(a.log.contains("max_ack_pending 1024; mobilityd needs 1 (mqtt { max_ack_pending: 1 } in deploy/nats-node.conf"), "\(a.log)")
         #expect(a.log.contains("ack_wait 30.0 s; mobilityd needs at most 5 s"), "\(a.log)")
-        #expect((try? server.psql("SELECT count(*) FROM partitions", database: database)) ?? "0" == "0")
+        // Refused before the leases were opened: the database has no partition table at all.
+        #expect(try server.psql("SELECT count(*) FROM pg_tables WHERE tablename = 'partitions'", database: database) == "0")
         print("refused: \(a.log.split(separator: "\n").filter { $0.contains("refusing") }.joined(separator: "\n"))")
+    }
+
+    /// A node started with NATS's default `max_ack_pending`, on which `clientID` leaves a
+    /// persistent session subscribed to `filter`, then fixed (the shipped setting) and restarted.
+    static func fixedAfterASession(of clientID: String, on filter: String) throws -> NATSCluster {
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: [("  max_ack_pending: 1\n", "  max_ack_pending: 1024\n")])
+        try nats.recorder(0, filters: [filter], clientID: clientID, cleanSession: false).stop()
+        nats.stop(0)
+        try nats.edit(0, [("max_ack_pending: 1024", "max_ack_pending: 1")])
+        try nats.start(0)
+        try nats.waitReady(0)
+        try nats.waitServingMQTT()
+        return nats
     }
 
     /// A partition session created under the defaults keeps them after the node is fixed and
@@ -44,16 +58,8 @@ import Testing
     @Test func aPartitionSessionCreatedUnderTheDefaultsIsRefusedAfterTheFix() throws {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(
-            size: 1, partitions: 4, edits: [("  max_ack_pending: 1\n", "  max_ack_pending: 1024\n")])
         // Partition 2's session, as an instance of an older release left it (clean session off).
-        let old = try nats.recorder(0, filters: ["part/2/mobility/v1/users/+/+"], clientID: "mobilityd-part-2", cleanSession: false)
-        old.stop()
-        nats.stop(0)
-        try nats.edit(0, [("max_ack_pending: 1024", "max_ack_pending: 1")])
-        try nats.start(0)
-        try nats.waitReady(0)
-        try nats.waitServingMQTT()
+        let nats = try Self.fixedAfterASession(of: "mobilityd-part-2", on: "part/2/mobility/v1/users/+/+")
         let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(a.wait() == 2, "\(a.log)")
@@ -115,15 +121,7 @@ import Testing
     @Test func anotherClientsConsumerOnAPartitionFilterIsNotThePartitionsSession() throws {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(
-            size: 1, partitions: 4, edits: [("  max_ack_pending: 1\n", "  max_ack_pending: 1024\n")])
-        let debugging = try nats.recorder(0, filters: ["part/1/mobility/v1/users/+/+"], clientID: "debug-kim", cleanSession: false)
-        debugging.stop()
-        nats.stop(0)
-        try nats.edit(0, [("max_ack_pending: 1024", "max_ack_pending: 1")])
-        try nats.start(0)
-        try nats.waitReady(0)
-        try nats.waitServingMQTT()
+        let nats = try Self.fixedAfterASession(of: "debug-kim", on: "part/1/mobility/v1/users/+/+")
         let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).count == 4 }, "\(a.log)")

@@ -13,37 +13,22 @@ import Testing
     /// all 8 within the lease (the bound) + the lease (the takeover) + heartbeats; the replay's
     /// alerts, exactly.
     @Test func anInstanceWhoseNATSNodeIsLostForGoodGivesItsPartitionsUp() throws {
-        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
-        let expected = try DurabilityTests.expectedAlerts(records)
-        #expect(expected.count > 5)
-        let server = try PostgresServer.shared()
-        let store = try server.createDatabase()
-        let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 3, partitions: 8)
-        let rec = try nats.recorder(2, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try nats.recorder(2, filters: [])
-        let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(1), store: store, partitions: 8)
-        let b = try PartitionFailoverTests.instance("b", broker: nats.daemonArguments(2), store: store, partitions: 8)
-        defer {
-            _ = a.stop(signal: SIGKILL)
-            _ = b.stop(signal: SIGKILL)
-        }
-        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
-        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
-        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).union(PartitionedDaemonTests.subscribed(b)).count == 8 })
+        let run = try PartitionFailoverTests.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2)
+        defer { withExtendedLifetime(run) {} }
+        let (records, rec, nats, a, b) = (run.records, run.rec, run.nats, run.a, run.b)
+        #expect(run.expected.count > 5)
         let half = records.count / 2
-        try PartitionFailoverTests.publish(records[..<half], pub)
+        try run.publish(..<half)
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
         nats.stop(1, signal: SIGKILL)
         let killed = Date()
-        try PartitionFailoverTests.publish(records[half...], pub)
-        #expect(eventually(timeout: 30) { leases("b") == 8 }, "\(a.log)\n\(b.log)")
+        try run.publish(half...)
+        #expect(eventually(timeout: 30) { run.leases("b") == 8 }, "\(a.log)\n\(b.log)")
         let moved = Date().timeIntervalSince(killed)
         #expect(moved < 10, "partitions moved \(moved) s after the node's loss (--lease 2)")
         #expect(a.log.contains("giving up every lease"), "\(a.log)")
-        #expect(leases("a") == 0)
-        try PartitionFailoverTests.expectReplaysAlerts(
-            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        #expect(run.leases("a") == 0)
+        try run.expectReplaysAlerts()
         #expect(a.isRunning)  // it waits for its broker, holding nothing
         print("NATS node of an instance lost for good: its partitions held by the other instance \(String(format: "%.1f", moved)) s after the kill")
         #expect(b.stop() == 0)

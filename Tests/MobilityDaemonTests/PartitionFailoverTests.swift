@@ -94,32 +94,18 @@ import Testing
     /// stops processing them without a loop of failing commits, and rejoins: the two share the 8
     /// partitions again. The alerts are the replay's, with the same ids.
     @Test func pausedOwnerIsFencedAndRejoinsWithoutRefiring() throws {
-        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
-        let expected = try DurabilityTests.expectedAlerts(records)
-        #expect(expected.count > 5)
-        let server = try PostgresServer.shared()
-        let store = try server.createDatabase()
-        let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 8)
-        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try nats.recorder(0, filters: [])
-        let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 8)
-        let b = try Self.instance("b", broker: nats.daemonArguments(0), store: store, partitions: 8)
-        defer {
-            a.signal(SIGCONT)
-            _ = a.stop(signal: SIGKILL)
-            _ = b.stop(signal: SIGKILL)
-        }
-        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
-        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).union(PartitionedDaemonTests.subscribed(b)).count == 8 })
+        let run = try PartitionFailoverTests.TwoInstances(size: 1, client: 0, nodeA: 0, nodeB: 0)
+        defer { withExtendedLifetime(run) {} }
+        let (records, rec, a, b) = (run.records, run.rec, run.a, run.b)
+        #expect(run.expected.count > 5)
         let quarter = records.count / 4
-        try Self.publish(records[..<(2 * quarter)], pub)
+        try run.publish(..<(2 * quarter))
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
         a.signal(SIGSTOP)
         let paused = Date()
         // Published while a is stopped: a's share waits in the broker for a's sessions' next owner.
-        try Self.publish(records[(2 * quarter)..<(3 * quarter)], pub)
-        #expect(eventually(timeout: 20) { Self.leases(server, database, of: "b") == 8 }, "\(b.log)")
+        try run.publish((2 * quarter)..<(3 * quarter))
+        #expect(eventually(timeout: 20) { run.leases("b") == 8 }, "\(b.log)")
         let taken = Date().timeIntervalSince(paused)
         #expect(eventually(timeout: 20) { Self.lines(b, "partition session subscribed") >= 12 }, "\(b.log)")  // its 4 and a's 4
         let failuresBefore = Self.lines(a, "state commit")
@@ -128,10 +114,10 @@ import Testing
         #expect(eventually(timeout: 10) { a.log.contains("partition leases lost") || a.log.contains("a commit was fenced") }, "\(a.log)")
         let noticed = Date().timeIntervalSince(resumed)
         // Rejoined: b gives up half (it holds more than its share of two), a claims them.
-        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { run.leases("a") == 4 && run.leases("b") == 4 }, "\(a.log)\n\(b.log)")
         let rebalanced = Date().timeIntervalSince(resumed)
-        try Self.publish(records[(3 * quarter)...], pub)
-        try Self.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        try run.publish((3 * quarter)...)
+        try run.expectReplaysAlerts()
         // No loop of failing commits: at most one refused commit per shard of the old run.
         let refused = Self.lines(a, "state commit") - failuresBefore
         #expect(refused <= 1, "\(refused) refused commits after the resume:\n\(a.log)")
@@ -229,29 +215,16 @@ import Testing
     /// streams lose a replica (perhaps their leader) and carry on on the other two. Nothing lost,
     /// nothing re-fired.
     @Test func killNineOfANATSNodeLosesNothing() throws {
-        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
-        let expected = try DurabilityTests.expectedAlerts(records)
-        #expect(expected.count > 3)
-        let server = try PostgresServer.shared()
-        let store = try server.createDatabase()
-        let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 3, partitions: 8)
-        let rec = try nats.recorder(2, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try nats.recorder(2, filters: [])
-        let a = try Self.instance("a", broker: nats.daemonArguments(1), store: store, partitions: 8)
-        let b = try Self.instance("b", broker: nats.daemonArguments(2), store: store, partitions: 8)
-        defer {
-            _ = a.stop(signal: SIGKILL)
-            _ = b.stop(signal: SIGKILL)
-        }
-        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
-        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).union(PartitionedDaemonTests.subscribed(b)).count == 8 })
+        let run = try PartitionFailoverTests.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2)
+        defer { withExtendedLifetime(run) {} }
+        let (records, rec, nats, a, b) = (run.records, run.rec, run.nats, run.a, run.b)
+        #expect(run.expected.count > 3)
         let half = records.count / 2
-        try Self.publish(records[..<half], pub)
+        try run.publish(..<half)
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
         nats.stop(0, signal: SIGKILL)
-        try Self.publish(records[half...], pub)
-        try Self.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        try run.publish(half...)
+        try run.expectReplaysAlerts()
         #expect(a.isRunning && b.isRunning)
         #expect(a.stop() == 0)
         #expect(b.stop() == 0)
@@ -261,29 +234,16 @@ import Testing
     /// instance's sessions reconnect to it (its one address) and find their streams, kept by the
     /// other two nodes meanwhile. Nothing lost, nothing re-fired.
     @Test func killNineOfAnInstancesNATSNodeAndItsReturnLoseNothing() throws {
-        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
-        let expected = try DurabilityTests.expectedAlerts(records)
-        #expect(expected.count > 5)
-        let server = try PostgresServer.shared()
-        let store = try server.createDatabase()
-        let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 3, partitions: 8)
-        let rec = try nats.recorder(2, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try nats.recorder(2, filters: [])
-        let a = try Self.instance("a", broker: nats.daemonArguments(1), store: store, partitions: 8)
-        let b = try Self.instance("b", broker: nats.daemonArguments(2), store: store, partitions: 8)
-        defer {
-            _ = a.stop(signal: SIGKILL)
-            _ = b.stop(signal: SIGKILL)
-        }
-        #expect(eventually(timeout: 30) { Self.leases(server, database, of: "a") == 4 && Self.leases(server, database, of: "b") == 4 }, "\(a.log)\n\(b.log)")
-        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).union(PartitionedDaemonTests.subscribed(b)).count == 8 })
+        let run = try PartitionFailoverTests.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2)
+        defer { withExtendedLifetime(run) {} }
+        let (records, rec, pub, nats, a, b) = (run.records, run.rec, run.pub, run.nats, run.a, run.b)
+        #expect(run.expected.count > 5)
         let half = records.count / 2
-        try Self.publish(records[..<half], pub)
+        try run.publish(..<half)
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
         let before = Self.lines(a, "partition session subscribed")
         nats.stop(1, signal: SIGKILL)
-        try Self.publish(records[half...], pub)
+        try run.publish(half...)
         // Node 1 comes back once node 2 has stored everything (PUBACKs stall while the streams
         // node 1 led elect new leaders): what is tested is a's sessions finding their backlog.
         #expect(eventually(timeout: 60) { pub.acknowledgedCount >= records.count }, "\(pub.acknowledgedCount) of \(records.count) acknowledged")
@@ -291,7 +251,7 @@ import Testing
         let restarted = Date()
         #expect(eventually(timeout: 60) { Self.lines(a, "partition session subscribed") >= before + 4 }, "\(a.log)")
         let back = Date().timeIntervalSince(restarted)
-        try Self.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        try run.expectReplaysAlerts()
         print("NATS node of an instance killed and restarted: its 4 sessions subscribed again \(String(format: "%.1f", back)) s after the node's restart")
         #expect(a.stop() == 0)
         #expect(b.stop() == 0)
