@@ -32,7 +32,8 @@ let package = Package(
         // points up or sideways.
         //  1 MobilityModel                  value types: samples, alerts, history, JSON, time, stable hashes
         //  2 MobilityWire, RuleLanguage,    the wire contract; rule text → checked program;
-        //    MQTTTransport, HTTPEndpoint    the broker and the HTTP server (they know nothing of rules)
+        //    MQTTTransport, HTTPEndpoint,   the brokers and the HTTP server (they know nothing of rules)
+        //    JetStreamAccess
         //  3 RuleEngine                     pure: no I/O, no clock, no threads
         //  4 Ingest, CareReports,           messages → engine and replays; care reports;
         //    MobilityFHIR, RuleTesting      FHIR resources; rule unit tests
@@ -50,6 +51,8 @@ let package = Package(
         .target(name: "MobilityFHIR", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
         .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "CCrypto", "MobilityModel"], swiftSettings: strict),
+        // Reads the JetStream streams and consumers behind NATS's MQTT listener (the partitioned start check).
+        .target(name: "JetStreamAccess", dependencies: ["CNATS", "CCrypto"], swiftSettings: strict),
         .target(name: "StateStore", dependencies: ["CSQLite", "CLibDeflate", "MobilityModel", "RuleEngine"], swiftSettings: strict),
         // The state shared by instances: PostgreSQL behind the same StateBackend, fenced per partition.
         .target(name: "PostgresStore", dependencies: ["CLibPQ", "StateStore", "MobilityModel", "RuleEngine"], swiftSettings: strict),
@@ -61,7 +64,7 @@ let package = Package(
             name: "MobilityDaemon",
             dependencies: [
                 "MobilityModel", "MobilityWire", "RuleLanguage", "RuleEngine", "Ingest", "MQTTTransport", "HTTPEndpoint", "StateStore", "PostgresStore",
-                "CareReports", "CSystemd", "MobilityFHIR", "CNATS", "CCrypto"
+                "CareReports", "CSystemd", "MobilityFHIR", "JetStreamAccess"
             ],
             swiftSettings: strict),
 
@@ -105,7 +108,7 @@ let package = Package(
             name: "MobilityDaemonTests",
             dependencies: [
                 "MobilityDaemon", "MobilityModel", "RuleEngine", "RuleLanguage", "Ingest", "Simulator", "StateStore", "PostgresStore", "CareReports",
-                "TestSupport", "CSQLite"
+                "TestSupport", "CSQLite", "JetStreamAccess"
             ],
             swiftSettings: strict),
         .testTarget(
@@ -132,6 +135,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "PackageLayoutTests", dependencies: ["TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "JetStreamAccessTests", dependencies: ["JetStreamAccess"], swiftSettings: strict),
         .testTarget(
             name: "CareReportsTests",
             dependencies: ["CareReports", "MobilityModel", "RuleEngine", "RuleLanguage", "Ingest", "Simulator", "CLibXML2", "CZlib", "TestSupport"],

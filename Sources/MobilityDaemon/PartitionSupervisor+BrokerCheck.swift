@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import JetStreamAccess
 import MQTTTransport
 
 extension PartitionSupervisor {
@@ -74,9 +75,11 @@ extension PartitionSupervisor {
             urls: p.natsURLs, username: config.username, password: config.password, caFile: config.caFile, certFile: config.certFile,
             keyFile: config.keyFile)
         var sessions: [Int: JetStreamInspector.Session] = [:]
-        for k in 0..<p.count { sessions[k] = .init(clientID: "\(p.sessionPrefix)\(k)", filter: subject(p.subscriptions(of: k, root: root)[0])) }
+        for k in 0..<p.count {
+            sessions[k] = .init(clientID: "\(p.sessionPrefix)\(k)", filter: JetStreamInspector.subject(p.subscriptions(of: k, root: root)[0]))
+        }
         do {
-            let facts = try inspector.facts(probe: .init(clientID: c.clientID, filter: subject(probeTopic)), partitions: sessions)
+            let facts = try inspector.facts(probe: .init(clientID: c.clientID, filter: JetStreamInspector.subject(probeTopic)), partitions: sessions)
             var problems = JetStreamRequirements.problems(facts)
             if facts.probe == nil, probeTopic.contains(".") {
                 problems.append(
@@ -100,28 +103,5 @@ extension PartitionSupervisor {
         c.keyFile = config.keyFile
         c.cleanSession = true
         return c
-    }
-
-    /// The JetStream filter subject NATS's MQTT listener gives an MQTT topic filter, by its rule
-    /// (nats-server's `mqttToNATSSubjectConversion`): levels joined by `.`, `+` as `*`, `#` as `>`,
-    /// a `.` within a level as `//` (NATS 2.10.8 and later; earlier releases refuse MQTT topics
-    /// with a `.`), and an empty level (a leading, trailing or doubled `/`) as `/` beside its `.`.
-    static func subject(_ filter: String) -> String {
-        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
-        let t = Array(filter.utf8)
-        var out: [UInt8] = []
-        for (i, b) in t.enumerated() {
-            switch b {
-            case slash where i == 0 || out.last == dot: out += [slash, dot]
-            case slash where i == t.count - 1 || t[i + 1] == slash: out += [dot, slash]
-            case slash: out.append(dot)
-            case dot: out += [slash, slash]
-            case UInt8(ascii: "+"): out.append(UInt8(ascii: "*"))
-            case UInt8(ascii: "#"): out.append(UInt8(ascii: ">"))
-            default: out.append(b)
-            }
-        }
-        if out.last == dot { out.append(slash) }
-        return "$MQTT.msgs." + String(decoding: out, as: UTF8.self)
     }
 }

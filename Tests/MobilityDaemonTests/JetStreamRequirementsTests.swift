@@ -1,3 +1,4 @@
+import JetStreamAccess
 import Testing
 
 @testable import MobilityDaemon
@@ -50,10 +51,6 @@ import Testing
         #expect(JetStreamRequirements.problems(f).count == 1)
     }
 
-    @Test func anMQTTFilterBecomesItsJetStreamSubject() {
-        #expect(PartitionSupervisor.subject("part/3/mobility/v1/users/+/+") == "$MQTT.msgs.part.3.mobility.v1.users.*.*")
-    }
-
     @Test func partitionsNeedNATSURLsWithoutCredentials() throws {
         let base = ["--store", "postgres://mw@127.0.0.1:5432/state", "--partitions", "8"]
         #expect(throws: (any Error).self) { try DaemonConfiguration.load(arguments: base, environment: [:]) }
@@ -62,26 +59,5 @@ import Testing
         #expect(throws: (any Error).self) { try DaemonConfiguration.load(arguments: ["--nats", "nats://127.0.0.1:4222"], environment: [:]) }
         let c = try DaemonConfiguration.load(arguments: base + ["--nats", "tls://n1:4222, tls://n2:4222"], environment: [:])
         #expect(c.partitioning?.natsURLs == ["tls://n1:4222", "tls://n2:4222"])
-    }
-
-    /// The start check finds the consumers by the subjects NATS's MQTT listener makes of the
-    /// filters: nats-server's own cases (mqtt_test.go), and a topic root and partition prefix
-    /// with a `.`.
-    @Test func mqttFiltersBecomeTheSubjectsNATSGivesThem() {
-        let cases = [
-            ("part/2/mobility/v1/users/+/+", "part.2.mobility.v1.users.*.*"), ("a/#", "a.>"),
-            ("part.v2/3/mobility.eu/v1/users/+/+", "part//v2.3.mobility//eu.v1.users.*.*"), ("/", "/./"), ("//", "/././"),
-            ("/foo", "/.foo"), ("///foo/", "/././.foo./"), ("//.foo.//", "/././/foo//././"), ("bar/", "bar./"), ("foo//bar", "foo./.bar"),
-            (".", "//"), ("./", "//./"), (".//.", "//././/"), ("././/.", "//.//././/"), ("foo../bar/.", "foo////.bar.//"),
-            ("foo.bar/baz", "foo//bar.baz")
-        ]
-        for (topic, subject) in cases { #expect(PartitionSupervisor.subject(topic) == "$MQTT.msgs." + subject, "\(topic)") }
-    }
-
-    /// The consumer names NATS's MQTT listener gives a session: nats-server's getHash of the
-    /// client id (SHA-256, 8 bytes, base 62), as computed by its algorithm.
-    @Test func sessionHashesAreNATSs() {
-        #expect(JetStreamInspector.sessionHash(clientID: "mobilityd-part-2") == "APK1ylqK")
-        #expect(JetStreamInspector.sessionHash(clientID: "mobilityd-part-0") == "WPBvYUoN")
     }
 }

@@ -8,7 +8,7 @@ import Testing
     /// The layers, bottom to top (the order Package.swift's comment gives). C shims are below all.
     static let layers: [[String]] = [
         ["MobilityModel"],
-        ["MobilityWire", "RuleLanguage", "MQTTTransport", "HTTPEndpoint"],
+        ["MobilityWire", "RuleLanguage", "MQTTTransport", "HTTPEndpoint", "JetStreamAccess"],
         ["RuleEngine"],
         ["Ingest", "CareReports", "MobilityFHIR", "RuleTesting"],
         ["StateStore", "Simulator"],

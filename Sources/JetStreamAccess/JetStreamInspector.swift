@@ -8,28 +8,42 @@ import Foundation
 /// NATS's MQTT listener derives from the session's client id (``sessionHash(clientID:)``), and by
 /// its filter: another client subscribed to a partition's filter (a `mosquitto_sub` while
 /// debugging) is not taken for the partition's session. One connection, closed when done.
-struct JetStreamInspector {
+package struct JetStreamInspector: Sendable {
     /// Why the broker could not be read.
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// `--nats`: the nodes' client URLs (`nats://` or `tls://`).
-    let urls: [String]
-    let username: String?
-    let password: String?
-    let caFile: String?
-    let certFile: String?
-    let keyFile: String?
+    package let urls: [String]
+    package let username: String?
+    package let password: String?
+    package let caFile: String?
+    package let certFile: String?
+    package let keyFile: String?
+
+    /// An inspector of the nodes at `urls`, logging in as `username` (TLS with the given files).
+    package init(urls: [String], username: String?, password: String?, caFile: String?, certFile: String?, keyFile: String?) {
+        self.urls = urls
+        self.username = username
+        self.password = password
+        self.caFile = caFile
+        self.certFile = certFile
+        self.keyFile = keyFile
+    }
 
     /// An MQTT session and the filter of its subscription (a NATS subject, `$MQTT.msgs.` first).
-    struct Session {
-        let clientID: String
-        let filter: String
+    package struct Session: Sendable {
+        package let clientID: String
+        package let filter: String
+        package init(clientID: String, filter: String) {
+            self.clientID = clientID
+            self.filter = filter
+        }
     }
 
     /// The facts: the MQTT streams, the probe session's consumer and the partition sessions'.
-    func facts(probe: Session, partitions: [Int: Session]) throws(Failure) -> JetStreamFacts {
+    package func facts(probe: Session, partitions: [Int: Session]) throws(Failure) -> JetStreamFacts {
         let nc = try connect()
         defer { natsConnection_Destroy(nc) }
         var js: OpaquePointer?
@@ -71,7 +85,7 @@ struct JetStreamInspector {
     /// What NATS's MQTT listener names a session's JetStream consumers with (`{hash}_{unique}`,
     /// nats-server's `getHash` of the client id, 2.9 and later): the first 8 bytes of the client
     /// id's SHA-256, each as one of 62 digits (the byte modulo 62).
-    static func sessionHash(clientID: String) -> String {
+    package static func sessionHash(clientID: String) -> String {
         let digits = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
         var digest = [UInt8](repeating: 0, count: 32)
         var size: UInt32 = 0
@@ -106,5 +120,28 @@ struct JetStreamInspector {
         var reason = String(cString: natsStatus_GetText(s))
         if let last = nats_GetLastError(nil), strlen(last) > 0 { reason = String(cString: last) }
         throw Failure(description: "\(what): \(reason)")
+    }
+
+    /// The JetStream filter subject NATS's MQTT listener gives an MQTT topic filter, by its rule
+    /// (nats-server's `mqttToNATSSubjectConversion`): levels joined by `.`, `+` as `*`, `#` as `>`,
+    /// a `.` within a level as `//` (NATS 2.10.8 and later; earlier releases refuse MQTT topics
+    /// with a `.`), and an empty level (a leading, trailing or doubled `/`) as `/` beside its `.`.
+    package static func subject(_ filter: String) -> String {
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        let t = Array(filter.utf8)
+        var out: [UInt8] = []
+        for (i, b) in t.enumerated() {
+            switch b {
+            case slash where i == 0 || out.last == dot: out += [slash, dot]
+            case slash where i == t.count - 1 || t[i + 1] == slash: out += [dot, slash]
+            case slash: out.append(dot)
+            case dot: out += [slash, slash]
+            case UInt8(ascii: "+"): out.append(UInt8(ascii: "*"))
+            case UInt8(ascii: "#"): out.append(UInt8(ascii: ">"))
+            default: out.append(b)
+            }
+        }
+        if out.last == dot { out.append(slash) }
+        return "$MQTT.msgs." + String(decoding: out, as: UTF8.self)
     }
 }
