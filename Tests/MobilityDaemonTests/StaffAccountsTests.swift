@@ -68,6 +68,45 @@ enum StaffLogins {
             ChildProcess.product("mobilityctl"), args + ["--broker", d.tlsURL, "--ca-file", d.ca, "--credentials", creds, "--account", login])
     }
 
+    /// The console as shipped: the configuration's commented console and listener lines
+    /// uncommented (paths and port substituted), a staff file of nurse.kim's line from the
+    /// broker's password file with her team, the shipped broker. Gateway → daemon → nurse: she
+    /// signs in over TLS with her broker password, acknowledges jamie's alert in a form, and the
+    /// broker's audit and the retained alert name her login.
+    @Test func aNurseActsInTheShippedConsoleUnderHerLogin() throws {
+        let d = try StaffLogins.deployment([("nurse.kim", ["ward-a"])])
+        let passwd = try String(contentsOfFile: d.dir + "/passwd", encoding: .utf8)
+        let line = try #require(passwd.split(separator: "\n").first { $0.hasPrefix("nurse.kim:") })
+        try "\(line) teams=ward-a\n".write(toFile: d.dir + "/console-staff", atomically: true, encoding: .utf8)
+        try "care-team:\(UUID().uuidString)\(UUID().uuidString)\n".write(toFile: d.dir + "/http-tokens", atomically: true, encoding: .utf8)
+        for f in ["console-staff", "http-tokens", "server.key"] { chmod(d.dir + "/" + f, 0o600) }
+        let port = try freePort()
+        try d.startDaemon(edit: [
+            ("# http-address = 127.0.0.1:9465", "http-address = 127.0.0.1:\(port)"),
+            ("# http-tokens = /run/credentials/mobilityd.service/http-tokens", "http-tokens = \(d.dir)/http-tokens"),
+            ("# http-tls-cert = /etc/mobilitywatch/http.crt", "http-tls-cert = \(d.dir)/server.crt"),
+            ("# http-tls-key = /run/credentials/mobilityd.service/http-key", "http-tls-key = \(d.dir)/server.key"),
+            ("# console-staff = /run/credentials/mobilityd.service/console-staff", "console-staff = \(d.dir)/console-staff")
+        ])
+        let dashboard = try d.client("care-dashboard", filters: ["mobility/v1/audit", "mobility/v1/users/+/alerts/#"])
+        let alert = try alerts(d, dashboard, [("jamie", "ward-a")])[0]
+
+        let base = "https://127.0.0.1:\(port)"
+        func form(_ path: String, _ fields: [(String, String)], _ headers: [String] = []) throws -> Curl.Result {
+            let body = fields.map { $0.0 + "=" + ($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") }.joined(separator: "&")
+            return try Curl.post(base + path, body: Array(body.utf8), contentType: "application/x-www-form-urlencoded", headers: headers, caFile: d.ca)
+        }
+        let signIn = try form("/console/sign-in", [("login", "nurse.kim"), ("password", d.passwords["nurse.kim"]!)])
+        let cookie = try #require(signIn.headers["set-cookie"]?.split(separator: ";").first.map { "Cookie: " + $0 }, "\(signIn.status) \(signIn.body)")
+        let page = try Curl.get(base + "/console/patients/jamie", headers: [cookie], caFile: d.ca)
+        #expect(page.status == 200, "\(page.body)")
+        let csrf = try #require(ConsoleWard.csrf(page.body), "\(page.body)")
+        let ack = try form("/console/patients/jamie/ack", [("alert", alert), ("note", "called"), ("csrf", csrf)], [cookie])
+        #expect(ack.status == 303, "\(ack.body)")
+        #expect(eventually { dashboard.messages(prefix: "mobility/v1/audit").contains { $0.text.contains("\"by\":\"nurse.kim\"") } }, "\(d.daemon!.log)")
+        #expect(eventually { dashboard.messages(prefix: alertTopic("jamie", "uncalibrated_6mwd")).last?.text.contains("\"by\":\"nurse.kim\"") == true })
+    }
+
     /// A command on a login's own topic is recorded under that login (the audit, the
     /// acknowledgement); a payload naming someone else is refused; no login can publish on another
     /// login's or another team's topic.

@@ -41,12 +41,16 @@ package enum Curl {
     }
 
     /// `curl -X POST URL` with `body` (from a file, sent as is) and `contentType`, plus `headers`.
-    package static func post(_ url: String, body: [UInt8], contentType: String? = "application/json", headers: [String] = []) throws -> Result {
+    package static func post(
+        _ url: String, body: [UInt8], contentType: String? = "application/json", headers: [String] = [], caFile: String? = nil
+    ) throws -> Result {
         let dir = TemporaryPath.make("mw-curl-body")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try Data(body).write(to: URL(fileURLWithPath: dir + "/body"))
-        return try get(url, headers: headers + (contentType.map { ["Content-Type: \($0)"] } ?? []), extra: ["-X", "POST", "--data-binary", "@" + dir + "/body"])
+        return try get(
+            url, headers: headers + (contentType.map { ["Content-Type: \($0)"] } ?? []), caFile: caFile,
+            extra: ["-X", "POST", "--data-binary", "@" + dir + "/body"])
     }
 
     /// ``post(_:body:contentType:headers:)`` of a text.
