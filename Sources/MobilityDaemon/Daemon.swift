@@ -84,9 +84,9 @@ package final class Daemon: Sendable {
         case .refused(let code): return code
         }
         stateFindings.withLock { $0 = state.findings }
-        // From here until the service group's handlers are installed, SIGHUP, SIGTERM and SIGINT
-        // are ignored rather than ending the process by their default action (a reload must
-        // never kill mobilityd).
+        // SIGHUP, SIGTERM and SIGINT wait for the service group's handlers (blocked since the
+        // process started); where they are not blocked, none may end the process by its default
+        // action (a reload must never kill mobilityd).
         for s in [SIGTERM, SIGINT, SIGHUP] { SignalService.holdUntilHandled(s) }
         try? state.store.setMeta("rules_identity", program.identity)
         try? state.store.setMeta("rules_sources", reloader.storedSources)

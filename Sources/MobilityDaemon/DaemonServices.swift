@@ -4,6 +4,7 @@ import HTTPEndpoint
 import MQTTTransport
 import RuleLanguage
 import StateStore
+import Synchronization
 
 import struct RuleEngine.PreparedUser
 
@@ -275,12 +276,21 @@ final class ServiceNotifierService: Service {
 
 /// Signal handlers (SIGTERM, SIGINT: shut down; SIGHUP: reload): the one place where a signal
 /// becomes a ``Termination`` request, for the daemon's ``ServiceGroup`` (its last service) and for
-/// the ``PartitionSupervisor``. The signals are held (ignored) from its creation, so that none ends
-/// the process before its handlers are installed.
-final class SignalService: Service {
+/// the ``PartitionSupervisor``. mobilityd blocks these signals in every thread from its first line
+/// (``holdAtProcessStart()``); a thread of the service's own takes them with `sigwait` once it
+/// starts, so a signal sent during start-up waits, pending, until the handlers run: never lost,
+/// never fatal.
+package final class SignalService: Service {
     let name = "signals"
     private let handlers: [(Int32, @Sendable () -> Void)]
-    private var sources: [DispatchSourceSignal] = []
+    private let running = Mutex<Taker?>(nil)
+
+    /// The thread that takes the signals, and how it is told to end.
+    private final class Taker: Sendable {
+        let stopping = Atomic<Bool>(false)
+        let ended = DispatchSemaphore(value: 0)
+        let thread = Mutex<pthread_t?>(nil)
+    }
 
     /// Handlers for `signals`: a shutdown signal is announced, then ends the run (`termination`,
     /// requested as by a signal); the reload signal calls its handler.
@@ -299,25 +309,69 @@ final class SignalService: Service {
     }
 
     func start() {
-        let queue = DispatchQueue(label: "mobilityd.signals")
-        for (signal, handler) in handlers {
-            let src = DispatchSource.makeSignalSource(signal: signal, queue: queue)
-            src.setEventHandler(handler: handler)
-            src.resume()
-            sources.append(src)
-        }
+        guard !handlers.isEmpty else { return }
+        let taker = Taker(), handlers = self.handlers
+        let started = DispatchSemaphore(value: 0)
+        ThreadName.thread("signals") {
+            taker.thread.withLock { $0 = pthread_self() }
+            var set = Self.set(of: handlers.map(\.0))
+            // Blocked here too, for a process that did not block them at its start (tests).
+            pthread_sigmask(SIG_BLOCK, &set, nil)
+            started.signal()
+            while true {
+                var signal: Int32 = 0
+                guard sigwait(&set, &signal) == 0 else { continue }
+                if taker.stopping.load(ordering: .acquiring) { break }
+                handlers.first { $0.0 == signal }?.1()
+            }
+            taker.ended.signal()
+        }.start()
+        started.wait()
+        running.withLock { $0 = taker }
     }
 
-    func stop() { sources.forEach { $0.cancel() } }
+    /// Ends the taking thread and waits for it: a signal sent later waits for the next handlers
+    /// (a partitioned instance's next run).
+    func stop() {
+        guard
+            let taker = running.withLock({ r in
+                defer { r = nil }; return r
+            })
+        else { return }
+        taker.stopping.store(true, ordering: .releasing)
+        // Wakes the thread's sigwait with one of its own signals, sent to it alone.
+        if let t = taker.thread.withLock({ $0 }) { pthread_kill(t, handlers[0].0) }
+        taker.ended.wait()
+    }
 
-    /// Keeps `signal` from ending the process before its source is made: ignored, unless a
-    /// handler is installed already. On Linux libdispatch installs a handler of its own once per
-    /// signal, with the first source for it, and relies on it for every later source: setting
-    /// `SIG_IGN` over it (a second run in the process, under ``PartitionSupervisor``) left SIGTERM
-    /// ignored for good, and a partitioned instance had to be killed.
+    /// The thread that takes the signals while the service runs (tests send it a signal directly,
+    /// as a process that did not block them at its start delivers them to any other thread).
+    var takingThread: pthread_t? { running.withLock { $0?.thread.withLock { $0 } } }
+
+    /// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread and so in every thread created
+    /// after it: call first thing in `main`, before any thread exists. Until a ``SignalService``
+    /// takes them they stay pending; none ends the process by its default action.
+    package static func holdAtProcessStart() {
+        var set = Self.set(of: [SIGTERM, SIGINT, SIGHUP])
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Keeps `signal` from ending the process by its default action where it is not blocked (a
+    /// process that did not call ``holdAtProcessStart()``): a handler that does nothing, unless
+    /// one is installed already. Not `SIG_IGN`, which would discard the signal while it is pending.
     static func holdUntilHandled(_ signal: Int32) {
         var current = sigaction()
-        guard sigaction(signal, nil, &current) == 0 else { return }
-        if current.__sigaction_handler.sa_handler == nil { _ = Glibc.signal(signal, SIG_IGN) }  // SIG_DFL
+        guard sigaction(signal, nil, &current) == 0, current.__sigaction_handler.sa_handler == nil else { return }  // SIG_DFL
+        var quiet = sigaction()
+        quiet.__sigaction_handler.sa_handler = { _ in }
+        sigemptyset(&quiet.sa_mask)
+        _ = sigaction(signal, &quiet, nil)
+    }
+
+    private static func set(of signals: [Int32]) -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for s in signals { sigaddset(&set, s) }
+        return set
     }
 }

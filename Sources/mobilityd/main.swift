@@ -7,6 +7,9 @@ import MobilityDaemon
 /// rules, unreadable state, the broker refusing the login or the protocol); 2 usage or configuration
 /// error; 65 the ingest journal is damaged or cut short; 66 the state store is missing, empty or
 /// older than the journal; 75 the metrics or report listener's address is in use.
+// Before any thread exists: SIGTERM, SIGINT and SIGHUP stay pending until the daemon's handlers
+// take them, so one sent during start-up is acted on once it has started, never lost.
+SignalService.holdAtProcessStart()
 let configuration: DaemonConfiguration
 do {
     configuration = try DaemonConfiguration.load(

@@ -92,27 +92,3 @@ extension ServiceGroupTests {
         #expect(termination.exitCode == 1 && !termination.bySignal)
     }
 }
-
-extension ServiceGroupTests {
-    /// A shutdown signal is announced and ends the run as a signal, and so again for the
-    /// handlers of a second run in the process (the partition supervisor's runs).
-    @Test func aShutdownSignalEndsTheRunAlsoInASecondRun() throws {
-        for _ in 0..<2 {
-            let termination = Termination()
-            let announced = Mutex<[Int32]>([])
-            let signals = SignalService(
-                .init(shutdown: [SIGUSR2], announce: { s in announced.withLock { $0.append(s) } }, reload: nil), termination: termination)
-            signals.start()
-            defer { signals.stop() }
-            // The signal source is armed asynchronously after start(): a signal sent before that
-            // is ignored, so it is sent again until the run ends (each wait is an event wait).
-            #expect(
-                eventually(timeout: 10) {
-                    kill(getpid(), SIGUSR2)
-                    return termination.wait(seconds: 0.2)
-                })
-            #expect(termination.bySignal && termination.exitCode == 0)
-            #expect(announced.withLock { !$0.isEmpty && $0.allSatisfy { $0 == SIGUSR2 } })
-        }
-    }
-}
