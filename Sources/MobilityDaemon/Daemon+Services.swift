@@ -106,11 +106,11 @@ extension Daemon {
         TimerService(name: "ack flush", label: "acks", delay: .milliseconds(20), interval: .milliseconds(20)) { [self] in settleOutputs(c) }
     }
 
-    /// SIGTERM and SIGINT drain and stop (under a ``PartitionSupervisor``, the supervisor's
-    /// handlers do, and stop the run); SIGHUP reloads the rules.
+    /// SIGHUP reloads the rules. (SIGTERM and SIGINT are taken from the start of the run, before
+    /// the group exists: `Daemon.run`, or under a ``PartitionSupervisor`` the supervisor's.)
     func signals(_ c: Components) -> ServiceGroup.Signals {
         ServiceGroup.Signals(
-            shutdown: claimed == nil ? [SIGTERM, SIGINT] : [],
+            shutdown: [],
             announce: { [self] s in announceShutdown(by: s) },
             reload: (
                 SIGHUP,

@@ -73,6 +73,15 @@ package final class Daemon: Sendable {
         case .exit(let code): return code
         }
         reloader.started(with: program)
+        // SIGTERM and SIGINT from here (under the partition supervisor, its own): a stop asked for
+        // during start-up ends a wait for the store at once, or the run as soon as it has started.
+        let shutdownSignals =
+            claimed == nil
+            ? SignalService(.init(shutdown: [SIGTERM, SIGINT], announce: { [self] s in announceShutdown(by: s) }, reload: nil), termination: termination)
+            : nil
+        shutdownSignals?.start()
+        defer { shutdownSignals?.stop() }
+        if claimed == nil, case .postgres(let url) = config.store, !StoreReachability(log: log).await(url, termination: termination) { return 0 }
         notifier.status("restoring state")
         let startupPings = notifier.pingDuringStartup()
         defer { startupPings?.cancel() }
@@ -84,10 +93,10 @@ package final class Daemon: Sendable {
         case .refused(let code): return code
         }
         stateFindings.withLock { $0 = state.findings }
-        // SIGHUP, SIGTERM and SIGINT wait for the service group's handlers (blocked since the
-        // process started); where they are not blocked, none may end the process by its default
-        // action (a reload must never kill mobilityd).
-        for s in [SIGTERM, SIGINT, SIGHUP] { SignalService.holdUntilHandled(s) }
+        // SIGHUP waits for the service group's handler (blocked since the process started); where
+        // it is not blocked it must not end the process by its default action (a reload must
+        // never kill mobilityd).
+        SignalService.holdUntilHandled(SIGHUP)
         try? state.store.setMeta("rules_identity", program.identity)
         try? state.store.setMeta("rules_sources", reloader.storedSources)
         guard let c = try? components(program: program, broker: broker, state: state) else { return 1 }

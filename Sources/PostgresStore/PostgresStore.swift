@@ -30,6 +30,14 @@ package final class PostgresStore: StateBackend, @unchecked Sendable {
     package let location: String
     private let fenceParameters: PGParameters
 
+    /// Whether the server at `url` answers and takes the login: connects and closes, touching no
+    /// table. Throws what opening a store would: `.configuration` for a refused URL,
+    /// `.connection` for a server that cannot be reached or refuses the login.
+    package static func probe(url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(PostgresError) {
+        _ = try PostgresURL.check(url, environment: environment)
+        _ = try PGConnection(conninfo: url)
+    }
+
     /// Connects, creates or migrates the schema and takes the partitions over (raising their
     /// tokens). `url`: a `postgres://` URL or libpq `key=value` string, checked by
     /// ``PostgresURL/check(_:environment:)``; `owner` names this instance in the partitions table.

@@ -56,6 +56,35 @@ import Testing
         #expect(daemon.process.stop() == 0)
     }
 
+    /// A database that does not answer at start (at boot PostgreSQL may come up after mobilityd)
+    /// is waited for, logged once, not fatal: the start goes on when it answers. SIGTERM while
+    /// waiting stops the instance at once with 0. (It exited 1, which the shipped unit does not
+    /// restart: the instance stayed down.)
+    @Test func aStoreThatDoesNotAnswerYetIsWaitedFor() throws {
+        let server = try PostgresServer()
+        let url = try server.createDatabase()
+        server.stop()
+        let broker = try MosquittoBroker()
+        let state = TemporaryPath.make("mw-state")
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let arguments = ["--broker", broker.url, "--rules", RepoPaths.rules, "--state", state, "--metrics-address", "127.0.0.1:0", "--store", url]
+        let waiting = "msg=\"cannot reach the PostgreSQL state store yet; trying again until it answers\""
+        let daemon = try ChildProcess(ChildProcess.product("mobilityd"), arguments)
+        #expect(eventually(timeout: 15) { daemon.log.contains(waiting) }, "\(daemon.log)")
+        #expect(daemon.isRunning)
+        try server.start()
+        #expect(eventually(timeout: 30) { daemon.log.contains("msg=started") }, "\(daemon.log)")
+        #expect(daemon.log.contains("msg=\"the PostgreSQL state store answers\""))
+        #expect(daemon.log.components(separatedBy: waiting).count == 2)  // logged once
+        #expect(daemon.stop() == 0, "\(daemon.log)")
+
+        server.stop()
+        let second = try ChildProcess(ChildProcess.product("mobilityd"), arguments)
+        #expect(eventually(timeout: 15) { second.log.contains(waiting) }, "\(second.log)")
+        #expect(second.stop(signal: SIGTERM, timeout: 5) == 0, "\(second.log)")
+        #expect(second.log.contains("msg=\"stopped while waiting for the state store\""))
+    }
+
     @Test func aPasswordInTheStoreURLIsAConfigurationError() throws {
         let state = TemporaryPath.make("mw-state")
         defer { try? FileManager.default.removeItem(atPath: state) }
