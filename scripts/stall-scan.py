@@ -407,6 +407,11 @@ def main():
         joint = np.nanmax(per["glr pre"] + step, 2)
     for h in (4, 6, 8, 10, 12):
         score(D, rule(D, S, broke=AND(lt(h, joint), gate)), "joint speed+step pre > %g" % h)
+    for fit_days in (28, 42):
+        g, _ = glr(D, "sp50", noise="pre", fit_days=fit_days)
+        score(D, rule(D, S, broke=AND(lt(5, g), gate)), "glr pre, line on %d days > 5" % fit_days)
+    g, _ = glr(D, "sp50", noise="pre", taus=range(3, 15))
+    score(D, rule(D, S, broke=AND(lt(5, g), gate)), "glr pre, tau 3-14 > 5")
     g40, _ = glr(D, "sp50", taus=range(3, 41), noise="pre")
     for h in (4, 6, 8):
         score(D, rule(D, S, broke=lt(h, g40), no_gain_branch=False), "glr40 pre alone > %g" % h)
