@@ -19,6 +19,8 @@ data up to the day:
   unknown day tau" (the shortfall c(j) - c(min(j, tau)), amplitude free), by generalised
   likelihood ratio with the exact covariance (AR(1) day effects plus sample noise / n), maximised
   over tau. No rule can know more, so its delay at a false-alert rate bounds any rule on these data.
+  With --course-error E the course it is told is off by a per-user factor (its gain since the
+  injury times 1 + N(0, E)): what a rule could do with an expected course about that good.
 * known noise (estimates the line): the same test with the line estimated from the data (generalised
   least squares on the recovery so far, up to 60 days, against the same line flattened at tau,
   tau 3-21 days back, or up to --back). What a line-based rule could do with perfect noise estimates.
@@ -251,10 +253,18 @@ def main():
     ap.add_argument("--users", type=int, default=4000, help="injured users (the clinic cohort has about 3 of 4 injured)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--back", type=int, default=21, help="the estimated-line test's oldest candidate break (days back)")
+    ap.add_argument("--course-error", type=float, default=0.0,
+                    help="the oracle's course is off: the gain since the injury scaled by 1 + N(0, this), per user")
     ap.add_argument("--rates", default="0.5,1.0,1.5", help="false alerts per 100 patient-weeks to read recall and delay at")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     us = [user(rng) for _ in range(a.users)]
+    if a.course_error:
+        # the oracle told the course only roughly: what it regains scaled by 1 + N(0, error)
+        err = np.random.default_rng(a.seed + 1_000_000)
+        for u in us:
+            c = u["go_on"]
+            u["go_on"] = np.minimum(u["base"], c[0] + (c - c[0]) * (1 + a.course_error * err.normal()))
     zo, gk = statistics(us, a.back)
     print("users %d, stalls %d" % (len(us), sum(u["onset"] is not None for u in us)))
     for name, stat in (("oracle (told the line)", zo), ("known noise, estimated line", gk)):
