@@ -18,9 +18,6 @@ package final class ConsoleSessions: Sendable {
         case refused(lockedUntil: Int64?)
         /// The login is locked until then; the password was not checked.
         case locked(until: Int64)
-        /// Too many logins failed to sign in within the lock period to remember one more: the
-        /// password was not checked; try later.
-        case busy
     }
 
     /// The cookie that carries the session id: `__Host-`, so a browser takes it only `Secure`, for
@@ -34,7 +31,7 @@ package final class ConsoleSessions: Sendable {
     /// Sessions for the people of `passwords`, timed by `now` (milliseconds since the epoch).
     package init(passwords: StaffPasswords, policy: ConsoleSessionTable.Policy = .init(), now: @escaping @Sendable () -> Int64) {
         self.passwords = passwords
-        self.table = Mutex(ConsoleSessionTable(policy: policy))
+        self.table = Mutex(ConsoleSessionTable(policy: policy, staff: Set(passwords.logins)))
         self.now = now
     }
 
@@ -47,7 +44,6 @@ package final class ConsoleSessions: Sendable {
     package func signIn(login: String, password: [UInt8], replacing cookieHeader: String? = nil) -> SignIn {
         let t = now()
         if let until = table.withLock({ $0.lockedUntil(login, now: t) }) { return .locked(until: until) }
-        guard table.withLock({ $0.hasRoom(for: login, now: t) }) else { return .busy }
         guard let teams = passwords.verify(login: login, password: password) else {
             return .refused(lockedUntil: table.withLock { $0.failed(login, now: t) })
         }

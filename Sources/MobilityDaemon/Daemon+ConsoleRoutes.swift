@@ -7,9 +7,10 @@ extension Daemon {
     ///
     /// - `GET /console/sign-in`, `POST /console/sign-in` (form: `login`, `password`): a person of
     ///   the staff file signs in; a session cookie comes back (``ConsoleSessions``). A wrong login or
-    ///   password is one refusal (401), a locked login another (429), and so is any sign-in while
-    ///   too many logins failed within the lock period to remember one more (429); each is logged with the
-    ///   login, never the password. Signing in ends the browser's previous session, if any.
+    ///   password is one refusal (401), a locked login another (429); each is logged with the login
+    ///   (a login not in the staff file as `(unknown)`), never the password. Failed sign-ins of
+    ///   made-up logins never keep the staff's from being checked. Signing in ends the browser's
+    ///   previous session, if any.
     /// - `POST /console/sign-out`: ends the session.
     /// - `GET /console`: the patient list of the person's teams (`Daemon+ConsoleList.swift`).
     /// - `GET /console/style.css`: the pages' style sheet (their policy allows no inline style).
@@ -66,9 +67,6 @@ extension Daemon {
                         message:
                             "Too many failed sign-ins for this login: it is locked for \(minutes) more minute\(minutes == 1 ? "" : "s"). A colleague can act for your patients meanwhile; only a restart of mobilityd unlocks it sooner.",
                         login: login), status: 429)
-            case .busy:
-                log.warn("console sign-in refused: too many sign-in attempts", ["login": logged(login)])
-                return .console(ConsolePage.signIn(message: "Too many sign-in attempts: try again later.", login: login), status: 429)
             }
         }
         router.postForm("/console/sign-out") { request in
