@@ -117,7 +117,8 @@ extension Daemon {
             log.error("cannot read the silences", ["error": "\(error)"])
             throw ComponentFailure()
         }
-        let timelines = TimelineDesk(layout: layout, teams: careTeams, log: log, scope: scope, publishNow: publishNow)
+        let timelines = TimelineDesk(
+            layout: layout, teams: careTeams, log: log, scope: scope, defaultCalendar: config.engine.defaultCalendar, publishNow: publishNow)
         return (desk, silences, timelines)
     }
 
