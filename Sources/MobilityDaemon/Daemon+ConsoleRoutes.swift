@@ -5,8 +5,9 @@ import MobilityModel
 extension Daemon {
     /// The care-team console (`--console-staff`), on the report listener:
     ///
-    /// - `GET /console/sign-in`, `POST /console/sign-in` (form: `login`, `password`): a person of
-    ///   the staff file signs in; a session cookie comes back (``ConsoleSessions``). A wrong login or
+    /// - `GET /console/sign-in[?next=PATH]`, `POST /console/sign-in` (form: `login`, `password`,
+    ///   `next`): a person of the staff file signs in, and is sent to `next` when it is a console
+    ///   page (``HTTPRouter/consoleReturnPath(_:)``: never another site), else to the list; a session cookie comes back (``ConsoleSessions``). A wrong login or
     ///   password is one refusal (401), a locked login another (429); each is logged with the login
     ///   (a login not in the staff file as `(unknown)`), never the password. Failed sign-ins of
     ///   made-up logins never keep the staff's from being checked. Signing in ends the browser's
@@ -40,25 +41,27 @@ extension Daemon {
         router.get(ConsolePage.styleSheetPath, access: .open) { _ in
             HTTPResponse(contentType: "text/css; charset=utf-8", body: ConsolePage.styleSheet)
         }
-        router.get(HTTPRouter.signInPath, access: .open) { request in
-            if sessions.session(cookieHeader: request.cookie) != nil { return .text("signed in\n", status: 303).adding("Location", "/console") }
-            return .console(ConsolePage.signIn(message: nil))
+        router.get(HTTPRouter.signInPath, query: [HTTPRouter.returnField], access: .open) { request in
+            let next = HTTPRouter.consoleReturnPath(request.query(HTTPRouter.returnField))
+            if sessions.session(cookieHeader: request.cookie) != nil { return .text("signed in\n", status: 303).adding("Location", next ?? "/console") }
+            return .console(ConsolePage.signIn(message: nil, next: next))
         }
         router.postForm(HTTPRouter.signInPath, access: .open) { request in
             let login = request.form.value("login") ?? "", password = request.form.value("password") ?? ""
+            let next = HTTPRouter.consoleReturnPath(request.form.value(HTTPRouter.returnField))
             guard StaffPasswords.isLogin(login) else {
-                return .console(ConsolePage.signIn(message: "The login or the password is wrong."), status: 401)
+                return .console(ConsolePage.signIn(message: "The login or the password is wrong.", next: next), status: 401)
             }
             switch sessions.signIn(login: login, password: Array(password.utf8), replacing: request.cookie) {
             case .signedIn(let id, _):
                 log.info("console sign-in", ["login": login])
-                return .text("signed in\n", status: 303).adding("Location", "/console").adding("Set-Cookie", sessions.setCookie(id: id))
+                return .text("signed in\n", status: 303).adding("Location", next ?? "/console").adding("Set-Cookie", sessions.setCookie(id: id))
             case .refused(let lockedUntil):
                 log.warn("console sign-in refused: wrong login or password", ["login": logged(login)])
                 if let lockedUntil {
                     log.warn("console login locked after repeated failures", ["login": logged(login), "until": "\(Timestamp(milliseconds: lockedUntil))"])
                 }
-                return .console(ConsolePage.signIn(message: "The login or the password is wrong.", login: login), status: 401)
+                return .console(ConsolePage.signIn(message: "The login or the password is wrong.", login: login, next: next), status: 401)
             case .locked(let until):
                 log.warn("console sign-in refused: login locked", ["login": logged(login)])
                 let minutes = max(1, (until - clock.wall().milliseconds + 59_999) / 60_000)
@@ -66,7 +69,7 @@ extension Daemon {
                     ConsolePage.signIn(
                         message:
                             "Too many failed sign-ins for this login: it is locked for \(minutes) more minute\(minutes == 1 ? "" : "s"). A colleague can act for your patients meanwhile; only a restart of mobilityd unlocks it sooner.",
-                        login: login), status: 429)
+                        login: login, next: next), status: 429)
             }
         }
         router.postForm("/console/sign-out") { request in
