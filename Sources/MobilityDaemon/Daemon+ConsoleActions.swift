@@ -97,7 +97,7 @@ extension Daemon {
         switch outcome {
         case .accepted?: return .text("done\n", status: 303).adding("Location", "/console/patients/\(u)?done=\(done)")
         case .refused(let reason, let message)?:
-            refusal = "Refused (\(reason)): \(message)."
+            refusal = "Refused (\(reason)): \(ConsolePage.FormLabels.wording(message, action: done))."
             status = ["unknown_alert", "unknown_silence", "unknown_entry", "unknown_user"].contains(reason) ? 404 : reason == "store_unavailable" ? 503 : 409
         case .otherInstance?:
             refusal = "Another instance of mobilityd holds this patient's partition and answers for them; nothing was changed here."

@@ -69,6 +69,21 @@ import Testing
             #expect(bad.status == 409, "\(field)")
             #expect(bad.body.contains("Refused (invalid_text): "), "\(field): \(bad.body)")
         }
+        // A refusal names the fields by the labels beside them on the page, not by the command's names.
+        let noted = try ward.post(
+            path + "/events", [("action", "add"), ("kind", "fall"), ("first", CivilDate(dayNumber: today - 2).description), ("note", "fell\u{1b}[2J")],
+            kim, csrf: csrf)
+        #expect(noted.body.contains("Refused (invalid_text): “Clinical note (optional)”"), "\(noted.body)")
+        let backwards = try ward.post(
+            path + "/events",
+            [
+                ("action", "add"), ("kind", "illness"), ("first", CivilDate(dayNumber: today - 2).description),
+                ("last", CivilDate(dayNumber: today - 3).description)
+            ],
+            kim, csrf: csrf)
+        #expect(backwards.body.contains("“To (for a span, optional)” is before “On (or from)”"), "\(backwards.body)")
+        let silenced = try ward.post(path + "/silence", [("rule", ""), ("hours", "4"), ("comment", "")], kim, csrf: csrf)
+        #expect(silenced.status == 409 && silenced.body.contains("“Why”") && !silenced.body.contains("'comment'"), "\(silenced.body)")
         #expect(after.body.contains("Entered by nurse.kim (ward-a)"), "\(after.body)")
 
         // The broker's audit shows each action under the login.
