@@ -19,13 +19,13 @@ extension Daemon {
     /// Every other console route needs a live session (else: sign in) and every form it posts the
     /// session's CSRF token (``HTTPRouter/postForm(_:access:_:)``).
     func mountConsole(_ router: inout HTTPRouter, sessions: ConsoleSessions, desks: ConsoleDesks) {
-        let log = log, clock = clock, staff = config.consoleStaff
+        let log = log, clock = clock, staff = config.consoleStaff, idleMinutes = sessions.policy.idleMilliseconds / 60_000
         // A login is logged only when it is one: someone who typed a password into the login field must not find it in the log.
         let logged: @Sendable (String) -> String = { login in staff?.teams(of: login) != nil ? login : "(unknown)" }
         router.sessionEnded = .console(
             ConsolePage.signIn(
                 message:
-                    "Your session has ended (signed out, unused for 30 minutes, or mobilityd restarted), so nothing was changed. Sign in, then send the form again."
+                    "Your session has ended (signed out, unused for \(idleMinutes) minute\(idleMinutes == 1 ? "" : "s"), or mobilityd restarted), so nothing was changed. Sign in, then send the form again."
             ), status: 401)
         router.pages = (
             "/console",

@@ -45,3 +45,21 @@ import Testing
         }
     }
 }
+
+extension ConsoleSessionsTests {
+    @Test func signInsAreCountedNeverNamed() throws {
+        let kim = try StaffPasswordsTests.mosquittoLine("nurse.kim", "correct horse")
+        let clock = Mutex<Int64>(1_000_000)
+        let sessions = ConsoleSessions(passwords: try StaffPasswords(parsing: "\(kim) teams=ward-a\n")) { clock.withLock { $0 } }
+        #expect(sessions.counts == ConsoleSessions.Counts())
+        _ = sessions.signIn(login: "nurse.kim", password: Array("correct horse".utf8))
+        for k in 1...5 { _ = sessions.signIn(login: "nurse.kim", password: Array("wrong \(k)".utf8)) }
+        _ = sessions.signIn(login: "nurse.kim", password: Array("correct horse".utf8))  // locked
+        _ = sessions.signIn(login: "made.up", password: Array("guess".utf8))
+        var expected = ConsoleSessions.Counts()
+        (expected.signedIn, expected.refused, expected.locked, expected.lockouts, expected.sessions) = (1, 6, 1, 1, 1)
+        #expect(sessions.counts == expected)
+        clock.withLock { $0 += 30 * Self.minute }  // the session is unused for 30 minutes
+        #expect(sessions.counts.sessions == 0)
+    }
+}

@@ -170,5 +170,15 @@ import Testing
             let carried = form.body.firstMatch(of: /name="next" value="([^"]*)"/).map { String($0.1) }
             #expect(form.status == 200 && (carried == nil || carried == "/console"), "\(bad.debugDescription): \(carried ?? "")")
         }
+
+        // The metrics count the sign-ins and sessions, and name no one.
+        _ = try Self.signIn(base, "nurse.ray", "not ray's password")
+        let metrics = daemon.metrics()
+        #expect(metrics["mobilityd_console_sign_ins_total{result=\"signed_in\"}"] == 20, "\(metrics.filter { $0.key.contains("console") })")
+        #expect(metrics["mobilityd_console_sign_ins_total{result=\"refused\"}"] == 1)
+        #expect(metrics["mobilityd_console_sign_ins_total{result=\"locked\"}"] == 0)
+        #expect(metrics["mobilityd_console_lockouts_total"] == 0)
+        #expect(metrics["mobilityd_console_sessions"] == 20)
+        #expect(!metrics.keys.contains { $0.contains("nurse.") })
     }
 }
