@@ -3,6 +3,43 @@ import MobilityModel
 /// The patient page's forms: plain HTML forms (no script), each posting to the console with the
 /// session's CSRF token; the daemon answers with the page again (refused) or a redirect (taken).
 extension ConsolePage {
+    /// The labels of the forms' fields, by form: what a refusal calls a field on the page
+    /// (``FormLabels/wording(_:action:)``) is what the person read beside it.
+    package enum FormLabels {
+        static let ackNote = "Note (optional)"
+        static let silenceWhy = "Why"
+        static let kind = "Kind"
+        static let addFirst = "On (or from)", addLast = "To (for a span, optional)", addNote = "Clinical note (optional)"
+        static let correctFirst = "From", correctLast = "To (for a span)", correctNote = "Clinical note", correctWhy = "Why the correction"
+        static let retractWhy = "Why retract it"
+
+        /// The command's names for the fields of the form posted to `action` (`ack`, `silence`,
+        /// and the events form's `add`, `correct`, `retract`), longest first, with their labels.
+        static func labels(action: String) -> [(field: String, label: String)] {
+            switch action {
+            case "ack": [("'note'", ackNote)]
+            case "silence": [("'comment'", silenceWhy)]
+            case "add", "correct":
+                [
+                    ("the entry's 'note'", action == "add" ? addNote : correctNote), ("field 'note'", action == "add" ? addNote : correctNote),
+                    ("field 'kind'", kind), ("'kind'", kind), ("'date'", action == "add" ? addFirst : correctFirst),
+                    ("'start'", action == "add" ? addFirst : correctFirst), ("'end'", action == "add" ? addLast : correctLast)
+                ] + (action == "correct" ? [("'note'", correctWhy)] : [])
+            case "retract": [("'note'", retractWhy)]
+            default: []
+            }
+        }
+
+        /// A refusal's message in the form's words: each field name of the command it quotes
+        /// (`'end' is before 'start'`) becomes the label beside the field (`“To (for a span)” is
+        /// before “From”`); names the form has no field for stay as they are.
+        package static func wording(_ message: String, action: String) -> String {
+            var m = message
+            for (field, label) in labels(action: action) { m = m.replacing(field, with: "“\(label)”") }
+            return m
+        }
+    }
+
     /// The durations a silence can be given, in hours.
     package static let silenceHours: [(Int, String)] = [(1, "1 hour"), (4, "4 hours"), (8, "8 hours"), (24, "1 day"), (72, "3 days"), (168, "7 days")]
 
@@ -12,7 +49,7 @@ extension ConsolePage {
         if f.acknowledgedBy == nil {
             form("/console/patients/\(user)/ack", csrf: csrf, into: &m) { m in
                 hidden("alert", f.id, into: &m)
-                text("note", "Note (optional)", maxBytes: AlertAcknowledgement.maxNoteBytes, required: false, into: &m)
+                text("note", FormLabels.ackNote, maxBytes: AlertAcknowledgement.maxNoteBytes, required: false, into: &m)
                 m.element("button", [("type", "submit")], text: "Acknowledge")
             }
         }
@@ -25,7 +62,7 @@ extension ConsolePage {
             for (h, label) in silenceHours { m.element("option", [("value", String(h))] + (h == 24 ? [("selected", "selected")] : []), text: label) }
             m.close("select")
             m.close("label")
-            text("comment", "Why", maxBytes: 500, required: true, into: &m)
+            text("comment", FormLabels.silenceWhy, maxBytes: 500, required: true, into: &m)
             m.element("button", [("type", "submit")], text: "Silence")
         }
     }
@@ -47,16 +84,16 @@ extension ConsolePage {
             hidden("action", "correct", into: &m)
             hidden("id", e.id, into: &m)
             hidden("kind", e.kind, into: &m)
-            date("first", "From", value: NumberText.iso(e.firstDay), required: true, into: &m)
-            date("last", "To (for a span)", value: e.lastDay == e.firstDay ? "" : NumberText.iso(e.lastDay), required: false, into: &m)
-            text("note", "Clinical note", maxBytes: 500, required: false, value: e.note ?? "", into: &m)
-            text("why", "Why the correction", maxBytes: 500, required: false, into: &m)
+            date("first", FormLabels.correctFirst, value: NumberText.iso(e.firstDay), required: true, into: &m)
+            date("last", FormLabels.correctLast, value: e.lastDay == e.firstDay ? "" : NumberText.iso(e.lastDay), required: false, into: &m)
+            text("note", FormLabels.correctNote, maxBytes: 500, required: false, value: e.note ?? "", into: &m)
+            text("why", FormLabels.correctWhy, maxBytes: 500, required: false, into: &m)
             m.element("button", [("type", "submit")], text: "Correct")
         }
         form("/console/patients/\(user)/events", csrf: csrf, into: &m) { m in
             hidden("action", "retract", into: &m)
             hidden("id", e.id, into: &m)
-            text("why", "Why retract it", maxBytes: 500, required: false, into: &m)
+            text("why", FormLabels.retractWhy, maxBytes: 500, required: false, into: &m)
             m.element("button", [("type", "submit")], text: "Retract")
         }
         m.close("details")
@@ -70,7 +107,7 @@ extension ConsolePage {
             hidden("action", "add", into: &m)
             if let id = page.newEntryID { hidden("id", id, into: &m) }
             m.open("label")
-            m.add("Kind ")
+            m.add(FormLabels.kind + " ")
             m.open("select", [("name", "kind"), ("required", "required")])
             for (group, kinds) in [("Clinical events", page.kinds.clinical), ("Annotations", page.kinds.annotation)] where !kinds.isEmpty {
                 m.open("optgroup", [("label", group)])
@@ -79,9 +116,9 @@ extension ConsolePage {
             }
             m.close("select")
             m.close("label")
-            date("first", "On (or from)", value: NumberText.iso(page.today), required: true, into: &m)
-            date("last", "To (for a span, optional)", value: "", required: false, into: &m)
-            text("note", "Clinical note (optional)", maxBytes: 500, required: false, into: &m)
+            date("first", FormLabels.addFirst, value: NumberText.iso(page.today), required: true, into: &m)
+            date("last", FormLabels.addLast, value: "", required: false, into: &m)
+            text("note", FormLabels.addNote, maxBytes: 500, required: false, into: &m)
             m.element("button", [("type", "submit")], text: "Record")
         }
     }

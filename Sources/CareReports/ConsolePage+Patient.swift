@@ -18,7 +18,8 @@ package struct ConsolePatientPage: Sendable {
     package var silences: [Silence]
     /// The clinical-event and annotation kinds of the rules.
     package var kinds: (clinical: [String], annotation: [String])
-    /// Today (UTC).
+    /// The patient's own today (the day in their home zone): the new-entry form's date, the
+    /// latest the daemon takes a new entry to start on.
     package var today: DayNumber
     /// What the last action did (after it redirected here), if anything.
     package var notice: String?

@@ -84,8 +84,9 @@ package enum ConsolePage {
         m.element("input", [("type", "hidden"), ("name", "csrf"), ("value", csrf)])
     }
 
-    /// The sign-in page, with `message` (a refusal) above the form when given.
-    package static func signIn(message: String?, login: String = "") -> String {
+    /// The sign-in page, with `message` (a refusal) above the form when given, and `next` (the
+    /// console page to go to once signed in, already checked) in a hidden field when given.
+    package static func signIn(message: String?, login: String = "", next: String? = nil) -> String {
         shell(title: "Sign in - MobilityWatch", who: nil, csrf: nil) { m in
             m.element("h1", text: "Sign in")
             if let message { m.element("p", [("class", "refused")], text: message) }
@@ -96,6 +97,7 @@ package enum ConsolePage {
                 [("id", "login"), ("name", "login"), ("type", "text"), ("autocomplete", "username"), ("required", "required"), ("value", login)])
             m.element("label", [("for", "password")], text: "Password")
             m.element("input", [("id", "password"), ("name", "password"), ("type", "password"), ("autocomplete", "current-password"), ("required", "required")])
+            if let next { m.element("input", [("type", "hidden"), ("name", "next"), ("value", next)]) }
             m.element("button", [("type", "submit")], text: "Sign in")
             m.close("form")
             m.element("p", [("class", "note")], text: "Your login and password are the ones you use for mobilityctl (the broker's).")

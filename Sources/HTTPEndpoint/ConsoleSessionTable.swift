@@ -8,11 +8,11 @@
 ///   failed sign-ins in a row (counted per login, known or not, so a lockout says nothing of
 ///   which logins exist); while locked, no password is checked. A success clears the count, and so
 ///   do a lock's end and ``Policy/lockMilliseconds`` without a failure (typos weeks apart never lock).
-/// - At most ``Policy/maximumTrackedLogins`` logins' failures are remembered. A login whose last
-///   failure is older than the lock period is forgotten first (oldest first, in constant amortised
-///   time); one failed more recently never is, so made-up logins cannot flush a target's count.
-///   When every remembered login failed that recently, a login not remembered may not try
-///   (``hasRoom(for:now:)``) until one ages out.
+/// - The failures of the staff file's logins are always remembered (their number is bounded by
+///   the file): made-up logins can neither flush a person's count nor keep a person from trying.
+///   Those of other logins are remembered for at most ``Policy/maximumTrackedLogins`` logins; to
+///   make room, the one whose last failure is oldest is forgotten (in constant amortised time), so
+///   a flood of made-up logins costs only the lockout of made-up logins.
 package struct ConsoleSessionTable: Sendable {
     /// The limits.
     package struct Policy: Sendable {
@@ -26,8 +26,8 @@ package struct ConsoleSessionTable: Sendable {
         package var lockMilliseconds: Int64 = 15 * 60_000
         /// The most sessions at once (the oldest unused one ends for a new one).
         package var maximumSessions = 10_000
-        /// The most logins whose failures are remembered at once (only those whose last failure is
-        /// older than ``lockMilliseconds`` are forgotten to make room).
+        /// The most logins outside the staff file whose failures are remembered at once (the one
+        /// that failed longest ago is forgotten to make room).
         package var maximumTrackedLogins = 10_000
         /// Defaults.
         package init() {}
@@ -56,79 +56,95 @@ package struct ConsoleSessionTable: Sendable {
 
     /// The limits in force.
     package let policy: Policy
+    /// The staff file's logins: their failures are kept in `staffFailures`, never evicted.
+    private let staff: Set<String>
     private var sessions: [String: Session] = [:]
-    private var failures: [String: Failures] = [:]
-    /// Every failure in the order recorded (login, time), read from `head`: the oldest entry whose
-    /// time is still its login's `last` is the login that failed longest ago.
+    private var staffFailures: [String: Failures] = [:]
+    /// The failures of logins not in the staff file, at most ``Policy/maximumTrackedLogins``.
+    private var otherFailures: [String: Failures] = [:]
+    /// Every failure of `otherFailures` in the order recorded (login, time), read from `head`: the
+    /// oldest entry whose time is still its login's `last` is the login that failed longest ago.
     private var failureOrder: [(login: String, at: Int64)] = []
     private var head = 0
 
-    /// An empty table.
-    package init(policy: Policy = Policy()) { self.policy = policy }
+    /// An empty table for the people of `staff` (the staff file's logins).
+    package init(policy: Policy = Policy(), staff: Set<String> = []) {
+        self.policy = policy
+        self.staff = staff
+    }
 
     /// Sessions open now (ended ones are removed as they are met, and by ``sweep(now:)``).
     package var count: Int { sessions.count }
 
+    /// Logins outside the staff file whose failures are remembered now.
+    package var trackedOtherLogins: Int { otherFailures.count }
+
     /// Until when `login` is locked (nil: it may try). A lock that has ended, and a count whose last
     /// failure is older than the lock period, are forgotten.
     package mutating func lockedUntil(_ login: String, now: Int64) -> Int64? {
-        guard let f = failures[login] else { return nil }
+        guard let f = failures(of: login) else { return nil }
         if let until = f.lockedUntil, until > now { return until }
-        if f.lockedUntil != nil || isStale(f.last, now: now) { failures[login] = nil }
+        if f.lockedUntil != nil || isStale(f.last, now: now) { setFailures(nil, of: login) }
         return nil
     }
 
-    /// Whether a failure of `login` can be remembered at `now`: it is remembered already, or there
-    /// is room, or a login whose last failure is older than the lock period can be forgotten for
-    /// it. False means too many logins failed within the lock period: refuse the sign-in unchecked.
-    package mutating func hasRoom(for login: String, now: Int64) -> Bool {
-        failures[login] != nil || makeRoom(now: now)
-    }
-
     /// Records a failed sign-in of `login`; returns until when it is now locked, if this locked it.
-    /// A login not remembered is not recorded when there is no room (``hasRoom(for:now:)``).
     package mutating func failed(_ login: String, now: Int64) -> Int64? {
-        var f = failures[login] ?? Failures(count: 0, last: now, lockedUntil: nil)
-        if failures[login] == nil, !makeRoom(now: now) { return nil }
+        var f = failures(of: login) ?? Failures(count: 0, last: now, lockedUntil: nil)
         if isStale(f.last, now: now) { f = Failures(count: 0, last: now, lockedUntil: nil) }
         f.count += 1
         f.last = now
         if f.count >= policy.failuresBeforeLock { f.lockedUntil = now + policy.lockMilliseconds }
-        failures[login] = f
-        failureOrder.append((login, now))
-        compactOrder()
+        if staff.contains(login) {
+            staffFailures[login] = f
+        } else {
+            if otherFailures[login] == nil {
+                while otherFailures.count >= max(policy.maximumTrackedLogins, 1) { forgetOldestOther() }
+            }
+            otherFailures[login] = f
+            failureOrder.append((login, now))
+            compactOrder()
+        }
         return f.lockedUntil
+    }
+
+    private func failures(of login: String) -> Failures? {
+        staff.contains(login) ? staffFailures[login] : otherFailures[login]
+    }
+
+    private mutating func setFailures(_ f: Failures?, of login: String) {
+        if staff.contains(login) { staffFailures[login] = f } else { otherFailures[login] = f }
     }
 
     /// Whether a failure at `last` is old enough at `now` to be forgotten.
     private func isStale(_ last: Int64, now: Int64) -> Bool { now - last >= policy.lockMilliseconds }
 
-    /// Forgets logins that failed longest ago, while they are stale, until one more fits; whether it does.
-    private mutating func makeRoom(now: Int64) -> Bool {
-        while failures.count >= policy.maximumTrackedLogins, head < failureOrder.count {
+    /// Forgets the login outside the staff file that failed longest ago.
+    private mutating func forgetOldestOther() {
+        while head < failureOrder.count {
             let e = failureOrder[head]
-            guard let f = failures[e.login], f.last == e.at else {
-                head += 1  // a later failure of that login, or a forgotten one, superseded it
-                continue
-            }
-            guard isStale(f.last, now: now) else { return false }
-            failures[e.login] = nil
             head += 1
+            // An entry superseded by a later failure of its login, or of a login forgotten since, is skipped.
+            if let f = otherFailures[e.login], f.last == e.at {
+                otherFailures[e.login] = nil
+                return
+            }
         }
-        return failures.count < policy.maximumTrackedLogins
+        // Unreachable while every remembered login has its entry; never loop on a broken invariant.
+        otherFailures.removeAll()
     }
 
     /// Drops the consumed and superseded entries of the order once they outnumber the live ones,
     /// so that its size stays within a few times the tracked logins (constant amortised time).
     private mutating func compactOrder() {
-        guard failureOrder.count > 2 * max(failures.count, 1024) else { return }
-        failureOrder = failureOrder[head...].filter { failures[$0.login]?.last == $0.at }
+        guard failureOrder.count > 2 * max(otherFailures.count, 1024) else { return }
+        failureOrder = failureOrder[head...].filter { otherFailures[$0.login]?.last == $0.at }
         head = 0
     }
 
     /// Opens a session `id` for `login` (a successful sign-in: the login's failures are cleared).
     package mutating func open(id: String, login: String, teams: [String], csrf: String, now: Int64) {
-        failures[login] = nil
+        setFailures(nil, of: login)
         sweep(now: now)
         if sessions.count >= policy.maximumSessions, let oldest = sessions.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
             sessions[oldest.key] = nil

@@ -18,9 +18,22 @@ package final class ConsoleSessions: Sendable {
         case refused(lockedUntil: Int64?)
         /// The login is locked until then; the password was not checked.
         case locked(until: Int64)
-        /// Too many logins failed to sign in within the lock period to remember one more: the
-        /// password was not checked; try later.
-        case busy
+    }
+
+    /// How sign-ins went since the start: counts only, never a login (for the metrics).
+    package struct Counts: Sendable, Equatable {
+        /// Sign-ins that opened a session.
+        package var signedIn = 0
+        /// Sign-ins refused for a wrong login or password.
+        package var refused = 0
+        /// Sign-ins refused unchecked because the login was locked.
+        package var locked = 0
+        /// Logins locked after repeated failures.
+        package var lockouts = 0
+        /// Sessions open now.
+        package var sessions = 0
+        /// All zero.
+        package init() {}
     }
 
     /// The cookie that carries the session id: `__Host-`, so a browser takes it only `Secure`, for
@@ -30,11 +43,12 @@ package final class ConsoleSessions: Sendable {
     private let passwords: StaffPasswords
     private let table: Mutex<ConsoleSessionTable>
     private let now: @Sendable () -> Int64
+    private let tally = Mutex(Counts())
 
     /// Sessions for the people of `passwords`, timed by `now` (milliseconds since the epoch).
     package init(passwords: StaffPasswords, policy: ConsoleSessionTable.Policy = .init(), now: @escaping @Sendable () -> Int64) {
         self.passwords = passwords
-        self.table = Mutex(ConsoleSessionTable(policy: policy))
+        self.table = Mutex(ConsoleSessionTable(policy: policy, staff: Set(passwords.logins)))
         self.now = now
     }
 
@@ -46,11 +60,19 @@ package final class ConsoleSessions: Sendable {
     /// signing in as someone else on a shared ward computer leaves nothing of the previous person.
     package func signIn(login: String, password: [UInt8], replacing cookieHeader: String? = nil) -> SignIn {
         let t = now()
-        if let until = table.withLock({ $0.lockedUntil(login, now: t) }) { return .locked(until: until) }
-        guard table.withLock({ $0.hasRoom(for: login, now: t) }) else { return .busy }
-        guard let teams = passwords.verify(login: login, password: password) else {
-            return .refused(lockedUntil: table.withLock { $0.failed(login, now: t) })
+        if let until = table.withLock({ $0.lockedUntil(login, now: t) }) {
+            tally.withLock { $0.locked += 1 }
+            return .locked(until: until)
         }
+        guard let teams = passwords.verify(login: login, password: password) else {
+            let lockedUntil = table.withLock { $0.failed(login, now: t) }
+            tally.withLock {
+                $0.refused += 1
+                if lockedUntil != nil { $0.lockouts += 1 }
+            }
+            return .refused(lockedUntil: lockedUntil)
+        }
+        tally.withLock { $0.signedIn += 1 }
         let id = Self.randomHex(), csrf = Self.randomHex()
         let old = Self.cookie(Self.cookieName, in: cookieHeader)
         return table.withLock { table in
@@ -58,6 +80,17 @@ package final class ConsoleSessions: Sendable {
             table.open(id: id, login: login, teams: teams, csrf: csrf, now: t)
             return .signedIn(id: id, table.session(id, now: t)!)
         }
+    }
+
+    /// How sign-ins went since the start, and the sessions open now (ended ones are swept first).
+    package var counts: Counts {
+        let t = now()
+        var c = tally.withLock { $0 }
+        c.sessions = table.withLock { table in
+            table.sweep(now: t)
+            return table.count
+        }
+        return c
     }
 
     /// The live session named by a request's `Cookie` header, with its id.

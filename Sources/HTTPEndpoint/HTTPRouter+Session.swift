@@ -4,14 +4,20 @@ extension HTTPRouter {
     /// Where a request without a live session is sent to sign in.
     package static let signInPath = "/console/sign-in"
 
+    /// The sign-in form's field (and the sign-in page's query parameter) that carries the console
+    /// page to go to once signed in.
+    package static let returnField = "next"
+    /// The longest page address a sign-in returns to (bytes).
+    package static let maximumReturnPathBytes = 1024
+
     /// Finds the console session of a `.session` route's request (sets its principal, teams and
-    /// session); nil when there is one, else the refusal: a `GET` is sent to sign in (303), a
-    /// `POST` is answered ``sessionEnded`` (401), so that a form posted after the session ended
-    /// changes nothing.
+    /// session); nil when there is one, else the refusal: a `GET` is sent to sign in (303) with
+    /// the page asked for (``signInLocation(returningTo:)``), a `POST` is answered
+    /// ``sessionEnded`` (401), so that a form posted after the session ended changes nothing.
     func signedIn(_ request: inout HTTPRequest) -> HTTPResponse? {
         guard let sessions, let (id, s) = sessions.session(cookieHeader: request.cookie) else {
             if request.method == "GET" || request.method == "HEAD" {
-                return HTTPResponse.text("sign in first\n", status: 303).adding("Location", HTTPRouter.signInPath)
+                return HTTPResponse.text("sign in first\n", status: 303).adding("Location", HTTPRouter.signInLocation(returningTo: request))
             }
             return sessionEnded
         }
@@ -43,5 +49,49 @@ extension HTTPRouter {
             }
         }
         return nil
+    }
+
+    /// Where a request without a session is sent: the sign-in page with the page asked for as its
+    /// `next` parameter, when it is one a sign-in may return to (``consoleReturnPath(_:)``) and not
+    /// the list (the default).
+    package static func signInLocation(returningTo request: HTTPRequest) -> String {
+        var asked = percentEncoded(request.path, keeping: "/")
+        if !request.query.isEmpty {
+            asked += "?" + request.query.map { percentEncoded($0.name) + "=" + percentEncoded($0.value) }.joined(separator: "&")
+        }
+        guard let next = consoleReturnPath(asked), next != "/console" else { return signInPath }
+        return signInPath + "?" + returnField + "=" + percentEncoded(next, keeping: "/")
+    }
+
+    /// `candidate` when a sign-in may send the browser there, else nil: a path of this origin
+    /// under `/console` (`/console`, `/console/…`, `/console?…`), at most
+    /// ``maximumReturnPathBytes`` of printable ASCII, without `//`, a backslash, a `.` or `..`
+    /// segment, and not the sign-in page. So a link that carries `next` cannot send a person who
+    /// signs in to another site (`//host`, `https://host`, `/\host`, which browsers read as
+    /// `//host`) nor out of the console.
+    package static func consoleReturnPath(_ candidate: String?) -> String? {
+        guard let candidate, candidate.utf8.count <= maximumReturnPathBytes, candidate.utf8.allSatisfy({ (0x21...0x7E).contains($0) }),
+            !candidate.contains("\\"), !candidate.contains("//")
+        else { return nil }
+        let path = candidate.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        guard path == "/console" || path.hasPrefix("/console/"), path != signInPath else { return nil }
+        guard !path.split(separator: "/").contains(where: { $0 == "." || $0 == ".." }) else { return nil }
+        return candidate
+    }
+
+    /// `text` with every byte but `A-Z a-z 0-9 - . _ ~` and those of `keeping` as `%XX`.
+    static func percentEncoded(_ text: String, keeping: String = "") -> String {
+        let kept = Set(keeping.utf8), hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        for b in text.utf8 {
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(b)
+            case _ where kept.contains(b): out.append(b)
+            default: out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

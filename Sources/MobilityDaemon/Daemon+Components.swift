@@ -1,4 +1,5 @@
 import Foundation
+import HTTPEndpoint
 import Ingest
 import MQTTTransport
 import MobilityWire
@@ -35,6 +36,8 @@ extension Daemon {
         let subscriber: MQTTClient
         /// The owned partitions' sessions (partitioned input; nil: the subscriber takes the inputs).
         let partitionInput: PartitionInputService?
+        /// The console's sign-ins and sessions (`--console-staff`; nil: no console).
+        let consoleSessions: ConsoleSessions?
     }
 
     /// A part of the run could not be made; why is logged.
@@ -71,7 +74,10 @@ extension Daemon {
             commitMark: claimed == nil ? JournalCommitMark(journal: journal, store: state.store, recorded: state.committedThrough, log: log) : nil,
             acks: acks, publisher: publisher, sink: sink, shards: shards, desk: desks.desk, silences: desks.silences,
             timelines: desks.timelines, stage: stage, router: router, subscriber: subscriber,
-            partitionInput: claimed.map { partitionSessions($0, base: subscriberConfig, shards: shards) })
+            partitionInput: claimed.map { partitionSessions($0, base: subscriberConfig, shards: shards) },
+            consoleSessions: config.consoleStaff.map { [clock] in
+                ConsoleSessions(passwords: $0, policy: config.consoleSessionPolicy) { clock.wall().milliseconds }
+            })
     }
 
     /// The publisher: its own connection (clean session), carrying the status (`online` on each
@@ -117,7 +123,8 @@ extension Daemon {
             log.error("cannot read the silences", ["error": "\(error)"])
             throw ComponentFailure()
         }
-        let timelines = TimelineDesk(layout: layout, teams: careTeams, log: log, scope: scope, publishNow: publishNow)
+        let timelines = TimelineDesk(
+            layout: layout, teams: careTeams, log: log, scope: scope, defaultCalendar: config.engine.defaultCalendar, publishNow: publishNow)
         return (desk, silences, timelines)
     }
 

@@ -97,7 +97,7 @@ extension Daemon {
         switch outcome {
         case .accepted?: return .text("done\n", status: 303).adding("Location", "/console/patients/\(u)?done=\(done)")
         case .refused(let reason, let message)?:
-            refusal = "Refused (\(reason)): \(message)."
+            refusal = "Refused (\(reason)): \(ConsolePage.FormLabels.wording(message, action: done))."
             status = ["unknown_alert", "unknown_silence", "unknown_entry", "unknown_user"].contains(reason) ? 404 : reason == "store_unavailable" ? 503 : 409
         case .otherInstance?:
             refusal = "Another instance of mobilityd holds this patient's partition and answers for them; nothing was changed here."
@@ -120,8 +120,8 @@ extension Daemon {
     static func consoleTimeline(_ form: HTMLForm, user: String, team: String, login: String, desks: ConsoleDesks) -> StaffOutcome? {
         let action = form.value("action") ?? "", kind = form.value("kind") ?? "", first = form.value("first") ?? ""
         let last = form.value("last") ?? ""
-        // A new entry's id: its kind and day, and a random suffix, so that two falls on one day are two entries.
-        let id = form.value("id").flatMap { $0.isEmpty ? nil : $0 } ?? "\(kind)-\(first)-" + String(UInt32.random(in: .min ... .max) | 1 << 31, radix: 16)
+        // The page gives a new entry its id (a form sent twice is one entry); a form without one gets a new one.
+        let id = form.value("id").flatMap { $0.isEmpty ? nil : $0 } ?? TimelineEvent.newID()
         var w = JSONWriter()
         w.beginObject()
         w.string("action", action)

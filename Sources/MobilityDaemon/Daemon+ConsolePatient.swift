@@ -73,8 +73,8 @@ extension Daemon {
         }
         var page = ConsolePatientPage(
             patient: patient, history: history, spec: spec, weeks: try desks.store.reportWeeks(of: u), acknowledgements: acks, silences: silences,
-            kinds: reloader.timelineKinds, today: LocalCalendar.utc.day(of: now))
-        page.newEntryID = "entry-" + String(UInt64.random(in: 0 ... .max) | 1 << 63, radix: 16)
+            kinds: reloader.timelineKinds, today: desks.timelines.today(of: u, at: now))
+        page.newEntryID = TimelineEvent.newID()
         return page
     }
 

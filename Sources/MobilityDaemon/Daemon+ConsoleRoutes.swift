@@ -5,11 +5,13 @@ import MobilityModel
 extension Daemon {
     /// The care-team console (`--console-staff`), on the report listener:
     ///
-    /// - `GET /console/sign-in`, `POST /console/sign-in` (form: `login`, `password`): a person of
-    ///   the staff file signs in; a session cookie comes back (``ConsoleSessions``). A wrong login or
-    ///   password is one refusal (401), a locked login another (429), and so is any sign-in while
-    ///   too many logins failed within the lock period to remember one more (429); each is logged with the
-    ///   login, never the password. Signing in ends the browser's previous session, if any.
+    /// - `GET /console/sign-in[?next=PATH]`, `POST /console/sign-in` (form: `login`, `password`,
+    ///   `next`): a person of the staff file signs in, and is sent to `next` when it is a console
+    ///   page (``HTTPRouter/consoleReturnPath(_:)``: never another site), else to the list; a session cookie comes back (``ConsoleSessions``). A wrong login or
+    ///   password is one refusal (401), a locked login another (429); each is logged with the login
+    ///   (a login not in the staff file as `(unknown)`), never the password. Failed sign-ins of
+    ///   made-up logins never keep the staff's from being checked. Signing in ends the browser's
+    ///   previous session, if any.
     /// - `POST /console/sign-out`: ends the session.
     /// - `GET /console`: the patient list of the person's teams (`Daemon+ConsoleList.swift`).
     /// - `GET /console/style.css`: the pages' style sheet (their policy allows no inline style).
@@ -17,13 +19,13 @@ extension Daemon {
     /// Every other console route needs a live session (else: sign in) and every form it posts the
     /// session's CSRF token (``HTTPRouter/postForm(_:access:_:)``).
     func mountConsole(_ router: inout HTTPRouter, sessions: ConsoleSessions, desks: ConsoleDesks) {
-        let log = log, clock = clock, staff = config.consoleStaff
+        let log = log, clock = clock, staff = config.consoleStaff, idleMinutes = sessions.policy.idleMilliseconds / 60_000
         // A login is logged only when it is one: someone who typed a password into the login field must not find it in the log.
         let logged: @Sendable (String) -> String = { login in staff?.teams(of: login) != nil ? login : "(unknown)" }
         router.sessionEnded = .console(
             ConsolePage.signIn(
                 message:
-                    "Your session has ended (signed out, unused for 30 minutes, or mobilityd restarted), so nothing was changed. Sign in, then send the form again."
+                    "Your session has ended (signed out, unused for \(idleMinutes) minute\(idleMinutes == 1 ? "" : "s"), or mobilityd restarted), so nothing was changed. Sign in, then send the form again."
             ), status: 401)
         router.pages = (
             "/console",
@@ -39,25 +41,27 @@ extension Daemon {
         router.get(ConsolePage.styleSheetPath, access: .open) { _ in
             HTTPResponse(contentType: "text/css; charset=utf-8", body: ConsolePage.styleSheet)
         }
-        router.get(HTTPRouter.signInPath, access: .open) { request in
-            if sessions.session(cookieHeader: request.cookie) != nil { return .text("signed in\n", status: 303).adding("Location", "/console") }
-            return .console(ConsolePage.signIn(message: nil))
+        router.get(HTTPRouter.signInPath, query: [HTTPRouter.returnField], access: .open) { request in
+            let next = HTTPRouter.consoleReturnPath(request.query(HTTPRouter.returnField))
+            if sessions.session(cookieHeader: request.cookie) != nil { return .text("signed in\n", status: 303).adding("Location", next ?? "/console") }
+            return .console(ConsolePage.signIn(message: nil, next: next))
         }
         router.postForm(HTTPRouter.signInPath, access: .open) { request in
             let login = request.form.value("login") ?? "", password = request.form.value("password") ?? ""
+            let next = HTTPRouter.consoleReturnPath(request.form.value(HTTPRouter.returnField))
             guard StaffPasswords.isLogin(login) else {
-                return .console(ConsolePage.signIn(message: "The login or the password is wrong."), status: 401)
+                return .console(ConsolePage.signIn(message: "The login or the password is wrong.", next: next), status: 401)
             }
             switch sessions.signIn(login: login, password: Array(password.utf8), replacing: request.cookie) {
             case .signedIn(let id, _):
                 log.info("console sign-in", ["login": login])
-                return .text("signed in\n", status: 303).adding("Location", "/console").adding("Set-Cookie", sessions.setCookie(id: id))
+                return .text("signed in\n", status: 303).adding("Location", next ?? "/console").adding("Set-Cookie", sessions.setCookie(id: id))
             case .refused(let lockedUntil):
                 log.warn("console sign-in refused: wrong login or password", ["login": logged(login)])
                 if let lockedUntil {
                     log.warn("console login locked after repeated failures", ["login": logged(login), "until": "\(Timestamp(milliseconds: lockedUntil))"])
                 }
-                return .console(ConsolePage.signIn(message: "The login or the password is wrong.", login: login), status: 401)
+                return .console(ConsolePage.signIn(message: "The login or the password is wrong.", login: login, next: next), status: 401)
             case .locked(let until):
                 log.warn("console sign-in refused: login locked", ["login": logged(login)])
                 let minutes = max(1, (until - clock.wall().milliseconds + 59_999) / 60_000)
@@ -65,10 +69,7 @@ extension Daemon {
                     ConsolePage.signIn(
                         message:
                             "Too many failed sign-ins for this login: it is locked for \(minutes) more minute\(minutes == 1 ? "" : "s"). A colleague can act for your patients meanwhile; only a restart of mobilityd unlocks it sooner.",
-                        login: login), status: 429)
-            case .busy:
-                log.warn("console sign-in refused: too many sign-in attempts", ["login": logged(login)])
-                return .console(ConsolePage.signIn(message: "Too many sign-in attempts: try again later.", login: login), status: 429)
+                        login: login, next: next), status: 429)
             }
         }
         router.postForm("/console/sign-out") { request in

@@ -82,6 +82,21 @@ extension Daemon {
         c.desk.metrics(into: &m)
         c.silences.metrics(into: &m, now: clock.wall())
         c.timelines.metrics(into: &m)
+        if let sessions = c.consoleSessions { Daemon.consoleMetrics(sessions.counts, into: &m) }
+    }
+
+    /// The console's sign-ins, lockouts and sessions: counts only, never a login.
+    static func consoleMetrics(_ c: ConsoleSessions.Counts, into m: inout MetricsText) {
+        m.family(
+            "mobilityd_console_sign_ins_total", "counter",
+            "Console sign-ins, by result (signed_in; refused: wrong login or password; locked: refused unchecked, the login being locked).")
+        for (result, n) in [("signed_in", c.signedIn), ("refused", c.refused), ("locked", c.locked)] {
+            m.sample("mobilityd_console_sign_ins_total", ["result": result], Double(n))
+        }
+        m.family("mobilityd_console_lockouts_total", "counter", "Console logins locked after repeated failed sign-ins.")
+        m.sample("mobilityd_console_lockouts_total", Double(c.lockouts))
+        m.family("mobilityd_console_sessions", "gauge", "Console sessions open.")
+        m.sample("mobilityd_console_sessions", Double(c.sessions))
     }
 
     /// What the shards published and committed, and the state's health.

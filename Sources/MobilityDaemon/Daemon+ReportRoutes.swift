@@ -13,12 +13,11 @@ extension Daemon {
     /// Mount report pages and JSON here, e.g.
     /// `router.get("/api/v1/users/{u}/reports", query: ["week"]) { request in … }`.
     /// `deliver` hands a care-staff timeline command (taken by `timelines`) to its user's shard (the POST route waits for
-    /// the answer the shard gives).
+    /// the answer the shard gives); `sessions` are the console's (nil: no console).
     func reportRouter(
-        shards: [Shard], store: any StateBackend, timelines: TimelineDesk, console: ConsoleDesks, deliver: @escaping @Sendable (TimelineRequest) -> Void
+        shards: [Shard], store: any StateBackend, timelines: TimelineDesk, sessions: ConsoleSessions?, console: ConsoleDesks,
+        deliver: @escaping @Sendable (TimelineRequest) -> Void
     ) -> HTTPRouter {
-        let clock = clock
-        let sessions = config.consoleStaff.map { ConsoleSessions(passwords: $0) { clock.wall().milliseconds } }
         var router = HTTPRouter(tokens: config.httpTokens, sessions: sessions, consoleOrigins: config.consoleOrigins)
         // No health data: counts and the rules' identity, for a client to check its token and TLS.
         router.get("/api/v1/status") { [self] request in

@@ -19,7 +19,8 @@ extension Daemon {
             store: c.store, acknowledgements: c.desk, silences: c.silences, timelines: c.timelines,
             deliverAcknowledgement: { a, receipt in c.stage.deliver(.acknowledge(a, taken: receipt), to: Int(Daemon.hash(a.user) % shards)) },
             deliverTimeline: deliver, clinicalKinds: { [reloader] in reloader.timelineKinds.clinical }, now: { [clock] in clock.wall() })
-        let router = reportRouter(shards: c.shards, store: c.store, timelines: c.timelines, console: console, deliver: deliver)
+        let router = reportRouter(
+            shards: c.shards, store: c.store, timelines: c.timelines, sessions: c.consoleSessions, console: console, deliver: deliver)
         return HTTPService(reportsAt: addr, tls: config.httpTLS, router: router, log: log)
     }
 

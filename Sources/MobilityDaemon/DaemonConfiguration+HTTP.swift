@@ -22,8 +22,15 @@ extension DaemonConfiguration {
             help: "the care-team console at /console: LOGIN:HASH teams=T1,T2 lines, HASH from mosquitto_passwd (mode 0600 or 0400)"),
         Option(
             name: "console-origin", value: "URL[,URL...]",
-            help: "the origins browsers reach the console at, e.g. https://ward.example behind a proxy (default the listener's own http(s)://HOST:PORT)")
+            help: "the origins browsers reach the console at, e.g. https://ward.example behind a proxy (default the listener's own http(s)://HOST:PORT)"),
+        Option(name: "console-session-idle", value: "MINUTES", help: "a console session unused this long ends (1-1440, default 30)"),
+        Option(
+            name: "console-session-max", value: "MINUTES",
+            help: "a console session ends this long after sign-in whatever the use (1-10080, default 720: a shift), at least --console-session-idle")
     ]
+
+    /// The console's options that need `--console-staff`.
+    static let consoleOptionNames = ["console-staff", "console-origin", "console-session-idle", "console-session-max"]
 
     /// Whether an IPv4 `HOST:PORT` is on a loopback address (127.0.0.0/8).
     static func isLoopback(_ address: String) -> Bool {
@@ -33,7 +40,7 @@ extension DaemonConfiguration {
     mutating func applyHTTP(_ m: [String: String]) throws(Problem) {
         if (m["http-tls-cert"] == nil) != (m["http-tls-key"] == nil) { throw Problem(description: "--http-tls-cert and --http-tls-key go together") }
         guard let address = m["http-address"], address != "off" else {
-            for name in ["console-staff", "console-origin"] where m[name] != nil {
+            for name in Self.consoleOptionNames where m[name] != nil {
                 throw Problem(description: "--\(name) needs the report listener (--http-address), which serves the console")
             }
             httpAddress = nil
@@ -73,8 +80,31 @@ extension DaemonConfiguration {
             httpTLS = HTTPServer.TLS(certificatePEM: cert, keyPEM: key)
         }
         if let staffPath = m["console-staff"] { consoleStaff = try Self.readConsoleStaff(staffPath) }
+        try applyConsoleSessions(m)
         consoleOrigins = try m["console-origin"].map(Self.consoleOrigins) ?? [(httpTLS == nil ? "http://" : "https://") + address]
         httpAddress = address
+    }
+
+    /// `--console-session-idle` and `--console-session-max` (minutes): whole numbers in range, the
+    /// idle time no longer than the whole, and only with a console.
+    mutating func applyConsoleSessions(_ m: [String: String]) throws(Problem) {
+        func minutes(_ name: String, _ range: ClosedRange<Int64>) throws(Problem) -> Int64? {
+            guard let v = m[name] else { return nil }
+            guard m["console-staff"] != nil else { throw Problem(description: "--\(name) needs the console (--console-staff)") }
+            guard let n = Int64(v), range.contains(n) else {
+                throw Problem(description: "--\(name) must be a whole number of minutes in \(range.lowerBound)...\(range.upperBound), not '\(v)'")
+            }
+            return n
+        }
+        if let idle = try minutes("console-session-idle", 1...1440) { consoleSessionPolicy.idleMilliseconds = idle * 60_000 }
+        if let max = try minutes("console-session-max", 1...10_080) { consoleSessionPolicy.absoluteMilliseconds = max * 60_000 }
+        let p = consoleSessionPolicy
+        guard p.idleMilliseconds <= p.absoluteMilliseconds else {
+            throw Problem(
+                description:
+                    "--console-session-idle (\(p.idleMilliseconds / 60_000) min) is longer than --console-session-max (\(p.absoluteMilliseconds / 60_000) min): "
+                    + "a session would end at the maximum before it could be idle that long")
+        }
     }
 
     /// The origins of `--console-origin`: `http(s)://HOST[:PORT]` each, compared byte for byte with

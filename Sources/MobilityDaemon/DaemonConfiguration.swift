@@ -71,6 +71,8 @@ package struct DaemonConfiguration: Sendable {
     package var consoleStaff: StaffPasswords?
     /// The origins the console is served at (`--console-origin`; default the listener's own).
     package var consoleOrigins: [String] = []
+    /// The console's session lifetimes (`--console-session-idle`, `--console-session-max`) and lockout.
+    package var consoleSessionPolicy = ConsoleSessionTable.Policy()
     /// Log lines as logfmt or JSON (`--log-format`).
     package var logFormat = LogFormat.logfmt
     /// The least severe level logged (`--log-level`).

@@ -138,6 +138,7 @@ extension Shard {
             for a in pendingAnswers { a.committed() }
             pendingAnswers.removeAll()
             for u in users { ingestor.engine.markPersisted(u) }
+            timelines?.noteCalendars(of: users, in: ingestor.engine)
             if all { pendingUsers.removeAll(keepingCapacity: true) } else { pendingUsers.subtract(users) }
             deferredUsers.removeAll(keepingCapacity: true)  // their outputs are committed (all or with this batch)
             pending.outbox.removeAll(keepingCapacity: true)

@@ -124,6 +124,7 @@ final class Shard: @unchecked Sendable {
         // the retained copies): a profile that moves the user now clears the teams left.
         let teams = ingestor.engine.careTeams(of: r.user)
         if !teams.isEmpty { outputs.teams.careTeams.setProfileTeams(teams, of: r.user) }
+        timelines?.noteCalendars(of: CollectionOfOne(r.user), in: ingestor.engine)
     }
 
     func start() {

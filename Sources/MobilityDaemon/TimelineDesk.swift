@@ -86,15 +86,22 @@ final class TimelineDesk: Sendable {
     /// Publishes a refusal (not retained, not in the outbox).
     private let publishNow: @Sendable (_ topic: String, _ payload: [UInt8]) -> Void
     private let counts = Mutex<[String: Int]>([:])
+    /// The home calendar of each patient whose calendar is not ``defaultCalendar``, as the shards
+    /// last committed or restored it: the calendar the engine dates the patient's entries by, read
+    /// off the shards' threads (the console's new-entry form).
+    private let calendars = Mutex<[String: LocalCalendar]>([:])
+    /// The calendar of a patient with no calendar of their own yet (`--time-zone`).
+    let defaultCalendar: LocalCalendar
 
     /// How long the subscriber or an HTTP request waits for the shard's answer.
     static let answerSeconds = 10.0
 
     init(
-        layout: TopicLayout, teams: CareTeams, log: Logger, scope: CommandScope = .everything,
+        layout: TopicLayout, teams: CareTeams, log: Logger, scope: CommandScope = .everything, defaultCalendar: LocalCalendar = .utc,
         publishNow: @escaping @Sendable (String, [UInt8]) -> Void
     ) {
         self.layout = layout
+        self.defaultCalendar = defaultCalendar
         self.teams = teams
         self.log = log
         self.scope = scope
@@ -228,6 +235,24 @@ final class TimelineDesk: Sendable {
                 let json = Array(numbered.json.utf8)
                 return topics.map { StateStore.OutboxItem(topic: $0, payload: json, retain: false) } + fhirItems
             })
+    }
+
+    /// Notes the home calendars of `users` as the engine holds them (on the shard's thread, after a
+    /// commit or a restore): a profile's or a sample's zone changes the days a patient's entries
+    /// are dated by.
+    func noteCalendars(of users: some Sequence<String>, in engine: Engine) {
+        let fallback = engine.configuration.defaultCalendar
+        calendars.withLock { known in
+            for u in users {
+                if let c = engine.calendar(of: u), c != fallback { known[u] = c } else if !known.isEmpty { known[u] = nil }
+            }
+        }
+    }
+
+    /// The patient's own today at `now` (the day of `now` in their home zone): the latest day the
+    /// daemon takes a new entry of theirs to start on, so the day a new-entry form offers first.
+    func today(of user: String, at now: Timestamp) -> DayNumber {
+        (calendars.withLock { $0[user] } ?? defaultCalendar).day(of: now)
     }
 
     /// An entry in the audit trail's words: `injury on 2026-02-01`, `heat_wave 2026-03-01..2026-03-05`.

@@ -18,7 +18,7 @@ enum EventCommandLine {
           KIND: a clinical event (injury, surgery, fall, discharge, hospital_admission, treatment_start) or an
                 annotation (pain, fatigue, heat_wave, cold_spell, illness, exercise_plan_change, travel, new_device,
                 note), or a kind the rules declare (then give --category); D: the patient's local date, YYYY-MM-DD
-          add prints the entry's id (default: KIND-8 hex digits); --note is kept with the entry, --comment goes to
+          add prints the entry's id (default: entry- and 16 hex digits); --note is kept with the entry, --comment goes to
           the audit trail; the answer is the audit entry on {root}/teams/T/audit
           BROKER-OPTIONS: \(CommandBroker.usage.replacingOccurrences(of: "\n", with: "\n                          "))
         """
@@ -92,7 +92,7 @@ enum EventCommandLine {
             case "annotation": cat = .annotation
             default: usageError("--category is clinical or annotation")
             }
-            let entryID = id ?? "\(kind)-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+            let entryID = id ?? TimelineEvent.newID()
             change = .record(TimelineEvent(id: entryID, category: cat, kind: kind, firstDay: first, lastDay: last, note: note))
         }
         let command = TimelineCommand(action: action, user: user, by: by, change: change, note: comment)

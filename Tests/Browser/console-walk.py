@@ -5,10 +5,12 @@ DevTools protocol on a pipe (--remote-debugging-pipe; Python's standard library 
 Usage: console-walk.py BASE_URL LOGIN PASSWORD SHOTS_DIR DATE
 
 Shows the sign-in page, signs in, reads the patient list, opens the first patient, acknowledges an alert, silences it,
-records an injury on DATE, signs out; screenshots the list and the patient page at desktop and
-phone width into SHOTS_DIR. Prints one JSON object with what it saw; exits 1 on a failure.
+records an injury on DATE, sends a span that ends before it starts (refused), signs out, then opens the
+patient's page signed out and signs in again (it leads back there); screenshots the list, the patient page
+and the refusal at desktop and phone width into SHOTS_DIR. Prints one JSON object with what it saw; exits 1 on a failure.
 """
 import base64
+import datetime
 import json
 import os
 import subprocess
@@ -153,6 +155,11 @@ def main():
         seen["afterInjury"] = b.evaluate("document.querySelector('p.notice')?.textContent")
         seen["refusal"] = b.evaluate("document.querySelector('p.refused')?.textContent")
         b.screenshot(os.path.join(shots, "console-patient-after.png"), 1000, False)
+        # A span that ends before it starts: refused, in the words of the form's labels.
+        before = (datetime.date.fromisoformat(date) - datetime.timedelta(days=1)).isoformat()
+        b.submit("form.action:has(select[name=kind])", {"kind": "illness", "first": date, "last": before})
+        seen["spanRefusal"] = b.evaluate("document.querySelector('p.refused')?.textContent")
+        b.screenshot(os.path.join(shots, "console-refusal.png"), 1000, False)
 
         b.evaluate("document.querySelector('header.top form button').click()")
         b.wait_load()
@@ -160,6 +167,11 @@ def main():
         seen["cookiesAfterSignOut"] = b.call("Storage.getCookies", {}).get("cookies", [])
         b.go(base + "/console")
         seen["afterSignOutConsole"] = b.evaluate("location.pathname")
+        # A patient's page asked for while signed out: signing in leads there.
+        b.go(base + seen["patientUrl"])
+        seen["askedSignedOut"] = b.evaluate("location.pathname + location.search")
+        b.submit("form.signin", {"login": login, "password": password})
+        seen["afterReturn"] = b.evaluate("location.pathname")
     except Exception as e:  # report what was seen up to the failure
         seen["error"] = f"{type(e).__name__}: {e}"
     finally:

@@ -44,44 +44,52 @@ import Testing
         let v18 = t.failed("nurse.kim", now: 5 + 15 * Self.minute); #expect(v18 == nil)
     }
 
-    @Test func madeUpLoginsNeverFlushARecentCount() {
+    @Test func madeUpLoginsNeverFlushOrBlockAStaffLogin() {
         var policy = ConsoleSessionTable.Policy()
         policy.maximumTrackedLogins = 3
-        var t = ConsoleSessionTable(policy: policy)
-        for k in 0...3 { _ = t.failed("nurse.kim", now: Int64(k)) }
-        for (k, login) in ["made.up1", "made.up2"].enumerated() {
-            let room = t.hasRoom(for: login, now: 4 + Int64(k)); #expect(room)
-            _ = t.failed(login, now: 4 + Int64(k))
-        }
-        // Full of failures within the lock period: a new login may not try, and is not recorded.
-        let v1 = t.hasRoom(for: "made.up3", now: 6); #expect(!v1)
-        let v2 = t.failed("made.up3", now: 6); #expect(v2 == nil)
-        let v3 = t.hasRoom(for: "nurse.kim", now: 6); #expect(v3)
-        let v4 = t.failed("nurse.kim", now: 7); #expect(v4 == 7 + 15 * Self.minute)  // the fifth failure still locks
-        // Once the oldest made-up login's failure is older than the lock period, it makes room.
-        let v5 = t.hasRoom(for: "made.up3", now: 4 + 15 * Self.minute - 1); #expect(!v5)
-        let v6 = t.hasRoom(for: "made.up3", now: 4 + 15 * Self.minute); #expect(v6)
-        let v7 = t.lockedUntil("nurse.kim", now: 4 + 15 * Self.minute); #expect(v7 == 7 + 15 * Self.minute)
+        var t = ConsoleSessionTable(policy: policy, staff: ["nurse.kim", "physio.lee"])
+        for k in 0..<4 { _ = t.failed("nurse.kim", now: Int64(k)) }
+        // Far more made-up logins than the table remembers, all within the lock period.
+        for k in 0..<1_000 { _ = t.failed("made.up\(k)", now: 4 + Int64(k)) }
+        #expect(t.trackedOtherLogins == 3)
+        let v1 = t.lockedUntil("nurse.kim", now: 2_000); #expect(v1 == nil)
+        let v2 = t.failed("nurse.kim", now: 2_000); #expect(v2 == 2_000 + 15 * Self.minute)  // the fifth failure still locks
+        // Another person never met "no room".
+        for k in 0..<4 { let v = t.failed("physio.lee", now: 2_001 + Int64(k)); #expect(v == nil) }
+        let v3 = t.failed("physio.lee", now: 2_005); #expect(v3 == 2_005 + 15 * Self.minute)
+        let v4 = t.lockedUntil("nurse.kim", now: 2_000 + 15 * Self.minute - 1); #expect(v4 == 2_000 + 15 * Self.minute)
     }
 
-    @Test func failuresFurtherApartThanTheLockPeriodNeverLock() {
-        var t = ConsoleSessionTable()
-        for k in 0..<20 { let v = t.failed("nurse.kim", now: Int64(k) * 15 * Self.minute); #expect(v == nil, "\(k)") }
-        for k in 0..<4 { let v = t.failed("nurse.kim", now: 20 * 15 * Self.minute + Int64(k)); #expect(v == nil) }
-        let locked = t.failed("nurse.kim", now: 20 * 15 * Self.minute + 4); #expect(locked != nil)
+    @Test func madeUpLoginsAreForgottenOldestFirst() {
+        var policy = ConsoleSessionTable.Policy()
+        policy.maximumTrackedLogins = 3
+        var t = ConsoleSessionTable(policy: policy, staff: ["nurse.kim"])
+        for k in 0..<4 { _ = t.failed("made.up1", now: Int64(k)) }  // four failures: one more locks
+        _ = t.failed("made.up2", now: 10)
+        _ = t.failed("made.up3", now: 11)
+        _ = t.failed("made.up1", now: 12)  // the fifth failure: made.up1 is now the latest, and locked
+        let locked = t.lockedUntil("made.up1", now: 13); #expect(locked == 12 + 15 * Self.minute)
+        _ = t.failed("made.up4", now: 14)  // forgets made.up2, the one that failed longest ago
+        #expect(t.trackedOtherLogins == 3)
+        for k in 0..<4 { let v = t.failed("made.up2", now: 15 + Int64(k)); #expect(v == nil) }  // counted from one again
+        // Now made.up3 (11) went first, then made.up1 (12): the lock, too, is forgotten under a flood.
+        _ = t.failed("made.up5", now: 20)
+        _ = t.failed("made.up6", now: 21)
+        let v = t.lockedUntil("made.up1", now: 22); #expect(v == nil)
+        #expect(t.trackedOtherLogins == 3)
     }
 
-    @Test func manyLoginsOverTimeAlwaysFindRoom() {
+    @Test func manyLoginsOverTimeStayBounded() {
         var policy = ConsoleSessionTable.Policy()
         policy.maximumTrackedLogins = 8
         var t = ConsoleSessionTable(policy: policy)
         for k in 0..<50_000 {
             let login = "login\(k % 13)", now = Int64(k) * 2 * Self.minute
-            guard t.hasRoom(for: login, now: now) else {
-                Issue.record("no room at \(k)")
+            _ = t.failed(login, now: now)
+            guard t.trackedOtherLogins <= 8 else {
+                Issue.record("\(t.trackedOtherLogins) logins tracked at \(k)")
                 return
             }
-            _ = t.failed(login, now: now)
         }
     }
 

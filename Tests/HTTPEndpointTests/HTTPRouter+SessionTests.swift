@@ -187,4 +187,36 @@ import Testing
         #expect(ConsoleSessions.cookie("__Host-mw_console", in: "a=1;__Host-mw_console=xyz; b=2") == "xyz")
         #expect(ConsoleSessions.cookie("__Host-mw_console", in: "__Host-mw_consolex=1") == nil)
     }
+
+    @Test func aPageAskedForWithoutASessionIsCarriedToSignIn() throws {
+        let f = try Fixture()
+        #expect(f.send("GET", "/console", cookie: nil).header("Location") == "/console/sign-in")  // the list is where a sign-in leads anyway
+        var r = HTTPRequest(method: "GET", path: "/console/patients/jamie", query: [("done", "ack")])
+        #expect(HTTPRouter.signInLocation(returningTo: r) == "/console/sign-in?next=/console/patients/jamie%3Fdone%3Dack")
+        r = HTTPRequest(method: "GET", path: "/console/patients/j amie&x", query: [("a b", "c&d=e")])
+        #expect(HTTPRouter.signInLocation(returningTo: r) == "/console/sign-in?next=/console/patients/j%2520amie%2526x%3Fa%2520b%3Dc%2526d%253De")
+        // A backslash in the (decoded) path travels encoded: a browser reads `%5C` as no separator.
+        r = HTTPRequest(method: "GET", path: "/console/\\evil.example")
+        #expect(HTTPRouter.signInLocation(returningTo: r) == "/console/sign-in?next=/console/%255Cevil.example")
+        for path in ["/console//evil.example", "//evil.example", "/api/v1/users", "/console/sign-in", "/console/../x"] {
+            #expect(HTTPRouter.signInLocation(returningTo: HTTPRequest(method: "GET", path: path)) == "/console/sign-in", "\(path)")
+        }
+    }
+
+    static let returnPaths: [(String?, Bool)] = [
+        ("/console", true), ("/console/", true), ("/console?sort=speed&show=firing", true), ("/console/patients/jamie", true),
+        ("/console/patients/jamie/report?week=2026-W10", true), ("/console/patients/j%2F%2Fx", true), ("/console?next=//evil", false),
+        (nil, false), ("", false), ("console", false), ("/", false), ("/consoleevil", false), ("/api/v1/users", false),
+        ("//evil.example", false), ("//evil.example/console", false), ("///evil.example", false), ("https://evil.example/console", false),
+        ("http:/console", false), ("javascript:alert(1)", false), ("/\\evil.example", false), ("\\\\evil.example", false),
+        ("/console\\@evil.example", false), ("/console/\\evil", false), ("/console//evil.example", false), ("/console/../api/v1/users", false),
+        ("/console/./x", false), ("/console/..", false), ("/console/sign-in", false), ("/console/sign-in?next=/console", false),
+        ("/console\u{0}x", false), ("/console\r\nSet-Cookie: x=1", false), ("/console x", false), ("/console/p\u{E9}", false),
+        ("/console/" + String(repeating: "a", count: 1024), false)
+    ]
+
+    @Test(arguments: returnPaths) func aSignInReturnsOnlyToAConsolePage(_ path: String?, _ taken: Bool) {
+        #expect((HTTPRouter.consoleReturnPath(path) != nil) == taken)
+        if taken { #expect(HTTPRouter.consoleReturnPath(path) == path) }
+    }
 }

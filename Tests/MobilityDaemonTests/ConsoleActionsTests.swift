@@ -69,6 +69,21 @@ import Testing
             #expect(bad.status == 409, "\(field)")
             #expect(bad.body.contains("Refused (invalid_text): "), "\(field): \(bad.body)")
         }
+        // A refusal names the fields by the labels beside them on the page, not by the command's names.
+        let noted = try ward.post(
+            path + "/events", [("action", "add"), ("kind", "fall"), ("first", CivilDate(dayNumber: today - 2).description), ("note", "fell\u{1b}[2J")],
+            kim, csrf: csrf)
+        #expect(noted.body.contains("Refused (invalid_text): “Clinical note (optional)”"), "\(noted.body)")
+        let backwards = try ward.post(
+            path + "/events",
+            [
+                ("action", "add"), ("kind", "illness"), ("first", CivilDate(dayNumber: today - 2).description),
+                ("last", CivilDate(dayNumber: today - 3).description)
+            ],
+            kim, csrf: csrf)
+        #expect(backwards.body.contains("“To (for a span, optional)” is before “On (or from)”"), "\(backwards.body)")
+        let silenced = try ward.post(path + "/silence", [("rule", ""), ("hours", "4"), ("comment", "")], kim, csrf: csrf)
+        #expect(silenced.status == 409 && silenced.body.contains("“Why”") && !silenced.body.contains("'comment'"), "\(silenced.body)")
         #expect(after.body.contains("Entered by nurse.kim (ward-a)"), "\(after.body)")
 
         // The broker's audit shows each action under the login.
@@ -89,8 +104,12 @@ import Testing
         #expect(try ward.post(path + "/silence/expire", [("id", id)], kim, csrf: csrf).status == 404)
 
         // Correct the fall's day, then retract it; an unknown entry is the daemon's refusal.
-        let falls = after.body.matches(of: /name="id" value="(fall-[0-9-]+-[0-9a-f]{8})"/).map { String($0.1) }
-        #expect(Set(falls).count == 2 && falls.allSatisfy { $0.hasPrefix("fall-\(yesterday)-") }, "\(falls)")
+        // Two entries, each with an id of the one format (``TimelineEvent/newID()``).
+        let falls = after.body.matches(
+            of: /value="correct"\/><input type="hidden" name="id" value="(entry-[0-9a-f]{16})"\/><input type="hidden" name="kind" value="fall"\//
+        )
+        .map { String($0.1) }
+        #expect(Set(falls).count == 2, "\(falls)")
         let entry = try #require(falls.first), before = CivilDate(dayNumber: today - 4).description
         let corrected = try ward.post(
             path + "/events", [("action", "correct"), ("id", entry), ("kind", "fall"), ("first", before), ("why", "date from the GP letter")], kim,

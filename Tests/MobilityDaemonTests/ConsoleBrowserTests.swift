@@ -47,6 +47,9 @@ import Testing
         #expect(text("afterInjury") == "Recorded.", "\(line)")
         #expect(text("afterSignOut") == "/console/sign-in")
         #expect(text("afterSignOutConsole") == "/console/sign-in")
+        #expect(text("spanRefusal")?.contains("“To (for a span, optional)” is before “On (or from)”") == true, "\(line)")
+        #expect(text("askedSignedOut") == "/console/sign-in?next=/console/patients/ward-stalled", "\(line)")
+        #expect(text("afterReturn") == "/console/patients/ward-stalled", "\(line)")
         // The browser kept the Secure, HttpOnly session cookie over plain-HTTP loopback; no script saw it.
         #expect(line.contains("\"name\": \"__Host-mw_console\"") && line.contains("\"secure\": true") && line.contains("\"httpOnly\": true"), "\(line)")
         #expect(text("scriptCookie") == "")

@@ -129,4 +129,56 @@ import Testing
         #expect(!daemon.process.log.contains("MHD_OPTION_EXTERNAL_LOGGER"), "libmicrohttpd's own complaint about its options")
         #expect(!daemon.process.log.contains("kim's password"))
     }
+
+    /// Signs in with a `next` field; the response.
+    static func signIn(_ base: String, next: String) throws -> Curl.Result {
+        let body = "login=nurse.kim&password=kim%27s%20password&next=" + (next.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        return try Curl.post(base + "/console/sign-in", body: Array(body.utf8), contentType: "application/x-www-form-urlencoded")
+    }
+
+    /// A page asked for without a session is where signing in leads; a `next` that would leave the
+    /// console (another site, a scheme, `//`, a backslash, a path outside `/console`) leads to the list.
+    @Test func signingInReturnsToThePageAskedForAndNowhereElse() throws {
+        let dir = try Self.scratch()
+        let broker = try MosquittoBroker()
+        let port = try freePort()
+        let daemon = try DaemonUnderTest(
+            broker: broker, extra: ["--http-address", "127.0.0.1:\(port)", "--http-tokens", dir + "/tokens", "--console-staff", dir + "/staff"])
+        defer { daemon.process.stop() }
+        let base = "http://127.0.0.1:\(port)"
+
+        let asked = try Curl.get(base + "/console?sort=speed&show=firing")
+        #expect(asked.status == 303)
+        let location = try #require(asked.headers["location"])
+        #expect(location == "/console/sign-in?next=/console%3Fsort%3Dspeed%26show%3Dfiring")
+        let page = try Curl.get(base + location)
+        #expect(page.status == 200)
+        #expect(page.body.contains("<input type=\"hidden\" name=\"next\" value=\"/console?sort=speed&amp;show=firing\"/>"), "\(page.body)")
+        let back = try Self.signIn(base, next: "/console?sort=speed&show=firing")
+        #expect(back.status == 303 && back.headers["location"] == "/console?sort=speed&show=firing")
+        #expect(try Self.signIn(base, next: "/console/patients/ward-x").headers["location"] == "/console/patients/ward-x")
+
+        for bad in [
+            "//evil.example/console", "https://evil.example/console", "http:/console", "/\\evil.example", "\\\\evil.example", "/console//evil.example",
+            "/console/\\evil", "/consoleevil", "/console/../api/v1/users", "/console/./x", "/api/v1/users", "console", "javascript:alert(1)",
+            "/console/sign-in", "/console\u{0}x", "/console\nLocation: //evil", "/console/p\u{E9}", ""
+        ] {
+            let r = try Self.signIn(base, next: bad)
+            #expect(r.status == 303 && r.headers["location"] == "/console", "\(bad.debugDescription): \(r.headers)")
+            let form = try Curl.get(base + "/console/sign-in?next=" + (bad.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""))
+            // The sign-in page carries no such `next` (libmicrohttpd reads a query value only up to a NUL: `/console`).
+            let carried = form.body.firstMatch(of: /name="next" value="([^"]*)"/).map { String($0.1) }
+            #expect(form.status == 200 && (carried == nil || carried == "/console"), "\(bad.debugDescription): \(carried ?? "")")
+        }
+
+        // The metrics count the sign-ins and sessions, and name no one.
+        _ = try Self.signIn(base, "nurse.ray", "not ray's password")
+        let metrics = daemon.metrics()
+        #expect(metrics["mobilityd_console_sign_ins_total{result=\"signed_in\"}"] == 20, "\(metrics.filter { $0.key.contains("console") })")
+        #expect(metrics["mobilityd_console_sign_ins_total{result=\"refused\"}"] == 1)
+        #expect(metrics["mobilityd_console_sign_ins_total{result=\"locked\"}"] == 0)
+        #expect(metrics["mobilityd_console_lockouts_total"] == 0)
+        #expect(metrics["mobilityd_console_sessions"] == 20)
+        #expect(!metrics.keys.contains { $0.contains("nurse.") })
+    }
 }

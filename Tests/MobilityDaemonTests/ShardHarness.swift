@@ -43,9 +43,11 @@ final class ShardHarness {
     /// 2026-12-01T00:00:00Z: every sample the tests send is in the past.
     static let wall = Timestamp(milliseconds: 1_796_083_200_000)
 
-    /// Starts a shard on `dir` (created if needed), publishing to `published`.
+    /// Starts a shard on `dir` (created if needed), publishing to `published`, taking the timeline
+    /// commands of `timelines` when given.
     init(
-        dir: String, careTeams: CareTeams = CareTeams(), historyDays: Int? = 90, publishesSeries: Bool = true, published: Published = Published()
+        dir: String, careTeams: CareTeams = CareTeams(), historyDays: Int? = 90, publishesSeries: Bool = true, published: Published = Published(),
+        timelines: TimelineDesk? = nil
     ) throws {
         self.dir = dir
         self.published = published
@@ -59,7 +61,8 @@ final class ShardHarness {
             index: 0,
             ingestor: Ingestor(engine: Engine(program: program, configuration: config), layout: TopicLayout(), clock: .event, boundedByWallClock: true),
             capacity: 100_000, sink: published, store: store, journal: nil, acks: PublishTracker(), log: Logger(format: .logfmt, level: .error),
-            historyDays: historyDays, publishesSeries: publishesSeries, careTeams: careTeams, clock: clock)
+            historyDays: historyDays, publishesSeries: publishesSeries, careTeams: careTeams, desks: Shard.StaffDesks(timelines: timelines),
+            clock: clock)
         var users = try store.load(alertNames: program.alerts.map(\.name), prepare: Engine(program: program, configuration: config).preparer).users
         seq = users.map(\.appliedSeq).max() ?? 0
         for i in users.indices { shard.restore(&users[i]) }

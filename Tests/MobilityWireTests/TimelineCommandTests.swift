@@ -22,6 +22,16 @@ import Testing
         #expect(try TimelineCommand.parse(c.json).get() == c)
     }
 
+    /// Ids are opaque: a new one, one its author chose and those made in earlier forms
+    /// (`KIND-hex` by mobilityctl, `KIND-DATE-hex` by the console) are all read as they are.
+    @Test(arguments: [TimelineEvent.newID(), "fall-1", "fall-3a9c0f1", "injury-2026-03-19-8badf00d", "entry-8000000000000001"])
+    func anyFormOfIDIsRead(_ id: String) throws {
+        let c = TimelineCommand(
+            action: .correct, user: "jamie", by: "nurse.kim",
+            change: .record(TimelineEvent(id: id, category: .clinical, kind: "fall", firstDay: Self.d1, lastDay: Self.d1)))
+        #expect(try TimelineCommand.parse(c.json).get().change.id == id)
+    }
+
     /// The entry a command carries is an item of the `events` topic, read by the gateway's decoder.
     @Test func theEntryIsAnEventsItem() throws {
         let e = TimelineEvent(id: "hw", category: .annotation, kind: "heat_wave", firstDay: Self.d1, lastDay: Self.d1 + 2, note: "warning")
@@ -126,4 +136,5 @@ import Testing
 extension Result where Success == TimelineCommand, Failure == TimelineCommand.Refusal {
     /// The refusal's reason, nil when accepted.
     var failureReason: String? { if case .failure(let r) = self { r.reason } else { nil } }
+
 }

@@ -54,4 +54,21 @@ import Testing
         #expect(r.status == 1, "\(r.stderr)")
         #expect(r.stderr.contains("mobilityctl event retract:") && r.stderr.contains("127.0.0.1"), "\(r.stderr)")
     }
+
+    /// An entry added without `--id` gets the id every new entry gets (``TimelineEvent/newID()``), printed on stdout.
+    @Test func anAddedEntrysIDIsTheOneFormat() throws {
+        let broker = try MosquittoBroker()
+        var ids: Set<String> = []
+        for _ in 0..<3 {
+            let r = try ProductRun(
+                "mobilityctl",
+                ["event", "add", "--kind", "fall", "--date", "2026-02-01", "--team", "ward-a", "--user", "jamie", "--by", "nurse.kim", "--wait", "0"]
+                    + ["--broker", broker.url])
+            #expect(r.status == 0, "\(r.stderr)")
+            let id = r.stdout.trimmingCharacters(in: .newlines)
+            #expect(id.wholeMatch(of: /entry-[0-9a-f]{16}/) != nil, "\(r.stdout)")
+            ids.insert(id)
+        }
+        #expect(ids.count == 3)
+    }
 }
