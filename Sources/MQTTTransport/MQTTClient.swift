@@ -359,27 +359,43 @@ package final class MQTTClient: @unchecked Sendable {
         }
     }
 
-    /// Starts the network thread (its own, named `mqtt-net`, for the client's life): libmosquitto's
-    /// loop, which reconnects by itself with the configured backoff — but returns for good on some
-    /// errors, `MOSQ_ERR_TLS` among them, and with OpenSSL 3 a broker killed under a TLS
-    /// connection is one ("unexpected eof while reading"). So when the loop returns before
-    /// ``stop()``, the client reconnects here with the same backoff and enters the loop again.
+    /// Starts the network thread (its own, named `mqtt-net`, for the client's life), which runs
+    /// ``runNetworkLoop()``.
     private func startNetworkThread() {
         mosquitto_threaded_set(handle, true)
         loopRunning.store(true, ordering: .sequentiallyConsistent)
         let spawned = MQTTClient.spawn("mqtt-net") { [self] in
             networkThread.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)
             defer { networkDone.signal() }
-            while started.load(ordering: .sequentiallyConsistent) {
-                let rc = mosquitto_loop_forever(handle, 1000, 1)
-                guard started.load(ordering: .sequentiallyConsistent) else { return }
-                onEvent(self, .disconnected(reason: "the network loop ended (\(MQTTClient.describe(rc))); reconnecting"))
-                guard reconnectWithBackoff() else { return }
-            }
+            runNetworkLoop()
         }
         if !spawned {
             loopRunning.store(false, ordering: .sequentiallyConsistent)
             onEvent(self, .disconnected(reason: "cannot start the MQTT network thread"))
+        }
+    }
+
+    /// libmosquitto's loop, one turn at a time, until ``stop()``: a lost connection (reported by
+    /// the disconnect callback) is reconnected here with the configured backoff. Not
+    /// `mosquitto_loop_forever`, for two reasons: it returns for good on some errors,
+    /// `MOSQ_ERR_TLS` among them (with OpenSSL 3 a broker killed under a TLS connection is one:
+    /// "unexpected eof while reading"); and its own reconnect sets the connection's state back to
+    /// connecting over the disconnecting that a concurrent `mosquitto_disconnect` set, after which
+    /// it never returned — a ``stop()`` while the broker restarted waited for it for good.
+    /// Stopping: the turns go on until the DISCONNECT ``stop()`` queued is sent (the connection
+    /// then closes) or for at most 2 s.
+    private func runNetworkLoop() {
+        var stopDeadline: DispatchTime?
+        while true {
+            let rc = mosquitto_loop(handle, 1000, 1)
+            if !started.load(ordering: .sequentiallyConsistent) {
+                if rc != MOSQ_ERR_SUCCESS.rawValue { return }
+                let deadline = stopDeadline ?? .now() + .seconds(2)
+                stopDeadline = deadline
+                if DispatchTime.now() >= deadline { return }
+                continue
+            }
+            if rc != MOSQ_ERR_SUCCESS.rawValue, !reconnectWithBackoff() { return }
         }
     }
 

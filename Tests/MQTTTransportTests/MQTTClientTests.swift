@@ -224,3 +224,78 @@ final class ReceivedCounter: @unchecked Sendable {
     func add() { lock.withLock { n += 1 } }
     var value: Int { lock.withLock { n } }
 }
+
+extension MQTTClientTests {
+    /// Regression: libmosquitto's `mosquitto_loop_forever` reconnects by itself, and a failed
+    /// reconnect sets the connection's state to "connect pending" over the "disconnecting" that
+    /// a `stop()` set meanwhile: the loop then retried for good and `stop()` waited for it (a test
+    /// suite hung so on a recorder whose NATS node had been killed). Here the reconnect hangs on a
+    /// port whose accept queue is full (the kernel drops the SYN), `stop()` is called, then the
+    /// port closes and the reconnect fails: `stop()` must return.
+    @Test func stopReturnsWhenAReconnectUnderWayFails() throws {
+        let broker = try MosquittoBroker()
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "stop-reconnect")
+        c.reconnectMaxSeconds = 1
+        let client = try MQTTClient(c, onMessage: { _, _ in })
+        try client.start()
+        #expect(eventually { client.isConnected })
+        broker.stop(signal: SIGKILL)
+        #expect(eventually { !client.isConnected })
+        let silent = try SilentListener(port: broker.port)
+        #expect(eventually(timeout: 15) { SilentListener.connectsUnderWay(to: broker.port) == 1 }, "the client's reconnect did not reach the port")
+        let stopped = DispatchSemaphore(value: 0)
+        Thread {
+            client.stop()
+            stopped.signal()
+        }.start()
+        silent.close()
+        #expect(stopped.wait(timeout: .now() + 30) == .success, "stop() did not return")
+    }
+}
+
+/// A TCP listener on 127.0.0.1:`port` whose accept queue is full (one connection it never
+/// accepts): the kernel drops every further SYN, so a connect to it hangs until the listener
+/// closes, after which a retransmitted SYN is refused.
+final class SilentListener {
+    private var fds: [Int32] = []
+
+    init(port: Int) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 0) == 0 else { throw HarnessError("cannot listen on \(port): \(String(cString: strerror(errno)))") }
+        fds.append(listener)
+        // The one connection the queue holds (backlog 0 admits one), never accepted.
+        let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw HarnessError("cannot fill the accept queue: \(String(cString: strerror(errno)))") }
+        fds.append(filler)
+    }
+
+    /// Closes the listener and its queued connection.
+    func close() {
+        for fd in fds { Glibc.close(fd) }
+        fds = []
+    }
+
+    deinit { close() }
+
+    /// Connections to 127.0.0.1:`port` waiting for the SYN's answer (`SYN_SENT` in `/proc/net/tcp`).
+    static func connectsUnderWay(to port: Int) -> Int {
+        let remote = String(format: "0100007F:%04X", port)
+        let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+        return table.split(separator: "\n").dropFirst().filter { line in
+            let f = line.split(separator: " ")
+            return f.count > 3 && f[2] == remote && f[3] == "02"
+        }.count
+    }
+}
