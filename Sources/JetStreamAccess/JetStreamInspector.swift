@@ -113,4 +113,28 @@ package struct JetStreamInspector: Sendable {
         if out.last == dot { out.append(slash) }
         return "$MQTT.msgs." + String(decoding: out, as: UTF8.self)
     }
+
+    /// The MQTT topic of a message NATS's MQTT listener stored under `subject` (the inverse of
+    /// ``subject(_:)``): nil for a subject not under `$MQTT.msgs.`.
+    package static func topic(ofSubject subject: String) -> String? {
+        let head = "$MQTT.msgs."
+        guard subject.hasPrefix(head) else { return nil }
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        let s = Array(subject.utf8.dropFirst(head.utf8.count))
+        var out: [UInt8] = []
+        out.reserveCapacity(s.count)
+        var i = 0
+        while i < s.count {
+            switch s[i] {
+            case slash where i + 1 < s.count && s[i + 1] == slash:
+                out.append(dot)
+                i += 1
+            case slash: break  // an empty level
+            case dot: out.append(slash)
+            default: out.append(s[i])
+            }
+            i += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }

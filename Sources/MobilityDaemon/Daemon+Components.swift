@@ -33,8 +33,9 @@ extension Daemon {
         let router: InboundRouter
         /// The subscriber's connection (the persistent session).
         let subscriber: MQTTClient
-        /// The owned partitions' sessions (partitioned input; nil: the subscriber takes the inputs).
-        let partitionInput: PartitionInputService?
+        /// The owned partitions' MQTT sessions or JetStream consumers (partitioned input; nil: the
+        /// subscriber takes the inputs).
+        let partitionInput: (any Service & Sendable)?
     }
 
     /// A part of the run could not be made; why is logged.
@@ -71,7 +72,9 @@ extension Daemon {
             commitMark: claimed == nil ? JournalCommitMark(journal: journal, store: state.store, recorded: state.committedThrough, log: log) : nil,
             acks: acks, publisher: publisher, sink: sink, shards: shards, desk: desks.desk, silences: desks.silences,
             timelines: desks.timelines, stage: stage, router: router, subscriber: subscriber,
-            partitionInput: claimed.map { partitionSessions($0, base: subscriberConfig, shards: shards) })
+            partitionInput: try claimed.map { (c) throws(ComponentFailure) -> any Service & Sendable in
+                try partitionInput(c, base: subscriberConfig, shards: shards, store: state.store)
+            })
     }
 
     /// The publisher: its own connection (clean session), carrying the status (`online` on each
