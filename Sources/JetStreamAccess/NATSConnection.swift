@@ -2,8 +2,10 @@ import CNATS
 import Foundation
 
 /// One connection to a NATS cluster over the NATS protocol (libnats) with its JetStream context:
-/// the nodes' client URLs (the client moves to another node when one is lost, and reconnects
-/// for as long as the connection lives), the account, TLS. Closed on deinit.
+/// the nodes' client URLs (the client moves to another of them when one is lost, and reconnects
+/// for as long as the connection lives; only to these: the nodes the cluster announces are not
+/// used, so that an instance given its own node's URL is cut off with that node, as its MQTT
+/// connections are), the account, TLS. Closed on deinit.
 ///
 /// Sendability: libnats's connection and JetStream context are safe to use from several threads;
 /// the pointers are set once in `init` and released in `deinit`.
@@ -26,6 +28,7 @@ package final class NATSConnection: @unchecked Sendable {
         try JetStreamFailure.check(set, "bad --nats URL")
         try JetStreamFailure.check(natsOptions_SetTimeout(opts, timeoutMs), "cannot set the NATS timeout")
         try JetStreamFailure.check(natsOptions_SetMaxReconnect(opts, -1), "cannot set the NATS reconnection")
+        try JetStreamFailure.check(natsOptions_SetIgnoreDiscoveredServers(opts, true), "cannot set the NATS servers")
         if let username { try JetStreamFailure.check(natsOptions_SetUserInfo(opts, username, password), "cannot set the NATS account") }
         if urls.contains(where: { $0.hasPrefix("tls://") }) {
             try JetStreamFailure.check(natsOptions_SetSecure(opts, true), "cannot enable TLS (libnats without TLS?)")

@@ -13,7 +13,8 @@ import Synchronization
 /// write of the partition), and only then acknowledged (cumulatively, through its last message).
 ///
 /// Order and redelivery are this service's, not the broker's settings': each run makes a consumer
-/// of its own (`{session prefix}{k}-{token}-{run}`) starting after the recorded sequence, then
+/// of its own (`{session prefix}{k}-{token}-{run}-{n}`, anew after a failed fetch) starting after
+/// the recorded sequence, then
 /// deletes the partition's earlier consumers (made first, the new one keeps the stream's messages
 /// for it). A message at or below what this run already handed on (a redelivery) is skipped, and
 /// a user's shard skips a message at or below the stream sequence its committed state applied
@@ -41,6 +42,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let log: Logger
     private let links: PartitionLinks
     private let maxPayloadBytes: Int
+    private let clock: DaemonClock
     private let connect: @Sendable () throws(JetStreamFailure) -> NATSConnection
     private let onFenced: @Sendable () -> Void
     private let revoked = Atomic<Bool>(false)
@@ -48,12 +50,14 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let done = Mutex<[DispatchSemaphore]>([])
     /// Names this run's consumers apart from an earlier run's of the same token.
     private let run = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    /// Consumers made by this run (each made anew: ``open(_:token:filter:)``).
+    private let opened = Atomic<Int>(0)
     /// Messages of a user the broker put in another partition than ours: the mappings disagree.
     let mismatched = Atomic<Int>(0)
 
     init(
         claim: PartitionClaim, partitioning: Partitioning, layout: TopicLayout, shards: [Shard], store: PostgresStore, log: Logger,
-        links: PartitionLinks, maxPayloadBytes: Int, connect: @escaping @Sendable () throws(JetStreamFailure) -> NATSConnection,
+        links: PartitionLinks, maxPayloadBytes: Int, clock: DaemonClock, connect: @escaping @Sendable () throws(JetStreamFailure) -> NATSConnection,
         onFenced: @escaping @Sendable () -> Void
     ) {
         self.claim = claim
@@ -64,6 +68,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         self.log = log
         self.links = links
         self.maxPayloadBytes = maxPayloadBytes
+        self.clock = clock
         self.connect = connect
         self.onFenced = onFenced
     }
@@ -79,13 +84,35 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             t.name = "partition-\(k)"
             t.start()
         }
+        let finished = DispatchSemaphore(value: 0)
+        done.withLock { $0.append(finished) }
+        let w = Thread { [self] in
+            watch()
+            finished.signal()
+        }
+        w.name = "partition-link"
+        w.start()
+    }
+
+    /// Every 100 ms: while the NATS connection is down (libnats reconnecting), every partition
+    /// is without its broker — from the moment it went down, not from when a fetch or an
+    /// acknowledgement stuck on it times out; the next fetch that works says otherwise.
+    private func watch() {
+        while !isRevoked {
+            if connection.withLock({ $0?.isConnected }) == false {
+                let now = clock.uptimeNanoseconds()
+                for k in claim.partitions.owned { links.lost(k, now: now) }
+            }
+            usleep(100_000)
+        }
     }
 
     func stop() {
         revoked.store(true, ordering: .sequentiallyConsistent)
         // Each thread notices within a fetch or a commit wait; one stuck in a store or broker
-        // call is left behind (it acknowledges nothing once revoked).
-        let deadline = DispatchTime.now() + .seconds(5)
+        // call (a lost node's timeout) is left behind: it hands nothing on and records nothing
+        // once revoked, and its acknowledgement, if any, is of a committed batch.
+        let deadline = DispatchTime.now() + .seconds(1)
         for d in done.withLock({ $0 }) { _ = d.wait(timeout: deadline) }
     }
 
@@ -119,6 +146,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         var reported: String?
         while !isRevoked {
             guard let c = consumer else {
+                // Not consuming until the consumer is made: a make that hangs on a lost node counts toward the cut-off.
+                links.lost(k, now: clock.uptimeNanoseconds())
                 do {
                     (consumer, taken) = try open(k, token: token, filter: filter)
                     links.subscribed(k)
@@ -128,7 +157,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                     onFenced()
                     return
                 } catch {
-                    links.lost(k)
+                    links.lost(k, now: clock.uptimeNanoseconds())
                     if reported != "\(error)" {
                         log.warn("cannot open the partition's JetStream consumer; trying again", ["partition": String(k), "error": "\(error)"])
                         reported = "\(error)"
@@ -139,13 +168,19 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             }
             let fetched: [JetStreamPullConsumer.Message]
             do { fetched = try c.fetch(max: Self.batch, timeoutMs: Self.fetchTimeoutMs) } catch {
-                links.lost(k)
+                links.lost(k, now: clock.uptimeNanoseconds())
                 log.warn("partition consumer lost; opening it again", ["partition": String(k), "error": error.description])
                 consumer = nil
                 pause(ms: 500)
                 continue
             }
-            guard let last = fetched.last else { continue }
+            guard let last = fetched.last else {
+                // libnats holds a fetch while it reconnects and answers it with a timeout: an
+                // empty fetch on a connection that is down is an outage, not a quiet partition.
+                if connection.withLock({ $0?.isConnected }) == false { links.lost(k, now: clock.uptimeNanoseconds()) } else { links.subscribed(k) }
+                continue
+            }
+            links.subscribed(k)
             guard let waiters = hand(fetched, after: taken, partition: k, prefix: prefix) else { return }
             for w in waiters where !w.wait(abandoned: { isRevoked }) { return }
             if isRevoked { return }
@@ -178,7 +213,10 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             )
         }
         let mine = "\(partitioning.sessionPrefix)\(k)-"
-        let name = "\(mine)\(token)-\(run)"
+        // A new consumer each time, never the one a fetch failed on: that one may hold messages
+        // delivered and not acknowledged, which JetStream would hand out again only after its
+        // ack_wait, behind later ones.
+        let name = "\(mine)\(token)-\(run)-\(opened.add(1, ordering: .relaxed).newValue)"
         let consumer = try JetStreamPullConsumer(connection: nats, stream: Self.stream, name: name, filter: filter, startSequence: committed + 1)
         for n in try nats.consumerNames(stream: Self.stream) where n != name && n.hasPrefix(mine) {
             // An earlier owner's (its token at most ours); a later owner's is left to it.

@@ -23,10 +23,13 @@ import Testing
             ])
     }
 
-    /// The partitions whose JetStream consumer `p` made ready (its log).
+    /// The partitions whose JetStream consumer `p`'s current run made ready (its log since its
+    /// last `running on partitions`).
     static func ready(_ p: ChildProcess) -> Set<String> {
-        Set(
-            p.log.split(separator: "\n").filter { $0.contains("partition consumer ready") }.compactMap {
+        let lines = p.log.split(separator: "\n")
+        let run = lines.lastIndex { $0.contains("running on partitions") } ?? lines.startIndex
+        return Set(
+            lines[run...].filter { $0.contains("partition consumer ready") }.compactMap {
                 $0.split(separator: "partition=").last?.split(separator: " ").first.map(String.init)
             })
     }
@@ -92,6 +95,47 @@ import Testing
         print(
             "jetstream intake, kill -9 of an instance: partitions moved \(String(format: "%.1f", moved)) s after; \(expected.count) alerts exact; \(Int(skipped)) redelivered messages skipped as already applied"
         )
+        #expect(b.stop() == 0)
+    }
+}
+
+extension PartitionStreamIntakeTests {
+    /// An instance whose NATS node is lost for good (3 nodes, NATS's consumer defaults): its
+    /// consumers' fetches find no connection for a whole lease, it gives every lease up, and the
+    /// other instance takes the partitions and resumes each after its committed stream sequence
+    /// on the surviving nodes; the replay's alerts, exactly.
+    @Test func anInstanceWhoseNATSNodeIsLostForGoodGivesItsPartitionsUp() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 3, partitions: 8, edits: Self.defaults)
+        let rec = try nats.recorder(2, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(2, filters: [])
+        let a = try Self.instance("a", nats: nats, node: 1, store: store, partitions: 8, metricsPort: try freePort())
+        let b = try Self.instance("b", nats: nats, node: 2, store: store, partitions: 8, metricsPort: try freePort())
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        let half = records.count / 2
+        try PartitionFailoverTests.publish(records[..<half], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        nats.stop(1, signal: SIGKILL)
+        let killed = Date()
+        try PartitionFailoverTests.publish(records[half...], pub)
+        #expect(eventually(timeout: 30) { leases("b") == 8 }, "\(a.log)\n\(b.log)")
+        let moved = Date().timeIntervalSince(killed)
+        #expect(moved < 10, "partitions moved \(moved) s after the node's loss (--lease 2)")
+        #expect(a.log.contains("giving up every lease"), "\(a.log)")
+        try PartitionFailoverTests.expectReplaysAlerts(
+            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        #expect(a.isRunning)  // it waits for its broker, holding nothing
+        print("jetstream intake, NATS node of an instance lost for good: its partitions held by the other \(String(format: "%.1f", moved)) s after the kill")
         #expect(b.stop() == 0)
     }
 }
