@@ -7,7 +7,8 @@
 # (fsync and synchronous_commit on), N `mobilityd --partitions P`; waits until the instances hold
 # all P leases with every partition's input ready, plays one recorded population (mobility-sim
 # play, QoS 1, as fast as the broker takes it) and waits until every message is committed (the
-# partitions' inputs acknowledged: nothing left pending at the broker). Prints the throughput and
+# partitions' inputs acknowledged: nothing left pending at the broker). Prints the throughput, the
+# messages the instances applied (their mobilityd_messages_received_total: all of them) and
 # the CPU per message of the instances, of nats-server and of PostgreSQL (utime+stime from
 # /proc) and their sum, and the machine's load: on a shared 2-core machine these bound nothing
 # but themselves. Everything it starts is stopped by PID.
@@ -55,7 +56,7 @@ psql_() { "$pgbin/psql" -X -q -A -t -h 127.0.0.1 -p "$pgport" -U mw -d "$@"; }
 "$bin/mobility-sim" population --users "$users" --days "$days" --samples-per-message "$samples" -o "$work/traffic.jsonl" >/dev/null
 messages=$(wc -l <"$work/traffic.jsonl")
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) before; $messages messages ($users users x $days days, $samples samples a message), P=$parts, $n instance(s), --lease $lease, $build build"
-printf '%-10s %8s %8s %17s %12s %16s %14s %6s\n' intake msg/s wall_s mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load
+printf '%-10s %8s %8s %8s %17s %12s %16s %14s %6s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load
 for intake in $intakes; do
   db=intake_$intake
   psql_ postgres -c "CREATE DATABASE $db"
@@ -77,10 +78,11 @@ for intake in $intakes; do
   /usr/sbin/nats-server -c "$nd/n.conf" >"$nd/log" 2>&1 &
   natspid=$!; pids+=("$natspid")
   for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$mport") 2>/dev/null && break; sleep 0.1; done
-  inst=()
+  inst=(); metrics=()
   for i in $(seq "$n"); do
+    mp=$(free_port); metrics+=("$mp")
     "$bin/mobilityd" --broker "mqtt://127.0.0.1:$mport" --rules rules --state "$work/state-$intake-$i" --clock event --instance "i$i" \
-      --metrics-address "127.0.0.1:$(free_port)" --publish-series false --log-level info \
+      --metrics-address "127.0.0.1:$mp" --publish-series false --log-level info \
       --store "postgres://mw@127.0.0.1:$pgport/$db" --partitions "$parts" --lease "$lease" --nats "nats://127.0.0.1:$cport" \
       --intake "$intake" >"$work/mw-$intake-$i.log" 2>&1 &
     inst+=($!); pids+=($!)
@@ -88,7 +90,7 @@ for intake in $intakes; do
   ready='partition session subscribed'; [ "$intake" = jetstream ] && ready='partition consumer ready'
   for _ in $(seq 600); do
     q=$(psql_ "$db" -c "SELECT count(*) || ' ' || count(DISTINCT owner) FROM partitions WHERE lease_until > now()" 2>/dev/null || true)
-    got=0; for i in $(seq "$n"); do got=$((got + $(grep -c "$ready" "$work/mw-$intake-$i.log" || true))); done
+    got=0; for i in $(seq "$n"); do got=$((got + $(cat "$work/mw-$intake-$i.log" 2>/dev/null | grep -c "$ready" || true))); done
     [ "$q" = "$parts $n" ] && [ "$got" -ge "$parts" ] && break
     sleep 0.1
   done
@@ -110,9 +112,14 @@ print(sum(s["state"]["messages"] for a in d.get("account_details", []) for s in 
   t1=$(date +%s.%N)
   after=0; for p in "${inst[@]}"; do after=$((after + $(ticks "$p"))); done
   na=$(ticks "$natspid"); pa=$(pg_ticks)
-  awk -v intake="$intake" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v pc="$((pa - pb))" -v hz="$hz" \
+  applied=0
+  for mp in "${metrics[@]}"; do
+    v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_messages_received_total/ {s += $2} END {print s + 0}')
+    applied=$((applied + ${v%.*}))
+  done
+  awk -v applied="$applied" -v intake="$intake" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v pc="$((pa - pb))" -v hz="$hz" \
     -v load="$(cut -d' ' -f1 /proc/loadavg)" \
-    'BEGIN { w = t1 - t0; printf "%-10s %8.0f %8.1f %17.3f %12.3f %16.3f %14.3f %6s\n", intake, m / w, w, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load }'
+    'BEGIN { w = t1 - t0; printf "%-10s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load }'
   for p in "${inst[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${inst[@]}"; do wait "$p" 2>/dev/null || true; done
   kill -TERM "$natspid" 2>/dev/null || true; wait "$natspid" 2>/dev/null || true
