@@ -139,3 +139,90 @@ extension PartitionStreamIntakeTests {
         #expect(b.stop() == 0)
     }
 }
+
+extension PartitionStreamIntakeTests {
+    /// A paused owner (SIGSTOP past its lease) with the JetStream intake: the other instance
+    /// takes its partitions (token + 1), makes their consumers anew and deletes the paused one's;
+    /// on SIGCONT the old owner's fetches, commits and recorded sequences are refused (its
+    /// consumers are gone, the fence), it stops that run and rejoins: the two share the 8
+    /// partitions again, and the alerts are the replay's.
+    @Test func aPausedOwnerIsFencedAndRejoins() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        let b = try Self.instance("b", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        defer {
+            a.signal(SIGCONT)
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        let quarter = records.count / 4
+        try PartitionFailoverTests.publish(records[..<(2 * quarter)], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        a.signal(SIGSTOP)
+        try PartitionFailoverTests.publish(records[(2 * quarter)..<(3 * quarter)], pub)
+        #expect(eventually(timeout: 20) { leases("b") == 8 }, "\(b.log)")
+        #expect(eventually(timeout: 20) { Self.ready(b).count == 8 }, "\(b.log)")
+        a.signal(SIGCONT)
+        #expect(eventually(timeout: 10) { a.log.contains("partition leases lost") || a.log.contains("a commit was fenced") }, "\(a.log)")
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        try PartitionFailoverTests.publish(records[(3 * quarter)...], pub)
+        try PartitionFailoverTests.expectReplaysAlerts(
+            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        #expect(a.isRunning && b.isRunning)
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+}
+
+extension PartitionStreamIntakeTests {
+    /// PostgreSQL stops mid-replay for longer than the lease and comes back, with the JetStream
+    /// intake: nothing is acknowledged that was not committed and recorded, the runs stop when
+    /// the leases lapse, the processes wait, reclaim their shares and resume every partition after
+    /// its recorded sequence; the replay's alerts.
+    @Test func aPostgresRestartMidReplayIsWaitedFor() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 29).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        let server = try PostgresServer()  // its own: this test stops it
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        let b = try Self.instance("b", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        let quarter = records.count / 4
+        try PartitionFailoverTests.publish(records[..<(2 * quarter)], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        server.stop()
+        try PartitionFailoverTests.publish(records[(2 * quarter)..<(3 * quarter)], pub)
+        #expect(
+            eventually(timeout: 20) { a.log.contains("partition leases expired unrenewed") && b.log.contains("partition leases expired unrenewed") },
+            "\(a.log)\n\(b.log)")
+        #expect(a.isRunning && b.isRunning)
+        try server.start()
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        try PartitionFailoverTests.publish(records[(3 * quarter)...], pub)
+        try PartitionFailoverTests.expectReplaysAlerts(
+            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        #expect(a.isRunning && b.isRunning)
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+}
