@@ -124,8 +124,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         while !isRevoked, DispatchTime.now() < until { usleep(50_000) }
     }
 
-    /// The run's NATS connection, made on first use (libnats reconnects it, to any node, for as
-    /// long as it lives).
+    /// The run's NATS connection, made on first use (libnats reconnects it, to the `--nats` nodes
+    /// only, for as long as it lives).
     private func natsConnection() throws(JetStreamFailure) -> NATSConnection {
         if let c = connection.withLock({ $0 }) { return c }
         let c = try connect()
