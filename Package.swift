@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "MobilityFHIR", dependencies: ["MobilityModel", "RuleLanguage"], swiftSettings: strict),
         .target(name: "RuleTesting", dependencies: ["MobilityModel", "RuleLanguage", "RuleEngine"], swiftSettings: strict),
         .target(name: "HTTPEndpoint", dependencies: ["CMicroHTTPD", "CCrypto", "MobilityModel"], swiftSettings: strict),
-        // Reads the JetStream streams and consumers behind NATS's MQTT listener (the partitioned start check).
+        // Reads the JetStream streams and consumers behind NATS's MQTT listener (the partitioned start check), and consumes them (pull consumers).
         .target(name: "JetStreamAccess", dependencies: ["CNATS", "CCrypto"], swiftSettings: strict),
         .target(name: "StateStore", dependencies: ["CSQLite", "CLibDeflate", "MobilityModel", "RuleEngine"], swiftSettings: strict),
         // The state shared by instances: PostgreSQL behind the same StateBackend, fenced per partition.
@@ -135,7 +135,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "PackageLayoutTests", dependencies: ["TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPEndpointTests", dependencies: ["HTTPEndpoint", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "JetStreamAccessTests", dependencies: ["JetStreamAccess"], swiftSettings: strict),
+        .testTarget(name: "JetStreamAccessTests", dependencies: ["JetStreamAccess", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "CareReportsTests",
             dependencies: ["CareReports", "MobilityModel", "RuleEngine", "RuleLanguage", "Ingest", "Simulator", "CLibXML2", "CZlib", "TestSupport"],

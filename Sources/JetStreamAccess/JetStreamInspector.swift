@@ -10,9 +10,7 @@ import Foundation
 /// debugging) is not taken for the partition's session. One connection, closed when done.
 package struct JetStreamInspector: Sendable {
     /// Why the broker could not be read.
-    package struct Failure: Error, CustomStringConvertible {
-        package let description: String
-    }
+    package typealias Failure = JetStreamFailure
 
     /// `--nats`: the nodes' client URLs (`nats://` or `tls://`).
     package let urls: [String]
@@ -44,18 +42,17 @@ package struct JetStreamInspector: Sendable {
 
     /// The facts: the MQTT streams, the probe session's consumer and the partition sessions'.
     package func facts(probe: Session, partitions: [Int: Session]) throws(Failure) -> JetStreamFacts {
-        let nc = try connect()
-        defer { natsConnection_Destroy(nc) }
-        var js: OpaquePointer?
-        try check(natsConnection_JetStream(&js, nc, nil), "cannot use JetStream")
-        defer { jsCtx_Destroy(js) }
+        let connection = try NATSConnection(
+            urls: urls, username: username, password: password, caFile: caFile, certFile: certFile, keyFile: keyFile)
+        defer { withExtendedLifetime(connection) {} }
+        let js = connection.js
         var facts = JetStreamFacts()
         for name in ["$MQTT_msgs", "$MQTT_sess", "$MQTT_rmsgs"] {
             var si: UnsafeMutablePointer<jsStreamInfo>?
             var code = jsErrCode(0)
             let s = js_GetStreamInfo(&si, js, name, nil, &code)
             if s == NATS_NOT_FOUND { continue }
-            try check(s, "cannot read JetStream stream \(name)")
+            try JetStreamFailure.check(s, "cannot read JetStream stream \(name)")
             defer { jsStreamInfo_Destroy(si) }
             guard let info = si?.pointee, let config = info.Config?.pointee else { continue }
             let clustered = info.Cluster?.pointee.Name.map { strlen($0) > 0 } ?? false
@@ -66,7 +63,7 @@ package struct JetStreamInspector: Sendable {
         var code = jsErrCode(0)
         let listed = js_Consumers(&list, js, "$MQTT_msgs", nil, &code)
         // libnats answers a stream without any consumer with NOT_FOUND: an empty list.
-        if listed != NATS_NOT_FOUND { try check(listed, "cannot list the consumers of $MQTT_msgs") }
+        if listed != NATS_NOT_FOUND { try JetStreamFailure.check(listed, "cannot list the consumers of $MQTT_msgs") }
         defer { jsConsumerInfoList_Destroy(list) }
         let probeHash = Self.sessionHash(clientID: probe.clientID)
         let hashes = partitions.mapValues { Self.sessionHash(clientID: $0.clientID) }
@@ -94,34 +91,6 @@ package struct JetStreamInspector: Sendable {
         return String(digest.prefix(8).map { digits[Int($0 % 62)] })
     }
 
-    private func connect() throws(Failure) -> OpaquePointer? {
-        var opts: OpaquePointer?
-        try check(natsOptions_Create(&opts), "cannot create NATS options")
-        defer { natsOptions_Destroy(opts) }
-        let cs = urls.map { strdup($0) }
-        defer { cs.forEach { free($0) } }
-        var servers: [UnsafePointer<CChar>?] = cs.map { $0.map { UnsafePointer($0) } }
-        let set = servers.withUnsafeMutableBufferPointer { natsOptions_SetServers(opts, $0.baseAddress, Int32($0.count)) }
-        try check(set, "bad --nats URL")
-        try check(natsOptions_SetTimeout(opts, 5000), "cannot set the NATS timeout")
-        if let username { try check(natsOptions_SetUserInfo(opts, username, password), "cannot set the NATS account") }
-        if urls.contains(where: { $0.hasPrefix("tls://") }) {
-            try check(natsOptions_SetSecure(opts, true), "cannot enable TLS (libnats without TLS?)")
-            if let caFile { try check(natsOptions_LoadCATrustedCertificates(opts, caFile), "cannot read the CA file \(caFile)") }
-            if let certFile, let keyFile { try check(natsOptions_LoadCertificatesChain(opts, certFile, keyFile), "cannot read the client certificate") }
-        }
-        var nc: OpaquePointer?
-        try check(natsConnection_Connect(&nc, opts), "cannot connect to NATS at \(urls.joined(separator: ","))")
-        return nc
-    }
-
-    private func check(_ s: natsStatus, _ what: String) throws(Failure) {
-        guard s != NATS_OK else { return }
-        var reason = String(cString: natsStatus_GetText(s))
-        if let last = nats_GetLastError(nil), strlen(last) > 0 { reason = String(cString: last) }
-        throw Failure(description: "\(what): \(reason)")
-    }
-
     /// The JetStream filter subject NATS's MQTT listener gives an MQTT topic filter, by its rule
     /// (nats-server's `mqttToNATSSubjectConversion`): levels joined by `.`, `+` as `*`, `#` as `>`,
     /// a `.` within a level as `//` (NATS 2.10.8 and later; earlier releases refuse MQTT topics
@@ -143,5 +112,29 @@ package struct JetStreamInspector: Sendable {
         }
         if out.last == dot { out.append(slash) }
         return "$MQTT.msgs." + String(decoding: out, as: UTF8.self)
+    }
+
+    /// The MQTT topic of a message NATS's MQTT listener stored under `subject` (the inverse of
+    /// ``subject(_:)``): nil for a subject not under `$MQTT.msgs.`.
+    package static func topic(ofSubject subject: String) -> String? {
+        let head = "$MQTT.msgs."
+        guard subject.hasPrefix(head) else { return nil }
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        let s = Array(subject.utf8.dropFirst(head.utf8.count))
+        var out: [UInt8] = []
+        out.reserveCapacity(s.count)
+        var i = 0
+        while i < s.count {
+            switch s[i] {
+            case slash where i + 1 < s.count && s[i + 1] == slash:
+                out.append(dot)
+                i += 1
+            case slash: break  // an empty level
+            case dot: out.append(slash)
+            default: out.append(s[i])
+            }
+            i += 1
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

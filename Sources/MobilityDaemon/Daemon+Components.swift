@@ -34,8 +34,9 @@ extension Daemon {
         let router: InboundRouter
         /// The subscriber's connection (the persistent session).
         let subscriber: MQTTClient
-        /// The owned partitions' sessions (partitioned input; nil: the subscriber takes the inputs).
-        let partitionInput: PartitionInputService?
+        /// The owned partitions' MQTT sessions or JetStream consumers (partitioned input; nil: the
+        /// subscriber takes the inputs).
+        let partitionInput: (any Service & Sendable)?
         /// The console's sign-ins and sessions (`--console-staff`; nil: no console).
         let consoleSessions: ConsoleSessions?
     }
@@ -74,7 +75,9 @@ extension Daemon {
             commitMark: claimed == nil ? JournalCommitMark(journal: journal, store: state.store, recorded: state.committedThrough, log: log) : nil,
             acks: acks, publisher: publisher, sink: sink, shards: shards, desk: desks.desk, silences: desks.silences,
             timelines: desks.timelines, stage: stage, router: router, subscriber: subscriber,
-            partitionInput: claimed.map { partitionSessions($0, base: subscriberConfig, shards: shards) },
+            partitionInput: try claimed.map { (c) throws(ComponentFailure) -> any Service & Sendable in
+                try partitionInput(c, base: subscriberConfig, shards: shards, store: state.store)
+            },
             consoleSessions: config.consoleStaff.map { [clock] in
                 ConsoleSessions(passwords: $0, policy: config.consoleSessionPolicy) { clock.wall().milliseconds }
             })

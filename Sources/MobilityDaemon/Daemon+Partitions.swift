@@ -1,6 +1,7 @@
+import JetStreamAccess
 import MQTTTransport
-
-import struct StateStore.PartitionSet
+import PostgresStore
+import StateStore
 
 /// The partitions a run of the daemon holds leases on, with their fencing tokens.
 package struct PartitionClaim: Sendable, Equatable {
@@ -18,6 +19,32 @@ package struct PartitionClaim: Sendable, Equatable {
 }
 
 extension Daemon {
+    /// The owned partitions' input, by `--intake`: their MQTT sessions (with the subscriber's
+    /// connection settings) or their JetStream consumers (over `--nats`, committing their stream
+    /// positions in the PostgreSQL store).
+    func partitionInput(
+        _ claim: PartitionClaim, base: MQTTClientConfiguration, shards: [Shard], store: any StateBackend
+    ) throws(ComponentFailure)
+        -> any Service & Sendable
+    {
+        let partitioning = config.partitioning ?? Partitioning(count: claim.partitions.count)
+        guard partitioning.intake == .jetStream else { return partitionSessions(claim, base: base, shards: shards) }
+        guard let postgres = store as? PostgresStore else {
+            log.error("--intake jetstream needs the PostgreSQL store")
+            throw ComponentFailure()
+        }
+        let config = config
+        return PartitionStreamService(
+            claim: claim, partitioning: partitioning, layout: layout, shards: shards, store: postgres, log: log, links: partitionLinks,
+            maxPayloadBytes: config.maxPayloadBytes,
+            clock: clock,
+            connect: { () throws(JetStreamFailure) -> NATSConnection in
+                try NATSConnection(
+                    urls: partitioning.natsURLs, username: config.username, password: config.password, caFile: config.caFile, certFile: config.certFile,
+                    keyFile: config.keyFile)
+            }, onFenced: { [self] in commitFenced() })
+    }
+
     /// The owned partitions' sessions, with the subscriber's connection settings.
     func partitionSessions(_ claim: PartitionClaim, base: MQTTClientConfiguration, shards: [Shard]) -> PartitionInputService {
         let partitioning = config.partitioning ?? Partitioning(count: claim.partitions.count)

@@ -16,6 +16,8 @@ package struct Partitioning: Sendable, Equatable {
     /// The NATS client URLs of the cluster's nodes (`--nats`), for the start check of the
     /// JetStream settings partitioned input relies on (``JetStreamRequirements``).
     package var natsURLs: [String] = []
+    /// How the owned partitions' inputs are consumed (`--intake`).
+    package var intake: PartitionIntake = .mqttSessions
 
     /// The prefix of partition `k`'s topics.
     package func prefix(of k: Int) -> String { prefix.replacingOccurrences(of: "{k}", with: String(k)) }
@@ -30,6 +32,17 @@ package struct Partitioning: Sendable, Equatable {
     package var heartbeatMs: Int { max(100, leaseMs / 3) }
 }
 
+/// How a partitioned instance consumes its partitions' inputs (`--intake`).
+package enum PartitionIntake: String, Sendable, Equatable {
+    /// `mqtt`: a persistent MQTT session per partition on NATS's MQTT listener, one message in
+    /// flight, acknowledged after its commit (exact only with `max_ack_pending: 1`).
+    case mqttSessions = "mqtt"
+    /// `jetstream`: a durable JetStream pull consumer per partition on the MQTT listener's stream,
+    /// fetched in batches, committed, then acknowledged; a takeover resumes after the last
+    /// committed stream sequence (exact with NATS's consumer defaults).
+    case jetStream = "jetstream"
+}
+
 extension DaemonConfiguration {
     static let partitionOptions: [Option] = [
         Option(
@@ -42,6 +55,11 @@ extension DaemonConfiguration {
             help:
                 "NATS client URLs of the cluster's nodes (nats:// or tls://, the --username/--password and --ca-file of the broker), for the start check of the broker's JetStream settings; required with --partitions"
         ),
+        Option(
+            name: "intake", value: "mqtt|jetstream",
+            help:
+                "how partitions are consumed: an MQTT session each (mqtt, the default) or a JetStream pull consumer each on NATS's MQTT stream, over --nats (jetstream)"
+        ),
         Option(name: "partition-prefix", value: "TEMPLATE", help: "topic prefix of partition {k}'s inputs (default part/{k}/)"),
         Option(name: "lease", value: "SECONDS", help: "partition lease; a dead instance's partitions move after it (default 10)"),
         Option(
@@ -51,7 +69,7 @@ extension DaemonConfiguration {
 
     mutating func applyPartitions(_ m: [String: String]) throws(Problem) {
         guard let v = m["partitions"] else {
-            for o in ["partition-prefix", "lease", "partition-session", "nats"] where m[o] != nil {
+            for o in ["partition-prefix", "lease", "partition-session", "nats", "intake"] where m[o] != nil {
                 throw Problem(description: "--\(o) needs --partitions")
             }
             return
@@ -75,6 +93,10 @@ extension DaemonConfiguration {
                 description: "--nats takes nats://HOST:PORT or tls://HOST:PORT URLs without credentials (they come from --username and --password), not '\(u)'")
         }
         p.natsURLs = urls
+        if let i = m["intake"] {
+            guard let intake = PartitionIntake(rawValue: i) else { throw Problem(description: "--intake must be mqtt or jetstream, not '\(i)'") }
+            p.intake = intake
+        }
         if let t = m["partition-prefix"] {
             guard t.contains("{k}"), t.hasSuffix("/"), !t.hasPrefix("/"), !t.contains("+"), !t.contains("#"), !t.contains(" ") else {
                 throw Problem(description: "--partition-prefix must hold {k}, end with '/' and have no wildcard or space, e.g. part/{k}/")

@@ -10,8 +10,10 @@ package enum JetStreamRequirements {
     /// The file that has the settings.
     package static let file = "deploy/nats-node.conf"
 
-    /// Everything in `facts` that breaks the rule; empty when the broker is fit.
-    package static func problems(_ facts: JetStreamFacts) -> [String] {
+    /// Everything in `facts` that breaks the rule; empty when the broker is fit. With `intake`
+    /// ``PartitionIntake/jetStream`` the MQTT sessions' consumer settings do not matter (the
+    /// partitions' pull consumers keep their order themselves): only the streams are checked.
+    package static func problems(_ facts: JetStreamFacts, intake: PartitionIntake = .mqttSessions) -> [String] {
         var out: [String] = []
         for name in ["$MQTT_msgs", "$MQTT_sess"] where !facts.streams.contains(where: { $0.name == name }) {
             out.append(
@@ -23,6 +25,7 @@ package enum JetStreamRequirements {
                 "JetStream stream \(s.name) has \(s.replicas) replicas on a cluster; mobilityd needs \(clusterReplicas) (mqtt { stream_replicas: \(clusterReplicas) } on every node, \(file)): with fewer, the loss of one node stalls MQTT on the whole cluster"
             )
         }
+        if intake == .jetStream { return out }
         guard let probe = facts.probe else {
             out.append("the broker made no JetStream consumer for the check's MQTT subscription, so its MQTT settings cannot be checked")
             return out

@@ -80,8 +80,8 @@ extension PartitionSupervisor {
         }
         do {
             let facts = try inspector.facts(probe: .init(clientID: c.clientID, filter: JetStreamInspector.subject(probeTopic)), partitions: sessions)
-            var problems = JetStreamRequirements.problems(facts)
-            if facts.probe == nil, probeTopic.contains(".") {
+            var problems = JetStreamRequirements.problems(facts, intake: p.intake)
+            if p.intake == .mqttSessions, facts.probe == nil, probeTopic.contains(".") {
                 problems.append(
                     "the check subscribed to \(probeTopic): NATS before 2.10.8 refuses MQTT topics with a '.', so --topic-root and --partition-prefix need one without it there (or nats-server 2.10.8 or later)"
                 )

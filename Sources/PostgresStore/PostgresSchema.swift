@@ -76,6 +76,10 @@ enum PostgresSchema {
         // 3 → 4: the audit trail by user and action (a patient's acknowledgements).
         #"""
         CREATE INDEX audit_by_user ON audit (user_id, action, seq);
+        """#,
+        // 4 → 5: how far each partition's input stream is committed (consumed natively from JetStream).
+        #"""
+        ALTER TABLE partitions ADD COLUMN stream_seq bigint NOT NULL DEFAULT 0;
         """#
     ]
 }

@@ -60,4 +60,25 @@ import Testing
         let c = try DaemonConfiguration.load(arguments: base + ["--nats", "tls://n1:4222, tls://n2:4222"], environment: [:])
         #expect(c.partitioning?.natsURLs == ["tls://n1:4222", "tls://n2:4222"])
     }
+
+    /// Consumed natively (`--intake jetstream`), the MQTT sessions' consumer settings do not
+    /// matter: NATS's defaults pass; the streams still count.
+    @Test func theJetStreamIntakeNeedsOnlyTheStreams() {
+        var f = Self.fit()
+        f.probe = .init(name: "probe", maxAckPending: 1024, ackWaitNanoseconds: 30_000_000_000)
+        f.partitions[5] = .init(name: "abc_def", maxAckPending: 1024, ackWaitNanoseconds: 30_000_000_000)
+        #expect(JetStreamRequirements.problems(f, intake: .jetStream).isEmpty)
+        f.probe = nil
+        #expect(JetStreamRequirements.problems(f, intake: .jetStream).isEmpty)
+        f.streams[1].replicas = 1
+        #expect(JetStreamRequirements.problems(f, intake: .jetStream).count == 1)
+    }
+
+    @Test func theIntakeIsMQTTOrJetStreamAndNeedsPartitions() throws {
+        let base = ["--store", "postgres://mw@127.0.0.1:5432/state", "--partitions", "8", "--nats", "tls://n1:4222"]
+        #expect(try DaemonConfiguration.load(arguments: base, environment: [:]).partitioning?.intake == .mqttSessions)
+        #expect(try DaemonConfiguration.load(arguments: base + ["--intake", "jetstream"], environment: [:]).partitioning?.intake == .jetStream)
+        #expect(throws: (any Error).self) { try DaemonConfiguration.load(arguments: base + ["--intake", "kafka"], environment: [:]) }
+        #expect(throws: (any Error).self) { try DaemonConfiguration.load(arguments: ["--intake", "jetstream"], environment: [:]) }
+    }
 }

@@ -1,0 +1,20 @@
+import CNATS
+import Foundation
+
+/// Why the broker could not be read or consumed over the NATS protocol: what was being done, and
+/// libnats's reason.
+package struct JetStreamFailure: Error, CustomStringConvertible {
+    package let description: String
+
+    /// A failure described by `description`.
+    package init(description: String) { self.description = description }
+
+    /// Throws unless `status` is `NATS_OK`: `what` was being done, followed by libnats's last
+    /// error of this thread (or the status's text).
+    static func check(_ status: natsStatus, _ what: String) throws(JetStreamFailure) {
+        guard status != NATS_OK else { return }
+        var reason = String(cString: natsStatus_GetText(status))
+        if let last = nats_GetLastError(nil), strlen(last) > 0 { reason = String(cString: last) }
+        throw JetStreamFailure(description: "\(what): \(reason)")
+    }
+}

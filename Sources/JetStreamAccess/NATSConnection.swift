@@ -1,0 +1,88 @@
+import CNATS
+import Foundation
+
+/// One connection to a NATS cluster over the NATS protocol (libnats) with its JetStream context:
+/// the nodes' client URLs (the client moves to another of them when one is lost, and reconnects
+/// for as long as the connection lives; only to these: the nodes the cluster announces are not
+/// used, so that an instance given its own node's URL is cut off with that node, as its MQTT
+/// connections are), the account, TLS. Closed on deinit.
+///
+/// Sendability: libnats's connection and JetStream context are safe to use from several threads;
+/// the pointers are set once in `init` and released in `deinit`.
+package final class NATSConnection: @unchecked Sendable {
+    let nc: OpaquePointer?
+    let js: OpaquePointer?
+
+    /// Connects to the nodes at `urls` (`nats://` or `tls://`), logging in as `username` (TLS
+    /// with the given files); waits at most `timeoutMs` for the first node to answer.
+    package init(
+        urls: [String], username: String?, password: String?, caFile: String?, certFile: String?, keyFile: String?, timeoutMs: Int64 = 5000
+    ) throws(JetStreamFailure) {
+        var opts: OpaquePointer?
+        try JetStreamFailure.check(natsOptions_Create(&opts), "cannot create NATS options")
+        defer { natsOptions_Destroy(opts) }
+        let cs = urls.map { strdup($0) }
+        defer { cs.forEach { free($0) } }
+        var servers: [UnsafePointer<CChar>?] = cs.map { $0.map { UnsafePointer($0) } }
+        let set = servers.withUnsafeMutableBufferPointer { natsOptions_SetServers(opts, $0.baseAddress, Int32($0.count)) }
+        try JetStreamFailure.check(set, "bad --nats URL")
+        try JetStreamFailure.check(natsOptions_SetTimeout(opts, timeoutMs), "cannot set the NATS timeout")
+        try JetStreamFailure.check(natsOptions_SetMaxReconnect(opts, -1), "cannot set the NATS reconnection")
+        try JetStreamFailure.check(natsOptions_SetIgnoreDiscoveredServers(opts, true), "cannot set the NATS servers")
+        if let username { try JetStreamFailure.check(natsOptions_SetUserInfo(opts, username, password), "cannot set the NATS account") }
+        if urls.contains(where: { $0.hasPrefix("tls://") }) {
+            try JetStreamFailure.check(natsOptions_SetSecure(opts, true), "cannot enable TLS (libnats without TLS?)")
+            if let caFile { try JetStreamFailure.check(natsOptions_LoadCATrustedCertificates(opts, caFile), "cannot read the CA file \(caFile)") }
+            if let certFile, let keyFile {
+                try JetStreamFailure.check(natsOptions_LoadCertificatesChain(opts, certFile, keyFile), "cannot read the client certificate")
+            }
+        }
+        var nc: OpaquePointer?
+        try JetStreamFailure.check(natsConnection_Connect(&nc, opts), "cannot connect to NATS at \(urls.joined(separator: ","))")
+        var js: OpaquePointer?
+        let made = natsConnection_JetStream(&js, nc, nil)
+        guard made == NATS_OK else {
+            natsConnection_Destroy(nc)
+            try JetStreamFailure.check(made, "cannot use JetStream")
+            preconditionFailure("unreachable")
+        }
+        self.nc = nc
+        self.js = js
+    }
+
+    /// Whether the connection is up (not reconnecting, not closed).
+    package var isConnected: Bool { natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED }
+
+    /// The names of the consumers of `stream` (empty for a stream without any).
+    package func consumerNames(stream: String) throws(JetStreamFailure) -> [String] {
+        var list: UnsafeMutablePointer<jsConsumerNamesList>?
+        var code = jsErrCode(0)
+        let s = js_ConsumerNames(&list, js, stream, nil, &code)
+        if s == NATS_NOT_FOUND { return [] }  // libnats answers a stream without consumers so
+        try JetStreamFailure.check(s, "cannot list the consumers of \(stream)")
+        defer { jsConsumerNamesList_Destroy(list) }
+        return (0..<Int(list?.pointee.Count ?? 0)).compactMap { i in list?.pointee.List[i].map { String(cString: $0) } }
+    }
+
+    /// Deletes consumer `name` of `stream` (one already gone is not an error).
+    package func deleteConsumer(stream: String, name: String) throws(JetStreamFailure) {
+        var code = jsErrCode(0)
+        let s = js_DeleteConsumer(js, stream, name, nil, &code)
+        if s == NATS_NOT_FOUND { return }
+        try JetStreamFailure.check(s, "cannot delete consumer \(name) of \(stream)")
+    }
+
+    /// The last sequence number `stream` has given a message (0: none yet).
+    package func lastSequence(stream: String) throws(JetStreamFailure) -> UInt64 {
+        var si: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        try JetStreamFailure.check(js_GetStreamInfo(&si, js, stream, nil, &code), "cannot read JetStream stream \(stream)")
+        defer { jsStreamInfo_Destroy(si) }
+        return si?.pointee.State.LastSeq ?? 0
+    }
+
+    deinit {
+        jsCtx_Destroy(js)
+        natsConnection_Destroy(nc)
+    }
+}

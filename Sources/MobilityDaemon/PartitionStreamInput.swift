@@ -1,0 +1,261 @@
+import Dispatch
+import Foundation
+import JetStreamAccess
+import MobilityWire
+import PostgresStore
+import Synchronization
+
+/// Partitioned input consumed natively from JetStream (`--intake jetstream`): for each owned
+/// partition a durable pull consumer of the stream NATS's MQTT listener keeps QoS 1 messages in
+/// (`$MQTT_msgs`), filtered to the partition's inputs, on a thread of its own. A batch is fetched,
+/// each message handed to its user's shard with its stream sequence, the batch committed by the
+/// shards, the partition's committed stream sequence recorded in the store (fenced, like every
+/// write of the partition), and only then acknowledged (cumulatively, through its last message).
+///
+/// Order and redelivery are this service's, not the broker's settings': each run makes a consumer
+/// of its own (`{session prefix}{k}-{token}-{run}-{n}`, anew after a failed fetch) starting after
+/// the recorded sequence, then
+/// deletes the partition's earlier consumers (made first, the new one keeps the stream's messages
+/// for it). A message at or below what this run already handed on (a redelivery) is skipped, and
+/// a user's shard skips a message at or below the stream sequence its committed state applied
+/// (a commit of the shards not yet recorded here when the previous owner died).
+///
+/// Stopping revokes the partitions: a batch waiting for its commit is not acknowledged, and none
+/// is fetched after.
+///
+/// Sendability: everything is immutable, atomic, or in a Mutex; each partition's consumer is
+/// used only by its own thread.
+final class PartitionStreamService: Service, @unchecked Sendable {
+    let name = "partition consumers"
+    /// The stream NATS's MQTT listener keeps QoS 1 messages in.
+    static let stream = "$MQTT_msgs"
+    /// The most messages fetched (and committed) at once per partition.
+    static let batch = 512
+    /// How long a fetch waits for a first message (and so how soon a revoked thread notices).
+    static let fetchTimeoutMs: Int64 = 500
+
+    private let claim: PartitionClaim
+    private let partitioning: Partitioning
+    private let layout: TopicLayout
+    private let shards: [Shard]
+    private let store: PostgresStore
+    private let log: Logger
+    private let links: PartitionLinks
+    private let maxPayloadBytes: Int
+    private let clock: DaemonClock
+    private let connect: @Sendable () throws(JetStreamFailure) -> NATSConnection
+    private let onFenced: @Sendable () -> Void
+    private let revoked = Atomic<Bool>(false)
+    private let connection = Mutex<NATSConnection?>(nil)
+    private let done = Mutex<[DispatchSemaphore]>([])
+    /// Names this run's consumers apart from an earlier run's of the same token.
+    private let run = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    /// Consumers made by this run (each made anew: ``open(_:token:filter:)``).
+    private let opened = Atomic<Int>(0)
+    /// Messages of a user the broker put in another partition than ours: the mappings disagree.
+    let mismatched = Atomic<Int>(0)
+
+    init(
+        claim: PartitionClaim, partitioning: Partitioning, layout: TopicLayout, shards: [Shard], store: PostgresStore, log: Logger,
+        links: PartitionLinks, maxPayloadBytes: Int, clock: DaemonClock, connect: @escaping @Sendable () throws(JetStreamFailure) -> NATSConnection,
+        onFenced: @escaping @Sendable () -> Void
+    ) {
+        self.claim = claim
+        self.partitioning = partitioning
+        self.layout = layout
+        self.shards = shards
+        self.store = store
+        self.log = log
+        self.links = links
+        self.maxPayloadBytes = maxPayloadBytes
+        self.clock = clock
+        self.connect = connect
+        self.onFenced = onFenced
+    }
+
+    func start() throws {
+        for (k, token) in zip(claim.partitions.owned, claim.tokens) {
+            let finished = DispatchSemaphore(value: 0)
+            done.withLock { $0.append(finished) }
+            let t = Thread { [self] in
+                consume(k, token: token)
+                finished.signal()
+            }
+            t.name = "partition-\(k)"
+            t.start()
+        }
+        let finished = DispatchSemaphore(value: 0)
+        done.withLock { $0.append(finished) }
+        let w = Thread { [self] in
+            watch()
+            finished.signal()
+        }
+        w.name = "partition-link"
+        w.start()
+    }
+
+    /// Every 100 ms: while the NATS connection is down (libnats reconnecting), every partition
+    /// is without its broker — from the moment it went down, not from when a fetch or an
+    /// acknowledgement stuck on it times out; the next fetch that works says otherwise.
+    private func watch() {
+        while !isRevoked {
+            if connection.withLock({ $0?.isConnected }) == false {
+                let now = clock.uptimeNanoseconds()
+                for k in claim.partitions.owned { links.lost(k, now: now) }
+            }
+            usleep(100_000)
+        }
+    }
+
+    func stop() {
+        revoked.store(true, ordering: .sequentiallyConsistent)
+        // Each thread notices within a fetch or a commit wait; one stuck in a store or broker
+        // call (a lost node's timeout) is left behind: it hands nothing on and records nothing
+        // once revoked, and its acknowledgement, if any, is of a committed batch.
+        let deadline = DispatchTime.now() + .seconds(1)
+        for d in done.withLock({ $0 }) { _ = d.wait(timeout: deadline) }
+    }
+
+    private var isRevoked: Bool { revoked.load(ordering: .relaxed) }
+
+    /// Waits `ms` or until revoked.
+    private func pause(ms: Int) {
+        let until = DispatchTime.now() + .milliseconds(ms)
+        while !isRevoked, DispatchTime.now() < until { usleep(50_000) }
+    }
+
+    /// The run's NATS connection, made on first use (libnats reconnects it, to the `--nats` nodes
+    /// only, for as long as it lives).
+    private func natsConnection() throws(JetStreamFailure) -> NATSConnection {
+        if let c = connection.withLock({ $0 }) { return c }
+        let c = try connect()
+        return connection.withLock { held in
+            if let h = held { return h }
+            held = c
+            return c
+        }
+    }
+
+    /// Partition `k`'s consumer loop, until revoked or fenced.
+    private func consume(_ k: Int, token: Int64) {
+        let filter = JetStreamInspector.subject(partitioning.subscriptions(of: k, root: layout.root)[0])
+        let prefix = partitioning.prefix(of: k)
+        var consumer: JetStreamPullConsumer?
+        // The highest stream sequence handed to the shards; at the top of the loop, all of it is committed.
+        var taken: UInt64 = 0
+        var reported: String?
+        while !isRevoked {
+            guard let c = consumer else {
+                // Not consuming until the consumer is made: a make that hangs on a lost node counts toward the cut-off.
+                links.lost(k, now: clock.uptimeNanoseconds())
+                do {
+                    (consumer, taken) = try open(k, token: token, filter: filter)
+                    links.subscribed(k)
+                    reported = nil
+                    log.info("partition consumer ready", ["partition": String(k), "consumer": consumer?.name ?? "", "from_seq": String(taken + 1)])
+                } catch let e as PostgresError where e.code == .fenced {
+                    onFenced()
+                    return
+                } catch {
+                    links.lost(k, now: clock.uptimeNanoseconds())
+                    if reported != "\(error)" {
+                        log.warn("cannot open the partition's JetStream consumer; trying again", ["partition": String(k), "error": "\(error)"])
+                        reported = "\(error)"
+                    }
+                    pause(ms: 1000)
+                }
+                continue
+            }
+            let fetched: [JetStreamPullConsumer.Message]
+            do { fetched = try c.fetch(max: Self.batch, timeoutMs: Self.fetchTimeoutMs) } catch {
+                links.lost(k, now: clock.uptimeNanoseconds())
+                log.warn("partition consumer lost; opening it again", ["partition": String(k), "error": error.description])
+                consumer = nil
+                pause(ms: 500)
+                continue
+            }
+            guard let last = fetched.last else {
+                // libnats holds a fetch while it reconnects and answers it with a timeout: an
+                // empty fetch on a connection that is down is an outage, not a quiet partition.
+                if connection.withLock({ $0?.isConnected }) == false { links.lost(k, now: clock.uptimeNanoseconds()) } else { links.subscribed(k) }
+                continue
+            }
+            links.subscribed(k)
+            guard let waiters = hand(fetched, after: taken, partition: k, prefix: prefix) else { return }
+            for w in waiters where !w.wait(abandoned: { isRevoked }) { return }
+            if isRevoked { return }
+            taken = max(taken, last.sequence)
+            do { try store.recordStreamSequence(taken, partition: k) } catch {
+                if error.code == .fenced {
+                    onFenced()
+                    return
+                }
+                // Not acknowledged: the broker keeps the batch; a later record covers it.
+                log.warn("cannot record the partition's committed stream sequence", ["partition": String(k), "error": "\(error)"])
+                continue
+            }
+            do { try c.acknowledge(through: last) } catch {
+                log.warn("cannot acknowledge a committed batch; a later acknowledgement covers it", ["partition": String(k), "error": error.description])
+            }
+        }
+    }
+
+    /// Makes this run's consumer of partition `k`, starting after the stream sequence the store
+    /// has the partition committed through, and deletes the partition's earlier consumers.
+    private func open(_ k: Int, token: Int64, filter: String) throws -> (JetStreamPullConsumer, UInt64) {
+        let nats = try natsConnection()
+        let committed = try store.streamSequences()[k] ?? 0
+        let last = try nats.lastSequence(stream: Self.stream)
+        guard committed <= last else {
+            throw JetStreamFailure(
+                description:
+                    "partition \(k) is committed through stream sequence \(committed) but \(Self.stream) ends at \(last): the stream was deleted and made again, and its sequences no longer match the store's"
+            )
+        }
+        let mine = "\(partitioning.sessionPrefix)\(k)-"
+        // A new consumer each time, never the one a fetch failed on: that one may hold messages
+        // delivered and not acknowledged, which JetStream would hand out again only after its
+        // ack_wait, behind later ones.
+        let name = "\(mine)\(token)-\(run)-\(opened.add(1, ordering: .relaxed).newValue)"
+        let consumer = try JetStreamPullConsumer(connection: nats, stream: Self.stream, name: name, filter: filter, startSequence: committed + 1)
+        for n in try nats.consumerNames(stream: Self.stream) where n != name && n.hasPrefix(mine) {
+            // An earlier owner's (its token at most ours); a later owner's is left to it.
+            guard let t = n.dropFirst(mine.utf8.count).split(separator: "-").first.flatMap({ Int64($0) }), t <= token else { continue }
+            try nats.deleteConsumer(stream: Self.stream, name: n)
+        }
+        return (consumer, committed)
+    }
+
+    /// Hands the messages after `taken` to their users' shards, in order, and a commit waiter to
+    /// each shard that got one; nil when a shard no longer takes work (the run is stopping).
+    private func hand(_ messages: [JetStreamPullConsumer.Message], after taken: UInt64, partition k: Int, prefix: String) -> [CommitWaiter]? {
+        var touched = Set<Int>()
+        for m in messages where m.sequence > taken {
+            guard let topic = JetStreamInspector.topic(ofSubject: m.subject), topic.hasPrefix(prefix) else { continue }
+            let inner = String(topic.dropFirst(prefix.utf8.count))
+            let parsed = layout.parse(inner)
+            if case .inbound(let user, _) = parsed, claim.partitions.partition(of: user) != k {
+                if mismatched.add(1, ordering: .relaxed).oldValue == 0 {
+                    log.error(
+                        "the broker's partition of a user differs from ours; dropping its messages (check the mapping: partition(P,1) with P = --partitions)",
+                        ["partition": String(k), "ours": String(claim.partitions.partition(of: user))])
+                }
+                continue
+            }
+            let i = Daemon.shard(of: parsed, count: UInt64(shards.count))
+            let item: ShardItem =
+                m.payload.count > maxPayloadBytes
+                ? .oversized(topic: inner, parsed: parsed, size: m.payload.count)
+                : .message(seq: m.sequence, topic: inner, parsed: parsed, payload: m.payload)
+            guard shards[i].queue.push(item) else { return nil }
+            touched.insert(i)
+        }
+        var waiters: [CommitWaiter] = []
+        for i in touched.sorted() {
+            let w = CommitWaiter()
+            guard shards[i].queue.push(.durable(w)) else { return nil }
+            waiters.append(w)
+        }
+        return waiters
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import JetStreamAccess
+import TestSupport
+import Testing
+
+/// A durable pull consumer of the stream NATS's MQTT listener keeps QoS 1 messages in, on a real
+/// nats-server started from the shipped node file, fed by `mosquitto_pub` through the MQTT
+/// listener (so the stream, the subjects and the partition mapping are NATS's own).
+@Suite(.serialized) struct JetStreamPullConsumerTests {
+    /// Partition 0..<4's input subject filter, as NATS stores the mapped MQTT topics.
+    static let allPartitions = JetStreamInspector.subject("part/+/mobility/v1/users/+/+")
+
+    static func connect(_ nats: NATSCluster) throws -> NATSConnection {
+        try NATSConnection(urls: [nats.nodes[0].natsURL], username: "mobilityd", password: nats.password, caFile: nats.caFile, certFile: nil, keyFile: nil)
+    }
+
+    /// Publishes `payloads` at QoS 1 to `topic` through node 0's MQTT listener, one message each, in order.
+    static func publish(_ nats: NATSCluster, topic: String, _ payloads: [String]) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+        p.arguments = [
+            "-h", "127.0.0.1", "-p", String(nats.nodes[0].mqttPort), "--cafile", nats.caFile, "-u", "mobilityd", "-P", nats.password, "-q", "1",
+            "-V", "mqttv311", "-i", "pub-\(UUID().uuidString.prefix(8))", "-t", topic, "-l"
+        ]
+        let input = Pipe()
+        p.standardInput = input
+        try p.run()
+        input.fileHandleForWriting.write(Data(payloads.map { $0 + "\n" }.joined().utf8))
+        try input.fileHandleForWriting.close()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "mosquitto_pub failed")
+    }
+
+    /// Fetches until `count` messages came (or 20 s passed).
+    static func fetch(_ c: JetStreamPullConsumer, count: Int) throws -> [JetStreamPullConsumer.Message] {
+        var got: [JetStreamPullConsumer.Message] = []
+        let deadline = Date().addingTimeInterval(20)
+        while got.count < count, Date() < deadline { got += try c.fetch(max: count - got.count, timeoutMs: 1000) }
+        return got
+    }
+
+    /// Messages come in stream order with their sequence, subject and payload; an acknowledgement
+    /// of one acknowledges those before it; a consumer created at a later sequence gets the
+    /// unacknowledged rest at once (no wait for a redelivery), and the first one deleted after it
+    /// was created loses nothing of them.
+    @Test func fetchesInOrderAcknowledgesCumulativelyAndResumesAtASequence() throws {
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let connection = try Self.connect(nats)
+        // Created before anything is published: the MQTT stream keeps messages only while a consumer wants them.
+        let first = try JetStreamPullConsumer(connection: connection, stream: "$MQTT_msgs", name: "test-a", filter: Self.allPartitions, startSequence: 1)
+        #expect(first.created)
+        #expect(try first.fetch(max: 10, timeoutMs: 200).isEmpty)
+        let payloads = (1...5).map { "{\"n\":\($0)}" }
+        try Self.publish(nats, topic: "mobility/v1/users/u1/samples", payloads)
+        let got = try Self.fetch(first, count: 5)
+        #expect(got.map { String(decoding: $0.payload, as: UTF8.self) } == payloads)
+        #expect(zip(got, got.dropFirst()).allSatisfy { $0.sequence < $1.sequence }, "\(got.map(\.sequence))")
+        #expect(got.allSatisfy { $0.deliveries == 1 })
+        for m in got {
+            // The mapping put the user in a partition; the subject is the topic as NATS's MQTT listener makes it.
+            let parts = m.subject.split(separator: ".")
+            #expect(m.subject.hasPrefix("$MQTT.msgs.part.") && m.subject.hasSuffix(".mobility.v1.users.u1.samples"), "\(m.subject)")
+            #expect(parts.count == 9 && Int(parts[3]).map { (0..<4).contains($0) } == true, "\(m.subject)")
+        }
+        try first.acknowledge(through: got[2])
+        let position = try first.position()
+        #expect(position == .init(acknowledgedThrough: got[2].sequence, deliveredThrough: got[4].sequence, pendingAcknowledgement: 2))
+
+        let second = try JetStreamPullConsumer(
+            connection: connection, stream: "$MQTT_msgs", name: "test-b", filter: Self.allPartitions, startSequence: got[2].sequence + 1)
+        try connection.deleteConsumer(stream: "$MQTT_msgs", name: "test-a")
+        #expect(try connection.consumerNames(stream: "$MQTT_msgs").filter { $0.hasPrefix("test-") } == ["test-b"])
+        let rest = try Self.fetch(second, count: 2)
+        #expect(rest.map(\.sequence) == [got[3].sequence, got[4].sequence])
+        #expect(rest.map(\.payload) == [got[3].payload, got[4].payload])
+        try second.acknowledge(through: rest[1])
+        #expect(try second.position().acknowledgedThrough == got[4].sequence)
+        #expect(try connection.lastSequence(stream: "$MQTT_msgs") == got[4].sequence)
+
+        // Bound again by its name: the consumer keeps its own position, whatever start is asked.
+        let again = try JetStreamPullConsumer(connection: connection, stream: "$MQTT_msgs", name: "test-b", filter: Self.allPartitions, startSequence: 1)
+        #expect(!again.created)
+        try Self.publish(nats, topic: "mobility/v1/users/u1/samples", ["{\"n\":6}"])
+        let sixth = try Self.fetch(again, count: 1)
+        #expect(sixth.map(\.sequence) == [got[4].sequence + 1])
+    }
+
+    /// A stream that does not exist is a failure that names it, not a crash.
+    @Test func aMissingStreamIsNamed() throws {
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let connection = try Self.connect(nats)
+        #expect {
+            _ = try JetStreamPullConsumer(connection: connection, stream: "no_such_stream", name: "x", filter: "a.b", startSequence: 1)
+        } throws: { e in
+            "\(e)".contains("consumer x of no_such_stream")
+        }
+    }
+}

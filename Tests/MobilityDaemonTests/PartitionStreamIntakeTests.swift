@@ -1,0 +1,228 @@
+import Foundation
+import Glibc
+import Ingest
+import Simulator
+import TestSupport
+import Testing
+
+/// Partitioned instances consuming their partitions natively from JetStream (`--intake
+/// jetstream`), on a real nats-server whose MQTT settings are NATS's defaults (the shipped node
+/// file without `max_ack_pending` and `ack_wait`) and a real PostgreSQL.
+@Suite(.serialized) struct PartitionStreamIntakeTests {
+    /// The shipped node file with NATS's default consumer settings for MQTT sessions.
+    static let defaults = [("  max_ack_pending: 1\n", "  # max_ack_pending: 1\n"), ("  ack_wait: \"2s\"\n", "  # ack_wait: \"2s\"\n")]
+
+    /// A partitioned mobilityd consuming through JetStream, with its metrics on `metricsPort`.
+    static func instance(_ name: String, nats: NATSCluster, node: Int, store: String, partitions: Int, metricsPort: Int) throws -> ChildProcess {
+        try ChildProcess(
+            ChildProcess.product("mobilityd"),
+            nats.daemonArguments(node) + [
+                "--rules", RepoPaths.rules, "--state", TemporaryPath.make("mw-state"), "--clock", "event", "--instance", name,
+                "--metrics-address", "127.0.0.1:\(metricsPort)", "--publish-series", "false", "--log-level", "debug",
+                "--store", store, "--partitions", String(partitions), "--lease", "2", "--intake", "jetstream"
+            ])
+    }
+
+    /// The partitions whose JetStream consumer `p`'s current run made ready (its log since its
+    /// last `running on partitions`).
+    static func ready(_ p: ChildProcess) -> Set<String> {
+        let lines = p.log.split(separator: "\n")
+        let run = lines.lastIndex { $0.contains("running on partitions") } ?? lines.startIndex
+        return Set(
+            lines[run...].filter { $0.contains("partition consumer ready") }.compactMap {
+                $0.split(separator: "partition=").last?.split(separator: " ").first.map(String.init)
+            })
+    }
+
+    /// `kill -9` of one of two instances mid-replay, NATS's consumer settings at their defaults:
+    /// the other takes its partitions over, each resuming after the stream sequence last
+    /// committed for it, never from what JetStream redelivers first. The alerts are exactly the
+    /// replay's, nothing was refused as too late (a takeover that reordered a user's messages
+    /// would), every partition's consumer is the survivor's one, with nothing left unacknowledged.
+    @Test func killNineOfAnInstanceWithNATSDefaultsLosesNothingAndReordersNothing() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        #expect(expected.count > 5)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let portB = try freePort()
+        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        let b = try Self.instance("b", nats: nats, node: 0, store: store, partitions: 8, metricsPort: portB)
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        // Every partition's consumer made: from then on the stream keeps its messages.
+        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        #expect(a.log.contains("the broker's JetStream settings are fit for partitioned input"), "\(a.log)")
+
+        // Killed with messages JetStream delivered to it and it never committed: stopped first,
+        // while its fetches are outstanding, so that the broker hands it the third quarter.
+        let quarter = records.count / 4
+        try PartitionFailoverTests.publish(records[..<(2 * quarter)], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        a.signal(SIGSTOP)
+        try PartitionFailoverTests.publish(records[(2 * quarter)..<(3 * quarter)], pub)
+        #expect(eventually(timeout: 10) { pub.acknowledgedCount >= 3 * quarter }, "\(pub.acknowledgedCount)")
+        let stranded = nats.consumers(0)
+        a.signal(SIGKILL)
+        a.signal(SIGCONT)
+        _ = a.wait()
+        let killed = Date()
+        try PartitionFailoverTests.publish(records[(3 * quarter)...], pub)
+        #expect(eventually(timeout: 20) { leases("b") == 8 }, "\(b.log)")
+        let moved = Date().timeIntervalSince(killed)
+        try PartitionFailoverTests.expectReplaysAlerts(
+            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+
+        let metrics = try #require(httpGet(port: portB, path: "/metrics")).body
+        let m = try parsePrometheus(metrics)
+        #expect(m["mobilityd_rejected_total{reason=\"too_late\"}"] == 0, "\(metrics)")
+        let skipped = m["mobilityd_journal_skipped_total"] ?? -1
+        // Every partition committed through some stream sequence; each has one consumer left (b's
+        // last run's), with nothing delivered and unacknowledged once b caught up.
+        #expect(eventually(timeout: 10) { (try? server.psql("SELECT count(*) FROM partitions WHERE stream_seq > 0", database: database)) == "8" })
+        let ours = { nats.consumers(0).split(separator: "\n").filter { $0.contains(" mobilityd-part-") } }
+        #expect(eventually(timeout: 10) { ours().count == 8 && ours().allSatisfy { $0.contains("ack_pending=0") } }, "\(nats.consumers(0))")
+        let resumed = b.log.split(separator: "\n").filter { $0.contains("partition consumer ready") }.suffix(8).joined(separator: "\n")
+        print("a's consumers when killed:\n\(stranded)\nb's last consumers:\n\(resumed)")
+        print(
+            "jetstream intake, kill -9 of an instance: partitions moved \(String(format: "%.1f", moved)) s after; \(expected.count) alerts exact; \(Int(skipped)) redelivered messages skipped as already applied"
+        )
+        #expect(b.stop() == 0)
+    }
+}
+
+extension PartitionStreamIntakeTests {
+    /// An instance whose NATS node is lost for good (3 nodes, NATS's consumer defaults): its
+    /// consumers' fetches find no connection for a whole lease, it gives every lease up, and the
+    /// other instance takes the partitions and resumes each after its committed stream sequence
+    /// on the surviving nodes; the replay's alerts, exactly.
+    @Test func anInstanceWhoseNATSNodeIsLostForGoodGivesItsPartitionsUp() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 3, partitions: 8, edits: Self.defaults)
+        let rec = try nats.recorder(2, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(2, filters: [])
+        let a = try Self.instance("a", nats: nats, node: 1, store: store, partitions: 8, metricsPort: try freePort())
+        let b = try Self.instance("b", nats: nats, node: 2, store: store, partitions: 8, metricsPort: try freePort())
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        let half = records.count / 2
+        try PartitionFailoverTests.publish(records[..<half], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        nats.stop(1, signal: SIGKILL)
+        let killed = Date()
+        try PartitionFailoverTests.publish(records[half...], pub)
+        #expect(eventually(timeout: 30) { leases("b") == 8 }, "\(a.log)\n\(b.log)")
+        let moved = Date().timeIntervalSince(killed)
+        #expect(moved < 10, "partitions moved \(moved) s after the node's loss (--lease 2)")
+        #expect(a.log.contains("giving up every lease"), "\(a.log)")
+        try PartitionFailoverTests.expectReplaysAlerts(
+            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        #expect(a.isRunning)  // it waits for its broker, holding nothing
+        print("jetstream intake, NATS node of an instance lost for good: its partitions held by the other \(String(format: "%.1f", moved)) s after the kill")
+        #expect(b.stop() == 0)
+    }
+}
+
+extension PartitionStreamIntakeTests {
+    /// A paused owner (SIGSTOP past its lease) with the JetStream intake: the other instance
+    /// takes its partitions (token + 1), makes their consumers anew and deletes the paused one's;
+    /// on SIGCONT the old owner's fetches, commits and recorded sequences are refused (its
+    /// consumers are gone, the fence), it stops that run and rejoins: the two share the 8
+    /// partitions again, and the alerts are the replay's.
+    @Test func aPausedOwnerIsFencedAndRejoins() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        let b = try Self.instance("b", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        defer {
+            a.signal(SIGCONT)
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        let quarter = records.count / 4
+        try PartitionFailoverTests.publish(records[..<(2 * quarter)], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        a.signal(SIGSTOP)
+        try PartitionFailoverTests.publish(records[(2 * quarter)..<(3 * quarter)], pub)
+        #expect(eventually(timeout: 20) { leases("b") == 8 }, "\(b.log)")
+        #expect(eventually(timeout: 20) { Self.ready(b).count == 8 }, "\(b.log)")
+        a.signal(SIGCONT)
+        #expect(eventually(timeout: 10) { a.log.contains("partition leases lost") || a.log.contains("a commit was fenced") }, "\(a.log)")
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        try PartitionFailoverTests.publish(records[(3 * quarter)...], pub)
+        try PartitionFailoverTests.expectReplaysAlerts(
+            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        #expect(a.isRunning && b.isRunning)
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+}
+
+extension PartitionStreamIntakeTests {
+    /// PostgreSQL stops mid-replay for longer than the lease and comes back, with the JetStream
+    /// intake: nothing is acknowledged that was not committed and recorded, the runs stop when
+    /// the leases lapse, the processes wait, reclaim their shares and resume every partition after
+    /// its recorded sequence; the replay's alerts.
+    @Test func aPostgresRestartMidReplayIsWaitedFor() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 29).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        let server = try PostgresServer()  // its own: this test stops it
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        let b = try Self.instance("b", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        let quarter = records.count / 4
+        try PartitionFailoverTests.publish(records[..<(2 * quarter)], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        server.stop()
+        try PartitionFailoverTests.publish(records[(2 * quarter)..<(3 * quarter)], pub)
+        #expect(
+            eventually(timeout: 20) { a.log.contains("partition leases expired unrenewed") && b.log.contains("partition leases expired unrenewed") },
+            "\(a.log)\n\(b.log)")
+        #expect(a.isRunning && b.isRunning)
+        try server.start()
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        try PartitionFailoverTests.publish(records[(3 * quarter)...], pub)
+        try PartitionFailoverTests.expectReplaysAlerts(
+            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        #expect(a.isRunning && b.isRunning)
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+}

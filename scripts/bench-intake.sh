@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The two partitioned intakes side by side on the same traffic (docs/scaling.md "Measured"), not
+# a test: `--intake mqtt` (an MQTT session per partition on NATS's MQTT listener, which needs
+# mqtt { max_ack_pending: 1, ack_wait: "2s" }) and `--intake jetstream` (a JetStream pull consumer
+# per partition, NATS's MQTT defaults). For each: a fresh one-node NATS (JetStream, MQTT, the
+# mapping of the four input kinds into P partitions), a fresh database on one private PostgreSQL
+# (fsync and synchronous_commit on), N `mobilityd --partitions P`; waits until the instances hold
+# all P leases with every partition's input ready, plays one recorded population (mobility-sim
+# play, QoS 1, as fast as the broker takes it) and waits until every message is committed (the
+# partitions' inputs acknowledged: nothing left pending at the broker). Prints the throughput, the
+# messages the instances applied (their mobilityd_messages_received_total: all of them) and
+# the CPU per message of the instances, of nats-server and of PostgreSQL (utime+stime from
+# /proc) and their sum, and the machine's load: on a shared 2-core machine these bound nothing
+# but themselves. Everything it starts is stopped by PID.
+#   scripts/bench-intake.sh     USERS=50 DAYS=20 SAMPLES=20 P=8 INSTANCES=1 BUILD=release INTAKES="mqtt jetstream"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+users=${USERS:-50}
+days=${DAYS:-20}
+samples=${SAMPLES:-20}
+parts=${P:-8}
+n=${INSTANCES:-1}
+build=${BUILD:-release}
+intakes=${INTAKES:-mqtt jetstream}
+lease=${LEASE:-4}
+swift build -c "$build" --product mobilityd >/dev/null
+swift build -c "$build" --product mobility-sim >/dev/null
+bin=$PWD/.build/$build
+pgbin=/usr/lib/postgresql/15/bin
+work=$(mktemp -d /tmp/mw-intake.XXXXXX)
+chmod 0711 "$work"  # the postgres user traverses it to its own directory
+pids=()
+pgpid=
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  [ -n "$pgpid" ] && kill -INT "$pgpid" 2>/dev/null && wait "$pgpid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }  # utime + stime, in clock ticks
+pg_ticks() { local t; t=$(ticks "$pgpid"); for p in $(ps -o pid= --ppid "$pgpid"); do t=$((t + $(ticks "$p"))); done; echo "$t"; }  # the postmaster and its backends
+hz=$(getconf CLK_TCK)
+
+# PostgreSQL, durable.
+mkdir -p "$work/pg"
+as_pg() { if [ "$(id -u)" = 0 ]; then chown -R postgres "$work/pg"; setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"; else "$@"; fi; }
+as_pg "$pgbin/initdb" -D "$work/pg/data" -A trust -U mw -E UTF8 --locale=C >/dev/null
+pgport=$(free_port)
+run_as=(); [ "$(id -u)" = 0 ] && run_as=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+"${run_as[@]}" "$pgbin/postgres" -D "$work/pg/data" -k "$work/pg" -p "$pgport" -c listen_addresses=127.0.0.1 -c max_connections=200 >"$work/pg/log" 2>&1 &
+pgpid=$!
+for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
+psql_() { "$pgbin/psql" -X -q -A -t -h 127.0.0.1 -p "$pgport" -U mw -d "$@"; }
+
+"$bin/mobility-sim" population --users "$users" --days "$days" --samples-per-message "$samples" -o "$work/traffic.jsonl" >/dev/null
+messages=$(wc -l <"$work/traffic.jsonl")
+echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) before; $messages messages ($users users x $days days, $samples samples a message), P=$parts, $n instance(s), --lease $lease, $build build"
+printf '%-10s %8s %8s %8s %17s %12s %16s %14s %6s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load
+for intake in $intakes; do
+  db=intake_$intake
+  psql_ postgres -c "CREATE DATABASE $db"
+  nd=$work/nats-$intake; mkdir -p "$nd"
+  cport=$(free_port); mport=$(free_port); hport=$(free_port)
+  {
+    echo "server_name: s-$intake"; echo "listen: 127.0.0.1:$cport"; echo "http: 127.0.0.1:$hport"; echo "jetstream { store_dir: \"$nd/js\" }"
+    if [ "$intake" = mqtt ]; then
+      echo "mqtt { listen: 127.0.0.1:$mport, max_ack_pending: 1, ack_wait: \"2s\" }"  # required by MQTT sessions (deploy/nats-node.conf)
+    else
+      echo "mqtt { listen: 127.0.0.1:$mport }"  # NATS's defaults
+    fi
+    echo "mappings = {"
+    for k in samples events deletions profile; do
+      echo "  \"mobility.v1.users.*.$k\": \"part.{{partition($parts,1)}}.mobility.v1.users.{{wildcard(1)}}.$k\""
+    done
+    echo "}"
+  } >"$nd/n.conf"
+  /usr/sbin/nats-server -c "$nd/n.conf" >"$nd/log" 2>&1 &
+  natspid=$!; pids+=("$natspid")
+  for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$mport") 2>/dev/null && break; sleep 0.1; done
+  inst=(); metrics=()
+  for i in $(seq "$n"); do
+    mp=$(free_port); metrics+=("$mp")
+    "$bin/mobilityd" --broker "mqtt://127.0.0.1:$mport" --rules rules --state "$work/state-$intake-$i" --clock event --instance "i$i" \
+      --metrics-address "127.0.0.1:$mp" --publish-series false --log-level info \
+      --store "postgres://mw@127.0.0.1:$pgport/$db" --partitions "$parts" --lease "$lease" --nats "nats://127.0.0.1:$cport" \
+      --intake "$intake" >"$work/mw-$intake-$i.log" 2>&1 &
+    inst+=($!); pids+=($!)
+  done
+  ready='partition session subscribed'; [ "$intake" = jetstream ] && ready='partition consumer ready'
+  for _ in $(seq 600); do
+    q=$(psql_ "$db" -c "SELECT count(*) || ' ' || count(DISTINCT owner) FROM partitions WHERE lease_until > now()" 2>/dev/null || true)
+    got=0; for i in $(seq "$n"); do got=$((got + $(cat "$work/mw-$intake-$i.log" 2>/dev/null | grep -c "$ready" || true))); done
+    [ "$q" = "$parts $n" ] && [ "$got" -ge "$parts" ] && break
+    sleep 0.1
+  done
+  sleep $((lease)) # one more lease: no rebalance under way (not a test)
+  before=0; for p in "${inst[@]}"; do before=$((before + $(ticks "$p"))); done
+  nb=$(ticks "$natspid"); pb=$(pg_ticks)
+  t0=$(date +%s.%N)
+  "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mport" >/dev/null
+  # Done when the stream holds nothing unacknowledged for any consumer (interest retention: a
+  # message leaves $MQTT_msgs once every consumer that wants it acknowledged it).
+  for _ in $(seq 36000); do
+    left=$(curl -s "http://127.0.0.1:$hport/jsz?streams=true" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(sum(s["state"]["messages"] for a in d.get("account_details", []) for s in a.get("stream_detail", []) if s["name"] == "$MQTT_msgs"))' 2>/dev/null || echo 1)
+    [ "$left" = 0 ] && break
+    sleep 0.05
+  done
+  t1=$(date +%s.%N)
+  after=0; for p in "${inst[@]}"; do after=$((after + $(ticks "$p"))); done
+  na=$(ticks "$natspid"); pa=$(pg_ticks)
+  applied=0
+  for mp in "${metrics[@]}"; do
+    v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_messages_received_total/ {s += $2} END {print s + 0}')
+    applied=$((applied + ${v%.*}))
+  done
+  awk -v applied="$applied" -v intake="$intake" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v pc="$((pa - pb))" -v hz="$hz" \
+    -v load="$(cut -d' ' -f1 /proc/loadavg)" \
+    'BEGIN { w = t1 - t0; printf "%-10s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load }'
+  for p in "${inst[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${inst[@]}"; do wait "$p" 2>/dev/null || true; done
+  kill -TERM "$natspid" 2>/dev/null || true; wait "$natspid" 2>/dev/null || true
+done
