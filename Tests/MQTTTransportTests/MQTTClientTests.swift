@@ -228,10 +228,9 @@ final class ReceivedCounter: @unchecked Sendable {
 extension MQTTClientTests {
     /// Regression: libmosquitto's `mosquitto_loop_forever` reconnects by itself, and a failed
     /// reconnect sets the connection's state to "connect pending" over the "disconnecting" that
-    /// a `stop()` set meanwhile: the loop then retried for good and `stop()` waited for it (a test
-    /// suite hung so on a recorder whose NATS node had been killed). Here the reconnect hangs on a
-    /// port whose accept queue is full (the kernel drops the SYN), `stop()` is called, then the
-    /// port closes and the reconnect fails: `stop()` must return.
+    /// a `stop()` set meanwhile: the loop then retried for good and `stop()` waited for it. Here
+    /// the reconnect hangs on a port whose accept queue is full (the kernel drops the SYN),
+    /// `stop()` is called, then the port closes and the reconnect fails: `stop()` must return.
     @Test func stopReturnsWhenAReconnectUnderWayFails() throws {
         let broker = try MosquittoBroker()
         var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: broker.url), clientID: "stop-reconnect")
@@ -292,7 +291,9 @@ final class SilentListener {
     /// Connections to 127.0.0.1:`port` waiting for the SYN's answer (`SYN_SENT` in `/proc/net/tcp`).
     static func connectsUnderWay(to port: Int) -> Int {
         let remote = String(format: "0100007F:%04X", port)
-        let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+        // Read to the end: the kernel hands /proc/net/tcp out a page at a time, and a single read
+        // (String(contentsOfFile:)) stops after the first.
+        let table = FileHandle(forReadingAtPath: "/proc/net/tcp").flatMap { try? $0.readToEnd() }.map { String(decoding: $0, as: UTF8.self) } ?? ""
         return table.split(separator: "\n").dropFirst().filter { line in
             let f = line.split(separator: " ")
             return f.count > 3 && f[2] == remote && f[3] == "02"
