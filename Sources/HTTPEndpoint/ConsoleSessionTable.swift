@@ -5,8 +5,10 @@
 /// - A session ends after ``Policy/idleMilliseconds`` without a request, or
 ///   ``Policy/absoluteMilliseconds`` after sign-in whatever the activity, or at sign-out.
 /// - A login is locked for ``Policy/lockMilliseconds`` after ``Policy/failuresBeforeLock``
-///   failed sign-ins in a row (counted per login, known or not, so a lockout says nothing of
-///   which logins exist); while locked, no password is checked. A success clears the count, and so
+///   failed sign-ins in a row, counted per login, known or not; while locked, no password is
+///   checked. A lockout alone does not tell a staff login from a made-up one, but a flood of
+///   made-up logins between a prober's failures does (a staff login's count survives it, a
+///   made-up one's is forgotten; docs/security.md). A success clears the count, and so
 ///   do a lock's end and ``Policy/lockMilliseconds`` without a failure (typos weeks apart never lock).
 /// - The failures of the staff file's logins are always remembered (their number is bounded by
 ///   the file): made-up logins can neither flush a person's count nor keep a person from trying.

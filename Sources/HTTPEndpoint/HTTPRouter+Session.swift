@@ -66,7 +66,7 @@ extension HTTPRouter {
     /// `candidate` when a sign-in may send the browser there, else nil: a path of this origin
     /// under `/console` (`/console`, `/console/…`, `/console?…`), at most
     /// ``maximumReturnPathBytes`` of printable ASCII, without `//`, a backslash, a `.` or `..`
-    /// segment, and not the sign-in page. So a link that carries `next` cannot send a person who
+    /// segment (percent-encoded or not), and not the sign-in page. So a link that carries `next` cannot send a person who
     /// signs in to another site (`//host`, `https://host`, `/\host`, which browsers read as
     /// `//host`) nor out of the console.
     package static func consoleReturnPath(_ candidate: String?) -> String? {
@@ -75,7 +75,13 @@ extension HTTPRouter {
         else { return nil }
         let path = candidate.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
         guard path == "/console" || path.hasPrefix("/console/"), path != signInPath else { return nil }
-        guard !path.split(separator: "/").contains(where: { $0 == "." || $0 == ".." }) else { return nil }
+        // A browser resolves `%2e` as `.` in a path's dot segments, so each segment is judged decoded.
+        guard
+            !path.split(separator: "/").contains(where: { segment in
+                guard let decoded = String(segment).removingPercentEncoding else { return true }
+                return decoded == "." || decoded == ".."
+            })
+        else { return nil }
         return candidate
     }
 

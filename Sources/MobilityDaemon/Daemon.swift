@@ -81,10 +81,17 @@ package final class Daemon: Sendable {
             : nil
         shutdownSignals?.start()
         defer { shutdownSignals?.stop() }
-        if claimed == nil, case .postgres(let url) = config.store, !StoreReachability(log: log).await(url, termination: termination) { return 0 }
-        notifier.status("restoring state")
+        // A PostgreSQL store that does not answer yet is waited for (under the partition
+        // supervisor, it waited); the service manager is told so and its watchdog kept pinged.
+        var waitsForStore: String?
+        if claimed == nil, case .postgres(let url) = config.store { waitsForStore = url }
+        notifier.status(waitsForStore == nil ? "restoring state" : "connecting to the PostgreSQL state store")
         let startupPings = notifier.pingDuringStartup()
         defer { startupPings?.cancel() }
+        if let url = waitsForStore {
+            guard StoreReachability(log: log).waitUntilReachable(url, termination: termination) else { return 0 }
+            notifier.status("restoring state")
+        }
         // Durable state: the store (SQLite, or PostgreSQL: Daemon+Store.swift) and the ingest
         // journal, checked against each other (Daemon+DurableState.swift).
         let state: RestoredState

@@ -61,7 +61,7 @@ package final class PartitionSupervisor: Sendable {
         defer { signals.stop() }
         let stopping = { [termination] in termination.isRequested }
         if let code = awaitFitBroker(p, stopping: stopping, pause: { [wake] in _ = wake.wait(timeout: .now() + $0) }) { return code }
-        guard StoreReachability(log: log).await(url, termination: termination) else { return 0 }
+        guard StoreReachability(log: log).waitUntilReachable(url, termination: termination) else { return 0 }
         let owner = "\(config.instance)@\(ProcessInfo.processInfo.hostName) pid \(getpid())"
         let leases: PartitionLeases
         do { leases = try PartitionLeases(url: url, owner: owner, count: p.count, leaseMs: p.leaseMs) } catch {

@@ -27,7 +27,7 @@ struct StoreReachability {
 
     /// Waits until the store at `url` answers: true then, or at once for a refused URL (opening
     /// the store then says why, and the start fails); false when `termination` is requested first.
-    func await(_ url: String, termination: Termination) -> Bool {
+    func waitUntilReachable(_ url: String, termination: Termination) -> Bool {
         var delay = 1.0
         var reported: Set<String> = []
         while !termination.isRequested {

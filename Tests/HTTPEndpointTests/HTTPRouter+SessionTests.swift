@@ -212,7 +212,10 @@ import Testing
         ("/console\\@evil.example", false), ("/console/\\evil", false), ("/console//evil.example", false), ("/console/../api/v1/users", false),
         ("/console/./x", false), ("/console/..", false), ("/console/sign-in", false), ("/console/sign-in?next=/console", false),
         ("/console\u{0}x", false), ("/console\r\nSet-Cookie: x=1", false), ("/console x", false), ("/console/p\u{E9}", false),
-        ("/console/" + String(repeating: "a", count: 1024), false)
+        ("/console/" + String(repeating: "a", count: 1024), false),
+        // Browsers resolve `%2e` as `.` in dot segments.
+        ("/console/%2e%2e/api/v1/status", false), ("/console/.%2e/x", false), ("/console/%2E/x", false), ("/console/%2e", false),
+        ("/console/%zz", false), ("/console/patients/a%2ex", true)
     ]
 
     @Test(arguments: returnPaths) func aSignInReturnsOnlyToAConsolePage(_ path: String?, _ taken: Bool) {

@@ -31,14 +31,14 @@ import Testing
     @Test func anUnreachableServerIsAskedAgainWithGrowingPausesUntilItAnswers() {
         let down = PostgresError.connection("connection to server at \"127.0.0.1\", port 1 failed: Connection refused")
         let script = Script(Array(repeating: down, count: 6))
-        #expect(script.reachability().await("postgres://mw@127.0.0.1:1/db", termination: Termination()))
+        #expect(script.reachability().waitUntilReachable("postgres://mw@127.0.0.1:1/db", termination: Termination()))
         #expect(script.probes == 7)
         #expect(script.pauses == [1, 2, 4, 8, 15, 15])
     }
 
     @Test func aRefusedURLIsNotWaitedFor() {
         let script = Script([PostgresError.configuration("a password in the URL")])
-        #expect(script.reachability().await("postgres://mw:pw@127.0.0.1/db", termination: Termination()))
+        #expect(script.reachability().waitUntilReachable("postgres://mw:pw@127.0.0.1/db", termination: Termination()))
         #expect(script.probes == 1 && script.pauses.isEmpty)
     }
 
@@ -46,7 +46,7 @@ import Testing
         let down = PostgresError.connection("Connection refused")
         let script = Script(Array(repeating: down, count: 100))
         let termination = Termination()
-        #expect(!script.reachability(stopAfterPauses: 2).await("postgres://mw@127.0.0.1:1/db", termination: termination))
+        #expect(!script.reachability(stopAfterPauses: 2).waitUntilReachable("postgres://mw@127.0.0.1:1/db", termination: termination))
         #expect(script.pauses.count == 2 && script.probes == 2)
     }
 }
