@@ -280,7 +280,7 @@ final class ServiceNotifierService: Service {
 /// (``holdAtProcessStart()``); a thread of the service's own takes them with `sigwait` once it
 /// starts, so a signal sent during start-up waits, pending, until the handlers run: never lost,
 /// never fatal.
-package final class SignalService: Service {
+package final class SignalService: Service, Sendable {
     let name = "signals"
     private let handlers: [(Int32, @Sendable () -> Void)]
     private let running = Mutex<Taker?>(nil)
@@ -314,14 +314,17 @@ package final class SignalService: Service {
         let started = DispatchSemaphore(value: 0)
         ThreadName.thread("signals") {
             taker.thread.withLock { $0 = pthread_self() }
-            var set = Self.set(of: handlers.map(\.0))
+            var set = Self.set(of: handlers.map(\.0) + [Self.wake])
             // Blocked here too, for a process that did not block them at its start (tests).
             pthread_sigmask(SIG_BLOCK, &set, nil)
             started.signal()
             while true {
                 var signal: Int32 = 0
                 guard sigwait(&set, &signal) == 0 else { continue }
-                if taker.stopping.load(ordering: .acquiring) { break }
+                if signal == Self.wake {
+                    if taker.stopping.load(ordering: .acquiring) { break }
+                    continue
+                }
                 handlers.first { $0.0 == signal }?.1()
             }
             taker.ended.signal()
@@ -333,14 +336,12 @@ package final class SignalService: Service {
     /// Ends the taking thread and waits for it: a signal sent later waits for the next handlers
     /// (a partitioned instance's next run).
     func stop() {
-        guard
-            let taker = running.withLock({ r in
-                defer { r = nil }; return r
-            })
-        else { return }
+        guard let taker = running.withLock({ $0 }) else { return }
         taker.stopping.store(true, ordering: .releasing)
-        // Wakes the thread's sigwait with one of its own signals, sent to it alone.
-        if let t = taker.thread.withLock({ $0 }) { pthread_kill(t, handlers[0].0) }
+        // Wakes the thread's sigwait with a signal of its own, sent to it alone: a handled signal
+        // that arrives meanwhile is still handled, not taken for the wake.
+        if let t = taker.thread.withLock({ $0 }) { pthread_kill(t, Self.wake) }
+        running.withLock { $0 = nil }
         taker.ended.wait()
     }
 
@@ -367,6 +368,9 @@ package final class SignalService: Service {
         sigemptyset(&quiet.sa_mask)
         _ = sigaction(signal, &quiet, nil)
     }
+
+    /// The real-time signal that wakes the taking thread to end (sent only to it, blocked there).
+    private static let wake = __libc_current_sigrtmin() + 5
 
     private static func set(of signals: [Int32]) -> sigset_t {
         var set = sigset_t()

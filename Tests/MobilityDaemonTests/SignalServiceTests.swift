@@ -48,6 +48,41 @@ import Testing
     }
 }
 
+extension SignalServiceTests {
+    /// A signal pending when the service stops is handled, not taken for the stop's wake-up (the
+    /// wake was one of the handled signals, and a pending one merged with it was dropped).
+    @Test func aSignalPendingAtStopIsStillHandled() throws {
+        let reloads = Atomic<Int>(0)
+        let inHandler = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let signals = SignalService(
+            .init(
+                shutdown: [], announce: { _ in },
+                reload: (
+                    SIGUSR1,
+                    {
+                        if reloads.add(1, ordering: .relaxed).newValue == 1 {
+                            inHandler.signal()
+                            release.wait()
+                        }
+                    }
+                )), termination: Termination())
+        signals.start()
+        let thread = try #require(signals.takingThread)
+        #expect(pthread_kill(thread, SIGUSR1) == 0)
+        #expect(inHandler.wait(timeout: .now() + 10) == .success)
+        #expect(pthread_kill(thread, SIGUSR1) == 0)  // pending while the first is handled
+        let stopped = DispatchSemaphore(value: 0)
+        Thread {
+            signals.stop()
+            stopped.signal()
+        }.start()
+        #expect(eventually(timeout: 10) { signals.takingThread == nil })  // stop() has sent its wake-up (then forgets the thread)
+        release.signal()
+        #expect(stopped.wait(timeout: .now() + 10) == .success)
+        #expect(reloads.load(ordering: .relaxed) == 2)
+    }
+}
+
 /// The start-up window, on a real mobilityd: a signal sent while its state is being restored
 /// (systemd's `STATUS=restoring state`, before any handler exists) is acted on once it has started.
 extension SignalServiceTests {
