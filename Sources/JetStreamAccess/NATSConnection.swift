@@ -72,13 +72,23 @@ package final class NATSConnection: @unchecked Sendable {
         try JetStreamFailure.check(s, "cannot delete consumer \(name) of \(stream)")
     }
 
-    /// The last sequence number `stream` has given a message (0: none yet).
-    package func lastSequence(stream: String) throws(JetStreamFailure) -> UInt64 {
+    /// What a stream is now: the last sequence number it has given a message (0: none yet) and
+    /// when it was made (its identity: a stream deleted and made again under the same name
+    /// starts its sequences over).
+    package struct StreamState: Sendable, Equatable {
+        /// The last sequence number the stream has given a message (0: none yet).
+        package var lastSequence: UInt64
+        /// When the stream was made, in nanoseconds since the epoch (UTC).
+        package var created: Int64
+    }
+
+    /// What `stream` is now.
+    package func streamState(stream: String) throws(JetStreamFailure) -> StreamState {
         var si: UnsafeMutablePointer<jsStreamInfo>?
         var code = jsErrCode(0)
         try JetStreamFailure.check(js_GetStreamInfo(&si, js, stream, nil, &code), "cannot read JetStream stream \(stream)")
         defer { jsStreamInfo_Destroy(si) }
-        return si?.pointee.State.LastSeq ?? 0
+        return StreamState(lastSequence: si?.pointee.State.LastSeq ?? 0, created: si?.pointee.Created ?? 0)
     }
 
     deinit {
