@@ -150,6 +150,12 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 links.lost(k, now: clock.uptimeNanoseconds())
                 do {
                     (consumer, taken) = try open(k, token: token, filter: filter)
+                    if isRevoked, let made = consumer {
+                        // Opened after stop() gave up on this thread: nobody would delete the
+                        // consumer, and it would keep the partition's messages for good.
+                        try? natsConnection().deleteConsumer(stream: Self.stream, name: made.name)
+                        return
+                    }
                     links.subscribed(k)
                     reported = nil
                     log.info("partition consumer ready", ["partition": String(k), "consumer": consumer?.name ?? "", "from_seq": String(taken + 1)])
@@ -174,6 +180,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 pause(ms: 500)
                 continue
             }
+            if isRevoked { return }
             guard let last = fetched.last else {
                 // libnats holds a fetch while it reconnects and answers it with a timeout: an
                 // empty fetch on a connection that is down is an outage, not a quiet partition.
