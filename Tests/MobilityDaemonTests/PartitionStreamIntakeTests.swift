@@ -71,6 +71,17 @@ import Testing
         try PartitionFailoverTests.publish(records[(2 * quarter)..<(3 * quarter)], pub)
         #expect(eventually(timeout: 10) { pub.acknowledgedCount >= 3 * quarter }, "\(pub.acknowledgedCount)")
         let stranded = nats.consumers(0)
+        // The kill must strand delivered, unacknowledged messages, or redelivery is not exercised.
+        let killedOnes = Set(
+            a.log.split(separator: "\n").filter { $0.contains("partition consumer ready") }.compactMap {
+                $0.split(separator: "consumer=").last?.split(separator: " ").first.map(String.init)
+            })
+        let unacknowledged = stranded.split(separator: "\n").filter { killedOnes.contains(String($0.split(separator: " ").dropFirst().first ?? "")) }.map {
+            line in
+            line.split(separator: " ").first { $0.hasPrefix("ack_pending=") }.flatMap { Int($0.dropFirst("ack_pending=".count)) } ?? 0
+        }
+        #expect(
+            unacknowledged.contains { $0 > 0 }, "no consumer of the killed instance (\(killedOnes.sorted())) held unacknowledged messages:\n\(stranded)")
         a.signal(SIGKILL)
         a.signal(SIGCONT)
         _ = a.wait()
