@@ -2,10 +2,10 @@ import CNATS
 import Foundation
 
 /// One connection to a NATS cluster over the NATS protocol (libnats) with its JetStream context:
-/// the nodes' client URLs (the client moves to another of them when one is lost, and reconnects
-/// for as long as the connection lives; only to these: the nodes the cluster announces are not
-/// used, so that an instance given its own node's URL is cut off with that node, as its MQTT
-/// connections are), the account, TLS. Closed on deinit.
+/// the nodes' client URLs, tried in the order given (the first is the instance's own node; the
+/// client moves to the next when one is lost, and reconnects for as long as the connection
+/// lives; only to these: the nodes the cluster announces are not used), the account, TLS.
+/// Closed on deinit.
 ///
 /// Sendability: libnats's connection and JetStream context are safe to use from several threads;
 /// the pointers are set once in `init` and released in `deinit`.
@@ -26,6 +26,7 @@ package final class NATSConnection: @unchecked Sendable {
         var servers: [UnsafePointer<CChar>?] = cs.map { $0.map { UnsafePointer($0) } }
         let set = servers.withUnsafeMutableBufferPointer { natsOptions_SetServers(opts, $0.baseAddress, Int32($0.count)) }
         try JetStreamFailure.check(set, "bad --nats URL")
+        try JetStreamFailure.check(natsOptions_SetNoRandomize(opts, true), "cannot set the NATS server order")
         try JetStreamFailure.check(natsOptions_SetTimeout(opts, timeoutMs), "cannot set the NATS timeout")
         try JetStreamFailure.check(natsOptions_SetMaxReconnect(opts, -1), "cannot set the NATS reconnection")
         try JetStreamFailure.check(natsOptions_SetIgnoreDiscoveredServers(opts, true), "cannot set the NATS servers")
@@ -72,13 +73,23 @@ package final class NATSConnection: @unchecked Sendable {
         try JetStreamFailure.check(s, "cannot delete consumer \(name) of \(stream)")
     }
 
-    /// The last sequence number `stream` has given a message (0: none yet).
-    package func lastSequence(stream: String) throws(JetStreamFailure) -> UInt64 {
+    /// What a stream is now: the last sequence number it has given a message (0: none yet) and
+    /// when it was made (its identity: a stream deleted and made again under the same name
+    /// starts its sequences over).
+    package struct StreamState: Sendable, Equatable {
+        /// The last sequence number the stream has given a message (0: none yet).
+        package var lastSequence: UInt64
+        /// When the stream was made, in nanoseconds since the epoch (UTC).
+        package var created: Int64
+    }
+
+    /// What `stream` is now.
+    package func streamState(stream: String) throws(JetStreamFailure) -> StreamState {
         var si: UnsafeMutablePointer<jsStreamInfo>?
         var code = jsErrCode(0)
         try JetStreamFailure.check(js_GetStreamInfo(&si, js, stream, nil, &code), "cannot read JetStream stream \(stream)")
         defer { jsStreamInfo_Destroy(si) }
-        return si?.pointee.State.LastSeq ?? 0
+        return StreamState(lastSequence: si?.pointee.State.LastSeq ?? 0, created: si?.pointee.Created ?? 0)
     }
 
     deinit {

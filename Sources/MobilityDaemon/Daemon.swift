@@ -151,6 +151,13 @@ package final class Daemon: Sendable {
             log.error("bad broker URL", ["error": error.description])
             return .exit(2)
         }
+        if let first = config.partitioning?.natsURLs.first, let natsHost = URLComponents(string: first)?.host, natsHost != broker.host {
+            // The NATS connection tries the --nats URLs in order: the first is the node that
+            // carries the JetStream intake's data, and should be the node of --broker.
+            log.warn(
+                "the first --nats URL is not on the --broker host: list this instance's own node first, the node of its --broker",
+                ["nats": first, "broker_host": broker.host])
+        }
         if config.mqttVersion == .v311, config.username != nil {
             // An authenticating broker has an ACL; under 3.1.1 a publish it denies looks delivered.
             log.warn(

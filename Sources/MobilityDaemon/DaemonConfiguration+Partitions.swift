@@ -53,7 +53,7 @@ extension DaemonConfiguration {
         Option(
             name: "nats", value: "URL[,URL…]",
             help:
-                "NATS client URLs of the cluster's nodes (nats:// or tls://, the --username/--password and --ca-file of the broker), for the start check of the broker's JetStream settings; required with --partitions"
+                "NATS client URLs (nats:// or tls://, the --username/--password and --ca-file of the broker), tried in this order: this instance's own node first (the node of its --broker), then the others; for the start check of the broker's JetStream settings and, with --intake jetstream, the partitions' data; required with --partitions"
         ),
         Option(
             name: "intake", value: "mqtt|jetstream",

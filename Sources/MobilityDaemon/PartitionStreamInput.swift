@@ -150,6 +150,12 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 links.lost(k, now: clock.uptimeNanoseconds())
                 do {
                     (consumer, taken) = try open(k, token: token, filter: filter)
+                    if isRevoked, let made = consumer {
+                        // Opened after stop() gave up on this thread: nobody would delete the
+                        // consumer, and it would keep the partition's messages for good.
+                        try? natsConnection().deleteConsumer(stream: Self.stream, name: made.name)
+                        return
+                    }
                     links.subscribed(k)
                     reported = nil
                     log.info("partition consumer ready", ["partition": String(k), "consumer": consumer?.name ?? "", "from_seq": String(taken + 1)])
@@ -174,6 +180,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 pause(ms: 500)
                 continue
             }
+            if isRevoked { return }
             guard let last = fetched.last else {
                 // libnats holds a fetch while it reconnects and answers it with a timeout: an
                 // empty fetch on a connection that is down is an outage, not a quiet partition.
@@ -204,12 +211,25 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     /// has the partition committed through, and deletes the partition's earlier consumers.
     private func open(_ k: Int, token: Int64, filter: String) throws -> (JetStreamPullConsumer, UInt64) {
         let nats = try natsConnection()
-        let committed = try store.streamSequences()[k] ?? 0
-        let last = try nats.lastSequence(stream: Self.stream)
-        guard committed <= last else {
+        let mark = try store.streamMarks()[k] ?? PostgresStore.StreamMark(sequence: 0, created: 0)
+        let stream = try nats.streamState(stream: Self.stream)
+        let committed = mark.created == stream.created ? mark.sequence : 0
+        if mark.created == 0 {
+            // Never consumed from JetStream: a user's applied sequence is then an ingest
+            // journal's (the partition was consumed over MQTT), and a stream sequence at or
+            // below it would be skipped as applied.
+            let users = try store.usersWithAppliedInput(partition: k)
+            guard users == 0 else {
+                throw JetStreamFailure(
+                    description:
+                        "partition \(k) was never consumed from \(Self.stream) but \(users) of its users have applied input up to a sequence of another intake, and stream messages at or below it would be skipped; with every instance stopped, run: UPDATE users SET applied_seq = 0 WHERE partition = \(k);"
+                )
+            }
+            try store.recordStreamIdentity(stream.created, partition: k)
+        } else if mark.created != stream.created || mark.sequence > stream.lastSequence {
             throw JetStreamFailure(
                 description:
-                    "partition \(k) is committed through stream sequence \(committed) but \(Self.stream) ends at \(last): the stream was deleted and made again, and its sequences no longer match the store's"
+                    "partition \(k) is committed through sequence \(mark.sequence) of a stream \(Self.stream) made at \(mark.created) ns but the stream now was made at \(stream.created) ns and ends at \(stream.lastSequence): it was deleted and made again, and its sequences no longer match the store's; with every instance stopped, run: UPDATE partitions SET stream_seq = 0, stream_created = 0 WHERE partition = \(k); UPDATE users SET applied_seq = 0 WHERE partition = \(k);"
             )
         }
         let mine = "\(partitioning.sessionPrefix)\(k)-"

@@ -77,9 +77,10 @@ enum PostgresSchema {
         #"""
         CREATE INDEX audit_by_user ON audit (user_id, action, seq);
         """#,
-        // 4 → 5: how far each partition's input stream is committed (consumed natively from JetStream).
+        // 4 → 5: how far each partition's input stream is committed (consumed natively from
+        // JetStream), and which stream that is (its creation time; 0: never consumed from one).
         #"""
-        ALTER TABLE partitions ADD COLUMN stream_seq bigint NOT NULL DEFAULT 0;
+        ALTER TABLE partitions ADD COLUMN stream_seq bigint NOT NULL DEFAULT 0, ADD COLUMN stream_created bigint NOT NULL DEFAULT 0;
         """#
     ]
 }

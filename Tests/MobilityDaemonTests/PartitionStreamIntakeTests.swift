@@ -71,6 +71,17 @@ import Testing
         try PartitionFailoverTests.publish(records[(2 * quarter)..<(3 * quarter)], pub)
         #expect(eventually(timeout: 10) { pub.acknowledgedCount >= 3 * quarter }, "\(pub.acknowledgedCount)")
         let stranded = nats.consumers(0)
+        // The kill must strand delivered, unacknowledged messages, or redelivery is not exercised.
+        let killedOnes = Set(
+            a.log.split(separator: "\n").filter { $0.contains("partition consumer ready") }.compactMap {
+                $0.split(separator: "consumer=").last?.split(separator: " ").first.map(String.init)
+            })
+        let unacknowledged = stranded.split(separator: "\n").filter { killedOnes.contains(String($0.split(separator: " ").dropFirst().first ?? "")) }.map {
+            line in
+            line.split(separator: " ").first { $0.hasPrefix("ack_pending=") }.flatMap { Int($0.dropFirst("ack_pending=".count)) } ?? 0
+        }
+        #expect(
+            unacknowledged.contains { $0 > 0 }, "no consumer of the killed instance (\(killedOnes.sorted())) held unacknowledged messages:\n\(stranded)")
         a.signal(SIGKILL)
         a.signal(SIGCONT)
         _ = a.wait()
@@ -223,6 +234,98 @@ extension PartitionStreamIntakeTests {
             rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
         #expect(a.isRunning && b.isRunning)
         #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+    }
+}
+
+extension PartitionStreamIntakeTests {
+    /// Partitions never consumed from JetStream whose users carry applied sequences of an ingest
+    /// journal (a single-instance PostgreSQL deployment, or the MQTT intake, before; here set
+    /// in the store, far ahead of the stream's sequences, as a long-lived deployment's are) run
+    /// with the JetStream intake: each partition with such users is refused, loudly, with the
+    /// count and the SQL to run, never consumed with its messages skipped as applied; after the
+    /// SQL, with every instance stopped, every partition is consumed and the alerts are the replay's.
+    @Test func aPartitionWhoseUsersCarryJournalPositionsIsRefusedUntilReset() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 8)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { Self.ready(a).count == 8 }, "\(a.log)")
+        let half = records.count / 2
+        try PartitionFailoverTests.publish(records[..<half], pub)
+        #expect(eventually(timeout: 10) { pub.acknowledgedCount >= half }, "\(pub.acknowledgedCount)")
+        let ours = { nats.consumers(0).split(separator: "\n").filter { $0.contains(" mobilityd-part-") } }
+        #expect(
+            eventually(timeout: 60) { ours().count == 8 && ours().allSatisfy { $0.contains("ack_pending=0") && $0.contains(" pending=0 ") } },
+            "\(nats.consumers(0))\n\(a.log)")
+        #expect(a.stop() == 0)
+        let journaled = { (try? server.psql("SELECT count(DISTINCT partition) FROM users WHERE applied_seq > 0", database: database)).flatMap { Int($0) } ?? 0 }
+        #expect(journaled() > 0)
+        _ = try server.psql("UPDATE partitions SET stream_seq = 0, stream_created = 0", database: database)
+        _ = try server.psql("UPDATE users SET applied_seq = applied_seq + 1000000 WHERE applied_seq > 0", database: database)
+        let refused = journaled()
+
+        let b = try Self.instance("b", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        defer { _ = b.stop(signal: SIGKILL) }
+        let refusals = { b.log.split(separator: "\n").filter { $0.contains("UPDATE users SET applied_seq = 0 WHERE partition = ") } }
+        #expect(eventually(timeout: 30) { refusals().count == refused && Self.ready(b).count == 8 - refused }, "\(b.log)")
+        #expect(refusals().allSatisfy { $0.contains("never consumed from $MQTT_msgs but ") && $0.contains("of its users have applied input") }, "\(b.log)")
+        #expect(b.stop() == 0)
+        #expect(refusals().count == refused, "logged once per partition: \(b.log)")
+
+        _ = try server.psql("UPDATE users SET applied_seq = 0 WHERE applied_seq > 0", database: database)
+        let c = try Self.instance("c", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        defer { _ = c.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { Self.ready(c).count == 8 }, "\(c.log)")
+        #expect(!c.log.contains("UPDATE users SET applied_seq"), "\(c.log)")
+        try PartitionFailoverTests.publish(records[half...], pub)
+        try PartitionFailoverTests.expectReplaysAlerts(
+            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log + "\n" + c.log)
+        #expect(c.stop() == 0)
+    }
+
+    /// `$MQTT_msgs` deleted and made again (the node's JetStream store wiped) and grown past the
+    /// sequence a partition was committed through: the partition is refused, loudly, with the
+    /// SQL to run, never consumed from that sequence on as if the stream were the same.
+    @Test func aPartitionOfARecreatedStreamIsRefused() throws {
+        let records = Array(Population(users: 16, days: 10, seed: 37).traffic())
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
+        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { Self.ready(a).count == 8 }, "\(a.log)")
+        do {
+            let pub = try nats.recorder(0, filters: [])
+            try PartitionFailoverTests.publish(records[...], pub)
+        }
+        let recorded = { (try? server.psql("SELECT count(*) FROM partitions WHERE stream_seq > 0", database: database)).flatMap { Int($0) } ?? 0 }
+        #expect(eventually(timeout: 60) { recorded() == 8 }, "\(a.log)")
+        #expect(a.stop() == 0)
+
+        nats.stop(0)
+        try FileManager.default.removeItem(atPath: "\(nats.directory)/js0")
+        try nats.start(0)
+        try nats.waitReady(0)
+        do {
+            // Past every recorded sequence: a partition taken on from it would skip all before.
+            let pub = try nats.recorder(0, filters: [])
+            try PartitionFailoverTests.publish(records[...], pub)
+            try PartitionFailoverTests.publish(records[...], pub)
+        }
+        let b = try Self.instance("b", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
+        defer { _ = b.stop(signal: SIGKILL) }
+        let refusals = { b.log.split(separator: "\n").filter { $0.contains("it was deleted and made again") } }
+        #expect(eventually(timeout: 30) { refusals().count == 8 }, "\(b.log)")
+        #expect(refusals().allSatisfy { $0.contains("UPDATE partitions SET stream_seq = 0, stream_created = 0 WHERE partition = ") }, "\(b.log)")
+        #expect(Self.ready(b).isEmpty, "\(b.log)")
         #expect(b.stop() == 0)
     }
 }
