@@ -14,6 +14,10 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     package struct Message: Sendable, Equatable {
         /// Its sequence number in the stream.
         package let sequence: UInt64
+        /// The consumer's delivery number of it: 1 for the consumer's first delivery, one more
+        /// for each after (redeliveries included), so a number skipped is a delivery that never
+        /// arrived.
+        package let delivery: UInt64
         /// Its subject (for a message of NATS's MQTT listener, `$MQTT.msgs.` and the topic as a subject).
         package let subject: String
         package let payload: [UInt8]
@@ -27,13 +31,17 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     package struct Position: Sendable, Equatable {
         /// The stream sequence every message up to which is acknowledged.
         package var acknowledgedThrough: UInt64
-        /// The last stream sequence delivered.
+        /// The last stream sequence delivered (of a filtered consumer: the last it looked at, a
+        /// message of another subject included).
         package var deliveredThrough: UInt64
+        /// The consumer's last delivery number (``Message/delivery``).
+        package var deliveries: UInt64
         /// Messages delivered and not yet acknowledged.
         package var pendingAcknowledgement: Int64
-        package init(acknowledgedThrough: UInt64, deliveredThrough: UInt64, pendingAcknowledgement: Int64) {
+        package init(acknowledgedThrough: UInt64, deliveredThrough: UInt64, deliveries: UInt64, pendingAcknowledgement: Int64) {
             self.acknowledgedThrough = acknowledgedThrough
             self.deliveredThrough = deliveredThrough
+            self.deliveries = deliveries
             self.pendingAcknowledgement = pendingAcknowledgement
         }
     }
@@ -113,7 +121,8 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
             let payload = n == 0 ? [] : natsMsg_GetData(m).withMemoryRebound(to: UInt8.self, capacity: n) { Array(UnsafeBufferPointer(start: $0, count: n)) }
             out.append(
                 Message(
-                    sequence: meta?.pointee.Sequence.Stream ?? 0, subject: String(cString: natsMsg_GetSubject(m)), payload: payload,
+                    sequence: meta?.pointee.Sequence.Stream ?? 0, delivery: meta?.pointee.Sequence.Consumer ?? 0,
+                    subject: String(cString: natsMsg_GetSubject(m)), payload: payload,
                     deliveries: meta?.pointee.NumDelivered ?? 0, reply: natsMsg_GetReply(m).map { String(cString: $0) } ?? ""))
         }
         return out
@@ -135,7 +144,9 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
         try JetStreamFailure.check(js_GetConsumerInfo(&ci, connection.js, stream, name, nil, &code), "cannot read consumer \(name) of \(stream)")
         defer { jsConsumerInfo_Destroy(ci) }
         let i = ci!.pointee
-        return Position(acknowledgedThrough: i.AckFloor.Stream, deliveredThrough: i.Delivered.Stream, pendingAcknowledgement: i.NumAckPending)
+        return Position(
+            acknowledgedThrough: i.AckFloor.Stream, deliveredThrough: i.Delivered.Stream, deliveries: i.Delivered.Consumer,
+            pendingAcknowledgement: i.NumAckPending)
     }
 
     deinit {

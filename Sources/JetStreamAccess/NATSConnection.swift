@@ -54,6 +54,11 @@ package final class NATSConnection: @unchecked Sendable {
     /// Whether the connection is up (not reconnecting, not closed).
     package var isConnected: Bool { natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED }
 
+    /// Whether the node answers a PING within `timeoutMs`: the connection is up and the node
+    /// on the other end alive (a node killed or cut off without closing the socket looks
+    /// connected until its pings time out; this asks now).
+    package func answers(timeoutMs: Int64) -> Bool { isConnected && natsConnection_FlushTimeout(nc, timeoutMs) == NATS_OK }
+
     /// The names of the consumers of `stream` (empty for a stream without any).
     package func consumerNames(stream: String) throws(JetStreamFailure) -> [String] {
         var list: UnsafeMutablePointer<jsConsumerNamesList>?

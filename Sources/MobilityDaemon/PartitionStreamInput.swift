@@ -94,16 +94,26 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         w.start()
     }
 
-    /// Every 100 ms: while the NATS connection is down (libnats reconnecting), every partition
-    /// is without its broker — from the moment it went down, not from when a fetch or an
-    /// acknowledgement stuck on it times out; the next fetch that works says otherwise.
+    /// What tells this instance cut off from its broker: its NATS node not answering a PING
+    /// (every 250 ms, each given a second) — a lost node, or this machine cut off from it — marks
+    /// every owned partition without its broker; the node answering clears them. A consumer that
+    /// cannot be made or fetched from while the node answers is the cluster's trouble (leader
+    /// elections after a node's loss, an overloaded meta leader): another instance would meet
+    /// it too, so it is retried here and is no reason to give the partitions up (counting it would
+    /// have the survivor of a node's loss give up and reclaim every lease in a loop while the
+    /// cluster elects, each run making new consumers and so prolonging the elections).
     private func watch() {
         while !isRevoked {
-            if connection.withLock({ $0?.isConnected }) == false {
-                let now = clock.uptimeNanoseconds()
-                for k in claim.partitions.owned { links.lost(k, now: now) }
+            let answers = connection.withLock({ $0 })?.answers(timeoutMs: 1000)
+            let now = clock.uptimeNanoseconds()
+            for k in claim.partitions.owned {
+                switch answers {
+                case true?: links.subscribed(k)
+                case false?: links.lost(k, now: now)
+                case nil: break  // no connection made yet: each partition's first attempt says
+                }
             }
-            usleep(100_000)
+            pause(ms: 250)
         }
     }
 
@@ -144,26 +154,30 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         // The highest stream sequence handed to the shards; at the top of the loop, all of it is committed.
         var taken: UInt64 = 0
         var reported: String?
+        // The consumer's last delivery number taken (its deliveries count from 1), and how long its fetches have come back empty.
+        var delivered: UInt64 = 0
+        var idle = IdleConsumer()
         while !isRevoked {
             guard let c = consumer else {
-                // Not consuming until the consumer is made: a make that hangs on a lost node counts toward the cut-off.
-                links.lost(k, now: clock.uptimeNanoseconds())
                 do {
                     (consumer, taken) = try open(k, token: token, filter: filter)
+                    delivered = 0
+                    idle.reset()
                     if isRevoked, let made = consumer {
                         // Opened after stop() gave up on this thread: nobody would delete the
                         // consumer, and it would keep the partition's messages for good.
                         try? natsConnection().deleteConsumer(stream: Self.stream, name: made.name)
                         return
                     }
-                    links.subscribed(k)
                     reported = nil
                     log.info("partition consumer ready", ["partition": String(k), "consumer": consumer?.name ?? "", "from_seq": String(taken + 1)])
                 } catch let e as PostgresError where e.code == .fenced {
                     onFenced()
                     return
                 } catch {
-                    links.lost(k, now: clock.uptimeNanoseconds())
+                    // No connection could be made at all: the node is not there (once made,
+                    // the watcher's pings tell).
+                    if connection.withLock({ $0 }) == nil { links.lost(k, now: clock.uptimeNanoseconds()) }
                     if reported != "\(error)" {
                         log.warn("cannot open the partition's JetStream consumer; trying again", ["partition": String(k), "error": "\(error)"])
                         reported = "\(error)"
@@ -174,21 +188,30 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             }
             let fetched: [JetStreamPullConsumer.Message]
             do { fetched = try c.fetch(max: Self.batch, timeoutMs: Self.fetchTimeoutMs) } catch {
-                links.lost(k, now: clock.uptimeNanoseconds())
                 log.warn("partition consumer lost; opening it again", ["partition": String(k), "error": error.description])
                 consumer = nil
                 pause(ms: 500)
                 continue
             }
             if isRevoked { return }
-            guard let last = fetched.last else {
-                // libnats holds a fetch while it reconnects and answers it with a timeout: an
-                // empty fetch on a connection that is down is an outage, not a quiet partition.
-                if connection.withLock({ $0?.isConnected }) == false { links.lost(k, now: clock.uptimeNanoseconds()) } else { links.subscribed(k) }
+            // Only deliveries in the consumer's own unbroken order are taken: one that never
+            // arrived (a fetch's answer lost in a leader change, say) would be acknowledged by
+            // the cumulative acknowledgement of a later one, its messages skipped for good; and
+            // JetStream would redeliver it only after its ack_wait, behind later messages.
+            var n = 0
+            while n < fetched.count, fetched[n].delivery == delivered + UInt64(n) + 1 { n += 1 }
+            let inOrder = fetched[..<n], broken = n < fetched.count
+            guard let last = inOrder.last else {
+                if broken || idle.isStalled(c, taken: delivered, now: clock.uptimeNanoseconds()) {
+                    reopen(
+                        &consumer, partition: k, reason: broken ? "delivery \(fetched[0].delivery) came after \(delivered)" : "deliveries that never arrived",
+                        after: taken)
+                }
                 continue
             }
-            links.subscribed(k)
-            guard let waiters = hand(fetched, after: taken, partition: k, prefix: prefix) else { return }
+            idle.reset()
+            delivered = last.delivery
+            guard let waiters = hand(Array(inOrder), after: taken, partition: k, prefix: prefix) else { return }
             for w in waiters where !w.wait(abandoned: { isRevoked }) { return }
             if isRevoked { return }
             taken = max(taken, last.sequence)
@@ -204,7 +227,17 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             do { try c.acknowledge(through: last) } catch {
                 log.warn("cannot acknowledge a committed batch; a later acknowledgement covers it", ["partition": String(k), "error": error.description])
             }
+            if broken { reopen(&consumer, partition: k, reason: "a delivery after \(last.delivery) never arrived", after: taken) }
         }
+    }
+
+    /// Drops partition `k`'s consumer whose deliveries broke their order; the next turn makes
+    /// one anew after the committed sequence (which deletes this one).
+    private func reopen(_ consumer: inout JetStreamPullConsumer?, partition k: Int, reason: String, after taken: UInt64) {
+        log.warn(
+            "the partition's JetStream consumer skipped deliveries; opening it again after the committed sequence",
+            ["partition": String(k), "consumer": consumer?.name ?? "", "why": reason, "after_seq": String(taken)])
+        consumer = nil
     }
 
     /// Makes this run's consumer of partition `k`, starting after the stream sequence the store
@@ -277,5 +310,31 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             waiters.append(w)
         }
         return waiters
+    }
+}
+
+/// How long a partition's consumer has fetched nothing, and whether that is a stall: every
+/// ``checkNs`` of empty fetches the server is asked how many deliveries the consumer made; more
+/// than the partition took means deliveries that never arrived (lost with a fetch's answer, in
+/// a leader change of the consumer), which the server would redeliver only after its ack_wait,
+/// if at all.
+struct IdleConsumer {
+    /// How long fetches come back empty before the server is asked.
+    static let checkNs: UInt64 = 5_000_000_000
+    private var since: UInt64?
+
+    mutating func reset() { since = nil }
+
+    /// After an empty fetch at `now` (uptime, ns): whether `consumer` made more deliveries than
+    /// the `taken` that arrived.
+    mutating func isStalled(_ consumer: JetStreamPullConsumer, taken: UInt64, now: UInt64) -> Bool {
+        guard let s = since else {
+            since = now
+            return false
+        }
+        guard now &- s >= Self.checkNs else { return false }
+        since = now
+        guard let p = try? consumer.position() else { return false }
+        return p.deliveries > taken
     }
 }

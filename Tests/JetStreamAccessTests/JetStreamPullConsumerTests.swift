@@ -56,6 +56,8 @@ import Testing
         #expect(got.map { String(decoding: $0.payload, as: UTF8.self) } == payloads)
         #expect(zip(got, got.dropFirst()).allSatisfy { $0.sequence < $1.sequence }, "\(got.map(\.sequence))")
         #expect(got.allSatisfy { $0.deliveries == 1 })
+        // A consumer numbers its deliveries from 1, one more each: what tells one that never arrived.
+        #expect(got.map(\.delivery) == [1, 2, 3, 4, 5])
         for m in got {
             // The mapping put the user in a partition; the subject is the topic as NATS's MQTT listener makes it.
             let parts = m.subject.split(separator: ".")
@@ -64,7 +66,7 @@ import Testing
         }
         try first.acknowledge(through: got[2])
         let position = try first.position()
-        #expect(position == .init(acknowledgedThrough: got[2].sequence, deliveredThrough: got[4].sequence, pendingAcknowledgement: 2))
+        #expect(position == .init(acknowledgedThrough: got[2].sequence, deliveredThrough: got[4].sequence, deliveries: 5, pendingAcknowledgement: 2))
 
         let second = try JetStreamPullConsumer(
             connection: connection, stream: "$MQTT_msgs", name: "test-b", filter: Self.allPartitions, startSequence: got[2].sequence + 1)
@@ -72,6 +74,7 @@ import Testing
         #expect(try connection.consumerNames(stream: "$MQTT_msgs").filter { $0.hasPrefix("test-") } == ["test-b"])
         let rest = try Self.fetch(second, count: 2)
         #expect(rest.map(\.sequence) == [got[3].sequence, got[4].sequence])
+        #expect(rest.map(\.delivery) == [1, 2])
         #expect(rest.map(\.payload) == [got[3].payload, got[4].payload])
         try second.acknowledge(through: rest[1])
         #expect(try second.position().acknowledgedThrough == got[4].sequence)

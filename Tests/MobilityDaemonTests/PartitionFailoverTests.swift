@@ -60,7 +60,11 @@ import Testing
         }
         #expect(try rec.barrier())
         let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text)
-        #expect(Set(live) == Set(expected), "lost: \(Set(expected).subtracting(live).count), spurious: \(Set(live).subtracting(expected))")
+        if Set(live) != Set(expected) {
+            Issue.record(
+                "lost: \(Set(expected).subtracting(live).count), spurious: \(Set(live).subtracting(expected))\n\(Self.diagnosis(store: store, records: records, nats: nats))\n\(logs())"
+            )
+        }
     }
 
     /// Each user's partition and event time in the store beside its last sample's, the outbox's
@@ -73,8 +77,14 @@ import Testing
                 let user = r.topic.split(separator: "/").dropLast().last.map(String.init) ?? "?"
                 last[user] = String(String(decoding: r.payload, as: UTF8.self).prefix(160))
             }
-            let users = (try? server.psql("SELECT partition, user_id, event_now FROM users ORDER BY partition, user_id", database: database)) ?? "(psql failed)"
-            out += "users in the store (partition|user|event_now):\n\(users)\nlast sample of each user:\n"
+            let users =
+                (try? server.psql("SELECT partition, user_id, event_now, applied_seq FROM users ORDER BY partition, user_id", database: database))
+                ?? "(psql failed)"
+            out += "users in the store (partition|user|event_now|applied_seq):\n\(users)\n"
+            // What the engine recorded as alert transitions: an alert here and not received was lost on the way out.
+            let alerts =
+                (try? server.psql("SELECT user_id, key, day FROM history WHERE kind = 1 ORDER BY user_id, day, key", database: database)) ?? "(psql failed)"
+            out += "alert history in the store (user|alert|day):\n\(alerts)\nlast sample of each user:\n"
             out += last.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "\n")
             out += "\noutbox: " + ((try? server.psql("SELECT count(*) FROM outbox", database: database)) ?? "?") + "\n"
         }
