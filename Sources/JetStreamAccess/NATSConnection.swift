@@ -59,6 +59,10 @@ package final class NATSConnection: @unchecked Sendable {
     /// connected until its pings time out; this asks now).
     package func answers(timeoutMs: Int64) -> Bool { isConnected && natsConnection_FlushTimeout(nc, timeoutMs) == NATS_OK }
 
+    /// Closes the connection: a fetch, request or acknowledgement waiting on it returns at once
+    /// with an error, and nothing more is sent (the pointers stay valid until deinit).
+    package func close() { natsConnection_Close(nc) }
+
     /// The names of the consumers of `stream` (empty for a stream without any).
     package func consumerNames(stream: String) throws(JetStreamFailure) -> [String] {
         var list: UnsafeMutablePointer<jsConsumerNamesList>?

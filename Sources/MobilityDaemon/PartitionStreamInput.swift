@@ -13,10 +13,10 @@ import Synchronization
 /// write of the partition), and only then acknowledged (cumulatively, through its last message).
 ///
 /// Order and redelivery are this service's, not the broker's settings': each run makes a consumer
-/// of its own (`{session prefix}{k}-{token}-{run}-{n}`, anew after a failed fetch) starting after
-/// the recorded sequence, then
-/// deletes the partition's earlier consumers (made first, the new one keeps the stream's messages
-/// for it). A message at or below what this run already handed on (a redelivery) is skipped, and
+/// of its own (`{session prefix}{k}-{token}-{run}-{n}`, anew after a failed fetch or a skipped
+/// delivery) starting after the recorded sequence, and deletes the partition's earlier consumers
+/// once it has acknowledged a batch, or answered idle (until then they keep the stream's messages
+/// too). A message at or below what this run already handed on (a redelivery) is skipped, and
 /// a user's shard skips a message at or below the stream sequence its committed state applied
 /// (a commit of the shards not yet recorded here when the previous owner died).
 ///
@@ -119,10 +119,12 @@ final class PartitionStreamService: Service, @unchecked Sendable {
 
     func stop() {
         revoked.store(true, ordering: .sequentiallyConsistent)
-        // Each thread notices within a fetch or a commit wait; one stuck in a store or broker
-        // call (a lost node's timeout) is left behind: it hands nothing on and records nothing
-        // once revoked, and its acknowledgement, if any, is of a committed batch.
-        let deadline = DispatchTime.now() + .seconds(1)
+        // Closing the connection returns every fetch, acknowledgement and consumer request
+        // waiting on it at once (a lost node's would wait out its timeout, and a thread still
+        // inside libnats when the process exits can crash it). A thread stuck in a store call
+        // is left behind: it hands nothing on and records nothing once revoked.
+        connection.withLock { $0 }?.close()
+        let deadline = DispatchTime.now() + .seconds(3)
         for d in done.withLock({ $0 }) { _ = d.wait(timeout: deadline) }
     }
 
@@ -157,15 +159,18 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         // The consumer's last delivery number taken (its deliveries count from 1), and how long its fetches have come back empty.
         var delivered: UInt64 = 0
         var idle = IdleConsumer()
+        // Whether the partition's earlier consumers are deleted (after this consumer's first acknowledgement).
+        var retired = false
         while !isRevoked {
             guard let c = consumer else {
                 do {
                     (consumer, taken) = try open(k, token: token, filter: filter)
                     delivered = 0
+                    retired = false
                     idle.reset()
                     if isRevoked, let made = consumer {
-                        // Opened after stop() gave up on this thread: nobody would delete the
-                        // consumer, and it would keep the partition's messages for good.
+                        // Opened as stop() closed the connection: deleted if the connection still
+                        // takes it, else by the partition's next consumer after its first batch.
                         try? natsConnection().deleteConsumer(stream: Self.stream, name: made.name)
                         return
                     }
@@ -202,10 +207,13 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             while n < fetched.count, fetched[n].delivery == delivered + UInt64(n) + 1 { n += 1 }
             let inOrder = fetched[..<n], broken = n < fetched.count
             guard let last = inOrder.last else {
-                if broken || idle.isStalled(c, taken: delivered, now: clock.uptimeNanoseconds()) {
-                    reopen(
-                        &consumer, partition: k, reason: broken ? "delivery \(fetched[0].delivery) came after \(delivered)" : "deliveries that never arrived",
-                        after: taken)
+                let finding = broken ? .stalled : idle.check(c, taken: delivered, now: clock.uptimeNanoseconds())
+                if finding == .stalled {
+                    reopen(&consumer, partition: k, reason: broken ? "delivery \(fetched[0].delivery) came after \(delivered)" : "deliveries that never arrived", after: taken)
+                } else if finding == .live, !retired {
+                    // Running, and every delivery taken: the earlier consumers can go (a
+                    // partition without traffic acknowledges no batch to retire them).
+                    retired = retireOlder(k, than: c.name, token: token)
                 }
                 continue
             }
@@ -224,7 +232,10 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 log.warn("cannot record the partition's committed stream sequence", ["partition": String(k), "error": "\(error)"])
                 continue
             }
-            do { try c.acknowledge(through: last) } catch {
+            do {
+                try c.acknowledge(through: last)
+                if !retired { retired = retireOlder(k, than: c.name, token: token) }
+            } catch {
                 log.warn("cannot acknowledge a committed batch; a later acknowledgement covers it", ["partition": String(k), "error": error.description])
             }
             if broken { reopen(&consumer, partition: k, reason: "a delivery after \(last.delivery) never arrived", after: taken) }
@@ -241,7 +252,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     }
 
     /// Makes this run's consumer of partition `k`, starting after the stream sequence the store
-    /// has the partition committed through, and deletes the partition's earlier consumers.
+    /// has the partition committed through (the earlier consumers are deleted once it has
+    /// acknowledged a batch: ``retireOlder(_:than:token:)``).
     private func open(_ k: Int, token: Int64, filter: String) throws -> (JetStreamPullConsumer, UInt64) {
         let nats = try natsConnection()
         let mark = try store.streamMarks()[k] ?? PostgresStore.StreamMark(sequence: 0, created: 0)
@@ -271,12 +283,29 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         // ack_wait, behind later ones.
         let name = "\(mine)\(token)-\(run)-\(opened.add(1, ordering: .relaxed).newValue)"
         let consumer = try JetStreamPullConsumer(connection: nats, stream: Self.stream, name: name, filter: filter, startSequence: committed + 1)
-        for n in try nats.consumerNames(stream: Self.stream) where n != name && n.hasPrefix(mine) {
-            // An earlier owner's (its token at most ours); a later owner's is left to it.
-            guard let t = n.dropFirst(mine.utf8.count).split(separator: "-").first.flatMap({ Int64($0) }), t <= token else { continue }
-            try nats.deleteConsumer(stream: Self.stream, name: n)
-        }
         return (consumer, committed)
+    }
+
+    /// Deletes partition `k`'s consumers older than `current` (an earlier owner's, or an earlier
+    /// run's: a token at most `token`; a later owner's is left to it), once `current` has
+    /// acknowledged a batch or, without traffic, answered that it delivered all it had. Not before: the stream (retention *interest*) removes the messages
+    /// no consumer it knows of still needs when one is deleted, and in a cluster electing
+    /// leaders a consumer just made may not be known yet on the stream's leader — deleting the
+    /// old ones then can remove the partition's uncommitted messages for good. Returns whether
+    /// every older one is gone.
+    private func retireOlder(_ k: Int, than current: String, token: Int64) -> Bool {
+        let mine = "\(partitioning.sessionPrefix)\(k)-"
+        do {
+            let nats = try natsConnection()
+            for n in try nats.consumerNames(stream: Self.stream) where n != current && n.hasPrefix(mine) {
+                guard let t = n.dropFirst(mine.utf8.count).split(separator: "-").first.flatMap({ Int64($0) }), t <= token else { continue }
+                try nats.deleteConsumer(stream: Self.stream, name: n)
+            }
+            return true
+        } catch {
+            log.warn("cannot delete the partition's earlier JetStream consumers; trying again after the next batch", ["partition": String(k), "error": "\(error)"])
+            return false
+        }
     }
 
     /// Hands the messages after `taken` to their users' shards, in order, and a commit waiter to
@@ -313,28 +342,35 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     }
 }
 
-/// How long a partition's consumer has fetched nothing, and whether that is a stall: every
-/// ``checkNs`` of empty fetches the server is asked how many deliveries the consumer made; more
+/// How long a partition's consumer has fetched nothing, and what the server says of it then:
+/// every ``checkNs`` of empty fetches it is asked how many deliveries the consumer made. More
 /// than the partition took means deliveries that never arrived (lost with a fetch's answer, in
 /// a leader change of the consumer), which the server would redeliver only after its ack_wait,
-/// if at all.
+/// if at all; as many means the consumer is running and simply has nothing to deliver.
 struct IdleConsumer {
     /// How long fetches come back empty before the server is asked.
     static let checkNs: UInt64 = 5_000_000_000
     private var since: UInt64?
 
+    enum Finding {
+        /// The consumer delivered more than arrived.
+        case stalled
+        /// The consumer answered and delivered what arrived: it is running, with nothing to deliver.
+        case live
+    }
+
     mutating func reset() { since = nil }
 
-    /// After an empty fetch at `now` (uptime, ns): whether `consumer` made more deliveries than
-    /// the `taken` that arrived.
-    mutating func isStalled(_ consumer: JetStreamPullConsumer, taken: UInt64, now: UInt64) -> Bool {
+    /// After an empty fetch at `now` (uptime, ns): nil until ``checkNs`` of them, then what the
+    /// server says of `consumer` against the `taken` deliveries that arrived (nil: it did not answer).
+    mutating func check(_ consumer: JetStreamPullConsumer, taken: UInt64, now: UInt64) -> Finding? {
         guard let s = since else {
             since = now
-            return false
+            return nil
         }
-        guard now &- s >= Self.checkNs else { return false }
+        guard now &- s >= Self.checkNs else { return nil }
         since = now
-        guard let p = try? consumer.position() else { return false }
-        return p.deliveries > taken
+        guard let p = try? consumer.position() else { return nil }
+        return p.deliveries > taken ? .stalled : .live
     }
 }

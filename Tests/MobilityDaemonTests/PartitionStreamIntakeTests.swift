@@ -102,7 +102,8 @@ import Testing
         // last run's), with nothing delivered and unacknowledged once b caught up.
         #expect(eventually(timeout: 10) { (try? server.psql("SELECT count(*) FROM partitions WHERE stream_seq > 0", database: database)) == "8" })
         let ours = { nats.consumers(0).split(separator: "\n").filter { $0.contains(" mobilityd-part-") } }
-        #expect(eventually(timeout: 10) { ours().count == 8 && ours().allSatisfy { $0.contains("ack_pending=0") } }, "\(nats.consumers(0))")
+        // (An earlier consumer of a partition without traffic goes after 5 s of empty fetches.)
+        #expect(eventually(timeout: 20) { ours().count == 8 && ours().allSatisfy { $0.contains("ack_pending=0") } }, "\(nats.consumers(0))")
         let resumed = b.log.split(separator: "\n").filter { $0.contains("partition consumer ready") }.suffix(8).joined(separator: "\n")
         print("a's consumers when killed:\n\(stranded)\nb's last consumers:\n\(resumed)")
         print(
@@ -307,8 +308,10 @@ extension PartitionStreamIntakeTests {
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(eventually(timeout: 30) { Self.ready(a).count == 8 }, "\(a.log)")
         do {
+            // Each publish acknowledged before the recorder closes (closing drops what is queued).
             let pub = try nats.recorder(0, filters: [])
             try PartitionFailoverTests.publish(records[...], pub)
+            #expect(eventually(timeout: 30) { pub.acknowledgedCount >= records.count }, "\(pub.acknowledgedCount) of \(records.count)")
         }
         let recorded = { (try? server.psql("SELECT count(*) FROM partitions WHERE stream_seq > 0", database: database)).flatMap { Int($0) } ?? 0 }
         #expect(eventually(timeout: 60) { recorded() == 8 }, "\(a.log)")
@@ -323,6 +326,7 @@ extension PartitionStreamIntakeTests {
             let pub = try nats.recorder(0, filters: [])
             try PartitionFailoverTests.publish(records[...], pub)
             try PartitionFailoverTests.publish(records[...], pub)
+            #expect(eventually(timeout: 30) { pub.acknowledgedCount >= 2 * records.count }, "\(pub.acknowledgedCount) of \(2 * records.count)")
         }
         let b = try Self.instance("b", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
         defer { _ = b.stop(signal: SIGKILL) }

@@ -171,8 +171,8 @@ package final class NATSCluster: @unchecked Sendable {
         throw HarnessError("nats-server n\(i) did not open its MQTT listener; see \(directory)/n\(i).log: \(log(i).suffix(2000))")
     }
 
-    /// Node `i`'s view of the JetStream consumers it hosts (its `/jsz` monitoring endpoint), one
-    /// line each: stream, consumer, whether this node leads it, messages delivered and not yet
+    /// Node `i`'s view of the JetStream streams and consumers it hosts (its `/jsz` monitoring
+    /// endpoint): a line per stream with its state, and a line per consumer: stream, consumer, whether this node leads it, messages delivered and not yet
     /// acknowledged, redelivered, not yet delivered, the last delivered and the acknowledged
     /// stream sequence, whether a client is bound. What tells a stalled consumer from a lost
     /// message after a failure; "(not answering)" for a node that is down.
@@ -183,6 +183,13 @@ package final class NATSCluster: @unchecked Sendable {
         var lines: [String] = []
         for account in root["account_details"] as? [[String: Any]] ?? [] {
             for stream in account["stream_detail"] as? [[String: Any]] ?? [] {
+                // The stream's own state: messages it holds beside those it has numbered tell a
+                // message removed (interest retention) from one never stored.
+                let state = stream["state"] as? [String: Any] ?? [:]
+                let leader = (stream["cluster"] as? [String: Any])?["leader"] ?? "?"
+                lines.append(
+                    "stream \(stream["name"] ?? "?") leader=\(leader) messages=\(state["messages"] ?? "?") first_seq=\(state["first_seq"] ?? "?") "
+                        + "last_seq=\(state["last_seq"] ?? "?") deleted=\(state["num_deleted"] ?? "?")")
                 for c in stream["consumer_detail"] as? [[String: Any]] ?? [] {
                     let cluster = c["cluster"] as? [String: Any]
                     let leads = (cluster?["leader"] as? String) == "n\(i)"
