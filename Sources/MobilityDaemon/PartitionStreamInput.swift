@@ -209,7 +209,9 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             guard let last = inOrder.last else {
                 let finding = broken ? .stalled : idle.check(c, taken: delivered, now: clock.uptimeNanoseconds())
                 if finding == .stalled {
-                    reopen(&consumer, partition: k, reason: broken ? "delivery \(fetched[0].delivery) came after \(delivered)" : "deliveries that never arrived", after: taken)
+                    reopen(
+                        &consumer, partition: k, reason: broken ? "delivery \(fetched[0].delivery) came after \(delivered)" : "deliveries that never arrived",
+                        after: taken)
                 } else if finding == .live, !retired {
                     // Running, and every delivery taken: the earlier consumers can go (a
                     // partition without traffic acknowledges no batch to retire them).
@@ -303,7 +305,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             }
             return true
         } catch {
-            log.warn("cannot delete the partition's earlier JetStream consumers; trying again after the next batch", ["partition": String(k), "error": "\(error)"])
+            log.warn(
+                "cannot delete the partition's earlier JetStream consumers; trying again after the next batch", ["partition": String(k), "error": "\(error)"])
             return false
         }
     }
