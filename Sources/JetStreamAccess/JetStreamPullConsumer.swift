@@ -16,7 +16,8 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
         package let sequence: UInt64
         /// The consumer's delivery number of it: 1 for the consumer's first delivery, one more
         /// for each after (redeliveries included), so a number skipped is a delivery that never
-        /// arrived.
+        /// arrived. (A consumer's new leader may number again from the last delivery its replicas
+        /// agreed on: a number repeated.)
         package let delivery: UInt64
         /// Its subject (for a message of NATS's MQTT listener, `$MQTT.msgs.` and the topic as a subject).
         package let subject: String
@@ -35,13 +36,20 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
         /// message of another subject included).
         package var deliveredThrough: UInt64
         /// The consumer's last delivery number (``Message/delivery``).
-        package var deliveries: UInt64
+        package var lastDelivery: UInt64
         /// Messages delivered and not yet acknowledged.
         package var pendingAcknowledgement: Int64
-        package init(acknowledgedThrough: UInt64, deliveredThrough: UInt64, deliveries: UInt64, pendingAcknowledgement: Int64) {
+        /// Messages of its subject the stream holds that it has not delivered yet.
+        package var undelivered: UInt64 = 0
+        /// Fetches waiting on it for messages.
+        package var waitingFetches: Int64 = 0
+        /// Whether every replica of it that is not offline is current with its leader (true
+        /// outside a cluster): the consumer is known wherever the stream is kept.
+        package var replicasCurrent = true
+        package init(acknowledgedThrough: UInt64, deliveredThrough: UInt64, lastDelivery: UInt64, pendingAcknowledgement: Int64) {
             self.acknowledgedThrough = acknowledgedThrough
             self.deliveredThrough = deliveredThrough
-            self.deliveries = deliveries
+            self.lastDelivery = lastDelivery
             self.pendingAcknowledgement = pendingAcknowledgement
         }
     }
@@ -144,9 +152,15 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
         try JetStreamFailure.check(js_GetConsumerInfo(&ci, connection.js, stream, name, nil, &code), "cannot read consumer \(name) of \(stream)")
         defer { jsConsumerInfo_Destroy(ci) }
         let i = ci!.pointee
-        return Position(
-            acknowledgedThrough: i.AckFloor.Stream, deliveredThrough: i.Delivered.Stream, deliveries: i.Delivered.Consumer,
+        var p = Position(
+            acknowledgedThrough: i.AckFloor.Stream, deliveredThrough: i.Delivered.Stream, lastDelivery: i.Delivered.Consumer,
             pendingAcknowledgement: i.NumAckPending)
+        p.undelivered = i.NumPending
+        p.waitingFetches = i.NumWaiting
+        if let cluster = i.Cluster?.pointee, let replicas = cluster.Replicas {
+            p.replicasCurrent = (0..<Int(cluster.ReplicasLen)).allSatisfy { r in replicas[r].map { $0.pointee.Current || $0.pointee.Offline } ?? true }
+        }
+        return p
     }
 
     deinit {

@@ -37,7 +37,7 @@ extension Daemon {
         return PartitionStreamService(
             claim: claim, partitioning: partitioning, layout: layout, shards: shards, store: postgres, log: log, links: partitionLinks,
             maxPayloadBytes: config.maxPayloadBytes,
-            clock: clock,
+            clock: clock, leaseMs: partitioning.leaseMs,
             connect: { () throws(JetStreamFailure) -> NATSConnection in
                 try NATSConnection(
                     urls: partitioning.natsURLs, username: config.username, password: config.password, caFile: config.caFile, certFile: config.certFile,

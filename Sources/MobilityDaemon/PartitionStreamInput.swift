@@ -45,6 +45,12 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let clock: DaemonClock
     private let connect: @Sendable () throws(JetStreamFailure) -> NATSConnection
     private let onFenced: @Sendable () -> Void
+    /// How long a partition's consumer may make no progress while its node answers before the
+    /// partition counts as cut off: JetStream unavailable to this instance (its node on the
+    /// minority side of a split), not the seconds a cluster takes to elect leaders.
+    private let stallBoundNs: UInt64
+    /// When each partition's consumer last made progress (made, fetched, answered, acknowledged).
+    private let progress = Mutex<[Int: UInt64]>([:])
     private let revoked = Atomic<Bool>(false)
     private let connection = Mutex<NATSConnection?>(nil)
     private let done = Mutex<[DispatchSemaphore]>([])
@@ -57,9 +63,10 @@ final class PartitionStreamService: Service, @unchecked Sendable {
 
     init(
         claim: PartitionClaim, partitioning: Partitioning, layout: TopicLayout, shards: [Shard], store: PostgresStore, log: Logger,
-        links: PartitionLinks, maxPayloadBytes: Int, clock: DaemonClock, connect: @escaping @Sendable () throws(JetStreamFailure) -> NATSConnection,
-        onFenced: @escaping @Sendable () -> Void
+        links: PartitionLinks, maxPayloadBytes: Int, clock: DaemonClock, leaseMs: Int,
+        connect: @escaping @Sendable () throws(JetStreamFailure) -> NATSConnection, onFenced: @escaping @Sendable () -> Void
     ) {
+        self.stallBoundNs = UInt64(max(3 * leaseMs, 30_000)) * 1_000_000
         self.claim = claim
         self.partitioning = partitioning
         self.layout = layout
@@ -74,6 +81,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     }
 
     func start() throws {
+        let now = clock.uptimeNanoseconds()
+        progress.withLock { p in for k in claim.partitions.owned { p[k] = now } }
         for (k, token) in zip(claim.partitions.owned, claim.tokens) {
             let finished = DispatchSemaphore(value: 0)
             done.withLock { $0.append(finished) }
@@ -96,25 +105,42 @@ final class PartitionStreamService: Service, @unchecked Sendable {
 
     /// What tells this instance cut off from its broker: its NATS node not answering a PING
     /// (every 250 ms, each given a second) — a lost node, or this machine cut off from it — marks
-    /// every owned partition without its broker; the node answering clears them. A consumer that
-    /// cannot be made or fetched from while the node answers is the cluster's trouble (leader
-    /// elections after a node's loss, an overloaded meta leader): another instance would meet
-    /// it too, so it is retried here and is no reason to give the partitions up (counting it would
-    /// have the survivor of a node's loss give up and reclaim every lease in a loop while the
-    /// cluster elects, each run making new consumers and so prolonging the elections).
+    /// every owned partition without its broker at once. A consumer that cannot be made or
+    /// fetched from while the node answers is most often the cluster's passing trouble (leader
+    /// elections after a node's loss) which another instance would meet too: it is retried, and
+    /// counts only after ``stallBoundNs`` without progress (JetStream unavailable to this node:
+    /// the minority side of a split). Counting it at once would have the survivor of a node's
+    /// loss give up and reclaim every lease in a loop while the cluster elects, each run making
+    /// new consumers and so prolonging the elections.
     private func watch() {
+        var reported = Set<Int>()
         while !isRevoked {
             let answers = connection.withLock({ $0 })?.answers(timeoutMs: 1000)
             let now = clock.uptimeNanoseconds()
+            let last = progress.withLock { $0 }
             for k in claim.partitions.owned {
+                let stalled = answers == true && last[k].map { now >= $0 && now - $0 >= stallBoundNs } == true
+                if stalled, reported.insert(k).inserted {
+                    log.warn(
+                        "the partition's JetStream consumer made no progress while its node answers; counting the partition as cut off",
+                        ["partition": String(k), "for_s": String(stallBoundNs / 1_000_000_000)])
+                }
                 switch answers {
-                case true?: links.subscribed(k)
-                case false?: links.lost(k, now: now)
+                case true? where !stalled:
+                    links.subscribed(k)
+                    reported.remove(k)
+                case true?, false?: links.lost(k, now: now)
                 case nil: break  // no connection made yet: each partition's first attempt says
                 }
             }
             pause(ms: 250)
         }
+    }
+
+    /// Partition `k`'s consumer made progress at `now`.
+    private func progressed(_ k: Int) {
+        let now = clock.uptimeNanoseconds()
+        progress.withLock { $0[k] = now }
     }
 
     func stop() {
@@ -141,11 +167,18 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private func natsConnection() throws(JetStreamFailure) -> NATSConnection {
         if let c = connection.withLock({ $0 }) { return c }
         let c = try connect()
-        return connection.withLock { held in
+        let kept = connection.withLock { held -> NATSConnection? in
+            // Made as stop() closed the run's connection: closed too, never used.
+            if isRevoked { return nil }
             if let h = held { return h }
             held = c
             return c
         }
+        guard let kept else {
+            c.close()
+            throw JetStreamFailure(description: "the partition consumers were stopped")
+        }
+        return kept
     }
 
     /// Partition `k`'s consumer loop, until revoked or fenced.
@@ -156,24 +189,21 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         // The highest stream sequence handed to the shards; at the top of the loop, all of it is committed.
         var taken: UInt64 = 0
         var reported: String?
-        // The consumer's last delivery number taken (its deliveries count from 1), and how long its fetches have come back empty.
+        // The consumer's last delivery number taken (its deliveries count from 1), how long its
+        // fetches have come back empty, and when the partition's earlier consumers were deleted.
         var delivered: UInt64 = 0
         var idle = IdleConsumer()
-        // Whether the partition's earlier consumers are deleted (after this consumer's first acknowledgement).
-        var retired = false
+        var retirement = ConsumerRetirement()
         while !isRevoked {
             guard let c = consumer else {
                 do {
                     (consumer, taken) = try open(k, token: token, filter: filter)
                     delivered = 0
-                    retired = false
+                    retirement = ConsumerRetirement()
                     idle.reset()
-                    if isRevoked, let made = consumer {
-                        // Opened as stop() closed the connection: deleted if the connection still
-                        // takes it, else by the partition's next consumer after its first batch.
-                        try? natsConnection().deleteConsumer(stream: Self.stream, name: made.name)
-                        return
-                    }
+                    // Made as stop() closed the connection: the partition's next consumer deletes it.
+                    if isRevoked { return }
+                    progressed(k)
                     reported = nil
                     log.info("partition consumer ready", ["partition": String(k), "consumer": consumer?.name ?? "", "from_seq": String(taken + 1)])
                 } catch let e as PostgresError where e.code == .fenced {
@@ -206,25 +236,30 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             var n = 0
             while n < fetched.count, fetched[n].delivery == delivered + UInt64(n) + 1 { n += 1 }
             let inOrder = fetched[..<n], broken = n < fetched.count
-            guard let last = inOrder.last else {
-                let finding = broken ? .stalled : idle.check(c, taken: delivered, now: clock.uptimeNanoseconds())
-                if finding == .stalled {
-                    reopen(
-                        &consumer, partition: k, reason: broken ? "delivery \(fetched[0].delivery) came after \(delivered)" : "deliveries that never arrived",
-                        after: taken)
-                } else if finding == .live, !retired {
-                    // Running, and every delivery taken: the earlier consumers can go (a
-                    // partition without traffic acknowledges no batch to retire them).
-                    retired = retireOlder(k, than: c.name, token: token)
+            guard let top = inOrder.max(by: { $0.sequence < $1.sequence }) else {
+                if broken {
+                    reopen(&consumer, partition: k, reason: "delivery \(fetched[0].delivery) came when \(delivered + 1) was due", after: taken)
+                } else if idle.emptyFetch(now: clock.uptimeNanoseconds()), let p = try? c.position() {
+                    progressed(k)
+                    switch IdleConsumer.finding(p, delivered: delivered) {
+                    case .stalled:
+                        reopen(
+                            &consumer, partition: k,
+                            reason: "the server counts \(p.lastDelivery) deliveries and \(p.undelivered) undelivered messages; \(delivered) arrived",
+                            after: taken)
+                    case .live where p.replicasCurrent: retire(k, c, token: token, &retirement)
+                    case .live, .quiet: break
+                    }
                 }
                 continue
             }
+            progressed(k)
             idle.reset()
-            delivered = last.delivery
+            delivered = inOrder.last?.delivery ?? delivered
             guard let waiters = hand(Array(inOrder), after: taken, partition: k, prefix: prefix) else { return }
             for w in waiters where !w.wait(abandoned: { isRevoked }) { return }
             if isRevoked { return }
-            taken = max(taken, last.sequence)
+            taken = max(taken, top.sequence)
             do { try store.recordStreamSequence(taken, partition: k) } catch {
                 if error.code == .fenced {
                     onFenced()
@@ -232,20 +267,27 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 }
                 // Not acknowledged: the broker keeps the batch; a later record covers it.
                 log.warn("cannot record the partition's committed stream sequence", ["partition": String(k), "error": "\(error)"])
+                if broken { consumer = nil }
                 continue
             }
             do {
-                try c.acknowledge(through: last)
-                if !retired { retired = retireOlder(k, than: c.name, token: token) }
+                // Through the highest stream sequence taken: acknowledging a lower one (a
+                // redelivery after ack_wait) would acknowledge nothing.
+                try c.acknowledge(through: top)
+                progressed(k)
+                if retirement.isDue(now: clock.uptimeNanoseconds()), (try? c.position())?.replicasCurrent == true {
+                    retire(k, c, token: token, &retirement)
+                }
             } catch {
                 log.warn("cannot acknowledge a committed batch; a later acknowledgement covers it", ["partition": String(k), "error": error.description])
             }
-            if broken { reopen(&consumer, partition: k, reason: "a delivery after \(last.delivery) never arrived", after: taken) }
+            if broken { reopen(&consumer, partition: k, reason: "a delivery after \(delivered) never arrived", after: taken) }
         }
     }
 
     /// Drops partition `k`'s consumer whose deliveries broke their order; the next turn makes
-    /// one anew after the committed sequence (which deletes this one).
+    /// one anew after the committed sequence (this one is deleted once that one has
+    /// acknowledged a batch or answered idle).
     private func reopen(_ consumer: inout JetStreamPullConsumer?, partition k: Int, reason: String, after taken: UInt64) {
         log.warn(
             "the partition's JetStream consumer skipped deliveries; opening it again after the committed sequence",
@@ -253,9 +295,16 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         consumer = nil
     }
 
+    /// Deletes partition `k`'s consumers older than `current` (``retireOlder(_:than:token:)``)
+    /// and notes when.
+    private func retire(_ k: Int, _ current: JetStreamPullConsumer, token: Int64, _ retirement: inout ConsumerRetirement) {
+        guard retirement.isDue(now: clock.uptimeNanoseconds()) else { return }
+        retirement.attempted(succeeded: retireOlder(k, than: current.name, token: token), now: clock.uptimeNanoseconds())
+    }
+
     /// Makes this run's consumer of partition `k`, starting after the stream sequence the store
     /// has the partition committed through (the earlier consumers are deleted once it has
-    /// acknowledged a batch: ``retireOlder(_:than:token:)``).
+    /// acknowledged a batch or answered idle: ``retireOlder(_:than:token:)``).
     private func open(_ k: Int, token: Int64, filter: String) throws -> (JetStreamPullConsumer, UInt64) {
         let nats = try natsConnection()
         let mark = try store.streamMarks()[k] ?? PostgresStore.StreamMark(sequence: 0, created: 0)
@@ -306,7 +355,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             return true
         } catch {
             log.warn(
-                "cannot delete the partition's earlier JetStream consumers; trying again after the next batch", ["partition": String(k), "error": "\(error)"])
+                "cannot delete the partition's earlier JetStream consumers; trying again", ["partition": String(k), "error": "\(error)"])
             return false
         }
     }
@@ -345,35 +394,57 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     }
 }
 
-/// How long a partition's consumer has fetched nothing, and what the server says of it then:
-/// every ``checkNs`` of empty fetches it is asked how many deliveries the consumer made. More
-/// than the partition took means deliveries that never arrived (lost with a fetch's answer, in
-/// a leader change of the consumer), which the server would redeliver only after its ack_wait,
-/// if at all; as many means the consumer is running and simply has nothing to deliver.
+/// How long a partition's consumer has fetched nothing, and what the server's account of it
+/// then says: every ``checkNs`` of empty fetches it is asked. More deliveries counted than
+/// arrived (or fewer: a new leader numbering again), or messages it holds undelivered, mean
+/// deliveries lost in flight (with a fetch's answer, in a leader change of the consumer) that the
+/// server would redeliver only after its ack_wait, if at all; otherwise the consumer is running
+/// with nothing to deliver, and — everything taken acknowledged — live.
 struct IdleConsumer {
     /// How long fetches come back empty before the server is asked.
     static let checkNs: UInt64 = 5_000_000_000
     private var since: UInt64?
 
-    enum Finding {
-        /// The consumer delivered more than arrived.
+    enum Finding: Equatable {
+        /// Deliveries lost in flight: make the consumer anew.
         case stalled
-        /// The consumer answered and delivered what arrived: it is running, with nothing to deliver.
+        /// Running, every delivery taken and acknowledged.
         case live
+        /// Running, an acknowledgement still owed (a later batch's covers it).
+        case quiet
     }
 
     mutating func reset() { since = nil }
 
-    /// After an empty fetch at `now` (uptime, ns): nil until ``checkNs`` of them, then what the
-    /// server says of `consumer` against the `taken` deliveries that arrived (nil: it did not answer).
-    mutating func check(_ consumer: JetStreamPullConsumer, taken: UInt64, now: UInt64) -> Finding? {
+    /// After an empty fetch at `now` (uptime, ns): whether to ask the server now.
+    mutating func emptyFetch(now: UInt64) -> Bool {
         guard let s = since else {
             since = now
-            return nil
+            return false
         }
-        guard now &- s >= Self.checkNs else { return nil }
+        guard now &- s >= Self.checkNs else { return false }
         since = now
-        guard let p = try? consumer.position() else { return nil }
-        return p.deliveries > taken ? .stalled : .live
+        return true
     }
+
+    /// What the server's `position` of an idle consumer says, `delivered` deliveries having arrived.
+    static func finding(_ position: JetStreamPullConsumer.Position, delivered: UInt64) -> Finding {
+        if position.lastDelivery != delivered || position.undelivered > 0 { return .stalled }
+        return position.pendingAcknowledgement == 0 ? .live : .quiet
+    }
+}
+
+/// When a partition's consumers older than its current one were last deleted: first once the
+/// current one has acknowledged a batch or answered live (with every replica current), then
+/// again every ``intervalNs`` (a consumer whose making completed only after its run stopped, or
+/// a stale owner's, would otherwise keep the partition's messages in the stream for good).
+struct ConsumerRetirement {
+    static let intervalNs: UInt64 = 60_000_000_000
+    private var lastNs: UInt64?
+
+    /// Whether a deletion is due at `now` (uptime, ns).
+    func isDue(now: UInt64) -> Bool { lastNs.map { now &- $0 >= Self.intervalNs } ?? true }
+
+    /// A deletion was tried at `now`; one that failed is due again at once.
+    mutating func attempted(succeeded: Bool, now: UInt64) { lastNs = succeeded ? now : nil }
 }

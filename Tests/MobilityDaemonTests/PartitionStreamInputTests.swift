@@ -1,0 +1,57 @@
+import JetStreamAccess
+import Testing
+
+@testable import MobilityDaemon
+
+/// The JetStream intake's decisions about a partition's consumer, as values in, verdicts out: no
+/// threads, no NATS, no clock.
+@Suite struct PartitionStreamInputTests {
+    static let s: UInt64 = 1_000_000_000
+
+    static func position(lastDelivery: UInt64, undelivered: UInt64 = 0, pending: Int64 = 0) -> JetStreamPullConsumer.Position {
+        var p = JetStreamPullConsumer.Position(acknowledgedThrough: 0, deliveredThrough: 0, lastDelivery: lastDelivery, pendingAcknowledgement: pending)
+        p.undelivered = undelivered
+        return p
+    }
+
+    /// The server is asked only after 5 s of empty fetches, then every 5 s; a batch that arrives
+    /// starts the count again.
+    @Test func anIdleConsumerIsAskedAfterFiveSecondsOfEmptyFetches() {
+        var idle = IdleConsumer()
+        let first = [10, 14, 15, 19, 20].map { idle.emptyFetch(now: UInt64($0) * Self.s) }
+        #expect(first == [false, false, true, false, true])
+        idle.reset()
+        let after = [21, 25, 26].map { idle.emptyFetch(now: UInt64($0) * Self.s) }
+        #expect(after == [false, false, true])
+    }
+
+    /// Stalled when the server counts other deliveries than arrived (more: lost in flight; fewer:
+    /// a new leader numbering again) or holds messages it does not deliver; live only with
+    /// everything delivered and acknowledged.
+    @Test(
+        arguments: [
+            (7, 0, 0, IdleConsumer.Finding.live),
+            (9, 0, 0, .stalled),
+            (5, 0, 0, .stalled),
+            (7, 3, 0, .stalled),
+            (0, 12, 0, .stalled),
+            (7, 0, 2, .quiet)
+        ] as [(UInt64, UInt64, Int64, IdleConsumer.Finding)])
+    func whatAnIdleConsumersAccountSays(lastDelivery: UInt64, undelivered: UInt64, pending: Int64, expected: IdleConsumer.Finding) {
+        let p = Self.position(lastDelivery: lastDelivery, undelivered: undelivered, pending: pending)
+        #expect(IdleConsumer.finding(p, delivered: 7) == expected)
+    }
+
+    /// Earlier consumers are deleted first when asked, then once a minute; a failed deletion is
+    /// due again at once.
+    @Test func earlierConsumersAreDeletedOnceThenEveryMinute() {
+        var r = ConsumerRetirement()
+        #expect(r.isDue(now: 1 * Self.s))
+        r.attempted(succeeded: true, now: 1 * Self.s)
+        #expect(!r.isDue(now: 2 * Self.s))
+        #expect(!r.isDue(now: 60 * Self.s))
+        #expect(r.isDue(now: 61 * Self.s))
+        r.attempted(succeeded: false, now: 61 * Self.s)
+        #expect(r.isDue(now: 62 * Self.s))
+    }
+}
