@@ -69,15 +69,28 @@ import Testing
         let quarter = records.count / 4
         try PartitionFailoverTests.publish(records[..<(2 * quarter)], pub)
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
-        a.signal(SIGSTOP)
-        try PartitionFailoverTests.publish(records[(2 * quarter)..<(3 * quarter)], pub)
-        #expect(eventually(timeout: 10) { pub.acknowledgedCount >= 3 * quarter }, "\(pub.acknowledgedCount)")
-        let stranded = nats.consumers(0)
-        // The kill must strand delivered, unacknowledged messages, or redelivery is not exercised.
         let killedOnes = Set(
             a.log.split(separator: "\n").filter { $0.contains("partition consumer ready") }.compactMap {
                 $0.split(separator: "consumer=").last?.split(separator: " ").first.map(String.init)
             })
+        // Stopped while a fetch of its is waiting on the server (a thread busy committing has
+        // none): stopped again until one is.
+        let waitingFetches = {
+            nats.consumers(0).split(separator: "\n").filter { killedOnes.contains(String($0.split(separator: " ").dropFirst().first ?? "")) }.reduce(0) {
+                n, line in n + (line.split(separator: " ").first { $0.hasPrefix("waiting=") }.flatMap { Int($0.dropFirst("waiting=".count)) } ?? 0)
+            }
+        }
+        var stoppedWaiting = false
+        for _ in 0..<50 where !stoppedWaiting {
+            a.signal(SIGSTOP)
+            stoppedWaiting = eventually(timeout: 0.3) { waitingFetches() > 0 }
+            if !stoppedWaiting { a.signal(SIGCONT) }
+        }
+        #expect(stoppedWaiting, "no fetch of the stopped instance was waiting: \(nats.consumers(0))")
+        try PartitionFailoverTests.publish(records[(2 * quarter)..<(3 * quarter)], pub)
+        #expect(eventually(timeout: 10) { pub.acknowledgedCount >= 3 * quarter }, "\(pub.acknowledgedCount)")
+        let stranded = nats.consumers(0)
+        // The kill must strand delivered, unacknowledged messages, or redelivery is not exercised.
         let unacknowledged = stranded.split(separator: "\n").filter { killedOnes.contains(String($0.split(separator: " ").dropFirst().first ?? "")) }.map {
             line in
             line.split(separator: " ").first { $0.hasPrefix("ack_pending=") }.flatMap { Int($0.dropFirst("ack_pending=".count)) } ?? 0

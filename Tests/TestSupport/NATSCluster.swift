@@ -174,7 +174,7 @@ package final class NATSCluster: @unchecked Sendable {
     /// Node `i`'s view of the JetStream streams and consumers it hosts (its `/jsz` monitoring
     /// endpoint): a line per stream with its state, and a line per consumer: stream, consumer, whether this node leads it, messages delivered and not yet
     /// acknowledged, redelivered, not yet delivered, the last delivered and the acknowledged
-    /// stream sequence, whether a client is bound. What tells a stalled consumer from a lost
+    /// stream sequence, fetches waiting, whether a client is bound. What tells a stalled consumer from a lost
     /// message after a failure; "(not answering)" for a node that is down.
     package func consumers(_ i: Int) -> String {
         guard let r = LoopbackHTTP.get(port: nodes[i].monitorPort, path: "/jsz?accounts=true&streams=true&consumers=true"), r.status == 200,
@@ -198,7 +198,7 @@ package final class NATSCluster: @unchecked Sendable {
                     lines.append(
                         "\(stream["name"] ?? "?") \(c["name"] ?? "?")\(leads ? " (leader)" : "") ack_pending=\(c["num_ack_pending"] ?? "?") "
                             + "redelivered=\(c["num_redelivered"] ?? "?") pending=\(c["num_pending"] ?? "?") delivered=\(delivered) ack_floor=\(floor) "
-                            + "bound=\(c["push_bound"] ?? false)")
+                            + "waiting=\(c["num_waiting"] ?? 0) bound=\(c["push_bound"] ?? false)")
                 }
             }
         }
