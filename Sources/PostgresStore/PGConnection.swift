@@ -9,9 +9,13 @@ final class PGConnection {
     private let conn: OpaquePointer
     /// SQL text → prepared statement name, on this session.
     private var prepared: [String: String] = [:]
+    /// The session's `application_name` (set again after a reconnection), or nil for libpq's.
+    private let applicationName: String?
 
-    /// Connects (`conninfo`: a `postgres://` URL or `key=value` pairs, checked by ``PostgresURL``).
-    init(conninfo: String) throws(PostgresError) {
+    /// Connects (`conninfo`: a `postgres://` URL or `key=value` pairs, checked by ``PostgresURL``);
+    /// `applicationName` names the session in `pg_stat_activity` (an instance's owner name: what
+    /// lets another instance end a session of an owner whose lease expired, ``PartitionLeases``).
+    init(conninfo: String, applicationName: String? = nil) throws(PostgresError) {
         guard let c = PQconnectdb(conninfo) else { throw .connection("libpq could not allocate a connection") }
         guard PQstatus(c) == CONNECTION_OK else {
             let m = PGConnection.message(PQerrorMessage(c))
@@ -19,14 +23,23 @@ final class PGConnection {
             throw .connection(m)
         }
         conn = c
-        PGConnection.configure(c)
+        self.applicationName = applicationName
+        PGConnection.configure(c, applicationName: applicationName)
     }
 
-    /// UTF-8 text, and libpq's notices (`relation … already exists, skipping`) not printed on
-    /// stderr, which is the daemon's log.
-    private static func configure(_ c: OpaquePointer) {
+    /// UTF-8 text, libpq's notices (`relation … already exists, skipping`) not printed on stderr,
+    /// which is the daemon's log, and the session's application name.
+    private static func configure(_ c: OpaquePointer, applicationName: String?) {
         PQsetClientEncoding(c, "UTF8")
         PQsetNoticeProcessor(c, { _, _ in }, nil)
+        guard let applicationName else { return }
+        let r = applicationName.withCString { v in
+            var values: [UnsafePointer<CChar>?] = [v]
+            return values.withUnsafeMutableBufferPointer {
+                PQexecParams(c, "SELECT set_config('application_name', $1, false)", 1, nil, $0.baseAddress, nil, nil, 0)
+            }
+        }
+        PQclear(r)
     }
 
     deinit { PQfinish(conn) }
@@ -47,7 +60,7 @@ final class PGConnection {
         prepared.removeAll()
         PQreset(conn)
         guard PQstatus(conn) == CONNECTION_OK else { throw .connection(PGConnection.message(PQerrorMessage(conn))) }
-        PGConnection.configure(conn)
+        PGConnection.configure(conn, applicationName: applicationName)
     }
 
     private func failure(_ res: OpaquePointer?) -> PostgresError {

@@ -35,7 +35,7 @@ package final class PartitionLeases: @unchecked Sendable {
         throws(PostgresError)
     {
         _ = try PostgresURL.check(url, environment: environment)
-        connection = try PGConnection(conninfo: url)
+        connection = try PGConnection(conninfo: url, applicationName: owner)
         if !PostgresURL.isLocal(connection.host), !connection.usesTLS {
             throw .configuration("the connection to \(connection.host) is not encrypted; use sslmode=verify-full")
         }
@@ -105,8 +105,23 @@ package final class PartitionLeases: @unchecked Sendable {
         p.text(owner)
         p.int64(Int64(leaseMs))
         p.int32(Int32(n))
+        var stale = PGParameters()
+        stale.int64(Int64(leaseMs))
         let r = try lock.withLock { (_) throws(PostgresError) -> PGResult in
-            try connection.query(
+            // A session of an owner whose lease expired that has held a transaction open for a
+            // whole lease waiting on its client — the owner paused or cut off in the middle of a
+            // commit — holds its partitions' rows locked (the fence), and the claim below skips
+            // locked rows: ended here, its locks go with it and the next claim takes the rows.
+            // Its commit, had it gone on, would have been refused by the raised token anyway.
+            _ = try connection.query(
+                """
+                SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a
+                WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                  AND a.xact_start < now() - $1::bigint * interval '1 millisecond'
+                  AND (a.state LIKE 'idle in transaction%' OR (a.state = 'active' AND a.wait_event = 'ClientRead'))
+                  AND a.application_name IN (SELECT left(owner, 63) FROM partitions WHERE lease_until <= now() AND lease_until > '-infinity')
+                """, stale)
+            return try connection.query(
                 """
                 WITH free AS (SELECT partition FROM partitions WHERE lease_until <= now() ORDER BY partition LIMIT $3::integer FOR UPDATE SKIP LOCKED)
                 UPDATE partitions p SET token = p.token + 1, owner = $1::text, lease_until = now() + $2::bigint * interval '1 millisecond', acquired_at = now()

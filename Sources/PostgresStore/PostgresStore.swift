@@ -22,6 +22,8 @@ package final class PostgresStore: StateBackend, @unchecked Sendable {
     private var reader: PGConnection?
     private let readLock = Mutex<Void>(())
     private let conninfo: String
+    /// The owner's name, given every session (``PGConnection/init(conninfo:applicationName:)``).
+    private let applicationName: String
     /// The partitions this instance owns.
     package let partitions: PartitionSet
     /// The fencing token of each owned partition (in ``PartitionSet/owned`` order), as taken.
@@ -51,7 +53,8 @@ package final class PostgresStore: StateBackend, @unchecked Sendable {
     {
         location = try PostgresURL.check(url, environment: environment)
         conninfo = url
-        writer = try PGConnection(conninfo: url)
+        applicationName = owner
+        writer = try PGConnection(conninfo: url, applicationName: owner)
         if !PostgresURL.isLocal(writer.host), !writer.usesTLS {
             throw .configuration("the connection to \(writer.host) is not encrypted; use sslmode=verify-full")
         }
@@ -163,7 +166,7 @@ package final class PostgresStore: StateBackend, @unchecked Sendable {
     /// Runs `body` on the reading connection (never waits for a commit).
     func reading<T>(_ body: (PGConnection) throws -> T) throws -> T {
         try readLock.withLock { _ in
-            if reader == nil { reader = try PGConnection(conninfo: conninfo) }
+            if reader == nil { reader = try PGConnection(conninfo: conninfo, applicationName: applicationName) }
             return try body(reader!)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import StateStore
+import Synchronization
 import TestSupport
 import Testing
 
@@ -40,5 +41,45 @@ import Testing
         #expect(try fresh.commit(users: [], outbox: [.init(topic: "t", payload: [1], retain: false)], acknowledged: [], history: []).count == 1)
         // Another partition count is refused.
         #expect(throws: PostgresError.self) { _ = try PartitionLeases(url: url, owner: "c", count: 8, leaseMs: 1000) }
+    }
+}
+
+extension PartitionLeasesTests {
+    /// An owner paused in the middle of a commit: its session holds a transaction open with the
+    /// fence's locks on its partitions' rows, and the claim skips locked rows. Once its lease has
+    /// run out and the transaction is older than a lease, a claimer ends that session and takes
+    /// the partitions with a higher token; the paused commit, resumed, is refused. (Before, the
+    /// partitions stayed with nobody until the owner resumed or died.)
+    @Test func anOwnerPausedInsideACommitDoesNotKeepItsPartitions() throws {
+        let url = try PostgresServer.shared().createDatabase()
+        let a = try PartitionLeases(url: url, owner: "a@paused", count: 2, leaseMs: 500)
+        let b = try PartitionLeases(url: url, owner: "b@live", count: 2, leaseMs: 500)
+        let held = try a.claim(2)
+        #expect(held.map(\.partition) == [0, 1])
+        let store = try PostgresStore(url: url, owner: "a@paused", partitions: PartitionSet(count: 2, owned: [0, 1]), claimed: held.map(\.token))
+        // The commit stops after its fence, the transaction open, as a SIGSTOP would leave it.
+        let inside = DispatchSemaphore(value: 0), resume = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        Thread {
+            let r = Result {
+                try store.fencedTransaction { _ in
+                    inside.signal(); resume.wait()
+                }
+            }
+            outcome.withLock { $0 = r }
+            finished.signal()
+        }.start()
+        #expect(inside.wait(timeout: .now() + 10) == .success)
+        var taken: [PartitionLeases.Lease] = []
+        #expect(
+            eventually(timeout: 15) {
+                _ = try? b.heartbeat(holding: taken)
+                taken += (try? b.claim(2)) ?? []
+                return taken.count == 2
+            }, "the paused owner's partitions were never taken")
+        #expect(taken.map(\.partition) == [0, 1] && taken.allSatisfy { $0.token == 2 })
+        resume.signal()
+        #expect(finished.wait(timeout: .now() + 10) == .success)
+        #expect(throws: (any Error).self) { try outcome.withLock { $0 }?.get() }
     }
 }
