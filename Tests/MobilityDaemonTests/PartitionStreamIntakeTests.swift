@@ -416,3 +416,47 @@ extension PartitionStreamIntakeTests {
         #expect(a.stop() == 0)
     }
 }
+
+extension PartitionStreamIntakeTests {
+    /// `kill -9` of the NATS node an instance consumes through, mid-replay (3 nodes, NATS's
+    /// consumer defaults), and its restart once the rest is stored: the instance gives its
+    /// leases up while its node does not answer, the other consumes every partition meanwhile,
+    /// and when the node is back the instance rejoins and takes its share again, each partition
+    /// resuming after its committed sequence. The replay's alerts, exactly.
+    @Test func anInstancesNATSNodeKilledAndRestartedLosesNothing() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let expected = try DurabilityTests.expectedAlerts(records)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 3, partitions: 8, edits: Self.defaults)
+        let rec = try nats.recorder(2, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(2, filters: [])
+        let a = try Self.instance("a", nats: nats, node: 1, store: store, partitions: 8, metricsPort: try freePort())
+        let b = try Self.instance("b", nats: nats, node: 2, store: store, partitions: 8, metricsPort: try freePort())
+        defer {
+            _ = a.stop(signal: SIGKILL)
+            _ = b.stop(signal: SIGKILL)
+        }
+        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
+        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        let half = records.count / 2
+        try PartitionFailoverTests.publish(records[..<half], pub)
+        #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        nats.stop(1, signal: SIGKILL)
+        try PartitionFailoverTests.publish(records[half...], pub)
+        #expect(eventually(timeout: 30) { leases("b") == 8 }, "\(a.log)\n\(b.log)")
+        #expect(eventually(timeout: 60) { pub.acknowledgedCount >= records.count }, "\(pub.acknowledgedCount) of \(records.count) acknowledged")
+        try nats.start(1)
+        let restarted = Date()
+        #expect(eventually(timeout: 60) { leases("a") == 4 && leases("b") == 4 && Self.ready(a).count == 4 }, "\(a.log)\n\(b.log)")
+        let back = Date().timeIntervalSince(restarted)
+        try PartitionFailoverTests.expectReplaysAlerts(
+            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        print(
+            "jetstream intake, NATS node of an instance killed and restarted: 4/4 again, consuming, \(String(format: "%.1f", back)) s after the node's restart")
+        #expect(a.stop() == 0, "\(a.log.suffix(20_000))")
+        #expect(b.stop() == 0, "\(b.log.suffix(20_000))")
+    }
+}
