@@ -24,12 +24,12 @@ final class PGConnection {
         }
         conn = c
         self.applicationName = applicationName
-        PGConnection.configure(c, applicationName: applicationName)
+        try PGConnection.configure(c, applicationName: applicationName)
     }
 
     /// UTF-8 text, libpq's notices (`relation … already exists, skipping`) not printed on stderr,
     /// which is the daemon's log, and the session's application name.
-    private static func configure(_ c: OpaquePointer, applicationName: String?) {
+    private static func configure(_ c: OpaquePointer, applicationName: String?) throws(PostgresError) {
         PQsetClientEncoding(c, "UTF8")
         PQsetNoticeProcessor(c, { _, _ in }, nil)
         guard let applicationName else { return }
@@ -39,7 +39,8 @@ final class PGConnection {
                 PQexecParams(c, "SELECT set_config('application_name', $1, false)", 1, nil, $0.baseAddress, nil, nil, 0)
             }
         }
-        PQclear(r)
+        defer { PQclear(r) }
+        guard PQresultStatus(r) == PGRES_TUPLES_OK else { throw .connection("cannot name the session: " + PGConnection.message(PQerrorMessage(c))) }
     }
 
     deinit { PQfinish(conn) }
@@ -60,7 +61,7 @@ final class PGConnection {
         prepared.removeAll()
         PQreset(conn)
         guard PQstatus(conn) == CONNECTION_OK else { throw .connection(PGConnection.message(PQerrorMessage(conn))) }
-        PGConnection.configure(conn, applicationName: applicationName)
+        try PGConnection.configure(conn, applicationName: applicationName)
     }
 
     private func failure(_ res: OpaquePointer?) -> PostgresError {

@@ -98,7 +98,10 @@ package final class PartitionLeases: @unchecked Sendable {
     }
 
     /// Claims up to `n` partitions whose lease expired (or was released), lowest first, raising
-    /// their tokens; concurrent claimers skip each other's rows. Returns the leases taken.
+    /// their tokens; concurrent claimers skip each other's rows. First ends the sessions (of this
+    /// role) of owners whose lease ran out that have waited on their client inside a transaction
+    /// for a whole lease: a paused owner's locks would keep its rows from every claim. Returns
+    /// the leases taken.
     package func claim(_ n: Int) throws(PostgresError) -> [Lease] {
         guard n > 0 else { return [] }
         var p = PGParameters()
@@ -108,17 +111,21 @@ package final class PartitionLeases: @unchecked Sendable {
         var stale = PGParameters()
         stale.int64(Int64(leaseMs))
         let r = try lock.withLock { (_) throws(PostgresError) -> PGResult in
-            // A session of an owner whose lease expired that has held a transaction open for a
-            // whole lease waiting on its client — the owner paused or cut off in the middle of a
-            // commit — holds its partitions' rows locked (the fence), and the claim below skips
-            // locked rows: ended here, its locks go with it and the next claim takes the rows.
-            // Its commit, had it gone on, would have been refused by the raised token anyway.
-            _ = try connection.query(
+            // A session of an owner whose lease ran out that has waited on its client for a
+            // whole lease inside a transaction — the owner paused or cut off in the middle of a
+            // commit — holds its partitions' rows locked (the fence), which the claim below skips.
+            // Ended here (and waited for, up to a second), its locks go with it and the claim
+            // takes the rows. Safe: the lease ran out, so the owner's next heartbeat drops those
+            // partitions anyway, and nothing is acknowledged to anyone before a commit. Only
+            // sessions of this role are ended (what a role may end); a failure here leaves the
+            // claim as it was.
+            _ = try? connection.query(
                 """
-                SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a
-                WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                SELECT pg_terminate_backend(a.pid, least($1::bigint, 1000)) FROM pg_stat_activity a
+                WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.usename = current_user
                   AND a.xact_start < now() - $1::bigint * interval '1 millisecond'
-                  AND (a.state LIKE 'idle in transaction%' OR (a.state = 'active' AND a.wait_event = 'ClientRead'))
+                  AND a.state_change < now() - $1::bigint * interval '1 millisecond'
+                  AND (a.state = 'idle in transaction' OR (a.state = 'active' AND a.wait_event = 'ClientRead'))
                   AND a.application_name IN (SELECT left(owner, 63) FROM partitions WHERE lease_until <= now() AND lease_until > '-infinity')
                 """, stale)
             return try connection.query(

@@ -47,9 +47,9 @@ import Testing
 extension PartitionLeasesTests {
     /// An owner paused in the middle of a commit: its session holds a transaction open with the
     /// fence's locks on its partitions' rows, and the claim skips locked rows. Once its lease has
-    /// run out and the transaction is older than a lease, a claimer ends that session and takes
-    /// the partitions with a higher token; the paused commit, resumed, is refused. (Before, the
-    /// partitions stayed with nobody until the owner resumed or died.)
+    /// run out and the session has waited on its client for a whole lease, a claimer ends that
+    /// session and takes the partitions with a higher token; the paused commit, resumed, finds
+    /// its connection ended.
     @Test func anOwnerPausedInsideACommitDoesNotKeepItsPartitions() throws {
         let url = try PostgresServer.shared().createDatabase()
         let a = try PartitionLeases(url: url, owner: "a@paused", count: 2, leaseMs: 500)
@@ -80,6 +80,10 @@ extension PartitionLeasesTests {
         #expect(taken.map(\.partition) == [0, 1] && taken.allSatisfy { $0.token == 2 })
         resume.signal()
         #expect(finished.wait(timeout: .now() + 10) == .success)
-        #expect(throws: (any Error).self) { try outcome.withLock { $0 }?.get() }
+        #expect {
+            try outcome.withLock { $0 }?.get()
+        } throws: {
+            ($0 as? PostgresError)?.code == .connection
+        }
     }
 }
