@@ -69,21 +69,28 @@ import Testing
         let quarter = records.count / 4
         try PartitionFailoverTests.publish(records[..<(2 * quarter)], pub)
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
+        // Its current run's consumers (an earlier run's are deleted once these have acknowledged a batch).
+        let lines = a.log.split(separator: "\n")
         let killedOnes = Set(
-            a.log.split(separator: "\n").filter { $0.contains("partition consumer ready") }.compactMap {
-                $0.split(separator: "consumer=").last?.split(separator: " ").first.map(String.init)
-            })
-        // Stopped while a fetch of its is waiting on the server (a thread busy committing has
-        // none): stopped again until one is.
-        let waitingFetches = {
-            nats.consumers(0).split(separator: "\n").filter { killedOnes.contains(String($0.split(separator: " ").dropFirst().first ?? "")) }.reduce(0) {
-                n, line in n + (line.split(separator: " ").first { $0.hasPrefix("waiting=") }.flatMap { Int($0.dropFirst("waiting=".count)) } ?? 0)
-            }
+            lines[(lines.lastIndex { $0.contains("running on partitions") } ?? lines.startIndex)...].filter { $0.contains("partition consumer ready") }
+                .compactMap {
+                    $0.split(separator: "consumer=").last?.split(separator: " ").first.map(String.init)
+                })
+        // Stopped while its fetches wait on the server (a thread busy committing has none): once
+        // it has caught up with the first half, its threads do nothing else; stopped again if
+        // none was waiting at the moment.
+        let mine = { nats.consumers(0).split(separator: "\n").filter { killedOnes.contains(String($0.split(separator: " ").dropFirst().first ?? "")) } }
+        let waiting = { (line: Substring) in line.split(separator: " ").first { $0.hasPrefix("waiting=") }.flatMap { Int($0.dropFirst("waiting=".count)) } ?? 0
         }
+        #expect(
+            eventually(timeout: 60) {
+                let m = mine(); return m.count == 4 && m.allSatisfy { $0.contains(" pending=0 ") && waiting($0) > 0 }
+            },
+            "the instance did not catch up: \(nats.consumers(0))")
         var stoppedWaiting = false
-        for _ in 0..<50 where !stoppedWaiting {
+        for _ in 0..<10 where !stoppedWaiting {
             a.signal(SIGSTOP)
-            stoppedWaiting = eventually(timeout: 0.3) { waitingFetches() > 0 }
+            stoppedWaiting = eventually(timeout: 0.3) { mine().contains { waiting($0) > 0 } }
             if !stoppedWaiting { a.signal(SIGCONT) }
         }
         #expect(stoppedWaiting, "no fetch of the stopped instance was waiting: \(nats.consumers(0))")
