@@ -139,23 +139,10 @@ extension PartitionStreamIntakeTests {
     /// other instance takes the partitions and resumes each after its committed stream sequence
     /// on the surviving nodes; the replay's alerts, exactly.
     @Test func anInstanceWhoseNATSNodeIsLostForGoodGivesItsPartitionsUp() throws {
-        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
-        let expected = try DurabilityTests.expectedAlerts(records)
-        let server = try PostgresServer.shared()
-        let store = try server.createDatabase()
-        let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 3, partitions: 8, edits: Self.defaults)
-        let rec = try nats.recorder(2, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try nats.recorder(2, filters: [])
-        let a = try Self.instance("a", nats: nats, node: 1, store: store, partitions: 8, metricsPort: try freePort())
-        let b = try Self.instance("b", nats: nats, node: 2, store: store, partitions: 8, metricsPort: try freePort())
-        defer {
-            _ = a.stop(signal: SIGKILL)
-            _ = b.stop(signal: SIGKILL)
-        }
-        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
-        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
-        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        let run = try Self.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2)
+        defer { withExtendedLifetime(run) {} }
+        let (records, nats, rec, pub, a, b) = (run.records, run.nats, run.rec, run.pub, run.a, run.b)
+        let leases = run.leases
         let half = records.count / 2
         try PartitionFailoverTests.publish(records[..<half], pub)
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
@@ -166,8 +153,7 @@ extension PartitionStreamIntakeTests {
         let moved = Date().timeIntervalSince(killed)
         #expect(moved < 10, "partitions moved \(moved) s after the node's loss (--lease 2)")
         #expect(a.log.contains("giving up every lease"), "\(a.log)")
-        try PartitionFailoverTests.expectReplaysAlerts(
-            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        try run.expectReplaysAlerts()
         // The survivor keeps its leases while the cluster elects leaders: its node answers.
         #expect(!b.log.contains("giving up every lease"), "\(b.log)")
         #expect(a.isRunning)  // it waits for its broker, holding nothing
@@ -185,24 +171,10 @@ extension PartitionStreamIntakeTests {
     /// consumers are gone, the fence), it stops that run and rejoins: the two share the 8
     /// partitions again, and the alerts are the replay's.
     @Test func aPausedOwnerIsFencedAndRejoins() throws {
-        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
-        let expected = try DurabilityTests.expectedAlerts(records)
-        let server = try PostgresServer.shared()
-        let store = try server.createDatabase()
-        let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
-        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try nats.recorder(0, filters: [])
-        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
-        let b = try Self.instance("b", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
-        defer {
-            a.signal(SIGCONT)
-            _ = a.stop(signal: SIGKILL)
-            _ = b.stop(signal: SIGKILL)
-        }
-        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
-        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
-        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        let run = try Self.TwoInstances(size: 1, client: 0, nodeA: 0, nodeB: 0)
+        defer { withExtendedLifetime(run) {} }
+        let (records, rec, pub, a, b) = (run.records, run.rec, run.pub, run.a, run.b)
+        let leases = run.leases
         let quarter = records.count / 4
         try PartitionFailoverTests.publish(records[..<(2 * quarter)], pub)
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
@@ -214,8 +186,7 @@ extension PartitionStreamIntakeTests {
         #expect(eventually(timeout: 10) { a.log.contains("partition leases lost") || a.log.contains("a commit was fenced") }, "\(a.log)")
         #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
         try PartitionFailoverTests.publish(records[(3 * quarter)...], pub)
-        try PartitionFailoverTests.expectReplaysAlerts(
-            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        try run.expectReplaysAlerts()
         #expect(a.isRunning && b.isRunning)
         #expect(a.stop() == 0)
         #expect(b.stop() == 0)
@@ -431,23 +402,10 @@ extension PartitionStreamIntakeTests {
     /// and when the node is back the instance rejoins and takes its share again, each partition
     /// resuming after its committed sequence. The replay's alerts, exactly.
     @Test func anInstancesNATSNodeKilledAndRestartedLosesNothing() throws {
-        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
-        let expected = try DurabilityTests.expectedAlerts(records)
-        let server = try PostgresServer.shared()
-        let store = try server.createDatabase()
-        let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 3, partitions: 8, edits: Self.defaults)
-        let rec = try nats.recorder(2, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try nats.recorder(2, filters: [])
-        let a = try Self.instance("a", nats: nats, node: 1, store: store, partitions: 8, metricsPort: try freePort())
-        let b = try Self.instance("b", nats: nats, node: 2, store: store, partitions: 8, metricsPort: try freePort())
-        defer {
-            _ = a.stop(signal: SIGKILL)
-            _ = b.stop(signal: SIGKILL)
-        }
-        let leases = { (name: String) in PartitionFailoverTests.leases(server, database, of: name) }
-        #expect(eventually(timeout: 30) { leases("a") == 4 && leases("b") == 4 }, "\(a.log)\n\(b.log)")
-        #expect(eventually(timeout: 30) { Self.ready(a).union(Self.ready(b)).count == 8 }, "\(a.log)\n\(b.log)")
+        let run = try Self.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2)
+        defer { withExtendedLifetime(run) {} }
+        let (records, nats, rec, pub, a, b) = (run.records, run.nats, run.rec, run.pub, run.a, run.b)
+        let leases = run.leases
         let half = records.count / 2
         try PartitionFailoverTests.publish(records[..<half], pub)
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
@@ -459,8 +417,7 @@ extension PartitionStreamIntakeTests {
         let restarted = Date()
         #expect(eventually(timeout: 60) { leases("a") == 4 && leases("b") == 4 && Self.ready(a).count == 4 }, "\(a.log)\n\(b.log)")
         let back = Date().timeIntervalSince(restarted)
-        try PartitionFailoverTests.expectReplaysAlerts(
-            rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
+        try run.expectReplaysAlerts()
         print(
             "jetstream intake, NATS node of an instance killed and restarted: 4/4 again, consuming, \(String(format: "%.1f", back)) s after the node's restart")
         #expect(a.stop() == 0, "\(a.log.suffix(20_000))")
