@@ -116,6 +116,7 @@ extension Daemon {
         let publishNow: @Sendable (String, [UInt8]) -> Void = { sink.publishUntracked(topic: $0, payload: $1, retain: false) }
         let desk = AcknowledgementDesk(layout: layout, store: store, sink: sink, teams: careTeams, log: log, scope: scope, publishNow: publishNow)
         do { try desk.restore() } catch {
+            storeReadFailed(error)
             log.error("cannot read the acknowledgements", ["error": "\(error)"])
             throw ComponentFailure()
         }
@@ -123,6 +124,7 @@ extension Daemon {
             layout: layout, store: store, sink: sink, teams: careTeams, log: log, scope: scope, labelNames: { [reloader] in reloader.labelNames },
             publishNow: publishNow)
         do { try silences.restore() } catch {
+            storeReadFailed(error)
             log.error("cannot read the silences", ["error": "\(error)"])
             throw ComponentFailure()
         }

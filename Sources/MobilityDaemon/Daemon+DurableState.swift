@@ -93,12 +93,14 @@ extension Daemon {
         var store: any StateBackend
         do { store = try openStore() } catch {
             guard config.rebuildStore, config.store == .sqlite else {
+                storeReadFailed(error)
                 log.error("cannot open the state store", ["state": config.state, "error": "\(error)", "remedy": Daemon.rebuildRemedy])
                 return nil
             }
             guard let moved = moveStoreAside(error) else { return nil }
             aside = moved
             do { store = try openStore() } catch {
+                storeReadFailed(error)
                 log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
                 return nil
             }
@@ -106,18 +108,23 @@ extension Daemon {
         var (restoreProgram, loaded) = load(store, current: program)
         if case .failure(let error) = loaded {
             guard config.rebuildStore, config.store == .sqlite, aside == nil, let moved = moveStoreAside(error) else {
+                storeReadFailed(error)
                 log.error("cannot read the state store", ["state": config.state, "error": "\(error)", "remedy": Daemon.rebuildRemedy])
                 return nil
             }
             aside = moved
             do { store = try openStore() } catch {
+                storeReadFailed(error)
                 log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
                 return nil
             }
             (restoreProgram, loaded) = load(store, current: program)
         }
         guard case .success(let restored) = loaded else {
-            if case .failure(let error) = loaded { log.error("cannot read the state store", ["state": config.state, "error": "\(error)"]) }
+            if case .failure(let error) = loaded {
+                storeReadFailed(error)
+                log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
+            }
             return nil
         }
         return OpenedStore(store: store, aside: aside, program: restoreProgram, users: restored.users, outbox: restored.outbox)
@@ -136,6 +143,7 @@ extension Daemon {
                 highestApplied: opened.users.lazy.map(\.appliedSeq).max() ?? 0,
                 acceptedDamage: Set((try opened.store.meta(DurableStateCheck.acceptedDamageKey) ?? "").split(separator: "\n").map(String.init)))
         } catch {
+            storeReadFailed(error)
             log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
             return .refused(1)
         }

@@ -79,4 +79,14 @@ extension Daemon {
 
     /// Whether this run stopped because a commit was fenced (not a failure: the supervisor rejoins).
     package var wasFenced: Bool { fenced.load(ordering: .sequentiallyConsistent) }
+
+    /// Notes a failure to read the store at the run's start: one of a store that did not answer
+    /// (``isUnavailableStore(_:)``) lets the supervisor start the run again once it answers
+    /// instead of ending the process, since the shared store's restart is an outage, not damage.
+    func storeReadFailed(_ error: any Error) {
+        if isUnavailableStore(error) { storeUnavailable.store(true, ordering: .sequentiallyConsistent) }
+    }
+
+    /// Whether this run failed because the store did not answer (``storeReadFailed(_:)``).
+    package var failedOnUnavailableStore: Bool { storeUnavailable.load(ordering: .sequentiallyConsistent) }
 }

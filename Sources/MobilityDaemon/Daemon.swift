@@ -37,6 +37,7 @@ package final class Daemon: Sendable {
     let onFenced: (@Sendable () -> Void)?
     /// Whether a commit of this run was fenced: another instance owns one of its partitions.
     let fenced = Atomic<Bool>(false)
+    let storeUnavailable = Atomic<Bool>(false)
     /// Since when each partition session has been without a broker (the supervisor gives the
     /// leases up after a whole lease of it).
     let partitionLinks = PartitionLinks()

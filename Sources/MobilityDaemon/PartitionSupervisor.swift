@@ -48,6 +48,9 @@ package final class PartitionSupervisor: Sendable {
         var beats = 0
         /// Cut off from the broker: every lease given up, out of the live count until it answers.
         var away = false
+        /// When a run last failed because the store did not answer (the clock's uptime, ns): the
+        /// next run starts after a heartbeat sent later has succeeded.
+        var storeFailedAt: UInt64 = 0
     }
 
     /// Runs until SIGTERM/SIGINT or a run fails; the process exit code.
@@ -88,9 +91,14 @@ package final class PartitionSupervisor: Sendable {
                     loop.exitCode = 0
                     continue
                 }
+                if r.daemon.failedOnUnavailableStore, !termination.isRequested {
+                    log.warn("the run could not read the state store, which did not answer; starting it again once the store answers")
+                    (loop.exitCode, loop.storeFailedAt) = (0, clock.uptimeNanoseconds())
+                    continue
+                }
                 if termination.isRequested || loop.exitCode != 0 { break }
             }
-            if loop.run == nil, !loop.held.isEmpty, !termination.isRequested { startRun(&loop, count: p.count) }
+            if loop.run == nil, !loop.held.isEmpty, !termination.isRequested, loop.lastRenewal > loop.storeFailedAt { startRun(&loop, count: p.count) }
             _ = wake.wait(timeout: .now() + .milliseconds(p.heartbeatMs))
         }
         stopRun(&loop)

@@ -59,4 +59,9 @@ package struct PostgresError: Error, Hashable, Sendable, CustomStringConvertible
 extension PostgresError: StateBackendError {
     /// Whether it is ``Code/fenced``.
     package var isFenced: Bool { code == .fenced }
+    /// A connection failure, a connection exception (SQLSTATE class 08), or the server shutting
+    /// down, crashed or still starting (57P01, 57P02, 57P03).
+    package var isUnavailable: Bool {
+        code == .connection || (sqlState.map { $0.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains($0) } ?? false)
+    }
 }
