@@ -17,11 +17,15 @@ extension PartitionSupervisor {
         log.warn(
             "partition sessions without a broker connection for a whole lease; giving up every lease so that other instances take the partitions",
             ["partitions": cut.map(String.init).joined(separator: ","), "lease_s": String(Double(leaseMs) / 1000), "broker": config.broker])
-        stopRun(&loop)
+        // Released before the run is stopped: a run cut off from its node takes nothing in and
+        // acknowledges nothing, and its commits are fenced once another instance claims, while
+        // stopping it waits on a connection to a node that may not answer (up to seconds) —
+        // which the partitions would otherwise spend without an owner that consumes them.
         do {
             try leases.release(loop.held)
             try leases.leave()
         } catch { log.warn("cannot release the leases; they lapse after the lease", ["error": "\(error)"]) }
+        stopRun(&loop)
         loop.held = []
         loop.away = true
     }
