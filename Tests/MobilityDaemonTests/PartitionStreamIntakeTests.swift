@@ -15,13 +15,15 @@ import Testing
     static let defaults = [("  max_ack_pending: 1\n", "  # max_ack_pending: 1\n"), ("  ack_wait: \"2s\"\n", "  # ack_wait: \"2s\"\n")]
 
     /// A partitioned mobilityd consuming through JetStream, with its metrics on `metricsPort`.
-    static func instance(_ name: String, nats: NATSCluster, node: Int, store: String, partitions: Int, metricsPort: Int) throws -> ChildProcess {
+    static func instance(
+        _ name: String, nats: NATSCluster, node: Int, store: String, partitions: Int, metricsPort: Int, lease: Int = 2
+    ) throws -> ChildProcess {
         try ChildProcess(
             ChildProcess.product("mobilityd"),
             nats.daemonArguments(node) + [
                 "--rules", RepoPaths.rules, "--state", TemporaryPath.make("mw-state"), "--clock", "event", "--instance", name,
                 "--metrics-address", "127.0.0.1:\(metricsPort)", "--publish-series", "false", "--log-level", "debug",
-                "--store", store, "--partitions", String(partitions), "--lease", "2", "--intake", "jetstream"
+                "--store", store, "--partitions", String(partitions), "--lease", String(lease), "--intake", "jetstream"
             ])
     }
 
@@ -422,5 +424,41 @@ extension PartitionStreamIntakeTests {
             "jetstream intake, NATS node of an instance killed and restarted: 4/4 again, consuming, \(String(format: "%.1f", back)) s after the node's restart")
         #expect(a.stop() == 0, "\(a.log.suffix(20_000))")
         #expect(b.stop() == 0, "\(b.log.suffix(20_000))")
+    }
+}
+
+extension PartitionStreamIntakeTests {
+    /// One instance with a long lease (`--lease 24`: a heartbeat every 8 s) consuming through
+    /// JetStream; another owner takes partition 0 and gives it back (its token raised by one)
+    /// right after the claim: the first fenced write — a shard's commit or the partition's
+    /// recorded sequence — stops the run at once, the supervisor heartbeats, finds partition 0
+    /// lost, claims it again and rejoins, each partition resuming after its committed sequence on
+    /// a new consumer; the replay's alerts, exactly.
+    @Test func aFencedCommitStopsTheRunAtOnceAndRejoins() throws {
+        let records = ScenarioVerifier.traffic([try Scenario.load(RepoPaths.root + "/simulator/scenarios/jamie-plateau.scenario")])
+        let expected = try DurabilityTests.expectedAlerts(records)
+        #expect(expected.count >= 2)
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let database = String(store.split(separator: "/").last!)
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: Self.defaults)
+        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
+        let pub = try nats.recorder(0, filters: [])
+        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 4, metricsPort: try freePort(), lease: 24)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 40) { Self.ready(a).count == 4 }, "\(a.log)")
+        let takenOver = Date()
+        try server.psql("UPDATE partitions SET token = token + 1, owner = 'intruder', lease_until = '-infinity' WHERE partition = 0", database: database)
+        let half = records.count / 2
+        try PartitionFailoverTests.publish(records[..<half], pub)
+        #expect(eventually(timeout: 20) { a.log.contains("partition leases lost") }, "\(a.log)")
+        let noticed = Date().timeIntervalSince(takenOver)
+        #expect(noticed < 3, "the lost partition noticed \(noticed) s after the takeover (the heartbeat is every 8 s)")
+        #expect(a.log.contains("a commit was fenced"), "\(a.log)")
+        #expect(eventually(timeout: 20) { PartitionFailoverTests.leases(server, database, of: "a") == 4 && Self.ready(a).count == 4 }, "\(a.log)")
+        try PartitionFailoverTests.publish(records[half...], pub)
+        try PartitionFailoverTests.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log)
+        print("jetstream intake, fenced commit: the run stopped and the loss noticed \(String(format: "%.2f", noticed)) s after the takeover")
+        #expect(a.stop() == 0)
     }
 }

@@ -13,7 +13,11 @@ package final class ChildProcess: @unchecked Sendable {
     private var status: Int32?
 
     /// The path of a product built by `swift build` in this package.
-    package static func product(_ name: String) -> String { RepoPaths.root + "/.build/debug/" + name }
+    /// A product of the build: the debug build's, or with `MW_PRODUCTS=release` the release
+    /// build's (`scripts/fault-run.sh` measures what ships).
+    package static func product(_ name: String) -> String {
+        RepoPaths.root + "/.build/\(ProcessInfo.processInfo.environment["MW_PRODUCTS"] ?? "debug")/" + name
+    }
 
     /// Starts `executable` with arguments (and the current environment plus `environment`).
     package init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], logPath: String? = nil) throws {
