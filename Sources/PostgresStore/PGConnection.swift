@@ -11,18 +11,30 @@ final class PGConnection {
     private var prepared: [String: String] = [:]
     /// The session's `application_name` (set again after a reconnection), or nil for libpq's.
     private let applicationName: String?
+    /// What it connects with (never a password: ``PostgresURL`` refuses one in the URL).
+    private let conninfo: String
 
     /// Connects (`conninfo`: a `postgres://` URL or `key=value` pairs, checked by ``PostgresURL``);
     /// `applicationName` names the session in `pg_stat_activity` (an instance's owner name: what
     /// lets another instance end a session of an owner whose lease expired, ``PartitionLeases``).
     init(conninfo: String, applicationName: String? = nil) throws(PostgresError) {
-        guard let c = PQconnectdb(conninfo) else { throw .connection("libpq could not allocate a connection") }
-        guard PQstatus(c) == CONNECTION_OK else {
+        // Tried again once when the server answers after the first try failed: it may have
+        // finished starting in between; failing again, the server refused this session.
+        var made: OpaquePointer?
+        for attempt in 1...2 {
+            guard let c = PQconnectdb(conninfo) else { throw .connection("libpq could not allocate a connection") }
+            if PQstatus(c) == CONNECTION_OK {
+                made = c
+                break
+            }
             let m = PGConnection.message(PQerrorMessage(c))
             PQfinish(c)
-            throw .connection(m)
+            let answered = PGConnection.answers(conninfo)
+            if attempt == 2 || !answered { throw .connection(m, serverAnswered: answered) }
         }
+        guard let c = made else { throw .connection("libpq could not connect") }
         conn = c
+        self.conninfo = conninfo
         self.applicationName = applicationName
         try PGConnection.configure(c, applicationName: applicationName)
     }
@@ -45,6 +57,11 @@ final class PGConnection {
 
     deinit { PQfinish(conn) }
 
+    /// Whether the server at `conninfo` answers and accepts connections (`PQping`), whoever asks:
+    /// after a failed connection, that the server refused this one (credentials, database,
+    /// `pg_hba.conf`) rather than being down, starting or shutting down.
+    static func answers(_ conninfo: String) -> Bool { PQping(conninfo) == PQPING_OK }
+
     static func message(_ p: UnsafePointer<CChar>?) -> String {
         guard let p else { return "unknown error" }
         return String(cString: p).trimmingCharacters(in: "\n ")
@@ -60,7 +77,9 @@ final class PGConnection {
         guard PQstatus(conn) != CONNECTION_OK else { return }
         prepared.removeAll()
         PQreset(conn)
-        guard PQstatus(conn) == CONNECTION_OK else { throw .connection(PGConnection.message(PQerrorMessage(conn))) }
+        guard PQstatus(conn) == CONNECTION_OK else {
+            throw .connection(PGConnection.message(PQerrorMessage(conn)), serverAnswered: PGConnection.answers(conninfo))
+        }
         try PGConnection.configure(conn, applicationName: applicationName)
     }
 

@@ -26,6 +26,9 @@ package struct PostgresError: Error, Hashable, Sendable, CustomStringConvertible
     package var sqlState: String?
     /// The source file that raised it.
     package var file: String
+    /// A ``Code/connection`` failure of a server that answers (its `PQping` is OK): the
+    /// credentials, the database, `pg_hba.conf` or TLS refused — not an outage.
+    package var serverAnswered = false
     /// The line that raised it.
     package var line: Int
 
@@ -40,9 +43,11 @@ package struct PostgresError: Error, Hashable, Sendable, CustomStringConvertible
         PostgresError(code: .configuration, message: message, sqlState: nil, file: file, line: line)
     }
 
-    /// A connection failure.
-    package static func connection(_ message: String, file: String = #fileID, line: Int = #line) -> PostgresError {
-        PostgresError(code: .connection, message: message, sqlState: nil, file: file, line: line)
+    /// A connection failure; `serverAnswered` when the server answers but refused the session.
+    package static func connection(_ message: String, serverAnswered: Bool = false, file: String = #fileID, line: Int = #line) -> PostgresError {
+        var e = PostgresError(code: .connection, message: message, sqlState: nil, file: file, line: line)
+        e.serverAnswered = serverAnswered
+        return e
     }
 
     /// A failed statement (fencing when its SQLSTATE is ``fencedSQLState``).
@@ -59,9 +64,10 @@ package struct PostgresError: Error, Hashable, Sendable, CustomStringConvertible
 extension PostgresError: StateBackendError {
     /// Whether it is ``Code/fenced``.
     package var isFenced: Bool { code == .fenced }
-    /// A connection failure, a connection exception (SQLSTATE class 08), or the server shutting
-    /// down, crashed or still starting (57P01, 57P02, 57P03).
+    /// A connection that could not be made to a server that does not answer, or was lost; a
+    /// connection exception (SQLSTATE class 08); or the server shutting down, crashed or still
+    /// starting (57P01, 57P02, 57P03). Not a session the server refused (``serverAnswered``).
     package var isUnavailable: Bool {
-        code == .connection || (sqlState.map { $0.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains($0) } ?? false)
+        (code == .connection && !serverAnswered) || (sqlState.map { $0.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains($0) } ?? false)
     }
 }

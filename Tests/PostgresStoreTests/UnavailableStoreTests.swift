@@ -41,3 +41,21 @@ import Testing
         #expect(!PostgresError.schema("newer schema").isUnavailable)
     }
 }
+
+extension UnavailableStoreTests {
+    /// A server that answers but refuses the session (a role that does not exist: the same for
+    /// a wrong password or a `pg_hba.conf` rejection) is not an outage: restarting the run
+    /// would never help.
+    @Test func aRefusedLoginIsNotUnavailable() throws {
+        let server = try PostgresServer.shared()
+        let url = try server.createDatabase()
+        let wrong = url.replacingOccurrences(of: "postgres://mw@", with: "postgres://nobody_here@")
+        #expect(wrong != url)
+        do {
+            _ = try PostgresStore(url: wrong, owner: "instance-a")
+            Issue.record("a role that does not exist was let in")
+        } catch {
+            #expect(error.code == .connection && error.serverAnswered && !isUnavailableStore(error), "\(error)")
+        }
+    }
+}
