@@ -17,10 +17,12 @@ extension PartitionSupervisor {
         log.warn(
             "partition sessions without a broker connection for a whole lease; giving up every lease so that other instances take the partitions",
             ["partitions": cut.map(String.init).joined(separator: ","), "lease_s": String(Double(leaseMs) / 1000), "broker": config.broker])
-        // Released before the run is stopped: a run cut off from its node takes nothing in and
-        // acknowledges nothing, and its commits are fenced once another instance claims, while
-        // stopping it waits on a connection to a node that may not answer (up to seconds) —
-        // which the partitions would otherwise spend without an owner that consumes them.
+        // The run is asked to stop (its partition inputs first), then the leases are released
+        // before waiting for it: its stop may wait seconds on the lost node, which the
+        // partitions would otherwise spend without an owner that consumes them. Meanwhile a
+        // commit of a partition another instance has claimed is fenced, and what the run took
+        // in and did not commit goes to the new owner, unacknowledged.
+        r.daemon.requestStop()
         do {
             try leases.release(loop.held)
             try leases.leave()
