@@ -64,6 +64,7 @@ import Testing
         let users = Array(Set(records.map(Self.user))).sorted()
         let gatewayOf = Dictionary(uniqueKeysWithValues: users.enumerated().map { ($1, $0 % 3) })
         let traffic = PacedGateways(gateways, records: records, gatewayOf: gatewayOf, acks: acks, seconds: Self.seconds)
+        defer { traffic.stop() }
         let at = { (fraction: Double) in { traffic.published >= Int(Double(records.count) * fraction) } }
         #expect(eventually(timeout: 600, at(0.25)))
         c.signal(SIGKILL)
@@ -99,7 +100,7 @@ import Testing
         let live = nodeReturns ? ["a", "b"] : ["a"]
         #expect(eventually(timeout: 60) { live.map(leases).reduce(0, +) == 8 }, "\(logs())")
         let outageEnd = Date()
-        traffic.wait()
+        #expect(traffic.wait(timeout: Self.seconds + 300), "the gateways did not publish the cohort")
         // Progress is measured while there is traffic: up to the backlog's end, before any re-send
         // (a partition caught up waits for traffic, and is not stalled).
         acks.settle()
@@ -164,8 +165,10 @@ import Testing
 /// records, as docs/mqtt-api.md describes a gateway: a user's messages in order; while its
 /// connection is down it holds them, and once connected again (to its node back, or to another)
 /// it first re-sends what the acknowledgements do not cover yet, in order.
+/// (`@unchecked Sendable`: every mutable property is read and written under `lock`.)
 final class PacedGateways: @unchecked Sendable {
     private let lock = NSLock()
+    private var stopped = false
     private var gateways: [MQTTRecorder]
     private let gatewayOf: [String: Int]
     private var counts: [Int]
@@ -187,7 +190,7 @@ final class PacedGateways: @unchecked Sendable {
                 for (n, i) in mine.enumerated() {
                     let wait = start.addingTimeInterval(seconds * Double(i) / Double(records.count)).timeIntervalSinceNow
                     if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
-                    while true {
+                    while !lock.withLock({ stopped }) {
                         let r = lock.withLock { self.gateways[g] }
                         let now = (ObjectIdentifier(r), r.connectionCount)
                         if now != seen {
@@ -219,8 +222,14 @@ final class PacedGateways: @unchecked Sendable {
     /// Gateway `i` connects elsewhere.
     func move(_ i: Int, to recorder: MQTTRecorder) { lock.withLock { gateways[i] = recorder } }
 
-    /// Waits until the whole cohort is published.
-    func wait() { for _ in gateways.indices { done.wait() } }
+    /// Waits until the whole cohort is published; false if it was not within `timeout` seconds.
+    func wait(timeout: Double) -> Bool {
+        let deadline = DispatchTime.now() + timeout
+        return (0..<lock.withLock { gateways.count }).allSatisfy { _ in done.wait(timeout: deadline) == .success }
+    }
+
+    /// Ends the gateways' threads (one waiting for its connection gives up).
+    func stop() { lock.withLock { stopped = true } }
 }
 
 /// A gateway's half of the acknowledgement protocol for the whole cohort (docs/mqtt-api.md): each
