@@ -11,8 +11,12 @@
 # messages the instances applied (their mobilityd_messages_received_total: all of them) and
 # the CPU per message of the instances, of nats-server and of PostgreSQL (utime+stime from
 # /proc) and their sum, and the machine's load: on a shared 2-core machine these bound nothing
-# but themselves. Everything it starts is stopped by PID.
-#   scripts/bench-intake.sh     USERS=50 DAYS=20 SAMPLES=20 P=8 INSTANCES=1 BUILD=release INTAKES="mqtt jetstream"
+# but themselves. NODES=3 runs each intake on a three-node cluster (stream_replicas: 3, the
+# instances spread over the nodes, nats-server's CPU summed over the three). The intake
+# `mosquitto` is the single-node daemon for comparison: one mobilityd (no --partitions, its
+# SQLite store) on a private mosquitto, done when it has received every message; its broker's
+# CPU is in the nats-server column. Everything it starts is stopped by PID.
+#   scripts/bench-intake.sh     USERS=50 DAYS=20 SAMPLES=20 P=8 INSTANCES=1 NODES=1 BUILD=release INTAKES="mqtt jetstream mosquitto"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 users=${USERS:-50}
@@ -22,6 +26,7 @@ parts=${P:-8}
 n=${INSTANCES:-1}
 build=${BUILD:-release}
 intakes=${INTAKES:-mqtt jetstream}
+nodes=${NODES:-1}
 lease=${LEASE:-4}
 swift build -c "$build" --product mobilityd >/dev/null
 swift build -c "$build" --product mobility-sim >/dev/null
@@ -55,35 +60,77 @@ psql_() { "$pgbin/psql" -X -q -A -t -h 127.0.0.1 -p "$pgport" -U mw -d "$@"; }
 
 "$bin/mobility-sim" population --users "$users" --days "$days" --samples-per-message "$samples" -o "$work/traffic.jsonl" >/dev/null
 messages=$(wc -l <"$work/traffic.jsonl")
-echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) before; $messages messages ($users users x $days days, $samples samples a message), P=$parts, $n instance(s), --lease $lease, $build build"
+echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) before; $messages messages ($users users x $days days, $samples samples a message), P=$parts, $n instance(s), $nodes NATS node(s), --lease $lease, $build build"
 printf '%-10s %8s %8s %8s %17s %12s %16s %14s %6s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load
 for intake in $intakes; do
+  if [ "$intake" = mosquitto ]; then
+    mq=$(free_port); mp=$(free_port)
+    printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nmax_inflight_messages 0\n%s\n' "$mq" "$( [ "$(id -u)" = 0 ] && echo 'user root')" >"$work/m.conf"
+    /usr/sbin/mosquitto -c "$work/m.conf" >"$work/mosquitto.log" 2>&1 &
+    mqpid=$!; pids+=("$mqpid")
+    for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$mq") 2>/dev/null && break; sleep 0.1; done
+    "$bin/mobilityd" --broker "mqtt://127.0.0.1:$mq" --rules rules --state "$work/state-mosquitto" --clock event \
+      --metrics-address "127.0.0.1:$mp" --publish-series false --log-level info >"$work/mw-mosquitto.log" 2>&1 &
+    d=$!; pids+=("$d")
+    metric() { curl -s "http://127.0.0.1:$mp/metrics" | awk -v m="$1" '$1 == m || index($1, m "{") == 1 {s += $2} END {printf "%d", s + 0}'; }
+    received() { metric mobilityd_messages_received_total; }
+    for _ in $(seq 300); do [ "$(metric mobilityd_broker_subscribed)" -ge 1 ] && break; sleep 0.1; done
+    before=$(ticks "$d"); nb=$(ticks "$mqpid")
+    t0=$(date +%s.%N)
+    "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mq" >/dev/null
+    # Done when every message is received, applied and committed (nothing queued, no output uncommitted).
+    for _ in $(seq 36000); do
+      [ "$(received)" -ge "$messages" ] && [ "$(metric mobilityd_queue_depth)" = 0 ] && [ "$(metric mobilityd_outputs_uncommitted)" = 0 ] && break
+      sleep 0.05
+    done
+    t1=$(date +%s.%N)
+    after=$(ticks "$d"); na=$(ticks "$mqpid")
+    awk -v applied="$(received)" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v hz="$hz" \
+      -v load="$(cut -d' ' -f1 /proc/loadavg)" \
+      'BEGIN { w = t1 - t0; printf "%-10s %8.0f %8.1f %8d %17.3f %12.3f %16s %14.3f %6s\n", "mosquitto", m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, "-", (c + nc) * 1000 / hz / m, load }'
+    kill -TERM "$d" 2>/dev/null || true; wait "$d" 2>/dev/null || true
+    kill -TERM "$mqpid" 2>/dev/null || true; wait "$mqpid" 2>/dev/null || true
+    continue
+  fi
   db=intake_$intake
   psql_ postgres -c "CREATE DATABASE $db"
-  nd=$work/nats-$intake; mkdir -p "$nd"
-  cport=$(free_port); mport=$(free_port); hport=$(free_port)
-  {
-    echo "server_name: s-$intake"; echo "listen: 127.0.0.1:$cport"; echo "http: 127.0.0.1:$hport"; echo "jetstream { store_dir: \"$nd/js\" }"
-    if [ "$intake" = mqtt ]; then
-      echo "mqtt { listen: 127.0.0.1:$mport, max_ack_pending: 1, ack_wait: \"2s\" }"  # required by MQTT sessions (deploy/nats-node.conf)
-    else
-      echo "mqtt { listen: 127.0.0.1:$mport }"  # NATS's defaults
-    fi
-    echo "mappings = {"
-    for k in samples events deletions profile; do
-      echo "  \"mobility.v1.users.*.$k\": \"part.{{partition($parts,1)}}.mobility.v1.users.{{wildcard(1)}}.$k\""
-    done
-    echo "}"
-  } >"$nd/n.conf"
-  /usr/sbin/nats-server -c "$nd/n.conf" >"$nd/log" 2>&1 &
-  natspid=$!; pids+=("$natspid")
-  for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$mport") 2>/dev/null && break; sleep 0.1; done
+  cports=(); mports=(); hports=(); rports=(); natspids=()
+  for j in $(seq "$nodes"); do cports+=("$(free_port)"); mports+=("$(free_port)"); hports+=("$(free_port)"); rports+=("$(free_port)"); done
+  for j in $(seq 0 $((nodes - 1))); do
+    nd=$work/nats-$intake-$j; mkdir -p "$nd"
+    {
+      echo "server_name: s-$intake-$j"; echo "listen: 127.0.0.1:${cports[$j]}"; echo "http: 127.0.0.1:${hports[$j]}"; echo "jetstream { store_dir: \"$nd/js\" }"
+      if [ "$nodes" -gt 1 ]; then
+        echo "cluster { name: bench-$intake, listen: 127.0.0.1:${rports[$j]}, routes: ["
+        for r in "${rports[@]}"; do echo "  nats-route://127.0.0.1:$r"; done
+        echo "] }"
+      fi
+      if [ "$intake" = mqtt ]; then
+        echo "mqtt { listen: 127.0.0.1:${mports[$j]}, stream_replicas: $nodes, max_ack_pending: 1, ack_wait: \"2s\" }"  # required by MQTT sessions (deploy/nats-node.conf)
+      else
+        echo "mqtt { listen: 127.0.0.1:${mports[$j]}, stream_replicas: $nodes }"  # NATS's consumer defaults
+      fi
+      echo "mappings = {"
+      for k in samples events deletions profile; do
+        echo "  \"mobility.v1.users.*.$k\": \"part.{{partition($parts,1)}}.mobility.v1.users.{{wildcard(1)}}.$k\""
+      done
+      echo "}"
+    } >"$nd/n.conf"
+    /usr/sbin/nats-server -c "$nd/n.conf" >"$nd/log" 2>&1 &
+    natspids+=($!); pids+=($!)
+  done
+  for j in $(seq 0 $((nodes - 1))); do
+    # The MQTT listener opens once JetStream is up (mobilityd waits for a fit broker itself).
+    for _ in $(seq 600); do (echo >/dev/tcp/127.0.0.1/"${mports[$j]}") 2>/dev/null && break; sleep 0.1; done
+  done
+  nats_ticks() { local t=0; for q in "${natspids[@]}"; do t=$((t + $(ticks "$q"))); done; echo "$t"; }
+  mport=${mports[0]}; hport=${hports[0]}
   inst=(); metrics=()
   for i in $(seq "$n"); do
-    mp=$(free_port); metrics+=("$mp")
-    "$bin/mobilityd" --broker "mqtt://127.0.0.1:$mport" --rules rules --state "$work/state-$intake-$i" --clock event --instance "i$i" \
+    mp=$(free_port); metrics+=("$mp"); j=$(((i - 1) % nodes))
+    "$bin/mobilityd" --broker "mqtt://127.0.0.1:${mports[$j]}" --rules rules --state "$work/state-$intake-$i" --clock event --instance "i$i" \
       --metrics-address "127.0.0.1:$mp" --publish-series false --log-level info \
-      --store "postgres://mw@127.0.0.1:$pgport/$db" --partitions "$parts" --lease "$lease" --nats "nats://127.0.0.1:$cport" \
+      --store "postgres://mw@127.0.0.1:$pgport/$db" --partitions "$parts" --lease "$lease" --nats "nats://127.0.0.1:${cports[$j]}" \
       --intake "$intake" >"$work/mw-$intake-$i.log" 2>&1 &
     inst+=($!); pids+=($!)
   done
@@ -96,22 +143,43 @@ for intake in $intakes; do
   done
   sleep $((lease)) # one more lease: no rebalance under way (not a test)
   before=0; for p in "${inst[@]}"; do before=$((before + $(ticks "$p"))); done
-  nb=$(ticks "$natspid"); pb=$(pg_ticks)
+  nb=$(nats_ticks); pb=$(pg_ticks)
   t0=$(date +%s.%N)
   "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mport" >/dev/null
-  # Done when the stream holds nothing unacknowledged for any consumer (interest retention: a
-  # message leaves $MQTT_msgs once every consumer that wants it acknowledged it).
-  for _ in $(seq 36000); do
-    left=$(curl -s "http://127.0.0.1:$hport/jsz?streams=true" | python3 -c '
+  # Done when every message is committed. The MQTT sessions: when `$MQTT_msgs` holds nothing
+  # (interest retention: a message leaves once every consumer that wants it acknowledged it).
+  # The JetStream intake: when the partitions' consumers hold nothing undelivered or
+  # unacknowledged, each as its leader counts it (a follower's count lags; with three replicas
+  # the stream may keep outputs no consumer of ours wants). The publisher has returned by then,
+  # so every message is in the stream.
+  left() {
+    for j in $(seq 0 $((nodes - 1))); do
+      curl -s "http://127.0.0.1:${hports[$j]}/jsz?accounts=true&streams=true&consumers=true" | python3 -c '
 import json, sys
+intake, me = sys.argv[1], sys.argv[2]
 d = json.load(sys.stdin)
-print(sum(s["state"]["messages"] for a in d.get("account_details", []) for s in a.get("stream_detail", []) if s["name"] == "$MQTT_msgs"))' 2>/dev/null || echo 1)
-    [ "$left" = 0 ] && break
+left = 0
+for a in d.get("account_details", []):
+    for s in a.get("stream_detail", []):
+        if s["name"] != "$MQTT_msgs": continue
+        if intake == "mqtt":
+            left += s["state"]["messages"]
+            continue
+        for c in s.get("consumer_detail") or []:
+            leader = (c.get("cluster") or {}).get("leader")
+            if c["name"].startswith("mobilityd-part-") and leader in (None, me):
+                left += c["num_pending"] + c["num_ack_pending"]
+print(left)' "$intake" "s-$intake-$j" 2>/dev/null || echo 1
+      [ "$intake" = mqtt ] && break  # one node's count of the stream is enough
+    done | awk '{s += $1} END {print s + 0}'
+  }
+  for _ in $(seq 36000); do
+    [ "$(left)" = 0 ] && break
     sleep 0.05
   done
   t1=$(date +%s.%N)
   after=0; for p in "${inst[@]}"; do after=$((after + $(ticks "$p"))); done
-  na=$(ticks "$natspid"); pa=$(pg_ticks)
+  na=$(nats_ticks); pa=$(pg_ticks)
   applied=0
   for mp in "${metrics[@]}"; do
     v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_messages_received_total/ {s += $2} END {print s + 0}')
@@ -122,5 +190,5 @@ print(sum(s["state"]["messages"] for a in d.get("account_details", []) for s in 
     'BEGIN { w = t1 - t0; printf "%-10s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load }'
   for p in "${inst[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${inst[@]}"; do wait "$p" 2>/dev/null || true; done
-  kill -TERM "$natspid" 2>/dev/null || true; wait "$natspid" 2>/dev/null || true
+  for q in "${natspids[@]}"; do kill -TERM "$q" 2>/dev/null || true; wait "$q" 2>/dev/null || true; done
 done
