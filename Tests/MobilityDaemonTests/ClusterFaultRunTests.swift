@@ -59,8 +59,8 @@ import Testing
         defer { progress.stop() }
 
         // The gateways publish at an even pace through the faults, each user's traffic on the
-        // gateway of the node its index falls on; a gateway whose node is down drops the publish
-        // (its re-send covers it later).
+        // gateway of the node its index falls on; a gateway whose node is down holds its users'
+        // messages and, connected again, first re-sends what the acknowledgements do not cover.
         let users = Array(Set(records.map(Self.user))).sorted()
         let gatewayOf = Dictionary(uniqueKeysWithValues: users.enumerated().map { ($1, $0 % 3) })
         let traffic = PacedGateways(gateways, records: records, gatewayOf: gatewayOf, acks: acks, seconds: Self.seconds)
@@ -213,7 +213,7 @@ final class PacedGateways: @unchecked Sendable {
     /// Records published so far.
     var published: Int { lock.withLock { counts.reduce(0, +) } }
 
-    /// Publishes `r` on its user's gateway; dropped while that gateway is disconnected.
+    /// Publishes `r` on its user's gateway now (a re-send); dropped while that gateway is disconnected.
     func publish(_ r: TrafficRecord) {
         let g = lock.withLock { gateways[gatewayOf[ClusterFaultRunTests.user(r)]!] }
         try? g.publish(r.topic, String(decoding: r.payload, as: UTF8.self))
