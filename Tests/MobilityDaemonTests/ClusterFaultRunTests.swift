@@ -128,7 +128,7 @@ import Testing
             "\(String(format: "%.1f", s.seconds)) s (partition \(s.partition) from \(String(format: "%.1f", s.from)) s)"
         }
         print(
-            "cluster fault run (node \(nodeReturns ? "returns" : "lost for good")): \(records.count) messages, \(expected.count) alerts exact, "
+            "cluster fault run (node \(nodeReturns ? "returns" : "lost for good")): \(records.count) messages, \(expected.count) alerts expected, "
                 + "\(rounds) re-send rounds; a partition's longest stall before the node's loss \(f(before)), from it \(f(loss)); "
                 + "instance killed at \(t(instanceKilled)) s, node killed at \(t(nodeKilled)) s\(nodeBack.map { ", back at \(t($0)) s" } ?? ""), "
                 + "database stopped at \(t(outage)) s, leases held again at \(t(outageEnd)) s")
