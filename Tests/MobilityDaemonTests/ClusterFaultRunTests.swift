@@ -93,9 +93,13 @@ import Testing
             #expect(eventually(timeout: 60) { leases("a") + leases("b") == 8 && leases("b") > 0 }, "\(logs())")
         }
         #expect(eventually(timeout: 600, at(0.8)))
+        // Down until the leases have lapsed: four failed heartbeats of the instance on node 0
+        // (one every lease / 3), whether or not a run was under way to stop.
+        let failedBeats = { PartitionFailoverTests.lines(a, "partition heartbeat failed") }
+        let beatsBefore = failedBeats()
         let outage = Date()
         server.stop()
-        #expect(eventually(timeout: 20) { a.log.contains("partition leases expired unrenewed") }, "\(logs())")
+        #expect(eventually(timeout: 30) { failedBeats() >= beatsBefore + 4 }, "\(logs())")
         try server.start()
         let live = nodeReturns ? ["a", "b"] : ["a"]
         #expect(eventually(timeout: 60) { live.map(leases).reduce(0, +) == 8 }, "\(logs())")
