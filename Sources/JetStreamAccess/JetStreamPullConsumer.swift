@@ -8,7 +8,7 @@ import Foundation
 /// its own position). Its settings are the server's defaults otherwise.
 ///
 /// Sendability: one thread fetches and acknowledges at a time (the owner's); the subscription
-/// pointer is set once in `init` and released in `deinit`.
+/// pointer is set once in `init` and given back to the connection in `deinit`.
 package final class JetStreamPullConsumer: @unchecked Sendable {
     /// A message fetched, copied out of libnats's.
     package struct Message: Sendable, Equatable {
@@ -111,7 +111,35 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
 
     /// Up to `max` messages, in stream order, waiting at most `timeoutMs` for the first; empty
     /// when none came in time.
+    ///
+    /// Messages already waiting on the subscription (the server's late answer to an earlier
+    /// fetch's request, which arrived after that fetch returned) are taken first, one fetch of one
+    /// message each: libnats 3.4 (Debian 12) writes past the end of its message array when a
+    /// fetch finds more than half its batch waiting and more arrives (it asks the server for the
+    /// batch less what waited, then reads until the count equals that smaller number: fixed in
+    /// libnats 3.9). A fetch of one takes a waiting message without asking the server for more.
     package func fetch(max: Int, timeoutMs: Int64) throws(JetStreamFailure) -> [Message] {
+        guard waiting > 0 else { return try fetchBatch(max, timeoutMs: timeoutMs) }
+        var out: [Message] = []
+        while out.count < max, waiting > 0 {
+            let one = try fetchBatch(1, timeoutMs: timeoutMs)
+            if one.isEmpty { break }
+            out += one
+        }
+        return out
+    }
+
+    /// Messages waiting on the subscription, fetched by no one yet.
+    package var waiting: Int {
+        var msgs: Int32 = 0, bytes: Int32 = 0
+        return natsSubscription_GetPending(sub, &msgs, &bytes) == NATS_OK ? Int(msgs) : 0
+    }
+
+    /// The subject the server delivers this subscription's messages to (the answers to its fetches).
+    package var inbox: String { natsSubscription_GetSubject(sub).map { String(cString: $0) } ?? "" }
+
+    /// One `natsSubscription_Fetch` of up to `max` messages.
+    private func fetchBatch(_ max: Int, timeoutMs: Int64) throws(JetStreamFailure) -> [Message] {
         var list = natsMsgList()
         var code = jsErrCode(0)
         let s = natsSubscription_Fetch(&list, sub, Int32(max), timeoutMs, &code)
@@ -164,7 +192,9 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     }
 
     deinit {
-        // Unbinds without deleting the durable consumer (it keeps the stream's messages for the next owner).
-        natsSubscription_Destroy(sub)
+        // Unbinds without deleting the durable consumer (it keeps the stream's messages for the
+        // next owner): the server stops delivering to it now; its memory is freed only once the
+        // connection is closed (``NATSConnection/retire(_:)``).
+        connection.retire(sub)
     }
 }

@@ -63,6 +63,21 @@ package final class NATSConnection: @unchecked Sendable {
     /// with an error, and nothing more is sent (the pointers stay valid until deinit).
     package func close() { natsConnection_Close(nc) }
 
+    /// Subscriptions unsubscribed and not yet freed (``retire(_:)``), under `retiredLock`.
+    private var retired: [OpaquePointer] = []
+    private let retiredLock = NSLock()
+
+    /// Unsubscribes `sub` now and frees it once the connection is closed. libnats 3.4 (Debian 12)
+    /// lets the connection's reader thread hold a subscription it looked up without a reference
+    /// while another thread frees it (fixed in libnats 3.6.1): a subscription freed while its
+    /// connection reads could have the reader write a message into freed memory. Unsubscribed,
+    /// the reader drops what still arrives for it; closing the connection joins the reader.
+    func retire(_ sub: OpaquePointer?) {
+        guard let sub else { return }
+        _ = natsSubscription_Unsubscribe(sub)
+        retiredLock.withLock { retired.append(sub) }
+    }
+
     /// The names of the consumers of `stream` (empty for a stream without any).
     package func consumerNames(stream: String) throws(JetStreamFailure) -> [String] {
         var list: UnsafeMutablePointer<jsConsumerNamesList>?
@@ -101,8 +116,17 @@ package final class NATSConnection: @unchecked Sendable {
         return StreamState(lastSequence: si?.pointee.State.LastSeq ?? 0, created: si?.pointee.Created ?? 0)
     }
 
+    /// Sends `payload` to `subject` with `reply` as its reply subject, without waiting for an answer.
+    package func publish(subject: String, reply: String, payload: String) throws(JetStreamFailure) {
+        try JetStreamFailure.check(natsConnection_PublishRequestString(nc, subject, reply, payload), "cannot publish to \(subject)")
+    }
+
     deinit {
         jsCtx_Destroy(js)
+        // Closed first: that joins the reader thread, after which the retired subscriptions
+        // can be freed (each holds a reference to the connection, released as it is).
+        natsConnection_Close(nc)
+        for sub in retired { natsSubscription_Destroy(sub) }
         natsConnection_Destroy(nc)
     }
 }

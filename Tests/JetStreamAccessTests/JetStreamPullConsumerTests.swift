@@ -91,6 +91,35 @@ import Testing
         #expect(sixth.map(\.sequence) == [got[4].sequence + 1])
     }
 
+    /// Messages already waiting on the subscription when a fetch begins (the server's late answer
+    /// to an earlier fetch that returned before it came) are taken first, and a fetch never hands
+    /// out more than it was asked for. libnats 3.4's fetch, finding more than half its batch
+    /// waiting, asks the server for the rest and then reads until its count equals that rest —
+    /// past the end of its array when more arrives meanwhile. Made here with requests of our own
+    /// to the subscription's inbox: 300 messages waiting, a fetch of at most 400, and 300 more
+    /// delivered to the inbox (by a second consumer) while it would still be reading.
+    @Test func messagesWaitingOnTheSubscriptionAreTakenFirstAndNeverMoreThanAsked() throws {
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let connection = try Self.connect(nats), other = try Self.connect(nats)
+        let c = try JetStreamPullConsumer(connection: connection, stream: "$MQTT_msgs", name: "test-w", filter: Self.allPartitions, startSequence: 1)
+        let x = try JetStreamPullConsumer(connection: other, stream: "$MQTT_msgs", name: "test-x", filter: Self.allPartitions, startSequence: 1)
+        let payloads = (1...700).map { "{\"n\":\($0)}" }
+        try Self.publish(nats, topic: "mobility/v1/users/u1/samples", payloads)
+        #expect(c.inbox.hasPrefix("_INBOX."), "\(c.inbox)")
+        try other.publish(subject: "$JS.API.CONSUMER.MSG.NEXT.$MQTT_msgs.test-w", reply: c.inbox, payload: #"{"batch":300,"expires":10000000000}"#)
+        #expect(eventually(timeout: 10) { c.waiting == 300 }, "waiting: \(c.waiting)")
+        let late = Thread {
+            usleep(300_000)
+            try? other.publish(subject: "$JS.API.CONSUMER.MSG.NEXT.$MQTT_msgs.test-x", reply: c.inbox, payload: #"{"batch":300,"expires":10000000000}"#)
+        }
+        late.start()
+        let first = try c.fetch(max: 400, timeoutMs: 2000)
+        #expect(first.count <= 400)
+        #expect(first.map(\.delivery) == Array(1...300), "\(first.count) messages")
+        #expect(first.map { String(decoding: $0.payload, as: UTF8.self) } == Array(payloads[..<300]))
+        _ = x
+    }
+
     /// A stream that does not exist is a failure that names it, not a crash.
     @Test func aMissingStreamIsNamed() throws {
         let nats = try NATSCluster(size: 1, partitions: 4)
