@@ -85,9 +85,15 @@ final class PublisherService: Service {
 
     func start() {}
 
+    /// Waits (at most 5 s) for the broker to answer what is in flight, so that the outbox keeps
+    /// only what was not delivered — while the publisher is connected: a disconnected one has
+    /// nothing to wait for (what it did not deliver stays in the outbox for the next run), and
+    /// waiting out the bound would hold up a run stopped to hand its partitions over.
     func stop() {
         let deadline = clock.uptimeNanoseconds() + 5_000_000_000
-        while (acks.inFlight > 0 || sink.backlog > 0 || sink.acknowledgementsUnanswered > 0) && clock.uptimeNanoseconds() < deadline {
+        while publisher.isConnected, acks.inFlight > 0 || sink.backlog > 0 || sink.acknowledgementsUnanswered > 0,
+            clock.uptimeNanoseconds() < deadline
+        {
             if sink.backlog > 0 { _ = sink.publish([]) }
             sink.retryAcknowledgements()
             usleep(10_000)

@@ -101,8 +101,10 @@ package final class PartitionSupervisor: Sendable {
             if loop.run == nil, !loop.held.isEmpty, !termination.isRequested, loop.lastRenewal > loop.storeFailedAt { startRun(&loop, count: p.count) }
             _ = wake.wait(timeout: .now() + .milliseconds(p.heartbeatMs))
         }
-        stopRun(&loop)
-        if let r = loop.run { loop.exitCode = r.code.load(ordering: .relaxed) }
+        if let r = loop.run {
+            stopRun(&loop, renewing: leases)
+            loop.exitCode = r.code.load(ordering: .relaxed)
+        }
         try? leases.release(loop.held)
         try? leases.leave()
         log.info("stopped", ["exit_code": String(loop.exitCode)])
@@ -115,11 +117,20 @@ package final class PartitionSupervisor: Sendable {
         log.info("shutting down", ["signal": signal == SIGTERM ? "SIGTERM" : "SIGINT"])
     }
 
-    /// Stops the run under way, if any, and waits for it.
-    func stopRun(_ loop: inout Loop) {
+    /// Stops the run under way, if any, and waits for it; with `leases`, renewing the held ones
+    /// every heartbeat meanwhile. A run's stop can take longer than a lease (its publisher waits
+    /// for the broker's answers, its shards commit what they hold): leases lapsing then would
+    /// have another instance claim the partitions and fence the stopping run's last commits, and
+    /// the two instances could go on taking each other's partitions at every stop.
+    func stopRun(_ loop: inout Loop, renewing leases: PartitionLeases? = nil) {
         guard let r = loop.run else { return }
         r.daemon.requestStop()
-        r.done.wait()
+        let every = config.partitioning?.heartbeatMs ?? 1000
+        while r.done.wait(timeout: .now() + .milliseconds(every)) == .timedOut {
+            guard let leases else { continue }
+            let sent = clock.uptimeNanoseconds()
+            if let (_, kept) = try? leases.heartbeat(holding: loop.held) { (loop.lastRenewal, loop.held) = (sent, kept) }
+        }
         current.withLock { $0 = nil }
         loop.run = nil
     }
@@ -136,8 +147,8 @@ package final class PartitionSupervisor: Sendable {
                 log.warn(
                     "partition leases lost; stopping their processing",
                     ["lost": Set(loop.held).subtracting(kept).map { String($0.partition) }.sorted().joined(separator: ",")])
-                stopRun(&loop)
                 loop.held = kept
+                stopRun(&loop, renewing: leases)
             }
             // The first beat only announces this instance, so that instances starting together
             // count each other before claiming.
@@ -145,7 +156,7 @@ package final class PartitionSupervisor: Sendable {
             switch rule.decide(held: loop.held.map(\.partition), live: live) {
             case .keep: break
             case .release(let ps):
-                stopRun(&loop)
+                stopRun(&loop, renewing: leases)
                 let gone = loop.held.filter { ps.contains($0.partition) }
                 try leases.release(gone)
                 loop.held.removeAll { ps.contains($0.partition) }
@@ -153,8 +164,8 @@ package final class PartitionSupervisor: Sendable {
             case .claim(let n):
                 let got = try leases.claim(n)
                 guard !got.isEmpty else { return }
-                stopRun(&loop)
                 loop.held = (loop.held + got).sorted { $0.partition < $1.partition }
+                stopRun(&loop, renewing: leases)
                 log.info(
                     "partitions claimed",
                     [

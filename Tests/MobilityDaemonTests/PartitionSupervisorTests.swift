@@ -50,6 +50,25 @@ import Testing
         #expect(Self.live(server, database) == 0, "the leases are released at once, not left to lapse")
     }
 
+    /// A run whose stop takes longer than a lease (its publisher waiting for the broker, its
+    /// shards' last commits) keeps its leases meanwhile: the supervisor renews them while it
+    /// waits, so no other instance claims the partitions and fences the run's last commits.
+    @Test func leasesAreRenewedWhileARunTakesLongerThanALeaseToStop() throws {
+        let manual = ShardTests.ManualClock(wallMs: 1_775_048_400_000, step: 0)
+        var (supervisor, loop, leases, server, database) = try Self.holding(clock: manual.clock)
+        let slow = Run(daemon: Daemon(configuration: DaemonConfiguration(), clock: manual.clock))
+        loop.run = slow
+        let stopping = Thread {
+            usleep(UInt32(Self.leaseMs) * 1_500)  // a lease and a half
+            slow.done.signal()
+        }
+        stopping.start()
+        supervisor.stopRun(&loop, renewing: leases)
+        #expect(loop.run == nil)
+        #expect(loop.held.count == 4)
+        #expect(Self.live(server, database) == 4, "the leases lapsed while the run stopped")
+    }
+
     /// A heartbeat the database does not answer stops the run once the leases went a whole
     /// lease unrenewed on the supervisor's clock, not before.
     @Test func failedHeartbeatsStopTheRunAfterAWholeLeaseOnTheClock() throws {
