@@ -30,6 +30,29 @@ struct CommandScope: Sendable {
         return p.owned.contains(p.partition(of: user))
     }
 
+    /// Whether this run publishes `topic`, an output committed and not yet delivered (the
+    /// outbox, at the run's start): one about a user — `{root}/users/{user}/…`,
+    /// `{root}/teams/{team}/users/{user}/…`, `{root}/fhir/users/{user}/…` — is the run's that owns
+    /// the user's partition, so that each is published once, by the instance whose users it is
+    /// about; any other (a team's silences, the audit) every run's, as a run that committed it
+    /// may never start again.
+    func publishes(output topic: String, root: String) -> Bool {
+        guard let p = partitions, topic.hasPrefix(root + "/") else { return true }
+        let s = topic.dropFirst(root.utf8.count + 1).split(separator: "/", maxSplits: 5, omittingEmptySubsequences: false)
+        let user: Substring? =
+            if s.count > 1, s[0] == "users" {
+                s[1]
+            } else if s.count > 2, s[0] == "fhir", s[1] == "users" {
+                s[2]
+            } else if s.count > 3, s[0] == "teams", s[2] == "users" {
+                s[3]
+            } else {
+                nil
+            }
+        guard let user else { return true }
+        return p.owned.contains(p.partition(of: String(user)))
+    }
+
     /// Whether this run decides `team`'s silences and answers its unattributable commands; `nil`:
     /// a command topic whose team segment is not an id (decided by partition 0's owner).
     func decides(team: String?) -> Bool {

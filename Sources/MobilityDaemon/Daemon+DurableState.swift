@@ -56,7 +56,10 @@ extension Daemon {
         }
         return .ready(
             RestoredState(
-                store: opened.store, users: opened.users, outbox: opened.outbox, program: opened.program, journal: journal, findings: findings,
+                store: opened.store, users: opened.users,
+                // Another instance's partitions' outputs are its runs' to publish (each run would otherwise publish everyone's).
+                outbox: opened.outbox.filter { CommandScope(partitions: claimed?.partitions).publishes(output: $0.topic, root: layout.root) },
+                program: opened.program, journal: journal, findings: findings,
                 committedThrough: committedThrough))
     }
 

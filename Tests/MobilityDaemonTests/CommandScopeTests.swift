@@ -1,3 +1,4 @@
+import MobilityWire
 import Testing
 
 import struct StateStore.PartitionSet
@@ -26,5 +27,29 @@ import struct StateStore.PartitionSet
         }
         #expect(scopes.indices.filter { scopes[$0].decides(team: nil) }.count == 1)
         #expect(scopes.allSatisfy { $0.isPartitioned })
+    }
+
+    /// The outputs left in the outbox at a run's start: one about a user (on the user's topics,
+    /// a team's copy, its FHIR copy) is published by exactly one of the instances, the owner of
+    /// the user's partition; any other (a team's silences, the audit, another root's) by each.
+    @Test func outputsAboutAUserArePublishedByItsOwnerOnly() {
+        let shares = [[0, 3, 6], [1, 4, 7], [2, 5]]
+        let scopes = shares.map { CommandScope(partitions: PartitionSet(count: 8, owned: $0)) }
+        let layout = TopicLayout()
+        for user in (0..<100).map({ "user-\($0)" }) {
+            let about = [
+                layout.alert(user, rule: "stalled_recovery"), layout.series(user), layout.rejected(user), layout.acks(user),
+                "mobility/v1/teams/physio-north/users/\(user)/alerts/stalled_recovery", "mobility/v1/fhir/users/\(user)/Flag/f-1"
+            ]
+            for topic in about {
+                let publishers = scopes.indices.filter { scopes[$0].publishes(output: topic, root: layout.root) }
+                #expect(publishers.count == 1 && scopes[publishers[0]].owns(user: user), "\(topic): \(publishers)")
+            }
+        }
+        for topic in ["mobility/v1/audit", "mobility/v1/teams/physio-north/silences/s-1", "mobility/v1/rejected", "other/users/x/alerts/y", "mobility/v1/users"]
+        {
+            #expect(scopes.allSatisfy { $0.publishes(output: topic, root: layout.root) }, "\(topic)")
+        }
+        #expect(CommandScope.everything.publishes(output: layout.series("jamie"), root: layout.root))
     }
 }
