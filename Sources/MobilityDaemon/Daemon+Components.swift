@@ -41,8 +41,11 @@ extension Daemon {
         let consoleSessions: ConsoleSessions?
     }
 
-    /// A part of the run could not be made; why is logged.
-    struct ComponentFailure: Error {}
+    /// A part of the run could not be made; why is logged. `store`: what the state store
+    /// answered, when reading it failed.
+    struct ComponentFailure: Error {
+        var store: StoreStartFailure?
+    }
 
     /// Builds every part of a run, in dependency order: the publisher and its sink, the staff
     /// desks (restored from the store), the shards, the decode stage, the inbound router and the
@@ -116,17 +119,15 @@ extension Daemon {
         let publishNow: @Sendable (String, [UInt8]) -> Void = { sink.publishUntracked(topic: $0, payload: $1, retain: false) }
         let desk = AcknowledgementDesk(layout: layout, store: store, sink: sink, teams: careTeams, log: log, scope: scope, publishNow: publishNow)
         do { try desk.restore() } catch {
-            storeReadFailed(error)
             log.error("cannot read the acknowledgements", ["error": "\(error)"])
-            throw ComponentFailure()
+            throw ComponentFailure(store: StoreStartFailure(error))
         }
         let silences = SilenceDesk(
             layout: layout, store: store, sink: sink, teams: careTeams, log: log, scope: scope, labelNames: { [reloader] in reloader.labelNames },
             publishNow: publishNow)
         do { try silences.restore() } catch {
-            storeReadFailed(error)
             log.error("cannot read the silences", ["error": "\(error)"])
-            throw ComponentFailure()
+            throw ComponentFailure(store: StoreStartFailure(error))
         }
         let timelines = TimelineDesk(
             layout: layout, teams: careTeams, log: log, scope: scope, defaultCalendar: config.engine.defaultCalendar, publishNow: publishNow)

@@ -26,7 +26,11 @@ extension Daemon {
     /// reason logged). With `--rebuild-store` an SQLite store that cannot be opened or read is
     /// moved aside and a new one rebuilt from the journal.
     func restoreState(current program: Program) -> Restore {
-        guard let opened = openAndRead(current: program) else { return .refused(1) }
+        let opened: OpenedStore
+        switch openAndRead(current: program) {
+        case .success(let o): opened = o
+        case .failure(let f): return f.restore
+        }
         let directory = config.state + "/journal"
         let found = IngestJournal.inspect(directory)
         var vouched = Vouched(findings: [], numbering: 0, committedThrough: 0)
@@ -35,6 +39,7 @@ extension Daemon {
             switch check(found, against: opened) {
             case .started(let v): vouched = v
             case .refused(let code): return .refused(code)
+            case .unreadable(let f): return f.restore
             }
         }
         let findings = vouched.findings, numbering = vouched.numbering, committedThrough = vouched.committedThrough
@@ -86,52 +91,48 @@ extension Daemon {
     private enum Checked {
         case started(Vouched)
         case refused(Int32)
+        /// The store's facts could not be read.
+        case unreadable(StoreStartFailure)
     }
 
     /// Opens the store and reads it into the rules its state was made with; with `--rebuild-store`
-    /// an SQLite store that cannot be opened or read is moved aside and a new one made. Nil: the
-    /// start is refused (logged).
-    private func openAndRead(current program: Program) -> OpenedStore? {
+    /// an SQLite store that cannot be opened or read is moved aside and a new one made. A failure
+    /// is logged, and carries the store's error when there is one.
+    private func openAndRead(current program: Program) -> Result<OpenedStore, StoreStartFailure> {
         var aside: String?
         var store: any StateBackend
         do { store = try openStore() } catch {
             guard config.rebuildStore, config.store == .sqlite else {
-                storeReadFailed(error)
                 log.error("cannot open the state store", ["state": config.state, "error": "\(error)", "remedy": Daemon.rebuildRemedy])
-                return nil
+                return .failure(StoreStartFailure(error))
             }
-            guard let moved = moveStoreAside(error) else { return nil }
+            guard let moved = moveStoreAside(error) else { return .failure(StoreStartFailure(nil)) }
             aside = moved
             do { store = try openStore() } catch {
-                storeReadFailed(error)
                 log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
-                return nil
+                return .failure(StoreStartFailure(error))
             }
         }
         var (restoreProgram, loaded) = load(store, current: program)
         if case .failure(let error) = loaded {
             guard config.rebuildStore, config.store == .sqlite, aside == nil, let moved = moveStoreAside(error) else {
-                storeReadFailed(error)
                 log.error("cannot read the state store", ["state": config.state, "error": "\(error)", "remedy": Daemon.rebuildRemedy])
-                return nil
+                return .failure(StoreStartFailure(error))
             }
             aside = moved
             do { store = try openStore() } catch {
-                storeReadFailed(error)
                 log.error("cannot open the state store", ["state": config.state, "error": "\(error)"])
-                return nil
+                return .failure(StoreStartFailure(error))
             }
             (restoreProgram, loaded) = load(store, current: program)
         }
-        guard case .success(let restored) = loaded else {
-            if case .failure(let error) = loaded {
-                storeReadFailed(error)
-                log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
-            }
-            return nil
+        switch loaded {
+        case .success(let restored):
+            return .success(OpenedStore(store: store, aside: aside, program: restoreProgram, users: restored.users, outbox: restored.outbox))
+        case .failure(let error):
+            log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
+            return .failure(StoreStartFailure(error))
         }
-        return OpenedStore(store: store, aside: aside, program: restoreProgram, users: restored.users, outbox: restored.outbox)
-
     }
 
     /// Checks the store against the journal (``DurableStateCheck``): a start refused with its
@@ -146,9 +147,8 @@ extension Daemon {
                 highestApplied: opened.users.lazy.map(\.appliedSeq).max() ?? 0,
                 acceptedDamage: Set((try opened.store.meta(DurableStateCheck.acceptedDamageKey) ?? "").split(separator: "\n").map(String.init)))
         } catch {
-            storeReadFailed(error)
             log.error("cannot read the state store", ["state": config.state, "error": "\(error)"])
-            return .refused(1)
+            return .unreadable(StoreStartFailure(error))
         }
         var committedThrough = facts.committedThrough
         let check = DurableStateCheck(journal: found, store: facts)
@@ -206,6 +206,23 @@ extension Daemon {
     enum Restore {
         case ready(RestoredState)
         case refused(Int32)
+        /// The store did not answer (``StateStore/isUnavailableStore(_:)``): an outage of a
+        /// shared store, not damage; under the partition supervisor the run starts again once it
+        /// answers.
+        case storeUnavailable
+    }
+
+    /// Why a run could not start on its store: the store's error, when there is one (nil: a
+    /// failure of ours, such as a store that could not be moved aside).
+    struct StoreStartFailure: Error {
+        let error: (any Error)?
+        init(_ error: (any Error)?) { self.error = error }
+
+        /// The store did not answer: an outage, not damage.
+        var isUnavailable: Bool { error.map(isUnavailableStore) ?? false }
+
+        /// The start's answer: the store unavailable, or refused with exit code 1.
+        var restore: Restore { isUnavailable ? .storeUnavailable : .refused(1) }
     }
 
     static let rebuildRemedy =

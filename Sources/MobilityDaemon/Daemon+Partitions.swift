@@ -80,13 +80,14 @@ extension Daemon {
     /// Whether this run stopped because a commit was fenced (not a failure: the supervisor rejoins).
     package var wasFenced: Bool { fenced.load(ordering: .sequentiallyConsistent) }
 
-    /// Notes a failure to read the store at the run's start: one of a store that did not answer
-    /// (``isUnavailableStore(_:)``) lets the supervisor start the run again once it answers
-    /// instead of ending the process, since the shared store's restart is an outage, not damage.
-    func storeReadFailed(_ error: any Error) {
-        if isUnavailableStore(error) { storeUnavailable.store(true, ordering: .sequentiallyConsistent) }
+    /// The run could not start because the store did not answer (``Restore/storeUnavailable``):
+    /// noted for the supervisor, which starts the run again once the store answers instead of
+    /// ending the process, since a shared store's restart is an outage, not damage. Exit code 1.
+    func storeWasUnavailable() -> Int32 {
+        storeUnavailable.store(true, ordering: .sequentiallyConsistent)
+        return 1
     }
 
-    /// Whether this run failed because the store did not answer (``storeReadFailed(_:)``).
+    /// Whether this run failed because the store did not answer (``storeWasUnavailable()``).
     package var failedOnUnavailableStore: Bool { storeUnavailable.load(ordering: .sequentiallyConsistent) }
 }

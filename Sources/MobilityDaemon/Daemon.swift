@@ -99,6 +99,7 @@ package final class Daemon: Sendable {
         switch restoreState(current: program) {
         case .ready(let s): state = s
         case .refused(let code): return code
+        case .storeUnavailable: return storeWasUnavailable()
         }
         stateFindings.withLock { $0 = state.findings }
         // SIGHUP waits for the service group's handler (blocked since the process started); where
@@ -107,7 +108,10 @@ package final class Daemon: Sendable {
         SignalService.holdUntilHandled(SIGHUP)
         try? state.store.setMeta("rules_identity", program.identity)
         try? state.store.setMeta("rules_sources", reloader.storedSources)
-        guard let c = try? components(program: program, broker: broker, state: state) else { return 1 }
+        let c: Components
+        do { c = try components(program: program, broker: broker, state: state) } catch {
+            return error.store?.isUnavailable == true ? storeWasUnavailable() : 1
+        }
         let metrics = metricsListener(c), reports = reportListener(c)
         // In dependency order (Daemon+Services.swift). Stopped in reverse, which is the drain: stop
         // the signal handlers and timers, stop reading (messages already taken are queued), finish

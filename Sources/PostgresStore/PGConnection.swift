@@ -52,7 +52,12 @@ final class PGConnection {
             }
         }
         defer { PQclear(r) }
-        guard PQresultStatus(r) == PGRES_TUPLES_OK else { throw .connection("cannot name the session: " + PGConnection.message(PQerrorMessage(c))) }
+        guard PQresultStatus(r) == PGRES_TUPLES_OK else {
+            // A lost connection is an outage; a refused statement carries its SQLSTATE (the server answered).
+            var e = failure(of: r, on: c)
+            e.message = "cannot name the session: " + e.message
+            throw e
+        }
     }
 
     deinit { PQfinish(conn) }
@@ -83,12 +88,15 @@ final class PGConnection {
         try PGConnection.configure(conn, applicationName: applicationName)
     }
 
-    private func failure(_ res: OpaquePointer?) -> PostgresError {
-        if PQstatus(conn) != CONNECTION_OK { return .connection(PGConnection.message(PQerrorMessage(conn))) }
-        guard let res else { return .connection(PGConnection.message(PQerrorMessage(conn))) }
+    /// What a failed result `res` of session `c` was: the connection lost, or the statement's error with its SQLSTATE.
+    private static func failure(of res: OpaquePointer?, on c: OpaquePointer) -> PostgresError {
+        if PQstatus(c) != CONNECTION_OK { return .connection(PGConnection.message(PQerrorMessage(c))) }
+        guard let res else { return .connection(PGConnection.message(PQerrorMessage(c))) }
         let state = PQresultErrorField(res, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
         return .statement(PGConnection.message(PQresultErrorMessage(res)), sqlState: state)
     }
+
+    private func failure(_ res: OpaquePointer?) -> PostgresError { PGConnection.failure(of: res, on: conn) }
 
     private func check(_ res: OpaquePointer?) throws(PostgresError) -> PGResult {
         let r = PGResult(res)

@@ -69,6 +69,29 @@ import Testing
         #expect(Self.live(server, database) == 4, "the leases lapsed while the run stopped")
     }
 
+    /// A run that cannot read its store at the start tells the supervisor why: a store that does
+    /// not answer (stopped) lets it start the run again once the store answers; one that answers
+    /// and refuses the session (a role that does not exist) ends the process. Both exit 1.
+    @Test func aRunThatCannotReadItsStoreSaysWhetherItDidNotAnswer() throws {
+        let server = try PostgresServer()  // its own: the test stops it
+        let url = try server.createDatabase()
+        let run = { (store: String) -> (code: Int32, unavailable: Bool) in
+            var c = DaemonConfiguration()
+            c.rules = RepoPaths.rules
+            c.state = NSTemporaryDirectory() + "mw-run-store-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: c.state) }
+            c.store = .postgres(url: store)
+            c.partitioning = Partitioning(count: 4)
+            let d = Daemon(configuration: c, claimed: PartitionClaim(count: 4, leases: [(0, 1)]))
+            return (d.run(), d.failedOnUnavailableStore)
+        }
+        let refused = run(url.replacingOccurrences(of: "postgres://mw@", with: "postgres://nobody_here@"))
+        #expect(refused.code == 1 && !refused.unavailable, "\(refused)")
+        server.stop()
+        let down = run(url)
+        #expect(down.code == 1 && down.unavailable, "\(down)")
+    }
+
     /// A heartbeat the database does not answer stops the run once the leases went a whole
     /// lease unrenewed on the supervisor's clock, not before.
     @Test func failedHeartbeatsStopTheRunAfterAWholeLeaseOnTheClock() throws {
