@@ -31,7 +31,31 @@ extension Daemon {
         ingestMetrics(c, total, into: &m)
         outputMetrics(c, total, into: &m)
         connectionMetrics(c, into: &m)
+        if let intake = c.partitionInput as? PartitionStreamService { streamIntakeMetrics(intake, into: &m) }
         return m.bytes
+    }
+
+    /// The JetStream intake's partitions and consumers (`--intake jetstream`); counts of this run.
+    private func streamIntakeMetrics(_ intake: PartitionStreamService, into m: inout MetricsText) {
+        let (counts, since) = intake.intake(now: clock.uptimeNanoseconds())
+        m.family("mobilityd_partition_stream_sequence", "gauge", "The stream sequence each owned partition is committed through.")
+        for (k, seq) in counts.committed.sorted(by: { $0.key < $1.key }) {
+            m.sample("mobilityd_partition_stream_sequence", ["partition": String(k)], Double(seq))
+        }
+        m.family(
+            "mobilityd_partition_progress_age_seconds", "gauge",
+            "Seconds since each owned partition's consumer last made progress (made, fetched, acknowledged, or answered idle).")
+        for (k, s) in since.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_partition_progress_age_seconds", ["partition": String(k)], s) }
+        m.family("mobilityd_jetstream_messages_total", "counter", "Messages of the partitions committed and acknowledged.")
+        m.sample("mobilityd_jetstream_messages_total", Double(counts.messages))
+        m.family("mobilityd_jetstream_batches_total", "counter", "Batches committed and acknowledged.")
+        m.sample("mobilityd_jetstream_batches_total", Double(counts.batches))
+        m.family("mobilityd_jetstream_consumers_made_total", "counter", "Partition consumers made.")
+        m.sample("mobilityd_jetstream_consumers_made_total", Double(counts.consumersMade))
+        m.family("mobilityd_jetstream_consumers_remade_total", "counter", "Partition consumers made anew, by reason.")
+        for r in StreamIntakeCounts.Remade.allCases {
+            m.sample("mobilityd_jetstream_consumers_remade_total", ["reason": r.rawValue], Double(counts.remade[r] ?? 0))
+        }
     }
 
     /// What the shards took and evaluated, their queues and batches, the alerts and the staff desks.

@@ -60,6 +60,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let opened = Atomic<Int>(0)
     /// Messages of a user the broker put in another partition than ours: the mappings disagree.
     let mismatched = Atomic<Int>(0)
+    /// What the run's consumers did, for `/metrics` (``intake(now:)``).
+    private let counts = Mutex(StreamIntakeCounts())
 
     init(
         claim: PartitionClaim, partitioning: Partitioning, layout: TopicLayout, shards: [Shard], store: PostgresStore, log: Logger,
@@ -137,6 +139,13 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         }
     }
 
+    /// What the run's consumers did, and each owned partition's seconds since its consumer last
+    /// made progress at `now` (uptime, ns).
+    func intake(now: UInt64) -> (counts: StreamIntakeCounts, sinceProgress: [Int: Double]) {
+        let last = progress.withLock { $0 }
+        return (counts.withLock { $0 }, last.mapValues { now >= $0 ? Double(now - $0) / 1e9 : 0 })
+    }
+
     /// Partition `k`'s consumer made progress at `now`.
     private func progressed(_ k: Int) {
         let now = clock.uptimeNanoseconds()
@@ -198,6 +207,10 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             guard let c = consumer else {
                 do {
                     (consumer, taken) = try open(k, token: token, filter: filter)
+                    counts.withLock { c in
+                        c.consumersMade += 1
+                        c.committed[k] = taken
+                    }
                     delivered = 0
                     retirement = ConsumerRetirement()
                     idle.reset()
@@ -224,6 +237,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             let fetched: [JetStreamPullConsumer.Message]
             do { fetched = try c.fetch(max: Self.batch, timeoutMs: Self.fetchTimeoutMs) } catch {
                 log.warn("partition consumer lost; opening it again", ["partition": String(k), "error": error.description])
+                counts.withLock { $0.remade[.fetchFailed, default: 0] += 1 }
                 consumer = nil
                 pause(ms: 500)
                 continue
@@ -238,13 +252,15 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             let inOrder = fetched[..<n], broken = n < fetched.count
             guard let top = inOrder.max(by: { $0.sequence < $1.sequence }) else {
                 if broken {
-                    reopen(&consumer, partition: k, reason: "delivery \(fetched[0].delivery) came when \(delivered + 1) was due", after: taken)
+                    reopen(
+                        &consumer, partition: k, .deliveriesSkipped, reason: "delivery \(fetched[0].delivery) came when \(delivered + 1) was due",
+                        after: taken)
                 } else if idle.emptyFetch(now: clock.uptimeNanoseconds()), let p = try? c.position() {
                     progressed(k)
                     switch IdleConsumer.finding(p, delivered: delivered) {
                     case .stalled:
                         reopen(
-                            &consumer, partition: k,
+                            &consumer, partition: k, .stalled,
                             reason: "the server counts \(p.lastDelivery) deliveries and \(p.undelivered) undelivered messages; \(delivered) arrived",
                             after: taken)
                     case .live where p.replicasCurrent: retire(k, c, token: token, &retirement)
@@ -259,6 +275,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             guard let waiters = hand(Array(inOrder), after: taken, partition: k, prefix: prefix) else { return }
             for w in waiters where !w.wait(abandoned: { isRevoked }) { return }
             if isRevoked { return }
+            let handed = inOrder.lazy.filter { $0.sequence > taken }.count
             taken = max(taken, top.sequence)
             do { try store.recordStreamSequence(taken, partition: k) } catch {
                 if error.code == .fenced {
@@ -270,25 +287,33 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 if broken { consumer = nil }
                 continue
             }
+            counts.withLock { $0.committed[k] = taken }
             do {
                 // Through the highest stream sequence taken: acknowledging a lower one (a
                 // redelivery after ack_wait) would acknowledge nothing.
                 try c.acknowledge(through: top)
                 progressed(k)
+                counts.withLock { c in
+                    c.messages += handed
+                    c.batches += 1
+                }
                 if retirement.isDue(now: clock.uptimeNanoseconds()), (try? c.position())?.replicasCurrent == true {
                     retire(k, c, token: token, &retirement)
                 }
             } catch {
                 log.warn("cannot acknowledge a committed batch; a later acknowledgement covers it", ["partition": String(k), "error": error.description])
             }
-            if broken { reopen(&consumer, partition: k, reason: "a delivery after \(delivered) never arrived", after: taken) }
+            if broken { reopen(&consumer, partition: k, .deliveriesSkipped, reason: "a delivery after \(delivered) never arrived", after: taken) }
         }
     }
 
     /// Drops partition `k`'s consumer whose deliveries broke their order; the next turn makes
     /// one anew after the committed sequence (this one is deleted once that one has
     /// acknowledged a batch or answered idle).
-    private func reopen(_ consumer: inout JetStreamPullConsumer?, partition k: Int, reason: String, after taken: UInt64) {
+    private func reopen(
+        _ consumer: inout JetStreamPullConsumer?, partition k: Int, _ kind: StreamIntakeCounts.Remade, reason: String, after taken: UInt64
+    ) {
+        counts.withLock { $0.remade[kind, default: 0] += 1 }
         log.warn(
             "the partition's JetStream consumer skipped deliveries; opening it again after the committed sequence",
             ["partition": String(k), "consumer": consumer?.name ?? "", "why": reason, "after_seq": String(taken)])
@@ -447,4 +472,26 @@ struct ConsumerRetirement {
 
     /// A deletion was tried at `now`; one that failed is due again at once.
     mutating func attempted(succeeded: Bool, now: UInt64) { lastNs = succeeded ? now : nil }
+}
+
+/// What a run's JetStream consumers did (`/metrics`).
+struct StreamIntakeCounts: Sendable {
+    /// Why a partition's consumer was made anew.
+    enum Remade: String, Sendable, CaseIterable {
+        /// A fetch failed (its leader lost with its node, the connection down).
+        case fetchFailed = "fetch_failed"
+        /// A delivery never arrived (a skipped delivery number).
+        case deliveriesSkipped = "deliveries_skipped"
+        /// Idle while the server counted other deliveries than arrived, or held messages undelivered.
+        case stalled
+    }
+    /// Messages handed to the shards, committed and acknowledged (redeliveries skipped not counted).
+    var messages = 0
+    /// Batches committed and acknowledged.
+    var batches = 0
+    /// Consumers made (one per partition at the run's start, and one each time one is made anew).
+    var consumersMade = 0
+    var remade: [Remade: Int] = [:]
+    /// Each partition's stream sequence as this run last recorded it committed (or found it, at its consumer's making).
+    var committed: [Int: UInt64] = [:]
 }

@@ -393,6 +393,20 @@ extension PartitionStreamIntakeTests {
         #expect(
             eventually(timeout: 30) { accepted() == Double(samples) },
             "accepted \(accepted()) of \(samples) samples; stolen delivery \(stolen.first?.delivery ?? 0) at sequence \(stolen.first?.sequence ?? 0)")
+        // The intake's metrics: the consumer made anew for the skipped delivery, and each
+        // partition's committed stream sequence as the store has it.
+        let metrics = try #require(httpGet(port: port, path: "/metrics")).body
+        let m = try parsePrometheus(metrics)
+        #expect((m["mobilityd_jetstream_consumers_remade_total{reason=\"deliveries_skipped\"}"] ?? 0) >= 1, "\(metrics)")
+        #expect((m["mobilityd_jetstream_consumers_made_total"] ?? 0) >= 9, "\(metrics)")
+        #expect((m["mobilityd_jetstream_messages_total"] ?? 0) > 0 && (m["mobilityd_jetstream_batches_total"] ?? 0) > 0, "\(metrics)")
+        let stored = try server.psql("SELECT partition, stream_seq FROM partitions ORDER BY partition", database: database).split(separator: "\n")
+        #expect(stored.count == 8)
+        for row in stored {
+            let f = row.split(separator: "|")
+            #expect(m["mobilityd_partition_stream_sequence{partition=\"\(f[0])\"}"] == Double(f[1]), "\(row) against \(metrics)")
+            #expect((m["mobilityd_partition_progress_age_seconds{partition=\"\(f[0])\"}"] ?? -1) >= 0, "\(metrics)")
+        }
         #expect(a.stop() == 0)
     }
 }
