@@ -117,7 +117,12 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     /// message each: libnats 3.4 (Debian 12) writes past the end of its message array when a
     /// fetch finds more than half its batch waiting and more arrives (it asks the server for the
     /// batch less what waited, then reads until the count equals that smaller number: fixed in
-    /// libnats 3.9). A fetch of one takes a waiting message without asking the server for more.
+    /// libnats 3.9). A fetch of one takes a waiting message without asking the server for more;
+    /// finding only a status waiting (the server's end of an earlier request) it asks for one
+    /// message. Left: messages that arrive between the check and libnats's own look at the
+    /// subscription — more than half a batch in that instant, the thread descheduled meanwhile
+    /// — would still overrun it; a pull of our own over a plain subscription, or libnats 3.9,
+    /// would remove that.
     package func fetch(max: Int, timeoutMs: Int64) throws(JetStreamFailure) -> [Message] {
         guard waiting > 0 else { return try fetchBatch(max, timeoutMs: timeoutMs) }
         var out: [Message] = []

@@ -67,15 +67,23 @@ package final class NATSConnection: @unchecked Sendable {
     private var retired: [OpaquePointer] = []
     private let retiredLock = NSLock()
 
-    /// Unsubscribes `sub` now and frees it once the connection is closed. libnats 3.4 (Debian 12)
-    /// lets the connection's reader thread hold a subscription it looked up without a reference
-    /// while another thread frees it (fixed in libnats 3.6.1): a subscription freed while its
-    /// connection reads could have the reader write a message into freed memory. Unsubscribed,
-    /// the reader drops what still arrives for it; closing the connection joins the reader.
+    /// Unsubscribes `sub` now and frees it once the connection's reader can no longer hold it.
+    /// libnats 3.4 (Debian 12) lets the reader thread hold a subscription it looked up without a
+    /// reference while another thread frees it (fixed in libnats 3.6.1): a subscription freed
+    /// while its connection reads could have the reader write a message into freed memory.
+    /// Unsubscribed, the reader no longer finds it and drops what still arrives for it; a flush
+    /// answered means the reader has handled everything before the answer (it reads in order),
+    /// the unsubscription included, so it is freed then; otherwise when the connection is
+    /// closed, which joins the reader. (A consumer bound by name, as ours are, is not deleted by
+    /// the unsubscription: libnats deletes only one its subscribe call made.)
     func retire(_ sub: OpaquePointer?) {
         guard let sub else { return }
         _ = natsSubscription_Unsubscribe(sub)
-        retiredLock.withLock { retired.append(sub) }
+        if natsConnection_FlushTimeout(nc, 1000) == NATS_OK {
+            natsSubscription_Destroy(sub)
+        } else {
+            retiredLock.withLock { retired.append(sub) }
+        }
     }
 
     /// The names of the consumers of `stream` (empty for a stream without any).

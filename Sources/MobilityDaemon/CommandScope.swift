@@ -31,26 +31,21 @@ struct CommandScope: Sendable {
     }
 
     /// Whether this run publishes `topic`, an output committed and not yet delivered (the
-    /// outbox, at the run's start): one about a user — `{root}/users/{user}/…`,
-    /// `{root}/teams/{team}/users/{user}/…`, `{root}/fhir/users/{user}/…` — is the run's that owns
-    /// the user's partition, so that each is published once, by the instance whose users it is
-    /// about; any other (a team's silences, the audit) every run's, as a run that committed it
-    /// may never start again.
+    /// outbox, at the run's start), so that each is published by the instance that would make
+    /// it now: one about a user — `{root}/users/{user}/…`, `{root}/teams/{team}/users/{user}/…`,
+    /// `{root}/fhir/users/{user}/…` — by the owner of the user's partition; a team's silences
+    /// (`{root}/teams/{team}/silences…`, retained state) by the team's decider, so that no other
+    /// run puts an older state back over the decider's; any other (the audit, a command's
+    /// refusal: records, where a copy is harmless) by every run, as the run that committed it
+    /// (the owner of a user an acknowledgement was about, say) may not start again soon.
     func publishes(output topic: String, root: String) -> Bool {
-        guard let p = partitions, topic.hasPrefix(root + "/") else { return true }
+        guard partitions != nil, topic.hasPrefix(root + "/") else { return true }
         let s = topic.dropFirst(root.utf8.count + 1).split(separator: "/", maxSplits: 5, omittingEmptySubsequences: false)
-        let user: Substring? =
-            if s.count > 1, s[0] == "users" {
-                s[1]
-            } else if s.count > 2, s[0] == "fhir", s[1] == "users" {
-                s[2]
-            } else if s.count > 3, s[0] == "teams", s[2] == "users" {
-                s[3]
-            } else {
-                nil
-            }
-        guard let user else { return true }
-        return p.owned.contains(p.partition(of: String(user)))
+        if s.count > 1, s[0] == "users" { return owns(user: String(s[1])) }
+        if s.count > 2, s[0] == "fhir", s[1] == "users" { return owns(user: String(s[2])) }
+        if s.count > 3, s[0] == "teams", s[2] == "users" { return owns(user: String(s[3])) }
+        if s.count > 2, s[0] == "teams", s[2] == "silences" { return decides(team: String(s[1])) }
+        return true
     }
 
     /// Whether this run decides `team`'s silences and answers its unattributable commands; `nil`:

@@ -83,11 +83,11 @@ extension Daemon {
     /// The run could not start because the store did not answer (``Restore/storeUnavailable``):
     /// noted for the supervisor, which starts the run again once the store answers instead of
     /// ending the process, since a shared store's restart is an outage, not damage. Exit code 1.
-    func storeWasUnavailable() -> Int32 {
+    func noteStoreUnavailable() -> Int32 {
         storeUnavailable.store(true, ordering: .sequentiallyConsistent)
         return 1
     }
 
-    /// Whether this run failed because the store did not answer (``storeWasUnavailable()``).
+    /// Whether this run failed because the store did not answer (``noteStoreUnavailable()``).
     package var failedOnUnavailableStore: Bool { storeUnavailable.load(ordering: .sequentiallyConsistent) }
 }

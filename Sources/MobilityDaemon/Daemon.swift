@@ -99,7 +99,7 @@ package final class Daemon: Sendable {
         switch restoreState(current: program) {
         case .ready(let s): state = s
         case .refused(let code): return code
-        case .storeUnavailable: return storeWasUnavailable()
+        case .storeUnavailable: return noteStoreUnavailable()
         }
         stateFindings.withLock { $0 = state.findings }
         // SIGHUP waits for the service group's handler (blocked since the process started); where
@@ -110,7 +110,7 @@ package final class Daemon: Sendable {
         try? state.store.setMeta("rules_sources", reloader.storedSources)
         let c: Components
         do { c = try components(program: program, broker: broker, state: state) } catch {
-            return error.store?.isUnavailable == true ? storeWasUnavailable() : 1
+            return error.store?.isUnavailable == true ? noteStoreUnavailable() : 1
         }
         let metrics = metricsListener(c), reports = reportListener(c)
         // In dependency order (Daemon+Services.swift). Stopped in reverse, which is the drain: stop

@@ -86,9 +86,11 @@ final class PublisherService: Service {
     func start() {}
 
     /// Waits (at most 5 s) for the broker to answer what is in flight, so that the outbox keeps
-    /// only what was not delivered — while the publisher is connected: a disconnected one has
-    /// nothing to wait for (what it did not deliver stays in the outbox for the next run), and
-    /// waiting out the bound would hold up a run stopped to hand its partitions over.
+    /// only what was not delivered — while the publisher is connected. A disconnected one has
+    /// nothing to wait for: the outputs it did not deliver stay in the outbox for the next run,
+    /// and the commit acknowledgements (not in the outbox) go with this run: the gateway re-sends
+    /// what they do not cover and the next owner acknowledges it. Waiting out the bound would
+    /// hold up a run stopped to hand its partitions over.
     func stop() {
         let deadline = clock.uptimeNanoseconds() + 5_000_000_000
         while publisher.isConnected, acks.inFlight > 0 || sink.backlog > 0 || sink.acknowledgementsUnanswered > 0,

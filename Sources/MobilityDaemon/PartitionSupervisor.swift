@@ -118,17 +118,30 @@ package final class PartitionSupervisor: Sendable {
     }
 
     /// Stops the run under way, if any, and waits for it; with `leases`, renewing the held ones
-    /// every heartbeat meanwhile. A run's stop can take longer than a lease (its publisher waits
-    /// for the broker's answers, its shards commit what they hold): leases lapsing then would
-    /// have another instance claim the partitions and fence the stopping run's last commits, and
-    /// the two instances could go on taking each other's partitions at every stop.
+    /// every heartbeat meanwhile, for at most ``renewalWhileStoppingNs``. A run's stop can take
+    /// longer than a lease (its publisher waits up to 5 s for the broker's answers, its shards
+    /// commit what they hold): leases lapsing then would have another instance claim the
+    /// partitions and fence the stopping run's last commits, and the two instances could go on
+    /// taking each other's partitions at every stop. A stop that takes longer than the bound
+    /// (a thread stuck in a store call) no longer holds the partitions: they lapse and others
+    /// take them. Not renewed where the leases were given up (cut off from the broker) or went
+    /// a whole lease unrenewed.
     func stopRun(_ loop: inout Loop, renewing leases: PartitionLeases? = nil) {
         guard let r = loop.run else { return }
         r.daemon.requestStop()
         let every = config.partitioning?.heartbeatMs ?? 1000
+        let began = clock.uptimeNanoseconds()
+        var renewing = leases
         while r.done.wait(timeout: .now() + .milliseconds(every)) == .timedOut {
-            guard let leases else { continue }
+            guard let leases = renewing else { continue }
             let sent = clock.uptimeNanoseconds()
+            guard sent &- began < renewalWhileStoppingNs else {
+                log.warn(
+                    "the run has not stopped; no longer renewing its leases, which lapse for other instances to take",
+                    ["after_s": String(renewalWhileStoppingNs / 1_000_000_000)])
+                renewing = nil
+                continue
+            }
             if let (_, kept) = try? leases.heartbeat(holding: loop.held) { (loop.lastRenewal, loop.held) = (sent, kept) }
         }
         current.withLock { $0 = nil }
@@ -183,6 +196,11 @@ package final class PartitionSupervisor: Sendable {
             }
         }
     }
+
+    /// How long the leases are renewed while a run stops: the longest a stop takes when nothing
+    /// is stuck (the publisher's 5 s wait, the partition inputs' 3 s, the shards' last commits),
+    /// and at least three leases.
+    var renewalWhileStoppingNs: UInt64 { UInt64(max(15_000, 3 * (config.partitioning?.leaseMs ?? 0))) * 1_000_000 }
 
     /// Starts a run of the daemon on the held partitions, on a thread of its own.
     private func startRun(_ loop: inout Loop, count: Int) {

@@ -30,25 +30,34 @@ import struct StateStore.PartitionSet
     }
 
     /// The outputs left in the outbox at a run's start: one about a user (on the user's topics,
-    /// a team's copy, its FHIR copy) is published by exactly one of the instances, the owner of
-    /// the user's partition; any other (a team's silences, the audit, another root's) by each.
-    @Test func outputsAboutAUserArePublishedByItsOwnerOnly() {
+    /// a team's copies, its FHIR copy) is published by exactly one of the instances, the owner of
+    /// the user's partition; a team's silences by its decider only; any other (the audit, a
+    /// refusal, another root's) by each.
+    @Test func outputsArePublishedByTheRunThatWouldMakeThem() {
         let shares = [[0, 3, 6], [1, 4, 7], [2, 5]]
         let scopes = shares.map { CommandScope(partitions: PartitionSet(count: 8, owned: $0)) }
         let layout = TopicLayout()
+        let publishers = { (topic: String) in scopes.indices.filter { scopes[$0].publishes(output: topic, root: layout.root) } }
         for user in (0..<100).map({ "user-\($0)" }) {
             let about = [
                 layout.alert(user, rule: "stalled_recovery"), layout.series(user), layout.rejected(user), layout.acks(user),
-                "mobility/v1/teams/physio-north/users/\(user)/alerts/stalled_recovery", "mobility/v1/fhir/users/\(user)/Flag/f-1"
+                layout.teamAlert("physio-north", user: user, rule: "stalled_recovery"), layout.teamWeeklyReport("physio-north", user: user),
+                "mobility/v1/fhir/users/\(user)/Flag/f-1"
             ]
             for topic in about {
-                let publishers = scopes.indices.filter { scopes[$0].publishes(output: topic, root: layout.root) }
-                #expect(publishers.count == 1 && scopes[publishers[0]].owns(user: user), "\(topic): \(publishers)")
+                let p = publishers(topic)
+                #expect(p.count == 1 && scopes[p[0]].owns(user: user), "\(topic): \(p)")
             }
         }
-        for topic in ["mobility/v1/audit", "mobility/v1/teams/physio-north/silences/s-1", "mobility/v1/rejected", "other/users/x/alerts/y", "mobility/v1/users"]
-        {
-            #expect(scopes.allSatisfy { $0.publishes(output: topic, root: layout.root) }, "\(topic)")
+        for team in (0..<50).map({ "team-\($0)" }) {
+            for topic in ["mobility/v1/teams/\(team)/silences", "mobility/v1/teams/\(team)/silences/s-1"] {
+                let p = publishers(topic)
+                #expect(p.count == 1 && scopes[p[0]].decides(team: team), "\(topic): \(p)")
+            }
+            #expect(publishers(layout.teamAudit(team)).count == 3)
+        }
+        for topic in [layout.audit, layout.rejectedUnknown, "other/users/x/alerts/y", "mobility/v1/users"] {
+            #expect(publishers(topic).count == 3, "\(topic)")
         }
         #expect(CommandScope.everything.publishes(output: layout.series("jamie"), root: layout.root))
     }
