@@ -4,7 +4,7 @@ import Synchronization
 
 /// Publishes committed outbox items at QoS 1, recording message ids so that acknowledged items
 /// can be deleted from the outbox. Items are held back, in order, while the publisher is
-/// disconnected or ``maxInFlight`` publishes await their answer, and while libmosquitto refuses
+/// disconnected or ``outputWindow`` publishes await their answer, and while libmosquitto refuses
 /// them for now; they are retried before anything newer. An item it can never send (too large
 /// for the broker, an invalid topic) is handed to the tracker as a refusal and parked, so it
 /// cannot hold up everything behind it.
@@ -28,6 +28,14 @@ final class MQTTOutputSink: OutputSink {
     /// message ids, which must not wrap while any is in flight).
     static let maxInFlight = 30_000
 
+    /// At most this many of them are outbox items: the rest of ``maxInFlight`` is kept for the
+    /// commit acknowledgements and staff receipts, which would otherwise wait behind a backlog
+    /// of outputs (a connection is one ordered stream: behind 30 000 outputs, at the 800
+    /// answers a second of a NATS cluster with three replicas, an acknowledgement waits 37 s —
+    /// long enough for gateways to re-send what it does not cover, whose samples' refusals
+    /// lengthen the backlog).
+    static let outputWindow = 2_000
+
     /// Items waiting for a retry.
     var backlog: Int { retry.withLock { $0.count } }
 
@@ -36,7 +44,7 @@ final class MQTTOutputSink: OutputSink {
             pending += items
             guard client.isConnected else { return 0 }  // held: the housekeeping timer retries
             var done = 0, failed = 0
-            var room = MQTTOutputSink.maxInFlight - acks.inFlight
+            var room = MQTTOutputSink.outputWindow - acks.inFlight
             for item in pending {
                 guard room > 0 else { break }
                 room -= 1

@@ -1,4 +1,6 @@
+import Foundation
 import MQTTTransport
+import StateStore
 import TestSupport
 import Testing
 
@@ -55,5 +57,33 @@ import Testing
         let later = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/acks"])
         #expect(try later.barrier())
         #expect(later.messages().isEmpty)  // not retained by this broker (no persistence), and not re-published
+    }
+
+    /// A backlog of outputs the broker has not answered takes at most ``MQTTOutputSink/outputWindow``
+    /// of the publishes in flight: a commit acknowledgement is still handed over at once (it
+    /// would otherwise reach its gateway only after the backlog, long enough for the gateway to
+    /// re-send what it does not cover), and everything goes once the broker answers again.
+    @Test func acknowledgementsAreNotHeldBehindABacklogOfOutputs() throws {
+        let broker = try MosquittoBroker()
+        let acks = PublishTracker()
+        let client = try publisher(broker, acks: acks)
+        defer { client.stop() }
+        let sink = MQTTOutputSink(client: client, acks: acks)
+        broker.signal(SIGSTOP)
+        defer { broker.signal(SIGCONT) }
+        let items = (0..<(MQTTOutputSink.outputWindow + 500)).map {
+            StateStore.OutboxItem(id: Int64($0 + 1), topic: "mobility/v1/users/u\($0)/rejected", payload: [0x7b, 0x7d], retain: false)
+        }
+        #expect(sink.publish(items) == 0)
+        #expect(acks.inFlight == MQTTOutputSink.outputWindow && sink.backlog == 500, "\(acks.inFlight) in flight, \(sink.backlog) held")
+        sink.publishAcknowledgement(topic: "mobility/v1/users/jamie/acks", payload: CommitAckPayload.bytes(user: "jamie", lastID: "s-1"))
+        #expect(acks.inFlight == MQTTOutputSink.outputWindow + 1, "the acknowledgement waited behind the outputs")
+        broker.signal(SIGCONT)
+        #expect(
+            eventually(timeout: 20) {
+                _ = sink.publish([])
+                sink.retryAcknowledgements()
+                return acks.inFlight == 0 && sink.backlog == 0 && sink.acknowledgementsUnanswered == 0
+            }, "\(acks.inFlight) in flight, \(sink.backlog) held, \(sink.acknowledgementsUnanswered) acknowledgements unanswered")
     }
 }

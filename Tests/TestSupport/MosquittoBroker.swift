@@ -51,6 +51,10 @@ package final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// Stops the broker with a signal (SIGTERM saves persistence; SIGKILL does not) and waits.
+    /// Sends `signal` to the broker (SIGSTOP pauses it: its connections stay open and it answers
+    /// nothing until SIGCONT).
+    package func signal(_ signal: Int32) { lock.withLock { process }?.signal(signal) }
+
     package func stop(signal: Int32 = SIGTERM) {
         guard
             let p = lock.withLock({ () -> ChildProcess? in
