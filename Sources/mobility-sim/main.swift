@@ -16,6 +16,7 @@ let usage = """
       play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max] [--resend] [BROKER OPTIONS]
             publish the traffic at QoS 1 in order, as gateways would (Nx: N times event time);
             --resend keeps what mobilityd has not acknowledged on users/{user}/acks and re-sends it
+            once the acknowledgements stop advancing (for 2 s, doubling after each re-send; 8 at most)
       record SCENARIO... -o TRAFFIC.jsonl
             write the same traffic as {"topic","payload"} JSON lines (for mobilityctl replay)
       verify SCENARIO... (--broker URL [BROKER OPTIONS] [--account ACCOUNT] | --rules DIR)
@@ -254,9 +255,12 @@ case "play":
     let g = gateways(access, for: recs) { payload in tracker.acknowledged(payload) }
     guard play(g, recs, times: times, factor: factor) else { exit(1) }
     for round in 1...8 {
-        // Wait for the acknowledgements to settle (2 s without progress), then re-send the rest.
+        // Wait for the acknowledgements to settle, then re-send the rest: 2 s without progress
+        // before the first re-send, doubling after each (a daemon catching up acknowledges late,
+        // and re-sending everything every 2 s would only lengthen its backlog).
+        let quiet = min(2 * Double(1 << (round - 1)), 60)
         var last = -1, quietSince = Date()
-        while Date().timeIntervalSince(quietSince) < 2 {
+        while Date().timeIntervalSince(quietSince) < quiet {
             let n = tracker.acknowledgedCount
             if n != last { last = n; quietSince = Date() }
             if tracker.complete { break }
