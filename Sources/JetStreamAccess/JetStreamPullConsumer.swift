@@ -198,8 +198,8 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
 
     deinit {
         // Unbinds without deleting the durable consumer (it keeps the stream's messages for the
-        // next owner): the server stops delivering to it now; its memory is freed only once the
-        // connection is closed (``NATSConnection/retire(_:)``).
+        // next owner): the server stops delivering to it now; its memory is freed once a flush
+        // is answered, else when the connection is closed (``NATSConnection/retire(_:)``).
         connection.retire(sub)
     }
 }

@@ -46,7 +46,9 @@ extension Daemon {
             "mobilityd_partition_progress_age_seconds", "gauge",
             "Seconds since each owned partition's consumer last made progress (made, fetched, acknowledged, or answered idle).")
         for (k, s) in since.sorted(by: { $0.key < $1.key }) { m.sample("mobilityd_partition_progress_age_seconds", ["partition": String(k)], s) }
-        m.family("mobilityd_jetstream_messages_total", "counter", "Messages of the partitions committed and acknowledged.")
+        m.family(
+            "mobilityd_jetstream_messages_total", "counter",
+            "Messages of the partitions committed and acknowledged (a batch whose acknowledgement failed is not counted; a later one covers it).")
         m.sample("mobilityd_jetstream_messages_total", Double(counts.messages))
         m.family("mobilityd_jetstream_batches_total", "counter", "Batches committed and acknowledged.")
         m.sample("mobilityd_jetstream_batches_total", Double(counts.batches))

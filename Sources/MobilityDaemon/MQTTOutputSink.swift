@@ -1,3 +1,4 @@
+import Dispatch
 import MQTTTransport
 import StateStore
 import Synchronization
@@ -19,16 +20,31 @@ final class MQTTOutputSink: OutputSink {
     /// The commit acknowledgements the broker has not answered yet (held across their publish, so
     /// that the latest of a user is never overtaken by an earlier one on the connection).
     private let ledger = Mutex(CommitAckLedger())
+    /// Items held (``backlog``), readable without the lock on every broker answer.
+    private let held = Atomic<Int>(0)
+    /// Whether a drain of the held items is on its way (one at a time).
+    private let draining = Atomic<Bool>(false)
+
     init(client: MQTTClient, acks: PublishTracker) {
         self.client = client
         self.acks = acks
+        // Each answer makes room: held items go at the broker's pace, not only at the next
+        // commit or housekeeping tick (off the network thread, one drain at a time).
+        acks.whenAnswered { [weak self] in
+            guard let self, held.load(ordering: .relaxed) > 0, !draining.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            DispatchQueue.global().async {
+                self.draining.store(false, ordering: .releasing)
+                _ = self.publish([])
+            }
+        }
     }
 
     /// At most this many publishes await the broker's answer at once (well under the 65 535
     /// message ids, which must not wrap while any is in flight).
     static let maxInFlight = 30_000
 
-    /// At most this many of them are outbox items: the rest of ``maxInFlight`` is kept for the
+    /// At most this many of them are outbox items (``PublishTracker/outputsInFlight``; however
+    /// many acknowledgements are in flight): the rest of ``maxInFlight`` is kept for the
     /// commit acknowledgements and staff receipts, which would otherwise wait behind a backlog
     /// of outputs (a connection is one ordered stream: behind 30 000 outputs, at the 800
     /// answers a second of a NATS cluster with three replicas, an acknowledgement waits 37 s —
@@ -42,9 +58,10 @@ final class MQTTOutputSink: OutputSink {
     func publish(_ items: [StateStore.OutboxItem]) -> Int {
         retry.withLock { pending in
             pending += items
+            held.store(pending.count, ordering: .relaxed)
             guard client.isConnected else { return 0 }  // held: the housekeeping timer retries
             var done = 0, failed = 0
-            var room = MQTTOutputSink.outputWindow - acks.inFlight
+            var room = min(MQTTOutputSink.outputWindow - acks.outputsInFlight, MQTTOutputSink.maxInFlight - acks.inFlight)
             for item in pending {
                 guard room > 0 else { break }
                 room -= 1
@@ -59,6 +76,7 @@ final class MQTTOutputSink: OutputSink {
                 done += 1
             }
             pending.removeFirst(done)
+            held.store(pending.count, ordering: .relaxed)
             return failed
         }
     }

@@ -284,7 +284,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 }
                 // Not acknowledged: the broker keeps the batch; a later record covers it.
                 log.warn("cannot record the partition's committed stream sequence", ["partition": String(k), "error": "\(error)"])
-                if broken { consumer = nil }
+                if broken { reopen(&consumer, partition: k, .deliveriesSkipped, reason: "a delivery after \(delivered) never arrived", after: taken) }
                 continue
             }
             counts.withLock { $0.committed[k] = taken }

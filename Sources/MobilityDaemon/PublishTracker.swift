@@ -83,23 +83,41 @@ final class PublishTracker: Sendable {
         var refused: [Refusal] = []
         /// Commit acknowledgements the broker answered (accepted or refused): topic and serial.
         var answeredAcks: [(topic: String, serial: UInt64)] = []
+        /// Outbox items among `inFlight`.
+        var outputsInFlight = 0
     }
     private let state = Mutex(State())
+    /// Called after each broker answer, off any lock (``whenAnswered(_:)``).
+    private let onAnswer = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Calls `f` after each broker answer (on the network thread: `f` must not block).
+    func whenAnswered(_ f: @escaping @Sendable () -> Void) { onAnswer.withLock { $0 = f } }
 
     /// Records that message `mid` was published: outbox item `id`, commit acknowledgement
     /// `ackSerial` (``CommitAckLedger``), or another untracked output.
     func published(mid: Int32, id: Int64?, topic: String, ackSerial: UInt64? = nil) {
         let entry = Entry(outboxID: id, topic: topic, ackSerial: ackSerial)
         state.withLock { s in
-            if let code = s.early.removeValue(forKey: mid) { s.settle(entry, code) } else { s.inFlight[mid] = entry }
+            if let code = s.early.removeValue(forKey: mid) {
+                s.settle(entry, code)
+                return
+            }
+            if let old = s.inFlight.updateValue(entry, forKey: mid), old.outboxID != nil { s.outputsInFlight -= 1 }
+            if id != nil { s.outputsInFlight += 1 }
         }
     }
 
     /// The broker answered message `mid` with `reasonCode` (called on the network thread).
     func answered(mid: Int32, reasonCode: Int32) {
         state.withLock { s in
-            if let e = s.inFlight.removeValue(forKey: mid) { s.settle(e, reasonCode) } else { s.early[mid] = reasonCode }
+            if let e = s.inFlight.removeValue(forKey: mid) {
+                if e.outboxID != nil { s.outputsInFlight -= 1 }
+                s.settle(e, reasonCode)
+            } else {
+                s.early[mid] = reasonCode
+            }
         }
+        onAnswer.withLock { $0 }?()
     }
 
     /// libmosquitto refused to send outbox item `id` for good (its error code).
@@ -131,6 +149,8 @@ final class PublishTracker: Sendable {
     }
     /// Publishes not yet answered.
     var inFlight: Int { state.withLock { $0.inFlight.count } }
+    /// Outbox items among them.
+    var outputsInFlight: Int { state.withLock { $0.outputsInFlight } }
 }
 
 extension PublishTracker.State {

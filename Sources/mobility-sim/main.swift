@@ -16,7 +16,8 @@ let usage = """
       play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max] [--resend] [BROKER OPTIONS]
             publish the traffic at QoS 1 in order, as gateways would (Nx: N times event time);
             --resend keeps what mobilityd has not acknowledged on users/{user}/acks and re-sends it
-            once the acknowledgements stop advancing (for 2 s, doubling after each re-send; 8 at most)
+            once the acknowledgements stop advancing (2 s, doubling after each re-send up to 60 s;
+            at most 8 re-sends)
       record SCENARIO... -o TRAFFIC.jsonl
             write the same traffic as {"topic","payload"} JSON lines (for mobilityctl replay)
       verify SCENARIO... (--broker URL [BROKER OPTIONS] [--account ACCOUNT] | --rules DIR)

@@ -50,11 +50,11 @@ package final class MosquittoBroker: @unchecked Sendable {
         throw HarnessError("mosquitto did not start on port \(port); see \(directory)/mosquitto.log")
     }
 
-    /// Stops the broker with a signal (SIGTERM saves persistence; SIGKILL does not) and waits.
     /// Sends `signal` to the broker (SIGSTOP pauses it: its connections stay open and it answers
     /// nothing until SIGCONT).
     package func signal(_ signal: Int32) { lock.withLock { process }?.signal(signal) }
 
+    /// Stops the broker with a signal (SIGTERM saves persistence; SIGKILL does not) and waits.
     package func stop(signal: Int32 = SIGTERM) {
         guard
             let p = lock.withLock({ () -> ChildProcess? in
