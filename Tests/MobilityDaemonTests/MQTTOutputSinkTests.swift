@@ -19,14 +19,19 @@ import Testing
         return client
     }
 
+    /// A sink on a connected publisher to `broker`, and its tracker (the caller stops the client).
+    private func connectedSink(_ broker: MosquittoBroker) throws -> (PublishTracker, MQTTClient, MQTTOutputSink) {
+        let acks = PublishTracker()
+        let client = try publisher(broker, acks: acks)
+        return (acks, client, MQTTOutputSink(client: client, acks: acks))
+    }
+
     /// Commit acknowledgements made while the publisher is disconnected are published once it is
     /// connected again, the latest of each user only; then none is left unanswered.
     @Test func acknowledgementsMadeWhileDisconnectedArePublishedAfterTheReconnect() throws {
         let broker = try MosquittoBroker()
-        let acks = PublishTracker()
-        let client = try publisher(broker, acks: acks)
+        let (_, client, sink) = try connectedSink(broker)
         defer { client.stop() }
-        let sink = MQTTOutputSink(client: client, acks: acks)
         broker.stop()
         #expect(eventually(timeout: 10) { !client.isConnected })
         sink.publishAcknowledgement(topic: "mobility/v1/users/jamie/acks", payload: CommitAckPayload.bytes(user: "jamie", lastID: "s-1"))
@@ -67,10 +72,8 @@ import Testing
     /// waiting for another commit.
     @Test func acknowledgementsAreNotHeldBehindABacklogOfOutputs() throws {
         let broker = try MosquittoBroker()
-        let acks = PublishTracker()
-        let client = try publisher(broker, acks: acks)
+        let (acks, client, sink) = try connectedSink(broker)
         defer { client.stop() }
-        let sink = MQTTOutputSink(client: client, acks: acks)
         let rec = try MQTTRecorder(url: broker.url, filters: ["mobility/v1/users/+/acks", "mobility/v1/users/+/rejected"])
         broker.signal(SIGSTOP)
         defer { broker.signal(SIGCONT) }
