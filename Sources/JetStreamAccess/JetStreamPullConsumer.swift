@@ -60,6 +60,10 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     package let created: Bool
     private let connection: NATSConnection
     private let sub: OpaquePointer?
+    /// Where the pull requests go, and the prefix of their reply subjects.
+    private let nextSubject: String, replyPrefix: String
+    /// Pull requests sent (each one's reply subject ends with its number).
+    private var requests = 0
 
     /// Creates the durable consumer `name` of `stream` for the messages on `filter` from stream
     /// sequence `startSequence` on (1: from the first the stream holds), or binds to it if it
@@ -72,7 +76,15 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
         var existing: UnsafeMutablePointer<jsConsumerInfo>?
         let found = js_GetConsumerInfo(&existing, connection.js, stream, name, nil, &code)
         if found == NATS_OK {
+            // Bound by name: it must be a pull consumer of these messages.
+            let config = existing?.pointee.Config?.pointee
+            let filtered = config?.FilterSubject.map { String(cString: $0) } ?? ""
+            let push = config?.DeliverSubject != nil
             jsConsumerInfo_Destroy(existing)
+            guard filtered == filter, !push else {
+                throw JetStreamFailure(
+                    description: "consumer \(name) of \(stream) is not a pull consumer of \(filter) (\(push ? "push" : "filter \(filtered)")); delete it")
+            }
             created = false
         } else if found == NATS_NOT_FOUND {
             var cc = jsConsumerConfig()
@@ -95,79 +107,113 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
             try JetStreamFailure.check(found, "cannot read consumer \(name) of \(stream)")
             preconditionFailure("unreachable")
         }
-        var so = jsSubOptions()
-        try JetStreamFailure.check(jsSubOptions_Init(&so), "cannot make subscription options")
+        // Deliveries and the statuses ending each fetch's request come to `{inbox}.{request}`.
+        var inbox: UnsafeMutablePointer<CChar>?
+        try JetStreamFailure.check(natsInbox_Create(&inbox), "cannot make an inbox")
+        defer { natsInbox_Destroy(inbox) }
+        replyPrefix = String(cString: inbox!)
+        nextSubject = "$JS.API.CONSUMER.MSG.NEXT.\(stream).\(name)"
         var sub: OpaquePointer?
-        let bound = stream.withCString { st in
-            name.withCString { n in
-                so.Stream = st
-                so.Consumer = n
-                return js_PullSubscribe(&sub, connection.js, filter, n, nil, &so, &code)
-            }
-        }
-        try JetStreamFailure.check(bound, "cannot bind to consumer \(name) of \(stream)")
+        try JetStreamFailure.check(natsConnection_SubscribeSync(&sub, connection.nc, "\(replyPrefix).*"), "cannot subscribe for consumer \(name) of \(stream)")
         self.sub = sub
     }
 
-    /// Up to `max` messages, in stream order, waiting at most `timeoutMs` for the first; empty
-    /// when none came in time.
+    /// Up to `max` messages, in delivery order, waiting at most `timeoutMs` for them; empty when
+    /// none came in time.
     ///
-    /// Messages already waiting on the subscription (the server's late answer to an earlier
-    /// fetch's request, which arrived after that fetch returned) are taken first, one fetch of one
-    /// message each: libnats 3.4 (Debian 12) writes past the end of its message array when a
-    /// fetch finds more than half its batch waiting and more arrives (it asks the server for the
-    /// batch less what waited, then reads until the count equals that smaller number: fixed in
-    /// libnats 3.9). A fetch of one takes a waiting message without asking the server for more;
-    /// finding only a status waiting (the server's end of an earlier request) it asks for one
-    /// message. Left: messages that arrive between the check and libnats's own look at the
-    /// subscription — more than half a batch in that instant, the thread descheduled meanwhile
-    /// — would still overrun it; a pull of our own over a plain subscription, or libnats 3.9,
-    /// would remove that.
+    /// The pull is our own, over a plain subscription, as libnats 3.9 does it (not libnats 3.4's
+    /// `natsSubscription_Fetch`, which writes past the end of its message array when a fetch
+    /// finds more than half its batch waiting and more arrives: fixed in libnats 3.9). Messages
+    /// already waiting (the server's late answer to an earlier fetch, which returned before they
+    /// came) are taken first; then the server is asked for the rest without waiting (it answers
+    /// what it has, ending with a status), and only when it had nothing, asked again to wait.
+    /// Each request has a reply subject of its own, so that the status ending an earlier one is
+    /// not taken for this one's end.
     package func fetch(max: Int, timeoutMs: Int64) throws(JetStreamFailure) -> [Message] {
-        guard waiting > 0 else { return try fetchBatch(max, timeoutMs: timeoutMs) }
+        precondition(max > 0, "a fetch asks for at least one message")
         var out: [Message] = []
-        while out.count < max, waiting > 0 {
-            let one = try fetchBatch(1, timeoutMs: timeoutMs)
-            if one.isEmpty { break }
-            out += one
+        while out.count < max, let d = try next(timeoutMs: 0) {
+            if case .message(let m) = d { out.append(m) }  // an earlier request's end: nothing to do
         }
-        return out
+        guard out.count < max else { return out }
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(Swift.max(timeoutMs, 1)) * 1_000_000
+        var waits = false
+        while true {
+            requests += 1
+            let reply = "\(replyPrefix).\(requests)"
+            let left = Int64(deadline - Swift.min(deadline, DispatchTime.now().uptimeNanoseconds))
+            // The server's wait ends 10 ms before ours, so that its end arrives in time.
+            let request =
+                waits
+                ? #"{"batch":\#(max - out.count),"expires":\#(Swift.max(left - 10_000_000, 1_000_000))}"# : #"{"batch":\#(max - out.count),"no_wait":true}"#
+            let sent = natsConnection_PublishRequestString(connection.nc, nextSubject, reply, request)
+            try JetStreamFailure.check(sent, "cannot ask consumer \(name) of \(stream) for messages")
+            answers: while true {
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline, let d = try next(timeoutMs: Int64((deadline - now + 999_999) / 1_000_000)) else { return out }
+                switch d {
+                case .message(let m):
+                    out.append(m)
+                    if out.count == max { return out }
+                case .status(let code, let subject, let description):
+                    guard subject == reply else { continue }  // an earlier request's end
+                    switch code {
+                    case "", "100": continue  // not a status; an idle heartbeat (none asked for)
+                    case "404" where out.isEmpty && !waits:  // nothing now: ask again, waiting
+                        waits = true
+                        break answers
+                    case "404", "408": return out  // the request is over
+                    case "409" where !out.isEmpty || description == "Leadership Change": return out
+                    default:
+                        throw JetStreamFailure(description: "cannot fetch from consumer \(name) of \(stream): \(code) \(description)")
+                    }
+                }
+            }
+        }
     }
 
-    /// Messages waiting on the subscription, fetched by no one yet.
+    /// What came on the subscription: a message of the stream, or the status that ends a request.
+    private enum Delivery {
+        case message(Message)
+        case status(code: String, subject: String, description: String)
+    }
+
+    /// The next delivery, waiting at most `timeoutMs` (0: only one already there); nil when none came.
+    private func next(timeoutMs: Int64) throws(JetStreamFailure) -> Delivery? {
+        var m: OpaquePointer?
+        let s = natsSubscription_NextMsg(&m, sub, timeoutMs)
+        if s == NATS_TIMEOUT { return nil }
+        try JetStreamFailure.check(s, "cannot fetch from consumer \(name) of \(stream)")
+        defer { natsMsg_Destroy(m) }
+        let reply = natsMsg_GetReply(m).map { String(cString: $0) } ?? ""
+        guard reply.hasPrefix("$JS.ACK.") else {
+            var code: UnsafePointer<CChar>?, description: UnsafePointer<CChar>?
+            _ = natsMsgHeader_Get(m, "Status", &code)
+            _ = natsMsgHeader_Get(m, "Description", &description)
+            return .status(
+                code: code.map { String(cString: $0) } ?? "", subject: String(cString: natsMsg_GetSubject(m)),
+                description: description.map { String(cString: $0) } ?? "")
+        }
+        var meta: UnsafeMutablePointer<jsMsgMetaData>?
+        try JetStreamFailure.check(natsMsg_GetMetaData(&meta, m), "a message of consumer \(name) has no JetStream metadata")
+        defer { jsMsgMetaData_Destroy(meta) }
+        let n = Int(natsMsg_GetDataLength(m))
+        let payload = n == 0 ? [] : natsMsg_GetData(m).withMemoryRebound(to: UInt8.self, capacity: n) { Array(UnsafeBufferPointer(start: $0, count: n)) }
+        return .message(
+            Message(
+                sequence: meta?.pointee.Sequence.Stream ?? 0, delivery: meta?.pointee.Sequence.Consumer ?? 0,
+                subject: String(cString: natsMsg_GetSubject(m)), payload: payload,
+                deliveries: meta?.pointee.NumDelivered ?? 0, reply: reply))
+    }
+
+    /// Deliveries waiting on the subscription, taken by no fetch yet.
     package var waiting: Int {
         var msgs: Int32 = 0, bytes: Int32 = 0
         return natsSubscription_GetPending(sub, &msgs, &bytes) == NATS_OK ? Int(msgs) : 0
     }
 
-    /// The subject the server delivers this subscription's messages to (the answers to its fetches).
-    package var inbox: String { natsSubscription_GetSubject(sub).map { String(cString: $0) } ?? "" }
-
-    /// One `natsSubscription_Fetch` of up to `max` messages.
-    private func fetchBatch(_ max: Int, timeoutMs: Int64) throws(JetStreamFailure) -> [Message] {
-        var list = natsMsgList()
-        var code = jsErrCode(0)
-        let s = natsSubscription_Fetch(&list, sub, Int32(max), timeoutMs, &code)
-        if s == NATS_TIMEOUT { return [] }
-        try JetStreamFailure.check(s, "cannot fetch from consumer \(name) of \(stream)")
-        defer { natsMsgList_Destroy(&list) }
-        var out: [Message] = []
-        out.reserveCapacity(Int(list.Count))
-        for i in 0..<Int(list.Count) {
-            guard let m = list.Msgs[i] else { continue }
-            var meta: UnsafeMutablePointer<jsMsgMetaData>?
-            try JetStreamFailure.check(natsMsg_GetMetaData(&meta, m), "a message of consumer \(name) has no JetStream metadata")
-            defer { jsMsgMetaData_Destroy(meta) }
-            let n = Int(natsMsg_GetDataLength(m))
-            let payload = n == 0 ? [] : natsMsg_GetData(m).withMemoryRebound(to: UInt8.self, capacity: n) { Array(UnsafeBufferPointer(start: $0, count: n)) }
-            out.append(
-                Message(
-                    sequence: meta?.pointee.Sequence.Stream ?? 0, delivery: meta?.pointee.Sequence.Consumer ?? 0,
-                    subject: String(cString: natsMsg_GetSubject(m)), payload: payload,
-                    deliveries: meta?.pointee.NumDelivered ?? 0, reply: natsMsg_GetReply(m).map { String(cString: $0) } ?? ""))
-        }
-        return out
-    }
+    /// A subject the subscription receives on (its fetches' reply subjects are beside it).
+    package var inbox: String { "\(replyPrefix).0" }
 
     /// Acknowledges `message` and every message before it, and waits (at most `timeoutMs`)
     /// for the server to confirm it.

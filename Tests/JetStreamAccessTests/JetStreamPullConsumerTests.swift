@@ -1,5 +1,6 @@
 import Foundation
 import JetStreamAccess
+import Synchronization
 import TestSupport
 import Testing
 
@@ -93,11 +94,11 @@ import Testing
 
     /// Messages already waiting on the subscription when a fetch begins (the server's late answer
     /// to an earlier fetch that returned before it came) are taken first, and a fetch never hands
-    /// out more than it was asked for. libnats 3.4's fetch, finding more than half its batch
-    /// waiting, asks the server for the rest and then reads until its count equals that rest —
-    /// past the end of its array when more arrives meanwhile. Made here with requests of our own
-    /// to the subscription's inbox: 300 messages waiting, a fetch of at most 400, and 300 more
-    /// delivered to the inbox (by a second consumer) while it would still be reading.
+    /// out more than it was asked for. (libnats 3.4's `natsSubscription_Fetch`, finding more than
+    /// half its batch waiting, asked the server for the rest and then read until its count equalled
+    /// that rest — past the end of its array when more arrived meanwhile.) Made here with requests
+    /// of our own to the subscription's inbox: 300 messages waiting, a fetch of at most 400, and
+    /// 300 more delivered to the inbox (by a second consumer) while it still reads.
     @Test func messagesWaitingOnTheSubscriptionAreTakenFirstAndNeverMoreThanAsked() throws {
         let nats = try NATSCluster(size: 1, partitions: 4)
         let connection = try Self.connect(nats), other = try Self.connect(nats)
@@ -129,6 +130,63 @@ import Testing
             _ = try JetStreamPullConsumer(connection: connection, stream: "no_such_stream", name: "x", filter: "a.b", startSequence: 1)
         } throws: { e in
             "\(e)".contains("consumer x of no_such_stream")
+        }
+    }
+
+    /// A fetch returns what the consumer has without waiting out its time; waits when it has
+    /// nothing; is not cut short by the end of an earlier request (a status of the server that
+    /// came after that fetch returned); and fails, naming the consumer, when the consumer is
+    /// deleted while it waits.
+    @Test func aFetchTakesWhatThereIsWaitsOnlyWhenThereIsNoneAndFailsWhenItsConsumerIsDeleted() throws {
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let connection = try Self.connect(nats), other = try Self.connect(nats)
+        let c = try JetStreamPullConsumer(connection: connection, stream: "$MQTT_msgs", name: "test-f", filter: Self.allPartitions, startSequence: 1)
+        try Self.publish(nats, topic: "mobility/v1/users/u1/samples", ["{\"n\":1}", "{\"n\":2}", "{\"n\":3}"])
+        #expect(eventually(timeout: 10) { ((try? c.position().undelivered) ?? 0) == 3 })
+        let start = Date()
+        let three = try c.fetch(max: 10, timeoutMs: 20_000)
+        #expect(three.map(\.delivery) == [1, 2, 3])
+        #expect(Date().timeIntervalSince(start) < 10, "the fetch waited out its time although the server had answered")
+
+        // An earlier request's end waiting on the subscription: the server's "no messages".
+        try other.publish(subject: "$JS.API.CONSUMER.MSG.NEXT.$MQTT_msgs.test-f", reply: c.inbox, payload: #"{"batch":1,"no_wait":true}"#)
+        #expect(eventually(timeout: 10) { c.waiting == 1 })
+        let late = Thread {
+            usleep(500_000)
+            try? Self.publish(nats, topic: "mobility/v1/users/u1/samples", ["{\"n\":4}"])
+        }
+        late.start()
+        let fourth = try c.fetch(max: 1, timeoutMs: 20_000)
+        #expect(fourth.map(\.delivery) == [4], "a fetch ended by an earlier request's end")
+
+        // Deleted while a fetch waits: the server ends the request ("409 Consumer Deleted").
+        let watcher = try JetStreamPullConsumer(connection: other, stream: "$MQTT_msgs", name: "test-f", filter: Self.allPartitions, startSequence: 1)
+        let outcome = Mutex<String?>(nil)
+        Thread {
+            do {
+                let got = try c.fetch(max: 10, timeoutMs: 20_000)
+                outcome.withLock { $0 = "\(got.count) messages" }
+            } catch {
+                outcome.withLock { $0 = "\(error)" }
+            }
+        }.start()
+        #expect(eventually(timeout: 10) { ((try? watcher.position().waitingFetches) ?? 0) > 0 })
+        try other.deleteConsumer(stream: "$MQTT_msgs", name: "test-f")
+        #expect(eventually(timeout: 10) { outcome.withLock { $0 } != nil })
+        let said = outcome.withLock { $0 } ?? ""
+        #expect(said.contains("consumer test-f of $MQTT_msgs") && said.contains("409"), "\(said)")
+    }
+
+    /// A consumer of that name that exists with another filter is refused, not bound.
+    @Test func aConsumerOfAnotherFilterIsNotBound() throws {
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let connection = try Self.connect(nats)
+        _ = try JetStreamPullConsumer(connection: connection, stream: "$MQTT_msgs", name: "test-o", filter: Self.allPartitions, startSequence: 1)
+        let other = JetStreamInspector.subject("part/0/mobility/v1/users/+/+")
+        #expect {
+            _ = try JetStreamPullConsumer(connection: connection, stream: "$MQTT_msgs", name: "test-o", filter: other, startSequence: 1)
+        } throws: { e in
+            "\(e)".contains("consumer test-o of $MQTT_msgs is not a pull consumer of \(other)")
         }
     }
 }
