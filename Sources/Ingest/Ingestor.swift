@@ -101,7 +101,7 @@ package struct Ingestor: Sendable {
     }
 
     mutating func reject(_ user: String?, _ topic: String, _ r: Rejection, into out: inout [EngineOutput]) {
-        counters.rejected[r.reason, default: 0] += 1
+        counters.rejected[r.reason, default: 0] += r.count
         out.append(.rejected(user: user, topic: topic, r))
     }
 
@@ -229,12 +229,19 @@ package struct Ingestor: Sendable {
         // The last id of the message, stored once after it (not once a sample).
         var lastID: String?
         defer { if tracksLastSampleID { lastMessageSampleID = lastID } }
+        var late: Rejection?
         // By index into the array's buffer: `for (index, item) in items.enumerated()` copied each
         // item out of the array and destroyed the copy after it.
         items.withUnsafeBufferPointer { list in
             for index in list.indices {
-                ingest(list[index], index: index, count: list.count, user: user, topic: topic(), now: lateness, future: future, lastID: &lastID, into: &out)
+                ingest(
+                    list[index], index: index, count: list.count, user: user, topic: topic(), now: lateness, future: future, lastID: &lastID, late: &late,
+                    into: &out)
             }
+        }
+        if var late {
+            if late.count > 1 { late.detail = "\(late.count) samples of the message are too late; the first: \(late.detail)" }
+            reject(user, topic(), late, into: &out)
         }
         if let c { engine.advance(user: user, to: moveClock(at: c, before: before), into: &out) }
     }
@@ -255,7 +262,7 @@ package struct Ingestor: Sendable {
     @inline(__always)
     private mutating func ingest(
         _ item: borrowing WireDecoder.Item<Sample>, index: Int, count: Int, user: String, topic: @autoclosure () -> String, now: Timestamp,
-        future: Timestamp?, lastID: inout String?, into out: inout [EngineOutput]
+        future: Timestamp?, lastID: inout String?, late: inout Rejection?, into out: inout [EngineOutput]
     ) {
         switch item {
         case .failure(let r):
@@ -276,7 +283,11 @@ package struct Ingestor: Sendable {
             case .deleted: counters.deletedBeforeArrival += 1
             case .rejected(var r):
                 if count > 1 { r.index = index }  // as the decoder's rejections of a batch
-                reject(user, topic(), r, into: &out)
+                guard r.reason == .tooLate else { return reject(user, topic(), r, into: &out) }
+                // A message's late samples are one refusal, after the message: a gateway re-sending
+                // the samples of days long closed (after an outage, its acknowledgements late)
+                // would otherwise have mobilityd publish a refusal a sample.
+                if late == nil { late = r } else { late!.count += 1 }
             }
         }
     }

@@ -40,6 +40,9 @@ package struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
     package var itemID: String?
     /// The index of the refused item in a batch, when the payload was an array.
     package var index: Int?
+    /// How many items of the message it stands for (``itemID`` and ``index`` name the first):
+    /// more than one when a message's refusals of one reason are published as one.
+    package var count = 1
 
     package init(_ reason: RejectionReason, _ detail: String, itemID: String? = nil, index: Int? = nil) {
         self.reason = reason
@@ -64,6 +67,7 @@ package struct Rejection: Hashable, Sendable, Error, CustomStringConvertible {
         if let user { w.string("user", user) }
         if let itemID { w.string("id", itemID) }
         if let index { w.int("index", Int64(index)) }
+        if count > 1 { w.int("count", Int64(count)) }
         w.endObject()
         return w.bytes
     }
