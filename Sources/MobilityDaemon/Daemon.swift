@@ -119,7 +119,8 @@ package final class Daemon: Sendable {
         let services: [(any Service)?] = [
             metrics, reports,
             checkpointTimer(c),
-            PublisherService(publisher: c.publisher, sink: c.sink, acks: c.acks, statusTopic: layout.status(config.instance), clock: clock) { [self] in
+            PublisherService(publisher: c.publisher, sink: c.sink, acks: c.acks, statusTopic: layout.status(config.instance), clock: clock, log: log) {
+                [self] in
                 settleOutputs(c)
             },
             shardsService(c, state: state),

@@ -59,8 +59,8 @@ final class HTTPService: Service {
 }
 
 /// The publisher's stop: after the shards have drained, waits (at most 5 s) for the broker to
-/// acknowledge what was published, forgets those outputs, says `offline` and disconnects. It
-/// starts nothing: the connection starts after the shards replayed the journal
+/// answer what was published, forgets those outputs, says `offline` and disconnects. It starts
+/// nothing: the connection starts after the shards replayed the journal
 /// (``PublisherConnectionService``), but must stop after the shards stopped.
 final class PublisherService: Service {
     let name = "publisher"
@@ -69,10 +69,11 @@ final class PublisherService: Service {
     private let settle: @Sendable () -> Void
     /// The monotonic clock of the wait for the broker's acknowledgements.
     private let clock: DaemonClock
+    private let log: Logger
 
     /// - Parameter settle: forgets the acknowledged outputs and parks the refused ones.
     init(
-        publisher: MQTTClient, sink: MQTTOutputSink, acks: PublishTracker, statusTopic: String, clock: DaemonClock,
+        publisher: MQTTClient, sink: MQTTOutputSink, acks: PublishTracker, statusTopic: String, clock: DaemonClock, log: Logger,
         settle: @escaping @Sendable () -> Void
     ) {
         self.clock = clock
@@ -80,25 +81,33 @@ final class PublisherService: Service {
         self.sink = sink
         self.acks = acks
         self.statusTopic = statusTopic
+        self.log = log
         self.settle = settle
     }
 
     func start() {}
 
-    /// Waits (at most 5 s) for the broker to answer what is in flight, so that the outbox keeps
-    /// only what was not delivered — while the publisher is connected. A disconnected one has
-    /// nothing to wait for: the outputs it did not deliver stay in the outbox for the next run,
-    /// and the commit acknowledgements (not in the outbox) go with this run: the gateway re-sends
-    /// what they do not cover and the next owner acknowledges it. Waiting out the bound would
-    /// hold up a run stopped to hand its partitions over.
+    /// Waits (at most 5 s) for the broker to answer what is in flight — at most
+    /// ``MQTTOutputSink/outputWindow`` outputs and the commit acknowledgements, which are not in
+    /// the outbox and are published again meanwhile if their connection dropped — so that the
+    /// outbox keeps only what was not delivered, while the publisher is connected. Outputs held
+    /// back are not published now: they stay in the outbox for the next run, and a run stopped
+    /// to hand its partitions over is not held up sending them. A disconnected publisher has
+    /// nothing to wait for: the outputs it did not deliver stay in the outbox, and the commit
+    /// acknowledgements go with this run (the gateway re-sends what they do not cover and the
+    /// next owner acknowledges it).
     func stop() {
-        let deadline = clock.uptimeNanoseconds() + 5_000_000_000
-        while publisher.isConnected, acks.inFlight > 0 || sink.backlog > 0 || sink.acknowledgementsUnanswered > 0,
-            clock.uptimeNanoseconds() < deadline
-        {
-            if sink.backlog > 0 { _ = sink.publish([]) }
+        sink.holdOutputs()
+        let began = clock.uptimeNanoseconds()
+        let deadline = began + 5_000_000_000
+        while publisher.isConnected, acks.inFlight > 0 || sink.acknowledgementsUnanswered > 0, clock.uptimeNanoseconds() < deadline {
             sink.retryAcknowledgements()
             usleep(10_000)
+        }
+        if publisher.isConnected, acks.inFlight > 0 {
+            log.warn(
+                "the broker did not answer every publish before the publisher stopped; the outputs among them stay in the outbox",
+                ["in_flight": String(acks.inFlight), "waited_ms": String((clock.uptimeNanoseconds() &- began) / 1_000_000)])
         }
         settle()
         try? publisher.publish(topic: statusTopic, "offline", retain: true)

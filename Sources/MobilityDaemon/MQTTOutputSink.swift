@@ -24,6 +24,8 @@ final class MQTTOutputSink: OutputSink {
     private let held = Atomic<Int>(0)
     /// Whether a drain of the held items is on its way (one at a time).
     private let draining = Atomic<Bool>(false)
+    /// Set by ``holdOutputs()``: outbox items are no longer sent (the run is stopping).
+    private let holding = Atomic<Bool>(false)
 
     init(client: MQTTClient, acks: PublishTracker) {
         self.client = client
@@ -49,17 +51,26 @@ final class MQTTOutputSink: OutputSink {
     /// of outputs (a connection is one ordered stream: behind 30 000 outputs, at the 800
     /// answers a second of a NATS cluster with three replicas, an acknowledgement waits 37 s —
     /// long enough for gateways to re-send what it does not cover, whose samples' refusals
-    /// lengthen the backlog).
-    static let outputWindow = 2_000
+    /// lengthen the backlog). Behind 500, it waits well under a second, and so does a stopping
+    /// run for the answers to what it sent (``PublisherService``); the broker is kept busy all
+    /// the same (on loopback an answer comes back in well under a millisecond).
+    static let outputWindow = 500
 
     /// Items waiting for a retry.
     var backlog: Int { retry.withLock { $0.count } }
+
+    /// Sends no more outbox items (those held stay in the outbox, for the next run to publish):
+    /// a stopping run waits only for the answers to what it sent, not for its backlog to drain.
+    func holdOutputs() { holding.store(true, ordering: .releasing) }
+    /// Whether ``holdOutputs()`` was called.
+    var holdsOutputs: Bool { holding.load(ordering: .acquiring) }
 
     func publish(_ items: [StateStore.OutboxItem]) -> Int {
         retry.withLock { pending in
             pending += items
             held.store(pending.count, ordering: .relaxed)
             guard client.isConnected else { return 0 }  // held: the housekeeping timer retries
+            guard !holding.load(ordering: .acquiring) else { return 0 }  // held for the next run, from the outbox
             var done = 0, failed = 0
             var room = min(MQTTOutputSink.outputWindow - acks.outputsInFlight, MQTTOutputSink.maxInFlight - acks.inFlight)
             for item in pending {

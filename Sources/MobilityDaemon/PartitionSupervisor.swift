@@ -126,8 +126,10 @@ package final class PartitionSupervisor: Sendable {
     /// (a thread stuck in a store call) no longer holds the partitions: they lapse and others
     /// take them. Not renewed where the leases were given up (cut off from the broker) or went
     /// a whole lease unrenewed.
-    func stopRun(_ loop: inout Loop, renewing leases: PartitionLeases? = nil) {
-        guard let r = loop.run else { return }
+    /// Returns how long the stop took, in milliseconds, for the log line saying why (0: no run).
+    @discardableResult
+    func stopRun(_ loop: inout Loop, renewing leases: PartitionLeases? = nil) -> Int {
+        guard let r = loop.run else { return 0 }
         r.daemon.requestStop()
         let every = config.partitioning?.heartbeatMs ?? 1000
         let began = clock.uptimeNanoseconds()
@@ -146,6 +148,7 @@ package final class PartitionSupervisor: Sendable {
         }
         current.withLock { $0 = nil }
         loop.run = nil
+        return Int((clock.uptimeNanoseconds() &- began) / 1_000_000)
     }
 
     /// Renews the leases and reconsiders the share: leases lost or released stop the run; leases
@@ -169,22 +172,24 @@ package final class PartitionSupervisor: Sendable {
             switch rule.decide(held: loop.held.map(\.partition), live: live) {
             case .keep: break
             case .release(let ps):
-                stopRun(&loop, renewing: leases)
+                let stopMs = stopRun(&loop, renewing: leases)
                 let gone = loop.held.filter { ps.contains($0.partition) }
                 try leases.release(gone)
                 loop.held.removeAll { ps.contains($0.partition) }
-                log.info("partitions released for a rebalance", ["partitions": ps.map(String.init).joined(separator: ","), "instances": String(live)])
+                log.info(
+                    "partitions released for a rebalance",
+                    ["partitions": ps.map(String.init).joined(separator: ","), "instances": String(live), "run_stop_ms": String(stopMs)])
             case .claim(let n):
                 let got = try leases.claim(n)
                 guard !got.isEmpty else { return }
                 loop.held = (loop.held + got).sorted { $0.partition < $1.partition }
-                stopRun(&loop, renewing: leases)
+                let stopMs = stopRun(&loop, renewing: leases)
                 log.info(
                     "partitions claimed",
                     [
                         "partitions": got.map { "\($0.partition)" }.joined(separator: ","),
                         "tokens": got.map { "\($0.token)" }.joined(separator: ","),
-                        "instances": String(live)
+                        "instances": String(live), "run_stop_ms": String(stopMs)
                     ])
             }
         } catch {

@@ -27,7 +27,7 @@ import Testing
         #expect(sink.acknowledgementsUnanswered == 1)
         let settled = Atomic<Bool>(false)
         let service = PublisherService(
-            publisher: client, sink: sink, acks: acks, statusTopic: "mobility/v1/daemon/t/status", clock: .system
+            publisher: client, sink: sink, acks: acks, statusTopic: "mobility/v1/daemon/t/status", clock: .system, log: Logger(format: .logfmt, level: .error)
         ) { settled.store(true, ordering: .relaxed) }
         let began = Date()
         service.stop()

@@ -1,6 +1,7 @@
 import Foundation
 import MQTTTransport
 import StateStore
+import Synchronization
 import TestSupport
 import Testing
 
@@ -98,5 +99,35 @@ import Testing
         let jamie = topics.firstIndex(of: "mobility/v1/users/jamie/acks")
         let firstHeld = topics.firstIndex(of: "mobility/v1/users/u\(MQTTOutputSink.outputWindow)/rejected")
         #expect(jamie != nil && firstHeld != nil && jamie! < firstHeld!, "the acknowledgement at \(jamie ?? -1), the first held output at \(firstHeld ?? -1)")
+    }
+
+    /// A stopping run's publisher waits for the answers to what it sent, not for its backlog: the
+    /// outputs held back stay held (the outbox keeps them for the next run), although each answer
+    /// would otherwise send more — a run handing its partitions over would wait out its bound.
+    @Test func aStoppingPublisherWaitsForWhatItSentNotForItsBacklog() throws {
+        let broker = try MosquittoBroker()
+        let (acks, client, sink) = try connectedSink(broker)
+        broker.signal(SIGSTOP)
+        defer { broker.signal(SIGCONT) }
+        let items = (0..<(MQTTOutputSink.outputWindow + 1500)).map {
+            StateStore.OutboxItem(id: Int64($0 + 1), topic: "mobility/v1/users/u\($0)/rejected", payload: [0x7b, 0x7d], retain: false)
+        }
+        #expect(sink.publish(items) == 0)
+        #expect(acks.outputsInFlight == MQTTOutputSink.outputWindow && sink.backlog == 1500)
+        let settled = Atomic<Int>(-1)
+        let service = PublisherService(
+            publisher: client, sink: sink, acks: acks, statusTopic: "mobility/v1/daemon/t/status", clock: .system, log: Logger(format: .logfmt, level: .error)
+        ) { settled.store(acks.drain().count, ordering: .relaxed) }
+        // The broker answers once the stop holds the outputs.
+        Thread { [sink, broker] in
+            _ = eventually(timeout: 5) { sink.holdsOutputs }
+            broker.signal(SIGCONT)
+        }.start()
+        let began = Date()
+        service.stop()
+        #expect(Date().timeIntervalSince(began) < 4.5, "the stop waited out its bound")
+        #expect(sink.backlog == 1500, "\(sink.backlog) held: the backlog was sent during the stop")
+        let answered = settled.load(ordering: .relaxed)
+        #expect(answered == MQTTOutputSink.outputWindow, "\(answered) outputs answered and forgotten")
     }
 }

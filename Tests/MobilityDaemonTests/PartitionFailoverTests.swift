@@ -86,7 +86,9 @@ import Testing
                 (try? server.psql("SELECT user_id, key, day FROM history WHERE kind = 1 ORDER BY user_id, day, key", database: database)) ?? "(psql failed)"
             out += "alert history in the store (user|alert|day):\n\(alerts)\nlast sample of each user:\n"
             out += last.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "\n")
-            out += "\noutbox: " + ((try? server.psql("SELECT count(*) FROM outbox", database: database)) ?? "?") + "\n"
+            // What waits to be published, by the topic's last segment (`rejected`, `acks`, an alert's rule, …).
+            let waiting = "SELECT regexp_replace(topic, '^.*/', ''), count(*), min(id), max(id) FROM outbox GROUP BY 1 ORDER BY 2 DESC LIMIT 12"
+            out += "\noutbox (last segment|items|first id|last id):\n" + ((try? server.psql(waiting, database: database)) ?? "?") + "\n"
         }
         if let nats {
             for i in nats.nodes.indices {
