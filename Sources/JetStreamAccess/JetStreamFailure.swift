@@ -10,11 +10,13 @@ package struct JetStreamFailure: Error, CustomStringConvertible {
     package init(description: String) { self.description = description }
 
     /// Throws unless `status` is `NATS_OK`: `what` was being done, followed by libnats's last
-    /// error of this thread (or the status's text).
+    /// error of this thread when it is of this status (else the status's text: a wait that timed
+    /// out, say, leaves its error behind, and libnats has no public way to clear it).
     static func check(_ status: natsStatus, _ what: String) throws(JetStreamFailure) {
         guard status != NATS_OK else { return }
         var reason = String(cString: natsStatus_GetText(status))
-        if let last = nats_GetLastError(nil), strlen(last) > 0 { reason = String(cString: last) }
+        var lastStatus = NATS_OK
+        if let last = nats_GetLastError(&lastStatus), lastStatus == status, strlen(last) > 0 { reason = String(cString: last) }
         throw JetStreamFailure(description: "\(what): \(reason)")
     }
 }

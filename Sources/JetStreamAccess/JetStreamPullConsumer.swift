@@ -121,14 +121,17 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     /// Up to `max` messages, in delivery order, waiting at most `timeoutMs` for them; empty when
     /// none came in time.
     ///
-    /// The pull is our own, over a plain subscription, as libnats 3.9 does it (not libnats 3.4's
-    /// `natsSubscription_Fetch`, which writes past the end of its message array when a fetch
-    /// finds more than half its batch waiting and more arrives: fixed in libnats 3.9). Messages
-    /// already waiting (the server's late answer to an earlier fetch, which returned before they
-    /// came) are taken first; then the server is asked for the rest without waiting (it answers
-    /// what it has, ending with a status), and only when it had nothing, asked again to wait.
-    /// Each request has a reply subject of its own, so that the status ending an earlier one is
-    /// not taken for this one's end.
+    /// The pull is our own, over a plain subscription (not libnats 3.4's `natsSubscription_Fetch`,
+    /// which writes past the end of its message array when a fetch finds more than half its batch
+    /// waiting and more arrives: fixed in libnats 3.9). Messages already waiting (the server's
+    /// late answer to an earlier fetch, which returned before they came) are taken first; then the
+    /// server is asked for the rest with `no_wait` and `expires`, as libnats asks: it waits for the
+    /// first messages and ends the request once it has no more to give (a server that answers
+    /// such a request at once that it has none is asked again, to wait). Each request has a reply
+    /// subject of its own, so that the status ending an earlier one is not taken for this one's
+    /// end; and every request expires, so none lingers on the server. A request the server ends
+    /// with nothing delivered (say, too many requests pending) does not make the fetch return
+    /// early: it reads until its time is up, as the caller would otherwise ask again at once.
     package func fetch(max: Int, timeoutMs: Int64) throws(JetStreamFailure) -> [Message] {
         precondition(max > 0, "a fetch asks for at least one message")
         var out: [Message] = []
@@ -137,15 +140,14 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
         }
         guard out.count < max else { return out }
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(Swift.max(timeoutMs, 1)) * 1_000_000
-        var waits = false
+        var noWait = true, over = false
         while true {
             requests += 1
             let reply = "\(replyPrefix).\(requests)"
             let left = Int64(deadline - Swift.min(deadline, DispatchTime.now().uptimeNanoseconds))
             // The server's wait ends 10 ms before ours, so that its end arrives in time.
-            let request =
-                waits
-                ? #"{"batch":\#(max - out.count),"expires":\#(Swift.max(left - 10_000_000, 1_000_000))}"# : #"{"batch":\#(max - out.count),"no_wait":true}"#
+            let expires = Swift.max(left - 10_000_000, 1_000_000)
+            let request = #"{"batch":\#(max - out.count),"expires":\#(expires)\#(noWait ? #","no_wait":true"# : "")}"#
             let sent = natsConnection_PublishRequestString(connection.nc, nextSubject, reply, request)
             try JetStreamFailure.check(sent, "cannot ask consumer \(name) of \(stream) for messages")
             answers: while true {
@@ -154,16 +156,18 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
                 switch d {
                 case .message(let m):
                     out.append(m)
-                    if out.count == max { return out }
+                    if out.count == max || (over && waiting == 0) { return out }
                 case .status(let code, let subject, let description):
-                    guard subject == reply else { continue }  // an earlier request's end
+                    guard subject == reply, !over else { continue }  // an earlier request's end
                     switch code {
                     case "", "100": continue  // not a status; an idle heartbeat (none asked for)
-                    case "404" where out.isEmpty && !waits:  // nothing now: ask again, waiting
-                        waits = true
+                    case "404" where out.isEmpty && noWait:  // nothing now: ask again, waiting
+                        noWait = false
                         break answers
-                    case "404", "408": return out  // the request is over
-                    case "409" where !out.isEmpty || description == "Leadership Change": return out
+                    case "404", "408",
+                        "409" where description == "Leadership Change" || !out.isEmpty:
+                        guard out.isEmpty else { return out }
+                        over = true  // read on until the time is up
                     default:
                         throw JetStreamFailure(description: "cannot fetch from consumer \(name) of \(stream): \(code) \(description)")
                     }

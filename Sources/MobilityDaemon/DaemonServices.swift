@@ -104,10 +104,13 @@ final class PublisherService: Service {
             sink.retryAcknowledgements()
             usleep(10_000)
         }
-        if publisher.isConnected, acks.inFlight > 0 {
+        if publisher.isConnected, acks.inFlight > 0 || sink.acknowledgementsUnanswered > 0 {
             log.warn(
                 "the broker did not answer every publish before the publisher stopped; the outputs among them stay in the outbox",
-                ["in_flight": String(acks.inFlight), "waited_ms": String((clock.uptimeNanoseconds() &- began) / 1_000_000)])
+                [
+                    "outputs_in_flight": String(acks.outputsInFlight), "acks_unanswered": String(sink.acknowledgementsUnanswered),
+                    "waited_ms": String((clock.uptimeNanoseconds() &- began) / 1_000_000)
+                ])
         }
         settle()
         try? publisher.publish(topic: statusTopic, "offline", retain: true)

@@ -33,7 +33,9 @@ final class MQTTOutputSink: OutputSink {
         // Each answer makes room: held items go at the broker's pace, not only at the next
         // commit or housekeeping tick (off the network thread, one drain at a time).
         acks.whenAnswered { [weak self] in
-            guard let self, held.load(ordering: .relaxed) > 0, !draining.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            guard let self, held.load(ordering: .relaxed) > 0, !holding.load(ordering: .relaxed),
+                !draining.exchange(true, ordering: .acquiringAndReleasing)
+            else { return }
             DispatchQueue.global().async {
                 self.draining.store(false, ordering: .releasing)
                 _ = self.publish([])
@@ -51,7 +53,7 @@ final class MQTTOutputSink: OutputSink {
     /// of outputs (a connection is one ordered stream: behind 30 000 outputs, at the 800
     /// answers a second of a NATS cluster with three replicas, an acknowledgement waits 37 s —
     /// long enough for gateways to re-send what it does not cover, whose samples' refusals
-    /// lengthen the backlog). Behind 500, it waits well under a second, and so does a stopping
+    /// lengthen the backlog). Behind 500, it waits about 0.6 s, and so does a stopping
     /// run for the answers to what it sent (``PublisherService``); the broker is kept busy all
     /// the same (on loopback an answer comes back in well under a millisecond).
     static let outputWindow = 500
@@ -61,7 +63,10 @@ final class MQTTOutputSink: OutputSink {
 
     /// Sends no more outbox items (those held stay in the outbox, for the next run to publish):
     /// a stopping run waits only for the answers to what it sent, not for its backlog to drain.
-    func holdOutputs() { holding.store(true, ordering: .releasing) }
+    func holdOutputs() {
+        // Under the lock: a publish under way finishes first, so its items are counted in flight.
+        retry.withLock { _ in holding.store(true, ordering: .releasing) }
+    }
     /// Whether ``holdOutputs()`` was called.
     var holdsOutputs: Bool { holding.load(ordering: .acquiring) }
 

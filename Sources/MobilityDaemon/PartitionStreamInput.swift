@@ -31,7 +31,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     static let stream = "$MQTT_msgs"
     /// The most messages fetched (and committed) at once per partition.
     static let batch = 512
-    /// How long a fetch waits for a first message (and so how soon a revoked thread notices).
+    /// The longest a fetch waits for messages (it returns once the server has no more to give;
+    /// and so how soon a revoked thread notices).
     static let fetchTimeoutMs: Int64 = 500
 
     private let claim: PartitionClaim

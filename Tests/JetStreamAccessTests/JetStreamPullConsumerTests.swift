@@ -148,16 +148,19 @@ import Testing
         #expect(three.map(\.delivery) == [1, 2, 3])
         #expect(Date().timeIntervalSince(start) < 10, "the fetch waited out its time although the server had answered")
 
-        // An earlier request's end waiting on the subscription: the server's "no messages".
-        try other.publish(subject: "$JS.API.CONSUMER.MSG.NEXT.$MQTT_msgs.test-f", reply: c.inbox, payload: #"{"batch":1,"no_wait":true}"#)
-        #expect(eventually(timeout: 10) { c.waiting == 1 })
+        // Nothing there: the fetch waits; one message a second later ends it at once, not at its
+        // time nor when its batch is full; and the end of an earlier request meanwhile (the
+        // server's timeout of a request of 300 ms to the same inbox) does not end it empty.
+        try other.publish(subject: "$JS.API.CONSUMER.MSG.NEXT.$MQTT_msgs.test-f", reply: c.inbox, payload: #"{"batch":1,"expires":300000000}"#)
         let late = Thread {
-            usleep(500_000)
+            usleep(1_000_000)
             try? Self.publish(nats, topic: "mobility/v1/users/u1/samples", ["{\"n\":4}"])
         }
         late.start()
-        let fourth = try c.fetch(max: 1, timeoutMs: 20_000)
+        let waited = Date()
+        let fourth = try c.fetch(max: 10, timeoutMs: 20_000)
         #expect(fourth.map(\.delivery) == [4], "a fetch ended by an earlier request's end")
+        #expect(Date().timeIntervalSince(waited) < 10, "the fetch waited for its batch to fill")
 
         // Deleted while a fetch waits: the server ends the request ("409 Consumer Deleted").
         let watcher = try JetStreamPullConsumer(connection: other, stream: "$MQTT_msgs", name: "test-f", filter: Self.allPartitions, startSequence: 1)
