@@ -21,6 +21,8 @@ seed=${SEED:-1}
 swift build --build-tests >/dev/null
 swift build -c "${PRODUCTS:-release}" --product mobilityd >/dev/null
 work=$(mktemp -d /tmp/mw-fault-run.XXXXXX)
+# An instance that crashes prints its threads' backtraces into its log, which a failed run keeps.
+export SWIFT_BACKTRACE=${SWIFT_BACKTRACE:-enable=yes,interactive=no,color=no,threads=all}
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $runs runs of $users users x $days days, published over $pace s; output in $work"
 passed=0
 for i in $(seq "$runs"); do

@@ -131,7 +131,7 @@ package final class Daemon: Sendable {
             ticker(c), silenceTimer(c), housekeepingTimer(c), highWaterTimer(c), ackFlushTimer(c),
             ServiceNotifierService(startupPings: startupPings) { [self] in startServiceTimer(notifier, c) }
         ]
-        let group = ServiceGroup(services.compactMap { $0 }, signals: signals(c), termination: termination, log: log)
+        let group = ServiceGroup(services.compactMap { $0 }, signals: signals(c), termination: termination, log: log, clock: clock)
         // The failing service logged why; the started ones are stopped. A metrics port still held
         // (by the instance stopping before this one) may free itself: 75 (EX_TEMPFAIL), which the
         // unit restarts; a TLS certificate or key libmicrohttpd refuses is a configuration error:
@@ -139,7 +139,9 @@ package final class Daemon: Sendable {
         do { try group.run { logStarted(c, metrics: metrics, reports: reports) } } catch let e as HTTPServerError {
             return e.code == .cannotListen ? 75 : 2
         } catch { return 1 }
-        log.info("stopped", ["exit_code": String(termination.exitCode)])
+        // The services whose stop took a second or more: what a slow stop waited for.
+        let slow = group.slowStops(atLeast: 1000)
+        log.info("stopped", ["exit_code": String(termination.exitCode), "slow_stops": slow.isEmpty ? "none" : slow])
         return termination.exitCode
     }
 

@@ -18,6 +18,9 @@ final class ServiceGroup {
 
     private let services: [any Service]
     private let log: Logger?
+    private let clock: DaemonClock
+    /// How long each service took to stop, in stop order (milliseconds).
+    private(set) var stopTimes: [(service: String, ms: Int)] = []
     /// The services started so far, in start order (stopping pops them).
     private var started: [any Service] = []
     private var didStart = false
@@ -27,8 +30,9 @@ final class ServiceGroup {
     /// A group of `services`, in start order; `log` gets a debug line per start and stop. With
     /// `signals`, they are held from now on (ignored, so that none ends the process during start-up)
     /// and handled once every service started (the handlers are the last service, the first stopped).
-    init(_ services: [any Service], signals: Signals? = nil, termination: Termination = Termination(), log: Logger? = nil) {
+    init(_ services: [any Service], signals: Signals? = nil, termination: Termination = Termination(), log: Logger? = nil, clock: DaemonClock = .system) {
         self.log = log
+        self.clock = clock
         self.termination = termination
         guard let signals else {
             self.services = services
@@ -71,7 +75,16 @@ final class ServiceGroup {
     func stop() {
         while let service = started.popLast() {
             log?.debug("stopping service", ["service": service.name])
+            let began = clock.uptimeNanoseconds()
             service.stop()
+            stopTimes.append((service.name, Int((clock.uptimeNanoseconds() &- began) / 1_000_000)))
         }
+    }
+
+    /// The services that took at least `ms` milliseconds to stop, with how long
+    /// (`shards:1200,publisher:310`), for the run's last line: a slow stop holds up what waits
+    /// for it (the partitions a claimer takes over start after its run stopped).
+    func slowStops(atLeast ms: Int) -> String {
+        stopTimes.filter { $0.ms >= ms }.map { "\($0.service):\($0.ms)" }.joined(separator: ",")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MobilityModel
 import Synchronization
 import TestSupport
 import Testing
@@ -90,5 +91,26 @@ extension ServiceGroupTests {
         try group.run { termination.request(exitCode: 1) }
         #expect(j.events == ["start a", "stop a"])
         #expect(termination.exitCode == 1 && !termination.bySignal)
+    }
+
+    /// Each service's stop is timed on the group's clock, and the slow ones are named for the
+    /// run's last line (what a slow stop, which holds up a partition's takeover, waited for).
+    @Test func stopsAreTimedAndTheSlowOnesNamed() throws {
+        final class Ticks: Sendable { let now = Atomic<UInt64>(0) }
+        final class Slow: Service {
+            let name: String, ms: UInt64, ticks: Ticks
+            init(_ name: String, ms: UInt64, _ ticks: Ticks) { (self.name, self.ms, self.ticks) = (name, ms, ticks) }
+            func start() {}
+            func stop() { ticks.now.add(ms * 1_000_000, ordering: .relaxed) }
+        }
+        let ticks = Ticks()
+        let clock = DaemonClock(wall: { Timestamp(milliseconds: 0) }, uptimeNanoseconds: { ticks.now.load(ordering: .relaxed) })
+        let group = ServiceGroup([Slow("publisher", ms: 1200, ticks), Slow("shards", ms: 40, ticks), Slow("subscriber", ms: 3000, ticks)], clock: clock)
+        try group.start()
+        group.stop()
+        #expect(group.stopTimes.map(\.service) == ["subscriber", "shards", "publisher"])
+        #expect(group.stopTimes.map(\.ms) == [3000, 40, 1200])
+        #expect(group.slowStops(atLeast: 1000) == "subscriber:3000,publisher:1200")
+        #expect(group.slowStops(atLeast: 5000) == "")
     }
 }
