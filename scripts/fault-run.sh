@@ -21,8 +21,11 @@ seed=${SEED:-1}
 swift build --build-tests >/dev/null
 swift build -c "${PRODUCTS:-release}" --product mobilityd >/dev/null
 work=$(mktemp -d /tmp/mw-fault-run.XXXXXX)
-# An instance that crashes prints its threads' backtraces into its log, which a failed run keeps.
-export SWIFT_BACKTRACE=${SWIFT_BACKTRACE:-enable=yes,interactive=no,color=no,threads=all}
+# An instance that crashes prints its threads' backtraces into its log (the crashed thread's
+# registers only, the images its stacks name), and an instance that does not exit 0 leaves its
+# whole log in the work directory.
+export SWIFT_BACKTRACE=${SWIFT_BACKTRACE:-enable=yes,interactive=no,threads=all,registers=crashed,images=mentioned}
+export MW_FAULT_LOGS=$work
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $runs runs of $users users x $days days, published over $pace s; output in $work"
 passed=0
 for i in $(seq "$runs"); do

@@ -125,9 +125,9 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     /// which writes past the end of its message array when a fetch finds more than half its batch
     /// waiting and more arrives: fixed in libnats 3.9). Messages already waiting (the server's
     /// late answer to an earlier fetch, which returned before they came) are taken first; then the
-    /// server is asked for the rest with `no_wait` and `expires`, as libnats asks: it waits for the
-    /// first messages and ends the request once it has no more to give (a server that answers
-    /// such a request at once that it has none is asked again, to wait). Each request has a reply
+    /// server is asked for the rest with `no_wait` and `expires` (nats-server 2.9 waits for the
+    /// first messages and ends the request once it has no more to give; an older server, which
+    /// answers such a request at once that it has none, is asked again, to wait). Each request has a reply
     /// subject of its own, so that the status ending an earlier one is not taken for this one's
     /// end; and every request expires, so none lingers on the server. A request the server ends
     /// with nothing delivered (say, too many requests pending) does not make the fetch return
@@ -151,23 +151,28 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
             let sent = natsConnection_PublishRequestString(connection.nc, nextSubject, reply, request)
             try JetStreamFailure.check(sent, "cannot ask consumer \(name) of \(stream) for messages")
             answers: while true {
+                // Our request over: what came meanwhile (an earlier request's late answer) goes
+                // once nothing more waits on the subscription.
+                if over, !out.isEmpty, waiting == 0 { return out }
                 let now = DispatchTime.now().uptimeNanoseconds
                 guard now < deadline, let d = try next(timeoutMs: Int64((deadline - now + 999_999) / 1_000_000)) else { return out }
                 switch d {
                 case .message(let m):
                     out.append(m)
-                    if out.count == max || (over && waiting == 0) { return out }
+                    if out.count == max { return out }
                 case .status(let code, let subject, let description):
                     guard subject == reply, !over else { continue }  // an earlier request's end
                     switch code {
                     case "", "100": continue  // not a status; an idle heartbeat (none asked for)
-                    case "404" where out.isEmpty && noWait:  // nothing now: ask again, waiting
+                    case "404" where out.isEmpty && noWait:  // nothing now (an older server): ask again, waiting
                         noWait = false
                         break answers
-                    case "404", "408",
-                        "409" where description == "Leadership Change" || !out.isEmpty:
+                    case "404", "408":  // the request is over
                         guard out.isEmpty else { return out }
                         over = true  // read on until the time is up
+                    case "409" where description == "Leadership Change" || !out.isEmpty:  // over too
+                        guard out.isEmpty else { return out }
+                        over = true
                     default:
                         throw JetStreamFailure(description: "cannot fetch from consumer \(name) of \(stream): \(code) \(description)")
                     }
