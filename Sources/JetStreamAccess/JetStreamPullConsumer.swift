@@ -167,12 +167,9 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
                     case "404" where out.isEmpty && noWait:  // nothing now (an older server): ask again, waiting
                         noWait = false
                         break answers
-                    case "404", "408":  // the request is over
+                    case "409" where description == "Leadership Change" || !out.isEmpty, "404", "408":  // the request is over
                         guard out.isEmpty else { return out }
                         over = true  // read on until the time is up
-                    case "409" where description == "Leadership Change" || !out.isEmpty:  // over too
-                        guard out.isEmpty else { return out }
-                        over = true
                     default:
                         throw JetStreamFailure(description: "cannot fetch from consumer \(name) of \(stream): \(code) \(description)")
                     }

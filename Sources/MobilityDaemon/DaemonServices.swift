@@ -100,11 +100,12 @@ final class PublisherService: Service {
         sink.holdOutputs()
         let began = clock.uptimeNanoseconds()
         let deadline = began + 5_000_000_000
-        while publisher.isConnected, acks.inFlight > 0 || sink.acknowledgementsUnanswered > 0, clock.uptimeNanoseconds() < deadline {
+        let waiting = { [acks, sink, publisher] in publisher.isConnected && (acks.inFlight > 0 || sink.acknowledgementsUnanswered > 0) }
+        while waiting(), clock.uptimeNanoseconds() < deadline {
             sink.retryAcknowledgements()
             usleep(10_000)
         }
-        if publisher.isConnected, acks.inFlight > 0 || sink.acknowledgementsUnanswered > 0 {
+        if waiting() {
             log.warn(
                 "the broker did not answer every publish before the publisher stopped; the outputs among them stay in the outbox",
                 [
