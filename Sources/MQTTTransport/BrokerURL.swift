@@ -1,3 +1,5 @@
+import Foundation
+
 /// A broker address: `mqtt://host:port` (default 1883) or `mqtts://host:port` (TLS, default 8883).
 package struct BrokerURL: Hashable, Sendable, CustomStringConvertible {
     /// The host name or IP address (an IPv6 address without its brackets).
@@ -38,6 +40,26 @@ package struct BrokerURL: Hashable, Sendable, CustomStringConvertible {
         self.host = String(host)
         self.port = port
         self.tls = tls
+    }
+
+    /// Parses a `--broker` value: one broker URL, or the nodes of one broker cluster separated
+    /// by commas (`mqtts://nats-1:8883,mqtts://nats-2:8883`), the first the one connected to
+    /// first. The nodes must share their clients' sessions (as NATS's MQTT listener does): a
+    /// client moves to the next when it loses the one it uses. Every URL has the same scheme
+    /// (one TLS setting serves them all) and none is given twice.
+    package static func list(parsing s: String) throws(MQTTError) -> [BrokerURL] {
+        let parts = s.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !parts.contains(where: \.isEmpty) else { throw .configuration("empty broker URL in '\(s)'") }
+        var urls: [BrokerURL] = []
+        for p in parts {
+            let u = try BrokerURL(parsing: p)
+            guard !urls.contains(u) else { throw .configuration("broker \(u) is given twice in '\(s)'") }
+            guard urls.first.map({ $0.tls == u.tls }) ?? true else {
+                throw .configuration("the brokers of '\(s)' are all mqtt:// or all mqtts://, not both")
+            }
+            urls.append(u)
+        }
+        return urls
     }
 
     /// The URL with its port always written, IPv6 hosts in brackets: `mqtt://[::1]:1883`.

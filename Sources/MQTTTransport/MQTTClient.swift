@@ -14,8 +14,14 @@ package struct MQTTClientConfiguration: Sendable {
         package init?(option: String) { self.init(rawValue: option == "3" || option == "311" ? "3.1.1" : option) }
     }
 
-    /// The broker to connect to (`mqtt://` or `mqtts://`).
+    /// The broker to connect to first (`mqtt://` or `mqtts://`).
     package var broker: BrokerURL
+    /// The other nodes of `broker`'s cluster, which must share their clients' sessions (as NATS's
+    /// MQTT listener does; not independent mosquitto brokers, whose sessions and queues are their
+    /// own). When the connection in use is lost, or the first cannot be made, the client tries
+    /// the next node in turn (`broker` first, the lost one last), and the whole round again after
+    /// the backoff. Same scheme as `broker`.
+    package var fallbacks: [BrokerURL] = []
     /// A fixed client id, so the broker keeps the session across reconnects and restarts.
     package var clientID: String
     /// Clean session (3.1.1) / clean start (5). Off for a persistent session.
@@ -66,7 +72,8 @@ package enum MQTTConnectionEvent: Sendable, Equatable {
     /// this client id (CONNACK's flag; always false with a clean session). `sessionLost`: a
     /// client with a persistent session (clean session off) reconnected and the broker had none,
     /// so what it queued while the client was away is gone.
-    case connected(sessionPresent: Bool, sessionLost: Bool)
+    /// `broker`: the node that took it (``MQTTClientConfiguration/fallbacks``).
+    case connected(sessionPresent: Bool, sessionLost: Bool, broker: BrokerURL)
     case disconnected(reason: String)
     /// The broker answered (SUBACK) the subscriptions made on this connection.
     case subscribed
@@ -108,6 +115,10 @@ package final class MQTTClient: @unchecked Sendable {
     /// The message id of the SUBSCRIBE sent in the connect callback of the current connection (0: none yet).
     private let subscribeMid = Atomic<Int32>(0)
     private let subscribedFlag = Atomic<Bool>(false)
+    /// `broker` and the fallbacks, in the order tried.
+    private let brokers: [BrokerURL]
+    /// The index in `brokers` of the node connected to, or last tried.
+    private let current = Atomic<Int>(0)
 
     private static let libraryInit: Void = {
         mosquitto_lib_init(); return ()
@@ -126,6 +137,9 @@ package final class MQTTClient: @unchecked Sendable {
 
     /// Messages the broker answered with an MQTT 5 reason code of 0x80 or more.
     package var refusedCount: Int { refusedByBroker.load(ordering: .sequentiallyConsistent) }
+
+    /// The broker connected to, or last tried (``MQTTClientConfiguration/fallbacks``).
+    package var currentBroker: BrokerURL { brokers[current.load(ordering: .relaxed)] }
 
     /// Successful connections so far (reconnects are this minus one).
     package var connectionCount: Int { connections.load(ordering: .relaxed) }
@@ -167,6 +181,7 @@ package final class MQTTClient: @unchecked Sendable {
     ) throws(MQTTError) {
         _ = MQTTClient.libraryInit
         self.configuration = configuration
+        self.brokers = [configuration.broker] + configuration.fallbacks
         self.onMessage = onMessage
         self.onEvent = onEvent
         self.onPublished = onPublished
@@ -283,7 +298,9 @@ package final class MQTTClient: @unchecked Sendable {
             subscribeMid.store(mid, ordering: .releasing)
             if rc != 0 { onEvent(self, .disconnected(reason: "subscribe failed: \(String(cString: mosquitto_strerror(rc)))")) }
         }
-        onEvent(self, .connected(sessionPresent: sessionPresent, sessionLost: !configuration.cleanSession && earlier > 0 && !sessionPresent))
+        onEvent(
+            self,
+            .connected(sessionPresent: sessionPresent, sessionLost: !configuration.cleanSession && earlier > 0 && !sessionPresent, broker: currentBroker))
     }
 
     /// Connects (retrying in the background if the broker is not there yet) and starts the network thread.
@@ -297,16 +314,16 @@ package final class MQTTClient: @unchecked Sendable {
     package func start() throws(MQTTError) {
         let c = configuration
         guard !started.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        let rc = connectOnce(first: true)
+        let rc = connectRound(from: 0, first: true)
         if rc == MOSQ_ERR_SUCCESS.rawValue {
             startNetworkThread()
             return
         }
         guard MQTTClient.connectFailureIsRetryable(rc) else {
             started.store(false, ordering: .sequentiallyConsistent)
-            throw MQTTError.library(rc, "connect to \(c.broker)")
+            throw MQTTError.library(rc, "connect to \(currentBroker)")
         }
-        onEvent(self, .disconnected(reason: "broker \(c.broker) not reachable yet (\(MQTTClient.describe(rc))); retrying"))
+        onEvent(self, .disconnected(reason: "\(brokersNamed) not reachable yet (\(MQTTClient.describe(rc))); retrying"))
         retrying.store(true, ordering: .sequentiallyConsistent)
         let spawned = MQTTClient.spawn("mqtt-connect") { [self] in
             retryThread.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)
@@ -318,8 +335,29 @@ package final class MQTTClient: @unchecked Sendable {
         }
     }
 
-    /// One connect attempt: the first sets the broker and options, later ones reuse them.
-    private func connectOnce(first: Bool) -> Int32 {
+    /// How the brokers are named in a log line: the one, or all in the order tried.
+    private var brokersNamed: String {
+        brokers.count == 1 ? "broker \(brokers[0])" : "brokers \(brokers.map(\.description).joined(separator: ","))"
+    }
+
+    /// One connect attempt to each broker in turn from `brokers[start]`, until one takes it (it
+    /// becomes the current one) or an error says the client's own settings are wrong; the last
+    /// attempt's code. `first`: no attempt made before (which sets the options).
+    private func connectRound(from start: Int, first: Bool) -> Int32 {
+        var rc = MOSQ_ERR_NO_CONN.rawValue
+        for k in 0..<brokers.count {
+            guard k == 0 || started.load(ordering: .sequentiallyConsistent) else { break }
+            let i = (start + k) % brokers.count
+            current.store(i, ordering: .relaxed)
+            rc = connectOnce(to: brokers[i], first: first || brokers.count > 1)
+            if rc == MOSQ_ERR_SUCCESS.rawValue || !MQTTClient.connectFailureIsRetryable(rc) { break }
+        }
+        return rc
+    }
+
+    /// One connect attempt: `first` sets the broker and options (every attempt does when there
+    /// are fallbacks, whose host differs), otherwise the last ones are reused.
+    private func connectOnce(to broker: BrokerURL, first: Bool) -> Int32 {
         let c = configuration
         guard first else { return mosquitto_reconnect(handle) }
         if c.protocolVersion == .v5 {
@@ -327,9 +365,9 @@ package final class MQTTClient: @unchecked Sendable {
             let rc = mosquitto_property_add_int32(&props, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), UInt32(bitPattern: c.sessionExpirySeconds))
             guard rc == MOSQ_ERR_SUCCESS.rawValue else { return rc }
             defer { mosquitto_property_free_all(&props) }
-            return mosquitto_connect_bind_v5(handle, c.broker.host, c.broker.port, c.keepAliveSeconds, nil, props)
+            return mosquitto_connect_bind_v5(handle, broker.host, broker.port, c.keepAliveSeconds, nil, props)
         }
-        return mosquitto_connect(handle, c.broker.host, c.broker.port, c.keepAliveSeconds)
+        return mosquitto_connect(handle, broker.host, broker.port, c.keepAliveSeconds)
     }
 
     /// Retries the first connection with backoff until it succeeds (then starts the network
@@ -346,14 +384,14 @@ package final class MQTTClient: @unchecked Sendable {
                 usleep(50_000)
             }
             guard started.load(ordering: .sequentiallyConsistent) else { return }
-            let rc = connectOnce(first: false)
+            let rc = connectRound(from: 0, first: false)
             if rc == MOSQ_ERR_SUCCESS.rawValue {
                 startNetworkThread()
                 retrying.store(false, ordering: .sequentiallyConsistent)
                 return
             }
             let reason = MQTTClient.describe(rc)
-            if reason != lastReason { onEvent(self, .disconnected(reason: "broker \(c.broker) not reachable (\(reason)); retrying")) }
+            if reason != lastReason { onEvent(self, .disconnected(reason: "\(brokersNamed) not reachable (\(reason)); retrying")) }
             lastReason = reason
             delay = min(delay * 2, max(c.reconnectMaxSeconds, 1))
         }
@@ -399,7 +437,8 @@ package final class MQTTClient: @unchecked Sendable {
         }
     }
 
-    /// Reconnects with the configured backoff until it succeeds (true) or ``stop()`` is called (false).
+    /// Reconnects with the configured backoff until it succeeds (true) or ``stop()`` is called
+    /// (false). Each round tries every broker once, the lost one last.
     private func reconnectWithBackoff() -> Bool {
         let c = configuration
         var delay = max(c.reconnectMinSeconds, 1)
@@ -409,7 +448,8 @@ package final class MQTTClient: @unchecked Sendable {
                 usleep(50_000)
             }
             guard started.load(ordering: .sequentiallyConsistent) else { return false }
-            if mosquitto_reconnect(handle) == MOSQ_ERR_SUCCESS.rawValue { return true }
+            let lost = current.load(ordering: .relaxed)
+            if connectRound(from: (lost + 1) % brokers.count, first: false) == MOSQ_ERR_SUCCESS.rawValue { return true }
             delay = min(delay * 2, max(c.reconnectMaxSeconds, 1))
         }
     }

@@ -155,7 +155,7 @@ package final class Daemon: Sendable {
     /// stops there) and prepares the state directory.
     func prepare(_ program: Program) -> Preparation {
         let broker: BrokerURL
-        do { broker = try BrokerURL(parsing: config.broker) } catch {
+        do { broker = try BrokerURL.list(parsing: config.broker)[0] } catch {
             log.error("bad broker URL", ["error": error.description])
             return .exit(2)
         }
@@ -275,12 +275,13 @@ package final class Daemon: Sendable {
         c.caFile = config.caFile
         c.certFile = config.certFile
         c.keyFile = config.keyFile
+        c.fallbacks = Array(config.brokers.dropFirst())
     }
 
     func connectionEvent(_ e: MQTTConnectionEvent, role: String) {
         switch e {
-        case .connected(_, let sessionLost):
-            log.info("broker connected", ["role": role])
+        case .connected(_, let sessionLost, let broker):
+            log.info("broker connected", ["role": role, "broker": broker.description])
             let now = clock.uptimeNanoseconds()
             _ = evictionWatches.withLock { $0[role, default: EvictionWatch()].connected(now: now, sessionLost: sessionLost) }
             // The subscriber and the partition sessions keep a session at the broker (clean

@@ -10,8 +10,12 @@ import RuleEngine
 /// Everything `mobilityd` can be told. Precedence: flags, then `MOBILITYD_*` environment
 /// variables, then the config file (`--config`), then defaults.
 package struct DaemonConfiguration: Sendable {
-    /// The broker URL (`--broker`: `mqtt://` or `mqtts://` host and port).
+    /// The broker URL (`--broker`: `mqtt://` or `mqtts://` host and port), or the nodes of one
+    /// broker cluster separated by commas, this instance's own first (``BrokerURL/list(parsing:)``).
     package var broker = "mqtt://127.0.0.1:1883"
+    /// The brokers of `--broker` in the order tried (empty for a value that does not parse, which
+    /// the options refuse).
+    package var brokers: [BrokerURL] { (try? BrokerURL.list(parsing: broker)) ?? [] }
     /// The rules file or directory (`--rules`).
     package var rules = "rules"
     /// The state directory (`--state`): SQLite store and ingest journal, private to the daemon.
@@ -141,7 +145,11 @@ package struct DaemonConfiguration: Sendable {
 
     static let options: [Option] =
         [
-            Option(name: "broker", value: "URL", help: "broker, mqtt://HOST:PORT or mqtts://HOST:PORT (default mqtt://127.0.0.1:1883)"),
+            Option(
+                name: "broker", value: "URL[,URL…]",
+                help:
+                    "broker, mqtt://HOST:PORT or mqtts://HOST:PORT (default mqtt://127.0.0.1:1883); several: the nodes of one cluster that shares sessions (NATS), tried in turn when one is lost"
+            ),
             Option(name: "rules", value: "DIR", help: "rule files directory (default rules)"),
             Option(name: "state", value: "DIR", help: "state directory (default state)"),
             Option(
@@ -338,7 +346,7 @@ package struct DaemonConfiguration: Sendable {
         try applyConnection(m)
         try applyRuntime(m)
         let tls = BrokerTLSFiles(caFile: caFile, certFile: certFile, keyFile: keyFile)
-        if let url = try? BrokerURL(parsing: broker), let problem = tls.problem(for: url) { throw Problem(description: problem) }
+        if let url = brokers.first, let problem = tls.problem(for: url) { throw Problem(description: problem) }
     }
 
     /// A whole-number option within `range`, nil when it is not given.
@@ -353,7 +361,7 @@ package struct DaemonConfiguration: Sendable {
     /// The broker, the connections, the rules, the state and the topics.
     private mutating func applyConnection(_ m: [String: String]) throws(Problem) {
         if let v = m["broker"] {
-            do { _ = try BrokerURL(parsing: v) } catch { throw Problem(description: error.description) }
+            do { _ = try BrokerURL.list(parsing: v) } catch { throw Problem(description: error.description) }
             broker = v
         }
         if let v = m["rules"] { rules = v }

@@ -93,8 +93,9 @@ extension PartitionSupervisor {
     /// A clean MQTT session of this instance's own on the broker, with its credentials and TLS
     /// (the start check's probe, and the probe of a broker that was out of reach).
     static func probeConfiguration(_ config: DaemonConfiguration, clientID: String) -> MQTTClientConfiguration? {
-        guard let broker = try? BrokerURL(parsing: config.broker) else { return nil }
+        guard let broker = config.brokers.first else { return nil }
         var c = MQTTClientConfiguration(broker: broker, clientID: clientID)
+        c.fallbacks = Array(config.brokers.dropFirst())
         c.protocolVersion = config.mqttVersion
         c.username = config.username
         c.password = config.password

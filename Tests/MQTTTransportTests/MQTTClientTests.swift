@@ -22,6 +22,18 @@ import Testing
     func rejects(url: String) {
         #expect(throws: MQTTError.self) { try BrokerURL(parsing: url) }
     }
+
+    @Test func aListIsTheNodesOfOneClusterInTheOrderTried() throws {
+        #expect(try BrokerURL.list(parsing: "mqtt://a") == [BrokerURL(parsing: "mqtt://a:1883")])
+        #expect(try BrokerURL.list(parsing: "mqtts://a:1, mqtts://b:2").map(\.description) == ["mqtts://a:1", "mqtts://b:2"])
+        for (bad, says) in [
+            ("mqtt://a,", "empty broker URL"), ("mqtt://a,,mqtt://b", "empty broker URL"), ("mqtt://a,mqtts://b", "all mqtt:// or all mqtts://"),
+            ("mqtt://a:1883,mqtt://a", "given twice"), ("mqtt://a,tcp://b", "must start with mqtt://")
+        ] {
+            #expect(throws: MQTTError.self, "\(bad)") { try BrokerURL.list(parsing: bad) }
+            do { _ = try BrokerURL.list(parsing: bad) } catch { #expect(error.description.contains(says), "\(bad): \(error)") }
+        }
+    }
 }
 
 @Suite(.serialized) struct MQTTClientTests {
@@ -207,6 +219,42 @@ import Testing
         try pub.publish("r/1", "after restart")
         #expect(eventually { received.value == 1 })  // resubscribed in the connect callback
         client.stop()
+    }
+}
+
+extension MQTTClientTests {
+    /// A client given the nodes of a cluster moves to the next when the one it uses is lost,
+    /// subscribes again there, and starts on a later one when the first is not there. Two
+    /// independent mosquitto brokers stand in for two nodes (their sessions are not shared, which
+    /// this test does not need).
+    @Test func aLostBrokerIsLeftForTheNextOfTheCluster() throws {
+        let first = try MosquittoBroker(), second = try MosquittoBroker()
+        let received = ReceivedCounter()
+        let events = EventLog()
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: first.url), clientID: "fails-over")
+        c.fallbacks = [try BrokerURL(parsing: second.url)]
+        c.subscriptions = ["f/#"]
+        c.reconnectMaxSeconds = 1
+        let client = try MQTTClient(c, onMessage: { _, _ in received.add() }, onEvent: { events.append($0) })
+        try client.start()
+        #expect(eventually { client.isSubscribed })
+        #expect(client.currentBroker == c.broker)
+        first.stop()
+        #expect(eventually { client.isSubscribed && client.connectionCount == 2 })
+        #expect(client.currentBroker == c.fallbacks[0])
+        #expect(
+            events.all.contains { if case .connected(_, _, let b) = $0 { b == c.fallbacks[0] } else { false } },
+            "the connect event names the node: \(events.all)")
+        try MQTTRecorder(url: second.url, filters: []).publish("f/1", "on the second node")
+        #expect(eventually { received.value == 1 })
+        client.stop()
+
+        // The first node down at the start: the client connects to the second at once.
+        let late = try MQTTClient(c, onMessage: { _, _ in })
+        try late.start()
+        #expect(eventually { late.isConnected })
+        #expect(late.currentBroker == c.fallbacks[0] && late.connectionCount == 1)
+        late.stop()
     }
 }
 

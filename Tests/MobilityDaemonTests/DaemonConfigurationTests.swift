@@ -1,4 +1,5 @@
 import Foundation
+import MQTTTransport
 import TestSupport
 import Testing
 
@@ -19,7 +20,8 @@ import Testing
     }
 
     @Test(arguments: [
-        ["--clock", "sundial"], ["--broker", "http://x"], ["--shards", "0"], ["--nope"], ["--broker"], ["stray"],
+        ["--clock", "sundial"], ["--broker", "http://x"], ["--broker", "mqtt://a,mqtts://b"], ["--broker", "mqtt://a,"], ["--shards", "0"], ["--nope"],
+        ["--broker"], ["stray"],
         ["--time-zone", "Mars/Base"], ["--cert-file", "c.pem"], ["--mqtt-version", "4"], ["--topic-root", "a/#"],
         ["--commit-interval", "-1"], ["--commit-interval", "soon"], ["--ca-file", "ca.pem"], ["--cert-file", "c.pem", "--key-file", "k.pem"]
     ])
@@ -32,6 +34,17 @@ import Testing
         let c = try DaemonConfiguration.load(
             arguments: ["--broker", "mqtts://h:8883", "--ca-file", "ca.pem", "--cert-file", "c.pem", "--key-file", "k.pem"], environment: [:])
         #expect(c.caFile == "ca.pem" && c.certFile == "c.pem" && c.keyFile == "k.pem")
+    }
+
+    /// `--broker` takes the nodes of one cluster, tried in the order given; the clients connect
+    /// to the first and move to the others (``MQTTClientConfiguration/fallbacks``).
+    @Test func severalBrokersAreTheNodesOfOneClusterInOrder() throws {
+        let c = try DaemonConfiguration.load(arguments: ["--broker", "mqtt://n1:1883,mqtt://n2:1884"], environment: [:])
+        #expect(c.brokers.map(\.description) == ["mqtt://n1:1883", "mqtt://n2:1884"])
+        let d = Daemon(configuration: c)
+        var m = MQTTClientConfiguration(broker: c.brokers[0], clientID: "x")
+        d.applyCommon(&m)
+        #expect(m.fallbacks.map(\.description) == ["mqtt://n2:1884"])
     }
 
     /// `#` starts a comment only at the start of a line or after whitespace: a password may hold it.

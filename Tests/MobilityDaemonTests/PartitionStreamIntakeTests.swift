@@ -16,11 +16,11 @@ import Testing
 
     /// A partitioned mobilityd consuming through JetStream, with its metrics on `metricsPort`.
     static func instance(
-        _ name: String, nats: NATSCluster, node: Int, store: String, partitions: Int, metricsPort: Int, lease: Int = 2
+        _ name: String, nats: NATSCluster, node: Int, store: String, partitions: Int, metricsPort: Int, lease: Int = 2, everyNode: Bool = false
     ) throws -> ChildProcess {
         try ChildProcess(
             ChildProcess.product("mobilityd"),
-            nats.daemonArguments(node) + [
+            nats.daemonArguments(node, everyNode: everyNode) + [
                 "--rules", RepoPaths.rules, "--state", TemporaryPath.make("mw-state"), "--clock", "event", "--instance", name,
                 "--metrics-address", "127.0.0.1:\(metricsPort)", "--publish-series", "false", "--log-level", "debug",
                 "--store", store, "--partitions", String(partitions), "--lease", String(lease), "--intake", "jetstream"

@@ -131,11 +131,15 @@ package final class NATSCluster: @unchecked Sendable {
         ["--broker", nodes[i].url, "--ca-file", caFile, "--credentials", directory + "/credentials", "--account", "mobilityd"]
     }
 
-    /// mobilityd's broker arguments for node `i`: its MQTT listener, the CA, the account.
-    package func daemonArguments(_ i: Int) -> [String] {
-        [
-            "--broker", nodes[i].url, "--ca-file", caFile, "--username", "mobilityd", "--password-file", passwordFile, "--broker-binds-client-ids", "false",
-            "--nats", nodes[i].natsURL
+    /// mobilityd's broker arguments for node `i`: its MQTT listener, the CA, the account; with
+    /// `everyNode`, every node's listeners in `--broker` and `--nats`, node `i`'s first (as
+    /// docs/scaling.md deploys an instance), else node `i`'s alone (a machine whose node is lost
+    /// is cut off).
+    package func daemonArguments(_ i: Int, everyNode: Bool = false) -> [String] {
+        let order = everyNode ? [i] + nodes.indices.filter { $0 != i } : [i]
+        return [
+            "--broker", order.map { nodes[$0].url }.joined(separator: ","), "--ca-file", caFile, "--username", "mobilityd", "--password-file", passwordFile,
+            "--broker-binds-client-ids", "false", "--nats", order.map { nodes[$0].natsURL }.joined(separator: ",")
         ]
     }
 
