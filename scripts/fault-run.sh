@@ -8,7 +8,7 @@
 # once its partitions moved, or lost for good with its gateway moved), PostgreSQL stopped at
 # 80 % until the leases lapse, then started — on a larger cohort, RUNS times, each with its own
 # seed. Prints each run's line and the tally; exits 1 if any run failed (its output kept in
-# the work directory).
+# the work directory, with every instance's whole log; KEEP=1 keeps them after a clean tally too).
 # mobilityd is the release build unless PRODUCTS=debug.
 #   scripts/fault-run.sh        RUNS=10 USERS=100 DAYS=90 SECONDS_=120 SEED=1 PRODUCTS=release
 set -euo pipefail
@@ -22,8 +22,8 @@ swift build --build-tests >/dev/null
 swift build -c "${PRODUCTS:-release}" --product mobilityd >/dev/null
 work=$(mktemp -d /tmp/mw-fault-run.XXXXXX)
 # An instance that crashes prints its threads' backtraces into its log (the crashed thread's
-# registers only, the images its stacks name), and an instance that does not exit 0 leaves its
-# whole log in the work directory.
+# registers only, the images its stacks name); every instance's whole log goes to the work
+# directory (seed-S-node-returns|lost-instance-N.log).
 export SWIFT_BACKTRACE=${SWIFT_BACKTRACE:-enable=yes,interactive=no,threads=all,registers=crashed,images=mentioned}
 export MW_FAULT_LOGS=$work
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $runs runs of $users users x $days days, published over $pace s; output in $work"
@@ -41,5 +41,5 @@ for i in $(seq "$runs"); do
   grep -h 'cluster fault run' "$out" | sed 's/^/  /' || true
 done
 echo "== $passed of $runs runs passed (each: the node returning, then lost for good)"
-[ "$passed" = "$runs" ] && rm -rf "$work"
+[ "$passed" = "$runs" ] && [ -z "${KEEP:-}" ] && rm -rf "$work"
 [ "$passed" = "$runs" ]

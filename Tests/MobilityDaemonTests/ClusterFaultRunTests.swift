@@ -108,7 +108,7 @@ import Testing
         server.stop()
         #expect(eventually(timeout: 30) { failedBeats() >= beatsBefore + 4 }, "\(logs())")
         try server.start()
-        let live = nodeReturns ? ["a", "b"] : ["a"]
+        let live = ["a", "b"]
         #expect(eventually(timeout: 60) { live.map(leases).reduce(0, +) == 8 }, "\(logs())")
         let outageEnd = Date()
         #expect(traffic.wait(timeout: Self.seconds + 300), "the gateways did not publish the cohort")
@@ -158,8 +158,13 @@ import Testing
         for (name, p) in zip(names, instances) where name != "c" {
             let code = p.stop(timeout: 30)
             #expect(code == 0, "\(p.log.suffix(20_000))")
-            if code != 0, let dir = ProcessInfo.processInfo.environment["MW_FAULT_LOGS"] {
-                try? p.log.write(toFile: "\(dir)/instance-\(name)-node-\(nodeReturns ? "returns" : "lost").log", atomically: true, encoding: .utf8)
+        }
+        // Every instance's whole log where the fault run asks (it keeps them when a run fails).
+        if let dir = ProcessInfo.processInfo.environment["MW_FAULT_LOGS"] {
+            let seed = ProcessInfo.processInfo.environment["MW_FAULT_SEED"] ?? "31"
+            for (name, p) in zip(names, instances) {
+                let file = "\(dir)/seed-\(seed)-node-\(nodeReturns ? "returns" : "lost")-instance-\(name).log"
+                try? p.log.write(toFile: file, atomically: true, encoding: .utf8)
             }
         }
     }
