@@ -173,7 +173,8 @@ package final class Daemon: Sendable {
             )
         }
         if config.checkConfig {
-            print("configuration ok: \(program.alerts.count) alerts, \(program.series.count) series, broker \(config.brokers.map(\.description).joined(separator: ",")), clock \(config.clock.rawValue)")
+            let brokers = config.brokers.map(\.description).joined(separator: ",")
+            print("configuration ok: \(program.alerts.count) alerts, \(program.series.count) series, broker \(brokers), clock \(config.clock.rawValue)")
             return .exit(0)
         }
         // 0700 whatever the umask; a looser directory (an older version's) is tightened, and said so.
