@@ -312,9 +312,8 @@ package final class MQTTClient: @unchecked Sendable {
     /// connection is retried here, with the same backoff, on a thread of our own that starts the
     /// network thread once connected.
     package func start() throws(MQTTError) {
-        let c = configuration
         guard !started.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        let rc = connectRound(from: 0, first: true)
+        let rc = connectRound(last: nil, first: true)
         if rc == MOSQ_ERR_SUCCESS.rawValue {
             startNetworkThread()
             return
@@ -331,7 +330,7 @@ package final class MQTTClient: @unchecked Sendable {
         }
         if !spawned {
             retrying.store(false, ordering: .sequentiallyConsistent)
-            onEvent(self, .disconnected(reason: "cannot start a thread to retry connecting to \(c.broker)"))
+            onEvent(self, .disconnected(reason: "cannot start a thread to retry connecting to \(brokersNamed)"))
         }
     }
 
@@ -340,14 +339,15 @@ package final class MQTTClient: @unchecked Sendable {
         brokers.count == 1 ? "broker \(brokers[0])" : "brokers \(brokers.map(\.description).joined(separator: ","))"
     }
 
-    /// One connect attempt to each broker in turn from `brokers[start]`, until one takes it (it
-    /// becomes the current one) or an error says the client's own settings are wrong; the last
-    /// attempt's code. `first`: no attempt made before (which sets the options).
-    private func connectRound(from start: Int, first: Bool) -> Int32 {
+    /// One connect attempt to each broker in turn, in the order given (the instance's own node
+    /// first) but `last` (the one just lost) last, until one takes it (it becomes the current
+    /// one) or an error says the client's own settings are wrong; the last attempt's code.
+    /// `first`: no attempt made before (which sets the options).
+    private func connectRound(last: Int?, first: Bool) -> Int32 {
         var rc = MOSQ_ERR_NO_CONN.rawValue
-        for k in 0..<brokers.count {
+        let order = brokers.indices.filter { $0 != last } + (last.map { [$0] } ?? [])
+        for (k, i) in order.enumerated() {
             guard k == 0 || started.load(ordering: .sequentiallyConsistent) else { break }
-            let i = (start + k) % brokers.count
             current.store(i, ordering: .relaxed)
             rc = connectOnce(to: brokers[i], first: first || brokers.count > 1)
             if rc == MOSQ_ERR_SUCCESS.rawValue || !MQTTClient.connectFailureIsRetryable(rc) { break }
@@ -384,7 +384,7 @@ package final class MQTTClient: @unchecked Sendable {
                 usleep(50_000)
             }
             guard started.load(ordering: .sequentiallyConsistent) else { return }
-            let rc = connectRound(from: 0, first: false)
+            let rc = connectRound(last: nil, first: false)
             if rc == MOSQ_ERR_SUCCESS.rawValue {
                 startNetworkThread()
                 retrying.store(false, ordering: .sequentiallyConsistent)
@@ -428,6 +428,9 @@ package final class MQTTClient: @unchecked Sendable {
             let rc = mosquitto_loop(handle, 1000, 1)
             if !started.load(ordering: .sequentiallyConsistent) {
                 if rc != MOSQ_ERR_SUCCESS.rawValue { return }
+                // Asked again from this thread: a reconnect under way when stop() asked made
+                // the connection over its request, which it then never sent.
+                if stopDeadline == nil { mosquitto_disconnect(handle) }
                 let deadline = stopDeadline ?? .now() + .seconds(2)
                 stopDeadline = deadline
                 if DispatchTime.now() >= deadline { return }
@@ -438,7 +441,8 @@ package final class MQTTClient: @unchecked Sendable {
     }
 
     /// Reconnects with the configured backoff until it succeeds (true) or ``stop()`` is called
-    /// (false). Each round tries every broker once, the lost one last.
+    /// (false). Each round tries every broker once, the lost one last: a client that lost a
+    /// fallback goes back to its own node when that answers.
     private func reconnectWithBackoff() -> Bool {
         let c = configuration
         var delay = max(c.reconnectMinSeconds, 1)
@@ -449,7 +453,7 @@ package final class MQTTClient: @unchecked Sendable {
             }
             guard started.load(ordering: .sequentiallyConsistent) else { return false }
             let lost = current.load(ordering: .relaxed)
-            if connectRound(from: (lost + 1) % brokers.count, first: false) == MOSQ_ERR_SUCCESS.rawValue { return true }
+            if connectRound(last: lost, first: false) == MOSQ_ERR_SUCCESS.rawValue { return true }
             delay = min(delay * 2, max(c.reconnectMaxSeconds, 1))
         }
     }

@@ -194,7 +194,8 @@ package final class Daemon: Sendable {
         log.info(
             "started",
             [
-                "broker": c.broker.description, "client_id": c.clientID, "clock": config.clock.rawValue, "shards": String(c.shards.count),
+                "broker": config.brokers.map(\.description).joined(separator: ","), "client_id": c.clientID, "clock": config.clock.rawValue,
+                "shards": String(c.shards.count),
                 "rules": config.rules, "alerts": String(c.program.alerts.count), "rules_identity": c.program.identity,
                 "metrics": metrics?.boundAddress ?? "off",
                 "http": reports?.boundAddress.map { (config.httpTLS == nil ? "http://" : "https://") + $0 } ?? "off"

@@ -258,6 +258,29 @@ extension MQTTClientTests {
     }
 }
 
+extension MQTTClientTests {
+    /// Of three nodes, a client that loses its own goes to the next in order, and one that loses
+    /// a fallback goes back to its own node first when that answers again (the lost one last).
+    @Test func aClientTriesItsOwnNodeFirstAndTheLostOneLast() throws {
+        let nodes = try (0..<3).map { _ in try MosquittoBroker() }
+        let urls = try nodes.map { try BrokerURL(parsing: $0.url) }
+        var c = MQTTClientConfiguration(broker: urls[0], clientID: "three-nodes")
+        c.fallbacks = Array(urls[1...])
+        c.reconnectMaxSeconds = 1
+        let client = try MQTTClient(c, onMessage: { _, _ in })
+        try client.start()
+        #expect(eventually { client.isConnected })
+        nodes[0].stop()
+        #expect(eventually { client.isConnected && client.connectionCount == 2 })
+        #expect(client.currentBroker == urls[1], "the next in order, not the third")
+        try nodes[0].start()
+        nodes[1].stop()
+        #expect(eventually { client.isConnected && client.connectionCount == 3 })
+        #expect(client.currentBroker == urls[0], "back to its own node")
+        client.stop()
+    }
+}
+
 /// A thread-safe log of connection events.
 final class EventLog: Sendable {
     private let items = Mutex<[MQTTConnectionEvent]>([])

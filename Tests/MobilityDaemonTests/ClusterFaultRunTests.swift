@@ -93,7 +93,9 @@ import Testing
         let b = instances[1]
         #expect(
             eventually(timeout: 30) {
-                b.log.split(separator: "\n").contains { $0.contains("broker connected") && $0.contains("role=publisher") && !$0.contains(nats.nodes[1].url) }
+                b.log.split(separator: "\n").contains {
+                    $0.contains("broker connected") && $0.contains("role=publisher") && !$0.hasSuffix("broker=\(nats.nodes[1].url)")
+                }
             }, "\(logs())")
         if nodeReturns {
             try nats.start(1)
