@@ -145,21 +145,23 @@ import Testing
     /// Regression: a fenced commit left the run going, failing every batch until the next
     /// heartbeat (a third of the lease: here 8 s). Another owner takes partition 0 and gives it
     /// back (its token raised by one, released) right after this instance's claim: the first
-    /// commit is fenced, the run stops at once, the supervisor heartbeats, finds partition 0
-    /// lost, claims it again and rejoins; the replay's alerts, exactly.
-    @Test func aFencedCommitStopsTheRunAtOnceAndRejoins() throws {
+    /// fenced write — a shard's commit, or with the JetStream intake the partition's recorded
+    /// sequence — stops the run at once, the supervisor heartbeats, finds partition 0 lost,
+    /// claims it again and rejoins (each JetStream partition resuming after its committed
+    /// sequence on a new consumer); the replay's alerts, exactly. With either intake.
+    @Test(arguments: Intake.allCases) func aFencedCommitStopsTheRunAtOnceAndRejoins(intake: Intake) throws {
         let records = ScenarioVerifier.traffic([try Scenario.load(RepoPaths.root + "/simulator/scenarios/jamie-plateau.scenario")])
         let expected = try DurabilityTests.expectedAlerts(records)
         #expect(expected.count >= 2)
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 4)
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: intake.edits)
         let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try nats.recorder(0, filters: [])
-        let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4, lease: 24)
+        let a = try intake.start("a", nats: nats, node: 0, store: store, partitions: 4, lease: 24)
         defer { _ = a.stop(signal: SIGKILL) }
-        #expect(eventually(timeout: 40) { PartitionedDaemonTests.subscribed(a).count == 4 }, "\(a.log)")
+        #expect(eventually(timeout: 40) { intake.ready(a).count == 4 }, "\(a.log)")
         let takenOver = Date()
         try server.psql("UPDATE partitions SET token = token + 1, owner = 'intruder', lease_until = '-infinity' WHERE partition = 0", database: database)
         let half = records.count / 2
@@ -167,12 +169,18 @@ import Testing
         #expect(eventually(timeout: 20) { a.log.contains("partition leases lost") }, "\(a.log)")
         let noticed = Date().timeIntervalSince(takenOver)
         #expect(noticed < 3, "the lost partition noticed \(noticed) s after the takeover (the heartbeat is every 8 s)")
-        #expect(eventually(timeout: 20) { Self.leases(server, database, of: "a") == 4 }, "\(a.log)")
+        // The fenced write stopped the run, not the next heartbeat: the fence's line comes first.
+        let fencedAt = a.log.range(of: "a commit was fenced")?.lowerBound
+        let lostAt = a.log.range(of: "partition leases lost")?.lowerBound
+        #expect(fencedAt != nil && lostAt != nil && fencedAt! < lostAt!, "\(a.log)")
+        #expect(eventually(timeout: 20) { Self.leases(server, database, of: "a") == 4 && intake.ready(a).count == 4 }, "\(a.log)")
         let refused = Self.lines(a, "state commit")
         #expect(refused <= 1, "\(refused) refused commits:\n\(a.log)")
         try Self.publish(records[half...], pub)
         try Self.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log)
-        print("fenced commit: the run stopped and the loss noticed \(String(format: "%.2f", noticed)) s after the takeover; \(refused) refused commits")
+        print(
+            "\(intake) intake, fenced commit: the run stopped and the loss noticed \(String(format: "%.2f", noticed)) s after the takeover; \(refused) refused commits"
+        )
         #expect(a.stop() == 0)
     }
 

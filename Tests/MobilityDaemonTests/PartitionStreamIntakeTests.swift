@@ -141,7 +141,7 @@ extension PartitionStreamIntakeTests {
     /// other instance takes the partitions and resumes each after its committed stream sequence
     /// on the surviving nodes; the replay's alerts, exactly.
     @Test func anInstanceWhoseNATSNodeIsLostForGoodGivesItsPartitionsUp() throws {
-        let run = try Self.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2)
+        let run = try PartitionFailoverTests.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2, intake: .jetStream)
         defer { withExtendedLifetime(run) {} }
         let (records, nats, rec, pub, a, b) = (run.records, run.nats, run.rec, run.pub, run.a, run.b)
         let leases = run.leases
@@ -173,7 +173,7 @@ extension PartitionStreamIntakeTests {
     /// consumers are gone, the fence), it stops that run and rejoins: the two share the 8
     /// partitions again, and the alerts are the replay's.
     @Test func aPausedOwnerIsFencedAndRejoins() throws {
-        let run = try Self.TwoInstances(size: 1, client: 0, nodeA: 0, nodeB: 0)
+        let run = try PartitionFailoverTests.TwoInstances(size: 1, client: 0, nodeA: 0, nodeB: 0, intake: .jetStream)
         defer { withExtendedLifetime(run) {} }
         let (records, rec, pub, a, b) = (run.records, run.rec, run.pub, run.a, run.b)
         let leases = run.leases
@@ -418,7 +418,7 @@ extension PartitionStreamIntakeTests {
     /// and when the node is back the instance rejoins and takes its share again, each partition
     /// resuming after its committed sequence. The replay's alerts, exactly.
     @Test func anInstancesNATSNodeKilledAndRestartedLosesNothing() throws {
-        let run = try Self.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2)
+        let run = try PartitionFailoverTests.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2, intake: .jetStream)
         defer { withExtendedLifetime(run) {} }
         let (records, nats, rec, pub, a, b) = (run.records, run.nats, run.rec, run.pub, run.a, run.b)
         let leases = run.leases
@@ -438,44 +438,5 @@ extension PartitionStreamIntakeTests {
             "jetstream intake, NATS node of an instance killed and restarted: 4/4 again, consuming, \(String(format: "%.1f", back)) s after the node's restart")
         #expect(a.stop() == 0, "\(a.log.suffix(20_000))")
         #expect(b.stop() == 0, "\(b.log.suffix(20_000))")
-    }
-}
-
-extension PartitionStreamIntakeTests {
-    /// One instance with a long lease (`--lease 24`: a heartbeat every 8 s) consuming through
-    /// JetStream; another owner takes partition 0 and gives it back (its token raised by one)
-    /// right after the claim: the first fenced write — a shard's commit or the partition's
-    /// recorded sequence — stops the run at once, the supervisor heartbeats, finds partition 0
-    /// lost, claims it again and rejoins, each partition resuming after its committed sequence on
-    /// a new consumer; the replay's alerts, exactly.
-    @Test func aFencedCommitStopsTheRunAtOnceAndRejoins() throws {
-        let records = ScenarioVerifier.traffic([try Scenario.load(RepoPaths.root + "/simulator/scenarios/jamie-plateau.scenario")])
-        let expected = try DurabilityTests.expectedAlerts(records)
-        #expect(expected.count >= 2)
-        let server = try PostgresServer.shared()
-        let store = try server.createDatabase()
-        let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 4, edits: Self.defaults)
-        let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
-        let pub = try nats.recorder(0, filters: [])
-        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 4, metricsPort: try freePort(), lease: 24)
-        defer { _ = a.stop(signal: SIGKILL) }
-        #expect(eventually(timeout: 40) { Self.ready(a).count == 4 }, "\(a.log)")
-        let takenOver = Date()
-        try server.psql("UPDATE partitions SET token = token + 1, owner = 'intruder', lease_until = '-infinity' WHERE partition = 0", database: database)
-        let half = records.count / 2
-        try PartitionFailoverTests.publish(records[..<half], pub)
-        #expect(eventually(timeout: 20) { a.log.contains("partition leases lost") }, "\(a.log)")
-        let noticed = Date().timeIntervalSince(takenOver)
-        #expect(noticed < 3, "the lost partition noticed \(noticed) s after the takeover (the heartbeat is every 8 s)")
-        // The fenced write stopped the run, not the next heartbeat: the fence's line comes first.
-        let fencedAt = a.log.range(of: "a commit was fenced")?.lowerBound
-        let lostAt = a.log.range(of: "partition leases lost")?.lowerBound
-        #expect(fencedAt != nil && lostAt != nil && fencedAt! < lostAt!, "\(a.log)")
-        #expect(eventually(timeout: 20) { PartitionFailoverTests.leases(server, database, of: "a") == 4 && Self.ready(a).count == 4 }, "\(a.log)")
-        try PartitionFailoverTests.publish(records[half...], pub)
-        try PartitionFailoverTests.expectReplaysAlerts(rec, expected, store: (server, database), records: records, nats: nats, a.log)
-        print("jetstream intake, fenced commit: the run stopped and the loss noticed \(String(format: "%.2f", noticed)) s after the takeover")
-        #expect(a.stop() == 0)
     }
 }
