@@ -20,32 +20,9 @@ lease=${LEASE:-4}
 swift build -c "$build" --product mobilityd >/dev/null
 swift build -c "$build" --product mobility-sim >/dev/null
 bin=$PWD/.build/$build
-pgbin=/usr/lib/postgresql/15/bin
 work=$(mktemp -d /tmp/mw-scale.XXXXXX)
-chmod 0711 "$work"  # the postgres user traverses it to its own directory
-pids=()
-pgpid=
-cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  [ -n "$pgpid" ] && kill -INT "$pgpid" 2>/dev/null && wait "$pgpid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }  # utime + stime, in clock ticks
-pg_ticks() { local t; t=$(ticks "$pgpid"); for p in $(ps -o pid= --ppid "$pgpid"); do t=$((t + $(ticks "$p"))); done; echo "$t"; }  # the postmaster and its backends
-hz=$(getconf CLK_TCK)
-
-# PostgreSQL, durable.
-mkdir -p "$work/pg"
-as_pg() { if [ "$(id -u)" = 0 ]; then chown -R postgres "$work/pg"; setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"; else "$@"; fi; }
-as_pg "$pgbin/initdb" -D "$work/pg/data" -A trust -U mw -E UTF8 --locale=C >/dev/null
-pgport=$(free_port)
-run_as=(); [ "$(id -u)" = 0 ] && run_as=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-"${run_as[@]}" "$pgbin/postgres" -D "$work/pg/data" -k "$work/pg" -p "$pgport" -c listen_addresses=127.0.0.1 -c max_connections=200 >"$work/pg/log" 2>&1 &
-pgpid=$!
-for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
-psql_() { "$pgbin/psql" -X -q -A -t -h 127.0.0.1 -p "$pgport" -U mw -d "$@"; }
+# shellcheck source=scripts/bench-postgres-lib.sh
+. scripts/bench-postgres-lib.sh  # (from the repository root) a durable PostgreSQL in $work/pg, CPU ticks, cleanup
 
 "$bin/mobility-sim" population --users "$users" --days "$days" --samples-per-message 1 -o "$work/traffic.jsonl" >/dev/null
 messages=$(wc -l <"$work/traffic.jsonl")
