@@ -349,10 +349,46 @@ package final class MQTTClient: @unchecked Sendable {
         for (k, i) in order.enumerated() {
             guard k == 0 || started.load(ordering: .sequentiallyConsistent) else { break }
             current.store(i, ordering: .relaxed)
+            // libmosquitto's connect waits for the kernel's TCP connect timeout (about two
+            // minutes) on a host that is gone without a reset: with others to try, a node whose
+            // host does not take a TCP connection within the probe's time is passed over.
+            if brokers.count > 1, !MQTTClient.takesConnections(brokers[i], timeoutMs: MQTTClient.probeTimeoutMs) {
+                rc = MOSQ_ERR_NO_CONN.rawValue
+                continue
+            }
             rc = connectOnce(to: brokers[i], first: first || brokers.count > 1)
             if rc == MOSQ_ERR_SUCCESS.rawValue || !MQTTClient.connectFailureIsRetryable(rc) { break }
         }
         return rc
+    }
+
+    /// How long a node of several is given to take a TCP connection before its turn is passed.
+    static let probeTimeoutMs: Int32 = 2000
+
+    /// Whether `broker`'s host takes a TCP connection on its port within `timeoutMs` (the
+    /// connection is closed at once): a non-blocking connect to each address of the host.
+    static func takesConnections(_ broker: BrokerURL, timeoutMs: Int32) -> Bool {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(broker.host, String(broker.port), &hints, &found) == 0 else { return false }
+        defer { freeaddrinfo(found) }
+        var next = found
+        while let a = next {
+            next = a.pointee.ai_next
+            let fd = socket(a.pointee.ai_family, a.pointee.ai_socktype | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), a.pointee.ai_protocol)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            if connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 { return true }
+            guard errno == EINPROGRESS else { continue }
+            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            guard poll(&p, 1, timeoutMs) == 1 else { continue }
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 { return true }
+        }
+        return false
     }
 
     /// One connect attempt: `first` sets the broker and options (every attempt does when there

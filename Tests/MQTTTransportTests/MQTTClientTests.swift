@@ -281,6 +281,28 @@ extension MQTTClientTests {
     }
 }
 
+extension MQTTClientTests {
+    /// A node whose host takes no TCP connection (its SYNs dropped, as for a machine gone
+    /// without a reset) is passed over after the probe's 2 s, not waited on for the kernel's
+    /// connect timeout (about two minutes): the client starts on the next node.
+    @Test func aNodeThatTakesNoConnectionIsPassedOver() throws {
+        let port = try freePort()
+        let silent = try SilentListener(port: port)
+        defer { silent.close() }
+        let node = try MosquittoBroker()
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: "mqtt://127.0.0.1:\(port)"), clientID: "passes-over")
+        c.fallbacks = [try BrokerURL(parsing: node.url)]
+        let client = try MQTTClient(c, onMessage: { _, _ in })
+        let began = Date()
+        try client.start()
+        #expect(eventually(timeout: 20) { client.isConnected })
+        #expect(client.currentBroker == c.fallbacks[0])
+        let took = Date().timeIntervalSince(began)
+        #expect(took < 10, "connected after \(took) s")
+        client.stop()
+    }
+}
+
 /// A thread-safe log of connection events.
 final class EventLog: Sendable {
     private let items = Mutex<[MQTTConnectionEvent]>([])
