@@ -221,12 +221,13 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     /// A subject the subscription receives on (its fetches' reply subjects are beside it).
     package var inbox: String { "\(replyPrefix).0" }
 
-    /// Acknowledges `message` and every message before it, and waits (at most `timeoutMs`)
-    /// for the server to confirm it.
-    package func acknowledge(through message: Message, timeoutMs: Int64 = 5000) throws(JetStreamFailure) {
-        var reply: OpaquePointer?
-        let s = natsConnection_RequestString(&reply, connection.nc, message.reply, "+ACK", timeoutMs)
-        natsMsg_Destroy(reply)
+    /// Acknowledges `message` and every message before it, without waiting for the server: an
+    /// acknowledgement lost with a consumer leader is covered by the next one (``position()``
+    /// says what the server has), and waiting for its confirmation held a partition up to the
+    /// request's timeout whenever the leader was being elected. Throws only when it cannot be
+    /// sent (the connection closed).
+    package func acknowledge(through message: Message) throws(JetStreamFailure) {
+        let s = natsConnection_PublishString(connection.nc, message.reply, "+ACK")
         try JetStreamFailure.check(s, "cannot acknowledge stream sequence \(message.sequence) to consumer \(name) of \(stream)")
     }
 

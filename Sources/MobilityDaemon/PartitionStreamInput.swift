@@ -15,7 +15,7 @@ import Synchronization
 /// Order and redelivery are this service's, not the broker's settings': each run makes a consumer
 /// of its own (`{session prefix}{k}-{token}-{run}-{n}`, anew after a failed fetch or a skipped
 /// delivery) starting after the recorded sequence, and deletes the partition's earlier consumers
-/// once it has acknowledged a batch, or answered idle (until then they keep the stream's messages
+/// once the server has its acknowledgement of a batch, or it answered idle (until then they keep the stream's messages
 /// too). A message at or below what this run already handed on (a redelivery) is skipped, and
 /// a user's shard skips a message at or below the stream sequence its committed state applied
 /// (a commit of the shards not yet recorded here when the previous owner died).
@@ -298,7 +298,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                     c.messages += handed
                     c.batches += 1
                 }
-                if retirement.isDue(now: clock.uptimeNanoseconds()), (try? c.position())?.replicasCurrent == true {
+                // The server has the acknowledgement (it is not waited for) and every replica is current.
+                if retirement.isDue(now: clock.uptimeNanoseconds()), let p = try? c.position(), p.replicasCurrent, p.acknowledgedThrough >= top.sequence {
                     retire(k, c, token: token, &retirement)
                 }
             } catch {
