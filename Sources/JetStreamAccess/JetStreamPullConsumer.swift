@@ -232,10 +232,14 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     }
 
     /// The consumer's position as the server has it now.
-    package func position() throws(JetStreamFailure) -> Position {
+    package func position(timeoutMs: Int64 = 5000) throws(JetStreamFailure) -> Position {
         var ci: UnsafeMutablePointer<jsConsumerInfo>?
         var code = jsErrCode(0)
-        try JetStreamFailure.check(js_GetConsumerInfo(&ci, connection.js, stream, name, nil, &code), "cannot read consumer \(name) of \(stream)")
+        var options = jsOptions()
+        try JetStreamFailure.check(jsOptions_Init(&options), "cannot make JetStream options")
+        options.Wait = timeoutMs
+        try JetStreamFailure.check(
+            js_GetConsumerInfo(&ci, connection.js, stream, name, &options, &code), "cannot read consumer \(name) of \(stream)")
         defer { jsConsumerInfo_Destroy(ci) }
         let i = ci!.pointee
         var p = Position(

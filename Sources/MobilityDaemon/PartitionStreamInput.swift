@@ -155,8 +155,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
 
     func stop() {
         revoked.store(true, ordering: .sequentiallyConsistent)
-        // Closing the connection returns every fetch, acknowledgement and consumer request
-        // waiting on it at once (a lost node's would wait out its timeout, and a thread still
+        // Closing the connection returns every fetch and consumer request waiting on it at once (a lost node's would wait out its timeout, and a thread still
         // inside libnats when the process exits can crash it). A thread stuck in a store call
         // is left behind: it hands nothing on and records nothing once revoked.
         connection.withLock { $0 }?.close()
@@ -204,6 +203,10 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         var delivered: UInt64 = 0
         var idle = IdleConsumer()
         var retirement = ConsumerRetirement()
+        // The committed sequence the consumer started after (its deliveries are above it), and
+        // the last message it was acknowledged through (not waited for: sent again when idle).
+        var from: UInt64 = 0
+        var lastAcknowledged: JetStreamPullConsumer.Message?
         while !isRevoked {
             guard let c = consumer else {
                 do {
@@ -212,7 +215,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                         c.consumersMade += 1
                         c.committed[k] = taken
                     }
-                    delivered = 0
+                    (delivered, from, lastAcknowledged) = (0, taken, nil)
                     retirement = ConsumerRetirement()
                     idle.reset()
                     // Made as stop() closed the connection: the partition's next consumer deletes it.
@@ -265,7 +268,10 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                             reason: "the server counts \(p.lastDelivery) deliveries and \(p.undelivered) undelivered messages; \(delivered) arrived",
                             after: taken)
                     case .live where p.replicasCurrent: retire(k, c, token: token, &retirement)
-                    case .live, .quiet: break
+                    case .live: break
+                    case .quiet:
+                        // An acknowledgement lost with a leader: sent again, not left to the redelivery after ack_wait.
+                        if let m = lastAcknowledged, p.acknowledgedThrough < m.sequence { try? c.acknowledge(through: m) }
                     }
                 }
                 continue
@@ -293,14 +299,17 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 // Through the highest stream sequence taken: acknowledging a lower one (a
                 // redelivery after ack_wait) would acknowledge nothing.
                 try c.acknowledge(through: top)
+                lastAcknowledged = top
                 progressed(k)
                 counts.withLock { c in
                     c.messages += handed
                     c.batches += 1
                 }
-                // The server has the acknowledgement (it is not waited for) and every replica is current.
-                if retirement.isDue(now: clock.uptimeNanoseconds()), let p = try? c.position(), p.replicasCurrent, p.acknowledgedThrough >= top.sequence {
-                    retire(k, c, token: token, &retirement)
+                // The server has an acknowledgement of this consumer's (they are not waited for)
+                // and every replica is current; asked at most once a second, given a second.
+                if retirement.isDue(now: clock.uptimeNanoseconds()) {
+                    retirement.checked(now: clock.uptimeNanoseconds())
+                    if let p = try? c.position(timeoutMs: 1000), p.replicasCurrent, p.acknowledgedThrough > from { retire(k, c, token: token, &retirement) }
                 }
             } catch {
                 log.warn("cannot acknowledge a committed batch; a later acknowledgement covers it", ["partition": String(k), "error": error.description])
@@ -467,10 +476,18 @@ struct IdleConsumer {
 /// a stale owner's, would otherwise keep the partition's messages in the stream for good).
 struct ConsumerRetirement {
     static let intervalNs: UInt64 = 60_000_000_000
+    /// The least time between two looks at the server's account before a deletion.
+    static let checkNs: UInt64 = 1_000_000_000
     private var lastNs: UInt64?
+    private var checkedNs: UInt64?
 
     /// Whether a deletion is due at `now` (uptime, ns).
-    func isDue(now: UInt64) -> Bool { lastNs.map { now &- $0 >= Self.intervalNs } ?? true }
+    func isDue(now: UInt64) -> Bool {
+        (lastNs.map { now &- $0 >= Self.intervalNs } ?? true) && (checkedNs.map { now &- $0 >= Self.checkNs } ?? true)
+    }
+
+    /// The server's account was asked at `now` whether a deletion may go ahead.
+    mutating func checked(now: UInt64) { checkedNs = now }
 
     /// A deletion was tried at `now`; one that failed is due again at once.
     mutating func attempted(succeeded: Bool, now: UInt64) { lastNs = succeeded ? now : nil }

@@ -53,5 +53,9 @@ import Testing
         #expect(r.isDue(now: 61 * Self.s))
         r.attempted(succeeded: false, now: 61 * Self.s)
         #expect(r.isDue(now: 62 * Self.s))
+        // The server's account is asked at most once a second while a deletion waits for it.
+        r.checked(now: 62 * Self.s)
+        #expect(!r.isDue(now: 62 * Self.s + Self.s / 2))
+        #expect(r.isDue(now: 63 * Self.s))
     }
 }
