@@ -345,6 +345,9 @@ package final class MQTTClient: @unchecked Sendable {
     /// `first`: no attempt made before (which sets the options).
     private func connectRound(last: Int?, first: Bool) -> Int32 {
         var rc = MOSQ_ERR_NO_CONN.rawValue
+        var probeError: Int32 = 0
+        // The last attempt's errno, when it was the probe's: what the caller's log line says.
+        defer { if rc == MOSQ_ERR_ERRNO.rawValue, probeError != 0 { errno = probeError } }
         let order = brokers.indices.filter { $0 != last } + (last.map { [$0] } ?? [])
         for (k, i) in order.enumerated() {
             guard k == 0 || started.load(ordering: .sequentiallyConsistent) else { break }
@@ -352,10 +355,14 @@ package final class MQTTClient: @unchecked Sendable {
             // libmosquitto's connect waits for the kernel's TCP connect timeout (about two
             // minutes) on a host that is gone without a reset: with others to try, a node whose
             // host does not take a TCP connection within the probe's time is passed over.
-            if brokers.count > 1, !MQTTClient.takesConnections(brokers[i], timeoutMs: MQTTClient.probeTimeoutMs) {
-                rc = MOSQ_ERR_NO_CONN.rawValue
-                continue
+            if brokers.count > 1 {
+                let refused = MQTTClient.probe(brokers[i], timeoutMs: MQTTClient.probeTimeoutMs)
+                guard refused == 0 else {
+                    (rc, probeError) = (MOSQ_ERR_ERRNO.rawValue, refused)
+                    continue
+                }
             }
+            probeError = 0
             rc = connectOnce(to: brokers[i], first: first || brokers.count > 1)
             if rc == MOSQ_ERR_SUCCESS.rawValue || !MQTTClient.connectFailureIsRetryable(rc) { break }
         }
@@ -366,29 +373,41 @@ package final class MQTTClient: @unchecked Sendable {
     static let probeTimeoutMs: Int32 = 2000
 
     /// Whether `broker`'s host takes a TCP connection on its port within `timeoutMs` (the
-    /// connection is closed at once): a non-blocking connect to each address of the host.
-    static func takesConnections(_ broker: BrokerURL, timeoutMs: Int32) -> Bool {
+    /// connection is closed at once): 0, or why not (an errno; `ETIMEDOUT` when an address did
+    /// not answer in time). Its addresses are tried in order, as libmosquitto's connect tries
+    /// them: one that refuses at once passes the turn to the next, one that does not answer
+    /// ends the probe (libmosquitto's connect would wait on it).
+    static func probe(_ broker: BrokerURL, timeoutMs: Int32) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(broker.host, String(broker.port), &hints, &found) == 0 else { return false }
+        guard getaddrinfo(broker.host, String(broker.port), &hints, &found) == 0 else { return EHOSTUNREACH }
         defer { freeaddrinfo(found) }
         var next = found
+        var failure = ECONNREFUSED
         while let a = next {
             next = a.pointee.ai_next
             let fd = socket(a.pointee.ai_family, a.pointee.ai_socktype | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), a.pointee.ai_protocol)
-            guard fd >= 0 else { continue }
+            guard fd >= 0 else {
+                failure = errno
+                continue
+            }
             defer { close(fd) }
-            if connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 { return true }
-            guard errno == EINPROGRESS else { continue }
+            if connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 { return 0 }
+            guard errno == EINPROGRESS else {
+                failure = errno
+                continue
+            }
             var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            guard poll(&p, 1, timeoutMs) == 1 else { continue }
+            guard poll(&p, 1, timeoutMs) == 1 else { return ETIMEDOUT }
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
-            if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 { return true }
+            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return errno }
+            if error == 0 { return 0 }
+            failure = error
         }
-        return false
+        return failure
     }
 
     /// One connect attempt: `first` sets the broker and options (every attempt does when there
