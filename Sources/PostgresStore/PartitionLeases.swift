@@ -84,9 +84,12 @@ package final class PartitionLeases: @unchecked Sendable {
                 ("DELETE FROM instances WHERE alive_until < now() - interval '1 hour'", PGParameters()),
                 ("SELECT count(*) FROM instances WHERE alive_until > now()", PGParameters()),
                 (
+                    // Locked in partition order, as the fence locks them (mw_fence).
                     """
-                    UPDATE partitions p SET lease_until = now() + $2::bigint * interval '1 millisecond' FROM unnest($3::integer[], $4::bigint[]) AS o(part, tok)
-                    WHERE p.partition = o.part AND p.token = o.tok AND p.owner = $1::text AND p.lease_until > now()
+                    WITH mine AS (
+                        SELECT p.partition FROM partitions p JOIN unnest($3::integer[], $4::bigint[]) AS o(part, tok) ON p.partition = o.part AND p.token = o.tok
+                        WHERE p.owner = $1::text AND p.lease_until > now() ORDER BY p.partition FOR UPDATE OF p)
+                    UPDATE partitions p SET lease_until = now() + $2::bigint * interval '1 millisecond' FROM mine WHERE p.partition = mine.partition
                     RETURNING p.partition, p.token
                     """, renew
                 )
@@ -153,8 +156,10 @@ package final class PartitionLeases: @unchecked Sendable {
         _ = try lock.withLock { (_) throws(PostgresError) -> PGResult in
             try connection.query(
                 """
-                UPDATE partitions p SET lease_until = '-infinity' FROM unnest($2::integer[], $3::bigint[]) AS o(part, tok)
-                WHERE p.partition = o.part AND p.token = o.tok AND p.owner = $1::text RETURNING p.partition
+                WITH mine AS (
+                    SELECT p.partition FROM partitions p JOIN unnest($2::integer[], $3::bigint[]) AS o(part, tok) ON p.partition = o.part AND p.token = o.tok
+                    WHERE p.owner = $1::text ORDER BY p.partition FOR UPDATE OF p)
+                UPDATE partitions p SET lease_until = '-infinity' FROM mine WHERE p.partition = mine.partition RETURNING p.partition
                 """, p)
         }
     }

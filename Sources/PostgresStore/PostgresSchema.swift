@@ -81,6 +81,24 @@ enum PostgresSchema {
         // JetStream), and which stream that is (its creation time; 0: never consumed from one).
         #"""
         ALTER TABLE partitions ADD COLUMN stream_seq bigint NOT NULL DEFAULT 0, ADD COLUMN stream_created bigint NOT NULL DEFAULT 0;
+        """#,
+        // 5 → 6: the fence share-locks its partitions' rows in partition order, the order every
+        // other lock on them is taken in (the leases' heartbeat and release), so that an owner's
+        // heartbeat and its own fenced writes never deadlock.
+        #"""
+        CREATE OR REPLACE FUNCTION mw_fence(parts integer[], tokens bigint[]) RETURNS void LANGUAGE plpgsql AS $$
+        DECLARE
+            held integer;
+        BEGIN
+            SELECT count(*) INTO held FROM (
+                SELECT 1 FROM partitions p JOIN unnest(parts, tokens) AS o(part, tok) ON p.partition = o.part AND p.token = o.tok
+                ORDER BY p.partition FOR SHARE OF p) AS locked;
+            IF held <> cardinality(parts) THEN
+                RAISE EXCEPTION 'fenced: another instance took over a partition of this one (its token is higher)'
+                    USING ERRCODE = 'MWF01';
+            END IF;
+        END
+        $$;
         """#
     ]
 }

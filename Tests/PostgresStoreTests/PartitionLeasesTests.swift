@@ -87,3 +87,56 @@ extension PartitionLeasesTests {
         }
     }
 }
+
+extension PartitionLeasesTests {
+    /// An owner's heartbeat (renewing its leases) and its fenced writes (a commit's fence,
+    /// a partition's recorded stream sequence) lock the same partition rows from two sessions:
+    /// both take them in partition order, so they never deadlock — PostgreSQL's deadlock
+    /// detection aborted a heartbeat after a second's wait, and with a short lease the partitions
+    /// lapsed and were claimed away from a live owner. Here the two run side by side, rows
+    /// rewritten all along (which reorders them on disk), and neither ever fails.
+    @Test func aHeartbeatAndTheFencedWritesOfItsOwnerNeverDeadlock() throws {
+        let url = try PostgresServer.shared().createDatabase()
+        let leases = try PartitionLeases(url: url, owner: "a", count: 16, leaseMs: 60_000)
+        _ = try leases.heartbeat(holding: [])
+        let held = try leases.claim(16)
+        #expect(held.count == 16)
+        let store = try PostgresStore(url: url, owner: "a", partitions: PartitionSet(count: 16, owned: Array(0..<16)), claimed: held.map(\.token))
+        // A second writing session on the same tokens, as a commit and a recorded sequence of one
+        // owner can overlap on their own connections.
+        let committer = try PostgresStore(url: url, owner: "a", partitions: PartitionSet(count: 16, owned: Array(0..<16)), claimed: held.map(\.token))
+        let until = Date().addingTimeInterval(4)
+        let failures = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            var seq: UInt64 = 0
+            while Date() < until {
+                seq += 1
+                for k in [15, 3, 9, 0, 12, 6] {
+                    do { try store.recordStreamSequence(seq, partition: k) } catch { failures.withLock { $0.append("write: \(error)") } }
+                }
+            }
+            done.signal()
+        }.start()
+        Thread {
+            while Date() < until {
+                do { _ = try committer.commit(users: [], outbox: [], acknowledged: [], history: []) } catch {
+                    failures.withLock { $0.append("commit: \(error)") }
+                }
+            }
+            done.signal()
+        }.start()
+        var beats = 0
+        while Date() < until {
+            do {
+                let kept = try leases.heartbeat(holding: held.shuffled()).held
+                if kept.count != 16 { failures.withLock { $0.append("heartbeat kept \(kept.count)") } }
+            } catch { failures.withLock { $0.append("heartbeat: \(error)") } }
+            beats += 1
+        }
+        done.wait()
+        done.wait()
+        #expect(beats > 10)
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(5) })")
+    }
+}
