@@ -322,7 +322,8 @@ package final class MQTTClient: @unchecked Sendable {
             started.store(false, ordering: .sequentiallyConsistent)
             throw MQTTError.library(rc, "connect to \(currentBroker)")
         }
-        onEvent(self, .disconnected(reason: "\(brokersNamed) not reachable yet (\(MQTTClient.describe(rc))); retrying"))
+        let why = MQTTClient.describe(rc)
+        onEvent(self, .disconnected(reason: "\(brokersNamed) not reachable yet (\(why)); retrying"))
         retrying.store(true, ordering: .sequentiallyConsistent)
         let spawned = MQTTClient.spawn("mqtt-connect") { [self] in
             retryThread.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)

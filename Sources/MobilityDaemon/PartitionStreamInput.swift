@@ -203,9 +203,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         var delivered: UInt64 = 0
         var idle = IdleConsumer()
         var retirement = ConsumerRetirement()
-        // The committed sequence the consumer started after (its deliveries are above it), and
-        // the last message it was acknowledged through (not waited for: sent again when idle).
-        var from: UInt64 = 0
+        // The last message the consumer was acknowledged through (not waited for: sent again when idle).
         var lastAcknowledged: JetStreamPullConsumer.Message?
         while !isRevoked {
             guard let c = consumer else {
@@ -215,7 +213,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                         c.consumersMade += 1
                         c.committed[k] = taken
                     }
-                    (delivered, from, lastAcknowledged) = (0, taken, nil)
+                    (delivered, lastAcknowledged) = (0, nil)
                     retirement = ConsumerRetirement()
                     idle.reset()
                     // Made as stop() closed the connection: the partition's next consumer deletes it.
@@ -298,6 +296,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             do {
                 // Through the highest stream sequence taken: acknowledging a lower one (a
                 // redelivery after ack_wait) would acknowledge nothing.
+                // Sent a batch ago: by now the server has most likely handled it.
+                let earlier = lastAcknowledged
                 try c.acknowledge(through: top)
                 lastAcknowledged = top
                 progressed(k)
@@ -305,11 +305,13 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                     c.messages += handed
                     c.batches += 1
                 }
-                // The server has an acknowledgement of this consumer's (they are not waited for)
-                // and every replica is current; asked at most once a second, given a second.
-                if retirement.isDue(now: clock.uptimeNanoseconds()) {
+                // The server has this consumer's acknowledgement of an earlier batch (they are not
+                // waited for) and every replica is current; asked at most once a second, given a second.
+                if let earlier, retirement.isDue(now: clock.uptimeNanoseconds()) {
+                    if let p = try? c.position(timeoutMs: 1000), p.replicasCurrent, p.acknowledgedThrough >= earlier.sequence {
+                        retire(k, c, token: token, &retirement)
+                    }
                     retirement.checked(now: clock.uptimeNanoseconds())
-                    if let p = try? c.position(timeoutMs: 1000), p.replicasCurrent, p.acknowledgedThrough > from { retire(k, c, token: token, &retirement) }
                 }
             } catch {
                 log.warn("cannot acknowledge a committed batch; a later acknowledgement covers it", ["partition": String(k), "error": error.description])

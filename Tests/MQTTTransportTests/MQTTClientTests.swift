@@ -252,8 +252,8 @@ extension MQTTClientTests {
         // The first node down at the start: the client connects to the second at once.
         let late = try MQTTClient(c, onMessage: { _, _ in })
         try late.start()
-        #expect(eventually { late.isConnected })
-        #expect(late.currentBroker == c.fallbacks[0] && late.connectionCount == 1)
+        #expect(eventually { late.isConnected && late.connectionCount == 1 })
+        #expect(late.currentBroker == c.fallbacks[0])
         late.stop()
     }
 }
