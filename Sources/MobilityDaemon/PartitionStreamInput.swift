@@ -34,6 +34,10 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     /// The longest a fetch waits for messages (it returns once the server has no more to give;
     /// and so how soon a revoked thread notices).
     static let fetchTimeoutMs: Int64 = 500
+    /// The longest a look at the server's account of a consumer (``JetStreamPullConsumer/position(timeoutMs:)``)
+    /// holds the partition's fetches: while the consumer's leader is being elected it is not
+    /// answered, and the partition's messages may flow again before the request's 5 s default ends.
+    static let positionTimeoutMs: Int64 = 1000
 
     private let claim: PartitionClaim
     private let partitioning: Partitioning
@@ -257,7 +261,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                     reopen(
                         &consumer, partition: k, .deliveriesSkipped, reason: "delivery \(fetched[0].delivery) came when \(delivered + 1) was due",
                         after: taken)
-                } else if idle.emptyFetch(now: clock.uptimeNanoseconds()), let p = try? c.position() {
+                } else if idle.emptyFetch(now: clock.uptimeNanoseconds()), let p = try? c.position(timeoutMs: Self.positionTimeoutMs) {
                     progressed(k)
                     switch IdleConsumer.finding(p, delivered: delivered) {
                     case .stalled:
@@ -308,7 +312,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 // The server has this consumer's acknowledgement of an earlier batch (they are not
                 // waited for) and every replica is current; asked at most once a second, given a second.
                 if let earlier, retirement.isDue(now: clock.uptimeNanoseconds()) {
-                    if let p = try? c.position(timeoutMs: 1000), p.replicasCurrent, p.acknowledgedThrough >= earlier.sequence {
+                    if let p = try? c.position(timeoutMs: Self.positionTimeoutMs), p.replicasCurrent, p.acknowledgedThrough >= earlier.sequence {
                         retire(k, c, token: token, &retirement)
                     }
                     retirement.checked(now: clock.uptimeNanoseconds())
