@@ -375,15 +375,17 @@ package final class MQTTClient: @unchecked Sendable {
 
     /// Whether `broker`'s host takes a TCP connection on its port within `timeoutMs` (the
     /// connection is closed at once): 0, or why not (an errno; `ETIMEDOUT` when an address did
-    /// not answer in time). Its addresses are tried in order, as libmosquitto's connect tries
-    /// them: one that refuses at once passes the turn to the next, one that does not answer
-    /// ends the probe (libmosquitto's connect would wait on it).
+    /// not answer in time; 0 for a name that does not resolve, which the connect then reports).
+    /// Its addresses are tried in order, as libmosquitto's connect tries them: one that refuses
+    /// at once passes the turn to the next, one that does not answer ends the probe
+    /// (libmosquitto's connect would wait on it).
     static func probe(_ broker: BrokerURL, timeoutMs: Int32) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(broker.host, String(broker.port), &hints, &found) == 0 else { return EHOSTUNREACH }
+        // A name that does not resolve is left to libmosquitto's connect, which names the failure.
+        guard getaddrinfo(broker.host, String(broker.port), &hints, &found) == 0 else { return 0 }
         defer { freeaddrinfo(found) }
         var next = found
         var failure = ECONNREFUSED
@@ -401,7 +403,13 @@ package final class MQTTClient: @unchecked Sendable {
                 continue
             }
             var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            guard poll(&p, 1, timeoutMs) == 1 else { return ETIMEDOUT }
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeoutMs) * 1_000_000
+            var ready: Int32
+            repeat {
+                let left = deadline - min(deadline, DispatchTime.now().uptimeNanoseconds)
+                ready = poll(&p, 1, Int32(left / 1_000_000))
+            } while ready < 0 && errno == EINTR
+            guard ready == 1 else { return ready == 0 ? ETIMEDOUT : errno }
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return errno }

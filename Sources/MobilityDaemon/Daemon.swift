@@ -173,8 +173,9 @@ package final class Daemon: Sendable {
             )
         }
         if config.checkConfig {
-            let brokers = config.brokers.map(\.description).joined(separator: ",")
-            print("configuration ok: \(program.alerts.count) alerts, \(program.series.count) series, broker \(brokers), clock \(config.clock.rawValue)")
+            print(
+                "configuration ok: \(program.alerts.count) alerts, \(program.series.count) series, broker \(config.brokerNames), clock \(config.clock.rawValue)"
+            )
             return .exit(0)
         }
         // 0700 whatever the umask; a looser directory (an older version's) is tightened, and said so.
@@ -194,7 +195,7 @@ package final class Daemon: Sendable {
         log.info(
             "started",
             [
-                "broker": config.brokers.map(\.description).joined(separator: ","), "client_id": c.clientID, "clock": config.clock.rawValue,
+                "broker": config.brokerNames, "client_id": c.clientID, "clock": config.clock.rawValue,
                 "shards": String(c.shards.count),
                 "rules": config.rules, "alerts": String(c.program.alerts.count), "rules_identity": c.program.identity,
                 "metrics": metrics?.boundAddress ?? "off",

@@ -16,6 +16,8 @@ package struct DaemonConfiguration: Sendable {
     /// The brokers of `--broker` in the order tried (empty for a value that does not parse, which
     /// the options refuse).
     package var brokers: [BrokerURL] { (try? BrokerURL.list(parsing: broker)) ?? [] }
+    /// ``brokers`` as the logs and `--check-config` name them.
+    package var brokerNames: String { brokers.map(\.description).joined(separator: ",") }
     /// The rules file or directory (`--rules`).
     package var rules = "rules"
     /// The state directory (`--state`): SQLite store and ingest journal, private to the daemon.

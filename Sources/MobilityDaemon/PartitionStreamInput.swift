@@ -15,8 +15,8 @@ import Synchronization
 /// Order and redelivery are this service's, not the broker's settings': each run makes a consumer
 /// of its own (`{session prefix}{k}-{token}-{run}-{n}`, anew after a failed fetch or a skipped
 /// delivery) starting after the recorded sequence, and deletes the partition's earlier consumers
-/// once the server has its acknowledgement of a batch, or it answered idle (until then they keep the stream's messages
-/// too). A message at or below what this run already handed on (a redelivery) is skipped, and
+/// once the server has its acknowledgement of a batch, or it answered idle (until then they keep
+/// the stream's messages too). A message at or below what this run already handed on (a redelivery) is skipped, and
 /// a user's shard skips a message at or below the stream sequence its committed state applied
 /// (a commit of the shards not yet recorded here when the previous owner died).
 ///
@@ -159,9 +159,10 @@ final class PartitionStreamService: Service, @unchecked Sendable {
 
     func stop() {
         revoked.store(true, ordering: .sequentiallyConsistent)
-        // Closing the connection returns every fetch and consumer request waiting on it at once (a lost node's would wait out its timeout, and a thread still
-        // inside libnats when the process exits can crash it). A thread stuck in a store call
-        // is left behind: it hands nothing on and records nothing once revoked.
+        // Closing the connection returns every fetch and consumer request waiting on it at once
+        // (a lost node's would wait out its timeout, and a thread still inside libnats when the
+        // process exits can crash it). A thread stuck in a store call is left behind: it hands
+        // nothing on and records nothing once revoked.
         connection.withLock { $0 }?.close()
         let deadline = DispatchTime.now() + .seconds(3)
         for d in done.withLock({ $0 }) { _ = d.wait(timeout: deadline) }
@@ -381,11 +382,11 @@ final class PartitionStreamService: Service, @unchecked Sendable {
 
     /// Deletes partition `k`'s consumers older than `current` (an earlier owner's, or an earlier
     /// run's: a token at most `token`; a later owner's is left to it), once `current` has
-    /// acknowledged a batch or, without traffic, answered that it delivered all it had. Not before: the stream (retention *interest*) removes the messages
-    /// no consumer it knows of still needs when one is deleted, and in a cluster electing
-    /// leaders a consumer just made may not be known yet on the stream's leader — deleting the
-    /// old ones then can remove the partition's uncommitted messages for good. Returns whether
-    /// every older one is gone.
+    /// acknowledged an earlier batch or, without traffic, answered that it delivered all it had.
+    /// Not before: the stream (retention *interest*) removes the messages no consumer it knows
+    /// of still needs when one is deleted, and in a cluster electing leaders a consumer just made
+    /// may not be known yet on the stream's leader — deleting the old ones then can remove the
+    /// partition's uncommitted messages for good. Returns whether every older one is gone.
     private func retireOlder(_ k: Int, than current: String, token: Int64) -> Bool {
         let mine = "\(partitioning.sessionPrefix)\(k)-"
         do {

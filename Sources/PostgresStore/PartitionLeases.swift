@@ -84,14 +84,9 @@ package final class PartitionLeases: @unchecked Sendable {
                 ("DELETE FROM instances WHERE alive_until < now() - interval '1 hour'", PGParameters()),
                 ("SELECT count(*) FROM instances WHERE alive_until > now()", PGParameters()),
                 (
-                    // Locked in partition order, as the fence locks them (mw_fence).
-                    """
-                    WITH mine AS (
-                        SELECT p.partition FROM partitions p JOIN unnest($3::integer[], $4::bigint[]) AS o(part, tok) ON p.partition = o.part AND p.token = o.tok
-                        WHERE p.owner = $1::text AND p.lease_until > now() ORDER BY p.partition FOR UPDATE OF p)
-                    UPDATE partitions p SET lease_until = now() + $2::bigint * interval '1 millisecond' FROM mine WHERE p.partition = mine.partition
-                    RETURNING p.partition, p.token
-                    """, renew
+                    Self.mine(owner: "$1", partitions: "$3", tokens: "$4", live: true)
+                        + " UPDATE partitions p SET lease_until = now() + $2::bigint * interval '1 millisecond' FROM mine WHERE p.partition = mine.partition RETURNING p.partition, p.token",
+                    renew
                 )
             ])
         }
@@ -155,13 +150,21 @@ package final class PartitionLeases: @unchecked Sendable {
         p.array(toks)
         _ = try lock.withLock { (_) throws(PostgresError) -> PGResult in
             try connection.query(
-                """
-                WITH mine AS (
-                    SELECT p.partition FROM partitions p JOIN unnest($2::integer[], $3::bigint[]) AS o(part, tok) ON p.partition = o.part AND p.token = o.tok
-                    WHERE p.owner = $1::text ORDER BY p.partition FOR UPDATE OF p)
-                UPDATE partitions p SET lease_until = '-infinity' FROM mine WHERE p.partition = mine.partition RETURNING p.partition
-                """, p)
+                Self.mine(owner: "$1", partitions: "$2", tokens: "$3", live: false)
+                    + " UPDATE partitions p SET lease_until = '-infinity' FROM mine WHERE p.partition = mine.partition RETURNING p.partition", p)
         }
+    }
+
+    /// `WITH mine AS (…)`: the rows of the owner's leases among the partitions and tokens given
+    /// (query parameters), live ones only when `live`, locked in partition order — the order the
+    /// fence (`mw_fence`) locks them in, so that an owner's heartbeat or release and its own
+    /// commits never deadlock.
+    private static func mine(owner: String, partitions: String, tokens: String, live: Bool) -> String {
+        """
+        WITH mine AS (
+            SELECT p.partition FROM partitions p JOIN unnest(\(partitions)::integer[], \(tokens)::bigint[]) AS o(part, tok) ON p.partition = o.part AND p.token = o.tok
+            WHERE p.owner = \(owner)::text\(live ? " AND p.lease_until > now()" : "") ORDER BY p.partition FOR UPDATE OF p)
+        """
     }
 
     /// Says this instance is gone (a clean stop), so the others rebalance without waiting.
