@@ -264,7 +264,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                         after: taken)
                 } else if idle.emptyFetch(now: clock.uptimeNanoseconds()), let p = try? c.position(timeoutMs: Self.positionTimeoutMs) {
                     progressed(k)
-                    switch IdleConsumer.finding(p, delivered: delivered) {
+                    switch idle.look(p, delivered: delivered) {
                     case .stalled:
                         reopen(
                             &consumer, partition: k, .stalled,
@@ -272,7 +272,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                             after: taken)
                     case .live where p.replicasCurrent: retire(k, c, token: token, &retirement)
                     case .live: break
-                    case .quiet:
+                    case .quiet, .withheld:
                         // An acknowledgement lost with a leader: sent again, not left to the redelivery after ack_wait.
                         if let m = lastAcknowledged, p.acknowledgedThrough < m.sequence { try? c.acknowledge(through: m) }
                     }
@@ -439,25 +439,35 @@ final class PartitionStreamService: Service, @unchecked Sendable {
 
 /// How long a partition's consumer has fetched nothing, and what the server's account of it
 /// then says: every ``checkNs`` of empty fetches it is asked. More deliveries counted than
-/// arrived (or fewer: a new leader numbering again), or messages it holds undelivered, mean
-/// deliveries lost in flight (with a fetch's answer, in a leader change of the consumer) that the
-/// server would redeliver only after its ack_wait, if at all; otherwise the consumer is running
-/// with nothing to deliver, and — everything taken acknowledged — live.
+/// arrived (or fewer: a new leader numbering again) mean deliveries lost in flight (with a
+/// fetch's answer, in a leader change of the consumer) that the server would redeliver only
+/// after its ack_wait, if at all. Messages held undelivered although every delivery arrived are
+/// looked at once more before they count the same: a consumer leader elected after a node's
+/// loss serves the next fetch, and making a consumer anew while the cluster elects waits out
+/// a request's 5 s timeout. Otherwise the consumer is running with nothing to deliver, and —
+/// everything taken acknowledged — live.
 struct IdleConsumer {
     /// How long fetches come back empty before the server is asked.
     static let checkNs: UInt64 = 5_000_000_000
     private var since: UInt64?
+    /// The last look found messages held undelivered, every delivery having arrived.
+    private var withheld = false
 
     enum Finding: Equatable {
-        /// Deliveries lost in flight: make the consumer anew.
+        /// Deliveries lost in flight, or messages still held at a second look: make the consumer anew.
         case stalled
+        /// Messages held undelivered, every delivery having arrived: look again (and send the
+        /// last acknowledgement again, should its loss hold the consumer at its limit of
+        /// unacknowledged messages).
+        case withheld
         /// Running, every delivery taken and acknowledged.
         case live
         /// Running, an acknowledgement still owed (a later batch's covers it).
         case quiet
     }
 
-    mutating func reset() { since = nil }
+    /// A batch arrived.
+    mutating func reset() { (since, withheld) = (nil, false) }
 
     /// After an empty fetch at `now` (uptime, ns): whether to ask the server now.
     mutating func emptyFetch(now: UInt64) -> Bool {
@@ -471,8 +481,13 @@ struct IdleConsumer {
     }
 
     /// What the server's `position` of an idle consumer says, `delivered` deliveries having arrived.
-    static func finding(_ position: JetStreamPullConsumer.Position, delivered: UInt64) -> Finding {
-        if position.lastDelivery != delivered || position.undelivered > 0 { return .stalled }
+    mutating func look(_ position: JetStreamPullConsumer.Position, delivered: UInt64) -> Finding {
+        if position.lastDelivery != delivered { return .stalled }
+        guard position.undelivered == 0 else {
+            defer { withheld = true }
+            return withheld ? .stalled : .withheld
+        }
+        withheld = false
         return position.pendingAcknowledgement == 0 ? .live : .quiet
     }
 }

@@ -26,20 +26,37 @@ import Testing
     }
 
     /// Stalled when the server counts other deliveries than arrived (more: lost in flight; fewer:
-    /// a new leader numbering again) or holds messages it does not deliver; live only with
-    /// everything delivered and acknowledged.
+    /// a new leader numbering again); messages held undelivered, every delivery having arrived,
+    /// are withheld at a first look and stalled at the second; live only with everything
+    /// delivered and acknowledged.
     @Test(
         arguments: [
             (7, 0, 0, IdleConsumer.Finding.live),
             (9, 0, 0, .stalled),
             (5, 0, 0, .stalled),
-            (7, 3, 0, .stalled),
+            (7, 3, 0, .withheld),
             (0, 12, 0, .stalled),
             (7, 0, 2, .quiet)
         ] as [(UInt64, UInt64, Int64, IdleConsumer.Finding)])
     func whatAnIdleConsumersAccountSays(lastDelivery: UInt64, undelivered: UInt64, pending: Int64, expected: IdleConsumer.Finding) {
+        var idle = IdleConsumer()
         let p = Self.position(lastDelivery: lastDelivery, undelivered: undelivered, pending: pending)
-        #expect(IdleConsumer.finding(p, delivered: 7) == expected)
+        #expect(idle.look(p, delivered: 7) == expected)
+    }
+
+    /// Messages withheld at two looks in a row stall the consumer; a batch between them, or a
+    /// look that finds none, starts again.
+    @Test func messagesWithheldAtTwoLooksInARowStallTheConsumer() {
+        let held = Self.position(lastDelivery: 7, undelivered: 3)
+        var idle = IdleConsumer()
+        #expect(idle.look(held, delivered: 7) == .withheld)
+        #expect(idle.look(held, delivered: 7) == .stalled)
+        idle = IdleConsumer()
+        #expect(idle.look(held, delivered: 7) == .withheld)
+        idle.reset()
+        #expect(idle.look(held, delivered: 7) == .withheld)
+        #expect(idle.look(Self.position(lastDelivery: 7), delivered: 7) == .live)
+        #expect(idle.look(held, delivered: 7) == .withheld)
     }
 
     /// Earlier consumers are deleted first when asked, then once a minute; a failed deletion is
