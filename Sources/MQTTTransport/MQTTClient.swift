@@ -485,9 +485,14 @@ package final class MQTTClient: @unchecked Sendable {
     /// connecting over the disconnecting that a concurrent `mosquitto_disconnect` set, after which
     /// it never returned — a ``stop()`` while the broker restarted waited for it for good.
     /// Stopping: the turns go on until the DISCONNECT ``stop()`` queued is sent (the connection
-    /// then closes) or for at most 2 s.
+    /// then closes) or for at most 2 s. With several nodes, a node that took the connection and
+    /// has not answered it (the TLS handshake, CONNACK) within its ``ConnectionAnswer`` patience
+    /// is passed over: a frozen node's kernel still completes TCP handshakes, and libmosquitto
+    /// would wait for the keep-alive.
     private func runNetworkLoop() {
         var stopDeadline: DispatchTime?
+        var answer = ConnectionAnswer(keepAliveSeconds: configuration.keepAliveSeconds)
+        if brokers.count > 1 { answer.attempted(now: DispatchTime.now().uptimeNanoseconds) }
         while true {
             let rc = mosquitto_loop(handle, 1000, 1)
             if !started.load(ordering: .sequentiallyConsistent) {
@@ -500,7 +505,15 @@ package final class MQTTClient: @unchecked Sendable {
                 if DispatchTime.now() >= deadline { return }
                 continue
             }
-            if rc != MOSQ_ERR_SUCCESS.rawValue, !reconnectWithBackoff() { return }
+            if rc != MOSQ_ERR_SUCCESS.rawValue {
+                guard reconnectWithBackoff() else { return }
+                if brokers.count > 1 { answer.attempted(now: DispatchTime.now().uptimeNanoseconds) }
+                continue
+            }
+            if let waited = answer.overdue(connected: isConnected, now: DispatchTime.now().uptimeNanoseconds) {
+                onEvent(self, .disconnected(reason: "\(currentBroker) took the connection but did not answer it in \(waited) s; trying the next node"))
+                abortConnection()  // the next turn fails, and the reconnect tries this node last
+            }
         }
     }
 

@@ -303,6 +303,34 @@ extension MQTTClientTests {
     }
 }
 
+extension MQTTClientTests {
+    /// A node that takes the TCP connection and never answers it — a frozen broker (SIGSTOP):
+    /// its kernel still completes the handshake — is passed over after
+    /// ``ConnectionAnswer/initialSeconds``, not held until the keep-alive (30 s) runs out.
+    @Test func aNodeThatTakesTheConnectionButNeverAnswersIsPassedOver() throws {
+        let frozen = try MosquittoBroker()
+        let node = try MosquittoBroker()
+        frozen.signal(SIGSTOP)
+        defer { frozen.signal(SIGCONT) }
+        var c = MQTTClientConfiguration(broker: try BrokerURL(parsing: frozen.url), clientID: "frozen-passed-over")
+        c.fallbacks = [try BrokerURL(parsing: node.url)]
+        let events = EventLog()
+        let client = try MQTTClient(c, onMessage: { _, _ in }, onEvent: { events.append($0) })
+        let began = Date()
+        try client.start()
+        #expect(eventually(timeout: 30) { client.isConnected })
+        let took = Date().timeIntervalSince(began)
+        #expect(client.currentBroker == c.fallbacks[0])
+        #expect(took < 15, "connected after \(took) s")
+        #expect(
+            events.all.contains {
+                if case .disconnected(let reason) = $0 { return reason.contains("did not answer it in 3 s") }
+                return false
+            }, "\(events.all)")
+        client.stop()
+    }
+}
+
 /// A thread-safe log of connection events.
 final class EventLog: Sendable {
     private let items = Mutex<[MQTTConnectionEvent]>([])
