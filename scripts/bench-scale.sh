@@ -2,7 +2,8 @@
 # Partitioned mobilityd at 1, 2 and 4 instances (docs/scaling.md "Measured"), not a test.
 # For each instance count: a fresh one-node NATS (JetStream, MQTT, the mapping of the four input
 # kinds into P partitions), a fresh database on one private PostgreSQL (fsync and
-# synchronous_commit on, as in production), N `mobilityd --partitions P` on loopback; waits until
+# synchronous_commit on, as in production), N `mobilityd --partitions P --intake mqtt` (the MQTT
+# sessions; scripts/bench-intake.sh sets the intakes side by side) on loopback; waits until
 # the N instances hold all P leases, plays a recorded population (mobility-sim play, QoS 1, as fast
 # as the broker takes it) and waits until the instances have received every message. Prints the
 # throughput, and the CPU per message of the instances, of nats-server and of PostgreSQL
@@ -51,7 +52,7 @@ for n in $counts; do
     mp=$(free_port); metrics+=("$mp")
     "$bin/mobilityd" --broker "mqtt://127.0.0.1:$mport" --rules rules --state "$work/state-$n-$i" --clock event --instance "i$i" \
       --metrics-address "127.0.0.1:$mp" --publish-series false --log-level info \
-      --store "postgres://mw@127.0.0.1:$pgport/$db" --partitions "$parts" --lease "$lease" --nats "nats://127.0.0.1:$cport" >"$work/mw-$n-$i.log" 2>&1 &
+      --store "postgres://mw@127.0.0.1:$pgport/$db" --partitions "$parts" --lease "$lease" --nats "nats://127.0.0.1:$cport" --intake mqtt >"$work/mw-$n-$i.log" 2>&1 &
     inst+=($!); pids+=($!)
   done
   # Settled: all P leases live, held by the N instances, each session subscribed.

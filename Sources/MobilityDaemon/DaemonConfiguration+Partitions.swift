@@ -1,7 +1,8 @@
 /// Partitioned input (`--partitions P`): the broker divides users into P partitions by
 /// its subject mapping (NATS `partition(P, 1)`, docs/scaling.md) and republishes each input under
-/// `{prefix}`; this instance consumes only the partitions it holds a lease on, each through a
-/// persistent MQTT session of its own, and its outputs stay on the contract's topics.
+/// `{prefix}`; this instance consumes only the partitions it holds a lease on (``PartitionIntake``:
+/// a JetStream pull consumer each, or a persistent MQTT session each), and its outputs stay on
+/// the contract's topics.
 package struct Partitioning: Sendable, Equatable {
     /// The number of partitions P (the broker's mapping must use the same).
     package var count: Int
@@ -17,7 +18,7 @@ package struct Partitioning: Sendable, Equatable {
     /// JetStream settings partitioned input relies on (``JetStreamRequirements``).
     package var natsURLs: [String] = []
     /// How the owned partitions' inputs are consumed (`--intake`).
-    package var intake: PartitionIntake = .mqttSessions
+    package var intake: PartitionIntake = .jetStream
 
     /// The prefix of partition `k`'s topics.
     package func prefix(of k: Int) -> String { prefix.replacingOccurrences(of: "{k}", with: String(k)) }
@@ -58,7 +59,7 @@ extension DaemonConfiguration {
         Option(
             name: "intake", value: "mqtt|jetstream",
             help:
-                "how partitions are consumed: an MQTT session each (mqtt, the default) or a JetStream pull consumer each on NATS's MQTT stream, over --nats (jetstream)"
+                "how partitions are consumed: a JetStream pull consumer each on NATS's MQTT stream, over --nats (jetstream, the default: exact with NATS's consumer defaults) or an MQTT session each (mqtt: needs the node file's max_ack_pending: 1 and ack_wait, checked at start)"
         ),
         Option(name: "partition-prefix", value: "TEMPLATE", help: "topic prefix of partition {k}'s inputs (default part/{k}/)"),
         Option(name: "lease", value: "SECONDS", help: "partition lease; a dead instance's partitions move after it (default 10)"),

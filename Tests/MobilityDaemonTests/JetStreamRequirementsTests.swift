@@ -76,8 +76,8 @@ import Testing
 
     @Test func theIntakeIsMQTTOrJetStreamAndNeedsPartitions() throws {
         let base = ["--store", "postgres://mw@127.0.0.1:5432/state", "--partitions", "8", "--nats", "tls://n1:4222"]
-        #expect(try DaemonConfiguration.load(arguments: base, environment: [:]).partitioning?.intake == .mqttSessions)
-        #expect(try DaemonConfiguration.load(arguments: base + ["--intake", "jetstream"], environment: [:]).partitioning?.intake == .jetStream)
+        #expect(try DaemonConfiguration.load(arguments: base, environment: [:]).partitioning?.intake == .jetStream)
+        #expect(try DaemonConfiguration.load(arguments: base + ["--intake", "mqtt"], environment: [:]).partitioning?.intake == .mqttSessions)
         #expect(throws: (any Error).self) { try DaemonConfiguration.load(arguments: base + ["--intake", "kafka"], environment: [:]) }
         #expect(throws: (any Error).self) { try DaemonConfiguration.load(arguments: ["--intake", "jetstream"], environment: [:]) }
     }

@@ -33,8 +33,8 @@ import Testing
         defer { _ = a.stop(signal: SIGKILL) }
         let code = a.wait()
         #expect(code == 2, "\(a.log)")
-        #expect(a.log.contains("max_ack_pending 1024; mobilityd needs 1 (mqtt { max_ack_pending: 1 } in deploy/nats-node.conf"), "\(a.log)")
-        #expect(a.log.contains("ack_wait 30.0 s; mobilityd needs at most 5 s"), "\(a.log)")
+        #expect(a.log.contains("max_ack_pending 1024; mobilityd --intake mqtt needs 1 (mqtt { max_ack_pending: 1 } in deploy/nats-node.conf"), "\(a.log)")
+        #expect(a.log.contains("ack_wait 30.0 s; mobilityd --intake mqtt needs at most 5 s"), "\(a.log)")
         // Refused before the leases were opened: the database has no partition table at all.
         #expect(try server.psql("SELECT count(*) FROM pg_tables WHERE tablename = 'partitions'", database: database) == "0")
         print("refused: \(a.log.split(separator: "\n").filter { $0.contains("refusing") }.joined(separator: "\n"))")

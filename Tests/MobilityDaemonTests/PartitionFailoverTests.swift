@@ -21,7 +21,7 @@ import Testing
             broker + [
                 "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
                 "--metrics-address", "127.0.0.1:\(try freePort())", "--publish-series", "false", "--log-level", "debug",
-                "--store", store, "--partitions", String(partitions), "--lease", String(lease)
+                "--store", store, "--partitions", String(partitions), "--lease", String(lease), "--intake", "mqtt"
             ])
     }
 
@@ -231,11 +231,11 @@ import Testing
     }
 
     /// `kill -9` of a NATS node mid-replay (3 nodes, `stream_replicas: 3`), the node
-    /// no client is connected to, so that what is tested is JetStream's: the MQTT sessions'
-    /// streams lose a replica (perhaps their leader) and carry on on the other two. Nothing lost,
-    /// nothing re-fired.
-    @Test func killNineOfANATSNodeLosesNothing() throws {
-        let run = try PartitionFailoverTests.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2)
+    /// no client is connected to, so that what is tested is JetStream's: the stream and the
+    /// partitions' consumers (sessions or pull consumers) lose a replica, perhaps their leader,
+    /// and carry on on the other two. Nothing lost, nothing re-fired.
+    @Test(arguments: Intake.allCases) func killNineOfANATSNodeLosesNothing(intake: Intake) throws {
+        let run = try PartitionFailoverTests.TwoInstances(size: 3, client: 2, nodeA: 1, nodeB: 2, intake: intake)
         defer { withExtendedLifetime(run) {} }
         let (records, rec, nats, a, b) = (run.records, run.rec, run.nats, run.a, run.b)
         #expect(run.expected.count > 3)

@@ -440,3 +440,66 @@ extension PartitionStreamIntakeTests {
         #expect(b.stop() == 0, "\(b.log.suffix(20_000))")
     }
 }
+
+extension PartitionStreamIntakeTests {
+    /// An earlier run's consumers go while traffic flows: the next run's consumer of each
+    /// partition deletes the partition's older ones (which keep the stream's messages too) once
+    /// the server has its acknowledgement of an earlier batch, without waiting for the partition
+    /// to fall idle. Every partition gets messages at least every 2 s throughout, so the idle
+    /// check (after 5 s of empty fetches) never runs.
+    @Test func anEarlierRunsConsumersAreDeletedWhileTrafficFlows() throws {
+        let records = Array(Population(users: 24, days: 60, seed: 31).traffic())
+        let backlog = records.count / 10
+        let chunk = max(1, (records.count - backlog) / 300)  // every 100 ms: 30 s of traffic
+        // Each partition's messages in the paced part come at most 20 chunks (2 s) apart.
+        let partitions = PartitionSet(count: 4, owned: [0, 1, 2, 3])
+        var last = [Int](repeating: backlog, count: 4)
+        for (i, r) in records.enumerated().dropFirst(backlog) {
+            let k = partitions.partition(of: String(r.topic.split(separator: "/")[3]))
+            try #require(i - last[k] <= 20 * chunk, "partition \(k) gets no message between records \(last[k]) and \(i)")
+            last[k] = i
+        }
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: Self.defaults)
+        let pub = try nats.recorder(0, filters: [])
+        let names = { (p: ChildProcess) in
+            Set(
+                p.log.split(separator: "\n").filter { $0.contains("partition consumer ready") }.compactMap {
+                    $0.split(separator: "consumer=").last?.split(separator: " ").first.map(String.init)
+                })
+        }
+        let ours = {
+            Set(
+                nats.consumers(0).split(separator: "\n").compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) }.filter {
+                    $0.hasPrefix("mobilityd-part-")
+                })
+        }
+
+        let first = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 4, metricsPort: try freePort())
+        defer { _ = first.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { Self.ready(first).count == 4 }, "\(first.log)")
+        let earlier = names(first)
+        #expect(first.stop() == 0, "\(first.log)")
+        #expect(earlier.count == 4 && ours() == earlier, "\(nats.consumers(0))")  // kept for the next owner
+
+        // A backlog waiting, so that the next run's consumers have messages from their first fetch.
+        try PartitionFailoverTests.publish(records[..<backlog], pub)
+        let second = try Self.instance("b", nats: nats, node: 0, store: store, partitions: 4, metricsPort: try freePort())
+        defer { _ = second.stop(signal: SIGKILL) }
+        var next = backlog
+        var gone = false
+        while !gone, next < records.count {
+            let end = min(next + chunk, records.count)
+            try PartitionFailoverTests.publish(records[next..<end], pub)
+            next = end
+            usleep(100_000)  // the traffic's pace
+            gone = ours().isDisjoint(with: earlier)
+        }
+        #expect(gone, "the earlier run's consumers \(earlier.sorted()) outlived its successor's traffic:\n\(nats.consumers(0))\n\(second.log)")
+        let now = ours()
+        #expect(now.count == 4 && now.isSubset(of: names(second)), "\(nats.consumers(0))")
+        print("jetstream intake: an earlier run's 4 consumers deleted after \(next - backlog) of \(records.count - backlog) paced messages")
+        #expect(second.stop() == 0, "\(second.log.suffix(20_000))")
+    }
+}

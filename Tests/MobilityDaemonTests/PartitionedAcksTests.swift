@@ -6,7 +6,8 @@ import Testing
 
 /// Commit acknowledgements of a partitioned instance, on a real nats-server and PostgreSQL.
 @Suite(.serialized) struct PartitionedAcksTests {
-    /// A partition session waits for each message's commit, but the gateway's acknowledgements
+    /// A partition session (`--intake mqtt`: one message a commit, where the interval matters
+    /// most) waits for each message's commit, but the gateway's acknowledgements
     /// are still coalesced by `--ack-interval` (per shard, per user) as on one instance: not one
     /// retained, replicated `users/{u}/acks` per input message; and the user's last sample is
     /// acknowledged.
@@ -26,7 +27,7 @@ import Testing
             nats.daemonArguments(0) + [
                 "--rules", RepoPaths.rules, "--state", TemporaryPath.make("mw-state"), "--clock", "event", "--instance", "a",
                 "--metrics-address", "127.0.0.1:\(try freePort())", "--publish-series", "false", "--store", store, "--partitions", "2",
-                "--lease", "2", "--ack-interval", "1000"
+                "--lease", "2", "--ack-interval", "1000", "--intake", "mqtt"
             ])
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).count == 2 }, "\(a.log)")

@@ -31,7 +31,7 @@ import struct StateStore.PartitionSet
                 broker + [
                     "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
                     "--metrics-address", "127.0.0.1:\(metricsPort)", "--publish-series", "false", "--log-level", "debug",
-                    "--store", store, "--partitions", String(partitions), "--lease", "2", "--care-teams", careTeams
+                    "--store", store, "--partitions", String(partitions), "--lease", "2", "--care-teams", careTeams, "--intake", "mqtt"
                 ])
         }
 

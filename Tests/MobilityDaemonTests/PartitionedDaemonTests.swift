@@ -44,7 +44,7 @@ import struct StateStore.PartitionSet
             broker + [
                 "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
                 "--metrics-address", "127.0.0.1:\(try freePort())", "--publish-series", "false", "--log-level", "debug",
-                "--store", store, "--partitions", String(partitions), "--lease", "2"
+                "--store", store, "--partitions", String(partitions), "--lease", "2", "--intake", "mqtt"
             ])
     }
 
@@ -56,22 +56,23 @@ import struct StateStore.PartitionSet
             })
     }
 
-    /// Regression: the run under the supervisor set SIGTERM back to ignored over libdispatch's
-    /// handler, so a partitioned instance ignored SIGTERM and was killed after 10 s (137). Now it
-    /// stops within seconds, mid-replay, and its successor on the same partitions loses nothing:
-    /// the replay's alerts, exactly.
-    @Test func sigtermStopsAPartitionedInstanceWithinSecondsAndLosesNothing() throws {
+    /// SIGTERM stops a partitioned instance within seconds, mid-replay (the run under the
+    /// supervisor once set SIGTERM back to ignored over libdispatch's handler, and the instance
+    /// was killed after 10 s), with either intake, and its successor on the same partitions loses
+    /// nothing: the replay's alerts, exactly.
+    @Test(arguments: PartitionFailoverTests.Intake.allCases)
+    func sigtermStopsAPartitionedInstanceWithinSecondsAndLosesNothing(intake: PartitionFailoverTests.Intake) throws {
         let records = ScenarioVerifier.traffic([try Scenario.load(RepoPaths.root + "/simulator/scenarios/jamie-plateau.scenario")])
         let expected = try DurabilityTests.expectedAlerts(records)
         #expect(expected.count >= 2)
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 1, partitions: 4)
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: intake.edits)
         let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try nats.recorder(0, filters: [])
-        let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        let a = try intake.start("a", nats: nats, node: 0, store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }
-        #expect(eventually(timeout: 30) { Self.subscribed(a).count == 4 }, "\(a.log)")
+        #expect(eventually(timeout: 30) { intake.ready(a).count == 4 }, "\(a.log)")
         let half = records.count / 2
         for r in records[..<half] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         let asked = Date()
@@ -79,14 +80,14 @@ import struct StateStore.PartitionSet
         let took = Date().timeIntervalSince(asked)
         #expect(code == 0, "\(a.log)")
         #expect(took < 5, "SIGTERM took \(took) s")
-        let b = try Self.instance("b", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        let b = try intake.start("b", nats: nats, node: 0, store: store, partitions: 4)
         defer { _ = b.stop(signal: SIGKILL) }
         for r in records[half...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         #expect(eventually(timeout: 60) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) }, "\(b.log)")
         #expect(try rec.barrier())
         let live = rec.messages().filter { !$0.payload.isEmpty }.map(\.text)
         #expect(Set(live) == Set(expected), "lost: \(Set(expected).subtracting(live).count), spurious: \(Set(live).subtracting(expected).count)")
-        print("SIGTERM of a partitioned instance mid-replay: exit \(code) after \(String(format: "%.2f", took)) s")
+        print("SIGTERM of a partitioned instance (\(intake) intake) mid-replay: exit \(code) after \(String(format: "%.2f", took)) s")
         #expect(b.stop() == 0)
     }
 
