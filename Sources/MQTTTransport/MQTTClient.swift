@@ -492,7 +492,7 @@ package final class MQTTClient: @unchecked Sendable {
     private func runNetworkLoop() {
         var stopDeadline: DispatchTime?
         var answer = ConnectionAnswer(keepAliveSeconds: configuration.keepAliveSeconds)
-        if brokers.count > 1 { answer.attempted(now: DispatchTime.now().uptimeNanoseconds) }
+        if brokers.count > 1 { answer.attempted(now: DispatchTime.now().uptimeNanoseconds, connections: connectionCount) }
         while true {
             let rc = mosquitto_loop(handle, 1000, 1)
             if !started.load(ordering: .sequentiallyConsistent) {
@@ -507,10 +507,12 @@ package final class MQTTClient: @unchecked Sendable {
             }
             if rc != MOSQ_ERR_SUCCESS.rawValue {
                 guard reconnectWithBackoff() else { return }
-                if brokers.count > 1 { answer.attempted(now: DispatchTime.now().uptimeNanoseconds) }
+                if brokers.count > 1 { answer.attempted(now: DispatchTime.now().uptimeNanoseconds, connections: connectionCount) }
                 continue
             }
-            if let waited = answer.overdue(connected: isConnected, now: DispatchTime.now().uptimeNanoseconds) {
+            if started.load(ordering: .sequentiallyConsistent),
+                let waited = answer.overdue(connections: connectionCount, now: DispatchTime.now().uptimeNanoseconds)
+            {
                 onEvent(self, .disconnected(reason: "\(currentBroker) took the connection but did not answer it in \(waited) s; trying the next node"))
                 abortConnection()  // the next turn fails, and the reconnect tries this node last
             }

@@ -11,8 +11,10 @@ package struct Partitioning: Sendable, Equatable {
     /// How long a lease on a partition lasts unrenewed (`--lease`, milliseconds); a dead
     /// instance's partitions are taken after it.
     package var leaseMs: Int = 10_000
-    /// The MQTT client id of partition k's session is this followed by k (`--partition-session`):
-    /// the same on every instance, so that the next owner inherits the broker's backlog.
+    /// The name prefix of partition k's JetStream consumers (this, k, then the owner's token and
+    /// run), or with `--intake mqtt` partition k's MQTT client id (this followed by k)
+    /// (`--partition-session`): the same on every instance, so that the next owner finds the
+    /// partition's earlier consumers or inherits the session's backlog.
     package var sessionPrefix: String = "mobilityd-part-"
     /// The NATS client URLs of the cluster's nodes (`--nats`), for the start check of the
     /// JetStream settings partitioned input relies on (``JetStreamRequirements``).
@@ -65,7 +67,9 @@ extension DaemonConfiguration {
         Option(name: "lease", value: "SECONDS", help: "partition lease; a dead instance's partitions move after it (default 10)"),
         Option(
             name: "partition-session", value: "PREFIX",
-            help: "MQTT client id of partition k's session is PREFIX then k, on every instance (default mobilityd-part-)")
+            help:
+                "partition k's JetStream consumers are named PREFIX, k, then the owner's token and run (with --intake mqtt: its MQTT client id is PREFIX then k), on every instance (default mobilityd-part-)"
+        )
     ]
 
     mutating func applyPartitions(_ m: [String: String]) throws(Problem) {

@@ -12,8 +12,12 @@ package enum JetStreamRequirements {
 
     /// Everything in `facts` that breaks the rule; empty when the broker is fit. With `intake`
     /// ``PartitionIntake/jetStream`` the MQTT sessions' consumer settings do not matter (the
-    /// partitions' pull consumers keep their order themselves): only the streams are checked.
-    package static func problems(_ facts: JetStreamFacts, intake: PartitionIntake = .mqttSessions) -> [String] {
+    /// partitions' pull consumers keep their order themselves): the streams are checked, and
+    /// the partitions must have no MQTT session of an earlier `--intake mqtt` — consumed anew
+    /// from the stream, a partition's messages committed and not yet acknowledged by a session
+    /// would be applied twice, and the session's consumer would keep every later message of the
+    /// partition in the stream (retention *interest*) for good.
+    package static func problems(_ facts: JetStreamFacts, intake: PartitionIntake) -> [String] {
         var out: [String] = []
         for name in ["$MQTT_msgs", "$MQTT_sess"] where !facts.streams.contains(where: { $0.name == name }) {
             out.append(
@@ -25,7 +29,15 @@ package enum JetStreamRequirements {
                 "JetStream stream \(s.name) has \(s.replicas) replicas on a cluster; mobilityd needs \(clusterReplicas) (mqtt { stream_replicas: \(clusterReplicas) } on every node, \(file)): with fewer, the loss of one node stalls MQTT on the whole cluster"
             )
         }
-        if intake == .jetStream { return out }
+        if intake == .jetStream {
+            let sessions = facts.partitions.sorted { $0.key < $1.key }
+            if !sessions.isEmpty {
+                out.append(
+                    "partitions \(sessions.map { String($0.key) }.joined(separator: ",")) have MQTT sessions (JetStream consumers \(sessions.map(\.value.name).joined(separator: ",")) of $MQTT_msgs): they were consumed with --intake mqtt, and the JetStream intake (the default) would apply what a session has not acknowledged again while the session keeps every later message in the stream; run with --intake mqtt, or switch with every instance stopped and the sessions drained: delete those consumers (nats consumer rm '$MQTT_msgs' NAME), then start (docs/scaling.md)"
+                )
+            }
+            return out
+        }
         guard let probe = facts.probe else {
             out.append("the broker made no JetStream consumer for the check's MQTT subscription, so its MQTT settings cannot be checked")
             return out

@@ -54,7 +54,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     /// partition counts as cut off: JetStream unavailable to this instance (its node on the
     /// minority side of a split), not the seconds a cluster takes to elect leaders.
     private let stallBoundNs: UInt64
-    /// When each partition's consumer last made progress (made, fetched, answered, acknowledged).
+    /// When each partition's consumer last made progress (the run started, a batch fetched or
+    /// acknowledged, the server answered that it runs with nothing to deliver).
     private let progress = Mutex<[Int: UInt64]>([:])
     private let revoked = Atomic<Bool>(false)
     private let connection = Mutex<NATSConnection?>(nil)
@@ -223,7 +224,6 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                     idle.reset()
                     // Made as stop() closed the connection: the partition's next consumer deletes it.
                     if isRevoked { return }
-                    progressed(k)
                     reported = nil
                     log.info("partition consumer ready", ["partition": String(k), "consumer": consumer?.name ?? "", "from_seq": String(taken + 1)])
                 } catch let e as PostgresError where e.code == .fenced {
@@ -263,8 +263,11 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                         &consumer, partition: k, .deliveriesSkipped, reason: "delivery \(fetched[0].delivery) came when \(delivered + 1) was due",
                         after: taken)
                 } else if idle.emptyFetch(now: clock.uptimeNanoseconds()), let p = try? c.position(timeoutMs: Self.positionTimeoutMs) {
-                    progressed(k)
-                    switch idle.look(p, delivered: delivered) {
+                    // Progress: the server answers that the consumer is running (not a consumer
+                    // made anew again and again, nor one holding messages it does not deliver).
+                    let finding = idle.look(p, delivered: delivered)
+                    if finding == .live || finding == .quiet { progressed(k) }
+                    switch finding {
                     case .stalled:
                         reopen(
                             &consumer, partition: k, .stalled,
@@ -523,7 +526,8 @@ struct StreamIntakeCounts: Sendable {
         case fetchFailed = "fetch_failed"
         /// A delivery never arrived (a skipped delivery number).
         case deliveriesSkipped = "deliveries_skipped"
-        /// Idle while the server counted other deliveries than arrived, or held messages undelivered.
+        /// Idle while the server counted other deliveries than arrived, or held messages
+        /// undelivered at two looks in a row.
         case stalled
     }
     /// Messages handed to the shards, committed and acknowledged (redeliveries skipped not counted).

@@ -14,14 +14,14 @@ import Testing
     }
 
     @Test func theShippedSettingsAreFitOnOneNodeAndOnACluster() {
-        #expect(JetStreamRequirements.problems(Self.fit()).isEmpty)
-        #expect(JetStreamRequirements.problems(Self.fit(clustered: false)).isEmpty)
+        #expect(JetStreamRequirements.problems(Self.fit(), intake: .mqttSessions).isEmpty)
+        #expect(JetStreamRequirements.problems(Self.fit(clustered: false), intake: .mqttSessions).isEmpty)
     }
 
     @Test func natsDefaultsAreRefusedNamingTheSettingAndTheFile() {
         var f = Self.fit()
         f.probe = .init(name: "probe", maxAckPending: 1024, ackWaitNanoseconds: 30_000_000_000)
-        let p = JetStreamRequirements.problems(f)
+        let p = JetStreamRequirements.problems(f, intake: .mqttSessions)
         #expect(p.count == 2)
         #expect(p.allSatisfy { $0.contains("deploy/nats-node.conf") })
         #expect(p.contains { $0.contains("max_ack_pending 1024") && $0.contains("max_ack_pending: 1 }") })
@@ -32,7 +32,7 @@ import Testing
         var f = Self.fit()
         f.streams[1].replicas = 2
         f.streams.removeFirst()
-        let p = JetStreamRequirements.problems(f)
+        let p = JetStreamRequirements.problems(f, intake: .mqttSessions)
         #expect(p.contains { $0.contains("no JetStream stream $MQTT_msgs") })
         #expect(p.contains { $0.contains("$MQTT_sess has 2 replicas") && $0.contains("stream_replicas: 3") })
     }
@@ -40,7 +40,7 @@ import Testing
     @Test func aPartitionSessionCreatedUnderOtherSettingsIsRefused() {
         var f = Self.fit()
         f.partitions[5] = .init(name: "abc_def", maxAckPending: 1024, ackWaitNanoseconds: 2_000_000_000)
-        let p = JetStreamRequirements.problems(f)
+        let p = JetStreamRequirements.problems(f, intake: .mqttSessions)
         #expect(p.count == 1)
         #expect(p.first?.contains("partition 5's MQTT session (JetStream consumer abc_def") == true)
     }
@@ -48,7 +48,7 @@ import Testing
     @Test func noProbeConsumerIsRefused() {
         var f = Self.fit()
         f.probe = nil
-        #expect(JetStreamRequirements.problems(f).count == 1)
+        #expect(JetStreamRequirements.problems(f, intake: .mqttSessions).count == 1)
     }
 
     @Test func partitionsNeedNATSURLsWithoutCredentials() throws {
@@ -62,16 +62,23 @@ import Testing
     }
 
     /// Consumed natively (`--intake jetstream`), the MQTT sessions' consumer settings do not
-    /// matter: NATS's defaults pass; the streams still count.
-    @Test func theJetStreamIntakeNeedsOnlyTheStreams() {
+    /// matter: NATS's defaults pass; the streams still count, and partitions that still have
+    /// the MQTT sessions of an earlier `--intake mqtt` are refused, named.
+    @Test func theJetStreamIntakeNeedsTheStreamsAndNoPartitionSessions() {
         var f = Self.fit()
+        f.partitions = [:]
         f.probe = .init(name: "probe", maxAckPending: 1024, ackWaitNanoseconds: 30_000_000_000)
-        f.partitions[5] = .init(name: "abc_def", maxAckPending: 1024, ackWaitNanoseconds: 30_000_000_000)
         #expect(JetStreamRequirements.problems(f, intake: .jetStream).isEmpty)
         f.probe = nil
         #expect(JetStreamRequirements.problems(f, intake: .jetStream).isEmpty)
         f.streams[1].replicas = 1
         #expect(JetStreamRequirements.problems(f, intake: .jetStream).count == 1)
+        f.streams[1].replicas = 3
+        f.partitions[5] = .init(name: "abc_def", maxAckPending: 1, ackWaitNanoseconds: 2_000_000_000)
+        f.partitions[2] = .init(name: "ghi_jkl", maxAckPending: 1, ackWaitNanoseconds: 2_000_000_000)
+        let p = JetStreamRequirements.problems(f, intake: .jetStream)
+        #expect(p.count == 1 && p[0].hasPrefix("partitions 2,5 have MQTT sessions (JetStream consumers ghi_jkl,abc_def of $MQTT_msgs)"), "\(p)")
+        #expect(p[0].contains("run with --intake mqtt"))
     }
 
     @Test func theIntakeIsMQTTOrJetStreamAndNeedsPartitions() throws {

@@ -20,6 +20,30 @@ import Testing
         #expect(a.stop() == 0)
     }
 
+    /// A broker whose partitions were consumed through MQTT sessions (`--intake mqtt`) is refused
+    /// by an instance started with the default intake, JetStream's: exit 2 naming the partitions'
+    /// sessions and `--intake mqtt`, instead of consuming the partitions anew beside sessions that
+    /// keep every message. With `--intake mqtt` again the instance runs.
+    @Test func partitionsConsumedThroughMQTTSessionsAreRefusedByTheDefaultIntake() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let sessions = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = sessions.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(sessions).count == 4 }, "\(sessions.log)")
+        #expect(sessions.stop() == 0, "\(sessions.log)")
+        let upgraded = try PartitionStreamIntakeTests.instance(
+            "b", nats: nats, node: 0, store: store, partitions: 4, metricsPort: try freePort(), byDefault: true)
+        defer { _ = upgraded.stop(signal: SIGKILL) }
+        #expect(upgraded.wait() == 2, "\(upgraded.log)")
+        #expect(upgraded.log.contains("partitions 0,1,2,3 have MQTT sessions"), "\(upgraded.log)")
+        #expect(upgraded.log.contains("run with --intake mqtt"), "\(upgraded.log)")
+        let again = try PartitionFailoverTests.instance("c", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = again.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(again).count == 4 }, "\(again.log)")
+        #expect(again.stop() == 0, "\(again.log)")
+    }
+
     /// A node with NATS's default MQTT settings (the shipped file without `max_ack_pending` and
     /// `ack_wait`) is refused: exit 2 before any lease is claimed, each problem naming the
     /// setting and the file.

@@ -14,17 +14,19 @@ import Testing
     /// The shipped node file with NATS's default consumer settings for MQTT sessions.
     static let defaults = [("  max_ack_pending: 1\n", "  # max_ack_pending: 1\n"), ("  ack_wait: \"2s\"\n", "  # ack_wait: \"2s\"\n")]
 
-    /// A partitioned mobilityd consuming through JetStream, with its metrics on `metricsPort`.
+    /// A partitioned mobilityd consuming through JetStream, with its metrics on `metricsPort`
+    /// (`--intake jetstream` given, unless `byDefault`).
     static func instance(
-        _ name: String, nats: NATSCluster, node: Int, store: String, partitions: Int, metricsPort: Int, lease: Int = 2, everyNode: Bool = false
+        _ name: String, nats: NATSCluster, node: Int, store: String, partitions: Int, metricsPort: Int, lease: Int = 2, everyNode: Bool = false,
+        byDefault: Bool = false
     ) throws -> ChildProcess {
         try ChildProcess(
             ChildProcess.product("mobilityd"),
             nats.daemonArguments(node, everyNode: everyNode) + [
                 "--rules", RepoPaths.rules, "--state", TemporaryPath.make("mw-state"), "--clock", "event", "--instance", name,
                 "--metrics-address", "127.0.0.1:\(metricsPort)", "--publish-series", "false", "--log-level", "debug",
-                "--store", store, "--partitions", String(partitions), "--lease", String(lease), "--intake", "jetstream"
-            ])
+                "--store", store, "--partitions", String(partitions), "--lease", String(lease)
+            ] + (byDefault ? [] : ["--intake", "jetstream"]))
     }
 
     /// The partitions whose JetStream consumer `p`'s current run made ready (its log since its
@@ -445,20 +447,23 @@ extension PartitionStreamIntakeTests {
     /// An earlier run's consumers go while traffic flows: the next run's consumer of each
     /// partition deletes the partition's older ones (which keep the stream's messages too) once
     /// the server has its acknowledgement of an earlier batch, without waiting for the partition
-    /// to fall idle. Every partition gets messages at least every 2 s throughout, so the idle
-    /// check (after 5 s of empty fetches) never runs.
+    /// to fall idle. Every partition gets messages in every 100 ms step of the traffic, and the
+    /// longest wait between two messages of a partition is measured to be under 5 s, so the idle
+    /// check (after 5 s of empty fetches) cannot have run.
     @Test func anEarlierRunsConsumersAreDeletedWhileTrafficFlows() throws {
-        let records = Array(Population(users: 24, days: 60, seed: 31).traffic())
-        let backlog = records.count / 10
-        let chunk = max(1, (records.count - backlog) / 300)  // every 100 ms: 30 s of traffic
-        // Each partition's messages in the paced part come at most 20 chunks (2 s) apart.
+        let population = Array(Population(users: 24, days: 60, seed: 31).traffic())
+        // The partitions' messages taken in turn (each user's in its order: a user is in one
+        // partition), so that every step of the traffic has some of each.
         let partitions = PartitionSet(count: 4, owned: [0, 1, 2, 3])
-        var last = [Int](repeating: backlog, count: 4)
-        for (i, r) in records.enumerated().dropFirst(backlog) {
-            let k = partitions.partition(of: String(r.topic.split(separator: "/")[3]))
-            try #require(i - last[k] <= 20 * chunk, "partition \(k) gets no message between records \(last[k]) and \(i)")
-            last[k] = i
+        let partition = { (r: TrafficRecord) in partitions.partition(of: String(r.topic.split(separator: "/")[3])) }
+        var queues = (0..<4).map { k in ArraySlice(population.filter { partition($0) == k }) }
+        try #require(queues.allSatisfy { !$0.isEmpty }, "a partition without users")
+        var records: [TrafficRecord] = []
+        while let k = queues.indices.first(where: { !queues[$0].isEmpty }) {
+            for q in k..<4 where !queues[q].isEmpty { records.append(queues[q].removeFirst()) }
         }
+        let backlog = records.count / 10
+        let chunk = max(8, (records.count - backlog) / 300)  // every 100 ms: 30 s of traffic
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let nats = try NATSCluster(size: 1, partitions: 4, edits: Self.defaults)
@@ -469,9 +474,12 @@ extension PartitionStreamIntakeTests {
                     $0.split(separator: "consumer=").last?.split(separator: " ").first.map(String.init)
                 })
         }
-        let ours = {
-            Set(
-                nats.consumers(0).split(separator: "\n").compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) }.filter {
+        // The partitions' consumers on the node; nil when its monitor does not answer.
+        let ours = { () -> Set<String>? in
+            let listed = nats.consumers(0)
+            guard listed.hasPrefix("stream ") else { return nil }
+            return Set(
+                listed.split(separator: "\n").compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) }.filter {
                     $0.hasPrefix("mobilityd-part-")
                 })
         }
@@ -489,15 +497,22 @@ extension PartitionStreamIntakeTests {
         defer { _ = second.stop(signal: SIGKILL) }
         var next = backlog
         var gone = false
+        var sent = [Date](repeating: Date(), count: 4)
+        var longestWait = 0.0
         while !gone, next < records.count {
             let end = min(next + chunk, records.count)
             try PartitionFailoverTests.publish(records[next..<end], pub)
+            for k in Set(records[next..<end].map(partition)) {
+                longestWait = max(longestWait, Date().timeIntervalSince(sent[k]))
+                sent[k] = Date()
+            }
             next = end
             usleep(100_000)  // the traffic's pace
-            gone = ours().isDisjoint(with: earlier)
+            gone = ours()?.isDisjoint(with: earlier) == true
         }
         #expect(gone, "the earlier run's consumers \(earlier.sorted()) outlived its successor's traffic:\n\(nats.consumers(0))\n\(second.log)")
-        let now = ours()
+        #expect(longestWait < 5, "a partition went \(longestWait) s without a message: the idle check may have deleted the consumers")
+        let now = ours() ?? []
         #expect(now.count == 4 && now.isSubset(of: names(second)), "\(nats.consumers(0))")
         print("jetstream intake: an earlier run's 4 consumers deleted after \(next - backlog) of \(records.count - backlog) paced messages")
         #expect(second.stop() == 0, "\(second.log.suffix(20_000))")
