@@ -58,10 +58,6 @@ extension Daemon {
         for r in StreamIntakeCounts.Remade.allCases {
             m.sample("mobilityd_jetstream_consumers_remade_total", ["reason": r.rawValue], Double(counts.remade[r] ?? 0))
         }
-        m.family(
-            "mobilityd_jetstream_consumers_renumbered_total", "counter",
-            "Times a partition consumer's new leader numbered its deliveries again; what it delivered again was skipped as taken.")
-        m.sample("mobilityd_jetstream_consumers_renumbered_total", Double(counts.renumbered))
     }
 
     /// What the shards took and evaluated, their queues and batches, the alerts and the staff desks.

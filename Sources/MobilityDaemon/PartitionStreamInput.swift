@@ -254,10 +254,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             // arrived (a fetch's answer lost in a leader change, say) would be acknowledged by
             // the cumulative acknowledgement of a later one, its messages skipped for good; and
             // JetStream would redeliver it only after its ack_wait, behind later messages.
-            let order = DeliveryOrder.of(fetched.map(\.delivery), after: delivered)
-            if order.from < delivered { renumbered(k, from: order.from, delivered: delivered) }
-            delivered = order.from
-            let n = order.count
+            var n = 0
+            while n < fetched.count, fetched[n].delivery == delivered + UInt64(n) + 1 { n += 1 }
             let inOrder = fetched[..<n], broken = n < fetched.count
             guard let top = inOrder.max(by: { $0.sequence < $1.sequence }) else {
                 if broken {
@@ -265,11 +263,6 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                         &consumer, partition: k, .deliveriesSkipped, reason: "delivery \(fetched[0].delivery) came when \(delivered + 1) was due",
                         after: taken)
                 } else if idle.emptyFetch(now: clock.uptimeNanoseconds()), let p = try? c.position(timeoutMs: Self.positionTimeoutMs) {
-                    // Fewer deliveries counted than arrived: a new leader numbering again (below).
-                    if p.lastDelivery < delivered {
-                        renumbered(k, from: p.lastDelivery, delivered: delivered)
-                        delivered = p.lastDelivery
-                    }
                     // Progress: the server answers that the consumer is running (not a consumer
                     // made anew again and again, nor one holding messages it does not deliver).
                     let finding = idle.look(p, delivered: delivered)
@@ -333,15 +326,6 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             }
             if broken { reopen(&consumer, partition: k, .deliveriesSkipped, reason: "a delivery after \(delivered) never arrived", after: taken) }
         }
-    }
-
-    /// Notes that partition `k`'s consumer numbers its deliveries again after `from`, `delivered`
-    /// having arrived (``DeliveryOrder``).
-    private func renumbered(_ k: Int, from: UInt64, delivered: UInt64) {
-        counts.withLock { $0.renumbered += 1 }
-        log.info(
-            "the partition's JetStream consumer numbers its deliveries again (a new leader); what it delivers again is skipped as taken",
-            ["partition": String(k), "from": String(from + 1), "arrived": String(delivered)])
     }
 
     /// Drops partition `k`'s consumer whose deliveries broke their order; the next turn makes
@@ -511,24 +495,6 @@ struct IdleConsumer {
     }
 }
 
-/// Which of a fetch's deliveries continue a consumer's numbering. JetStream numbers a consumer's
-/// deliveries 1, 2, …; a new leader of the consumer (its old one lost with a node) numbers
-/// again from the last delivery its replicas agreed on, which can be below what arrived from the
-/// old one: it delivers again from that point, in stream order, messages this run has taken
-/// (skipped by their stream sequence) and then the rest, so the count goes on from its
-/// numbering. A delivery numbered above the next one due is a delivery lost in flight.
-enum DeliveryOrder {
-    /// How many of `deliveries` (in arrival order) continue in order, and the number they
-    /// continue after: `delivered`, or one below the first when it is numbered at or below it.
-    static func of(_ deliveries: [UInt64], after delivered: UInt64) -> (count: Int, from: UInt64) {
-        guard let first = deliveries.first else { return (0, delivered) }
-        let from = (1...max(delivered, 1)).contains(first) && first <= delivered ? first - 1 : delivered
-        var n = 0
-        while n < deliveries.count, deliveries[n] == from + UInt64(n) + 1 { n += 1 }
-        return (n, from)
-    }
-}
-
 /// When a partition's consumers older than its current one were last deleted: first once the
 /// current one has acknowledged a batch or answered live (with every replica current), then
 /// again every ``intervalNs`` (a consumer whose making completed only after its run stopped, or
@@ -571,8 +537,6 @@ struct StreamIntakeCounts: Sendable {
     /// Consumers made (one per partition at the run's start, and one each time one is made anew).
     var consumersMade = 0
     var remade: [Remade: Int] = [:]
-    /// Times a consumer's new leader numbered its deliveries again (``DeliveryOrder``).
-    var renumbered = 0
     /// Each partition's stream sequence as this run last recorded it committed (or found it, at its consumer's making).
     var committed: [Int: UInt64] = [:]
 }

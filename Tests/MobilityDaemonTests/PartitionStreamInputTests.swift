@@ -44,26 +44,6 @@ import Testing
         #expect(idle.look(p, delivered: 7) == expected)
     }
 
-    /// A fetch's deliveries are taken while they continue the numbering; one numbered at or
-    /// below what arrived is a new leader numbering again, and the count goes on from it; a
-    /// delivery above the next one due (one lost in flight) ends what is taken.
-    @Test(
-        arguments: [
-            ([5, 6, 7], 4, 3, 4),
-            ([6, 7], 4, 0, 4),
-            ([5, 7, 8], 4, 1, 4),
-            ([3, 4, 5, 6], 7, 4, 2),
-            ([8, 9], 7, 2, 7),
-            ([3, 5], 7, 1, 2),
-            ([1, 2], 0, 2, 0),
-            ([0, 1], 3, 0, 3),
-            ([], 7, 0, 7)
-        ] as [([UInt64], UInt64, Int, UInt64)])
-    func deliveriesAreTakenInTheConsumersNumbering(deliveries: [UInt64], delivered: UInt64, count: Int, from: UInt64) {
-        let order = DeliveryOrder.of(deliveries, after: delivered)
-        #expect(order.count == count && order.from == from, "\(order)")
-    }
-
     /// Messages withheld at two looks in a row stall the consumer; a batch between them, or a
     /// look that finds none, starts again.
     @Test func messagesWithheldAtTwoLooksInARowStallTheConsumer() {
