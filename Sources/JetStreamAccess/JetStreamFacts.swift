@@ -1,5 +1,6 @@
 /// What a partitioned instance found at its NATS broker (``JetStreamInspector``): the MQTT
-/// listener's streams and the JetStream consumers behind the MQTT sessions that matter.
+/// listener's streams, the JetStream consumers behind the MQTT sessions that matter, and the
+/// partitions' pull consumers.
 package struct JetStreamFacts: Sendable, Equatable {
     /// One of the MQTT listener's streams (`$MQTT_msgs`, `$MQTT_sess`, `$MQTT_rmsgs`).
     package struct Stream: Sendable, Equatable {
@@ -32,6 +33,10 @@ package struct JetStreamFacts: Sendable, Equatable {
     /// The existing consumers of the partition sessions, by partition: each keeps the settings
     /// it was created under, whatever the configuration says now.
     package var partitions: [Int: Consumer] = [:]
+    /// The names of the JetStream intake's pull consumers of each partition (named after the
+    /// partition's session, `{session prefix}{k}-…`, and filtered to its inputs): what an
+    /// earlier `--intake jetstream` left, and keeps until it is deleted.
+    package var pullConsumers: [Int: [String]] = [:]
 
     package init() {}
 }

@@ -40,7 +40,8 @@ package struct JetStreamInspector: Sendable {
         }
     }
 
-    /// The facts: the MQTT streams, the probe session's consumer and the partition sessions'.
+    /// The facts: the MQTT streams, the probe session's consumer, the partition sessions' and
+    /// the partitions' pull consumers.
     package func facts(probe: Session, partitions: [Int: Session]) throws(Failure) -> JetStreamFacts {
         let connection = try NATSConnection(
             urls: urls, username: username, password: password, caFile: caFile, certFile: certFile, keyFile: keyFile)
@@ -75,6 +76,7 @@ package struct JetStreamInspector: Sendable {
             let owner = c.name.split(separator: "_", maxSplits: 1).first.map(String.init) ?? ""
             if filter == probe.filter, owner == probeHash { facts.probe = c }
             for (k, s) in partitions where s.filter == filter && hashes[k] == owner { facts.partitions[k] = c }
+            for (k, s) in partitions where s.filter == filter && c.name.hasPrefix("\(s.clientID)-") { facts.pullConsumers[k, default: []].append(c.name) }
         }
         return facts
     }

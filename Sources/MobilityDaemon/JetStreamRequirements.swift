@@ -16,7 +16,10 @@ package enum JetStreamRequirements {
     /// the partitions must have no MQTT session of an earlier `--intake mqtt` — consumed anew
     /// from the stream, a partition's messages committed and not yet acknowledged by a session
     /// would be applied twice, and the session's consumer would keep every later message of the
-    /// partition in the stream (retention *interest*) for good.
+    /// partition in the stream (retention *interest*) for good. With ``PartitionIntake/mqttSessions``
+    /// the sessions' settings are checked, and the partitions must have no pull consumer of an
+    /// earlier JetStream intake: a new MQTT session is delivered only the stream's messages from
+    /// its subscription on, so what such a consumer took and did not commit would be skipped.
     package static func problems(_ facts: JetStreamFacts, intake: PartitionIntake) -> [String] {
         var out: [String] = []
         for name in ["$MQTT_msgs", "$MQTT_sess"] where !facts.streams.contains(where: { $0.name == name }) {
@@ -37,6 +40,12 @@ package enum JetStreamRequirements {
                 )
             }
             return out
+        }
+        let pulled = facts.pullConsumers.filter { !$0.value.isEmpty }.sorted { $0.key < $1.key }
+        if !pulled.isEmpty {
+            out.append(
+                "partitions \(pulled.map { String($0.key) }.joined(separator: ",")) have the JetStream intake's consumers (\(pulled.flatMap { $0.value.sorted() }.joined(separator: ",")) of $MQTT_msgs): they were consumed with the JetStream intake (the default), and an MQTT session starts at the stream's next message, skipping what those consumers have not committed, while they keep every later message in the stream; run without --intake mqtt, or switch with every instance stopped and the consumers drained: delete them (nats consumer rm '$MQTT_msgs' NAME), then start (docs/scaling.md)"
+            )
         }
         guard let probe = facts.probe else {
             out.append("the broker made no JetStream consumer for the check's MQTT subscription, so its MQTT settings cannot be checked")

@@ -81,6 +81,23 @@ import Testing
         #expect(p[0].contains("run with --intake mqtt"))
     }
 
+    /// The reverse: partitions that still have the JetStream intake's pull consumers are refused
+    /// by `--intake mqtt`, named (a new session would skip what they have not committed); a
+    /// partition whose list is empty is not.
+    @Test func theMQTTIntakeIsRefusedWherePartitionsHaveTheJetStreamIntakesConsumers() {
+        var f = Self.fit()
+        f.pullConsumers = [3: [], 6: ["mobilityd-part-6-2-x-2", "mobilityd-part-6-1-y-1"], 1: ["mobilityd-part-1-1-y-1"]]
+        let p = JetStreamRequirements.problems(f, intake: .mqttSessions)
+        #expect(p.count == 1, "\(p)")
+        #expect(
+            p.first?.hasPrefix(
+                "partitions 1,6 have the JetStream intake's consumers (mobilityd-part-1-1-y-1,mobilityd-part-6-1-y-1,mobilityd-part-6-2-x-2 of $MQTT_msgs)")
+                == true, "\(p)")
+        #expect(p.first?.contains("run without --intake mqtt") == true)
+        f.partitions = [:]
+        #expect(JetStreamRequirements.problems(f, intake: .jetStream).isEmpty)
+    }
+
     @Test func theIntakeIsMQTTOrJetStreamAndNeedsPartitions() throws {
         let base = ["--store", "postgres://mw@127.0.0.1:5432/state", "--partitions", "8", "--nats", "tls://n1:4222"]
         #expect(try DaemonConfiguration.load(arguments: base, environment: [:]).partitioning?.intake == .jetStream)

@@ -44,6 +44,32 @@ import Testing
         #expect(again.stop() == 0, "\(again.log)")
     }
 
+    /// The reverse: partitions consumed with the default intake keep their pull consumers, and
+    /// an instance started with `--intake mqtt` is refused (exit 2, naming the consumers) instead
+    /// of subscribing sessions that would begin at the stream's next message; the default intake
+    /// runs on them again.
+    @Test func partitionsWithTheJetStreamIntakesConsumersAreRefusedByTheMQTTIntake() throws {
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        let pulled = try PartitionStreamIntakeTests.instance(
+            "a", nats: nats, node: 0, store: store, partitions: 4, metricsPort: try freePort(), byDefault: true)
+        defer { _ = pulled.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { PartitionStreamIntakeTests.ready(pulled).count == 4 }, "\(pulled.log)")
+        #expect(pulled.stop() == 0, "\(pulled.log)")
+        let sessions = try PartitionFailoverTests.instance("b", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        defer { _ = sessions.stop(signal: SIGKILL) }
+        #expect(sessions.wait() == 2, "\(sessions.log)")
+        for k in 0..<4 { #expect(sessions.log.contains("mobilityd-part-\(k)-"), "\(sessions.log)") }
+        #expect(sessions.log.contains("partitions 0,1,2,3 have the JetStream intake's consumers"), "\(sessions.log)")
+        #expect(sessions.log.contains("run without --intake mqtt"), "\(sessions.log)")
+        let again = try PartitionStreamIntakeTests.instance(
+            "c", nats: nats, node: 0, store: store, partitions: 4, metricsPort: try freePort(), byDefault: true)
+        defer { _ = again.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { PartitionStreamIntakeTests.ready(again).count == 4 }, "\(again.log)")
+        #expect(again.stop() == 0, "\(again.log)")
+    }
+
     /// A node with NATS's default MQTT settings (the shipped file without `max_ack_pending` and
     /// `ack_wait`) is refused: exit 2 before any lease is claimed, each problem naming the
     /// setting and the file.
