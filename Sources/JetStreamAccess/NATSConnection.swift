@@ -5,11 +5,19 @@ import Foundation
 /// the nodes' client URLs, tried in the order given (the first is the instance's own node; the
 /// client moves to the next when one is lost, and reconnects for as long as the connection
 /// lives; only to these: the nodes the cluster announces are not used), the account, TLS.
-/// Closed on deinit.
+/// A node that keeps the connection open and answers nothing (frozen, or cut off without a
+/// reset) is left once ``maxPingsOut`` pings every ``pingIntervalMs`` went unanswered (libnats's
+/// default is 2 minutes). Closed on deinit.
 ///
 /// Sendability: libnats's connection and JetStream context are safe to use from several threads;
 /// the pointers are set once in `init` and released in `deinit`.
 package final class NATSConnection: @unchecked Sendable {
+    /// How often libnats pings the node.
+    package static let pingIntervalMs: Int64 = 2000
+    /// Pings unanswered after which libnats takes the connection for stale and moves to the next
+    /// node: a frozen node is left 4–6 s after it stopped answering, within a lease (10 s by
+    /// default) of an instance whose NATS connection it held.
+    package static let maxPingsOut: Int32 = 2
     let nc: OpaquePointer?
     let js: OpaquePointer?
 
@@ -30,6 +38,8 @@ package final class NATSConnection: @unchecked Sendable {
         try JetStreamFailure.check(natsOptions_SetTimeout(opts, timeoutMs), "cannot set the NATS timeout")
         try JetStreamFailure.check(natsOptions_SetMaxReconnect(opts, -1), "cannot set the NATS reconnection")
         try JetStreamFailure.check(natsOptions_SetIgnoreDiscoveredServers(opts, true), "cannot set the NATS servers")
+        try JetStreamFailure.check(natsOptions_SetPingInterval(opts, Self.pingIntervalMs), "cannot set the NATS ping interval")
+        try JetStreamFailure.check(natsOptions_SetMaxPingsOut(opts, Self.maxPingsOut), "cannot set the NATS pings")
         if let username { try JetStreamFailure.check(natsOptions_SetUserInfo(opts, username, password), "cannot set the NATS account") }
         if urls.contains(where: { $0.hasPrefix("tls://") }) {
             try JetStreamFailure.check(natsOptions_SetSecure(opts, true), "cannot enable TLS (libnats without TLS?)")
@@ -53,6 +63,16 @@ package final class NATSConnection: @unchecked Sendable {
 
     /// Whether the connection is up (not reconnecting, not closed).
     package var isConnected: Bool { natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED }
+
+    /// The URL of the node the connection is on (nil while it is not on any).
+    package var connectedURL: String? {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let s = buffer.withUnsafeMutableBufferPointer { b in
+            b.withMemoryRebound(to: CChar.self) { natsConnection_GetConnectedUrl(nc, $0.baseAddress, $0.count) }
+        }
+        guard s == NATS_OK, let end = buffer.firstIndex(of: 0), end > 0 else { return nil }
+        return String(decoding: buffer[..<end], as: UTF8.self)
+    }
 
     /// Whether the node answers a PING within `timeoutMs`: the connection is up and the node
     /// on the other end alive (a node killed or cut off without closing the socket looks

@@ -122,8 +122,21 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     /// new consumers and so prolonging the elections.
     private func watch() {
         var reported = Set<Int>()
+        var answered: Bool?
         while !isRevoked {
-            let answers = connection.withLock({ $0 })?.answers(timeoutMs: 1000)
+            let nats = connection.withLock { $0 }
+            let answers = nats?.answers(timeoutMs: 1000)
+            if let answers, answers != answered, !isRevoked {
+                // Said when it changes: a node lost or frozen, and the node the connection moved to.
+                if answers {
+                    if answered != nil { log.info("the NATS node answers again", ["nats": nats?.connectedURL ?? "?"]) }
+                } else {
+                    log.warn(
+                        "the NATS node does not answer; the partitions count as without their broker until a node does",
+                        ["nats": nats?.connectedURL ?? "none (reconnecting)"])
+                }
+                answered = answers
+            }
             let now = clock.uptimeNanoseconds()
             let last = progress.withLock { $0 }
             for k in claim.partitions.owned {

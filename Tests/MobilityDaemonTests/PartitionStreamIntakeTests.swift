@@ -518,3 +518,43 @@ extension PartitionStreamIntakeTests {
         #expect(second.stop() == 0, "\(second.log.suffix(20_000))")
     }
 }
+
+extension PartitionStreamIntakeTests {
+    /// A frozen NATS node (SIGSTOP: the connection stays open and nothing answers it) under an
+    /// instance given every node: its pings go unanswered, libnats leaves the node for the next
+    /// one within the lease (10 s, the default), and the instance keeps its partitions and
+    /// consumes on — every message of the second half, published through another node, taken
+    /// in; the log says the node stopped answering and which node answers again. (With libnats's
+    /// own ping interval, 2 minutes, the connection would stay on the frozen node and the
+    /// instance give its leases up after the lease, with no other instance to take them.)
+    @Test func anInstanceWhoseNATSNodeFreezesMovesToAnotherAndKeepsItsPartitions() throws {
+        let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
+        let server = try PostgresServer.shared()
+        let store = try server.createDatabase()
+        let nats = try NATSCluster(size: 3, partitions: 4, edits: Self.defaults)
+        defer { nats.signal(0, SIGCONT) }
+        let pub = try nats.recorder(2, filters: [])
+        let port = try freePort()
+        let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 4, metricsPort: port, lease: 10, everyNode: true)
+        defer { _ = a.stop(signal: SIGKILL) }
+        #expect(eventually(timeout: 30) { Self.ready(a).count == 4 }, "\(a.log)")
+        let taken = { (try? parsePrometheus(httpGet(port: port, path: "/metrics")?.body ?? ""))?["mobilityd_jetstream_messages_total"] ?? -1 }
+        let half = records.count / 2
+        try PartitionFailoverTests.publish(records[..<half], pub)
+        #expect(eventually(timeout: 60) { taken() == Double(half) }, "\(taken()) of \(half) messages taken\n\(a.log)")
+        nats.signal(0, SIGSTOP)
+        let frozen = Date()
+        try PartitionFailoverTests.publish(records[half...], pub)
+        #expect(eventually(timeout: 90) { taken() == Double(records.count) }, "\(taken()) of \(records.count) messages taken\n\(a.log)")
+        let caughtUp = Date().timeIntervalSince(frozen)
+        #expect(!a.log.contains("giving up every lease"), "\(a.log)")
+        #expect(a.log.contains("the NATS node does not answer"), "\(a.log)")
+        let moved = a.log.split(separator: "\n").first { $0.contains("the NATS node answers again") }
+        #expect(moved.map { !$0.contains(nats.nodes[0].natsURL) && $0.contains("nats=tls://") } == true, "\(a.log)")
+        print(
+            "jetstream intake, the instance's NATS node frozen: \(moved ?? "never answered again"); every message taken \(String(format: "%.1f", caughtUp)) s after the freeze"
+        )
+        nats.signal(0, SIGCONT)
+        #expect(a.stop() == 0, "\(a.log.suffix(20_000))")
+    }
+}

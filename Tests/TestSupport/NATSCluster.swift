@@ -212,6 +212,10 @@ package final class NATSCluster: @unchecked Sendable {
     /// Node `i`'s log.
     package func log(_ i: Int) -> String { (try? String(contentsOfFile: "\(directory)/n\(i).log", encoding: .utf8)) ?? "" }
 
+    /// Sends `signal` to node `i` (SIGSTOP: it freezes, its connections kept open and answered
+    /// by nothing; SIGCONT: it goes on).
+    package func signal(_ i: Int, _ signal: Int32) { lock.withLock { processes[i] }?.signal(signal) }
+
     /// Stops node `i` by its PID (SIGKILL: its machine is lost).
     package func stop(_ i: Int, signal: Int32 = SIGTERM) {
         let p = lock.withLock { () -> ChildProcess? in
