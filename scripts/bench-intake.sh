@@ -15,8 +15,11 @@
 # instances spread over the nodes, nats-server's CPU summed over the three). The intake
 # `mosquitto` is the single-node daemon for comparison: one mobilityd (no --partitions, its
 # SQLite store) on a private mosquitto, done when it has received every message; its broker's
-# CPU is in the nats-server column. Everything it starts is stopped by PID.
-#   scripts/bench-intake.sh     USERS=50 DAYS=20 SAMPLES=20 P=8 INSTANCES=1 NODES=1 BUILD=release INTAKES="mqtt jetstream mosquitto"
+# CPU is in the nats-server column. The intake `jetstream-nats` is the JetStream intake fed by a
+# gateway that publishes to the stream over the NATS protocol instead of MQTT
+# (scripts/bench-nats-publish.py, PyPI's nats-py; JetStream's acknowledgement for the PUBACK).
+# Everything it starts is stopped by PID.
+#   scripts/bench-intake.sh     USERS=50 DAYS=20 SAMPLES=20 P=8 INSTANCES=1 NODES=1 BUILD=release INTAKES="mqtt jetstream mosquitto jetstream-nats jetstream+users"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 users=${USERS:-50}
@@ -37,9 +40,19 @@ work=$(mktemp -d /tmp/mw-intake.XXXXXX)
 
 "$bin/mobility-sim" population --users "$users" --days "$days" --samples-per-message "$samples" -o "$work/traffic.jsonl" >/dev/null
 messages=$(wc -l <"$work/traffic.jsonl")
+# An intake named with `+users` (`jetstream+users`): the gateways publish each user's traffic on
+# a connection of its own, as phones do (the brokers here take any login), instead of every
+# user's on one connection.
+(umask 077; for u in $(seq 0 $((users - 1))); do echo "u$u x"; done >"$work/gateways")
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) before; $messages messages ($users users x $days days, $samples samples a message), P=$parts, $n instance(s), $nodes NATS node(s), --lease $lease, $build build"
-printf '%-10s %8s %8s %8s %17s %12s %16s %14s %6s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load
+printf '%-15s %8s %8s %8s %17s %12s %16s %14s %6s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load
 for intake in $intakes; do
+  label=$intake tag=${intake//[-+]/_}
+  gateway_options=()
+  if [ "${intake%+users}" != "$intake" ]; then
+    gateway_options=(--credentials "$work/gateways" --mqtt-version 3.1.1)
+    intake=${intake%+users}
+  fi
   if [ "$intake" = mosquitto ]; then
     mq=$(free_port); mp=$(free_port)
     printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nmax_inflight_messages 0\n%s\n' "$mq" "$( [ "$(id -u)" = 0 ] && echo 'user root')" >"$work/m.conf"
@@ -54,7 +67,7 @@ for intake in $intakes; do
     for _ in $(seq 300); do [ "$(metric mobilityd_broker_subscribed)" -ge 1 ] && break; sleep 0.1; done
     before=$(ticks "$d"); nb=$(ticks "$mqpid")
     t0=$(date +%s.%N)
-    "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mq" >/dev/null
+    "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mq" "${gateway_options[@]}" >/dev/null
     # Done when every message is received, applied and committed (nothing queued, no output uncommitted).
     for _ in $(seq 36000); do
       [ "$(received)" -ge "$messages" ] && [ "$(metric mobilityd_queue_depth)" = 0 ] && [ "$(metric mobilityd_outputs_uncommitted)" = 0 ] && break
@@ -63,22 +76,22 @@ for intake in $intakes; do
     t1=$(date +%s.%N)
     after=$(ticks "$d"); na=$(ticks "$mqpid")
     awk -v applied="$(received)" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v hz="$hz" \
-      -v load="$(cut -d' ' -f1 /proc/loadavg)" \
-      'BEGIN { w = t1 - t0; printf "%-10s %8.0f %8.1f %8d %17.3f %12.3f %16s %14.3f %6s\n", "mosquitto", m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, "-", (c + nc) * 1000 / hz / m, load }'
+      -v load="$(cut -d' ' -f1 /proc/loadavg)" -v label="$label" \
+      'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16s %14.3f %6s\n", label, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, "-", (c + nc) * 1000 / hz / m, load }'
     kill -TERM "$d" 2>/dev/null || true; wait "$d" 2>/dev/null || true
     kill -TERM "$mqpid" 2>/dev/null || true; wait "$mqpid" 2>/dev/null || true
     continue
   fi
-  db=intake_$intake
+  db=intake_$tag
   psql_ postgres -c "CREATE DATABASE $db"
   cports=(); mports=(); hports=(); rports=(); natspids=()
   for j in $(seq "$nodes"); do cports+=("$(free_port)"); mports+=("$(free_port)"); hports+=("$(free_port)"); rports+=("$(free_port)"); done
   for j in $(seq 0 $((nodes - 1))); do
-    nd=$work/nats-$intake-$j; mkdir -p "$nd"
+    nd=$work/nats-$tag-$j; mkdir -p "$nd"
     {
-      echo "server_name: s-$intake-$j"; echo "listen: 127.0.0.1:${cports[$j]}"; echo "http: 127.0.0.1:${hports[$j]}"; echo "jetstream { store_dir: \"$nd/js\" }"
+      echo "server_name: s-$tag-$j"; echo "listen: 127.0.0.1:${cports[$j]}"; echo "http: 127.0.0.1:${hports[$j]}"; echo "jetstream { store_dir: \"$nd/js\" }"
       if [ "$nodes" -gt 1 ]; then
-        echo "cluster { name: bench-$intake, listen: 127.0.0.1:${rports[$j]}, routes: ["
+        echo "cluster { name: bench-$tag, listen: 127.0.0.1:${rports[$j]}, routes: ["
         for r in "${rports[@]}"; do echo "  nats-route://127.0.0.1:$r"; done
         echo "] }"
       fi
@@ -90,6 +103,8 @@ for intake in $intakes; do
       echo "mappings = {"
       for k in samples events deletions profile; do
         echo "  \"mobility.v1.users.*.$k\": \"part.{{partition($parts,1)}}.mobility.v1.users.{{wildcard(1)}}.$k\""
+        # A gateway publishing to the stream's subjects directly is mapped the same way.
+        [ "$intake" = jetstream-nats ] && echo "  \"\$MQTT.msgs.mobility.v1.users.*.$k\": \"\$MQTT.msgs.part.{{partition($parts,1)}}.mobility.v1.users.{{wildcard(1)}}.$k\""
       done
       echo "}"
     } >"$nd/n.conf"
@@ -105,16 +120,16 @@ for intake in $intakes; do
   inst=(); metrics=()
   for i in $(seq "$n"); do
     mp=$(free_port); metrics+=("$mp"); j=$(((i - 1) % nodes))
-    "$bin/mobilityd" --broker "mqtt://127.0.0.1:${mports[$j]}" --rules rules --state "$work/state-$intake-$i" --clock event --instance "i$i" \
+    "$bin/mobilityd" --broker "mqtt://127.0.0.1:${mports[$j]}" --rules rules --state "$work/state-$tag-$i" --clock event --instance "i$i" \
       --metrics-address "127.0.0.1:$mp" --publish-series false --log-level info \
       --store "postgres://mw@127.0.0.1:$pgport/$db" --partitions "$parts" --lease "$lease" --nats "nats://127.0.0.1:${cports[$j]}" \
-      --intake "$intake" >"$work/mw-$intake-$i.log" 2>&1 &
+      --intake "${intake%-nats}" >"$work/mw-$tag-$i.log" 2>&1 &
     inst+=($!); pids+=($!)
   done
-  ready='partition session subscribed'; [ "$intake" = jetstream ] && ready='partition consumer ready'
+  ready='partition session subscribed'; [ "$intake" != mqtt ] && ready='partition consumer ready'
   for _ in $(seq 600); do
     q=$(psql_ "$db" -c "SELECT count(*) || ' ' || count(DISTINCT owner) FROM partitions WHERE lease_until > now()" 2>/dev/null || true)
-    got=0; for i in $(seq "$n"); do got=$((got + $(cat "$work/mw-$intake-$i.log" 2>/dev/null | grep -c "$ready" || true))); done
+    got=0; for i in $(seq "$n"); do got=$((got + $(cat "$work/mw-$tag-$i.log" 2>/dev/null | grep -c "$ready" || true))); done
     [ "$q" = "$parts $n" ] && [ "$got" -ge "$parts" ] && break
     sleep 0.1
   done
@@ -122,7 +137,11 @@ for intake in $intakes; do
   before=0; for p in "${inst[@]}"; do before=$((before + $(ticks "$p"))); done
   nb=$(nats_ticks); pb=$(pg_ticks)
   t0=$(date +%s.%N)
-  "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mport" >/dev/null
+  if [ "$intake" = jetstream-nats ]; then
+    python3 scripts/bench-nats-publish.py "$work/traffic.jsonl" "nats://127.0.0.1:${cports[0]}"
+  else
+    "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mport" "${gateway_options[@]}" >/dev/null
+  fi
   # Done when every message is committed. The MQTT sessions: when `$MQTT_msgs` holds nothing
   # (interest retention: a message leaves once every consumer that wants it acknowledged it).
   # The JetStream intake: when the partitions' consumers hold nothing undelivered or
@@ -146,7 +165,7 @@ for a in d.get("account_details", []):
             leader = (c.get("cluster") or {}).get("leader")
             if c["name"].startswith("mobilityd-part-") and leader in (None, me):
                 left += c["num_pending"] + c["num_ack_pending"]
-print(left)' "$intake" "s-$intake-$j" 2>/dev/null || echo 1
+print(left)' "$intake" "s-$tag-$j" 2>/dev/null || echo 1
       [ "$intake" = mqtt ] && break  # one node's count of the stream is enough
     done | awk '{s += $1} END {print s + 0}'
   }
@@ -162,9 +181,9 @@ print(left)' "$intake" "s-$intake-$j" 2>/dev/null || echo 1
     v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_messages_received_total/ {s += $2} END {print s + 0}')
     applied=$((applied + ${v%.*}))
   done
-  awk -v applied="$applied" -v intake="$intake" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v pc="$((pa - pb))" -v hz="$hz" \
+  awk -v applied="$applied" -v intake="$label" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v pc="$((pa - pb))" -v hz="$hz" \
     -v load="$(cut -d' ' -f1 /proc/loadavg)" \
-    'BEGIN { w = t1 - t0; printf "%-10s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load }'
+    'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load }'
   for p in "${inst[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${inst[@]}"; do wait "$p" 2>/dev/null || true; done
   for q in "${natspids[@]}"; do kill -TERM "$q" 2>/dev/null || true; wait "$q" 2>/dev/null || true; done
