@@ -10,7 +10,9 @@
 # partitions' inputs acknowledged: nothing left pending at the broker). Prints the throughput, the
 # messages the instances applied (their mobilityd_messages_received_total: all of them) and
 # the CPU per message of the instances, of nats-server and of PostgreSQL (utime+stime from
-# /proc) and their sum, and the machine's load: on a shared 2-core machine these bound nothing
+# /proc) and their sum, the machine's load, and PostgreSQL's transactions per message (its
+# pg_stat_database count: commits, the heartbeats' and reads included) and, for the JetStream
+# intake, the messages per committed batch: on a shared 2-core machine these bound nothing
 # but themselves. NODES=3 runs each intake on a three-node cluster (stream_replicas: 3, the
 # instances spread over the nodes, nats-server's CPU summed over the three). The intake
 # `mosquitto` is the single-node daemon for comparison: one mobilityd (no --partitions, its
@@ -45,7 +47,7 @@ messages=$(wc -l <"$work/traffic.jsonl")
 # user's on one connection.
 (umask 077; for u in $(seq 0 $((users - 1))); do echo "u$u x"; done >"$work/gateways")
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) before; $messages messages ($users users x $days days, $samples samples a message), P=$parts, $n instance(s), $nodes NATS node(s), --lease $lease, $build build"
-printf '%-15s %8s %8s %8s %17s %12s %16s %14s %6s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load
+printf '%-15s %8s %8s %8s %17s %12s %16s %14s %6s %12s %8s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load pg_xacts/msg msg/batch
 for intake in $intakes; do
   label=$intake tag=${intake//[-+]/_}
   gateway_options=()
@@ -136,6 +138,8 @@ for intake in $intakes; do
   sleep $((lease)) # one more lease: no rebalance under way (not a test)
   before=0; for p in "${inst[@]}"; do before=$((before + $(ticks "$p"))); done
   nb=$(nats_ticks); pb=$(pg_ticks)
+  xacts() { psql_ "$db" -c "SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'"; }
+  xb=$(xacts)
   t0=$(date +%s.%N)
   if [ "$intake" = jetstream-nats ]; then
     python3 scripts/bench-nats-publish.py "$work/traffic.jsonl" "nats://127.0.0.1:${cports[0]}"
@@ -176,14 +180,18 @@ print(left)' "$intake" "s-$tag-$j" 2>/dev/null || echo 1
   t1=$(date +%s.%N)
   after=0; for p in "${inst[@]}"; do after=$((after + $(ticks "$p"))); done
   na=$(nats_ticks); pa=$(pg_ticks)
-  applied=0
+  sleep 1.5  # the backends report their transactions to pg_stat_database within a second
+  xa=$(xacts)
+  applied=0 batches=0
   for mp in "${metrics[@]}"; do
     v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_messages_received_total/ {s += $2} END {print s + 0}')
     applied=$((applied + ${v%.*}))
+    v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_jetstream_batches_total/ {s += $2} END {print s + 0}')
+    batches=$((batches + ${v%.*}))
   done
   awk -v applied="$applied" -v intake="$label" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v pc="$((pa - pb))" -v hz="$hz" \
-    -v load="$(cut -d' ' -f1 /proc/loadavg)" \
-    'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load }'
+    -v load="$(cut -d' ' -f1 /proc/loadavg)" -v x="$((xa - xb))" -v b="$batches" \
+    'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s %12.3f %8.1f\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load, x / m, b ? m / b : 0 }'
   for p in "${inst[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${inst[@]}"; do wait "$p" 2>/dev/null || true; done
   for q in "${natspids[@]}"; do kill -TERM "$q" 2>/dev/null || true; wait "$q" 2>/dev/null || true; done
