@@ -33,9 +33,9 @@ package struct JetStreamFacts: Sendable, Equatable {
     /// The existing consumers of the partition sessions, by partition: each keeps the settings
     /// it was created under, whatever the configuration says now.
     package var partitions: [Int: Consumer] = [:]
-    /// The names of the JetStream intake's pull consumers of each partition (named after the
-    /// partition's session, `{session prefix}{k}-…`, and filtered to its inputs): what an
-    /// earlier `--intake jetstream` left, and keeps until it is deleted.
+    /// The names of the JetStream intake's consumers of each partition (by their names,
+    /// `{session prefix}{k}-…`): what an earlier JetStream intake left, and keeps until it is
+    /// deleted.
     package var pullConsumers: [Int: [String]] = [:]
 
     package init() {}

@@ -5,9 +5,15 @@ import Foundation
 /// libnats's reason.
 package struct JetStreamFailure: Error, CustomStringConvertible {
     package let description: String
+    /// Whether the server did not answer in time (a request made again may succeed: a leader
+    /// being elected), rather than refused it or the connection being closed.
+    package let timedOut: Bool
 
     /// A failure described by `description`.
-    package init(description: String) { self.description = description }
+    package init(description: String, timedOut: Bool = false) {
+        self.description = description
+        self.timedOut = timedOut
+    }
 
     /// Throws unless `status` is `NATS_OK`: `what` was being done, followed by libnats's last
     /// error of this thread when it is of this status (else the status's text: a wait that timed
@@ -17,6 +23,14 @@ package struct JetStreamFailure: Error, CustomStringConvertible {
         var reason = String(cString: natsStatus_GetText(status))
         var lastStatus = NATS_OK
         if let last = nats_GetLastError(&lastStatus), lastStatus == status, strlen(last) > 0 { reason = String(cString: last) }
-        throw JetStreamFailure(description: "\(what): \(reason)")
+        throw JetStreamFailure(description: "\(what): \(reason)", timedOut: status == NATS_TIMEOUT)
+    }
+
+    /// JetStream options whose requests wait at most `waitMs` for the server's answer.
+    static func options(waitMs: Int64) throws(JetStreamFailure) -> jsOptions {
+        var options = jsOptions()
+        try check(jsOptions_Init(&options), "cannot make JetStream options")
+        options.Wait = waitMs
+        return options
     }
 }

@@ -30,13 +30,16 @@ package struct JetStreamInspector: Sendable {
         self.keyFile = keyFile
     }
 
-    /// An MQTT session and the filter of its subscription (a NATS subject, `$MQTT.msgs.` first).
+    /// An MQTT session and the filter of its subscription (a NATS subject, `$MQTT.msgs.` first);
+    /// for a partition, also what the names of its JetStream intake's consumers begin with.
     package struct Session: Sendable {
         package let clientID: String
         package let filter: String
-        package init(clientID: String, filter: String) {
+        package let consumerPrefix: String?
+        package init(clientID: String, filter: String, consumerPrefix: String? = nil) {
             self.clientID = clientID
             self.filter = filter
+            self.consumerPrefix = consumerPrefix
         }
     }
 
@@ -76,7 +79,8 @@ package struct JetStreamInspector: Sendable {
             let owner = c.name.split(separator: "_", maxSplits: 1).first.map(String.init) ?? ""
             if filter == probe.filter, owner == probeHash { facts.probe = c }
             for (k, s) in partitions where s.filter == filter && hashes[k] == owner { facts.partitions[k] = c }
-            for (k, s) in partitions where s.filter == filter && c.name.hasPrefix("\(s.clientID)-") { facts.pullConsumers[k, default: []].append(c.name) }
+            // By name alone: one made under another topic root or partition prefix counts too.
+            for (k, s) in partitions where s.consumerPrefix.map(c.name.hasPrefix) == true { facts.pullConsumers[k, default: []].append(c.name) }
         }
         return facts
     }

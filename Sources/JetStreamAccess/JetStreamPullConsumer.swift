@@ -67,14 +67,19 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
 
     /// Creates the durable consumer `name` of `stream` for the messages on `filter` from stream
     /// sequence `startSequence` on (1: from the first the stream holds), or binds to it if it
-    /// exists (then `startSequence` is not used: the consumer's own position is).
-    package init(connection: NATSConnection, stream: String, name: String, filter: String, startSequence: UInt64) throws(JetStreamFailure) {
+    /// exists (then `startSequence` is not used: the consumer's own position is); each request
+    /// waits at most `timeoutMs` for the server. Made again with the same arguments after a
+    /// timeout, it binds to the consumer the first request made, or makes it.
+    package init(
+        connection: NATSConnection, stream: String, name: String, filter: String, startSequence: UInt64, timeoutMs: Int64 = 5000
+    ) throws(JetStreamFailure) {
         self.connection = connection
         self.stream = stream
         self.name = name
         var code = jsErrCode(0)
+        var options = try JetStreamFailure.options(waitMs: timeoutMs)
         var existing: UnsafeMutablePointer<jsConsumerInfo>?
-        let found = js_GetConsumerInfo(&existing, connection.js, stream, name, nil, &code)
+        let found = js_GetConsumerInfo(&existing, connection.js, stream, name, &options, &code)
         if found == NATS_OK {
             // Bound by name: it must be a pull consumer of these messages.
             let config = existing?.pointee.Config?.pointee
@@ -97,7 +102,7 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
                     cc.AckPolicy = js_AckAll
                     cc.DeliverPolicy = startSequence > 1 ? js_DeliverByStartSequence : js_DeliverAll
                     cc.OptStartSeq = startSequence > 1 ? startSequence : 0
-                    return js_AddConsumer(&ci, connection.js, stream, &cc, nil, &code)
+                    return js_AddConsumer(&ci, connection.js, stream, &cc, &options, &code)
                 }
             }
             try JetStreamFailure.check(s, "cannot create consumer \(name) of \(stream) on \(filter)")
@@ -235,9 +240,7 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     package func position(timeoutMs: Int64 = 5000) throws(JetStreamFailure) -> Position {
         var ci: UnsafeMutablePointer<jsConsumerInfo>?
         var code = jsErrCode(0)
-        var options = jsOptions()
-        try JetStreamFailure.check(jsOptions_Init(&options), "cannot make JetStream options")
-        options.Wait = timeoutMs
+        var options = try JetStreamFailure.options(waitMs: timeoutMs)
         try JetStreamFailure.check(
             js_GetConsumerInfo(&ci, connection.js, stream, name, &options, &code), "cannot read consumer \(name) of \(stream)")
         defer { jsConsumerInfo_Destroy(ci) }

@@ -5,9 +5,9 @@ import Foundation
 /// the nodes' client URLs, tried in the order given (the first is the instance's own node; the
 /// client moves to the next when one is lost, and reconnects for as long as the connection
 /// lives; only to these: the nodes the cluster announces are not used), the account, TLS.
-/// A node that keeps the connection open and answers nothing (frozen, or cut off without a
-/// reset) is left once ``maxPingsOut`` pings every ``pingIntervalMs`` went unanswered (libnats's
-/// default is 2 minutes). Closed on deinit.
+/// A node that keeps the connection open and answers nothing (its process stopped) is left once
+/// ``maxPingsOut`` pings every ``pingIntervalMs`` went unanswered (libnats's default is 2
+/// minutes), one that stops reading once a write has blocked ``writeDeadlineMs``. Closed on deinit.
 ///
 /// Sendability: libnats's connection and JetStream context are safe to use from several threads;
 /// the pointers are set once in `init` and released in `deinit`.
@@ -18,6 +18,10 @@ package final class NATSConnection: @unchecked Sendable {
     /// node: a frozen node is left 4–6 s after it stopped answering, within a lease (10 s by
     /// default) of an instance whose NATS connection it held.
     package static let maxPingsOut: Int32 = 2
+    /// The longest a write to the node may block (its socket's buffer full: a node, or the way to
+    /// it, that no longer reads) before libnats shuts the socket and reconnects; without it a
+    /// blocked write holds the connection's lock, and so its ping timer, until TCP gives up.
+    package static let writeDeadlineMs: Int64 = 5000
     let nc: OpaquePointer?
     let js: OpaquePointer?
 
@@ -40,6 +44,7 @@ package final class NATSConnection: @unchecked Sendable {
         try JetStreamFailure.check(natsOptions_SetIgnoreDiscoveredServers(opts, true), "cannot set the NATS servers")
         try JetStreamFailure.check(natsOptions_SetPingInterval(opts, Self.pingIntervalMs), "cannot set the NATS ping interval")
         try JetStreamFailure.check(natsOptions_SetMaxPingsOut(opts, Self.maxPingsOut), "cannot set the NATS pings")
+        try JetStreamFailure.check(natsOptions_SetWriteDeadline(opts, Self.writeDeadlineMs), "cannot set the NATS write deadline")
         if let username { try JetStreamFailure.check(natsOptions_SetUserInfo(opts, username, password), "cannot set the NATS account") }
         if urls.contains(where: { $0.hasPrefix("tls://") }) {
             try JetStreamFailure.check(natsOptions_SetSecure(opts, true), "cannot enable TLS (libnats without TLS?)")
@@ -72,6 +77,16 @@ package final class NATSConnection: @unchecked Sendable {
         }
         guard s == NATS_OK, let end = buffer.firstIndex(of: 0), end > 0 else { return nil }
         return String(decoding: buffer[..<end], as: UTF8.self)
+    }
+
+    /// How many times the connection has reconnected (to the same node or another) since it was made.
+    package var reconnects: UInt64 {
+        var stats: OpaquePointer?
+        guard natsStatistics_Create(&stats) == NATS_OK else { return 0 }
+        defer { natsStatistics_Destroy(stats) }
+        var n: UInt64 = 0
+        guard natsConnection_GetStats(nc, stats) == NATS_OK, natsStatistics_GetCounts(stats, nil, nil, nil, nil, &n) == NATS_OK else { return 0 }
+        return n
     }
 
     /// Whether the node answers a PING within `timeoutMs`: the connection is up and the node
@@ -135,11 +150,12 @@ package final class NATSConnection: @unchecked Sendable {
         package var created: Int64
     }
 
-    /// What `stream` is now.
-    package func streamState(stream: String) throws(JetStreamFailure) -> StreamState {
+    /// What `stream` is now, waiting at most `timeoutMs` for the server.
+    package func streamState(stream: String, timeoutMs: Int64 = 5000) throws(JetStreamFailure) -> StreamState {
         var si: UnsafeMutablePointer<jsStreamInfo>?
         var code = jsErrCode(0)
-        try JetStreamFailure.check(js_GetStreamInfo(&si, js, stream, nil, &code), "cannot read JetStream stream \(stream)")
+        var options = try JetStreamFailure.options(waitMs: timeoutMs)
+        try JetStreamFailure.check(js_GetStreamInfo(&si, js, stream, &options, &code), "cannot read JetStream stream \(stream)")
         defer { jsStreamInfo_Destroy(si) }
         return StreamState(lastSequence: si?.pointee.State.LastSeq ?? 0, created: si?.pointee.Created ?? 0)
     }

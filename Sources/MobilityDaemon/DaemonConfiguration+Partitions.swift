@@ -22,6 +22,10 @@ package struct Partitioning: Sendable, Equatable {
     /// How the owned partitions' inputs are consumed (`--intake`).
     package var intake: PartitionIntake = .jetStream
 
+    /// What the names of partition `k`'s JetStream consumers begin with (the JetStream intake's:
+    /// ``sessionPrefix``, k, `-`; the owner's token and run follow).
+    package func consumerPrefix(of k: Int) -> String { "\(sessionPrefix)\(k)-" }
+
     /// The prefix of partition `k`'s topics.
     package func prefix(of k: Int) -> String { prefix.replacingOccurrences(of: "{k}", with: String(k)) }
 

@@ -38,6 +38,11 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     /// holds the partition's fetches: while the consumer's leader is being elected it is not
     /// answered, and the partition's messages may flow again before the request's 5 s default ends.
     static let positionTimeoutMs: Int64 = 1000
+    /// The longest a request that makes a partition's consumer (the stream's state, the
+    /// consumer's making) waits before it is made again: while the cluster elects a leader it is
+    /// not answered, and made again once one is elected it is answered at once, where the
+    /// requests' 5 s default held the partition up to 5 s more.
+    static let makeTimeoutMs: Int64 = 2000
 
     private let claim: PartitionClaim
     private let partitioning: Partitioning
@@ -62,7 +67,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let done = Mutex<[DispatchSemaphore]>([])
     /// Names this run's consumers apart from an earlier run's of the same token.
     private let run = String(UInt32.random(in: 0...UInt32.max), radix: 36)
-    /// Consumers made by this run (each made anew: ``open(_:token:filter:)``).
+    /// Consumers named by this run (each made anew under a new name: ``open(_:named:filter:)``).
     private let opened = Atomic<Int>(0)
     /// Messages of a user the broker put in another partition than ours: the mappings disagree.
     let mismatched = Atomic<Int>(0)
@@ -123,9 +128,15 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private func watch() {
         var reported = Set<Int>()
         var answered: Bool?
+        var reconnects: UInt64 = 0
         while !isRevoked {
             let nats = connection.withLock { $0 }
             let answers = nats?.answers(timeoutMs: 1000)
+            if let n = nats?.reconnects, n > reconnects {
+                // Said even when no look found the node silent (a reconnection between two looks).
+                log.info("the NATS connection reconnected", ["nats": nats?.connectedURL ?? "none (reconnecting)", "reconnections": String(n)])
+                reconnects = n
+            }
             if let answers, answers != answered, !isRevoked {
                 // Said when it changes: a node lost or frozen, and the node the connection moved to.
                 if answers {
@@ -224,10 +235,15 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         var retirement = ConsumerRetirement()
         // The last message the consumer was acknowledged through (not waited for: sent again when idle).
         var lastAcknowledged: JetStreamPullConsumer.Message?
+        // The name of the consumer being made, kept while its making times out: made again under
+        // it, a making that went through late is bound instead of left behind.
+        var making: String?
         while !isRevoked {
             guard let c = consumer else {
+                let name = making ?? "\(partitioning.consumerPrefix(of: k))\(token)-\(run)-\(opened.add(1, ordering: .relaxed).newValue)"
                 do {
-                    (consumer, taken) = try open(k, token: token, filter: filter)
+                    (consumer, taken) = try open(k, named: name, filter: filter)
+                    making = nil
                     counts.withLock { c in
                         c.consumersMade += 1
                         c.committed[k] = taken
@@ -250,7 +266,13 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                         log.warn("cannot open the partition's JetStream consumer; trying again", ["partition": String(k), "error": "\(error)"])
                         reported = "\(error)"
                     }
-                    pause(ms: 1000)
+                    // Not answered in time (a leader being elected): asked again at once, the same consumer.
+                    if (error as? JetStreamFailure)?.timedOut == true {
+                        making = name
+                    } else {
+                        making = nil
+                        pause(ms: 1000)
+                    }
                 }
                 continue
             }
@@ -361,13 +383,13 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         retirement.attempted(succeeded: retireOlder(k, than: current.name, token: token), now: clock.uptimeNanoseconds())
     }
 
-    /// Makes this run's consumer of partition `k`, starting after the stream sequence the store
-    /// has the partition committed through (the earlier consumers are deleted once it has
+    /// Makes this run's consumer of partition `k`, `name`, starting after the stream sequence the
+    /// store has the partition committed through (the earlier consumers are deleted once it has
     /// acknowledged a batch or answered idle: ``retireOlder(_:than:token:)``).
-    private func open(_ k: Int, token: Int64, filter: String) throws -> (JetStreamPullConsumer, UInt64) {
+    private func open(_ k: Int, named name: String, filter: String) throws -> (JetStreamPullConsumer, UInt64) {
         let nats = try natsConnection()
         let mark = try store.streamMarks()[k] ?? PostgresStore.StreamMark(sequence: 0, created: 0)
-        let stream = try nats.streamState(stream: Self.stream)
+        let stream = try nats.streamState(stream: Self.stream, timeoutMs: Self.makeTimeoutMs)
         let committed = mark.created == stream.created ? mark.sequence : 0
         if mark.created == 0 {
             // Never consumed from JetStream: a user's applied sequence is then an ingest
@@ -387,12 +409,11 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                     "partition \(k) is committed through sequence \(mark.sequence) of a stream \(Self.stream) made at \(mark.created) ns but the stream now was made at \(stream.created) ns and ends at \(stream.lastSequence): it was deleted and made again, and its sequences no longer match the store's; with every instance stopped, run: UPDATE partitions SET stream_seq = 0, stream_created = 0 WHERE partition = \(k); UPDATE users SET applied_seq = 0 WHERE partition = \(k);"
             )
         }
-        let mine = "\(partitioning.sessionPrefix)\(k)-"
-        // A new consumer each time, never the one a fetch failed on: that one may hold messages
-        // delivered and not acknowledged, which JetStream would hand out again only after its
-        // ack_wait, behind later ones.
-        let name = "\(mine)\(token)-\(run)-\(opened.add(1, ordering: .relaxed).newValue)"
-        let consumer = try JetStreamPullConsumer(connection: nats, stream: Self.stream, name: name, filter: filter, startSequence: committed + 1)
+        // A new consumer each time (a new name), never the one a fetch failed on: that one may
+        // hold messages delivered and not acknowledged, which JetStream would hand out again only
+        // after its ack_wait, behind later ones.
+        let consumer = try JetStreamPullConsumer(
+            connection: nats, stream: Self.stream, name: name, filter: filter, startSequence: committed + 1, timeoutMs: Self.makeTimeoutMs)
         return (consumer, committed)
     }
 
@@ -404,7 +425,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     /// may not be known yet on the stream's leader — deleting the old ones then can remove the
     /// partition's uncommitted messages for good. Returns whether every older one is gone.
     private func retireOlder(_ k: Int, than current: String, token: Int64) -> Bool {
-        let mine = "\(partitioning.sessionPrefix)\(k)-"
+        let mine = partitioning.consumerPrefix(of: k)
         do {
             let nats = try natsConnection()
             for n in try nats.consumerNames(stream: Self.stream) where n != current && n.hasPrefix(mine) {

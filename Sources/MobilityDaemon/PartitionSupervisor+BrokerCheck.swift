@@ -76,7 +76,9 @@ extension PartitionSupervisor {
             keyFile: config.keyFile)
         var sessions: [Int: JetStreamInspector.Session] = [:]
         for k in 0..<p.count {
-            sessions[k] = .init(clientID: "\(p.sessionPrefix)\(k)", filter: JetStreamInspector.subject(p.subscriptions(of: k, root: root)[0]))
+            sessions[k] = .init(
+                clientID: "\(p.sessionPrefix)\(k)", filter: JetStreamInspector.subject(p.subscriptions(of: k, root: root)[0]),
+                consumerPrefix: p.consumerPrefix(of: k))
         }
         do {
             let facts = try inspector.facts(probe: .init(clientID: c.clientID, filter: JetStreamInspector.subject(probeTopic)), partitions: sessions)

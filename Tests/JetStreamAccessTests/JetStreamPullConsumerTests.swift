@@ -124,6 +124,41 @@ import Testing
         _ = x
     }
 
+    /// A request the server leaves unanswered (its process stopped) fails within the wait it was
+    /// given, as timed out (so the caller asks again at once); answered again, the same
+    /// consumer is made under the same name.
+    @Test func anUnansweredRequestTimesOutWithinItsWaitAndSaysSo() throws {
+        let nats = try NATSCluster(size: 1, partitions: 4)
+        defer { nats.signal(0, SIGCONT) }
+        let connection = try Self.connect(nats)
+        nats.signal(0, SIGSTOP)
+        let began = Date()
+        #expect {
+            _ = try connection.streamState(stream: "$MQTT_msgs", timeoutMs: 500)
+        } throws: { e in
+            (e as? JetStreamFailure)?.timedOut == true && "\(e)".contains("$MQTT_msgs")
+        }
+        #expect {
+            _ = try JetStreamPullConsumer(
+                connection: connection, stream: "$MQTT_msgs", name: "test-t", filter: Self.allPartitions, startSequence: 1, timeoutMs: 500)
+        } throws: { e in
+            (e as? JetStreamFailure)?.timedOut == true && "\(e)".contains("test-t")
+        }
+        let waited = Date().timeIntervalSince(began)
+        #expect(waited < 2.5, "two requests given 0.5 s each took \(waited) s")
+        nats.signal(0, SIGCONT)
+        let c = try JetStreamPullConsumer(
+            connection: connection, stream: "$MQTT_msgs", name: "test-t", filter: Self.allPartitions, startSequence: 1, timeoutMs: 2000)
+        try Self.publish(nats, topic: "mobility/v1/users/u1/samples", ["[]"])
+        #expect(try Self.fetch(c, count: 1).map(\.payload) == [Array("[]".utf8)])
+        // A refusal is not a timeout.
+        #expect {
+            _ = try JetStreamPullConsumer(connection: connection, stream: "no_such_stream", name: "x", filter: "a.b", startSequence: 1)
+        } throws: { e in
+            (e as? JetStreamFailure)?.timedOut == false
+        }
+    }
+
     /// A stream that does not exist is a failure that names it, not a crash.
     @Test func aMissingStreamIsNamed() throws {
         let nats = try NATSCluster(size: 1, partitions: 4)

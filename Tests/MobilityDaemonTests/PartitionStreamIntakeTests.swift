@@ -549,6 +549,7 @@ extension PartitionStreamIntakeTests {
         let caughtUp = Date().timeIntervalSince(frozen)
         #expect(!a.log.contains("giving up every lease"), "\(a.log)")
         #expect(a.log.contains("the NATS node does not answer"), "\(a.log)")
+        #expect(a.log.contains("the NATS connection reconnected"), "\(a.log)")
         let moved = a.log.split(separator: "\n").first { $0.contains("the NATS node answers again") }
         #expect(moved.map { !$0.contains(nats.nodes[0].natsURL) && $0.contains("nats=tls://") } == true, "\(a.log)")
         print(
