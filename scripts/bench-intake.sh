@@ -51,18 +51,19 @@ printf '%-15s %8s %8s %8s %17s %12s %16s %14s %6s %12s %8s\n' intake msg/s wall_
 for intake in $intakes; do
   label=$intake tag=${intake//[-+]/_}
   gateway_options=()
+  if [ "$intake" = jetstream-nats+users ]; then echo "jetstream-nats publishes on one NATS connection; +users does not apply" >&2; exit 2; fi
   if [ "${intake%+users}" != "$intake" ]; then
     gateway_options=(--credentials "$work/gateways" --mqtt-version 3.1.1)
     intake=${intake%+users}
   fi
   if [ "$intake" = mosquitto ]; then
     mq=$(free_port); mp=$(free_port)
-    printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nmax_inflight_messages 0\n%s\n' "$mq" "$( [ "$(id -u)" = 0 ] && echo 'user root')" >"$work/m.conf"
-    /usr/sbin/mosquitto -c "$work/m.conf" >"$work/mosquitto.log" 2>&1 &
+    printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nmax_inflight_messages 0\n%s\n' "$mq" "$( [ "$(id -u)" = 0 ] && echo 'user root')" >"$work/m-$tag.conf"
+    /usr/sbin/mosquitto -c "$work/m-$tag.conf" >"$work/mosquitto-$tag.log" 2>&1 &
     mqpid=$!; pids+=("$mqpid")
     for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$mq") 2>/dev/null && break; sleep 0.1; done
-    "$bin/mobilityd" --broker "mqtt://127.0.0.1:$mq" --rules rules --state "$work/state-mosquitto" --clock event \
-      --metrics-address "127.0.0.1:$mp" --publish-series false --log-level info >"$work/mw-mosquitto.log" 2>&1 &
+    "$bin/mobilityd" --broker "mqtt://127.0.0.1:$mq" --rules rules --state "$work/state-$tag" --clock event \
+      --metrics-address "127.0.0.1:$mp" --publish-series false --log-level info >"$work/mw-$tag.log" 2>&1 &
     d=$!; pids+=("$d")
     metric() { curl -s "http://127.0.0.1:$mp/metrics" | awk -v m="$1" '$1 == m || index($1, m "{") == 1 {s += $2} END {printf "%d", s + 0}'; }
     received() { metric mobilityd_messages_received_total; }
@@ -79,7 +80,7 @@ for intake in $intakes; do
     after=$(ticks "$d"); na=$(ticks "$mqpid")
     awk -v applied="$(received)" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v hz="$hz" \
       -v load="$(cut -d' ' -f1 /proc/loadavg)" -v label="$label" \
-      'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16s %14.3f %6s\n", label, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, "-", (c + nc) * 1000 / hz / m, load }'
+      'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16s %14.3f %6s %12s %8s\n", label, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, "-", (c + nc) * 1000 / hz / m, load, "-", "-" }'
     kill -TERM "$d" 2>/dev/null || true; wait "$d" 2>/dev/null || true
     kill -TERM "$mqpid" 2>/dev/null || true; wait "$mqpid" 2>/dev/null || true
     continue
@@ -180,19 +181,21 @@ print(left)' "$intake" "s-$tag-$j" 2>/dev/null || echo 1
   t1=$(date +%s.%N)
   after=0; for p in "${inst[@]}"; do after=$((after + $(ticks "$p"))); done
   na=$(nats_ticks); pa=$(pg_ticks)
-  sleep 1.5  # the backends report their transactions to pg_stat_database within a second
-  xa=$(xacts)
   applied=0 batches=0
   for mp in "${metrics[@]}"; do
-    v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_messages_received_total/ {s += $2} END {print s + 0}')
+    v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_messages_received_total/ {s += $2} END {print s + 0}' || true)
     applied=$((applied + ${v%.*}))
-    v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_jetstream_batches_total/ {s += $2} END {print s + 0}')
+    v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_jetstream_batches_total/ {s += $2} END {print s + 0}' || true)
     batches=$((batches + ${v%.*}))
   done
-  awk -v applied="$applied" -v intake="$label" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v pc="$((pa - pb))" -v hz="$hz" \
-    -v load="$(cut -d' ' -f1 /proc/loadavg)" -v x="$((xa - xb))" -v b="$batches" \
-    'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s %12.3f %8.1f\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load, x / m, b ? m / b : 0 }'
   for p in "${inst[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${inst[@]}"; do wait "$p" 2>/dev/null || true; done
+  # A backend reports its transactions to pg_stat_database when it exits (while it runs, up to
+  # 10 s late): counted once the instances' connections are gone (their stop's few included).
+  for _ in $(seq 200); do [ "$(psql_ "$db" -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db' AND pid <> pg_backend_pid()")" = 0 ] && break; sleep 0.05; done
+  xa=$(xacts)
+  awk -v applied="$applied" -v intake="$label" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v pc="$((pa - pb))" -v hz="$hz" \
+    -v load="$(cut -d' ' -f1 /proc/loadavg)" -v x="$((xa - xb))" -v b="$batches" \
+    'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s %12.3f %8s\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load, x / m, b ? sprintf("%.1f", m / b) : "-" }'
   for q in "${natspids[@]}"; do kill -TERM "$q" 2>/dev/null || true; wait "$q" 2>/dev/null || true; done
 done
