@@ -68,10 +68,12 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     /// Creates the durable consumer `name` of `stream` for the messages on `filter` from stream
     /// sequence `startSequence` on (1: from the first the stream holds), or binds to it if it
     /// exists (then `startSequence` is not used: the consumer's own position is); each request
-    /// waits at most `timeoutMs` for the server. Made again with the same arguments after a
-    /// timeout, it binds to the consumer the first request made, or makes it.
+    /// waits at most `timeoutMs` for the server. With `unused`, a consumer bound must have
+    /// delivered nothing and start at or before `startSequence` (one whose making timed out and
+    /// went through after all); else this fails, not as timed out.
     package init(
-        connection: NATSConnection, stream: String, name: String, filter: String, startSequence: UInt64, timeoutMs: Int64 = 5000
+        connection: NATSConnection, stream: String, name: String, filter: String, startSequence: UInt64, timeoutMs: Int64 = 5000,
+        unused: Bool = false
     ) throws(JetStreamFailure) {
         self.connection = connection
         self.stream = stream
@@ -85,10 +87,19 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
             let config = existing?.pointee.Config?.pointee
             let filtered = config?.FilterSubject.map { String(cString: $0) } ?? ""
             let push = config?.DeliverSubject != nil
+            let delivered = existing?.pointee.Delivered.Consumer ?? 0
+            let start =
+                config.map { $0.DeliverPolicy == js_DeliverByStartSequence ? $0.OptStartSeq : $0.DeliverPolicy == js_DeliverAll ? 1 : UInt64.max } ?? UInt64.max
             jsConsumerInfo_Destroy(existing)
             guard filtered == filter, !push else {
                 throw JetStreamFailure(
                     description: "consumer \(name) of \(stream) is not a pull consumer of \(filter) (\(push ? "push" : "filter \(filtered)")); delete it")
+            }
+            guard !unused || (delivered == 0 && start <= startSequence) else {
+                throw JetStreamFailure(
+                    description:
+                        "consumer \(name) of \(stream) exists with \(delivered) deliveries from stream sequence \(start == .max ? "?" : String(start)); a new one is wanted from \(startSequence)"
+                )
             }
             created = false
         } else if found == NATS_NOT_FOUND {

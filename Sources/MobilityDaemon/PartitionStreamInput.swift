@@ -132,9 +132,9 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         while !isRevoked {
             let nats = connection.withLock { $0 }
             let answers = nats?.answers(timeoutMs: 1000)
-            if let n = nats?.reconnects, n > reconnects {
+            if let nats, nats.isConnected, case let n = nats.reconnects, n > reconnects {
                 // Said even when no look found the node silent (a reconnection between two looks).
-                log.info("the NATS connection reconnected", ["nats": nats?.connectedURL ?? "none (reconnecting)", "reconnections": String(n)])
+                log.info("the NATS connection reconnected", ["nats": nats.connectedURL ?? "?", "reconnections": String(n)])
                 reconnects = n
             }
             if let answers, answers != answered, !isRevoked {
@@ -241,6 +241,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         while !isRevoked {
             guard let c = consumer else {
                 let name = making ?? "\(partitioning.consumerPrefix(of: k))\(token)-\(run)-\(opened.add(1, ordering: .relaxed).newValue)"
+                let tried = clock.uptimeNanoseconds()
                 do {
                     (consumer, taken) = try open(k, named: name, filter: filter)
                     making = nil
@@ -266,8 +267,11 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                         log.warn("cannot open the partition's JetStream consumer; trying again", ["partition": String(k), "error": "\(error)"])
                         reported = "\(error)"
                     }
-                    // Not answered in time (a leader being elected): asked again at once, the same consumer.
-                    if (error as? JetStreamFailure)?.timedOut == true {
+                    // Not answered in time by a node the connection is on (a leader being elected):
+                    // asked again at once, the same consumer. A failure that did not wait (a
+                    // connection refused), or the connection down, waits a second as any other.
+                    let waited = clock.uptimeNanoseconds() &- tried >= UInt64(Self.makeTimeoutMs / 2) * 1_000_000
+                    if (error as? JetStreamFailure)?.timedOut == true, waited, connection.withLock({ $0 })?.isConnected == true {
                         making = name
                     } else {
                         making = nil
@@ -413,7 +417,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         // hold messages delivered and not acknowledged, which JetStream would hand out again only
         // after its ack_wait, behind later ones.
         let consumer = try JetStreamPullConsumer(
-            connection: nats, stream: Self.stream, name: name, filter: filter, startSequence: committed + 1, timeoutMs: Self.makeTimeoutMs)
+            connection: nats, stream: Self.stream, name: name, filter: filter, startSequence: committed + 1, timeoutMs: Self.makeTimeoutMs,
+            unused: true)
         return (consumer, committed)
     }
 
@@ -480,8 +485,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
 /// fetch's answer, in a leader change of the consumer) that the server would redeliver only
 /// after its ack_wait, if at all. Messages held undelivered although every delivery arrived are
 /// looked at once more before they count the same: a consumer leader elected after a node's
-/// loss serves the next fetch, and making a consumer anew while the cluster elects waits out
-/// a request's 5 s timeout. Otherwise the consumer is running with nothing to deliver, and —
+/// loss serves the next fetch, and a consumer made anew while the cluster elects waits for the
+/// election too. Otherwise the consumer is running with nothing to deliver, and —
 /// everything taken acknowledged — live.
 struct IdleConsumer {
     /// How long fetches come back empty before the server is asked.

@@ -151,6 +151,23 @@ import Testing
             connection: connection, stream: "$MQTT_msgs", name: "test-t", filter: Self.allPartitions, startSequence: 1, timeoutMs: 2000)
         try Self.publish(nats, topic: "mobility/v1/users/u1/samples", ["[]"])
         #expect(try Self.fetch(c, count: 1).map(\.payload) == [Array("[]".utf8)])
+        // Made again as unused: one that delivered nothing, from a sequence at or before the one
+        // wanted, is bound; one that delivered, or starts after it, is refused (not as timed out).
+        #expect(try JetStreamPullConsumer(connection: connection, stream: "$MQTT_msgs", name: "test-u", filter: Self.allPartitions, startSequence: 1).created)
+        #expect(
+            try !JetStreamPullConsumer(connection: connection, stream: "$MQTT_msgs", name: "test-u", filter: Self.allPartitions, startSequence: 2, unused: true)
+                .created)
+        func refusedAsUsed(_ name: String, _ start: UInt64) {
+            #expect {
+                _ = try JetStreamPullConsumer(
+                    connection: connection, stream: "$MQTT_msgs", name: name, filter: Self.allPartitions, startSequence: start, unused: true)
+            } throws: { e in
+                (e as? JetStreamFailure)?.timedOut == false && "\(e)".contains("a new one is wanted from \(start)")
+            }
+        }
+        refusedAsUsed("test-t", 1)  // it delivered a message
+        #expect(try JetStreamPullConsumer(connection: connection, stream: "$MQTT_msgs", name: "test-v", filter: Self.allPartitions, startSequence: 5).created)
+        refusedAsUsed("test-v", 3)  // it starts at 5
         // A refusal is not a timeout.
         #expect {
             _ = try JetStreamPullConsumer(connection: connection, stream: "no_such_stream", name: "x", filter: "a.b", startSequence: 1)
