@@ -36,7 +36,7 @@ package enum JetStreamRequirements {
             let sessions = facts.partitions.sorted { $0.key < $1.key }
             if !sessions.isEmpty {
                 out.append(
-                    "partitions \(sessions.map { String($0.key) }.joined(separator: ",")) have MQTT sessions (JetStream consumers \(sessions.map(\.value.name).joined(separator: ",")) of $MQTT_msgs): they were consumed with --intake mqtt, and the JetStream intake (the default) would apply what a session has not acknowledged again while the session keeps every later message in the stream; run with --intake mqtt, or switch with every instance stopped and the sessions drained: delete those consumers (nats consumer rm '$MQTT_msgs' NAME), then start (docs/scaling.md)"
+                    "partitions \(sessions.map { String($0.key) }.joined(separator: ",")) have MQTT sessions (JetStream consumers \(sessions.map(\.value.name).joined(separator: ",")) of $MQTT_msgs): they were consumed with --intake mqtt, and the JetStream intake (the default) would apply what a session has not acknowledged again while the session keeps every later message in the stream; run with --intake mqtt, or switch with every instance stopped and the sessions drained: delete those consumers (nats consumer rm '$MQTT_msgs' NAME -f), then start (docs/scaling.md)"
                 )
             }
             return out
@@ -44,7 +44,7 @@ package enum JetStreamRequirements {
         let pulled = facts.pullConsumers.filter { !$0.value.isEmpty }.sorted { $0.key < $1.key }
         if !pulled.isEmpty {
             out.append(
-                "partitions \(pulled.map { String($0.key) }.joined(separator: ",")) have the JetStream intake's consumers (\(pulled.flatMap { $0.value.sorted() }.joined(separator: ",")) of $MQTT_msgs): they were consumed with the JetStream intake (the default), and an MQTT session starts at the stream's next message, skipping what those consumers have not committed, while they keep every later message in the stream; run without --intake mqtt, or switch with every instance stopped and the consumers drained: delete them (nats consumer rm '$MQTT_msgs' NAME), then start (docs/scaling.md)"
+                "partitions \(pulled.map { String($0.key) }.joined(separator: ",")) have the JetStream intake's consumers (\(pulled.flatMap { $0.value.sorted() }.joined(separator: ",")) of $MQTT_msgs): they were consumed with the JetStream intake (the default), and an MQTT session starts at the stream's next message, skipping what those consumers have not committed, while they keep every later message in the stream; run without --intake mqtt, or switch with every instance stopped and the consumers drained: delete them (nats consumer rm '$MQTT_msgs' NAME -f), then start (docs/scaling.md)"
             )
         }
         guard let probe = facts.probe else {

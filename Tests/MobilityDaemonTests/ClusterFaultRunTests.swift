@@ -132,8 +132,8 @@ import Testing
         try PartitionFailoverTests.expectReplaysAlerts(rec, expected, timeout: 120, store: (server, database), records: records, nats: nats, logs())
         // Stalls that begin before the node's loss (the instance's crash, the SIGHUP) and those that
         // begin with it: a raft group whose leader was on the lost node elects another after 4-9 s
-        // (nats-server's election timeout), and a JetStream API request sent meanwhile is answered
-        // only after its 5 s timeout, so a partition waits that long whoever owns it.
+        // (nats-server's election timeout), and a consumer made meanwhile is asked for again every
+        // 2 s until the election ends, so a partition waits that long whoever owns it.
         let lossFrom = nodeKilled.addingTimeInterval(-1)
         let before = progress.longestStall(startingIn: progress.began..<lossFrom, excluding: outage...outageEnd)
         let loss = progress.longestStall(startingIn: lossFrom..<outage, excluding: outage...outageEnd)
