@@ -25,12 +25,4 @@ package struct JetStreamFailure: Error, CustomStringConvertible {
         if let last = nats_GetLastError(&lastStatus), lastStatus == status, strlen(last) > 0 { reason = String(cString: last) }
         throw JetStreamFailure(description: "\(what): \(reason)", timedOut: status == NATS_TIMEOUT)
     }
-
-    /// JetStream options whose requests wait at most `waitMs` for the server's answer.
-    static func options(waitMs: Int64) throws(JetStreamFailure) -> jsOptions {
-        var options = jsOptions()
-        try check(jsOptions_Init(&options), "cannot make JetStream options")
-        options.Wait = waitMs
-        return options
-    }
 }

@@ -79,7 +79,7 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
         self.stream = stream
         self.name = name
         var code = jsErrCode(0)
-        var options = try JetStreamFailure.options(waitMs: timeoutMs)
+        var options = try jsOptions.waiting(timeoutMs)
         var existing: UnsafeMutablePointer<jsConsumerInfo>?
         let found = js_GetConsumerInfo(&existing, connection.js, stream, name, &options, &code)
         if found == NATS_OK {
@@ -251,7 +251,7 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
     package func position(timeoutMs: Int64 = 5000) throws(JetStreamFailure) -> Position {
         var ci: UnsafeMutablePointer<jsConsumerInfo>?
         var code = jsErrCode(0)
-        var options = try JetStreamFailure.options(waitMs: timeoutMs)
+        var options = try jsOptions.waiting(timeoutMs)
         try JetStreamFailure.check(
             js_GetConsumerInfo(&ci, connection.js, stream, name, &options, &code), "cannot read consumer \(name) of \(stream)")
         defer { jsConsumerInfo_Destroy(ci) }

@@ -154,7 +154,7 @@ package final class NATSConnection: @unchecked Sendable {
     package func streamState(stream: String, timeoutMs: Int64 = 5000) throws(JetStreamFailure) -> StreamState {
         var si: UnsafeMutablePointer<jsStreamInfo>?
         var code = jsErrCode(0)
-        var options = try JetStreamFailure.options(waitMs: timeoutMs)
+        var options = try jsOptions.waiting(timeoutMs)
         try JetStreamFailure.check(js_GetStreamInfo(&si, js, stream, &options, &code), "cannot read JetStream stream \(stream)")
         defer { jsStreamInfo_Destroy(si) }
         return StreamState(lastSequence: si?.pointee.State.LastSeq ?? 0, created: si?.pointee.Created ?? 0)
@@ -172,5 +172,15 @@ package final class NATSConnection: @unchecked Sendable {
         natsConnection_Close(nc)
         for sub in retired { natsSubscription_Destroy(sub) }
         natsConnection_Destroy(nc)
+    }
+}
+
+extension jsOptions {
+    /// Options of a JetStream request that waits at most `ms` for the server's answer.
+    static func waiting(_ ms: Int64) throws(JetStreamFailure) -> jsOptions {
+        var options = jsOptions()
+        try JetStreamFailure.check(jsOptions_Init(&options), "cannot make JetStream options")
+        options.Wait = ms
+        return options
     }
 }
