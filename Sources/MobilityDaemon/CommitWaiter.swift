@@ -8,6 +8,12 @@ import Synchronization
 final class CommitWaiter: Sendable {
     private let outcome = Mutex<Bool?>(nil)
     private let done = DispatchSemaphore(value: 0)
+    /// The stream sequence a partition's input is committed through once everything before the
+    /// waiter is (the JetStream intake): recorded by the same commit.
+    let streamSequence: (partition: Int, sequence: UInt64)?
+
+    /// A waiter; `streamSequence`: the partition's stream position its commit records.
+    init(streamSequence: (partition: Int, sequence: UInt64)? = nil) { self.streamSequence = streamSequence }
 
     /// Everything before it is committed.
     func committed() { finish(true) }

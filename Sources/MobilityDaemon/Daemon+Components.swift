@@ -25,6 +25,8 @@ extension Daemon {
         let publisher: MQTTClient
         let sink: MQTTOutputSink
         let shards: [Shard]
+        /// Which of the shards holds a user.
+        let routing: ShardRouting
         let desk: AcknowledgementDesk
         let silences: SilenceDesk
         let timelines: TimelineDesk
@@ -58,8 +60,9 @@ extension Daemon {
         let desks = try makeDesks(store: state.store, sink: sink)
         var decoder = WireDecoder()
         decoder.maxPayloadBytes = config.maxPayloadBytes
+        let routing = shardRouting
         let shards = makeShards(
-            program: state.program, decoder: decoder, state: state, sink: sink, acks: acks,
+            count: routing.count, program: state.program, decoder: decoder, state: state, sink: sink, acks: acks,
             desks: Shard.StaffDesks(acknowledgements: desks.desk, silences: desks.silences, timelines: desks.timelines))
         let journal = state.journal
         let stage = DecodeStage(
@@ -67,7 +70,7 @@ extension Daemon {
         ) { journal.markQueued($0) }
         let router = InboundRouter(
             layout: layout, desk: desks.desk, silences: desks.silences, timelines: desks.timelines, stage: stage, journal: journal,
-            shardCount: shards.count, termination: termination, clock: clock, log: log
+            routing: routing, termination: termination, clock: clock, log: log
         ) { [self] topic, payload in brokerReported(topic, payload) }
         let (subscriber, subscriberConfig) = try makeSubscriber(
             broker: broker, clientID: clientID, router: router,
@@ -76,10 +79,10 @@ extension Daemon {
             program: program, broker: broker, clientID: clientID, store: state.store, journal: journal,
             // Partitioned input is not journalled: nothing to release or record.
             commitMark: claimed == nil ? JournalCommitMark(journal: journal, store: state.store, recorded: state.committedThrough, log: log) : nil,
-            acks: acks, publisher: publisher, sink: sink, shards: shards, desk: desks.desk, silences: desks.silences,
+            acks: acks, publisher: publisher, sink: sink, shards: shards, routing: routing, desk: desks.desk, silences: desks.silences,
             timelines: desks.timelines, stage: stage, router: router, subscriber: subscriber,
             partitionInput: try claimed.map { (c) throws(ComponentFailure) -> any Service & Sendable in
-                try partitionInput(c, base: subscriberConfig, shards: shards, store: state.store)
+                try partitionInput(c, base: subscriberConfig, shards: shards, routing: routing, store: state.store)
             },
             consoleSessions: config.consoleStaff.map { [clock] in
                 ConsoleSessions(passwords: $0, policy: config.consoleSessionPolicy) { clock.wall().milliseconds }
@@ -134,14 +137,14 @@ extension Daemon {
         return (desk, silences, timelines)
     }
 
-    /// The shards, each with an engine of the rules the state was made with (`program`).
+    /// `count` shards, each with an engine of the rules the state was made with (`program`).
     private func makeShards(
-        program: Program, decoder: WireDecoder, state: RestoredState, sink: MQTTOutputSink, acks: PublishTracker, desks: Shard.StaffDesks
+        count: Int, program: Program, decoder: WireDecoder, state: RestoredState, sink: MQTTOutputSink, acks: PublishTracker, desks: Shard.StaffDesks
     ) -> [Shard] {
         let layout = layout
         var onFenced: (@Sendable () -> Void)?
         if claimed != nil { onFenced = { @Sendable [self] in commitFenced() } }
-        return (0..<config.shards).map { i in
+        return (0..<count).map { i in
             Shard(
                 index: i,
                 ingestor: Ingestor(

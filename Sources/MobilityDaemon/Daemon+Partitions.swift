@@ -23,19 +23,19 @@ extension Daemon {
     /// connection settings) or their JetStream consumers (over `--nats`, committing their stream
     /// positions in the PostgreSQL store).
     func partitionInput(
-        _ claim: PartitionClaim, base: MQTTClientConfiguration, shards: [Shard], store: any StateBackend
+        _ claim: PartitionClaim, base: MQTTClientConfiguration, shards: [Shard], routing: ShardRouting, store: any StateBackend
     ) throws(ComponentFailure)
         -> any Service & Sendable
     {
         let partitioning = config.partitioning ?? Partitioning(count: claim.partitions.count)
-        guard partitioning.intake == .jetStream else { return partitionSessions(claim, base: base, shards: shards) }
+        guard partitioning.intake == .jetStream else { return partitionSessions(claim, base: base, shards: shards, routing: routing) }
         guard let postgres = store as? PostgresStore else {
             log.error("--intake jetstream needs the PostgreSQL store")
             throw ComponentFailure()
         }
         let config = config
         return PartitionStreamService(
-            claim: claim, partitioning: partitioning, layout: layout, shards: shards, store: postgres, log: log, links: partitionLinks,
+            claim: claim, partitioning: partitioning, layout: layout, shards: shards, routing: routing, store: postgres, log: log, links: partitionLinks,
             maxPayloadBytes: config.maxPayloadBytes,
             clock: clock, leaseMs: partitioning.leaseMs,
             connect: { () throws(JetStreamFailure) -> NATSConnection in
@@ -46,10 +46,10 @@ extension Daemon {
     }
 
     /// The owned partitions' sessions, with the subscriber's connection settings.
-    func partitionSessions(_ claim: PartitionClaim, base: MQTTClientConfiguration, shards: [Shard]) -> PartitionInputService {
+    func partitionSessions(_ claim: PartitionClaim, base: MQTTClientConfiguration, shards: [Shard], routing: ShardRouting) -> PartitionInputService {
         let partitioning = config.partitioning ?? Partitioning(count: claim.partitions.count)
         return PartitionInputService(
-            partitions: claim.partitions, partitioning: partitioning, base: base, layout: layout, shards: shards, log: log
+            partitions: claim.partitions, partitioning: partitioning, base: base, layout: layout, shards: shards, routing: routing, log: log
         ) { [self] e, k in
             switch e {
             case .subscribed:

@@ -13,11 +13,10 @@ extension Daemon {
     /// The report listener (`--http-address`; nil: off).
     func reportListener(_ c: Components) -> HTTPService? {
         guard let addr = config.httpAddress else { return nil }
-        let shards = UInt64(c.shards.count)
-        let deliver: @Sendable (TimelineRequest) -> Void = { r in c.stage.deliver(.timeline(r), to: Int(Daemon.hash(r.command.user) % shards)) }
+        let deliver: @Sendable (TimelineRequest) -> Void = { r in c.stage.deliver(.timeline(r), to: c.routing.shard(of: r.command.user)) }
         let console = ConsoleDesks(
             store: c.store, acknowledgements: c.desk, silences: c.silences, timelines: c.timelines,
-            deliverAcknowledgement: { a, receipt in c.stage.deliver(.acknowledge(a, taken: receipt), to: Int(Daemon.hash(a.user) % shards)) },
+            deliverAcknowledgement: { a, receipt in c.stage.deliver(.acknowledge(a, taken: receipt), to: c.routing.shard(of: a.user)) },
             deliverTimeline: deliver, clinicalKinds: { [reloader] in reloader.timelineKinds.clinical }, now: { [clock] in clock.wall() })
         let router = reportRouter(
             shards: c.shards, store: c.store, timelines: c.timelines, sessions: c.consoleSessions, console: console, deliver: deliver)
@@ -53,15 +52,15 @@ extension Daemon {
 
     /// The shards, with the restored users, the weeks due and the journal to replay.
     func shardsService(_ c: Components, state: RestoredState) -> ShardsService {
-        let layout = layout, shards = c.shards, count = UInt64(c.shards.count)
+        let layout = layout, shards = c.shards, routing = c.routing
         return ShardsService(
-            shards: shards, users: state.users, reloadAfterRestore: state.program.identity == c.program.identity ? nil : c.program,
+            shards: shards, routing: routing, users: state.users, reloadAfterRestore: state.program.identity == c.program.identity ? nil : c.program,
             outboxCount: state.outbox.count, journal: c.journal, commitMark: c.commitMark,
             storePath: c.store.location, dueReports: (try? c.store.dueReports()) ?? [], log: log,
             // The journal's replay: each record straight to its user's shard, with the topic's parse.
             route: { topic, seq, payload in
                 let parsed = layout.parse(topic)
-                shards[Daemon.shard(of: parsed, count: count)].queue.push(.message(seq: seq, topic: topic, parsed: parsed, payload: payload))
+                shards[routing.shard(of: parsed)].queue.push(.message(seq: seq, topic: topic, parsed: parsed, payload: payload))
             })
     }
 

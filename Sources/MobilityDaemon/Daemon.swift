@@ -300,7 +300,7 @@ package final class Daemon: Sendable {
             // Ready once the broker has answered the subscriptions (state is restored and metrics
             // listen by then): units ordered after mobilityd start when it consumes.
             if role == "subscriber", !readySent.exchange(true, ordering: .relaxed) {
-                notifier.ready(status: "running: subscribed, \(config.shards) shards")
+                notifier.ready(status: "running: subscribed, \(shardRouting.count) shards")
             }
         case .disconnected(let reason):
             log.log(reason == "requested" ? .info : .warn, "broker disconnected", ["role": role, "reason": reason])
@@ -322,14 +322,6 @@ package final class Daemon: Sendable {
         }
     }
 
-    /// A stable user → shard hash (FNV-1a 64).
-    static func hash(_ s: String) -> UInt64 {
-        FNV1a64.hash(s)
-    }
-
-    /// The shard of a parsed inbound topic among `count` shards (its user's hash; 0 for anything else).
-    static func shard(of parsed: TopicLayout.Parsed, count: UInt64) -> Int {
-        if case .inbound(let user, _) = parsed { return Int(hash(user) % count) }
-        return 0
-    }
+    /// Which shard holds a user: a shard per owned partition in a partitioned run, `--shards` otherwise.
+    var shardRouting: ShardRouting { claimed.map { ShardRouting(partitions: $0.partitions) } ?? ShardRouting(shards: config.shards) }
 }

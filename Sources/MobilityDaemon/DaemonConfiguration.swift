@@ -54,6 +54,7 @@ package struct DaemonConfiguration: Sendable {
     package var topicRoot = TopicLayout.defaultRoot
     /// Worker shards. By default one per core but one, which is left to the MQTT network thread
     /// (on 2 cores one shard measured 0.85–0.88 of the broker's ceiling against 0.80 with two).
+    /// Not used by a partitioned run, which has one per owned partition (``ShardRouting``).
     package var shards = DaemonConfiguration.defaultShards
     /// `cores − 1`, at least 1.
     package static var defaultShards: Int { max(1, ProcessInfo.processInfo.activeProcessorCount - 1) }
@@ -172,7 +173,9 @@ package struct DaemonConfiguration: Sendable {
             Option(name: "key-file", value: "PATH", help: "client key for mqtts://"),
             Option(name: "mqtt-version", value: "3.1.1|5", help: "MQTT protocol version (default 3.1.1)"),
             Option(name: "topic-root", value: "ROOT", help: "topic root (default mobility/v1)"),
-            Option(name: "shards", value: "N", help: "worker shards; users are hashed to shards (default: cores - 1, at least 1)"),
+            Option(
+                name: "shards", value: "N",
+                help: "worker shards; users are hashed to shards (default: cores - 1, at least 1; partitioned: one per owned partition)"),
             Option(name: "queue-capacity", value: "N", help: "messages queued per shard before reading pauses (default 10000)"),
             Option(
                 name: "ack-interval", value: "MS", help: "publish commit acknowledgements at most this often, coalesced per user (default 250; 0: every commit)"

@@ -126,6 +126,7 @@ final class PublisherService: Service {
 final class ShardsService: Service {
     let name = "shards"
     private let shards: [Shard]
+    private let routing: ShardRouting
     private let reloadAfterRestore: Program?
     private var users: [StoredUser<PreparedUser>]
     private let outboxCount: Int
@@ -140,12 +141,13 @@ final class ShardsService: Service {
     ///   rules it was made with (a rule set changed across a restart): each shard reloads them
     ///   before it takes anything from the journal, as on SIGHUP.
     init(
-        shards: [Shard], users: [StoredUser<PreparedUser>], reloadAfterRestore: Program? = nil, outboxCount: Int, journal: IngestJournal,
+        shards: [Shard], routing: ShardRouting, users: [StoredUser<PreparedUser>], reloadAfterRestore: Program? = nil, outboxCount: Int, journal: IngestJournal,
         commitMark: JournalCommitMark? = nil, storePath: String, dueReports: [(user: String, week: String)] = [], log: Logger,
         route: @escaping (String, UInt64, [UInt8]) -> Void
     ) {
         self.commitMark = commitMark
         self.shards = shards
+        self.routing = routing
         self.dueReports = dueReports
         self.users = users
         self.reloadAfterRestore = reloadAfterRestore
@@ -163,15 +165,14 @@ final class ShardsService: Service {
         var users = self.users
         self.users = []
         let restoredUsers = users.count
-        let count = UInt64(shards.count)
-        // Hashing spreads users evenly; a little room over the even share avoids a last doubling.
-        let share = users.count / Int(count)
+        // Users are spread about evenly; a little room over the even share avoids a last doubling.
+        let share = users.count / shards.count
         for shard in shards { shard.reserveUsers(share + share / 8 + 16) }
-        for i in users.indices { shards[Int(Daemon.hash(users[i].user) % count)].restore(&users[i]) }  // moves each state
+        for i in users.indices { shards[routing.shard(of: users[i].user)].restore(&users[i]) }  // moves each state
         if let p = reloadAfterRestore { for s in shards { s.queue.push(.reload(p)) } }
         for d in dueReports {
             guard let week = ISOWeek(parsing: d.week) else { continue }
-            shards[Int(Daemon.hash(d.user) % count)].addDue(WeeklyReports.Due(user: d.user, week: week))
+            shards[routing.shard(of: d.user)].addDue(WeeklyReports.Due(user: d.user, week: week))
         }
         users = []
         shards.forEach { $0.start() }

@@ -18,7 +18,7 @@ final class InboundRouter: Sendable {
     private let timelines: TimelineDesk
     private let stage: DecodeStage
     private let journal: IngestJournal
-    private let shardCount: UInt64
+    private let routing: ShardRouting
     private let termination: Termination
     /// The wall clock of command times.
     private let clock: DaemonClock
@@ -36,7 +36,7 @@ final class InboundRouter: Sendable {
     /// - Parameter systemReport: takes the broker's `$SYS` messages.
     init(
         layout: TopicLayout, desk: AcknowledgementDesk, silences: SilenceDesk, timelines: TimelineDesk, stage: DecodeStage, journal: IngestJournal,
-        shardCount: Int, termination: Termination, clock: DaemonClock, log: Logger, systemReport: @escaping @Sendable (String, [UInt8]) -> Void
+        routing: ShardRouting, termination: Termination, clock: DaemonClock, log: Logger, systemReport: @escaping @Sendable (String, [UInt8]) -> Void
     ) {
         self.layout = layout
         self.desk = desk
@@ -44,15 +44,12 @@ final class InboundRouter: Sendable {
         self.timelines = timelines
         self.stage = stage
         self.journal = journal
-        self.shardCount = UInt64(shardCount)
+        self.routing = routing
         self.termination = termination
         self.clock = clock
         self.log = log
         self.systemReport = systemReport
     }
-
-    /// The shard of a user.
-    private func shard(of user: String) -> Int { Int(Daemon.hash(user) % shardCount) }
 
     /// A message of the subscriber. False: an input the journal refused until the run ended; the
     /// caller must drop the connection before returning, or libmosquitto acknowledges it.
@@ -67,7 +64,7 @@ final class InboundRouter: Sendable {
         }
         if timelines.commandTeam(topic) != nil {  // committed (or refused) by its user's shard before it is acknowledged, not journalled
             timelines.received(topic: topic, payload: payload) { r in
-                stage.deliver(.timeline(r), to: shard(of: r.command.user))
+                stage.deliver(.timeline(r), to: routing.shard(of: r.command.user))
                 _ = r.answer.wait(seconds: TimelineDesk.answerSeconds)
             }
             return true
@@ -75,14 +72,14 @@ final class InboundRouter: Sendable {
         if desk.commandTeam(topic) != nil {  // a command: taken by its user's shard before it is acknowledged, not journalled
             desk.received(topic: topic, payload: payload) { c in
                 let taken = StaffReceipt()
-                stage.deliver(.acknowledge(c, taken: taken), to: shard(of: c.user))
+                stage.deliver(.acknowledge(c, taken: taken), to: routing.shard(of: c.user))
                 _ = taken.wait(seconds: 10)
             }
             return true
         }
         guard let seq = journalled(topic: topic, payload: payload) else { return false }
         let parsed = layout.parse(topic)
-        stage.route(seq: seq, topic: topic, parsed: parsed, payload: payload, to: Daemon.shard(of: parsed, count: shardCount))  // and marks it queued
+        stage.route(seq: seq, topic: topic, parsed: parsed, payload: payload, to: routing.shard(of: parsed))  // and marks it queued
         return true
     }
 
@@ -113,7 +110,7 @@ final class InboundRouter: Sendable {
         if silences.commandTeam(topic) != nil { silences.oversized(topic: topic, size: size); return }
         if timelines.commandTeam(topic) != nil { timelines.oversized(topic: topic, size: size); return }
         let parsed = layout.parse(topic)
-        stage.deliver(.oversized(topic: topic, parsed: parsed, size: size), to: Daemon.shard(of: parsed, count: shardCount))
+        stage.deliver(.oversized(topic: topic, parsed: parsed, size: size), to: routing.shard(of: parsed))
     }
 
     /// A retained message: true when it is refused (and so not taken as a message).
@@ -128,7 +125,7 @@ final class InboundRouter: Sendable {
         let parsed = layout.parse(topic)
         guard case .inbound(_, let kind) = parsed, kind != .profile else { return false }
         // An empty retained message clears a retained one: nothing to apply or refuse.
-        if size > 0 { stage.deliver(.retained(topic: topic, parsed: parsed), to: Daemon.shard(of: parsed, count: shardCount)) }
+        if size > 0 { stage.deliver(.retained(topic: topic, parsed: parsed), to: routing.shard(of: parsed)) }
         return true
     }
 }

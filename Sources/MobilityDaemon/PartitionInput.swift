@@ -25,6 +25,7 @@ final class PartitionInputService: Service, @unchecked Sendable {
     private let partitioning: Partitioning
     private let layout: TopicLayout
     private let shards: [Shard]
+    private let routing: ShardRouting
     private let log: Logger
     private let onEvent: @Sendable (MQTTConnectionEvent, Int) -> Void
     /// Messages of a user the broker put in another partition than ours: the mappings disagree.
@@ -32,13 +33,15 @@ final class PartitionInputService: Service, @unchecked Sendable {
 
     /// - Parameter base: the connection settings (broker, credentials, TLS) of every session.
     init(
-        partitions: PartitionSet, partitioning: Partitioning, base: MQTTClientConfiguration, layout: TopicLayout, shards: [Shard], log: Logger,
+        partitions: PartitionSet, partitioning: Partitioning, base: MQTTClientConfiguration, layout: TopicLayout, shards: [Shard], routing: ShardRouting,
+        log: Logger,
         onEvent: @escaping @Sendable (MQTTConnectionEvent, Int) -> Void
     ) {
         self.partitions = partitions
         self.partitioning = partitioning
         self.layout = layout
         self.shards = shards
+        self.routing = routing
         self.log = log
         self.onEvent = onEvent
         configurations = partitions.owned.map { k in
@@ -59,7 +62,7 @@ final class PartitionInputService: Service, @unchecked Sendable {
                 onOversized: { [self] client, topic, size in
                     guard let inner = strip(topic, prefix) else { return }
                     let parsed = layout.parse(inner)
-                    wait(for: shard(of: parsed), .oversized(topic: inner, parsed: parsed, size: size), client: client)
+                    wait(for: shard(k), .oversized(topic: inner, parsed: parsed, size: size), client: client)
                 },
                 onRetained: { [self] client, topic, size in
                     // As the subscriber: only a profile may be retained (the broker delivers a
@@ -67,7 +70,7 @@ final class PartitionInputService: Service, @unchecked Sendable {
                     guard let inner = strip(topic, prefix) else { return false }
                     let parsed = layout.parse(inner)
                     guard case .inbound(_, let kind) = parsed, kind != .profile else { return false }
-                    if size > 0 { wait(for: shard(of: parsed), .retained(topic: inner, parsed: parsed), client: client) }
+                    if size > 0 { wait(for: shard(k), .retained(topic: inner, parsed: parsed), client: client) }
                     return true
                 })
             clients.append(client)
@@ -88,9 +91,8 @@ final class PartitionInputService: Service, @unchecked Sendable {
         return String(topic.dropFirst(prefix.utf8.count))
     }
 
-    private func shard(of parsed: TopicLayout.Parsed) -> Shard {
-        shards[Daemon.shard(of: parsed, count: UInt64(shards.count))]
-    }
+    /// The shard of partition `k`'s messages (its users' shard).
+    private func shard(_ k: Int) -> Shard { shards[routing.shard(ofPartition: k) ?? 0] }
 
     /// One message of partition `k`: to its user's shard, acknowledged once committed.
     private func take(_ topic: String, _ payload: [UInt8], partition k: Int, prefix: String, client: MQTTClient) {
@@ -105,7 +107,7 @@ final class PartitionInputService: Service, @unchecked Sendable {
             }
             return
         }
-        wait(for: shard(of: parsed), .message(seq: 0, topic: inner, parsed: parsed, payload: payload), client: client)
+        wait(for: shard(k), .message(seq: 0, topic: inner, parsed: parsed, payload: payload), client: client)
     }
 
     private func wait(for shard: Shard, _ item: ShardItem, client: MQTTClient) {

@@ -8,17 +8,18 @@ import Synchronization
 /// Partitioned input consumed natively from JetStream (`--intake jetstream`): for each owned
 /// partition a durable pull consumer of the stream NATS's MQTT listener keeps QoS 1 messages in
 /// (`$MQTT_msgs`), filtered to the partition's inputs, on a thread of its own. A batch is fetched,
-/// each message handed to its user's shard with its stream sequence, the batch committed by the
-/// shards, the partition's committed stream sequence recorded in the store (fenced, like every
-/// write of the partition), and only then acknowledged (cumulatively, through its last message).
+/// each message handed to the partition's shard with its stream sequence, the batch committed by
+/// that shard in one transaction with the partition's stream sequence (fenced, like every write
+/// of the partition), and only then acknowledged (cumulatively, through its last message).
 ///
 /// Order and redelivery are this service's, not the broker's settings': each run makes a consumer
 /// of its own (`{session prefix}{k}-{token}-{run}-{n}`, anew after a failed fetch or a skipped
 /// delivery) starting after the recorded sequence, and deletes the partition's earlier consumers
 /// once the server has its acknowledgement of a batch, or it answered idle (until then they keep
-/// the stream's messages too). A message at or below what this run already handed on (a redelivery) is skipped, and
-/// a user's shard skips a message at or below the stream sequence its committed state applied
-/// (a commit of the shards not yet recorded here when the previous owner died).
+/// the stream's messages too). A message at or below what this run already handed on (a
+/// redelivery) is skipped, and so is one at or below the stream sequence its user's committed
+/// state applied (by the shard: a second guard, the state and the partition's position being
+/// committed together).
 ///
 /// Stopping revokes the partitions: a batch waiting for its commit is not acknowledged, and none
 /// is fetched after.
@@ -48,6 +49,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let partitioning: Partitioning
     private let layout: TopicLayout
     private let shards: [Shard]
+    private let routing: ShardRouting
     private let store: PostgresStore
     private let log: Logger
     private let links: PartitionLinks
@@ -75,7 +77,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let counts = Mutex(StreamIntakeCounts())
 
     init(
-        claim: PartitionClaim, partitioning: Partitioning, layout: TopicLayout, shards: [Shard], store: PostgresStore, log: Logger,
+        claim: PartitionClaim, partitioning: Partitioning, layout: TopicLayout, shards: [Shard], routing: ShardRouting, store: PostgresStore, log: Logger,
         links: PartitionLinks, maxPayloadBytes: Int, clock: DaemonClock, leaseMs: Int,
         connect: @escaping @Sendable () throws(JetStreamFailure) -> NATSConnection, onFenced: @escaping @Sendable () -> Void
     ) {
@@ -84,6 +86,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         self.partitioning = partitioning
         self.layout = layout
         self.shards = shards
+        self.routing = routing
         self.store = store
         self.log = log
         self.links = links
@@ -324,21 +327,16 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             progressed(k)
             idle.reset()
             delivered = inOrder.last?.delivery ?? delivered
-            guard let waiters = hand(Array(inOrder), after: taken, partition: k, prefix: prefix) else { return }
-            for w in waiters where !w.wait(abandoned: { isRevoked }) { return }
+            // Committed with the partition's stream sequence by the shard (retried there until the
+            // store takes it, or the run stops); nothing to commit for redeliveries alone.
+            if top.sequence > taken {
+                guard let w = hand(inOrder, after: taken, through: top.sequence, partition: k, prefix: prefix), w.wait(abandoned: { isRevoked }) else {
+                    return
+                }
+            }
             if isRevoked { return }
             let handed = inOrder.lazy.filter { $0.sequence > taken }.count
             taken = max(taken, top.sequence)
-            do { try store.recordStreamSequence(taken, partition: k) } catch {
-                if error.code == .fenced {
-                    onFenced()
-                    return
-                }
-                // Not acknowledged: the broker keeps the batch; a later record covers it.
-                log.warn("cannot record the partition's committed stream sequence", ["partition": String(k), "error": "\(error)"])
-                if broken { reopen(&consumer, partition: k, .deliveriesSkipped, reason: "a delivery after \(delivered) never arrived", after: taken) }
-                continue
-            }
             counts.withLock { $0.committed[k] = taken }
             do {
                 // Through the highest stream sequence taken: acknowledging a lower one (a
@@ -445,10 +443,13 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         }
     }
 
-    /// Hands the messages after `taken` to their users' shards, in order, and a commit waiter to
-    /// each shard that got one; nil when a shard no longer takes work (the run is stopping).
-    private func hand(_ messages: [JetStreamPullConsumer.Message], after taken: UInt64, partition k: Int, prefix: String) -> [CommitWaiter]? {
-        var touched = Set<Int>()
+    /// Hands partition `k`'s messages after `taken` to its shard, in order, then a commit waiter
+    /// that has the commit record the partition's stream sequence `through`; nil when the shard no
+    /// longer takes work (the run is stopping).
+    private func hand(
+        _ messages: ArraySlice<JetStreamPullConsumer.Message>, after taken: UInt64, through: UInt64, partition k: Int, prefix: String
+    ) -> CommitWaiter? {
+        let shard = shards[routing.shard(ofPartition: k) ?? 0]
         for m in messages where m.sequence > taken {
             guard let topic = JetStreamInspector.topic(ofSubject: m.subject), topic.hasPrefix(prefix) else { continue }
             let inner = String(topic.dropFirst(prefix.utf8.count))
@@ -461,21 +462,14 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 }
                 continue
             }
-            let i = Daemon.shard(of: parsed, count: UInt64(shards.count))
             let item: ShardItem =
                 m.payload.count > maxPayloadBytes
                 ? .oversized(topic: inner, parsed: parsed, size: m.payload.count)
                 : .message(seq: m.sequence, topic: inner, parsed: parsed, payload: m.payload)
-            guard shards[i].queue.push(item) else { return nil }
-            touched.insert(i)
+            guard shard.queue.push(item) else { return nil }
         }
-        var waiters: [CommitWaiter] = []
-        for i in touched.sorted() {
-            let w = CommitWaiter()
-            guard shards[i].queue.push(.durable(w)) else { return nil }
-            waiters.append(w)
-        }
-        return waiters
+        let w = CommitWaiter(streamSequence: (k, through))
+        return shard.queue.push(.durable(w)) ? w : nil
     }
 }
 

@@ -113,7 +113,12 @@ extension Shard {
     func commit(all: Bool = true) -> [StateStore.OutboxItem]? {
         let acked = acks.drain()
         let users = all ? pendingUsers : batchUsers
-        if users.isEmpty && pending.outbox.isEmpty && acked.isEmpty && pending.history.isEmpty && pendingAudited.isEmpty { return [] }
+        // The partitions' stream positions the waiters carry (committed for them only with everyone).
+        var streamSequences: [Int: UInt64] = [:]
+        if all { for case let (k, seq)? in durables.lazy.map(\.streamSequence) { streamSequences[k] = max(streamSequences[k] ?? 0, seq) } }
+        if users.isEmpty && pending.outbox.isEmpty && acked.isEmpty && pending.history.isEmpty && pendingAudited.isEmpty && streamSequences.isEmpty {
+            return []
+        }
         let records = users.map { u in
             StateStore.UserRecord(
                 user: u, appliedSeq: applied[u, default: 0], eventNow: ingestor.clocks[u]?.now,
@@ -121,12 +126,13 @@ extension Shard {
         }
         do {
             let ids: [Int64], announced: [StateStore.OutboxItem]
-            if pendingAudited.isEmpty {
+            if pendingAudited.isEmpty && streamSequences.isEmpty {
                 ids = try store.commit(users: records, outbox: pending.outbox, acknowledged: acked, history: pending.history)
                 announced = []
             } else {
                 (ids, announced) = try store.commit(
-                    users: records, outbox: pending.outbox, acknowledged: acked, history: pending.history, audited: pendingAudited)
+                    users: records, outbox: pending.outbox, acknowledged: acked, history: pending.history, audited: pendingAudited,
+                    streamSequences: streamSequences)
             }
             // Moved out, not copied: assigning the ids to a copy of the pending array copied every item.
             var items: [StateStore.OutboxItem] = []

@@ -26,6 +26,8 @@ struct CommitBatch {
     private var seriesNames = PGArray(of: PGArray.text), seriesUnits = PGArray(of: PGArray.text)
     private var pointUsers = PGArray(of: PGArray.text), pointDays = PGArray(of: PGArray.int4), pointSeries = PGArray(of: PGArray.text)
     private var pointValues = PGArray(of: PGArray.float8)
+    // partitions
+    private var streamParts = PGArray(of: PGArray.int4), streamSeqs = PGArray(of: PGArray.int8)
 
     init(partitions: PartitionSet) { self.partitions = partitions }
 
@@ -71,6 +73,15 @@ struct CommitBatch {
     }
 
     mutating func add(acknowledged: [Int64]) { for id in acknowledged { acked.append(id) } }
+
+    /// Partitions' committed stream sequences (each owned: the fence holds their tokens).
+    mutating func add(streamSequences: [Int: UInt64]) {
+        for (k, seq) in streamSequences.sorted(by: { $0.key < $1.key }) {
+            precondition(partitions.owned.contains(k), "a stream sequence of partition \(k), not owned")
+            streamParts.append(Int32(k))
+            streamSeqs.append(Int64(bitPattern: seq))
+        }
+    }
 
     /// A series point's key, and any other row's (a timeline entry's is its id alone: re-sent
     /// with other dates it replaces its row).
@@ -138,6 +149,7 @@ struct CommitBatch {
         if !rowUsers.isEmpty { s.append((CommitSQL.upsertHistory, p(rowUsers, rowKinds, rowKeys, rowDays, rowValues, rowPayloads))) }
         if !seriesNames.isEmpty { s.append((CommitSQL.upsertSeries, p(seriesNames, seriesUnits))) }
         if !pointUsers.isEmpty { s.append((CommitSQL.upsertPoints, p(pointUsers, pointDays, pointSeries, pointValues))) }
+        if !streamParts.isEmpty { s.append((CommitSQL.recordStreamSequences, p(streamParts, streamSeqs))) }
         return (s, outboxStep)
     }
 }
@@ -182,5 +194,8 @@ enum CommitSQL {
         INSERT INTO history_points (user_id, day, series, value)
         SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::double precision[])
         ON CONFLICT (user_id, day, series) DO UPDATE SET value = EXCLUDED.value
+        """
+    static let recordStreamSequences = """
+        UPDATE partitions p SET stream_seq = greatest(p.stream_seq, x.s) FROM unnest($1::integer[], $2::bigint[]) AS x(k, s) WHERE p.partition = x.k
         """
 }

@@ -12,7 +12,7 @@ extension PostgresStore {
     }
 
     /// Each owned partition's ``StreamMark``, as recorded by ``recordStreamIdentity(_:partition:)``
-    /// and ``recordStreamSequence(_:partition:)``; fenced: a partition taken over since is
+    /// and the commits (``commit(users:outbox:acknowledged:history:audited:streamSequences:)``); fenced: a partition taken over since is
     /// ``PostgresError/Code/fenced``.
     package func streamMarks() throws(PostgresError) -> [Int: StreamMark] {
         var parts = PGArray(of: PGArray.int4)
@@ -34,21 +34,11 @@ extension PostgresStore {
     }
 
     /// Records that partition `k`'s input is consumed from the stream made at `created` (its
-    /// sequences are the ones ``recordStreamSequence(_:partition:)`` records); fenced.
+    /// sequences are the ones commits record: ``commit(users:outbox:acknowledged:history:audited:streamSequences:)``); fenced.
     package func recordStreamIdentity(_ created: Int64, partition k: Int) throws(PostgresError) {
         var q = PGParameters()
         q.int32(Int32(k))
         q.int64(created)
         _ = try fenced([("UPDATE partitions SET stream_created = $2::bigint WHERE partition = $1::integer", q)])
-    }
-
-    /// Records that partition `k`'s input is committed through stream sequence `seq` (every
-    /// message of it up to `seq` was applied by a commit before this call); fenced, and never
-    /// moved back.
-    package func recordStreamSequence(_ seq: UInt64, partition k: Int) throws(PostgresError) {
-        var q = PGParameters()
-        q.int32(Int32(k))
-        q.int64(Int64(bitPattern: seq))
-        _ = try fenced([("UPDATE partitions SET stream_seq = greatest(stream_seq, $2::bigint) WHERE partition = $1::integer", q)])
     }
 }

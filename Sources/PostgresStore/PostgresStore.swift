@@ -228,52 +228,49 @@ package final class PostgresStore: StateBackend, @unchecked Sendable {
     /// records the `history` rows in one fenced transaction: one pipeline of at most a dozen
     /// statements, whatever the number of rows. Returns the new outbox ids in order.
     package func commit(users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord]) throws -> [Int64] {
+        try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, audited: [], streamSequences: [:]).ids
+    }
+
+    /// ``commit(users:outbox:acknowledged:history:)`` with care-staff changes and the partitions'
+    /// stream sequences, in one fenced transaction: one pipeline without care-staff changes;
+    /// with them, not (the announcing outputs need their audit rows' numbers; staff changes are
+    /// rare). Returns `outbox`'s ids in order and the announcing items.
+    package func commit(
+        users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange],
+        streamSequences: [Int: UInt64]
+    ) throws -> (ids: [Int64], announced: [StateStore.OutboxItem]) {
         var batch = CommitBatch(partitions: partitions)
         batch.add(users: users)
         batch.add(outbox: outbox)
         batch.add(acknowledged: acknowledged)
         batch.add(history: history)
+        batch.add(streamSequences: streamSequences)
         let (steps, outboxStep) = batch.statements()
-        if steps.isEmpty { return [] }
-        let results = try fenced(steps)
-        guard let outboxStep else { return [] }
-        let r = results[outboxStep]
-        // Ids are drawn in the insert's order (ORDER BY the items' ordinality).
-        var ids = (0..<r.rows).map { r.int64($0, 0) }
-        ids.sort()
-        guard ids.count == outbox.count else {
-            throw PostgresError.statement("outbox insert returned \(ids.count) ids for \(outbox.count) items", sqlState: nil)
-        }
-        return ids
-    }
-
-    /// ``commit(users:outbox:acknowledged:history:)`` with care-staff changes, in one fenced
-    /// transaction (the announcing outputs need their audit rows' numbers, so it is not one
-    /// pipeline; staff changes are rare). Returns `outbox`'s ids in order and the announcing items.
-    package func commit(
-        users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange]
-    ) throws -> (ids: [Int64], announced: [StateStore.OutboxItem]) {
-        guard !audited.isEmpty else { return (try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history), []) }
-        return try fencedTransaction { c in
-            var batch = CommitBatch(partitions: partitions)
-            batch.add(users: users)
-            batch.add(outbox: outbox)
-            batch.add(acknowledged: acknowledged)
-            batch.add(history: history)
-            let (steps, outboxStep) = batch.statements()
-            var ids: [Int64] = []
-            for (k, step) in steps.enumerated() {
-                let r = try c.query(step.sql, step.parameters)
-                if k == outboxStep { ids = (0..<r.rows).map { r.int64($0, 0) }.sorted() }
-            }
+        func ids(_ r: PGResult?) throws -> [Int64] {
+            // Ids are drawn in the insert's order (ORDER BY the items' ordinality).
+            let ids = r.map { r in (0..<r.rows).map { r.int64($0, 0) }.sorted() } ?? []
             guard ids.count == outbox.count else {
                 throw PostgresError.statement("outbox insert returned \(ids.count) ids for \(outbox.count) items", sqlState: nil)
             }
+            return ids
+        }
+        guard !audited.isEmpty else {
+            if steps.isEmpty { return ([], []) }
+            let results = try fenced(steps)
+            return (try ids(outboxStep.map { results[$0] }), [])
+        }
+        return try fencedTransaction { c in
+            var inserted: PGResult?
+            for (k, step) in steps.enumerated() {
+                let r = try c.query(step.sql, step.parameters)
+                if k == outboxStep { inserted = r }
+            }
+            let outboxIDs = try ids(inserted)
             var announced: [StateStore.OutboxItem] = []
             for change in audited {
                 announced += try PostgresStore.appendAudit(change.entry, outbox: change.announce, partitions: partitions, on: c).1
             }
-            return (ids, announced)
+            return (outboxIDs, announced)
         }
     }
 

@@ -23,8 +23,15 @@ package protocol StateBackend: AnyObject, Sendable {
     /// (a timeline entry entered by staff): each one's audit row is appended, numbered, and the
     /// outputs it announces are appended after `outbox`, in the same transaction. Returns
     /// `outbox`'s ids in order and the announcing items with theirs.
+    ///
+    /// `streamSequences`: how far partitions' input is committed in the stream it is consumed
+    /// from (partition → stream sequence; a partition's recorded sequence never moves back),
+    /// recorded in the same transaction, so that users' state and the position of the input it
+    /// applied are committed together. Only a backend that keeps stream positions (PostgreSQL)
+    /// takes any.
     func commit(
-        users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange]
+        users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange],
+        streamSequences: [Int: UInt64]
     ) throws -> (ids: [Int64], announced: [StateStore.OutboxItem])
     /// Commits weekly reports: their `history` rows (replacing the due markers) and `outbox`
     /// items, then prunes the users' history as ``pruneHistory(_:)`` does; returns the items' ids
@@ -94,7 +101,28 @@ extension StateBackend {
     }
 }
 
+extension StateBackend {
+    /// ``commit(users:outbox:acknowledged:history:audited:streamSequences:)`` recording no stream position.
+    package func commit(
+        users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange]
+    ) throws -> (ids: [Int64], announced: [StateStore.OutboxItem]) {
+        try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, audited: audited, streamSequences: [:])
+    }
+}
+
 extension StateStore: StateBackend {
     /// The database file's path.
     package var location: String { path }
+
+    /// ``commit(users:outbox:acknowledged:history:audited:)``; the SQLite store keeps no stream
+    /// positions (the JetStream intake commits to PostgreSQL), and refuses any.
+    package func commit(
+        users: [UserRecord], outbox: [OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange],
+        streamSequences: [Int: UInt64]
+    ) throws -> (ids: [Int64], announced: [OutboxItem]) {
+        guard streamSequences.isEmpty else {
+            throw SQLiteError(code: 21, message: "the SQLite store keeps no stream positions: consuming from JetStream needs the PostgreSQL store")
+        }
+        return try commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, audited: audited)
+    }
 }

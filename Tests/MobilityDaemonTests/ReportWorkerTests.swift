@@ -69,9 +69,11 @@ import Testing
             try store.commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history)
         }
         func commit(
-            users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange]
+            users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange],
+            streamSequences: [Int: UInt64]
         ) throws -> (ids: [Int64], announced: [StateStore.OutboxItem]) {
-            try store.commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, audited: audited)
+            try store.commit(
+                users: users, outbox: outbox, acknowledged: acknowledged, history: history, audited: audited, streamSequences: streamSequences)
         }
         func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory { try store.history(of: user, from: from, through: through) }
         func weeklyReport(of user: String, week: String?) throws -> (week: String, payload: [UInt8])? { try store.weeklyReport(of: user, week: week) }

@@ -86,6 +86,41 @@ import Testing
         #expect(try store.load(alertNames: [], prepare: { $0 }).users.count == 1)
     }
 
+    /// A partition's stream sequence is committed with the users' state, in the same fenced
+    /// transaction: a commit that fails writes neither, one taken over writes neither, and a
+    /// recorded sequence never moves back (a late commit of an earlier batch).
+    @Test func aStreamSequenceIsCommittedWithTheStateOrNotAtAll() throws {
+        let url = try PostgresServer.shared().createDatabase()
+        let parts = PartitionSet(count: 4, owned: [1, 2])
+        let leases = try PartitionLeases(url: url, owner: "a", count: 4, leaseMs: 60_000)
+        _ = try leases.heartbeat(holding: [])
+        let all = try leases.claim(4)
+        let held = all.filter { parts.owned.contains($0.partition) }.sorted { $0.partition < $1.partition }
+        let store = try PostgresStore(url: url, owner: "a", partitions: parts, claimed: held.map(\.token))
+        let user = (0..<100).map { "u\($0)" }.first { parts.partition(of: $0) == 1 }!
+        func commit(_ seq: UInt64, applied: UInt64, topic: String = "t") throws {
+            _ = try store.commit(
+                users: [.init(user: user, appliedSeq: applied, eventNow: nil, state: nil)], outbox: [.init(topic: topic, payload: [], retain: false)],
+                acknowledged: [], history: [], audited: [], streamSequences: [1: seq, 2: seq + 1])
+        }
+        try commit(40, applied: 40)
+        #expect(try store.streamMarks().mapValues(\.sequence) == [1: 40, 2: 41])
+        try commit(30, applied: 41)
+        #expect(try store.streamMarks().mapValues(\.sequence) == [1: 40, 2: 41])
+        #expect(throws: PostgresError.self) { try commit(50, applied: 50, topic: "bad\u{0}topic") }
+        #expect(try store.streamMarks().mapValues(\.sequence) == [1: 40, 2: 41])
+        #expect(try store.load(alertNames: [], prepare: { $0 }).users.map(\.appliedSeq) == [41])
+        // Taken over: the old owner's commit is fenced and records nothing.
+        let b = try PartitionLeases(url: url, owner: "b", count: 4, leaseMs: 60_000)
+        _ = try b.heartbeat(holding: [])
+        try leases.release(all)
+        #expect(try b.claim(4).count == 4)
+        #expect(throws: PostgresError.self) { try commit(60, applied: 60) }
+        let recorded = try PostgresServer.shared().psql(
+            "SELECT string_agg(stream_seq::text, ' ' ORDER BY partition) FROM partitions", database: String(url.split(separator: "/").last!))
+        #expect(recorded == "0 40 41 0")
+    }
+
     /// A database divided into another number of partitions is refused, not misread.
     @Test func anotherPartitionCountIsRefused() throws {
         let url = try PostgresServer.shared().createDatabase()

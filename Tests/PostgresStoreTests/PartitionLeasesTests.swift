@@ -90,7 +90,7 @@ extension PartitionLeasesTests {
 
 extension PartitionLeasesTests {
     /// An owner's heartbeat (renewing its leases) and its fenced writes (a commit's fence,
-    /// a partition's recorded stream sequence) lock the same partition rows from two sessions:
+    /// a partition's stream sequence committed) lock the same partition rows from two sessions:
     /// both take them in partition order, so they never deadlock — PostgreSQL's deadlock
     /// detection aborted a heartbeat after a second's wait, and with a short lease the partitions
     /// lapsed and were claimed away from a live owner. Here the two run side by side, rows
@@ -113,7 +113,9 @@ extension PartitionLeasesTests {
             while Date() < until {
                 seq += 1
                 for k in [15, 3, 9, 0, 12, 6] {
-                    do { try store.recordStreamSequence(seq, partition: k) } catch { failures.withLock { $0.append("write: \(error)") } }
+                    do {
+                        _ = try store.commit(users: [], outbox: [], acknowledged: [], history: [], audited: [], streamSequences: [k: seq])
+                    } catch { failures.withLock { $0.append("write: \(error)") } }
                 }
             }
             done.signal()

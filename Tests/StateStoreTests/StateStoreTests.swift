@@ -27,6 +27,19 @@ private func pageSize(_ path: String) -> Int64 {
 }
 
 @Suite struct StateStoreTests {
+    /// The SQLite store keeps no stream positions: a commit that carries one is refused whole
+    /// (nothing of it written), not committed without its position.
+    @Test func aCommitWithAStreamPositionIsRefusedAndWritesNothing() throws {
+        let store: any StateBackend = try StateStore(path: tempDir() + "/s.sqlite")
+        #expect {
+            _ = try store.commit(
+                users: [.init(user: "u", appliedSeq: 7, eventNow: nil, state: nil)], outbox: [.init(topic: "t", payload: [1], retain: false)],
+                acknowledged: [], history: [], audited: [], streamSequences: [0: 7])
+        } throws: { "\($0)".contains("PostgreSQL") }
+        let (users, outbox) = try store.load(alertNames: [], prepare: { $0 })
+        #expect(users.isEmpty && outbox.isEmpty)
+    }
+
     /// A new store has 8 KiB pages (a full open-day chunk row fits in its page); a store made
     /// with 4 KiB pages keeps them and works as before.
     @Test func aNewStoreHas8KiBPagesAndAnOlderOneKeepsItsOwn() throws {
