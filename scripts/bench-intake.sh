@@ -20,7 +20,7 @@
 # CPU is in the nats-server column. The intake `jetstream-nats` is the JetStream intake fed by a
 # gateway that publishes to the stream over the NATS protocol instead of MQTT
 # (scripts/bench-nats-publish.py, PyPI's nats-py; JetStream's acknowledgement for the PUBACK).
-# Everything it starts is stopped by PID.
+# MOBILITYD_ARGS adds arguments to every partitioned instance. Everything it starts is stopped by PID.
 #   scripts/bench-intake.sh     USERS=50 DAYS=20 SAMPLES=20 P=8 INSTANCES=1 NODES=1 BUILD=release INTAKES="mqtt jetstream mosquitto jetstream-nats jetstream+users"
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +33,8 @@ build=${BUILD:-release}
 intakes=${INTAKES:-mqtt jetstream}
 nodes=${NODES:-1}
 lease=${LEASE:-4}
+# More arguments for every partitioned instance (MOBILITYD_ARGS="--commit-interval 250").
+read -r -a extra <<< "${MOBILITYD_ARGS:-}"
 swift build -c "$build" --product mobilityd >/dev/null
 swift build -c "$build" --product mobility-sim >/dev/null
 bin=$PWD/.build/$build
@@ -126,7 +128,7 @@ for intake in $intakes; do
     "$bin/mobilityd" --broker "mqtt://127.0.0.1:${mports[$j]}" --rules rules --state "$work/state-$tag-$i" --clock event --instance "i$i" \
       --metrics-address "127.0.0.1:$mp" --publish-series false --log-level info \
       --store "postgres://mw@127.0.0.1:$pgport/$db" --partitions "$parts" --lease "$lease" --nats "nats://127.0.0.1:${cports[$j]}" \
-      --intake "${intake%-nats}" >"$work/mw-$tag-$i.log" 2>&1 &
+      --intake "${intake%-nats}" "${extra[@]}" >"$work/mw-$tag-$i.log" 2>&1 &
     inst+=($!); pids+=($!)
   done
   ready='partition session subscribed'; [ "$intake" != mqtt ] && ready='partition consumer ready'

@@ -36,7 +36,7 @@ extension Daemon {
         let config = config
         return PartitionStreamService(
             claim: claim, partitioning: partitioning, layout: layout, shards: shards, routing: routing, store: postgres, log: log, links: partitionLinks,
-            maxPayloadBytes: config.maxPayloadBytes,
+            maxPayloadBytes: config.maxPayloadBytes, commitIntervalMs: config.commitIntervalMs,
             clock: clock, leaseMs: partitioning.leaseMs,
             connect: { () throws(JetStreamFailure) -> NATSConnection in
                 try NATSConnection(

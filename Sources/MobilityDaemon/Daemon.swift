@@ -322,6 +322,8 @@ package final class Daemon: Sendable {
         }
     }
 
-    /// Which shard holds a user: a shard per owned partition in a partitioned run, `--shards` otherwise.
-    var shardRouting: ShardRouting { claimed.map { ShardRouting(partitions: $0.partitions) } ?? ShardRouting(shards: config.shards) }
+    /// Which shard holds a user: by partition in a partitioned run, by a hash of the id otherwise.
+    var shardRouting: ShardRouting {
+        claimed.map { ShardRouting(partitions: $0.partitions, shards: config.shards) } ?? ShardRouting(shards: config.shards)
+    }
 }

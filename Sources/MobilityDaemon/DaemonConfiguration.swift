@@ -54,7 +54,8 @@ package struct DaemonConfiguration: Sendable {
     package var topicRoot = TopicLayout.defaultRoot
     /// Worker shards. By default one per core but one, which is left to the MQTT network thread
     /// (on 2 cores one shard measured 0.85–0.88 of the broker's ceiling against 0.80 with two).
-    /// Not used by a partitioned run, which has one per owned partition (``ShardRouting``).
+    /// A partitioned run keeps each partition's users in one shard, and has no more shards than
+    /// partitions (``ShardRouting``).
     package var shards = DaemonConfiguration.defaultShards
     /// `cores − 1`, at least 1.
     package static var defaultShards: Int { max(1, ProcessInfo.processInfo.activeProcessorCount - 1) }
@@ -175,7 +176,7 @@ package struct DaemonConfiguration: Sendable {
             Option(name: "topic-root", value: "ROOT", help: "topic root (default mobility/v1)"),
             Option(
                 name: "shards", value: "N",
-                help: "worker shards; users are hashed to shards (default: cores - 1, at least 1; partitioned: one per owned partition)"),
+                help: "worker shards; users are hashed to shards (default: cores - 1, at least 1; partitioned: by partition, at most one per owned partition)"),
             Option(name: "queue-capacity", value: "N", help: "messages queued per shard before reading pauses (default 10000)"),
             Option(
                 name: "ack-interval", value: "MS", help: "publish commit acknowledgements at most this often, coalesced per user (default 250; 0: every commit)"
@@ -183,7 +184,8 @@ package struct DaemonConfiguration: Sendable {
             Option(
                 name: "commit-interval", value: "MS",
                 help:
-                    "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch)"),
+                    "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch). With --intake jetstream: how long a partition whose batch was not full waits to fetch again"
+            ),
             Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener, loopback only (default 127.0.0.1:9464)")
         ] + httpOptions + careTeamOptions + fhirOptions + storeOptions + partitionOptions + [
             Option(name: "log-format", value: "logfmt|json", help: "log line format on stderr (default logfmt)"),

@@ -54,6 +54,8 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let log: Logger
     private let links: PartitionLinks
     private let maxPayloadBytes: Int
+    /// `--commit-interval` (ns): how long a partition whose batch was not full waits before its next fetch (``BatchLinger``).
+    private let commitIntervalNs: UInt64
     private let clock: DaemonClock
     private let connect: @Sendable () throws(JetStreamFailure) -> NATSConnection
     private let onFenced: @Sendable () -> Void
@@ -78,7 +80,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
 
     init(
         claim: PartitionClaim, partitioning: Partitioning, layout: TopicLayout, shards: [Shard], routing: ShardRouting, store: PostgresStore, log: Logger,
-        links: PartitionLinks, maxPayloadBytes: Int, clock: DaemonClock, leaseMs: Int,
+        links: PartitionLinks, maxPayloadBytes: Int, commitIntervalMs: Int, clock: DaemonClock, leaseMs: Int,
         connect: @escaping @Sendable () throws(JetStreamFailure) -> NATSConnection, onFenced: @escaping @Sendable () -> Void
     ) {
         self.stallBoundNs = UInt64(max(3 * leaseMs, 30_000)) * 1_000_000
@@ -91,6 +93,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         self.log = log
         self.links = links
         self.maxPayloadBytes = maxPayloadBytes
+        self.commitIntervalNs = UInt64(commitIntervalMs) * 1_000_000
         self.clock = clock
         self.connect = connect
         self.onFenced = onFenced
@@ -198,6 +201,11 @@ final class PartitionStreamService: Service, @unchecked Sendable {
 
     private var isRevoked: Bool { revoked.load(ordering: .relaxed) }
 
+    /// Waits until `ns` (uptime) or until revoked.
+    private func hold(until ns: UInt64) {
+        while !isRevoked, case let now = clock.uptimeNanoseconds(), now < ns { usleep(UInt32(min(ns - now, 50_000_000) / 1000)) }
+    }
+
     /// Waits `ms` or until revoked.
     private func pause(ms: Int) {
         let until = DispatchTime.now() + .milliseconds(ms)
@@ -238,6 +246,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         var retirement = ConsumerRetirement()
         // The last message the consumer was acknowledged through (not waited for: sent again when idle).
         var lastAcknowledged: JetStreamPullConsumer.Message?
+        var linger = BatchLinger(intervalNs: commitIntervalNs)
         // The name of the consumer being made, kept while its making times out: made again under
         // it, a making that went through late is bound instead of left behind.
         var making: String?
@@ -284,6 +293,9 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 continue
             }
             let fetched: [JetStreamPullConsumer.Message]
+            hold(until: linger.nextFetchNs)
+            if isRevoked { return }
+            let started = clock.uptimeNanoseconds()
             do { fetched = try c.fetch(max: Self.batch, timeoutMs: Self.fetchTimeoutMs) } catch {
                 log.warn("partition consumer lost; opening it again", ["partition": String(k), "error": error.description])
                 counts.withLock { $0.remade[.fetchFailed, default: 0] += 1 }
@@ -292,6 +304,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 continue
             }
             if isRevoked { return }
+            linger.fetched(fetched.count, of: Self.batch, startedAt: started)
             // Only deliveries in the consumer's own unbroken order are taken: one that never
             // arrived (a fetch's answer lost in a leader change, say) would be acknowledged by
             // the cumulative acknowledgement of a later one, its messages skipped for good; and
@@ -525,6 +538,29 @@ struct IdleConsumer {
         }
         withheld = false
         return position.pendingAcknowledgement == 0 ? .live : .quiet
+    }
+}
+
+/// When a partition's next fetch may start: the commit interval (`--commit-interval`) after the
+/// start of one that brought some messages but not a full batch, so that a consumer that keeps
+/// up with its gateways takes what they sent meanwhile in one batch, instead of paying a
+/// commit (each user's state written again), a fetch and an acknowledgement every few messages.
+/// A fetch returns as soon as the server has nothing more to give, so how many messages a batch
+/// holds would otherwise depend on how fast the instance happens to commit — on how many
+/// partitions it holds and how loaded it is. After a full batch, or an empty fetch (which waited
+/// for the first messages), at once. A message waits at most the interval more for its commit,
+/// as with the single-node daemon's group commit; `--commit-interval 0` fetches again at once.
+struct BatchLinger {
+    /// The commit interval (ns).
+    let intervalNs: UInt64
+    /// Uptime (ns) before which the next fetch waits.
+    private(set) var nextFetchNs: UInt64 = 0
+
+    init(intervalNs: UInt64) { self.intervalNs = intervalNs }
+
+    /// A fetch started at `startedAt` brought `count` messages of at most `batch`.
+    mutating func fetched(_ count: Int, of batch: Int, startedAt: UInt64) {
+        nextFetchNs = count > 0 && count < batch ? startedAt + intervalNs : 0
     }
 }
 

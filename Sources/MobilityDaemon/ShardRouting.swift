@@ -3,11 +3,12 @@ import MobilityWire
 import StateStore
 
 /// Which shard holds a user, and so applies their messages and staff commands. The single-node
-/// daemon spreads users over `--shards` shards by a hash of their id. A partitioned run has one
-/// shard per owned partition, its users' partition's: a partition's batch is then one shard's
-/// commit, which records the partition's position in its input too — one transaction a batch,
-/// the state and the position of the input it applied committed together — and how many
-/// partitions an instance holds changes how many shards it runs, not what a commit takes along.
+/// daemon spreads users over `--shards` shards by a hash of their id. A partitioned run puts all
+/// of a partition's users in one shard (partitions dealt round the shards, as many shards as
+/// `--shards` or owned partitions, whichever is fewer): a partition's batch is then one shard's
+/// commit, which records the partition's position in its input too — the state and the position
+/// of the input it applied committed together — and a shard's commit takes the batches of the
+/// several partitions it holds along at once.
 struct ShardRouting: Sendable, Equatable {
     /// The number of shards.
     let count: Int
@@ -21,11 +22,13 @@ struct ShardRouting: Sendable, Equatable {
         (count, slots, partitions) = (shards, nil, nil)
     }
 
-    /// A shard per owned partition, in `owned` order.
-    init(partitions: PartitionSet) {
+    /// The owned partitions dealt round at most `shards` shards, in `owned` order.
+    init(partitions: PartitionSet, shards: Int) {
+        precondition(shards >= 1, "no shards")
+        let count = min(shards, partitions.owned.count)
         var slots = [Int?](repeating: nil, count: partitions.count)
-        for (i, k) in partitions.owned.enumerated() { slots[k] = i }
-        (count, self.slots, self.partitions) = (partitions.owned.count, slots, partitions)
+        for (i, k) in partitions.owned.enumerated() { slots[k] = i % count }
+        (self.count, self.slots, self.partitions) = (count, slots, partitions)
     }
 
     /// The shard of partition `k` (nil when it is not owned, or users are not routed by partition).

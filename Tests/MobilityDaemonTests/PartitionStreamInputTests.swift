@@ -14,6 +14,25 @@ import Testing
         return p
     }
 
+    /// A fetch that brought messages but not a full batch holds the next one until the commit
+    /// interval after its start; a full batch or an empty fetch does not, nor an interval of 0.
+    @Test func aPartialBatchHoldsTheNextFetchForTheCommitInterval() {
+        var linger = BatchLinger(intervalNs: 100_000_000)
+        #expect(linger.nextFetchNs == 0)
+        linger.fetched(3, of: 512, startedAt: 7_000)
+        #expect(linger.nextFetchNs == 100_007_000)
+        linger.fetched(511, of: 512, startedAt: 9_000)
+        #expect(linger.nextFetchNs == 100_009_000)
+        linger.fetched(512, of: 512, startedAt: 10_000)
+        #expect(linger.nextFetchNs == 0)
+        linger.fetched(3, of: 512, startedAt: 11_000)
+        linger.fetched(0, of: 512, startedAt: 12_000)
+        #expect(linger.nextFetchNs == 0)
+        var none = BatchLinger(intervalNs: 0)
+        none.fetched(3, of: 512, startedAt: 7_000)
+        #expect(none.nextFetchNs == 7_000)
+    }
+
     /// The server is asked only after 5 s of empty fetches, then every 5 s; a batch that arrives
     /// starts the count again.
     @Test func anIdleConsumerIsAskedAfterFiveSecondsOfEmptyFetches() {
