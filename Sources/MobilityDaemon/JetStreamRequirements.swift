@@ -64,13 +64,13 @@ package enum JetStreamRequirements {
         var out: [String] = []
         if c.maxAckPending != 1 {
             out.append(
-                "\(what) max_ack_pending \(c.maxAckPending); mobilityd --intake mqtt needs 1 (mqtt { max_ack_pending: 1 } in \(file)\(fix)): with more, a partition taken over gets later messages before those its previous owner left unacknowledged, and alerts are lost or wrong"
+                "\(what) max_ack_pending \(c.maxAckPending); mobilityd --intake mqtt needs 1 (mqtt { max_ack_pending: 1 }, commented out in \(file)\(fix)): with more, a partition taken over gets later messages before those its previous owner left unacknowledged, and alerts are lost or wrong"
             )
         }
         if c.ackWaitNanoseconds > maxAckWaitSeconds * 1_000_000_000 {
             let seconds = Double(c.ackWaitNanoseconds) / 1e9
             out.append(
-                "\(what) ack_wait \(seconds) s; mobilityd --intake mqtt needs at most \(maxAckWaitSeconds) s (mqtt { ack_wait: \"2s\" } in \(file)\(fix)): a partition taken over waits that long for the message its previous owner had in flight"
+                "\(what) ack_wait \(seconds) s; mobilityd --intake mqtt needs at most \(maxAckWaitSeconds) s (mqtt { ack_wait: \"2s\" }, commented out in \(file)\(fix)): a partition taken over waits that long for the message its previous owner had in flight"
             )
         }
         return out

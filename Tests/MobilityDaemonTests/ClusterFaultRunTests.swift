@@ -40,7 +40,7 @@ import Testing
         let server = try PostgresServer(durable: true)  // its own: the run restarts it
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 3, partitions: 8, edits: PartitionStreamIntakeTests.defaults)
+        let nats = try NATSCluster(size: 3, partitions: 8)
         // Node 0 is never killed: the alerts and acknowledgements are read there.
         let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
         let acks = try GatewayAcks(nats.recorder(0, filters: ["mobility/v1/users/+/acks"]), records)

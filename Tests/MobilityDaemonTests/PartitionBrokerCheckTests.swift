@@ -6,14 +6,19 @@ import Testing
 /// mobilityd `--partitions` checks at start that the NATS broker has the JetStream settings
 /// partitioned input relies on (deploy/nats-node.conf), on a real nats-server.
 @Suite(.serialized) struct PartitionBrokerCheckTests {
-    /// The shipped file passes: the instance logs the check and takes its partitions.
-    @Test func aNodeWithTheShippedSettingsPasses() throws {
+    /// The shipped file passes: as shipped for the default intake, and with the edit it asks for
+    /// (two lines uncommented) for `--intake mqtt`; the instance logs the check and takes its partitions.
+    @Test(arguments: [false, true]) func aNodeWithTheShippedSettingsPasses(mqttIntake: Bool) throws {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 1, partitions: 4)
-        let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: mqttIntake ? NATSCluster.mqttIntake : [])
+        let a =
+            mqttIntake
+            ? try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
+            : try PartitionStreamIntakeTests.instance("a", nats: nats, node: 0, store: store, partitions: 4, metricsPort: try freePort(), byDefault: true)
         defer { _ = a.stop(signal: SIGKILL) }
-        #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(a).count == 4 }, "\(a.log)")
+        #expect(
+            eventually(timeout: 30) { (mqttIntake ? PartitionedDaemonTests.subscribed(a) : PartitionStreamIntakeTests.ready(a)).count == 4 }, "\(a.log)")
         let fit = a.log.split(separator: "\n").first { $0.contains("the broker's JetStream settings are fit for partitioned input") }
         #expect(fit != nil, "\(a.log)")
         print("start check: \(fit ?? "")")
@@ -27,7 +32,7 @@ import Testing
     @Test func partitionsConsumedThroughMQTTSessionsAreRefusedByTheDefaultIntake() throws {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 1, partitions: 4)
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: NATSCluster.mqttIntake)
         let sessions = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = sessions.stop(signal: SIGKILL) }
         #expect(eventually(timeout: 30) { PartitionedDaemonTests.subscribed(sessions).count == 4 }, "\(sessions.log)")
@@ -51,7 +56,7 @@ import Testing
     @Test func partitionsWithTheJetStreamIntakesConsumersAreRefusedByTheMQTTIntake() throws {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 1, partitions: 4)
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: NATSCluster.mqttIntake)
         let pulled = try PartitionStreamIntakeTests.instance(
             "a", nats: nats, node: 0, store: store, partitions: 4, metricsPort: try freePort(), byDefault: true)
         defer { _ = pulled.stop(signal: SIGKILL) }
@@ -70,20 +75,21 @@ import Testing
         #expect(again.stop() == 0, "\(again.log)")
     }
 
-    /// A node with NATS's default MQTT settings (the shipped file without `max_ack_pending` and
-    /// `ack_wait`) is refused: exit 2 before any lease is claimed, each problem naming the
-    /// setting and the file.
-    @Test func aNodeWithTheDefaultMQTTSettingsIsRefused() throws {
+    /// `--intake mqtt` on a node with NATS's default MQTT settings (the shipped file as shipped,
+    /// without the edit it asks for) is refused: exit 2 before any lease is claimed, each
+    /// problem naming the setting and the file.
+    @Test func aNodeWithTheDefaultMQTTSettingsIsRefusedByTheMQTTIntake() throws {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(
-            size: 1, partitions: 4, edits: [("  max_ack_pending: 1\n", "  # max_ack_pending: 1\n"), ("  ack_wait: \"2s\"\n", "  # ack_wait: \"2s\"\n")])
+        let nats = try NATSCluster(size: 1, partitions: 4)
         let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }
         let code = a.wait()
         #expect(code == 2, "\(a.log)")
-        #expect(a.log.contains("max_ack_pending 1024; mobilityd --intake mqtt needs 1 (mqtt { max_ack_pending: 1 } in deploy/nats-node.conf"), "\(a.log)")
+        #expect(
+            a.log.contains("max_ack_pending 1024; mobilityd --intake mqtt needs 1 (mqtt { max_ack_pending: 1 }, commented out in deploy/nats-node.conf"),
+            "\(a.log)")
         #expect(a.log.contains("ack_wait 30.0 s; mobilityd --intake mqtt needs at most 5 s"), "\(a.log)")
         // Refused before the leases were opened: the database has no partition table at all.
         #expect(try server.psql("SELECT count(*) FROM pg_tables WHERE tablename = 'partitions'", database: database) == "0")
@@ -93,7 +99,7 @@ import Testing
     /// A node started with NATS's default `max_ack_pending`, on which `clientID` leaves a
     /// persistent session subscribed to `filter`, then fixed (the shipped setting) and restarted.
     static func fixedAfterASession(of clientID: String, on filter: String) throws -> NATSCluster {
-        let nats = try NATSCluster(size: 1, partitions: 4, edits: [("  max_ack_pending: 1\n", "  max_ack_pending: 1024\n")])
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: NATSCluster.mqttIntake + [("  max_ack_pending: 1\n", "  max_ack_pending: 1024\n")])
         try nats.recorder(0, filters: [filter], clientID: clientID, cleanSession: false).stop()
         nats.stop(0)
         try nats.edit(0, [("max_ack_pending: 1024", "max_ack_pending: 1")])
@@ -123,7 +129,7 @@ import Testing
     @Test func aBrokerThatComesUpLaterIsWaitedFor() throws {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 1, partitions: 4)
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: NATSCluster.mqttIntake)
         nats.stop(0)
         let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }
@@ -143,7 +149,7 @@ import Testing
     @Test func sigtermWhileWaitingForTheBrokerExitsZero() throws {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 1, partitions: 4)
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: NATSCluster.mqttIntake)
         nats.stop(0)
         let a = try PartitionFailoverTests.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }
@@ -158,7 +164,7 @@ import Testing
     @Test func aPrefixWithADotOnNATS29IsRefusedSayingWhy() throws {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 1, partitions: 4)
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: NATSCluster.mqttIntake)
         let a = try PartitionFailoverTests.instance(
             "a", broker: nats.daemonArguments(0) + ["--partition-prefix", "part.eu/{k}/"], store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }

@@ -14,7 +14,7 @@ extension PartitionFailoverTests {
         var description: String { self == .sessions ? "mqtt" : "jetstream" }
 
         /// The NATS cluster's node file edits this intake is tested with.
-        var edits: [(String, String)] { self == .jetStream ? PartitionStreamIntakeTests.defaults : [] }
+        var edits: [(String, String)] { self == .sessions ? NATSCluster.mqttIntake : [] }
 
         /// Instance `name` on node `node` of `nats`.
         func start(_ name: String, nats: NATSCluster, node: Int, store: String, partitions: Int, lease: Int = 2) throws -> ChildProcess {

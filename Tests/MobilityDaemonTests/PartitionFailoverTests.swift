@@ -195,7 +195,7 @@ import Testing
         let server = try PostgresServer()  // its own: this test stops it
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 8)
+        let nats = try NATSCluster(size: 1, partitions: 8, edits: NATSCluster.mqttIntake)
         let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try nats.recorder(0, filters: [])
         let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 8)

@@ -9,11 +9,8 @@ import Testing
 
 /// Partitioned instances consuming their partitions natively from JetStream (`--intake
 /// jetstream`), on a real nats-server whose MQTT settings are NATS's defaults (the shipped node
-/// file without `max_ack_pending` and `ack_wait`) and a real PostgreSQL.
+/// file as shipped) and a real PostgreSQL.
 @Suite(.serialized) struct PartitionStreamIntakeTests {
-    /// The shipped node file with NATS's default consumer settings for MQTT sessions.
-    static let defaults = [("  max_ack_pending: 1\n", "  # max_ack_pending: 1\n"), ("  ack_wait: \"2s\"\n", "  # ack_wait: \"2s\"\n")]
-
     /// A partitioned mobilityd consuming through JetStream, with its metrics on `metricsPort`
     /// (`--intake jetstream` given, unless `byDefault`).
     static func instance(
@@ -52,7 +49,7 @@ import Testing
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
+        let nats = try NATSCluster(size: 1, partitions: 8)
         let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try nats.recorder(0, filters: [])
         let portB = try freePort()
@@ -215,7 +212,7 @@ extension PartitionStreamIntakeTests {
         let server = try PostgresServer()  // its own: this test stops it
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
+        let nats = try NATSCluster(size: 1, partitions: 8)
         let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try nats.recorder(0, filters: [])
         let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
@@ -307,7 +304,7 @@ extension PartitionStreamIntakeTests {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
+        let nats = try NATSCluster(size: 1, partitions: 8)
         let a = try Self.instance("a", nats: nats, node: 0, store: store, partitions: 8, metricsPort: try freePort())
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(eventually(timeout: 30) { Self.ready(a).count == 8 }, "\(a.log)")
@@ -358,7 +355,7 @@ extension PartitionStreamIntakeTests {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 8, edits: Self.defaults)
+        let nats = try NATSCluster(size: 1, partitions: 8)
         let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try nats.recorder(0, filters: [])
         let port = try freePort()
@@ -473,7 +470,7 @@ extension PartitionStreamIntakeTests {
         let chunk = max(8, (records.count - backlog) / 300)  // every 100 ms: 30 s of traffic
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 1, partitions: 4, edits: Self.defaults)
+        let nats = try NATSCluster(size: 1, partitions: 4)
         let pub = try nats.recorder(0, filters: [])
         let names = { (p: ChildProcess) in
             Set(
@@ -538,7 +535,7 @@ extension PartitionStreamIntakeTests {
         let records = Array(Population(users: 16, days: 40, seed: 23).traffic())
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 3, partitions: 4, edits: Self.defaults)
+        let nats = try NATSCluster(size: 3, partitions: 4)
         defer { nats.signal(0, SIGCONT) }
         let pub = try nats.recorder(2, filters: [])
         let port = try freePort()

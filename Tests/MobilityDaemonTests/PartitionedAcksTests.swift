@@ -19,7 +19,7 @@ import Testing
         let last = try #require(ids.last)
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 1, partitions: 2)
+        let nats = try NATSCluster(size: 1, partitions: 2, edits: NATSCluster.mqttIntake)
         let acks = try nats.recorder(0, filters: ["mobility/v1/users/+/acks"])
         let pub = try nats.recorder(0, filters: [])
         let a = try ChildProcess(

@@ -91,7 +91,7 @@ import struct StateStore.PartitionSet
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 2)
+        let nats = try NATSCluster(size: 1, partitions: 2, edits: NATSCluster.mqttIntake)
         // A recorder per filter: NATS backs each filter of a session with a consumer of its own, so
         // a barrier is in order with its own filter's messages only.
         let rec = try nats.recorder(0, filters: ["mobility/v1/teams/#"])

@@ -107,7 +107,7 @@ import struct StateStore.PartitionSet
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 3, partitions: 8)
+        let nats = try NATSCluster(size: 3, partitions: 8, edits: NATSCluster.mqttIntake)
         let rec = try nats.recorder(0, filters: ["mobility/v1/users/+/alerts/#"])
         let pub = try nats.recorder(0, filters: [])
         let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 8)
@@ -162,7 +162,7 @@ extension PartitionedDaemonTests {
     @Test func sighupReloadsThePartitionedRunAndSIGTERMStillStopsIt() throws {
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
-        let nats = try NATSCluster(size: 1, partitions: 4)
+        let nats = try NATSCluster(size: 1, partitions: 4, edits: NATSCluster.mqttIntake)
         let a = try Self.instance("a", broker: nats.daemonArguments(0), store: store, partitions: 4)
         defer { _ = a.stop(signal: SIGKILL) }
         #expect(eventually(timeout: 30) { Self.subscribed(a).count == 4 }, "\(a.log)")

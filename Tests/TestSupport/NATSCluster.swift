@@ -14,6 +14,9 @@ package final class NATSCluster: @unchecked Sendable {
     package static let binary = "/usr/sbin/nats-server"
     /// The shipped node configuration.
     package static let shippedConfiguration = RepoPaths.root + "/deploy/nats-node.conf"
+    /// The edit the shipped file asks for with `mobilityd --intake mqtt`: its MQTT sessions'
+    /// `max_ack_pending` and `ack_wait` uncommented.
+    package static let mqttIntake = [("  # max_ack_pending: 1\n", "  max_ack_pending: 1\n"), ("  # ack_wait: \"2s\"\n", "  ack_wait: \"2s\"\n")]
     /// One node's ports and process.
     package struct Node: Sendable {
         /// The client port, the MQTT port, the cluster (route) port and the monitoring (HTTP)
@@ -38,7 +41,8 @@ package final class NATSCluster: @unchecked Sendable {
 
     /// Starts `size` nodes with the mapping into `partitions` partitions and waits until each
     /// serves MQTT sessions.
-    /// - Parameter edits: more substitutions in the shipped file (a test of a misconfigured broker).
+    /// - Parameter edits: more substitutions in the shipped file (the edit `--intake mqtt` asks for,
+    ///   ``mqttIntake``, or a misconfigured broker).
     package init(size: Int = 3, partitions: Int, edits: [(String, String)] = []) throws {
         guard FileManager.default.isExecutableFile(atPath: NATSCluster.binary) else {
             throw HarnessError("nats-server is not installed (\(NATSCluster.binary)): run scripts/install-deps.sh, which installs nats-server")
