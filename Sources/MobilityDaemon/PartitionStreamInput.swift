@@ -54,8 +54,12 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let log: Logger
     private let links: PartitionLinks
     private let maxPayloadBytes: Int
-    /// `--commit-interval` (ns): how long a partition whose batch was not full waits before its next fetch (``BatchLinger``).
+    /// `--commit-interval` (ns), at most ``maxLingerMs``: how long a partition whose batch was not
+    /// full waits before its next fetch (``BatchLinger``).
     private let commitIntervalNs: UInt64
+    /// The longest a partition's next fetch is held, whatever `--commit-interval`: far below the
+    /// stall bound (a partition held that long counts as cut off) and the lease.
+    static let maxLingerMs = 1000
     private let clock: DaemonClock
     private let connect: @Sendable () throws(JetStreamFailure) -> NATSConnection
     private let onFenced: @Sendable () -> Void
@@ -93,7 +97,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         self.log = log
         self.links = links
         self.maxPayloadBytes = maxPayloadBytes
-        self.commitIntervalNs = UInt64(commitIntervalMs) * 1_000_000
+        self.commitIntervalNs = UInt64(min(commitIntervalMs, Self.maxLingerMs)) * 1_000_000
         self.clock = clock
         self.connect = connect
         self.onFenced = onFenced
@@ -548,8 +552,9 @@ struct IdleConsumer {
 /// A fetch returns as soon as the server has nothing more to give, so how many messages a batch
 /// holds would otherwise depend on how fast the instance happens to commit — on how many
 /// partitions it holds and how loaded it is. After a full batch, or an empty fetch (which waited
-/// for the first messages), at once. A message waits at most the interval more for its commit,
-/// as with the single-node daemon's group commit; `--commit-interval 0` fetches again at once.
+/// for the first messages), at once. A message waits at most the interval (at most a second) more
+/// for its commit, as with the single-node daemon's group commit; `--commit-interval 0` fetches
+/// again at once.
 struct BatchLinger {
     /// The commit interval (ns).
     let intervalNs: UInt64

@@ -33,6 +33,7 @@ extension Shard {
             next += 1
             switch consume item {
             case .message(let seq, let topic, let parsed, let payload):
+                awaitingWaiter = journal == nil
                 batch.budget.message(bytes: payload.count)
                 if seq > 0 { batch.lastSeq = seq }
                 var user: String?
@@ -47,14 +48,17 @@ extension Shard {
                 handled(seq: seq, user: user, position: position)
                 if let before = timelineBefore, let u = user { timelineChanged(u, before: before) }
             case .decodedSamples(let seq, let topic, let user, let samples):
+                awaitingWaiter = journal == nil
                 batch.budget.message(bytes: BatchBudget.bytesPerDecodedSample * ((try? samples.get())?.count ?? 0))
                 if seq > 0 { batch.lastSeq = seq }
                 guard case .next(let position) = journalPosition(seq: seq, user: user) else { batch.replayed += 1; continue }
                 ingestor.handle(decodedSamples: samples, user: user, topic: topic, now: batch.wall, into: &out)
                 handled(seq: seq, user: user, position: position)
             case .oversized(let topic, let parsed, let size):
+                awaitingWaiter = journal == nil
                 ingestor.rejectOversized(topic: topic, parsed: parsed, size: size, into: &out)
             case .retained(let topic, let parsed):
+                awaitingWaiter = journal == nil
                 ingestor.rejectRetained(topic: topic, parsed: parsed, into: &out)
             case .tick(let now): ingestor.tick(now: now, into: &out)
             case .reload(let p):
@@ -63,7 +67,9 @@ extension Shard {
                 outputs.fhir?.reload(p)
             case .housekeeping: break
             case .barrier(let s): batch.barriers.append(s)
-            case .durable(let w): durables.append(w)
+            case .durable(let w):
+                durables.append(w)
+                awaitingWaiter = false
             case .acknowledge(let c, let taken):
                 let outcome = desk?.acknowledge(c, instance: ingestor.engine.firingInstance(user: c.user, id: c.alert), now: batch.wall)
                 taken?.give(outcome ?? .refused(reason: "store_unavailable", message: "this daemon takes no acknowledgements"))

@@ -12,7 +12,11 @@
 /// batch with other outputs takes the waiting series' users along. Everyone's changes are committed
 /// once the interval has passed, for a barrier (a caller waits for durability), after a failed
 /// commit that held outputs, and always when there is no ingest journal to hold the messages
-/// until their commit.
+/// until their commit — except that without a journal (a partition's input) messages are
+/// committed only together with the commit waiter their input hands in behind them: a batch
+/// that holds messages whose waiter has not come yet (the queue's take split a hand-off) waits
+/// for it, so that a partition's batch, and the stream position its waiter carries, are one
+/// commit.
 struct ShardCommitPolicy: Sendable {
     /// What a batch commits.
     enum Scope: Equatable, Sendable {
@@ -79,11 +83,14 @@ struct ShardCommitPolicy: Sendable {
     ///     earlier ones'; they go with the next commit of any scope.
     ///   - barrier: the batch holds a barrier.
     ///   - pendingUsers: users with uncommitted changes, this batch's included.
-    mutating func batchProcessed(outputs: Bool, deferred: Bool = false, barrier: Bool, pendingUsers: Int, now: UInt64) -> Scope {
+    ///   - awaitingWaiter: messages were taken whose commit waiter has not come yet (no journal).
+    mutating func batchProcessed(
+        outputs: Bool, deferred: Bool = false, barrier: Bool, pendingUsers: Int, awaitingWaiter: Bool = false, now: UInt64
+    ) -> Scope {
         precondition(state == .idle, "a batch while a commit is in progress or after closing")
         let scope = Self.scope(
             outputs: outputs, earlierOutputs: outputsHeld, barrier: barrier, journaled: journaled,
-            pendingUsers: pendingUsers, sinceLastCommitNs: now &- lastCommitNs, intervalNs: intervalNs)
+            pendingUsers: pendingUsers, awaitingWaiter: awaitingWaiter, sinceLastCommitNs: now &- lastCommitNs, intervalNs: intervalNs)
         if scope == .all { lastCommitNs = now }
         if scope != .none {
             state = .committing(scope, barrier: barrier)
@@ -139,9 +146,11 @@ struct ShardCommitPolicy: Sendable {
 
     /// The batch's commit scope from its facts (the policy's one rule, kept pure for tables).
     static func scope(
-        outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int,
+        outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int, awaitingWaiter: Bool = false,
         sinceLastCommitNs: UInt64, intervalNs: UInt64
     ) -> Scope {
+        // The rest of the hand-off, and its waiter, are already on their way.
+        if !journaled && awaitingWaiter && !barrier { return .none }
         if intervalNs == 0 || !journaled || barrier || earlierOutputs || sinceLastCommitNs >= intervalNs || pendingUsers >= maxPendingUsers {
             return .all
         }

@@ -80,11 +80,11 @@ import Testing
     @Test func onlyJournalledChangesWithoutOutputsWait() {
         let ms: UInt64 = 1_000_000
         func scope(
-            outputs: Bool = false, earlier: Bool = false, barrier: Bool = false, journaled: Bool = true, users: Int = 10,
+            outputs: Bool = false, earlier: Bool = false, barrier: Bool = false, journaled: Bool = true, users: Int = 10, awaiting: Bool = false,
             since: UInt64 = 5 * ms, interval: UInt64 = 100 * ms
         ) -> ShardCommitPolicy.Scope {
             ShardCommitPolicy.scope(
-                outputs: outputs, earlierOutputs: earlier, barrier: barrier, journaled: journaled, pendingUsers: users,
+                outputs: outputs, earlierOutputs: earlier, barrier: barrier, journaled: journaled, pendingUsers: users, awaitingWaiter: awaiting,
                 sinceLastCommitNs: since, intervalNs: interval)
         }
         #expect(scope() == .none)  // state changes only, within the interval: they wait
@@ -92,6 +92,11 @@ import Testing
         #expect(scope(outputs: true, earlier: true) == .all)  // outputs of a failed commit: everything, in order
         #expect(scope(barrier: true) == .all)  // a caller waits for durability
         #expect(scope(journaled: false) == .all)  // nothing else holds the messages
+        // A partition's hand-off whose waiter has not come yet waits for it, whatever else holds;
+        // a barrier's caller does not wait.
+        #expect(scope(outputs: true, earlier: true, journaled: false, users: ShardCommitPolicy.maxPendingUsers, awaiting: true, interval: 0) == .none)
+        #expect(scope(barrier: true, journaled: false, awaiting: true) == .all)
+        #expect(scope(awaiting: true) == .none && scope(outputs: true, awaiting: true) == .batch)  // a journal holds them: as without
         #expect(scope(since: 100 * ms) == .all)  // the interval has passed
         #expect(scope(users: ShardCommitPolicy.maxPendingUsers) == .all)  // a commit stays bounded
         #expect(scope(interval: 0) == .all)  // --commit-interval 0: every batch

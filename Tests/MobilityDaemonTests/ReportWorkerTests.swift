@@ -36,9 +36,12 @@ import Testing
     struct Refused: Error {}
 
     /// A real store whose report commits refuse while `refuse` is set, or wait for `gate` while
-    /// `hold` is set (everything else goes straight through).
+    /// `hold` is set (everything else goes straight through), and which notes each state
+    /// commit's users' applied positions and stream sequences (the latter kept here only: the
+    /// SQLite store keeps none).
     final class ControlledReports: StateBackend, @unchecked Sendable {
         let store: StateStore
+        let commits = Mutex<[(applied: [String: UInt64], streamSequences: [Int: UInt64])]>([])
         let refuse = Atomic<Bool>(false)
         let refused = Atomic<Int>(0)
         let stored = Atomic<Int>(0)
@@ -66,14 +69,17 @@ import Testing
             users: [StoredUser<Prepared>], outbox: [StateStore.OutboxItem]
         ) { try store.load(alertNames: alertNames, prepare: prepare) }
         func commit(users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord]) throws -> [Int64] {
-            try store.commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history)
+            let ids = try store.commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history)
+            commits.withLock { $0.append((Dictionary(users.map { ($0.user, $0.appliedSeq) }) { $1 }, [:])) }
+            return ids
         }
         func commit(
             users: [StateStore.UserRecord], outbox: [StateStore.OutboxItem], acknowledged: [Int64], history: [HistoryRecord], audited: [AuditedChange],
             streamSequences: [Int: UInt64]
         ) throws -> (ids: [Int64], announced: [StateStore.OutboxItem]) {
-            try store.commit(
-                users: users, outbox: outbox, acknowledged: acknowledged, history: history, audited: audited, streamSequences: streamSequences)
+            let done = try store.commit(users: users, outbox: outbox, acknowledged: acknowledged, history: history, audited: audited)
+            commits.withLock { $0.append((Dictionary(users.map { ($0.user, $0.appliedSeq) }) { $1 }, streamSequences)) }
+            return done
         }
         func history(of user: String, from: DayNumber, through: DayNumber) throws -> UserHistory { try store.history(of: user, from: from, through: through) }
         func weeklyReport(of user: String, week: String?) throws -> (week: String, payload: [UInt8])? { try store.weeklyReport(of: user, week: week) }

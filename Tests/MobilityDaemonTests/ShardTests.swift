@@ -77,6 +77,44 @@ import Testing
         #expect(after.ingest.samplesAccepted == 1)
     }
 
+    /// Without a journal (a partition's input) the messages of a hand-off are committed only
+    /// with the waiter behind them, whose partition's stream sequence that commit records: taken
+    /// before their waiter came, they wait for it, so no user's state is committed ahead of its
+    /// partition's recorded position however the queue's takes split the hand-off.
+    @Test func aPartitionsMessagesAreCommittedOnlyWithTheirWaitersStreamSequence() throws {
+        let dir = TemporaryPath.make("mw-shard")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = ReportWorkerTests.ControlledReports(try StateStore(path: dir + "/state.sqlite"))
+        let shard = Shard(
+            index: 0,
+            ingestor: Ingestor(
+                engine: Engine(program: try ReportWorkerTests.program(), configuration: DaemonConfiguration().engine), layout: TopicLayout(),
+                clock: .event, boundedByWallClock: true),
+            capacity: 100_000, sink: ReportWorkerTests.Captured(), store: store, journal: nil, acks: PublishTracker(),
+            log: Logger(format: .logfmt, level: .error), clock: ManualClock(wallMs: 1_775_048_400_000, step: 1).clock)
+        shard.start()
+        defer {
+            shard.queue.close()
+            shard.join()
+        }
+        let layout = TopicLayout()
+        for (i, u) in ["u1", "u2", "u3"].enumerated() {
+            let topic = layout.samples(u)
+            let payload = Array(sampleJSON(id: "s\(i)", value: 1.2, end: "2026-04-01T12:00:00Z").utf8)
+            #expect(shard.queue.push(.message(seq: UInt64(101 + i), topic: topic, parsed: layout.parse(topic), payload: payload)))
+        }
+        // Taken and handled without their waiter: nothing committed.
+        #expect(eventually(timeout: 10) { shard.stats.withLock { $0.ingest.samplesAccepted } == 3 })
+        #expect(shard.stats.withLock { $0.batches } >= 1)
+        #expect(store.commits.withLock { $0.isEmpty })
+        let w = CommitWaiter(streamSequence: (partition: 5, sequence: 103))
+        #expect(shard.queue.push(.durable(w)))
+        #expect(w.wait(abandoned: { false }))
+        let commits = store.commits.withLock { $0 }
+        #expect(commits.count == 1)
+        #expect(commits.first?.applied == ["u1": 101, "u2": 102, "u3": 103] && commits.first?.streamSequences == [5: 103], "\(commits)")
+    }
+
     /// A batch reads the monotonic clock when it starts, after ingest and after its commit: with
     /// a clock that moves one second a read, each batch evaluated for 1 s and took 2 s.
     @Test func batchesAreTimedOnTheMonotonicClockGiven() throws {
