@@ -43,6 +43,25 @@ final class BoundedQueue<Element>: @unchecked Sendable {
         return nil
     }
 
+    /// Appends all of `xs` at once — no other producer's element comes between them, and a take
+    /// has either none or all of them — waiting while they do not fit (unless the queue is
+    /// empty: more than the capacity at once is taken in whole). False, and nothing appended,
+    /// once the queue is closed.
+    @discardableResult
+    func pushAll(_ xs: consuming [Element]) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while !items.isEmpty && items.count + xs.count > capacity && !closed {
+            waitingProducers += 1
+            condition.wait()
+            waitingProducers -= 1
+        }
+        guard !closed else { return false }
+        items.append(contentsOf: consume xs)
+        if waitingConsumer { condition.broadcast() }
+        return true
+    }
+
     /// Waits until there is something to take; false when closed and drained.
     func waitForItems() -> Bool {
         condition.lock()

@@ -116,7 +116,7 @@ final class PartitionInputService: Service, @unchecked Sendable {
             return
         }
         let w = CommitWaiter()
-        guard shard.queue.push(item), shard.queue.push(.durable(w)) else {
+        guard shard.queue.pushAll([item, .durable(w)]) else {
             client.abortConnection()
             return
         }

@@ -58,7 +58,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     /// full waits before its next fetch (``BatchLinger``).
     private let commitIntervalNs: UInt64
     /// The longest a partition's next fetch is held, whatever `--commit-interval`: far below the
-    /// stall bound (a partition held that long counts as cut off) and the lease.
+    /// stall bound (a partition without progress that long counts as cut off).
     static let maxLingerMs = 1000
     private let clock: DaemonClock
     private let connect: @Sendable () throws(JetStreamFailure) -> NATSConnection
@@ -461,12 +461,14 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     }
 
     /// Hands partition `k`'s messages after `taken` to its shard, in order, then a commit waiter
-    /// that has the commit record the partition's stream sequence `through`; nil when the shard no
-    /// longer takes work (the run is stopping).
+    /// that has the commit record the partition's stream sequence `through`, all at once (another
+    /// partition of the shard never comes between them: the shard commits a hand-off's messages
+    /// only with its waiter); nil when the shard no longer takes work (the run is stopping).
     private func hand(
         _ messages: ArraySlice<JetStreamPullConsumer.Message>, after taken: UInt64, through: UInt64, partition k: Int, prefix: String
     ) -> CommitWaiter? {
-        let shard = shards[routing.shard(ofPartition: k) ?? 0]
+        var items: [ShardItem] = []
+        items.reserveCapacity(messages.count + 1)
         for m in messages where m.sequence > taken {
             guard let topic = JetStreamInspector.topic(ofSubject: m.subject), topic.hasPrefix(prefix) else { continue }
             let inner = String(topic.dropFirst(prefix.utf8.count))
@@ -479,14 +481,14 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 }
                 continue
             }
-            let item: ShardItem =
+            items.append(
                 m.payload.count > maxPayloadBytes
-                ? .oversized(topic: inner, parsed: parsed, size: m.payload.count)
-                : .message(seq: m.sequence, topic: inner, parsed: parsed, payload: m.payload)
-            guard shard.queue.push(item) else { return nil }
+                    ? .oversized(topic: inner, parsed: parsed, size: m.payload.count)
+                    : .message(seq: m.sequence, topic: inner, parsed: parsed, payload: m.payload))
         }
         let w = CommitWaiter(streamSequence: (k, through))
-        return shard.queue.push(.durable(w)) ? w : nil
+        items.append(.durable(w))
+        return shards[routing.shard(ofPartition: k) ?? 0].queue.pushAll(items) ? w : nil
     }
 }
 

@@ -13,10 +13,11 @@
 /// once the interval has passed, for a barrier (a caller waits for durability), after a failed
 /// commit that held outputs, and always when there is no ingest journal to hold the messages
 /// until their commit — except that without a journal (a partition's input) messages are
-/// committed only together with the commit waiter their input hands in behind them: a batch
-/// that holds messages whose waiter has not come yet (the queue's take split a hand-off) waits
-/// for it, so that a partition's batch, and the stream position its waiter carries, are one
-/// commit.
+/// committed only together with the commit waiter their input hands in behind them (the two
+/// pushed at once: ``BoundedQueue/pushAll(_:)``, so nothing of another hand-off comes between):
+/// a batch that holds messages whose waiter has not come yet (a batch's budget split the
+/// hand-off) waits for it, so that a partition's batch, and the stream position its waiter
+/// carries, are one commit.
 struct ShardCommitPolicy: Sendable {
     /// What a batch commits.
     enum Scope: Equatable, Sendable {
