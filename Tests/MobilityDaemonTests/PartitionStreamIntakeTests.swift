@@ -119,8 +119,11 @@ import Testing
         let m = try parsePrometheus(metrics)
         #expect(m["mobilityd_rejected_total{reason=\"too_late\"}"] == 0, "\(metrics)")
         // Nothing b's last run was handed had its user's committed state applied already (a
-        // state committed ahead of its partition's recorded sequence would be skipped here).
+        // state committed ahead of its partition's recorded sequence would be skipped here), and
+        // no user's committed state is ahead of its partition's sequence.
         #expect(m["mobilityd_journal_skipped_total"] == 0, "\(metrics)")
+        let ahead = "SELECT count(*) FROM users u JOIN partitions p USING (partition) WHERE u.applied_seq > p.stream_seq"
+        #expect(try server.psql(ahead, database: database) == "0")
         // Every partition committed through some stream sequence; each has one consumer left (b's
         // last run's), with nothing delivered and unacknowledged once b caught up.
         #expect(eventually(timeout: 10) { (try? server.psql("SELECT count(*) FROM partitions WHERE stream_seq > 0", database: database)) == "8" })

@@ -78,9 +78,9 @@ import Testing
     }
 
     /// Without a journal (a partition's input) the messages of a hand-off are committed only
-    /// with the waiter behind them, whose partition's stream sequence that commit records: taken
-    /// before their waiter came, they wait for it, so no user's state is committed ahead of its
-    /// partition's recorded position however the queue's takes split the hand-off.
+    /// with the waiter behind them, whose partition's stream sequence that commit records: handled
+    /// before their waiter came (a batch's budget split the hand-off), they wait for it, so no
+    /// user's state is committed ahead of its partition's recorded position.
     @Test func aPartitionsMessagesAreCommittedOnlyWithTheirWaitersStreamSequence() throws {
         let dir = TemporaryPath.make("mw-shard")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
