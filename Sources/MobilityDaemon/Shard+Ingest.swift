@@ -66,7 +66,9 @@ extension Shard {
                 outputs.markers.reload(p)
                 outputs.fhir?.reload(p)
             case .housekeeping: break
-            case .barrier(let s): batch.barriers.append(s)
+            case .barrier(let s):
+                batch.barriers.append(s)
+                awaitingWaiter = false  // everything before it is committed with it, as with a waiter
             case .durable(let w):
                 durables.append(w)
                 awaitingWaiter = false

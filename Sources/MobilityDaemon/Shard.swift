@@ -67,8 +67,8 @@ final class Shard: @unchecked Sendable {
     var pendingAnswers: [TimelineAnswer] = []
     /// Partition sessions waiting for the next successful commit (``ShardItem/durable(_:)``).
     var durables: [CommitWaiter] = []
-    /// Without a journal: a message was taken after the last commit waiter (its own is still to
-    /// come), so the batch's commit waits for it (``ShardCommitPolicy``).
+    /// Without a journal: a message was taken after the last commit waiter or barrier (its
+    /// waiter is still to come), so the batch's commit waits for it (``ShardCommitPolicy``).
     var awaitingWaiter = false
     /// Called when the store fenced a commit (partitioned input: the run stops, see ``Daemon/commitFenced()``).
     let onFenced: (@Sendable () -> Void)?
