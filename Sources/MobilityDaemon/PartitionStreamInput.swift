@@ -211,10 +211,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     }
 
     /// Waits `ms` or until revoked.
-    private func pause(ms: Int) {
-        let until = DispatchTime.now() + .milliseconds(ms)
-        while !isRevoked, DispatchTime.now() < until { usleep(50_000) }
-    }
+    private func pause(ms: Int) { hold(until: clock.uptimeNanoseconds() + UInt64(ms) * 1_000_000) }
 
     /// The run's NATS connection, made on first use (libnats reconnects it, to the `--nats` nodes
     /// only, for as long as it lives).

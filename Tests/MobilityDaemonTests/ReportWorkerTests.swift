@@ -39,7 +39,7 @@ import Testing
     /// `hold` is set (everything else goes straight through), and which notes each state
     /// commit's users' applied positions and stream sequences (the latter kept here only: the
     /// SQLite store keeps none).
-    final class ControlledReports: StateBackend, @unchecked Sendable {
+    final class ControlledStore: StateBackend, @unchecked Sendable {
         let store: StateStore
         let commits = Mutex<[(applied: [String: UInt64], streamSequences: [Int: UInt64])]>([])
         let refuse = Atomic<Bool>(false)
@@ -120,7 +120,7 @@ import Testing
 
     /// A shard over `store` with the shipped rules (event clock), its users restored from the
     /// store and the weeks it holds due added, as the daemon starts one; started.
-    static func startShard(_ store: ControlledReports, sink: Captured, weeksPerAttempt: Int? = nil, clock: DaemonClock = .system) throws -> Shard {
+    static func startShard(_ store: ControlledStore, sink: Captured, weeksPerAttempt: Int? = nil, clock: DaemonClock = .system) throws -> Shard {
         let program = try program()
         let config = DaemonConfiguration().engine
         let shard = Shard(
@@ -160,7 +160,7 @@ import Testing
         let path = TemporaryPath.make("mw-report-worker")
         defer { try? FileManager.default.removeItem(atPath: path) }
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let store = ControlledReports(try StateStore(path: path + "/state.sqlite"))
+        let store = ControlledStore(try StateStore(path: path + "/state.sqlite"))
         let sink = Captured()
         store.refuse.store(true, ordering: .relaxed)
         let clock = ShardTests.ManualClock(wallMs: 1_796_083_200_000, step: 0)  // 2026-12-01: the story is in the past
@@ -199,7 +199,7 @@ import Testing
         let path = TemporaryPath.make("mw-report-worker")
         defer { try? FileManager.default.removeItem(atPath: path) }
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let store = ControlledReports(try StateStore(path: path + "/state.sqlite"))
+        let store = ControlledStore(try StateStore(path: path + "/state.sqlite"))
         let users = ["ana", "ben", "cy"]
         let records = Self.records(users: users)
         let first = Captured()
@@ -241,7 +241,7 @@ import Testing
         let path = TemporaryPath.make("mw-report-worker")
         defer { try? FileManager.default.removeItem(atPath: path) }
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let store = ControlledReports(try StateStore(path: path + "/state.sqlite"))
+        let store = ControlledStore(try StateStore(path: path + "/state.sqlite"))
         let sink = Captured()
         func withTeams(_ r: TrafficRecord, _ team: String) -> TrafficRecord {
             var r = r

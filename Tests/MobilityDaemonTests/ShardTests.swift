@@ -84,7 +84,7 @@ import Testing
     @Test func aPartitionsMessagesAreCommittedOnlyWithTheirWaitersStreamSequence() throws {
         let dir = TemporaryPath.make("mw-shard")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let store = ReportWorkerTests.ControlledReports(try StateStore(path: dir + "/state.sqlite"))
+        let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
         let shard = Shard(
             index: 0,
             ingestor: Ingestor(
