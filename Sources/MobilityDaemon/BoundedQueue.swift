@@ -62,14 +62,20 @@ final class BoundedQueue<Element>: @unchecked Sendable {
         return true
     }
 
-    /// Waits until there is something to take; false when closed and drained.
-    func waitForItems() -> Bool {
+    /// Waits until there is something to take, or for at most `ns` nanoseconds (nil: without
+    /// bound; true then, and the take may be empty); false when closed and drained.
+    func waitForItems(atMostNs ns: UInt64? = nil) -> Bool {
+        let deadline = ns.map { Date(timeIntervalSinceNow: Double($0) / 1e9) }
         condition.lock()
         defer { condition.unlock() }
         while items.isEmpty && !closed {
             waitingConsumer = true
-            condition.wait()
-            waitingConsumer = false
+            defer { waitingConsumer = false }
+            if let deadline {
+                if !condition.wait(until: deadline) { return true }
+            } else {
+                condition.wait()
+            }
         }
         return !items.isEmpty
     }

@@ -153,7 +153,7 @@ extension Daemon {
                 capacity: config.queueCapacity, sink: sink, store: state.store, journal: claimed == nil ? state.journal : nil, acks: acks, log: log,
                 ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
                 historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, fhir: config.fhir,
-                desks: desks, onFenced: onFenced, clock: clock,
+                desks: desks, onFenced: onFenced, clock: clock, streamInput: claimed != nil && config.partitioning?.intake == .jetStream,
                 acknowledge: { user, lastID in
                     sink.publishAcknowledgement(topic: layout.acks(user), payload: CommitAckPayload.bytes(user: user, lastID: lastID))
                 })

@@ -84,7 +84,7 @@ final class Shard: @unchecked Sendable {
         index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
         acks: PublishTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
         historyDays: Int? = 90, publishesSeries: Bool = true, careTeams: CareTeams = CareTeams(), fhir: Bool = false,
-        desks: StaffDesks = StaffDesks(), onFenced: (@Sendable () -> Void)? = nil, clock: DaemonClock = .system,
+        desks: StaffDesks = StaffDesks(), onFenced: (@Sendable () -> Void)? = nil, clock: DaemonClock = .system, streamInput: Bool = false,
         acknowledge: (@Sendable (String, String) -> Void)? = nil
     ) {
         self.clock = clock
@@ -95,7 +95,7 @@ final class Shard: @unchecked Sendable {
         self.recordsHistory = historyDays != nil
         self.policy = ShardCommitPolicy(
             intervalNs: UInt64(commitIntervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
-            journaled: journal != nil, now: 0)
+            keeper: journal != nil ? .journal : streamInput ? .stream : .none, now: 0)
         self.index = index
         self.ingestor = ingestor
         self.queue = BoundedQueue(capacity: capacity)
@@ -160,6 +160,13 @@ final class Shard: @unchecked Sendable {
         }
     }
 
+    /// How long the queue may be waited on before the interval's commit of what waits for it is
+    /// due (nil: without bound; only a shard fed by streams holds changes that nothing else commits).
+    private func commitDueInNs() -> UInt64? {
+        guard !durables.isEmpty || !pendingUsers.isEmpty || !pending.outbox.isEmpty else { return nil }
+        return policy.commitDueInNs(now: clock.uptimeNanoseconds())
+    }
+
     /// Waits until the thread has drained a closed queue.
     func join() { finished.wait() }
 
@@ -196,7 +203,7 @@ final class Shard: @unchecked Sendable {
         var takenThrough: UInt64 = 0
         var handledThrough: UInt64 = 0
         policy.started(now: clock.uptimeNanoseconds())  // the first interval runs from the start
-        while next < taken.count || queue.waitForItems() {
+        while next < taken.count || queue.waitForItems(atMostNs: commitDueInNs()) {
             // One clock read per batch, not per message.
             let started = clock.uptimeNanoseconds()
             busySince.store(started, ordering: .relaxed)

@@ -17,8 +17,26 @@
 /// pushed at once: ``BoundedQueue/pushAll(_:)``, so nothing of another hand-off comes between):
 /// a batch that holds messages whose waiter has not come yet (a batch's budget split the
 /// hand-off) waits for it, so that a partition's batch, and the stream position its waiter
-/// carries, are one commit.
+/// carries, are one commit. A JetStream partition's stream keeps its batch until the waiter is
+/// answered, as the journal does, so those hand-offs wait for the interval's commit too (the
+/// shard wakes for it, ``commitDueInNs(now:)``): every partition of the shard that handed in
+/// within an interval shares one transaction, instead of one each.
 struct ShardCommitPolicy: Sendable {
+    /// What keeps a shard's messages until they are committed: what decides whether a commit may wait.
+    enum Keeper: Equatable, Sendable {
+        /// The ingest journal (the single-node daemon): changes without outputs wait for the
+        /// interval's commit; outputs go at once with the users that made them.
+        case journal
+        /// A JetStream partition's stream, which keeps its batch until the batch's commit waiter
+        /// is answered: everything waits for the interval's commit, but outputs (and a barrier)
+        /// commit at once — and always everyone, since a stream position is committed only with
+        /// every user of the shard.
+        case stream
+        /// Nothing (an MQTT partition session, one message in flight until its commit, or a
+        /// shard fed without waiters): every batch commits everything.
+        case none
+    }
+
     /// What a batch commits.
     enum Scope: Equatable, Sendable {
         /// Nothing: a later batch commits these changes with its own.
@@ -55,24 +73,38 @@ struct ShardCommitPolicy: Sendable {
     private var state = State.idle
     /// Outputs of a failed commit wait in the outbox: the next batch commits everything, in order.
     private var outputsHeld = false
+    /// The last commit failed: retried with the next item (housekeeping's every 500 ms at the
+    /// latest), not at every interval.
+    private var failing = false
     private var lastCommitNs: UInt64
     private var lastAckPublishNs: UInt64 = 0
     /// `--commit-interval` in ns (0: every batch commits everything).
     let intervalNs: UInt64
     /// `--ack-interval` in ns.
     let ackIntervalNs: UInt64
-    private let journaled: Bool
+    /// What keeps the messages until their commit.
+    let keeper: Keeper
 
     /// A policy whose first commit interval runs from `now`.
     /// - Parameters:
     ///   - intervalNs: `--commit-interval` (0: every batch commits everything).
     ///   - ackIntervalNs: `--ack-interval`: at most one acknowledgement per user per interval.
-    ///   - journaled: an ingest journal holds messages until their commit.
-    init(intervalNs: UInt64, ackIntervalNs: UInt64, journaled: Bool, now: UInt64) {
+    ///   - keeper: what holds messages until their commit.
+    init(intervalNs: UInt64, ackIntervalNs: UInt64, keeper: Keeper, now: UInt64) {
         self.intervalNs = intervalNs
         self.ackIntervalNs = ackIntervalNs
-        self.journaled = journaled
+        self.keeper = keeper
         self.lastCommitNs = now
+    }
+
+    /// With changes waiting in a shard fed by streams: how long until the interval's commit is
+    /// due (at least 1 ms), for the shard's wait on its queue; nil when nothing wakes it but its
+    /// queue (the journal's changes are committed by the next item, a tick or housekeeping, and
+    /// so is a failed commit's retry).
+    func commitDueInNs(now: UInt64) -> UInt64? {
+        guard keeper == .stream, state == .idle, !failing else { return nil }
+        let since = now &- lastCommitNs
+        return since >= intervalNs ? 1_000_000 : max(1_000_000, intervalNs - since)
     }
 
     /// A batch was processed at `now`; returns what to commit. Unless `.none`, report the
@@ -90,7 +122,7 @@ struct ShardCommitPolicy: Sendable {
     ) -> Scope {
         precondition(state == .idle, "a batch while a commit is in progress or after closing")
         let scope = Self.scope(
-            outputs: outputs, earlierOutputs: outputsHeld, barrier: barrier, journaled: journaled,
+            outputs: outputs, earlierOutputs: outputsHeld, barrier: barrier, keeper: keeper,
             pendingUsers: pendingUsers, awaitingWaiter: awaitingWaiter, sinceLastCommitNs: now &- lastCommitNs, intervalNs: intervalNs)
         if scope == .all { lastCommitNs = now }
         if scope != .none {
@@ -113,7 +145,7 @@ struct ShardCommitPolicy: Sendable {
 
     /// The commit reported last succeeded; `pendingUsersLeft` users still have uncommitted changes.
     mutating func commitSucceeded(pendingUsersLeft: Int) -> Committed {
-        outputsHeld = false
+        (outputsHeld, failing) = (false, false)
         switch state {
         case .committing(let scope, _):
             return Committed(releaseJournal: pendingUsersLeft == 0, durableAcks: scope)
@@ -128,6 +160,7 @@ struct ShardCommitPolicy: Sendable {
     /// nothing is acknowledged (unless closing).
     mutating func commitFailed() {
         precondition(state != .idle, "a commit result without a commit")
+        failing = true
         if state != .closing { state = .idle }
     }
 
@@ -147,14 +180,15 @@ struct ShardCommitPolicy: Sendable {
 
     /// The batch's commit scope from its facts (the policy's one rule, kept pure for tables).
     static func scope(
-        outputs: Bool, earlierOutputs: Bool, barrier: Bool, journaled: Bool, pendingUsers: Int, awaitingWaiter: Bool = false,
+        outputs: Bool, earlierOutputs: Bool, barrier: Bool, keeper: Keeper, pendingUsers: Int, awaitingWaiter: Bool = false,
         sinceLastCommitNs: UInt64, intervalNs: UInt64
     ) -> Scope {
         // The rest of the hand-off, and its waiter, are already on their way.
-        if !journaled && awaitingWaiter && !barrier { return .none }
-        if intervalNs == 0 || !journaled || barrier || earlierOutputs || sinceLastCommitNs >= intervalNs || pendingUsers >= maxPendingUsers {
+        if keeper != .journal && awaitingWaiter && !barrier { return .none }
+        if intervalNs == 0 || keeper == .none || barrier || earlierOutputs || sinceLastCommitNs >= intervalNs || pendingUsers >= maxPendingUsers {
             return .all
         }
-        return outputs ? .batch : .none
+        if !outputs { return .none }
+        return keeper == .journal ? .batch : .all
     }
 }

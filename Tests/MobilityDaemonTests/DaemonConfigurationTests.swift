@@ -80,22 +80,29 @@ import Testing
     @Test func onlyJournalledChangesWithoutOutputsWait() {
         let ms: UInt64 = 1_000_000
         func scope(
-            outputs: Bool = false, earlier: Bool = false, barrier: Bool = false, journaled: Bool = true, users: Int = 10, awaiting: Bool = false,
-            since: UInt64 = 5 * ms, interval: UInt64 = 100 * ms
+            outputs: Bool = false, earlier: Bool = false, barrier: Bool = false, keeper: ShardCommitPolicy.Keeper = .journal, users: Int = 10,
+            awaiting: Bool = false, since: UInt64 = 5 * ms, interval: UInt64 = 100 * ms
         ) -> ShardCommitPolicy.Scope {
             ShardCommitPolicy.scope(
-                outputs: outputs, earlierOutputs: earlier, barrier: barrier, journaled: journaled, pendingUsers: users, awaitingWaiter: awaiting,
+                outputs: outputs, earlierOutputs: earlier, barrier: barrier, keeper: keeper, pendingUsers: users, awaitingWaiter: awaiting,
                 sinceLastCommitNs: since, intervalNs: interval)
         }
         #expect(scope() == .none)  // state changes only, within the interval: they wait
         #expect(scope(outputs: true) == .batch)  // outputs go out at once, with the users that made them
         #expect(scope(outputs: true, earlier: true) == .all)  // outputs of a failed commit: everything, in order
         #expect(scope(barrier: true) == .all)  // a caller waits for durability
-        #expect(scope(journaled: false) == .all)  // nothing else holds the messages
+        #expect(scope(keeper: .none) == .all)  // nothing else holds the messages
+        // A stream holds its partition's batch until the commit: it waits for the interval too,
+        // but what commits takes everyone (a stream position goes only with every user).
+        #expect(scope(keeper: .stream) == .none && scope(keeper: .stream, since: 100 * ms) == .all)
+        #expect(scope(outputs: true, keeper: .stream) == .all && scope(barrier: true, keeper: .stream) == .all)
+        #expect(scope(keeper: .stream, users: ShardCommitPolicy.maxPendingUsers) == .all && scope(keeper: .stream, interval: 0) == .all)
         // A partition's hand-off whose waiter has not come yet waits for it, whatever else holds;
         // a barrier's caller does not wait.
-        #expect(scope(outputs: true, earlier: true, journaled: false, users: ShardCommitPolicy.maxPendingUsers, awaiting: true, interval: 0) == .none)
-        #expect(scope(barrier: true, journaled: false, awaiting: true) == .all)
+        for keeper in [ShardCommitPolicy.Keeper.none, .stream] {
+            #expect(scope(outputs: true, earlier: true, keeper: keeper, users: ShardCommitPolicy.maxPendingUsers, awaiting: true, interval: 0) == .none)
+            #expect(scope(barrier: true, keeper: keeper, awaiting: true) == .all)
+        }
         #expect(scope(awaiting: true) == .none && scope(outputs: true, awaiting: true) == .batch)  // a journal holds them: as without
         #expect(scope(since: 100 * ms) == .all)  // the interval has passed
         #expect(scope(users: ShardCommitPolicy.maxPendingUsers) == .all)  // a commit stays bounded

@@ -30,9 +30,9 @@ import Testing
 
     /// Runs the steps against a policy (100 ms commit interval, 250 ms ack interval, journalled,
     /// started at 0 ms, which is 1 s of uptime as in a real shard) and checks every answer.
-    static func run(_ steps: [Step], interval: UInt64 = 100, journaled: Bool = true) {
+    static func run(_ steps: [Step], interval: UInt64 = 100, keeper: ShardCommitPolicy.Keeper = .journal) {
         let base: UInt64 = 1000
-        var p = ShardCommitPolicy(intervalNs: interval * ms, ackIntervalNs: 250 * ms, journaled: journaled, now: 0)
+        var p = ShardCommitPolicy(intervalNs: interval * ms, ackIntervalNs: 250 * ms, keeper: keeper, now: 0)
         p.started(now: base * ms)
         for (i, step) in steps.enumerated() {
             switch step {
@@ -144,11 +144,56 @@ import Testing
     }
 
     @Test func withoutJournalOrIntervalEveryBatchCommitsEverything() {
-        Self.run([.batch(at: 1, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 1, publish: true)], journaled: false)
+        Self.run([.batch(at: 1, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 1, publish: true)], keeper: .none)
         Self.run(
             [
                 .batch(at: 1, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 1, publish: true),
                 .batch(at: 2, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 2, publish: false)
             ], interval: 0)
+    }
+
+    /// A shard fed by JetStream partitions: hand-offs wait for the interval's commit, which
+    /// takes everyone (their stream positions go only with every user); outputs and barriers
+    /// commit at once, everyone too.
+    @Test func streamHandOffsWaitForTheIntervalAndCommitTogether() {
+        Self.run(
+            [
+                .batch(at: 5, expect: .none), .batch(at: 40, users: 2, expect: .none),
+                .batch(at: 100, users: 3, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 100, publish: true),
+                .batch(at: 120, outputs: true, expect: .all), .succeeded(release: true, acks: .all),
+                .acks(at: 120, publish: false),  // the ack interval still runs
+                .batch(at: 130, barrier: true, expect: .all), .succeeded(release: true, acks: .all),
+                .acks(at: 130, publish: true),  // a barrier publishes what is durable at once
+                .batch(at: 140, expect: .none),
+                .batch(at: 230, expect: .all), .succeeded(release: true, acks: .all)  // the interval runs from the commit of everyone
+            ], keeper: .stream)
+    }
+
+    /// When a shard fed by streams wakes for the interval's commit: when it is due (at least
+    /// 1 ms on), never while a commit is in progress, and never for a journal or no keeper.
+    @Test func theIntervalsCommitIsDueOnlyForStreams() {
+        let ms = Self.ms
+        var p = ShardCommitPolicy(intervalNs: 100 * ms, ackIntervalNs: 0, keeper: .stream, now: 0)
+        p.started(now: 1000 * ms)
+        #expect(p.commitDueInNs(now: 1030 * ms) == 70 * ms)
+        #expect(p.commitDueInNs(now: 1100 * ms) == 1 * ms && p.commitDueInNs(now: 1500 * ms) == 1 * ms)
+        #expect(p.batchProcessed(outputs: false, barrier: false, pendingUsers: 1, now: 1100 * ms) == .all)
+        #expect(p.commitDueInNs(now: 1150 * ms) == nil)  // committing
+        _ = p.commitSucceeded(pendingUsersLeft: 0)
+        _ = p.acknowledgementsDurable(waiting: false, now: 1150 * ms)
+        #expect(p.commitDueInNs(now: 1150 * ms) == 50 * ms)
+        // A failed commit is retried with the next item (housekeeping's), not every interval.
+        #expect(p.batchProcessed(outputs: false, barrier: false, pendingUsers: 1, now: 1250 * ms) == .all)
+        p.commitFailed()
+        #expect(p.commitDueInNs(now: 1500 * ms) == nil)
+        #expect(p.batchProcessed(outputs: false, barrier: false, pendingUsers: 1, now: 1500 * ms) == .all)
+        _ = p.commitSucceeded(pendingUsersLeft: 0)
+        _ = p.acknowledgementsDurable(waiting: false, now: 1500 * ms)
+        #expect(p.commitDueInNs(now: 1520 * ms) == 80 * ms)
+        for keeper in [ShardCommitPolicy.Keeper.journal, .none] {
+            var q = ShardCommitPolicy(intervalNs: 100 * ms, ackIntervalNs: 0, keeper: keeper, now: 0)
+            q.started(now: 0)
+            #expect(q.commitDueInNs(now: 5 * ms) == nil && q.commitDueInNs(now: 500 * ms) == nil)
+        }
     }
 }

@@ -114,6 +114,48 @@ import Testing
         #expect(commits.first?.applied == ["u1": 101, "u2": 102, "u3": 103] && commits.first?.streamSequences == [5: 103], "\(commits)")
     }
 
+    /// Fed by JetStream partitions (the stream keeps each batch until its waiter is answered),
+    /// a shard commits the hand-offs of an interval together: two partitions' batches, handed
+    /// in one after the other, are one commit with both stream positions — made when the
+    /// interval is due although nothing else arrives (the shard wakes for it).
+    @Test func streamHandOffsOfAnIntervalAreOneCommit() throws {
+        let dir = TemporaryPath.make("mw-shard")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
+        let intervalMs = 500
+        let shard = Shard(
+            index: 0,
+            ingestor: Ingestor(
+                engine: Engine(program: try ReportWorkerTests.program(), configuration: DaemonConfiguration().engine), layout: TopicLayout(),
+                clock: .event, boundedByWallClock: true),
+            capacity: 100_000, sink: ReportWorkerTests.Captured(), store: store, journal: nil, acks: PublishTracker(),
+            log: Logger(format: .logfmt, level: .error), commitIntervalMs: intervalMs, streamInput: true)
+        let started = DispatchTime.now().uptimeNanoseconds
+        shard.start()
+        defer {
+            shard.queue.close()
+            shard.join()
+        }
+        let layout = TopicLayout()
+        var waiters: [CommitWaiter] = []
+        for (k, u) in [(1, "u1"), (2, "u2")] {
+            let topic = layout.samples(u)
+            let payload = Array(sampleJSON(id: "s\(k)", value: 1.2, end: "2026-04-01T12:00:00Z").utf8)
+            let w = CommitWaiter(streamSequence: (partition: k, sequence: UInt64(10 * k)))
+            waiters.append(w)
+            #expect(shard.queue.pushAll([.message(seq: 0, topic: topic, parsed: layout.parse(topic), payload: payload), .durable(w)]))
+            // The first hand-off is handled before the second comes: without the stream's
+            // wait it would be committed on its own.
+            #expect(eventually(timeout: 10) { shard.stats.withLock { $0.ingest.samplesAccepted } == k })
+        }
+        for w in waiters { #expect(w.wait(abandoned: { false })) }
+        let took = DispatchTime.now().uptimeNanoseconds - started
+        let commits = store.commits.withLock { $0 }
+        #expect(commits.count == 1, "\(commits)")
+        #expect(commits.first?.streamSequences == [1: 10, 2: 20] && commits.first.map { Set($0.applied.keys) } == ["u1", "u2"], "\(commits)")
+        #expect(took >= UInt64(intervalMs - 50) * 1_000_000, "committed \(took / 1_000_000) ms after the start")
+    }
+
     /// A batch reads the monotonic clock when it starts, after ingest and after its commit: with
     /// a clock that moves one second a read, each batch evaluated for 1 s and took 2 s.
     @Test func batchesAreTimedOnTheMonotonicClockGiven() throws {
