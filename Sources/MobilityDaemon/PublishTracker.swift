@@ -87,11 +87,21 @@ final class PublishTracker: Sendable {
         var outputsInFlight = 0
     }
     private let state = Mutex(State())
-    /// Called after each broker answer, off any lock (``whenAnswered(_:)``).
-    private let onAnswer = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Called after each broker answer, off any lock (``whenAnswered(_:)``). In a class: a
+    /// closure held in the Mutex itself came out of each `withLock { $0 }` wrapped in two more
+    /// reabstraction thunks, written back through the `inout`, so that every answer made the
+    /// next one's call deeper (after ~100 000 answers the network thread spent most of its time
+    /// in the chain, and releasing or calling it could overflow the stack).
+    private let onAnswer = Mutex<AnswerCallback?>(nil)
 
     /// Calls `f` after each broker answer (on the network thread: `f` must not block).
-    func whenAnswered(_ f: @escaping @Sendable () -> Void) { onAnswer.withLock { $0 = f } }
+    func whenAnswered(_ f: @escaping @Sendable () -> Void) { onAnswer.withLock { $0 = AnswerCallback(call: f) } }
+
+    /// What ``whenAnswered(_:)`` registered.
+    private final class AnswerCallback: Sendable {
+        let call: @Sendable () -> Void
+        init(call: @escaping @Sendable () -> Void) { self.call = call }
+    }
 
     /// Records that message `mid` was published: outbox item `id`, commit acknowledgement
     /// `ackSerial` (``CommitAckLedger``), or another untracked output.
@@ -117,7 +127,7 @@ final class PublishTracker: Sendable {
                 s.early[mid] = reasonCode
             }
         }
-        onAnswer.withLock { $0 }?()
+        onAnswer.withLock { $0 }?.call()
     }
 
     /// libmosquitto refused to send outbox item `id` for good (its error code).
