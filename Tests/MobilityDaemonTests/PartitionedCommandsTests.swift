@@ -22,7 +22,7 @@ import struct StateStore.PartitionSet
         let metricsPort: Int
         let name: String
 
-        init(_ name: String, broker: [String], store: String, partitions: Int, careTeams: String) throws {
+        init(_ name: String, broker: [String], store: String, partitions: Int, careTeams: String, intake: PartitionFailoverTests.Intake) throws {
             metricsPort = try freePort()
             self.name = name
             let state = TemporaryPath.make("mw-state")
@@ -31,7 +31,7 @@ import struct StateStore.PartitionSet
                 broker + [
                     "--rules", RepoPaths.rules, "--state", state, "--clock", "event", "--instance", name,
                     "--metrics-address", "127.0.0.1:\(metricsPort)", "--publish-series", "false", "--log-level", "debug",
-                    "--store", store, "--partitions", String(partitions), "--lease", "2", "--care-teams", careTeams, "--intake", "mqtt"
+                    "--store", store, "--partitions", String(partitions), "--lease", "2", "--care-teams", careTeams, "--intake", intake.description
                 ])
         }
 
@@ -67,8 +67,10 @@ import struct StateStore.PartitionSet
     /// retained alert acknowledged on the user's topic and the team copy); a malformed command
     /// is refused once; an expiry reaches both; after a `kill -9` of the owner the survivor
     /// answers the user's acknowledgements from the store. Before: no instance took any command
-    /// (`mobilityctl silence add` timed out).
-    @Test func commandsAreAnsweredOnceByTheOwningInstanceAndSilencesReachEveryInstance() throws {
+    /// (`mobilityctl silence add` timed out). On both intakes: the JetStream intake's on the
+    /// node file as shipped, the MQTT sessions' with its documented edit.
+    @Test(arguments: PartitionFailoverTests.Intake.allCases)
+    func commandsAreAnsweredOnceByTheOwningInstanceAndSilencesReachEveryInstance(intake: PartitionFailoverTests.Intake) throws {
         let scenario = try Scenario.load(RepoPaths.root + "/simulator/scenarios/jamie-plateau.scenario")
         let records = ScenarioVerifier.traffic([scenario])
         let program = try #require(Checker.check(RuleSet.load([RepoPaths.rules]).sources).program)
@@ -91,7 +93,7 @@ import struct StateStore.PartitionSet
         let server = try PostgresServer.shared()
         let store = try server.createDatabase()
         let database = String(store.split(separator: "/").last!)
-        let nats = try NATSCluster(size: 1, partitions: 2, edits: NATSCluster.mqttIntake)
+        let nats = try NATSCluster(size: 1, partitions: 2, edits: intake.edits)
         // A recorder per filter: NATS backs each filter of a session with a consumer of its own, so
         // a barrier is in order with its own filter's messages only.
         let rec = try nats.recorder(0, filters: ["mobility/v1/teams/#"])
@@ -99,8 +101,8 @@ import struct StateStore.PartitionSet
         let auditRec = try nats.recorder(0, filters: ["mobility/v1/audit"])
         let barrier = { try rec.barrier() && alerts.barrier() && auditRec.barrier() }
         let pub = try nats.recorder(0, filters: [])
-        let a = try Instance("a", broker: nats.daemonArguments(0), store: store, partitions: 2, careTeams: teamsFile)
-        let b = try Instance("b", broker: nats.daemonArguments(0), store: store, partitions: 2, careTeams: teamsFile)
+        let a = try Instance("a", broker: nats.daemonArguments(0), store: store, partitions: 2, careTeams: teamsFile, intake: intake)
+        let b = try Instance("b", broker: nats.daemonArguments(0), store: store, partitions: 2, careTeams: teamsFile, intake: intake)
         defer {
             _ = a.process.stop(signal: SIGKILL)
             _ = b.process.stop(signal: SIGKILL)
