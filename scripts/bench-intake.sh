@@ -11,8 +11,9 @@
 # messages the instances applied (their mobilityd_messages_received_total: all of them) and
 # the CPU per message of the instances, of nats-server and of PostgreSQL (utime+stime from
 # /proc) and their sum, the machine's load, and PostgreSQL's transactions per message (its
-# pg_stat_database count: commits, the heartbeats' and reads included) and, for the JetStream
-# intake, the messages per committed batch: on a shared 2-core machine these bound nothing
+# pg_stat_database count: commits, the heartbeats' and reads included), for the JetStream
+# intake the messages per committed batch, and mobilityd's state commits per message (its
+# mobilityd_state_commits_total, the shards' and the stop's): on a shared 2-core machine these bound nothing
 # but themselves. NODES=3 runs each intake on a three-node cluster (stream_replicas: 3, the
 # instances spread over the nodes, nats-server's CPU summed over the three). The intake
 # `mosquitto` is the single-node daemon for comparison: one mobilityd (no --partitions, its
@@ -20,8 +21,12 @@
 # CPU is in the nats-server column. The intake `jetstream-nats` is the JetStream intake fed by a
 # gateway that publishes to the stream over the NATS protocol instead of MQTT
 # (scripts/bench-nats-publish.py, PyPI's nats-py; JetStream's acknowledgement for the PUBACK).
-# MOBILITYD_ARGS adds arguments to every partitioned instance. Everything it starts is stopped by PID.
-#   scripts/bench-intake.sh     USERS=50 DAYS=20 SAMPLES=20 P=8 INSTANCES=1 NODES=1 BUILD=release INTAKES="mqtt jetstream mosquitto jetstream-nats jetstream+users"
+# MOBILITYD_ARGS adds arguments to every partitioned instance. RATE=N publishes N messages a
+# second (mobility-sim play --rate) instead of as fast as the broker takes them: the same
+# offered load for every row, below what any of them can take, so that the CPU per message
+# compares configurations at one rate rather than each at its own saturation (MQTT gateways
+# only). Everything it starts is stopped by PID.
+#   scripts/bench-intake.sh     USERS=50 DAYS=20 SAMPLES=20 P=8 INSTANCES=1 NODES=1 BUILD=release [RATE=N] INTAKES="mqtt jetstream mosquitto jetstream-nats jetstream+users"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 users=${USERS:-50}
@@ -33,6 +38,7 @@ build=${BUILD:-release}
 intakes=${INTAKES:-mqtt jetstream}
 nodes=${NODES:-1}
 lease=${LEASE:-4}
+pace=(--speed max); [ -n "${RATE:-}" ] && pace=(--rate "$RATE")
 # More arguments for every partitioned instance (MOBILITYD_ARGS="--commit-interval 250").
 read -r -a extra <<< "${MOBILITYD_ARGS:-}"
 swift build -c "$build" --product mobilityd >/dev/null
@@ -49,7 +55,7 @@ messages=$(wc -l <"$work/traffic.jsonl")
 # user's on one connection.
 (umask 077; for u in $(seq 0 $((users - 1))); do echo "u$u x"; done >"$work/gateways")
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) before; $messages messages ($users users x $days days, $samples samples a message), P=$parts, $n instance(s), $nodes NATS node(s), --lease $lease, $build build"
-printf '%-15s %8s %8s %8s %17s %12s %16s %14s %6s %12s %8s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load pg_xacts/msg msg/batch
+printf '%-15s %8s %8s %8s %17s %12s %16s %14s %6s %12s %8s %12s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load pg_xacts/msg msg/batch commits/msg
 for intake in $intakes; do
   label=$intake tag=${intake//[-+]/_}
   gateway_options=()
@@ -72,7 +78,7 @@ for intake in $intakes; do
     for _ in $(seq 300); do [ "$(metric mobilityd_broker_subscribed)" -ge 1 ] && break; sleep 0.1; done
     before=$(ticks "$d"); nb=$(ticks "$mqpid")
     t0=$(date +%s.%N)
-    "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mq" "${gateway_options[@]}" >/dev/null
+    "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mq" "${pace[@]}" "${gateway_options[@]}" >/dev/null
     # Done when every message is received, applied and committed (nothing queued, no output uncommitted).
     for _ in $(seq 36000); do
       [ "$(received)" -ge "$messages" ] && [ "$(metric mobilityd_queue_depth)" = 0 ] && [ "$(metric mobilityd_outputs_uncommitted)" = 0 ] && break
@@ -82,7 +88,8 @@ for intake in $intakes; do
     after=$(ticks "$d"); na=$(ticks "$mqpid")
     awk -v applied="$(received)" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v hz="$hz" \
       -v load="$(cut -d' ' -f1 /proc/loadavg)" -v label="$label" \
-      'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16s %14.3f %6s %12s %8s\n", label, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, "-", (c + nc) * 1000 / hz / m, load, "-", "-" }'
+      -v sc="$(metric mobilityd_state_commits_total)" \
+      'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16s %14.3f %6s %12s %8s %12.4f\n", label, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, "-", (c + nc) * 1000 / hz / m, load, "-", "-", sc / m }'
     kill -TERM "$d" 2>/dev/null || true; wait "$d" 2>/dev/null || true
     kill -TERM "$mqpid" 2>/dev/null || true; wait "$mqpid" 2>/dev/null || true
     continue
@@ -147,7 +154,7 @@ for intake in $intakes; do
   if [ "$intake" = jetstream-nats ]; then
     python3 scripts/bench-nats-publish.py "$work/traffic.jsonl" "nats://127.0.0.1:${cports[0]}"
   else
-    "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mport" "${gateway_options[@]}" >/dev/null
+    "$bin/mobility-sim" play "$work/traffic.jsonl" --broker "mqtt://127.0.0.1:$mport" "${pace[@]}" "${gateway_options[@]}" >/dev/null
   fi
   # Done when every message is committed. The MQTT sessions: when `$MQTT_msgs` holds nothing
   # (interest retention: a message leaves once every consumer that wants it acknowledged it).
@@ -183,12 +190,14 @@ print(left)' "$intake" "s-$tag-$j" 2>/dev/null || echo 1
   t1=$(date +%s.%N)
   after=0; for p in "${inst[@]}"; do after=$((after + $(ticks "$p"))); done
   na=$(nats_ticks); pa=$(pg_ticks)
-  applied=0 batches=0
+  applied=0 batches=0 commits=0
   for mp in "${metrics[@]}"; do
     v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_messages_received_total/ {s += $2} END {print s + 0}' || true)
     applied=$((applied + ${v%.*}))
     v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_jetstream_batches_total/ {s += $2} END {print s + 0}' || true)
     batches=$((batches + ${v%.*}))
+    v=$(curl -s "http://127.0.0.1:$mp/metrics" | awk '/^mobilityd_state_commits_total/ {s += $2} END {print s + 0}' || true)
+    commits=$((commits + ${v%.*}))
   done
   for p in "${inst[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${inst[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -197,7 +206,7 @@ print(left)' "$intake" "s-$tag-$j" 2>/dev/null || echo 1
   for _ in $(seq 200); do [ "$(psql_ "$db" -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db' AND pid <> pg_backend_pid()")" = 0 ] && break; sleep 0.05; done
   xa=$(xacts)
   awk -v applied="$applied" -v intake="$label" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v pc="$((pa - pb))" -v hz="$hz" \
-    -v load="$(cut -d' ' -f1 /proc/loadavg)" -v x="$((xa - xb))" -v b="$batches" \
-    'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s %12.3f %8s\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load, x / m, b ? sprintf("%.1f", m / b) : "-" }'
+    -v load="$(cut -d' ' -f1 /proc/loadavg)" -v x="$((xa - xb))" -v b="$batches" -v sc="$commits" \
+    'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s %12.3f %8s %12.4f\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load, x / m, b ? sprintf("%.1f", m / b) : "-", sc / m }'
   for q in "${natspids[@]}"; do kill -TERM "$q" 2>/dev/null || true; wait "$q" 2>/dev/null || true; done
 done

@@ -60,6 +60,8 @@ struct Options {
     var broker: String?
     var rules: String?
     var speed = "max"
+    /// `--rate`: messages a second, evenly spaced, instead of `--speed`.
+    var rate: Double?
     var user: String?
     var timeZone = "UTC"
     var users = 1000
@@ -96,6 +98,7 @@ while i < args.count {
     case "--broker": o.broker = value()
     case "--rules": o.rules = value()
     case "--speed": o.speed = value()
+    case "--rate": o.rate = Double(value()).flatMap { $0 > 0 && $0 <= 1_000_000 ? $0 : nil } ?? { die("--rate takes messages a second, more than 0") }()
     case "--user": o.user = value()
     case "--time-zone": o.timeZone = value()
     case "--users": o.users = Int(value()) ?? { die("--users takes a number") }()
@@ -247,8 +250,13 @@ case "play":
     for sc in s { timed += sc.generator.generate() }
     timed = timed.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
     let recs = f.isEmpty ? timed.map(\.record) : records(scenarios: s, files: f)
-    let times = f.isEmpty ? timed.map(\.at) : nil
-    let factor = speedFactor(o.speed, timed: times != nil)
+    var times = f.isEmpty ? timed.map(\.at) : nil
+    var factor = speedFactor(o.speed, timed: times != nil || o.rate != nil)
+    if let rate = o.rate {
+        guard factor == nil else { die("--rate and --speed real|Nx are two paces; give one") }
+        // A second of "event time" a message, played `rate` times as fast.
+        (times, factor) = ((0..<recs.count).map { Timestamp(milliseconds: Int64($0) * 1000) }, rate)
+    }
     let access = brokerAccess(broker, o)
     guard o.resend else { exit(play(gateways(access, for: recs), recs, times: times, factor: factor) ? 0 : 1) }
     let tracker = ResendTracker(recs)
