@@ -13,7 +13,7 @@
 # /proc) and their sum, the machine's load, and PostgreSQL's transactions per message (its
 # pg_stat_database count: commits, the heartbeats' and reads included), for the JetStream
 # intake the messages per committed batch, and mobilityd's state commits per message (its
-# mobilityd_state_commits_total, the shards' and the stop's): on a shared 2-core machine these bound nothing
+# mobilityd_state_commits_total, read before the stop): on a shared 2-core machine these bound nothing
 # but themselves. NODES=3 runs each intake on a three-node cluster (stream_replicas: 3, the
 # instances spread over the nodes, nats-server's CPU summed over the three). The intake
 # `mosquitto` is the single-node daemon for comparison: one mobilityd (no --partitions, its

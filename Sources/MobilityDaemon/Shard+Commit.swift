@@ -27,8 +27,8 @@ extension Shard {
         return scope
     }
 
-    /// Group commit: with scope `.none` these changes go with a later batch's (the journal holds
-    /// their messages meanwhile). Once committed, the outputs are published, the journal up to
+    /// Group commit: with scope `.none` these changes go with a later batch's (the journal, or a
+    /// partition's stream, holds their messages meanwhile). Once committed, the outputs are published, the journal up to
     /// `q` may be released, the partition sessions waiting are answered, due reports handed on,
     /// and the gateways' acknowledgements published when the policy says.
     func commitAndPublish(_ scope: ShardCommitPolicy.Scope, through q: UInt64, now: UInt64) -> CommitResult {

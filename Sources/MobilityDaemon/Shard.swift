@@ -93,8 +93,11 @@ final class Shard: @unchecked Sendable {
         self.onFenced = onFenced
         self.acknowledge = acknowledge
         self.recordsHistory = historyDays != nil
+        // A partition's thread waits for its batch's commit (and JetStream for its acknowledgement):
+        // at most as long as it lingers before a fetch, far below the stall bound and `ack_wait`.
+        let intervalMs = streamInput && journal == nil ? min(commitIntervalMs, PartitionStreamService.maxLingerMs) : commitIntervalMs
         self.policy = ShardCommitPolicy(
-            intervalNs: UInt64(commitIntervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
+            intervalNs: UInt64(intervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
             keeper: journal != nil ? .journal : streamInput ? .stream : .none, now: 0)
         self.index = index
         self.ingestor = ingestor
@@ -161,7 +164,10 @@ final class Shard: @unchecked Sendable {
     }
 
     /// How long the queue may be waited on before the interval's commit of what waits for it is
-    /// due (nil: without bound; only a shard fed by streams holds changes that nothing else commits).
+    /// due (nil: until the next item, housekeeping's every 500 ms at the latest; only a shard fed
+    /// by streams has partitions waiting on the interval, which may be shorter than that). The
+    /// queue's wait is timed on the wall clock, the policy on the daemon's: a step of the wall
+    /// clock moves the wake, and housekeeping bounds it.
     private func commitDueInNs() -> UInt64? {
         guard !durables.isEmpty || !pendingUsers.isEmpty || !pending.outbox.isEmpty else { return nil }
         return policy.commitDueInNs(now: clock.uptimeNanoseconds())

@@ -5,22 +5,24 @@
 /// clock: times are arguments (uptime ns), so it is tested with tables, without threads or SQLite.
 ///
 /// Group commit: at 35 k single-sample messages a second, a commit per batch wrote ~6 KB of pages
-/// per message. Outputs (alerts, series and rejections are published only once committed) are
-/// committed at once with the users whose changes made them — except series, which nobody waits
-/// for within the interval: a batch whose only outputs are series leaves them to the interval's
-/// commit of everyone (a backfill closes a day every few messages, and would commit each time); a
-/// batch with other outputs takes the waiting series' users along. Everyone's changes are committed
-/// once the interval has passed, for a barrier (a caller waits for durability), after a failed
-/// commit that held outputs, and always when there is no ingest journal to hold the messages
-/// until their commit — except that without a journal (a partition's input) messages are
-/// committed only together with the commit waiter their input hands in behind them (the two
-/// pushed at once: ``BoundedQueue/pushAll(_:)``, so nothing of another hand-off comes between):
-/// a batch that holds messages whose waiter has not come yet (a batch's budget split the
-/// hand-off) waits for it, so that a partition's batch, and the stream position its waiter
-/// carries, are one commit. A JetStream partition's stream keeps its batch until the waiter is
-/// answered, as the journal does, so those hand-offs wait for the interval's commit too (the
-/// shard wakes for it, ``commitDueInNs(now:)``): every partition of the shard that handed in
-/// within an interval shares one transaction, instead of one each.
+/// per message. What may wait for a later commit depends on what keeps the messages until theirs
+/// (``Keeper``). With the ingest journal, outputs (alerts, series and rejections are published only
+/// once committed) are committed at once with the users whose changes made them — except series,
+/// which nobody waits for within the interval: a batch whose only outputs are series leaves them
+/// to the interval's commit of everyone (a backfill closes a day every few messages, and would
+/// commit each time); a batch with other outputs takes the waiting series' users along.
+/// Everyone's changes are committed once the interval has passed, for a barrier (a caller waits
+/// for durability), and after a failed commit that held outputs. A JetStream partition's stream
+/// keeps its batch until the batch's commit waiter is answered, as the journal does, so those
+/// hand-offs wait for the interval's commit too (the shard wakes for it, ``commitDueInNs(now:)``):
+/// every partition of the shard that handed in within an interval shares one transaction; but
+/// what commits is always everyone, since a stream position goes only with every user. With
+/// nothing keeping the messages (an MQTT partition session), every batch commits everything.
+/// Without a journal, messages are committed only together with the commit waiter their input
+/// hands in behind them (the two pushed at once: ``BoundedQueue/pushAll(_:)``, so nothing of
+/// another hand-off comes between): a batch that holds messages whose waiter has not come yet
+/// (a batch's budget split the hand-off) waits for it, so that a partition's batch, and the
+/// stream position its waiter carries, are one commit.
 struct ShardCommitPolicy: Sendable {
     /// What keeps a shard's messages until they are committed: what decides whether a commit may wait.
     enum Keeper: Equatable, Sendable {
@@ -73,8 +75,8 @@ struct ShardCommitPolicy: Sendable {
     private var state = State.idle
     /// Outputs of a failed commit wait in the outbox: the next batch commits everything, in order.
     private var outputsHeld = false
-    /// The last commit failed: retried with the next item (housekeeping's every 500 ms at the
-    /// latest), not at every interval.
+    /// The last commit failed: the shard does not wake for the interval; the next item an
+    /// interval after the failure (housekeeping's, every 500 ms) retries it.
     private var failing = false
     private var lastCommitNs: UInt64
     private var lastAckPublishNs: UInt64 = 0
@@ -98,9 +100,9 @@ struct ShardCommitPolicy: Sendable {
     }
 
     /// With changes waiting in a shard fed by streams: how long until the interval's commit is
-    /// due (at least 1 ms), for the shard's wait on its queue; nil when nothing wakes it but its
-    /// queue (the journal's changes are committed by the next item, a tick or housekeeping, and
-    /// so is a failed commit's retry).
+    /// due (at least 1 ms), for the shard's wait on its queue; nil when only its queue wakes it
+    /// (the journal's changes are committed by the next item, a tick or housekeeping's every
+    /// 500 ms, and so is a failed commit's retry).
     func commitDueInNs(now: UInt64) -> UInt64? {
         guard keeper == .stream, state == .idle, !failing else { return nil }
         let since = now &- lastCommitNs

@@ -13,8 +13,9 @@ let usage = """
     usage: mobility-sim <command> [options]
 
     commands:
-      play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max] [--resend] [BROKER OPTIONS]
-            publish the traffic at QoS 1 in order, as gateways would (Nx: N times event time);
+      play SCENARIO...|TRAFFIC.jsonl --broker URL [--speed real|Nx|max | --rate N] [--resend] [BROKER OPTIONS]
+            publish the traffic at QoS 1 in order, as gateways would (Nx: N times event time;
+            --rate: N messages a second, evenly spaced, traffic files too);
             --resend keeps what mobilityd has not acknowledged on users/{user}/acks and re-sends it
             once the acknowledgements stop advancing (2 s, doubling after each re-send up to 60 s;
             at most 8 re-sends)
@@ -98,7 +99,9 @@ while i < args.count {
     case "--broker": o.broker = value()
     case "--rules": o.rules = value()
     case "--speed": o.speed = value()
-    case "--rate": o.rate = Double(value()).flatMap { $0 > 0 && $0 <= 1_000_000 ? $0 : nil } ?? { die("--rate takes messages a second, more than 0") }()
+    case "--rate":
+        o.rate =
+            Double(value()).flatMap { $0 > 0 && $0 <= 1_000_000 ? $0 : nil } ?? { die("--rate takes messages a second, more than 0 and at most 1000000") }()
     case "--user": o.user = value()
     case "--time-zone": o.timeZone = value()
     case "--users": o.users = Int(value()) ?? { die("--users takes a number") }()

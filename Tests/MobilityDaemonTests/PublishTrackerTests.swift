@@ -9,8 +9,8 @@ import Testing
 @Suite struct PublishTrackerTests {
     /// The callback registered for the broker's answers is called once an answer, as cheaply at
     /// the hundred-thousandth as at the first. Held in the Mutex itself, it came out of every
-    /// read wrapped in two more reabstraction thunks: the 20 000th answer's call went through
-    /// 40 000 of them, and these answers took minutes (or overflowed the network thread's stack).
+    /// read wrapped in two more reabstraction thunks: the 100 000th answer's call went through
+    /// 200 000 of them, and these answers took minutes (or overflowed the network thread's stack).
     @Test func theAnswerCallbackDoesNotGrowWithTheAnswers() {
         let t = PublishTracker()
         let calls = Atomic<Int>(0)

@@ -182,10 +182,12 @@ import Testing
         _ = p.commitSucceeded(pendingUsersLeft: 0)
         _ = p.acknowledgementsDurable(waiting: false, now: 1150 * ms)
         #expect(p.commitDueInNs(now: 1150 * ms) == 50 * ms)
-        // A failed commit is retried with the next item (housekeeping's), not every interval.
+        // A failed commit: the shard does not wake for the interval; the next item an interval
+        // after the failure (housekeeping's) retries it, one sooner does not.
         #expect(p.batchProcessed(outputs: false, barrier: false, pendingUsers: 1, now: 1250 * ms) == .all)
         p.commitFailed()
         #expect(p.commitDueInNs(now: 1500 * ms) == nil)
+        #expect(p.batchProcessed(outputs: false, barrier: false, pendingUsers: 1, now: 1300 * ms) == .none)
         #expect(p.batchProcessed(outputs: false, barrier: false, pendingUsers: 1, now: 1500 * ms) == .all)
         _ = p.commitSucceeded(pendingUsersLeft: 0)
         _ = p.acknowledgementsDurable(waiting: false, now: 1500 * ms)

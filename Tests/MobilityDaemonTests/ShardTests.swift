@@ -148,12 +148,34 @@ import Testing
             // wait it would be committed on its own.
             #expect(eventually(timeout: 10) { shard.stats.withLock { $0.ingest.samplesAccepted } == k })
         }
-        for w in waiters { #expect(w.wait(abandoned: { false })) }
+        // Abandoned after 10 s: a shard that never woke for the interval fails here instead of hanging.
+        let deadline = DispatchTime.now() + .seconds(10)
+        for w in waiters { #expect(w.wait(abandoned: { DispatchTime.now() > deadline }), "the interval's commit never came") }
         let took = DispatchTime.now().uptimeNanoseconds - started
         let commits = store.commits.withLock { $0 }
         #expect(commits.count == 1, "\(commits)")
         #expect(commits.first?.streamSequences == [1: 10, 2: 20] && commits.first.map { Set($0.applied.keys) } == ["u1", "u2"], "\(commits)")
         #expect(took >= UInt64(intervalMs - 50) * 1_000_000, "committed \(took / 1_000_000) ms after the start")
+    }
+
+    /// A partition's thread waits for its batch's commit: fed by streams, a shard's interval is
+    /// at most what a partition lingers before a fetch (1 s), whatever `--commit-interval` says,
+    /// far below the stall bound and JetStream's `ack_wait`; with a journal it is as given.
+    @Test func aStreamShardsIntervalIsAtMostTheFetchLinger() throws {
+        let dir = TemporaryPath.make("mw-shard")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = try StateStore(path: dir + "/state.sqlite")
+        func shard(journal: IngestJournal?, stream: Bool) throws -> Shard {
+            Shard(
+                index: 0,
+                ingestor: Ingestor(
+                    engine: Engine(program: try ReportWorkerTests.program(), configuration: DaemonConfiguration().engine), layout: TopicLayout(),
+                    clock: .event, boundedByWallClock: true),
+                capacity: 10, sink: ReportWorkerTests.Captured(), store: store, journal: journal, acks: PublishTracker(),
+                log: Logger(format: .logfmt, level: .error), commitIntervalMs: 60_000, streamInput: stream)
+        }
+        #expect(try shard(journal: nil, stream: true).policy.intervalNs == UInt64(PartitionStreamService.maxLingerMs) * 1_000_000)
+        #expect(try shard(journal: nil, stream: false).policy.intervalNs == 60_000 * 1_000_000)
     }
 
     /// A batch reads the monotonic clock when it starts, after ingest and after its commit: with
