@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 import MobilityModel
 import Simulator
-import Synchronization
 import TestSupport
 import Testing
 
@@ -135,17 +134,7 @@ import struct StateStore.PartitionSet
         a.signal(SIGKILL)
         _ = a.wait()
         let killed = Date()
-        // The second half is published while the partitions move (on a thread of its own, so
-        // that how long the publishes take under load is not counted as the move's time).
-        let rest = Array(records[half...])
-        let published = DispatchSemaphore(value: 0)
-        let failures = Mutex<[String]>([])
-        Thread {
-            for r in rest {
-                do { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) } catch { failures.withLock { $0.append("\(error)") } }
-            }
-            published.signal()
-        }.start()
+        for r in records[half...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
         // b and c hold all 8 (4 each) within the lease (2 s) and a heartbeat (0.67 s), plus their restarts.
         #expect(
             eventually(timeout: 20) {
@@ -154,9 +143,7 @@ import struct StateStore.PartitionSet
                     database: database)) == "4,4"
             })
         let moved = Date().timeIntervalSince(killed)
-        #expect(moved < 8, "partitions moved after \(moved) s")
-        #expect(published.wait(timeout: .now() + 120) == .success, "the second half was not published within 120 s")
-        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        #expect(moved < 8, "partitions moved after \(moved) s\n--- b\n\(b.log)\n--- c\n\(c.log)")
         #expect(
             eventually(timeout: 90) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) },
             "lost: \(Set(expected).subtracting(rec.messages().map(\.text)).count)")

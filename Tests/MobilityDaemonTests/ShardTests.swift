@@ -163,6 +163,7 @@ import Testing
     /// far below the stall bound and JetStream's `ack_wait`; with a journal it is as given.
     @Test func aStreamShardsIntervalIsAtMostTheFetchLinger() throws {
         let dir = TemporaryPath.make("mw-shard")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let store = try StateStore(path: dir + "/state.sqlite")
         func shard(journal: IngestJournal?, stream: Bool) throws -> Shard {
@@ -175,7 +176,8 @@ import Testing
                 log: Logger(format: .logfmt, level: .error), commitIntervalMs: 60_000, streamInput: stream)
         }
         #expect(try shard(journal: nil, stream: true).policy.intervalNs == UInt64(PartitionStreamService.maxLingerMs) * 1_000_000)
-        #expect(try shard(journal: nil, stream: false).policy.intervalNs == 60_000 * 1_000_000)
+        let journal = try IngestJournal(directory: dir + "/journal")
+        #expect(try shard(journal: journal, stream: false).policy.intervalNs == 60_000 * 1_000_000)
     }
 
     /// A batch reads the monotonic clock when it starts, after ingest and after its commit: with
