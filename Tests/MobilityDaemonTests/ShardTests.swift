@@ -77,6 +77,20 @@ import Testing
         #expect(after.ingest.samplesAccepted == 1)
     }
 
+    /// A shard of the shipped rules on the event clock, committing to `store`, its outputs
+    /// captured and read by nobody; not started.
+    static func shard(
+        store: any StateBackend, journal: IngestJournal? = nil, commitIntervalMs: Int = 0, streamInput: Bool = false, clock: DaemonClock = .system
+    ) throws -> Shard {
+        Shard(
+            index: 0,
+            ingestor: Ingestor(
+                engine: Engine(program: try ReportWorkerTests.program(), configuration: DaemonConfiguration().engine), layout: TopicLayout(),
+                clock: .event, boundedByWallClock: true),
+            capacity: 100_000, sink: ReportWorkerTests.Captured(), store: store, journal: journal, acks: PublishTracker(),
+            log: Logger(format: .logfmt, level: .error), commitIntervalMs: commitIntervalMs, clock: clock, streamInput: streamInput)
+    }
+
     /// Without a journal (a partition's input) the messages of a hand-off are committed only
     /// with the waiter behind them, whose partition's stream sequence that commit records: handled
     /// before their waiter came (a batch's budget split the hand-off), they wait for it, so no
@@ -85,13 +99,7 @@ import Testing
         let dir = TemporaryPath.make("mw-shard")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
-        let shard = Shard(
-            index: 0,
-            ingestor: Ingestor(
-                engine: Engine(program: try ReportWorkerTests.program(), configuration: DaemonConfiguration().engine), layout: TopicLayout(),
-                clock: .event, boundedByWallClock: true),
-            capacity: 100_000, sink: ReportWorkerTests.Captured(), store: store, journal: nil, acks: PublishTracker(),
-            log: Logger(format: .logfmt, level: .error), clock: ManualClock(wallMs: 1_775_048_400_000, step: 1).clock)
+        let shard = try Self.shard(store: store, clock: ManualClock(wallMs: 1_775_048_400_000, step: 1).clock)
         shard.start()
         defer {
             shard.queue.close()
@@ -123,13 +131,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
         let intervalMs = 500
-        let shard = Shard(
-            index: 0,
-            ingestor: Ingestor(
-                engine: Engine(program: try ReportWorkerTests.program(), configuration: DaemonConfiguration().engine), layout: TopicLayout(),
-                clock: .event, boundedByWallClock: true),
-            capacity: 100_000, sink: ReportWorkerTests.Captured(), store: store, journal: nil, acks: PublishTracker(),
-            log: Logger(format: .logfmt, level: .error), commitIntervalMs: intervalMs, streamInput: true)
+        let shard = try Self.shard(store: store, commitIntervalMs: intervalMs, streamInput: true)
         let started = DispatchTime.now().uptimeNanoseconds
         shard.start()
         defer {
@@ -167,13 +169,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let store = try StateStore(path: dir + "/state.sqlite")
         func shard(journal: IngestJournal?, stream: Bool) throws -> Shard {
-            Shard(
-                index: 0,
-                ingestor: Ingestor(
-                    engine: Engine(program: try ReportWorkerTests.program(), configuration: DaemonConfiguration().engine), layout: TopicLayout(),
-                    clock: .event, boundedByWallClock: true),
-                capacity: 10, sink: ReportWorkerTests.Captured(), store: store, journal: journal, acks: PublishTracker(),
-                log: Logger(format: .logfmt, level: .error), commitIntervalMs: 60_000, streamInput: stream)
+            try Self.shard(store: store, journal: journal, commitIntervalMs: 60_000, streamInput: stream)
         }
         #expect(try shard(journal: nil, stream: true).policy.intervalNs == UInt64(PartitionStreamService.maxLingerMs) * 1_000_000)
         let journal = try IngestJournal(directory: dir + "/journal")
