@@ -144,6 +144,9 @@ extension Daemon {
         let layout = layout
         var onFenced: (@Sendable () -> Void)?
         if claimed != nil { onFenced = { @Sendable [self] in commitFenced() } }
+        // What keeps a shard's messages until their commit: the journal, a JetStream partition's
+        // stream, or nothing (an MQTT partition session, one message in flight).
+        let keeper: ShardCommitPolicy.Keeper = claimed == nil ? .journal : config.partitioning?.intake == .jetStream ? .stream : .none
         return (0..<count).map { i in
             Shard(
                 index: i,
@@ -153,7 +156,7 @@ extension Daemon {
                 capacity: config.queueCapacity, sink: sink, store: state.store, journal: claimed == nil ? state.journal : nil, acks: acks, log: log,
                 ackIntervalMs: config.ackIntervalMs, commitIntervalMs: config.commitIntervalMs,
                 historyDays: config.historyDays, publishesSeries: config.publishSeries, careTeams: careTeams, fhir: config.fhir,
-                desks: desks, onFenced: onFenced, clock: clock, streamInput: claimed != nil && config.partitioning?.intake == .jetStream,
+                desks: desks, onFenced: onFenced, clock: clock, keeper: keeper,
                 acknowledge: { user, lastID in
                     sink.publishAcknowledgement(topic: layout.acks(user), payload: CommitAckPayload.bytes(user: user, lastID: lastID))
                 })

@@ -54,12 +54,9 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let log: Logger
     private let links: PartitionLinks
     private let maxPayloadBytes: Int
-    /// `--commit-interval` (ns), at most ``maxLingerMs``: how long a partition whose batch was not
-    /// full waits before its next fetch (``BatchLinger``).
+    /// `--commit-interval` (ns), at most ``ShardCommitPolicy/longestStreamWaitMs``: how long a
+    /// partition whose batch was not full waits before its next fetch (``BatchLinger``).
     private let commitIntervalNs: UInt64
-    /// The longest a partition's next fetch is held, whatever `--commit-interval`: far below the
-    /// stall bound (a partition without progress that long counts as cut off).
-    static let maxLingerMs = 1000
     private let clock: DaemonClock
     private let connect: @Sendable () throws(JetStreamFailure) -> NATSConnection
     private let onFenced: @Sendable () -> Void
@@ -97,7 +94,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
         self.log = log
         self.links = links
         self.maxPayloadBytes = maxPayloadBytes
-        self.commitIntervalNs = UInt64(min(commitIntervalMs, Self.maxLingerMs)) * 1_000_000
+        self.commitIntervalNs = UInt64(min(commitIntervalMs, ShardCommitPolicy.longestStreamWaitMs)) * 1_000_000
         self.clock = clock
         self.connect = connect
         self.onFenced = onFenced

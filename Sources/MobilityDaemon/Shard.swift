@@ -84,7 +84,7 @@ final class Shard: @unchecked Sendable {
         index: Int, ingestor: Ingestor, capacity: Int, sink: any OutputSink, store: any StateBackend, journal: IngestJournal?,
         acks: PublishTracker, log: Logger, ackIntervalMs: Int = 0, commitIntervalMs: Int = 0,
         historyDays: Int? = 90, publishesSeries: Bool = true, careTeams: CareTeams = CareTeams(), fhir: Bool = false,
-        desks: StaffDesks = StaffDesks(), onFenced: (@Sendable () -> Void)? = nil, clock: DaemonClock = .system, streamInput: Bool = false,
+        desks: StaffDesks = StaffDesks(), onFenced: (@Sendable () -> Void)? = nil, clock: DaemonClock = .system, keeper: ShardCommitPolicy.Keeper? = nil,
         acknowledge: (@Sendable (String, String) -> Void)? = nil
     ) {
         self.clock = clock
@@ -93,12 +93,10 @@ final class Shard: @unchecked Sendable {
         self.onFenced = onFenced
         self.acknowledge = acknowledge
         self.recordsHistory = historyDays != nil
-        // A partition's thread waits for its batch's commit (and JetStream for its acknowledgement):
-        // at most as long as it lingers before a fetch, far below the stall bound and `ack_wait`.
-        let intervalMs = streamInput && journal == nil ? min(commitIntervalMs, PartitionStreamService.maxLingerMs) : commitIntervalMs
+        let keeper = keeper ?? (journal != nil ? .journal : .none)
+        precondition((keeper == .journal) == (journal != nil), "the journal keeps a shard's messages exactly when it has one")
         self.policy = ShardCommitPolicy(
-            intervalNs: UInt64(intervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000,
-            keeper: journal != nil ? .journal : streamInput ? .stream : .none, now: 0)
+            intervalNs: UInt64(commitIntervalMs) * 1_000_000, ackIntervalNs: UInt64(ackIntervalMs) * 1_000_000, keeper: keeper, now: 0)
         self.index = index
         self.ingestor = ingestor
         self.queue = BoundedQueue(capacity: capacity)

@@ -63,6 +63,11 @@ struct ShardCommitPolicy: Sendable {
     /// A commit is at most this many users, whatever the interval.
     static let maxPendingUsers = 50_000
 
+    /// The longest a stream's partition waits, for its batch's commit or before its next fetch,
+    /// whatever `--commit-interval` says: far below the stall bound (a partition without
+    /// progress that long counts as cut off) and JetStream's `ack_wait`.
+    static let longestStreamWaitMs = 1000
+
     private enum State: Equatable, Sendable {
         /// Between batches.
         case idle
@@ -89,11 +94,12 @@ struct ShardCommitPolicy: Sendable {
 
     /// A policy whose first commit interval runs from `now`.
     /// - Parameters:
-    ///   - intervalNs: `--commit-interval` (0: every batch commits everything).
+    ///   - intervalNs: `--commit-interval` (0: every batch commits everything); with `.stream`, at
+    ///     most ``longestStreamWaitMs``.
     ///   - ackIntervalNs: `--ack-interval`: at most one acknowledgement per user per interval.
     ///   - keeper: what holds messages until their commit.
     init(intervalNs: UInt64, ackIntervalNs: UInt64, keeper: Keeper, now: UInt64) {
-        self.intervalNs = intervalNs
+        self.intervalNs = keeper == .stream ? min(intervalNs, UInt64(Self.longestStreamWaitMs) * 1_000_000) : intervalNs
         self.ackIntervalNs = ackIntervalNs
         self.keeper = keeper
         self.lastCommitNs = now

@@ -169,6 +169,20 @@ import Testing
             ], keeper: .stream)
     }
 
+    /// A stream's partition waits for its batch's commit: a stream-fed shard's interval is at
+    /// most ``ShardCommitPolicy/longestStreamWaitMs`` (1 s), whatever `--commit-interval` says, far
+    /// below the stall bound and JetStream's `ack_wait`; the journal's and nothing's are as given.
+    @Test func aStreamsIntervalIsAtMostTheLongestStreamWait() {
+        let minute: UInt64 = 60_000_000_000
+        func interval(_ keeper: ShardCommitPolicy.Keeper, _ ns: UInt64) -> UInt64 {
+            ShardCommitPolicy(intervalNs: ns, ackIntervalNs: 0, keeper: keeper, now: 0).intervalNs
+        }
+        #expect(interval(.stream, minute) == UInt64(ShardCommitPolicy.longestStreamWaitMs) * 1_000_000)
+        #expect(interval(.stream, 100_000_000) == 100_000_000)
+        #expect(interval(.journal, minute) == minute)
+        #expect(interval(.none, minute) == minute)
+    }
+
     /// When a shard fed by streams wakes for the interval's commit: when it is due (at least
     /// 1 ms on), never while a commit is in progress, and never for a journal or no keeper.
     @Test func theIntervalsCommitIsDueOnlyForStreams() {

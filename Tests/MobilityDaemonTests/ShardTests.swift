@@ -80,7 +80,7 @@ import Testing
     /// A shard of the shipped rules on the event clock, committing to `store`, its outputs
     /// captured and read by nobody; not started.
     static func shard(
-        store: any StateBackend, journal: IngestJournal? = nil, commitIntervalMs: Int = 0, streamInput: Bool = false, clock: DaemonClock = .system
+        store: any StateBackend, journal: IngestJournal? = nil, commitIntervalMs: Int = 0, keeper: ShardCommitPolicy.Keeper? = nil, clock: DaemonClock = .system
     ) throws -> Shard {
         Shard(
             index: 0,
@@ -88,7 +88,7 @@ import Testing
                 engine: Engine(program: try ReportWorkerTests.program(), configuration: DaemonConfiguration().engine), layout: TopicLayout(),
                 clock: .event, boundedByWallClock: true),
             capacity: 100_000, sink: ReportWorkerTests.Captured(), store: store, journal: journal, acks: PublishTracker(),
-            log: Logger(format: .logfmt, level: .error), commitIntervalMs: commitIntervalMs, clock: clock, streamInput: streamInput)
+            log: Logger(format: .logfmt, level: .error), commitIntervalMs: commitIntervalMs, clock: clock, keeper: keeper)
     }
 
     /// Without a journal (a partition's input) the messages of a hand-off are committed only
@@ -131,7 +131,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
         let intervalMs = 500
-        let shard = try Self.shard(store: store, commitIntervalMs: intervalMs, streamInput: true)
+        let shard = try Self.shard(store: store, commitIntervalMs: intervalMs, keeper: .stream)
         let started = DispatchTime.now().uptimeNanoseconds
         shard.start()
         defer {
@@ -158,22 +158,6 @@ import Testing
         #expect(commits.count == 1, "\(commits)")
         #expect(commits.first?.streamSequences == [1: 10, 2: 20] && commits.first.map { Set($0.applied.keys) } == ["u1", "u2"], "\(commits)")
         #expect(took >= UInt64(intervalMs - 50) * 1_000_000, "committed \(took / 1_000_000) ms after the start")
-    }
-
-    /// A partition's thread waits for its batch's commit: fed by streams, a shard's interval is
-    /// at most what a partition lingers before a fetch (1 s), whatever `--commit-interval` says,
-    /// far below the stall bound and JetStream's `ack_wait`; with a journal it is as given.
-    @Test func aStreamShardsIntervalIsAtMostTheFetchLinger() throws {
-        let dir = TemporaryPath.make("mw-shard")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let store = try StateStore(path: dir + "/state.sqlite")
-        func shard(journal: IngestJournal?, stream: Bool) throws -> Shard {
-            try Self.shard(store: store, journal: journal, commitIntervalMs: 60_000, streamInput: stream)
-        }
-        #expect(try shard(journal: nil, stream: true).policy.intervalNs == UInt64(PartitionStreamService.maxLingerMs) * 1_000_000)
-        let journal = try IngestJournal(directory: dir + "/journal")
-        #expect(try shard(journal: journal, stream: false).policy.intervalNs == 60_000 * 1_000_000)
     }
 
     /// A batch reads the monotonic clock when it starts, after ingest and after its commit: with
