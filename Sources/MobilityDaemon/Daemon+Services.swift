@@ -28,9 +28,11 @@ extension Daemon {
     /// Every 50 ms: each pass then syncs what 50 ms of commits wrote, and the commits that append
     /// to the WAL meanwhile wait less for it (every 500 ms: stalls of 3–25 ms; every 100 ms: alert
     /// latency p99 0.9–1.5 ms; every 50 ms: 0.7–0.8 ms; docs/benchmarks.md). With nothing
-    /// committed a pass only reads the WAL's header.
-    func checkpointTimer(_ c: Components) -> TimerService {
+    /// committed a pass only reads the WAL's header. Nil for a store that checkpoints itself
+    /// (PostgreSQL): the timer would wake twenty times a second for nothing.
+    func checkpointTimer(_ c: Components) -> TimerService? {
         let log = log, store = c.store
+        guard store.needsCheckpoints else { return nil }
         return TimerService(name: "checkpoint", label: "checkpoint", delay: .milliseconds(100), interval: .milliseconds(50)) { [self] in
             do {
                 try store.checkpoint()
@@ -41,8 +43,9 @@ extension Daemon {
         }
     }
 
-    /// Forgets acknowledged outputs and parks refused ones: every 20 ms (``ackFlushTimer(_:)``),
-    /// and once more when the publisher stops (a refusal that arrives while draining is parked too).
+    /// Forgets acknowledged outputs and parks refused ones: 20 ms after a broker answer leaves
+    /// any (``ackFlush(_:)``), and once more when the publisher stops (a refusal that arrives
+    /// while draining is parked too).
     func settleOutputs(_ c: Components) {
         let ids = c.acks.drain()
         if !ids.isEmpty { do { try c.store.acknowledge(ids) } catch { c.acks.restore(ids) } }
@@ -80,9 +83,11 @@ extension Daemon {
         return TimerService(name: "silences", label: "silences", delay: .milliseconds(200), interval: .seconds(1)) { c.silences.tick(now: clock.wall()) }
     }
 
-    /// Housekeeping: commit acknowledgements and retries, release journal segments every shard has committed.
-    func housekeepingTimer(_ c: Components) -> TimerService {
+    /// Housekeeping: commit acknowledgements and retries, release journal segments every shard
+    /// has committed, and acknowledged outputs the store did not take the last time (`flush`).
+    func housekeepingTimer(_ c: Components, flush: DeferredTask) -> TimerService {
         TimerService(name: "housekeeping", label: "housekeeping", delay: .milliseconds(500), interval: .milliseconds(500)) {
+            if c.acks.hasSettled { flush.poke() }
             if c.sink.backlog > 0 { _ = c.sink.publish([]) }
             c.sink.retryAcknowledgements()
             for s in c.shards { s.queue.push(.housekeeping) }
@@ -101,9 +106,13 @@ extension Daemon {
     }
 
     /// Forget acknowledged outputs quickly: the window in which a crash re-publishes an output the
-    /// broker already has is the time between its acknowledgement and this deletion.
-    func ackFlushTimer(_ c: Components) -> TimerService {
-        TimerService(name: "ack flush", label: "acks", delay: .milliseconds(20), interval: .milliseconds(20)) { [self] in settleOutputs(c) }
+    /// broker already has is the time between its acknowledgement and this deletion (at most
+    /// 20 ms, all the answers of those 20 ms in one deletion). Woken by the answers, not a timer:
+    /// an instance with nothing to publish does not wake fifty times a second.
+    func ackFlush(_ c: Components) -> DeferredTask {
+        let flush = DeferredTask(name: "ack flush", label: "acks", delay: .milliseconds(20)) { [self] in settleOutputs(c) }
+        c.acks.whenSettled { [weak flush] in flush?.poke() }
+        return flush
     }
 
     /// SIGHUP reloads the rules. (SIGTERM and SIGINT are taken from the start of the run, before

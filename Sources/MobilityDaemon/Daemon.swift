@@ -112,7 +112,7 @@ package final class Daemon: Sendable {
         do { c = try components(program: program, broker: broker, state: state) } catch {
             return error.store?.isUnavailable == true ? noteStoreUnavailable() : 1
         }
-        let metrics = metricsListener(c), reports = reportListener(c)
+        let metrics = metricsListener(c), reports = reportListener(c), flush = ackFlush(c)
         // In dependency order (Daemon+Services.swift). Stopped in reverse, which is the drain: stop
         // the signal handlers and timers, stop reading (messages already taken are queued), finish
         // the queues, wait for the broker's acknowledgements, say offline, stop serving metrics.
@@ -128,7 +128,7 @@ package final class Daemon: Sendable {
             c.stage,  // stopped after the subscriber (it drains into the shards), before the shards
             SubscriberService(subscriber: c.subscriber, log: log),
             c.partitionInput,
-            ticker(c), silenceTimer(c), housekeepingTimer(c), highWaterTimer(c), ackFlushTimer(c),
+            ticker(c), silenceTimer(c), housekeepingTimer(c, flush: flush), highWaterTimer(c), flush,
             ServiceNotifierService(startupPings: startupPings) { [self] in startServiceTimer(notifier, c) }
         ]
         let group = ServiceGroup(services.compactMap { $0 }, signals: signals(c), termination: termination, log: log, clock: clock)

@@ -247,6 +247,43 @@ final class SubscriberService: Service {
     func stop() { subscriber.stop() }
 }
 
+/// Runs `handler` on a serial queue of its own `delay` after a ``poke()``, once for all the pokes
+/// that came before it started: work that follows events (broker answers), coalesced, without a
+/// timer that wakes when nothing happened. Stopping waits for a run under way; nothing runs after.
+final class DeferredTask: Service, Sendable {
+    let name: String
+    private let queue: DispatchQueue
+    private let delay: DispatchTimeInterval
+    private let handler: @Sendable () -> Void
+    /// A run is scheduled and has not started.
+    private let armed = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+
+    init(name: String, label: String, delay: DispatchTimeInterval, handler: @escaping @Sendable () -> Void) {
+        self.name = name
+        self.queue = DispatchQueue(label: "mobilityd." + label)
+        self.delay = delay
+        self.handler = handler
+    }
+
+    func start() {}
+
+    /// Schedules a run `delay` from now, unless one is scheduled and has not started.
+    func poke() {
+        guard !stopped.load(ordering: .relaxed), !armed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.asyncAfter(deadline: .now() + delay) { [self] in
+            armed.store(false, ordering: .releasing)  // a poke from now on schedules another run
+            guard !stopped.load(ordering: .acquiring) else { return }
+            handler()
+        }
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        queue.sync {}
+    }
+}
+
 /// A repeating timer on its own serial queue, cancelled on stop.
 final class TimerService: Service {
     let name: String

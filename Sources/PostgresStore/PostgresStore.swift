@@ -276,4 +276,7 @@ package final class PostgresStore: StateBackend, @unchecked Sendable {
 
     /// Nothing to do between commits (PostgreSQL checkpoints itself).
     package func checkpoint() throws {}
+
+    /// PostgreSQL checkpoints itself: no timer needs to wake for ``checkpoint()``.
+    package var needsCheckpoints: Bool { false }
 }

@@ -87,6 +87,8 @@ package protocol StateBackend: AnyObject, Sendable {
     var location: String { get }
     /// Housekeeping off the commit path, from a timer (SQLite: copies the WAL into the database file).
     func checkpoint() throws
+    /// Whether ``checkpoint()`` has anything to do: the daemon runs its timer only then.
+    var needsCheckpoints: Bool { get }
 }
 
 extension StateBackend {
@@ -113,6 +115,9 @@ extension StateBackend {
 extension StateStore: StateBackend {
     /// The database file's path.
     package var location: String { path }
+
+    /// The WAL is copied into the database file off the commit path.
+    package var needsCheckpoints: Bool { true }
 
     /// ``commit(users:outbox:acknowledged:history:audited:)``; the SQLite store keeps no stream
     /// positions (the JetStream intake commits to PostgreSQL), and refuses any.

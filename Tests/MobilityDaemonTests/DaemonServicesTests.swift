@@ -35,4 +35,31 @@ import Testing
         let wasSettled = settled.load(ordering: .relaxed)
         #expect(wasSettled)
     }
+
+    /// The flush of acknowledged outputs runs once for the pokes that came before it started
+    /// (a burst of answers is one deletion), again for a poke while it runs, and never after its stop.
+    @Test func aDeferredTaskRunsOnceForThePokesBeforeItStarted() {
+        let runs = Atomic<Int>(0)
+        let inRun = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let task = DeferredTask(name: "test", label: "test", delay: .milliseconds(20)) {
+            if runs.add(1, ordering: .relaxed).newValue == 2 {
+                inRun.signal()
+                release.wait()
+            }
+        }
+        for _ in 0..<100 { task.poke() }
+        #expect(eventually(timeout: 5) { runs.load(ordering: .relaxed) == 1 })
+        task.poke()
+        #expect(inRun.wait(timeout: .now() + 5) == .success)  // the second run is under way
+        task.poke()  // during it: a third
+        release.signal()
+        #expect(eventually(timeout: 5) { runs.load(ordering: .relaxed) == 3 })
+        task.stop()
+        task.poke()
+        let stoppedAt = runs.load(ordering: .relaxed)
+        // A run would come 20 ms after the poke: none within 300 ms.
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(runs.load(ordering: .relaxed) == stoppedAt)
+        #expect(stoppedAt == 3)
+    }
 }

@@ -46,6 +46,10 @@ import Testing
         #expect(log.contains("\"kind\":\"series\"") && log.contains("\"reason\":\"not_authorized\""))
         #expect(!log.contains("1.2345"), "a health value reached the log")  // the refusal logs kinds and reasons only
         let parked = m["mobilityd_dead_letters"] ?? -1
+        // While it runs: the answered outputs leave the outbox (the delivered alert deleted, the
+        // refused series moved to the dead letters), not only at the stop's last flush.
+        let reading = try StateStore(path: d.dir + "/state/state.sqlite", readOnly: true)
+        #expect(eventually(timeout: 5) { (try? reading.outboxCount()) == 0 }, "\((try? reading.outboxCount()) ?? -1) outbox items left")
         #expect(d.daemon!.stop() == 0, "\(d.daemon!.log)")
         // The dead letters are in the store, with their topic and reason; the outbox is empty.
         let store = try StateStore(path: d.dir + "/state/state.sqlite")

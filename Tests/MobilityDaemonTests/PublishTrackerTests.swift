@@ -28,6 +28,36 @@ import Testing
         #expect(t.inFlight == 0)
     }
 
+    /// What wakes the flush of acknowledged outputs: an answer that settles an outbox item
+    /// (accepted or refused, registered before or after it), a refused untracked publish, a
+    /// permanent failure; not an accepted commit acknowledgement or status, which leave nothing
+    /// to take, nor an answer that came before its registration.
+    @Test func onlyAnswersThatLeaveSomethingToTakeWakeTheFlush() {
+        let t = PublishTracker()
+        let wakes = Atomic<Int>(0)
+        t.whenSettled { wakes.add(1, ordering: .relaxed) }
+        func woke(_ step: () -> Void) -> Bool {
+            let before = wakes.load(ordering: .relaxed)
+            step()
+            return wakes.load(ordering: .relaxed) == before + 1
+        }
+        t.published(mid: 1, id: nil, topic: "mobility/v1/users/u/acks", ackSerial: 1)
+        #expect(!woke { t.answered(mid: 1, reasonCode: 0) })
+        t.published(mid: 2, id: 20, topic: "mobility/v1/users/u/alerts/r")
+        #expect(woke { t.answered(mid: 2, reasonCode: 0) })
+        #expect(t.hasSettled)
+        #expect(t.drain() == [20])
+        #expect(!t.hasSettled)
+        t.published(mid: 3, id: nil, topic: "mobility/v1/users/u/acks", ackSerial: 2)
+        #expect(woke { t.answered(mid: 3, reasonCode: 0x87) })
+        #expect(!woke { t.answered(mid: 4, reasonCode: 0) })  // before its registration
+        #expect(woke { t.published(mid: 4, id: 40, topic: "mobility/v1/users/u/series") })
+        #expect(woke { t.failedPermanently(id: 50, topic: "mobility/v1/users/u/series", rc: 16) })
+        #expect(t.drain() == [40])
+        #expect(t.drainRefused().count == 2)
+        #expect(!t.hasSettled)
+    }
+
     @Test func anAnswerBeforeItsRegistrationIsClaimedByIt() {
         let t = PublishTracker()
         t.answered(mid: 7, reasonCode: 0)  // the PUBACK raced ahead of published(mid:)

@@ -112,6 +112,7 @@ import Testing
         func silences() throws -> (silences: [Silence], unreadable: [String]) { try store.silences() }
         var location: String { store.location }
         func checkpoint() throws { try store.checkpoint() }
+        var needsCheckpoints: Bool { store.needsCheckpoints }
     }
 
     static let layout = TopicLayout()
