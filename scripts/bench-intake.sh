@@ -13,12 +13,15 @@
 # /proc) and their sum, the machine's load, and PostgreSQL's transactions per message (its
 # pg_stat_database count: commits, the heartbeats' and reads included), for the JetStream
 # intake the messages per committed batch, and mobilityd's state commits per message (its
-# mobilityd_state_commits_total, read before the stop): on a shared 2-core machine these bound nothing
+# mobilityd_state_commits_total, read before the stop), and before the traffic, what one instance
+# and PostgreSQL spend a second with nothing to consume (`idle_ms/s`, mobilityd+PostgreSQL per
+# instance, over IDLE seconds, 10 by default): on a shared 2-core machine these bound nothing
 # but themselves. NODES=3 runs each intake on a three-node cluster (stream_replicas: 3, the
 # instances spread over the nodes, nats-server's CPU summed over the three). The intake
 # `mosquitto` is the single-node daemon for comparison: one mobilityd (no --partitions, its
 # SQLite store) on a private mosquitto, done when it has received every message; its broker's
-# CPU is in the nats-server column. The intake `jetstream-nats` is the JetStream intake fed by a
+# CPU is in the nats-server column. PGSTATS=1 loads pg_stat_statements and prints, after each
+# row, the statements that cost PostgreSQL most (calls, planning and execution ms). The intake `jetstream-nats` is the JetStream intake fed by a
 # gateway that publishes to the stream over the NATS protocol instead of MQTT
 # (scripts/bench-nats-publish.py, PyPI's nats-py; JetStream's acknowledgement for the PUBACK).
 # MOBILITYD_ARGS adds arguments to every partitioned instance. RATE=N publishes N messages a
@@ -26,7 +29,7 @@
 # offered load for every row, below what any of them can take, so that the CPU per message
 # compares configurations at one rate rather than each at its own saturation (MQTT gateways
 # only). Everything it starts is stopped by PID.
-#   scripts/bench-intake.sh     USERS=50 DAYS=20 SAMPLES=20 P=8 INSTANCES=1 NODES=1 BUILD=release [RATE=N] INTAKES="mqtt jetstream mosquitto jetstream-nats jetstream+users"
+#   scripts/bench-intake.sh     USERS=50 DAYS=20 SAMPLES=20 P=8 INSTANCES=1 NODES=1 BUILD=release [RATE=N] [IDLE=S] INTAKES="mqtt jetstream mosquitto jetstream-nats jetstream+users"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 users=${USERS:-50}
@@ -38,6 +41,7 @@ build=${BUILD:-release}
 intakes=${INTAKES:-mqtt jetstream}
 nodes=${NODES:-1}
 lease=${LEASE:-4}
+idle=${IDLE:-10}
 pace=(--speed max); [ -n "${RATE:-}" ] && pace=(--rate "$RATE")
 # More arguments for every partitioned instance (MOBILITYD_ARGS="--commit-interval 250").
 read -r -a extra <<< "${MOBILITYD_ARGS:-}"
@@ -55,7 +59,7 @@ messages=$(wc -l <"$work/traffic.jsonl")
 # user's on one connection.
 (umask 077; for u in $(seq 0 $((users - 1))); do echo "u$u x"; done >"$work/gateways")
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) before; $messages messages ($users users x $days days, $samples samples a message), P=$parts, $n instance(s), $nodes NATS node(s), --lease $lease, $build build"
-printf '%-15s %8s %8s %8s %17s %12s %16s %14s %6s %12s %8s %12s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load pg_xacts/msg msg/batch commits/msg
+printf '%-15s %8s %8s %8s %17s %12s %16s %14s %6s %12s %8s %12s %14s\n' intake msg/s wall_s applied mobilityd_ms/msg nats_ms/msg postgres_ms/msg total_ms/msg load pg_xacts/msg msg/batch commits/msg idle_ms/s
 for intake in $intakes; do
   label=$intake tag=${intake//[-+]/_}
   gateway_options=()
@@ -89,7 +93,7 @@ for intake in $intakes; do
     awk -v applied="$(received)" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v hz="$hz" \
       -v load="$(cut -d' ' -f1 /proc/loadavg)" -v label="$label" \
       -v sc="$(metric mobilityd_state_commits_total)" \
-      'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16s %14.3f %6s %12s %8s %12.4f\n", label, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, "-", (c + nc) * 1000 / hz / m, load, "-", "-", sc / m }'
+      'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16s %14.3f %6s %12s %8s %12.4f %14s\n", label, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, "-", (c + nc) * 1000 / hz / m, load, "-", "-", sc / m, "-" }'
     kill -TERM "$d" 2>/dev/null || true; wait "$d" 2>/dev/null || true
     kill -TERM "$mqpid" 2>/dev/null || true; wait "$mqpid" 2>/dev/null || true
     continue
@@ -146,9 +150,16 @@ for intake in $intakes; do
     sleep 0.1
   done
   sleep $((lease)) # one more lease: no rebalance under way (not a test)
+  # What the instances and PostgreSQL spend with nothing to consume, per instance and second.
+  ib=0; for p in "${inst[@]}"; do ib=$((ib + $(ticks "$p"))); done
+  ipb=$(pg_ticks); i0=$(date +%s.%N)
+  sleep "$idle"
+  ia=0; for p in "${inst[@]}"; do ia=$((ia + $(ticks "$p"))); done
+  ipa=$(pg_ticks); i1=$(date +%s.%N)
   before=0; for p in "${inst[@]}"; do before=$((before + $(ticks "$p"))); done
   nb=$(nats_ticks); pb=$(pg_ticks)
   xacts() { psql_ "$db" -c "SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'"; }
+  [ "${PGSTATS:-0}" = 1 ] && psql_ "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
   xb=$(xacts)
   t0=$(date +%s.%N)
   if [ "$intake" = jetstream-nats ]; then
@@ -207,6 +218,13 @@ print(left)' "$intake" "s-$tag-$j" 2>/dev/null || echo 1
   xa=$(xacts)
   awk -v applied="$applied" -v intake="$label" -v m="$messages" -v t0="$t0" -v t1="$t1" -v c="$((after - before))" -v nc="$((na - nb))" -v pc="$((pa - pb))" -v hz="$hz" \
     -v load="$(cut -d' ' -f1 /proc/loadavg)" -v x="$((xa - xb))" -v b="$batches" -v sc="$commits" \
-    'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s %12.3f %8s %12.4f\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load, x / m, b ? sprintf("%.1f", m / b) : "-", sc / m }'
+    -v ic="$((ia - ib))" -v ipc="$((ipa - ipb))" -v iw="$(awk -v a="$i0" -v b="$i1" 'BEGIN { print b - a }')" -v n="$n" \
+    'BEGIN { w = t1 - t0; printf "%-15s %8.0f %8.1f %8d %17.3f %12.3f %16.3f %14.3f %6s %12.3f %8s %12.4f %14s\n", intake, m / w, w, applied, c * 1000 / hz / m, nc * 1000 / hz / m, pc * 1000 / hz / m, (c + nc + pc) * 1000 / hz / m, load, x / m, b ? sprintf("%.1f", m / b) : "-", sc / m, sprintf("%.1f+%.1f", ic * 1000 / hz / iw / n, ipc * 1000 / hz / iw / n) }'
+  if [ "${PGSTATS:-0}" = 1 ]; then
+    # What each statement cost over the traffic (and the stop): calls, planning and execution.
+    psql_ "$db" -F ' | ' -c "SELECT calls, round(total_plan_time::numeric, 1) AS plan_ms, round(total_exec_time::numeric, 1) AS exec_ms,
+      regexp_replace(left(query, 90), '\s+', ' ', 'g') FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db')
+      ORDER BY total_plan_time + total_exec_time DESC LIMIT 14" | sed 's/^/    /'
+  fi
   for q in "${natspids[@]}"; do kill -TERM "$q" 2>/dev/null || true; wait "$q" 2>/dev/null || true; done
 done

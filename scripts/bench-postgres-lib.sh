@@ -24,7 +24,9 @@ as_pg() { if [ "$(id -u)" = 0 ]; then chown -R postgres "$work/pg"; setpriv --re
 as_pg "$pgbin/initdb" -D "$work/pg/data" -A trust -U mw -E UTF8 --locale=C >/dev/null
 pgport=$(free_port)
 run_as=(); [ "$(id -u)" = 0 ] && run_as=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-"${run_as[@]}" "$pgbin/postgres" -D "$work/pg/data" -k "$work/pg" -p "$pgport" -c listen_addresses=127.0.0.1 -c max_connections=200 >"$work/pg/log" 2>&1 &
+# PGSTATS=1: pg_stat_statements, planning included, for a script to print what the statements cost.
+pg_stats=(); [ "${PGSTATS:-0}" = 1 ] && pg_stats=(-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on)
+"${run_as[@]}" "$pgbin/postgres" -D "$work/pg/data" -k "$work/pg" -p "$pgport" -c listen_addresses=127.0.0.1 -c max_connections=200 "${pg_stats[@]}" >"$work/pg/log" 2>&1 &
 pgpid=$!
 for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
 psql_() { "$pgbin/psql" -X -q -A -t -h 127.0.0.1 -p "$pgport" -U mw -d "$@"; }
