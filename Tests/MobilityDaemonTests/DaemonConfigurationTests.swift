@@ -72,6 +72,13 @@ import Testing
         #expect(try DaemonConfiguration.load(arguments: [], environment: [:]).commitIntervalMs == 100)
         #expect(try DaemonConfiguration.load(arguments: ["--commit-interval", "0"], environment: [:]).commitIntervalMs == 0)
         #expect(try DaemonConfiguration.load(arguments: [], environment: ["MOBILITYD_COMMIT_INTERVAL": "250"]).commitIntervalMs == 250)
+        // Partitioned: 500 ms by default with the JetStream intake (a commit's fixed cost is paid
+        // per instance and interval), 100 with the MQTT sessions (every batch commits anyway);
+        // as given either way.
+        let partitioned = ["--store", "postgres://mw@127.0.0.1:5432/state", "--partitions", "8", "--nats", "nats://127.0.0.1:4222"]
+        #expect(try DaemonConfiguration.load(arguments: partitioned, environment: [:]).commitIntervalMs == 500)
+        #expect(try DaemonConfiguration.load(arguments: partitioned + ["--intake", "mqtt"], environment: [:]).commitIntervalMs == 100)
+        #expect(try DaemonConfiguration.load(arguments: partitioned + ["--commit-interval", "100"], environment: [:]).commitIntervalMs == 100)
     }
 }
 
