@@ -87,7 +87,7 @@ extension Daemon {
     /// has committed, and acknowledged outputs the store did not take the last time (`flush`).
     func housekeepingTimer(_ c: Components, flush: DeferredTask) -> TimerService {
         TimerService(name: "housekeeping", label: "housekeeping", delay: .milliseconds(500), interval: .milliseconds(500)) {
-            if c.acks.hasSettled { flush.poke() }
+            if c.acks.hasAnsweredOutputs { flush.poke() }
             if c.sink.backlog > 0 { _ = c.sink.publish([]) }
             c.sink.retryAcknowledgements()
             for s in c.shards { s.queue.push(.housekeeping) }
@@ -111,7 +111,7 @@ extension Daemon {
     /// an instance with nothing to publish does not wake fifty times a second.
     func ackFlush(_ c: Components) -> DeferredTask {
         let flush = DeferredTask(name: "ack flush", label: "acks", delay: .milliseconds(20)) { [self] in settleOutputs(c) }
-        c.acks.whenSettled { [weak flush] in flush?.poke() }
+        c.acks.whenOutputsAnswered { [weak flush] in flush?.poke() }
         return flush
     }
 

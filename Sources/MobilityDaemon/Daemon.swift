@@ -113,6 +113,8 @@ package final class Daemon: Sendable {
             return error.store?.isUnavailable == true ? noteStoreUnavailable() : 1
         }
         let metrics = metricsListener(c), reports = reportListener(c), flush = ackFlush(c)
+        // Poked by answers from the publisher connection's start on: stopped however the group ends.
+        defer { flush.stop() }
         // In dependency order (Daemon+Services.swift). Stopped in reverse, which is the drain: stop
         // the signal handlers and timers, stop reading (messages already taken are queued), finish
         // the queues, wait for the broker's acknowledgements, say offline, stop serving metrics.

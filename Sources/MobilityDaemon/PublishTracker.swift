@@ -97,14 +97,14 @@ final class PublishTracker: Sendable {
     /// Calls `f` after each broker answer (on the network thread: `f` must not block).
     func whenAnswered(_ f: @escaping @Sendable () -> Void) { onAnswer.withLock { $0 = AnswerCallback(call: f) } }
 
-    /// Called when an answer or a permanent failure left an outbox id or a refusal to take.
-    private let onSettled = Mutex<AnswerCallback?>(nil)
+    /// Called when an answer or a permanent failure left an outbox id or a refusal to take (the ack flush).
+    private let onOutputsAnswered = Mutex<AnswerCallback?>(nil)
 
     /// Calls `f` whenever a broker answer or a permanent failure leaves outbox ids or refusals
     /// for ``drain()`` and ``drainRefused()`` (on the network thread: `f` must not block).
-    func whenSettled(_ f: @escaping @Sendable () -> Void) { onSettled.withLock { $0 = AnswerCallback(call: f) } }
+    func whenOutputsAnswered(_ f: @escaping @Sendable () -> Void) { onOutputsAnswered.withLock { $0 = AnswerCallback(call: f) } }
 
-    /// What ``whenAnswered(_:)`` registered.
+    /// What ``whenAnswered(_:)`` or ``whenOutputsAnswered(_:)`` registered.
     private final class AnswerCallback: Sendable {
         let call: @Sendable () -> Void
         init(call: @escaping @Sendable () -> Void) { self.call = call }
@@ -114,7 +114,7 @@ final class PublishTracker: Sendable {
     /// `ackSerial` (``CommitAckLedger``), or another untracked output.
     func published(mid: Int32, id: Int64?, topic: String, ackSerial: UInt64? = nil) {
         let entry = Entry(outboxID: id, topic: topic, ackSerial: ackSerial)
-        let settled = state.withLock { s in
+        let outputAnswered = state.withLock { s in
             if let code = s.early.removeValue(forKey: mid) {
                 s.settle(entry, code)
                 return id != nil || code >= 0x80
@@ -123,12 +123,12 @@ final class PublishTracker: Sendable {
             if id != nil { s.outputsInFlight += 1 }
             return false
         }
-        if settled { onSettled.withLock { $0 }?.call() }
+        if outputAnswered { onOutputsAnswered.withLock { $0 }?.call() }
     }
 
     /// The broker answered message `mid` with `reasonCode` (called on the network thread).
     func answered(mid: Int32, reasonCode: Int32) {
-        let settled = state.withLock { s in
+        let outputAnswered = state.withLock { s in
             guard let e = s.inFlight.removeValue(forKey: mid) else {
                 s.early[mid] = reasonCode
                 return false
@@ -137,14 +137,14 @@ final class PublishTracker: Sendable {
             s.settle(e, reasonCode)
             return e.outboxID != nil || reasonCode >= 0x80
         }
-        if settled { onSettled.withLock { $0 }?.call() }
+        if outputAnswered { onOutputsAnswered.withLock { $0 }?.call() }
         onAnswer.withLock { $0 }?.call()
     }
 
     /// libmosquitto refused to send outbox item `id` for good (its error code).
     func failedPermanently(id: Int64, topic: String, rc: Int32) {
         state.withLock { $0.refused.append(Refusal(outboxID: id, kind: OutputKind(topic: topic), reason: Refusal.libraryReason(rc))) }
-        onSettled.withLock { $0 }?.call()
+        onOutputsAnswered.withLock { $0 }?.call()
     }
 
     /// Takes the acknowledged outbox ids.
@@ -170,7 +170,7 @@ final class PublishTracker: Sendable {
         }
     }
     /// Whether outbox ids or refusals wait for ``drain()`` or ``drainRefused()``.
-    var hasSettled: Bool { state.withLock { !$0.acked.isEmpty || !$0.refused.isEmpty } }
+    var hasAnsweredOutputs: Bool { state.withLock { !$0.acked.isEmpty || !$0.refused.isEmpty } }
     /// Publishes not yet answered.
     var inFlight: Int { state.withLock { $0.inFlight.count } }
     /// Outbox items among them.

@@ -28,14 +28,14 @@ import Testing
         #expect(t.inFlight == 0)
     }
 
-    /// What wakes the flush of acknowledged outputs: an answer that settles an outbox item
+    /// What wakes the ack flush: an answer that settles an outbox item
     /// (accepted or refused, registered before or after it), a refused untracked publish, a
     /// permanent failure; not an accepted commit acknowledgement or status, which leave nothing
     /// to take, nor an answer that came before its registration.
     @Test func onlyAnswersThatLeaveSomethingToTakeWakeTheFlush() {
         let t = PublishTracker()
         let wakes = Atomic<Int>(0)
-        t.whenSettled { wakes.add(1, ordering: .relaxed) }
+        t.whenOutputsAnswered { wakes.add(1, ordering: .relaxed) }
         func woke(_ step: () -> Void) -> Bool {
             let before = wakes.load(ordering: .relaxed)
             step()
@@ -45,9 +45,9 @@ import Testing
         #expect(!woke { t.answered(mid: 1, reasonCode: 0) })
         t.published(mid: 2, id: 20, topic: "mobility/v1/users/u/alerts/r")
         #expect(woke { t.answered(mid: 2, reasonCode: 0) })
-        #expect(t.hasSettled)
+        #expect(t.hasAnsweredOutputs)
         #expect(t.drain() == [20])
-        #expect(!t.hasSettled)
+        #expect(!t.hasAnsweredOutputs)
         t.published(mid: 3, id: nil, topic: "mobility/v1/users/u/acks", ackSerial: 2)
         #expect(woke { t.answered(mid: 3, reasonCode: 0x87) })
         #expect(!woke { t.answered(mid: 4, reasonCode: 0) })  // before its registration
@@ -55,7 +55,7 @@ import Testing
         #expect(woke { t.failedPermanently(id: 50, topic: "mobility/v1/users/u/series", rc: 16) })
         #expect(t.drain() == [40])
         #expect(t.drainRefused().count == 2)
-        #expect(!t.hasSettled)
+        #expect(!t.hasAnsweredOutputs)
     }
 
     @Test func anAnswerBeforeItsRegistrationIsClaimedByIt() {
