@@ -84,7 +84,8 @@ extension Daemon {
     }
 
     /// Housekeeping: commit acknowledgements and retries, release journal segments every shard
-    /// has committed, and acknowledged outputs the store did not take the last time (`flush`).
+    /// has committed, and answered outputs (acknowledged or refused) the store did not take the
+    /// last time (`flush`).
     func housekeepingTimer(_ c: Components, flush: DeferredTask) -> TimerService {
         TimerService(name: "housekeeping", label: "housekeeping", delay: .milliseconds(500), interval: .milliseconds(500)) {
             if c.acks.hasAnsweredOutputs { flush.poke() }
@@ -106,9 +107,10 @@ extension Daemon {
     }
 
     /// Forget acknowledged outputs quickly: the window in which a crash re-publishes an output the
-    /// broker already has is the time between its acknowledgement and this deletion (at most
-    /// 20 ms, all the answers of those 20 ms in one deletion). Woken by the answers, not a timer:
-    /// an instance with nothing to publish does not wake fifty times a second.
+    /// broker already has is the time between its acknowledgement and this deletion (20 ms, all
+    /// the answers of those 20 ms in one deletion; after a deletion the store refused, the next
+    /// answer's or housekeeping's, within 500 ms). Woken by the answers, not a timer: an instance
+    /// with nothing to publish does not wake fifty times a second.
     func ackFlush(_ c: Components) -> DeferredTask {
         let flush = DeferredTask(name: "ack flush", label: "acks", delay: .milliseconds(20)) { [self] in settleOutputs(c) }
         c.acks.whenOutputsAnswered { [weak flush] in flush?.poke() }

@@ -113,7 +113,8 @@ package final class Daemon: Sendable {
             return error.store?.isUnavailable == true ? noteStoreUnavailable() : 1
         }
         let metrics = metricsListener(c), reports = reportListener(c), flush = ackFlush(c)
-        // Poked by answers from the publisher connection's start on: stopped however the group ends.
+        // Poked by answers from the publisher connection's start on: stopped however the group ends
+        // (the group stops only the services it started).
         defer { flush.stop() }
         // In dependency order (Daemon+Services.swift). Stopped in reverse, which is the drain: stop
         // the signal handlers and timers, stop reading (messages already taken are queued), finish
@@ -125,12 +126,13 @@ package final class Daemon: Sendable {
                 [self] in
                 settleOutputs(c)
             },
+            flush,  // poked by the publisher's answers: stopped before the publisher's last flush
             shardsService(c, state: state),
             PublisherConnectionService(publisher: c.publisher, sink: c.sink, outbox: state.outbox, log: log),
             c.stage,  // stopped after the subscriber (it drains into the shards), before the shards
             SubscriberService(subscriber: c.subscriber, log: log),
             c.partitionInput,
-            ticker(c), silenceTimer(c), housekeepingTimer(c, flush: flush), highWaterTimer(c), flush,
+            ticker(c), silenceTimer(c), housekeepingTimer(c, flush: flush), highWaterTimer(c),
             ServiceNotifierService(startupPings: startupPings) { [self] in startServiceTimer(notifier, c) }
         ]
         let group = ServiceGroup(services.compactMap { $0 }, signals: signals(c), termination: termination, log: log, clock: clock)

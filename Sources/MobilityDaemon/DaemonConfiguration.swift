@@ -72,8 +72,8 @@ package struct DaemonConfiguration: Sendable {
     }
     /// `--commit-interval` as given (nil: ``defaultCommitIntervalMs``).
     private var commitIntervalGiven: Int?
-    /// 100 ms with the ingest journal (the single-node daemon, whose alerts commit at once
-    /// whatever the interval); 500 ms with the JetStream intake, where a commit's fixed cost
+    /// 100 ms, with the ingest journal (the single-node daemon, whose alerts commit at once
+    /// whatever the interval) and with `--intake mqtt`; 500 ms with the JetStream intake, where a commit's fixed cost
     /// (its transaction, a partition's fetch and acknowledgement) is paid by every instance for
     /// every interval that brings messages, however few: at one offered load it took 20–49 %
     /// less CPU per message than 100 ms (docs/scaling.md, "The commit interval"). A message
@@ -197,7 +197,7 @@ package struct DaemonConfiguration: Sendable {
             Option(
                 name: "commit-interval", value: "MS",
                 help:
-                    "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch). With --intake jetstream (default 500, at most 1000): the stream holds them, and a partition whose batch was not full waits this long to fetch again"
+                    "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch). With --partitions and the JetStream intake, its default (default 500, at most 1000): the stream holds them, and a partition whose batch was not full waits this long to fetch again"
             ),
             Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener, loopback only (default 127.0.0.1:9464)")
         ] + httpOptions + careTeamOptions + fhirOptions + storeOptions + partitionOptions + [
