@@ -146,7 +146,12 @@ extension Daemon {
         if claimed != nil { onFenced = { @Sendable [self] in commitFenced() } }
         // What keeps a shard's messages until their commit: the journal, a JetStream partition's
         // stream, or nothing (an MQTT partition session, one message in flight).
-        let keeper: ShardCommitPolicy.Keeper = claimed == nil ? .journal : config.partitioning?.intake == .jetStream ? .stream : .none
+        let keeper: ShardCommitPolicy.Keeper =
+            switch claimed.map({ partitioning(of: $0).intake }) {
+            case nil: .journal
+            case .jetStream?: .stream
+            case .mqttSessions?: .none
+            }
         return (0..<count).map { i in
             Shard(
                 index: i,

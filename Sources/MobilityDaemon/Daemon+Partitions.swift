@@ -19,6 +19,11 @@ package struct PartitionClaim: Sendable, Equatable {
 }
 
 extension Daemon {
+    /// How the claimed partitions are consumed: the configuration's, or the defaults for the
+    /// claim's partition count. The one place the run's intake is decided (its inputs, and what
+    /// keeps a shard's messages until their commit).
+    func partitioning(of claim: PartitionClaim) -> Partitioning { config.partitioning ?? Partitioning(count: claim.partitions.count) }
+
     /// The owned partitions' input, by `--intake`: their MQTT sessions (with the subscriber's
     /// connection settings) or their JetStream consumers (over `--nats`, committing their stream
     /// positions in the PostgreSQL store).
@@ -27,7 +32,7 @@ extension Daemon {
     ) throws(ComponentFailure)
         -> any Service & Sendable
     {
-        let partitioning = config.partitioning ?? Partitioning(count: claim.partitions.count)
+        let partitioning = partitioning(of: claim)
         guard partitioning.intake == .jetStream else { return partitionSessions(claim, base: base, shards: shards, routing: routing) }
         guard let postgres = store as? PostgresStore else {
             log.error("--intake jetstream needs the PostgreSQL store")
@@ -47,7 +52,7 @@ extension Daemon {
 
     /// The owned partitions' sessions, with the subscriber's connection settings.
     func partitionSessions(_ claim: PartitionClaim, base: MQTTClientConfiguration, shards: [Shard], routing: ShardRouting) -> PartitionInputService {
-        let partitioning = config.partitioning ?? Partitioning(count: claim.partitions.count)
+        let partitioning = partitioning(of: claim)
         return PartitionInputService(
             partitions: claim.partitions, partitioning: partitioning, base: base, layout: layout, shards: shards, routing: routing, log: log
         ) { [self] e, k in
