@@ -11,9 +11,17 @@ final class CommitWaiter: Sendable {
     /// The stream sequence a partition's input is committed through once everything before the
     /// waiter is (the JetStream intake): recorded by the same commit.
     let streamSequence: (partition: Int, sequence: UInt64)?
+    /// More of the partition's messages wait at the broker (its fetch came back full), and it
+    /// fetches them only once this commit is answered: the shard commits at once instead of
+    /// waiting for its commit interval, which only gathers small hand-offs.
+    let backlog: Bool
 
-    /// A waiter; `streamSequence`: the partition's stream position its commit records.
-    init(streamSequence: (partition: Int, sequence: UInt64)? = nil) { self.streamSequence = streamSequence }
+    /// A waiter; `streamSequence`: the partition's stream position its commit records;
+    /// `backlog`: more of its input waits behind it.
+    init(streamSequence: (partition: Int, sequence: UInt64)? = nil, backlog: Bool = false) {
+        self.streamSequence = streamSequence
+        self.backlog = backlog
+    }
 
     /// Everything before it is committed.
     func committed() { finish(true) }

@@ -341,7 +341,9 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             // Committed with the partition's stream sequence by the shard (retried there until the
             // store takes it, or the run stops); nothing to commit for redeliveries alone.
             if top.sequence > taken {
-                guard let w = hand(inOrder, after: taken, through: top.sequence, partition: k, prefix: prefix), w.wait(abandoned: { isRevoked }) else {
+                guard let w = hand(inOrder, after: taken, through: top.sequence, partition: k, prefix: prefix, backlog: fetched.count == Self.batch),
+                    w.wait(abandoned: { isRevoked })
+                else {
                     return
                 }
             }
@@ -457,9 +459,10 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     /// Hands partition `k`'s messages after `taken` to its shard, in order, then a commit waiter
     /// that has the commit record the partition's stream sequence `through`, all at once (another
     /// partition of the shard never comes between them: the shard commits a hand-off's messages
-    /// only with its waiter); nil when the shard no longer takes work (the run is stopping).
+    /// only with its waiter); `backlog`: the fetch came back full, so the shard commits at once.
+    /// Nil when the shard no longer takes work (the run is stopping).
     private func hand(
-        _ messages: ArraySlice<JetStreamPullConsumer.Message>, after taken: UInt64, through: UInt64, partition k: Int, prefix: String
+        _ messages: ArraySlice<JetStreamPullConsumer.Message>, after taken: UInt64, through: UInt64, partition k: Int, prefix: String, backlog: Bool
     ) -> CommitWaiter? {
         var items: [ShardItem] = []
         items.reserveCapacity(messages.count + 1)
@@ -480,7 +483,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                     ? .oversized(topic: inner, parsed: parsed, size: m.payload.count)
                     : .message(seq: m.sequence, topic: inner, parsed: parsed, payload: m.payload))
         }
-        let w = CommitWaiter(streamSequence: (k, through))
+        let w = CommitWaiter(streamSequence: (k, through), backlog: backlog)
         items.append(.durable(w))
         return shards[routing.shard(ofPartition: k) ?? 0].queue.pushAll(items) ? w : nil
     }

@@ -22,7 +22,7 @@ extension Shard {
         if !urgent && !out.isEmpty { deferredUsers.formUnion(batchUsers) }
         let scope = policy.batchProcessed(
             outputs: urgent, deferred: !pending.outbox.isEmpty || !deferredUsers.isEmpty, barrier: !batch.barriers.isEmpty,
-            pendingUsers: pendingUsers.count, awaitingWaiter: awaitingWaiter, now: now)
+            pendingUsers: pendingUsers.count, awaitingWaiter: awaitingWaiter, backlog: batch.backlog, now: now)
         if scope == .batch { batchUsers.formUnion(deferredUsers) }  // the waiting series' users, with their outputs
         return scope
     }

@@ -16,7 +16,10 @@
 /// keeps its batch until the batch's commit waiter is answered, as the journal does, so those
 /// hand-offs wait for the interval's commit too (the shard wakes for it, ``commitDueInNs(now:)``):
 /// every partition of the shard that handed in within an interval shares one transaction; but
-/// what commits is always everyone, since a stream position goes only with every user. With
+/// what commits is always everyone, since a stream position goes only with every user. A
+/// hand-off whose fetch came back full (``CommitWaiter/backlog``: more waits at the broker, which
+/// the partition fetches only after this commit) commits at once: at full speed the interval
+/// would otherwise bound a partition to one full batch an interval. With
 /// nothing keeping the messages (an MQTT partition session), every batch commits everything.
 /// Without a journal, messages are committed only together with the commit waiter their input
 /// hands in behind them (the two pushed at once: ``BoundedQueue/pushAll(_:)``, so nothing of
@@ -125,13 +128,16 @@ struct ShardCommitPolicy: Sendable {
     ///   - barrier: the batch holds a barrier.
     ///   - pendingUsers: users with uncommitted changes, this batch's included.
     ///   - awaitingWaiter: messages were taken whose commit waiter has not come yet (no journal).
+    ///   - backlog: a commit waiter of the batch has more of its input waiting behind it (a
+    ///     stream's fetch that came back full).
     mutating func batchProcessed(
-        outputs: Bool, deferred: Bool = false, barrier: Bool, pendingUsers: Int, awaitingWaiter: Bool = false, now: UInt64
+        outputs: Bool, deferred: Bool = false, barrier: Bool, pendingUsers: Int, awaitingWaiter: Bool = false, backlog: Bool = false, now: UInt64
     ) -> Scope {
         precondition(state == .idle, "a batch while a commit is in progress or after closing")
         let scope = Self.scope(
             outputs: outputs, earlierOutputs: outputsHeld, barrier: barrier, keeper: keeper,
-            pendingUsers: pendingUsers, awaitingWaiter: awaitingWaiter, sinceLastCommitNs: now &- lastCommitNs, intervalNs: intervalNs)
+            pendingUsers: pendingUsers, awaitingWaiter: awaitingWaiter, backlog: backlog, sinceLastCommitNs: now &- lastCommitNs,
+            intervalNs: intervalNs)
         if scope == .all { lastCommitNs = now }
         if scope != .none {
             state = .committing(scope, barrier: barrier)
@@ -188,12 +194,16 @@ struct ShardCommitPolicy: Sendable {
 
     /// The batch's commit scope from its facts (the policy's one rule, kept pure for tables).
     static func scope(
-        outputs: Bool, earlierOutputs: Bool, barrier: Bool, keeper: Keeper, pendingUsers: Int, awaitingWaiter: Bool = false,
+        outputs: Bool, earlierOutputs: Bool, barrier: Bool, keeper: Keeper, pendingUsers: Int, awaitingWaiter: Bool = false, backlog: Bool = false,
         sinceLastCommitNs: UInt64, intervalNs: UInt64
     ) -> Scope {
         // The rest of the hand-off, and its waiter, are already on their way.
         if keeper != .journal && awaitingWaiter && !barrier { return .none }
-        if intervalNs == 0 || keeper == .none || barrier || earlierOutputs || sinceLastCommitNs >= intervalNs || pendingUsers >= maxPendingUsers {
+        // A partition with more input waiting fetches it only after this commit: the interval
+        // gathers small hand-offs, and waiting for it would only idle a full one.
+        if intervalNs == 0 || keeper == .none || barrier || earlierOutputs || backlog || sinceLastCommitNs >= intervalNs
+            || pendingUsers >= maxPendingUsers
+        {
             return .all
         }
         if !outputs { return .none }

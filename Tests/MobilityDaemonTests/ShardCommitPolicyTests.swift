@@ -9,7 +9,9 @@ import Testing
     /// One event for the policy, and what it must answer.
     enum Step: CustomStringConvertible, Sendable {
         /// A batch at `at` ms; expects this commit scope.
-        case batch(at: UInt64, outputs: Bool = false, deferred: Bool = false, barrier: Bool = false, users: Int = 1, expect: ShardCommitPolicy.Scope)
+        case batch(
+            at: UInt64, outputs: Bool = false, deferred: Bool = false, barrier: Bool = false, users: Int = 1, backlog: Bool = false,
+            expect: ShardCommitPolicy.Scope)
         /// The commit succeeded with `left` users still pending; expects journal release and the durable acks' scope.
         case succeeded(left: Int = 0, release: Bool, acks: ShardCommitPolicy.Scope)
         case failed
@@ -19,7 +21,8 @@ import Testing
 
         var description: String {
             switch self {
-            case .batch(let at, let o, let d, let b, let u, let e): "batch(at: \(at), outputs: \(o), deferred: \(d), barrier: \(b), users: \(u)) → \(e)"
+            case .batch(let at, let o, let d, let b, let u, let l, let e):
+                "batch(at: \(at), outputs: \(o), deferred: \(d), barrier: \(b), users: \(u), backlog: \(l)) → \(e)"
             case .succeeded(let l, let r, let a): "succeeded(left: \(l)) → release \(r), acks \(a)"
             case .failed: "failed"
             case .acks(let at, let w, let p): "acks(at: \(at), waiting: \(w)) → \(p)"
@@ -36,9 +39,10 @@ import Testing
         p.started(now: base * ms)
         for (i, step) in steps.enumerated() {
             switch step {
-            case .batch(let at, let outputs, let deferred, let barrier, let users, let expect):
+            case .batch(let at, let outputs, let deferred, let barrier, let users, let backlog, let expect):
                 #expect(
-                    p.batchProcessed(outputs: outputs, deferred: deferred, barrier: barrier, pendingUsers: users, now: (base + at) * ms) == expect,
+                    p.batchProcessed(outputs: outputs, deferred: deferred, barrier: barrier, pendingUsers: users, backlog: backlog, now: (base + at) * ms)
+                        == expect,
                     "step \(i): \(step)")
             case .succeeded(let left, let release, let acks):
                 #expect(p.commitSucceeded(pendingUsersLeft: left) == .init(releaseJournal: release, durableAcks: acks), "step \(i): \(step)")
@@ -166,6 +170,21 @@ import Testing
                 .acks(at: 130, publish: true),  // a barrier publishes what is durable at once
                 .batch(at: 140, expect: .none),
                 .batch(at: 230, expect: .all), .succeeded(release: true, acks: .all)  // the interval runs from the commit of everyone
+            ], keeper: .stream)
+    }
+
+    /// A hand-off whose fetch came back full has more of its partition's input behind it, which
+    /// the partition fetches only after this commit: it commits at once (everyone), and the
+    /// interval runs again from there; a hand-off that was not full waits as before.
+    @Test func aHandOffWithMoreInputBehindItCommitsAtOnce() {
+        Self.run(
+            [
+                .batch(at: 5, expect: .none),
+                .batch(at: 10, backlog: true, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 10, publish: true),
+                .batch(at: 20, expect: .none),
+                .batch(at: 30, backlog: true, expect: .all), .succeeded(release: true, acks: .all), .acks(at: 30, publish: false),
+                .batch(at: 129, expect: .none),
+                .batch(at: 130, expect: .all), .succeeded(release: true, acks: .all)
             ], keeper: .stream)
     }
 

@@ -160,6 +160,37 @@ import Testing
         #expect(took >= UInt64(intervalMs - 50) * 1_000_000, "committed \(took / 1_000_000) ms after the start")
     }
 
+    /// A hand-off whose fetch came back full (``CommitWaiter/backlog``) is committed at once,
+    /// with what waited for the interval: on a clock that never moves the interval is never due,
+    /// so the first partition's hand-off waits until the second's, with more behind it, comes.
+    @Test func aHandOffWithMoreInputBehindItIsCommittedAtOnce() throws {
+        let dir = TemporaryPath.make("mw-shard")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
+        let frozen = ManualClock(wallMs: 1_775_048_400_000, step: 0)
+        let shard = try Self.shard(store: store, commitIntervalMs: 100, keeper: .stream, clock: frozen.clock)
+        shard.start()
+        defer {
+            shard.queue.close()
+            shard.join()
+        }
+        let layout = TopicLayout()
+        var waiters: [CommitWaiter] = []
+        for (k, u) in [(1, "u1"), (2, "u2")] {
+            let topic = layout.samples(u)
+            let payload = Array(sampleJSON(id: "s\(k)", value: 1.2, end: "2026-04-01T12:00:00Z").utf8)
+            let w = CommitWaiter(streamSequence: (partition: k, sequence: UInt64(10 * k)), backlog: k == 2)
+            waiters.append(w)
+            #expect(shard.queue.pushAll([.message(seq: 0, topic: topic, parsed: layout.parse(topic), payload: payload), .durable(w)]))
+            #expect(eventually(timeout: 10) { shard.stats.withLock { $0.ingest.samplesAccepted } == k })
+            if k == 1 { #expect(store.commits.withLock { $0.isEmpty }, "a hand-off without a backlog was committed before its interval") }
+        }
+        let deadline = DispatchTime.now() + .seconds(10)
+        for w in waiters { #expect(w.wait(abandoned: { DispatchTime.now() > deadline }), "the hand-offs were never committed") }
+        let commits = store.commits.withLock { $0 }
+        #expect(commits.count == 1 && commits.first?.streamSequences == [1: 10, 2: 20], "\(commits)")
+    }
+
     /// A batch reads the monotonic clock when it starts, after ingest and after its commit: with
     /// a clock that moves one second a read, each batch evaluated for 1 s and took 2 s.
     @Test func batchesAreTimedOnTheMonotonicClockGiven() throws {
