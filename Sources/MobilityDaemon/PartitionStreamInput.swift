@@ -302,7 +302,12 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 continue
             }
             if isRevoked { return }
-            linger.fetched(fetched.count, of: Self.batch, startedAt: started)
+            // More of the partition's input waits at the server: the batch commits at once and
+            // the next fetch follows its commit. (A fetch can come back short of its batch with
+            // more waiting: the server delivers only up to the consumer's max_ack_pending
+            // unacknowledged, and the last batch's acknowledgement may not have reached it yet.)
+            let backlog = fetched.count == Self.batch || (fetched.last?.pending ?? 0) > 0
+            linger.fetched(fetched.count, backlog: backlog, startedAt: started)
             // Only deliveries in the consumer's own unbroken order are taken: one that never
             // arrived (a fetch's answer lost in a leader change, say) would be acknowledged by
             // the cumulative acknowledgement of a later one, its messages skipped for good; and
@@ -341,7 +346,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             // Committed with the partition's stream sequence by the shard (retried there until the
             // store takes it, or the run stops); nothing to commit for redeliveries alone.
             if top.sequence > taken {
-                guard let w = hand(inOrder, after: taken, through: top.sequence, partition: k, prefix: prefix, backlog: fetched.count == Self.batch),
+                guard let w = hand(inOrder, after: taken, through: top.sequence, partition: k, prefix: prefix, backlog: backlog),
                     w.wait(abandoned: { isRevoked })
                 else {
                     return
@@ -459,7 +464,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     /// Hands partition `k`'s messages after `taken` to its shard, in order, then a commit waiter
     /// that has the commit record the partition's stream sequence `through`, all at once (another
     /// partition of the shard never comes between them: the shard commits a hand-off's messages
-    /// only with its waiter); `backlog`: the fetch came back full, so the shard commits at once.
+    /// only with its waiter); `backlog`: more of the partition's input waits, so the shard commits at once.
     /// Nil when the shard no longer takes work (the run is stopping).
     private func hand(
         _ messages: ArraySlice<JetStreamPullConsumer.Message>, after taken: UInt64, through: UInt64, partition k: Int, prefix: String, backlog: Bool
@@ -562,9 +567,10 @@ struct BatchLinger {
 
     init(intervalNs: UInt64) { self.intervalNs = intervalNs }
 
-    /// A fetch started at `startedAt` brought `count` messages of at most `batch`.
-    mutating func fetched(_ count: Int, of batch: Int, startedAt: UInt64) {
-        nextFetchNs = count > 0 && count < batch ? startedAt + intervalNs : 0
+    /// A fetch started at `startedAt` brought `count` messages; `backlog`: more were waiting
+    /// behind them (a full batch, or the server's count of what it still holds).
+    mutating func fetched(_ count: Int, backlog: Bool, startedAt: UInt64) {
+        nextFetchNs = count > 0 && !backlog ? startedAt + intervalNs : 0
     }
 }
 

@@ -14,22 +14,23 @@ import Testing
         return p
     }
 
-    /// A fetch that brought messages but not a full batch holds the next one until the commit
-    /// interval after its start; a full batch or an empty fetch does not, nor an interval of 0.
-    @Test func aPartialBatchHoldsTheNextFetchForTheCommitInterval() {
+    /// A fetch that brought messages with nothing more waiting holds the next one until the
+    /// commit interval after its start; one with more behind it (a full batch, or the server's
+    /// count) or an empty fetch does not, nor an interval of 0.
+    @Test func aBatchWithNothingBehindItHoldsTheNextFetchForTheCommitInterval() {
         var linger = BatchLinger(intervalNs: 100_000_000)
         #expect(linger.nextFetchNs == 0)
-        linger.fetched(3, of: 512, startedAt: 7_000)
+        linger.fetched(3, backlog: false, startedAt: 7_000)
         #expect(linger.nextFetchNs == 100_007_000)
-        linger.fetched(511, of: 512, startedAt: 9_000)
+        linger.fetched(511, backlog: false, startedAt: 9_000)
         #expect(linger.nextFetchNs == 100_009_000)
-        linger.fetched(512, of: 512, startedAt: 10_000)
+        linger.fetched(488, backlog: true, startedAt: 10_000)
         #expect(linger.nextFetchNs == 0)
-        linger.fetched(3, of: 512, startedAt: 11_000)
-        linger.fetched(0, of: 512, startedAt: 12_000)
+        linger.fetched(3, backlog: false, startedAt: 11_000)
+        linger.fetched(0, backlog: false, startedAt: 12_000)
         #expect(linger.nextFetchNs == 0)
         var none = BatchLinger(intervalNs: 0)
-        none.fetched(3, of: 512, startedAt: 7_000)
+        none.fetched(3, backlog: false, startedAt: 7_000)
         #expect(none.nextFetchNs == 7_000)
     }
 
