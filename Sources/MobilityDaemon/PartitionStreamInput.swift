@@ -302,10 +302,9 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 continue
             }
             if isRevoked { return }
-            // More of the partition's input waits at the server: the batch commits at once and
-            // the next fetch follows its commit. (A fetch can come back short of its batch with
-            // more waiting: the server delivers only up to the consumer's max_ack_pending
-            // unacknowledged, and the last batch's acknowledgement may not have reached it yet.)
+            // More of the partition's input waits at the server (a full batch, or the server's
+            // count of what it held behind the last message): the batch commits at once and the
+            // next fetch follows its commit.
             let backlog = fetched.count == Self.batch || (fetched.last?.pending ?? 0) > 0
             linger.fetched(fetched.count, backlog: backlog, startedAt: started)
             // Only deliveries in the consumer's own unbroken order are taken: one that never
