@@ -11,14 +11,14 @@ final class CommitWaiter: Sendable {
     /// The stream sequence a partition's input is committed through once everything before the
     /// waiter is (the JetStream intake): recorded by the same commit.
     let streamSequence: (partition: Int, sequence: UInt64)?
-    /// More of the partition's messages wait at the broker (its fetch came back full, or the
-    /// server counted more pending behind its last message), and it
-    /// fetches them only once this commit is answered: the shard commits at once instead of
-    /// waiting for its commit interval, which only gathers small hand-offs.
+    /// More input waits behind it at the broker (its fetch came back full, or the server counted
+    /// more pending behind its last message), which the partition fetches only once this commit
+    /// is answered: the shard commits at once instead of waiting for its commit interval, which
+    /// only gathers small hand-offs.
     let backlog: Bool
 
     /// A waiter; `streamSequence`: the partition's stream position its commit records;
-    /// `backlog`: more of its input waits behind it.
+    /// `backlog`: more input waits behind it.
     init(streamSequence: (partition: Int, sequence: UInt64)? = nil, backlog: Bool = false) {
         self.streamSequence = streamSequence
         self.backlog = backlog

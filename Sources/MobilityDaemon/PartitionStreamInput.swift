@@ -55,7 +55,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
     private let links: PartitionLinks
     private let maxPayloadBytes: Int
     /// `--commit-interval` (ns), at most ``ShardCommitPolicy/longestStreamWaitMs``: how long a
-    /// partition whose batch was not full waits before its next fetch (``BatchLinger``).
+    /// partition with no more input waiting behind its batch waits before its next fetch (``BatchLinger``).
     private let commitIntervalNs: UInt64
     private let clock: DaemonClock
     private let connect: @Sendable () throws(JetStreamFailure) -> NATSConnection
@@ -305,7 +305,7 @@ final class PartitionStreamService: Service, @unchecked Sendable {
             // More of the partition's input waits at the server (a full batch, or the server's
             // count of what it held behind the last message): the batch commits at once and the
             // next fetch follows its commit.
-            let backlog = fetched.count == Self.batch || (fetched.last?.pending ?? 0) > 0
+            let backlog = BatchLinger.backlog(count: fetched.count, of: Self.batch, lastPending: fetched.last?.pending ?? 0)
             linger.fetched(fetched.count, backlog: backlog, startedAt: started)
             // Only deliveries in the consumer's own unbroken order are taken: one that never
             // arrived (a fetch's answer lost in a leader change, say) would be acknowledged by
@@ -549,13 +549,14 @@ struct IdleConsumer {
 }
 
 /// When a partition's next fetch may start: the commit interval (`--commit-interval`) after the
-/// start of one that brought some messages but not a full batch, so that a consumer that keeps
+/// start of one that brought some messages with no more input waiting behind them, so that a consumer that keeps
 /// up with its gateways takes what they sent meanwhile in one batch, instead of paying a
 /// commit (each user's state written again), a fetch and an acknowledgement every few messages.
 /// A fetch returns as soon as the server has nothing more to give, so how many messages a batch
 /// holds would otherwise depend on how fast the instance happens to commit — on how many
-/// partitions it holds and how loaded it is. After a full batch, or an empty fetch (which waited
-/// for the first messages), at once. A message waits at most the interval (at most a second) more
+/// partitions it holds and how loaded it is. After a fetch with more input waiting behind it
+/// (``backlog(count:of:lastPending:)``), or an empty one (which waited for the first messages),
+/// at once. A message waits at most the interval (at most a second) more
 /// for its commit, as with the single-node daemon's group commit; `--commit-interval 0` fetches
 /// again at once.
 struct BatchLinger {
@@ -565,6 +566,11 @@ struct BatchLinger {
     private(set) var nextFetchNs: UInt64 = 0
 
     init(intervalNs: UInt64) { self.intervalNs = intervalNs }
+
+    /// Whether more of a partition's input waits behind a fetch that brought `count` messages
+    /// of at most `batch`: a full batch, or the server counted more pending behind the last
+    /// (`lastPending`, when it sent it).
+    static func backlog(count: Int, of batch: Int, lastPending: UInt64) -> Bool { count >= batch || lastPending > 0 }
 
     /// A fetch started at `startedAt` brought `count` messages; `backlog`: more were waiting
     /// behind them (a full batch, or the server's count of what it still holds).

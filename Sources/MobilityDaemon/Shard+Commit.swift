@@ -22,8 +22,10 @@ extension Shard {
         if !urgent && !out.isEmpty { deferredUsers.formUnion(batchUsers) }
         let scope = policy.batchProcessed(
             outputs: urgent, deferred: !pending.outbox.isEmpty || !deferredUsers.isEmpty, barrier: !batch.barriers.isEmpty,
-            pendingUsers: pendingUsers.count, awaitingWaiter: awaitingWaiter, backlog: batch.backlog, now: now)
+            pendingUsers: pendingUsers.count, awaitingWaiter: awaitingWaiter, backlog: backlogWaiting, now: now)
         if scope == .batch { batchUsers.formUnion(deferredUsers) }  // the waiting series' users, with their outputs
+        // Taken by this attempt; a failed one is retried at the interval's pace, not at every item.
+        if scope == .all { backlogWaiting = false }
         return scope
     }
 

@@ -19,8 +19,6 @@ extension Shard {
         var budget = BatchBudget()
         /// The last journal position taken.
         var lastSeq: UInt64 = 0
-        /// A commit waiter of the batch has more of its partition's input behind it (``CommitWaiter/backlog``).
-        var backlog = false
     }
 
     /// Takes items from `taken` (from `next` on, moving each out) into the engine until the take
@@ -74,7 +72,7 @@ extension Shard {
             case .durable(let w):
                 durables.append(w)
                 awaitingWaiter = false
-                batch.backlog = batch.backlog || w.backlog
+                backlogWaiting = backlogWaiting || w.backlog
             case .acknowledge(let c, let taken):
                 let outcome = desk?.acknowledge(c, instance: ingestor.engine.firingInstance(user: c.user, id: c.alert), now: batch.wall)
                 taken?.give(outcome ?? .refused(reason: "store_unavailable", message: "this daemon takes no acknowledgements"))

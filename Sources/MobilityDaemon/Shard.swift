@@ -70,6 +70,10 @@ final class Shard: @unchecked Sendable {
     /// Without a journal: a message was taken after the last commit waiter or barrier (its
     /// waiter is still to come), so the batch's commit waits for it (``ShardCommitPolicy``).
     var awaitingWaiter = false
+    /// A commit waiter taken since the last commit of everyone had more input waiting behind
+    /// it (``CommitWaiter/backlog``): the first batch whose waiters have all come commits at
+    /// once, though the batch that took it ended inside another partition's hand-off.
+    var backlogWaiting = false
     /// Called when the store fenced a commit (partitioned input: the run stops, see ``Daemon/commitFenced()``).
     let onFenced: (@Sendable () -> Void)?
 

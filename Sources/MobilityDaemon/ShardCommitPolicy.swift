@@ -17,9 +17,9 @@
 /// hand-offs wait for the interval's commit too (the shard wakes for it, ``commitDueInNs(now:)``):
 /// every partition of the shard that handed in within an interval shares one transaction; but
 /// what commits is always everyone, since a stream position goes only with every user. A
-/// hand-off whose fetch came back full (``CommitWaiter/backlog``: more waits at the broker, which
-/// the partition fetches only after this commit) commits at once: at full speed the interval
-/// would otherwise bound a partition to one full batch an interval. With
+/// hand-off with more input waiting behind it (``CommitWaiter/backlog``: at the broker, which the
+/// partition fetches only after this commit) commits at once, once its waiter has come: the
+/// interval would otherwise bound a draining partition to one batch an interval. With
 /// nothing keeping the messages (an MQTT partition session), every batch commits everything.
 /// Without a journal, messages are committed only together with the commit waiter their input
 /// hands in behind them (the two pushed at once: ``BoundedQueue/pushAll(_:)``, so nothing of
@@ -128,8 +128,8 @@ struct ShardCommitPolicy: Sendable {
     ///   - barrier: the batch holds a barrier.
     ///   - pendingUsers: users with uncommitted changes, this batch's included.
     ///   - awaitingWaiter: messages were taken whose commit waiter has not come yet (no journal).
-    ///   - backlog: a commit waiter of the batch has more of its input waiting behind it (a
-    ///     stream's fetch that came back full).
+    ///   - backlog: a commit waiter taken since the last commit of everyone has more input
+    ///     waiting behind it (``CommitWaiter/backlog``).
     mutating func batchProcessed(
         outputs: Bool, deferred: Bool = false, barrier: Bool, pendingUsers: Int, awaitingWaiter: Bool = false, backlog: Bool = false, now: UInt64
     ) -> Scope {

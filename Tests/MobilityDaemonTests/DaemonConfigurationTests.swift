@@ -88,11 +88,11 @@ import Testing
         let ms: UInt64 = 1_000_000
         func scope(
             outputs: Bool = false, earlier: Bool = false, barrier: Bool = false, keeper: ShardCommitPolicy.Keeper = .journal, users: Int = 10,
-            awaiting: Bool = false, since: UInt64 = 5 * ms, interval: UInt64 = 100 * ms
+            awaiting: Bool = false, backlog: Bool = false, since: UInt64 = 5 * ms, interval: UInt64 = 100 * ms
         ) -> ShardCommitPolicy.Scope {
             ShardCommitPolicy.scope(
                 outputs: outputs, earlierOutputs: earlier, barrier: barrier, keeper: keeper, pendingUsers: users, awaitingWaiter: awaiting,
-                sinceLastCommitNs: since, intervalNs: interval)
+                backlog: backlog, sinceLastCommitNs: since, intervalNs: interval)
         }
         #expect(scope() == .none)  // state changes only, within the interval: they wait
         #expect(scope(outputs: true) == .batch)  // outputs go out at once, with the users that made them
@@ -104,6 +104,8 @@ import Testing
         #expect(scope(keeper: .stream) == .none && scope(keeper: .stream, since: 100 * ms) == .all)
         #expect(scope(outputs: true, keeper: .stream) == .all && scope(barrier: true, keeper: .stream) == .all)
         #expect(scope(keeper: .stream, users: ShardCommitPolicy.maxPendingUsers) == .all && scope(keeper: .stream, interval: 0) == .all)
+        // More input waiting behind a waiter: at once, but never before a hand-off's waiter has come.
+        #expect(scope(keeper: .stream, backlog: true) == .all && scope(keeper: .stream, awaiting: true, backlog: true) == .none)
         // A partition's hand-off whose waiter has not come yet waits for it, whatever else holds;
         // a barrier's caller does not wait.
         for keeper in [ShardCommitPolicy.Keeper.none, .stream] {

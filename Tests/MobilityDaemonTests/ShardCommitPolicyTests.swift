@@ -173,9 +173,9 @@ import Testing
             ], keeper: .stream)
     }
 
-    /// A hand-off whose fetch came back full has more of its partition's input behind it, which
-    /// the partition fetches only after this commit: it commits at once (everyone), and the
-    /// interval runs again from there; a hand-off that was not full waits as before.
+    /// A hand-off with more input waiting behind it, which its partition fetches only after
+    /// this commit: it commits at once (everyone), and the interval runs again from there; one
+    /// with nothing behind it waits for the interval.
     @Test func aHandOffWithMoreInputBehindItCommitsAtOnce() {
         Self.run(
             [

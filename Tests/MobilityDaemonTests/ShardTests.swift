@@ -160,7 +160,7 @@ import Testing
         #expect(took >= UInt64(intervalMs - 50) * 1_000_000, "committed \(took / 1_000_000) ms after the start")
     }
 
-    /// A hand-off whose fetch came back full (``CommitWaiter/backlog``) is committed at once,
+    /// A hand-off with more input waiting behind it (``CommitWaiter/backlog``) is committed at once,
     /// with what waited for the interval: on a clock that never moves the interval is never due,
     /// so the first partition's hand-off waits until the second's, with more behind it, comes.
     @Test func aHandOffWithMoreInputBehindItIsCommittedAtOnce() throws {
@@ -189,6 +189,41 @@ import Testing
         for w in waiters { #expect(w.wait(abandoned: { DispatchTime.now() > deadline }), "the hand-offs were never committed") }
         let commits = store.commits.withLock { $0 }
         #expect(commits.count == 1 && commits.first?.streamSequences == [1: 10, 2: 20], "\(commits)")
+    }
+
+    /// A batch ends inside a hand-off (its budget, 1 000 messages, is spent) and so cannot
+    /// commit although it took a waiter with more input behind it: the first batch whose waiters
+    /// have all come commits at once, though its own waiter has nothing behind it (the clock
+    /// never moves, so only that can commit them).
+    @Test func moreInputBehindAWaiterIsRememberedAcrossBatches() throws {
+        let dir = TemporaryPath.make("mw-shard")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
+        let shard = try Self.shard(store: store, commitIntervalMs: 100, keeper: .stream, clock: ManualClock(wallMs: 1_775_048_400_000, step: 0).clock)
+        let layout = TopicLayout()
+        var waiters: [CommitWaiter] = []
+        for (k, u) in [(1, "u1"), (2, "u2")] {
+            let topic = layout.samples(u)
+            var items: [ShardItem] = (0..<600).map { i in
+                let end = "2026-04-01T10:\(String(format: "%02d:%02d", i / 60, i % 60))Z"
+                let payload = Array(sampleJSON(id: "s\(k)-\(i)", value: 1.2, end: end).utf8)
+                return .message(seq: 0, topic: topic, parsed: layout.parse(topic), payload: payload)
+            }
+            let w = CommitWaiter(streamSequence: (partition: k, sequence: UInt64(600 * k)), backlog: k == 1)
+            waiters.append(w)
+            items.append(.durable(w))
+            #expect(shard.queue.pushAll(items))
+        }
+        shard.start()  // one take: 600 + waiter + 400, then 200 + waiter
+        defer {
+            shard.queue.close()
+            shard.join()
+        }
+        let deadline = DispatchTime.now() + .seconds(10)
+        for w in waiters { #expect(w.wait(abandoned: { DispatchTime.now() > deadline }), "the hand-offs were never committed") }
+        let commits = store.commits.withLock { $0 }
+        #expect(commits.count == 1 && commits.first?.streamSequences == [1: 600, 2: 1200], "\(commits)")
+        #expect(shard.stats.withLock { $0.ingest.samplesAccepted } == 1200)
     }
 
     /// A batch reads the monotonic clock when it starts, after ingest and after its commit: with
