@@ -197,7 +197,7 @@ package struct DaemonConfiguration: Sendable {
             Option(
                 name: "commit-interval", value: "MS",
                 help:
-                    "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch). With --partitions and the JetStream intake, its default (default 500, at most 1000): the stream holds them; a batch with more input waiting behind it commits at once, and otherwise a partition fetches again only this long after its last fetch"
+                    "commit state at most this often while there is nothing to publish; the journal holds the messages meanwhile (default 100; 0: every batch). With --partitions and the JetStream intake (default 500, at most 1000) the stream holds them; a partition's batch with more input waiting behind it commits at once, and after any other the partition fetches again only this long after its last fetch"
             ),
             Option(name: "metrics-address", value: "HOST:PORT|off", help: "/metrics and /healthz listener, loopback only (default 127.0.0.1:9464)")
         ] + httpOptions + careTeamOptions + fhirOptions + storeOptions + partitionOptions + [

@@ -10,7 +10,8 @@ import Synchronization
 /// One worker: a thread that alone owns an `Ingestor` (and so its users' state), fed by a bounded
 /// queue. It commits the changed users, the journal position they applied and the outputs they
 /// produced in one store transaction, then publishes those outputs — when its
-/// `ShardCommitPolicy` says (at once for a batch with outputs, else every commit interval).
+/// `ShardCommitPolicy` says (at once for a batch with outputs or, fed by streams, with more input
+/// waiting behind it; else every commit interval).
 ///
 /// Sendability: `ingestor`, `applied` and the pending lists are only touched by the shard's own
 /// thread (in `run`, or in `restore` before `start`); shared state is in a Mutex or Atomic.

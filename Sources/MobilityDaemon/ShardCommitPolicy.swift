@@ -33,9 +33,9 @@ struct ShardCommitPolicy: Sendable {
         /// interval's commit; outputs go at once with the users that made them.
         case journal
         /// A JetStream partition's stream, which keeps its batch until the batch's commit waiter
-        /// is answered: everything waits for the interval's commit, but outputs (and a barrier)
-        /// commit at once — and always everyone, since a stream position is committed only with
-        /// every user of the shard.
+        /// is answered: everything waits for the interval's commit, but outputs, a barrier and a
+        /// hand-off with more input waiting behind it commit at once — and always everyone, since
+        /// a stream position is committed only with every user of the shard.
         case stream
         /// Nothing (an MQTT partition session, one message in flight until its commit, or a
         /// shard fed without waiters): every batch commits everything.
@@ -201,7 +201,7 @@ struct ShardCommitPolicy: Sendable {
         if keeper != .journal && awaitingWaiter && !barrier { return .none }
         // A partition with more input waiting fetches it only after this commit: the interval
         // gathers small hand-offs, and waiting for it would only idle a full one.
-        if intervalNs == 0 || keeper == .none || barrier || earlierOutputs || backlog || sinceLastCommitNs >= intervalNs
+        if intervalNs == 0 || keeper == .none || barrier || earlierOutputs || (backlog && keeper == .stream) || sinceLastCommitNs >= intervalNs
             || pendingUsers >= maxPendingUsers
         {
             return .all

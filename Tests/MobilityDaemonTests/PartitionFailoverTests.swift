@@ -4,6 +4,7 @@ import Ingest
 import MobilityModel
 import RuleEngine
 import Simulator
+import Synchronization
 import TestSupport
 import Testing
 
@@ -27,6 +28,27 @@ import Testing
 
     static func publish(_ records: ArraySlice<TrafficRecord>, _ pub: MQTTRecorder) throws {
         for r in records { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+    }
+
+    /// `records` published from a thread of its own: the traffic goes on while partitions move,
+    /// and how long publishing it takes on a loaded machine is not counted as the move.
+    final class BackgroundPublish: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let failure = Mutex<String?>(nil)
+
+        init(_ records: ArraySlice<TrafficRecord>, _ pub: MQTTRecorder) {
+            let records = Array(records)
+            Thread { [self] in
+                do { try PartitionFailoverTests.publish(records[...], pub) } catch { failure.withLock { $0 = "\(error)" } }
+                done.signal()
+            }.start()
+        }
+
+        /// Nil once every record was published within `timeout`, else why not.
+        func finished(timeout: TimeInterval = 120) -> String? {
+            guard done.wait(timeout: .now() + timeout) == .success else { return "the records were not published in \(Int(timeout)) s" }
+            return failure.withLock { $0 }
+        }
     }
 
     /// The live leases held by instance `name` (its owner is `name@host pid N`).

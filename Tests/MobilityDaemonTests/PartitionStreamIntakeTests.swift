@@ -109,9 +109,10 @@ import Testing
         a.signal(SIGCONT)
         _ = a.wait()
         let killed = Date()
-        try PartitionFailoverTests.publish(records[(3 * quarter)...], pub)
+        let rest = PartitionFailoverTests.BackgroundPublish(records[(3 * quarter)...], pub)
         #expect(eventually(timeout: 20) { leases("b") == 8 }, "\(b.log)")
         let moved = Date().timeIntervalSince(killed)
+        #expect(rest.finished() == nil)
         try PartitionFailoverTests.expectReplaysAlerts(
             rec, expected, store: (server, database), records: records, nats: nats, a.log + "\n" + b.log)
 
@@ -154,10 +155,11 @@ extension PartitionStreamIntakeTests {
         #expect(eventually(timeout: 60) { !rec.messages().isEmpty })
         nats.stop(1, signal: SIGKILL)
         let killed = Date()
-        try PartitionFailoverTests.publish(records[half...], pub)
+        let rest = PartitionFailoverTests.BackgroundPublish(records[half...], pub)
         #expect(eventually(timeout: 30) { leases("b") == 8 }, "\(a.log)\n\(b.log)")
         let moved = Date().timeIntervalSince(killed)
         #expect(moved < 10, "partitions moved \(moved) s after the node's loss (--lease 2)")
+        #expect(rest.finished() == nil)
         #expect(a.log.contains("giving up every lease"), "\(a.log)")
         try run.expectReplaysAlerts()
         // The survivor keeps its leases while the cluster elects leaders: its node answers.

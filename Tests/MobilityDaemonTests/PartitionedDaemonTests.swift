@@ -134,7 +134,7 @@ import struct StateStore.PartitionSet
         a.signal(SIGKILL)
         _ = a.wait()
         let killed = Date()
-        for r in records[half...] { try pub.publish(r.topic, String(decoding: r.payload, as: UTF8.self)) }
+        let rest = PartitionFailoverTests.BackgroundPublish(records[half...], pub)
         // b and c hold all 8 (4 each) within the lease (2 s) and a heartbeat (0.67 s), plus their restarts.
         #expect(
             eventually(timeout: 20) {
@@ -144,6 +144,7 @@ import struct StateStore.PartitionSet
             })
         let moved = Date().timeIntervalSince(killed)
         #expect(moved < 8, "partitions moved after \(moved) s\n--- b\n\(b.log)\n--- c\n\(c.log)")
+        #expect(rest.finished() == nil)
         #expect(
             eventually(timeout: 90) { Set(rec.messages().filter { !$0.payload.isEmpty }.map(\.text)).isSuperset(of: expected) },
             "lost: \(Set(expected).subtracting(rec.messages().map(\.text)).count)")

@@ -91,14 +91,40 @@ import Testing
             log: Logger(format: .logfmt, level: .error), commitIntervalMs: commitIntervalMs, clock: clock, keeper: keeper)
     }
 
+    /// A store in a directory of its own, which records what each commit applied.
+    static func controlledStore() throws -> ReportWorkerTests.ControlledStore {
+        let dir = TemporaryPath.make("mw-shard")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
+    }
+
+    /// Partition `k`'s hand-off of one sample of `user`, and its commit waiter (stream sequence 10 k).
+    static func handOff(_ k: Int, user: String, backlog: Bool = false) -> (items: [ShardItem], waiter: CommitWaiter) {
+        let layout = TopicLayout(), topic = layout.samples(user)
+        let payload = Array(sampleJSON(id: "s\(k)", value: 1.2, end: "2026-04-01T12:00:00Z").utf8)
+        let w = CommitWaiter(streamSequence: (partition: k, sequence: UInt64(10 * k)), backlog: backlog)
+        return ([.message(seq: 0, topic: topic, parsed: layout.parse(topic), payload: payload), .durable(w)], w)
+    }
+
+    /// Hands partitions 1 and 2 (users u1 and u2) to a started shard, each once the one before
+    /// was handled, `after(k)` checked after each; their waiters. `backlogSecond`: the second
+    /// has more input waiting behind it.
+    static func handTwoOff(_ shard: Shard, backlogSecond: Bool = false, after: (Int) -> Void = { _ in }) -> [CommitWaiter] {
+        [(1, "u1"), (2, "u2")].map { k, u in
+            let (items, w) = handOff(k, user: u, backlog: backlogSecond && k == 2)
+            #expect(shard.queue.pushAll(items))
+            #expect(eventually(timeout: 10) { shard.stats.withLock { $0.ingest.samplesAccepted } == k })
+            after(k)
+            return w
+        }
+    }
+
     /// Without a journal (a partition's input) the messages of a hand-off are committed only
     /// with the waiter behind them, whose partition's stream sequence that commit records: handled
     /// before their waiter came (a batch's budget split the hand-off), they wait for it, so no
     /// user's state is committed ahead of its partition's recorded position.
     @Test func aPartitionsMessagesAreCommittedOnlyWithTheirWaitersStreamSequence() throws {
-        let dir = TemporaryPath.make("mw-shard")
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
+        let store = try Self.controlledStore()
         let shard = try Self.shard(store: store, clock: ManualClock(wallMs: 1_775_048_400_000, step: 1).clock)
         shard.start()
         defer {
@@ -127,9 +153,7 @@ import Testing
     /// in one after the other, are one commit with both stream positions — made when the
     /// interval is due although nothing else arrives (the shard wakes for it).
     @Test func streamHandOffsOfAnIntervalAreOneCommit() throws {
-        let dir = TemporaryPath.make("mw-shard")
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
+        let store = try Self.controlledStore()
         let intervalMs = 500
         let shard = try Self.shard(store: store, commitIntervalMs: intervalMs, keeper: .stream)
         let started = DispatchTime.now().uptimeNanoseconds
@@ -138,18 +162,9 @@ import Testing
             shard.queue.close()
             shard.join()
         }
-        let layout = TopicLayout()
-        var waiters: [CommitWaiter] = []
-        for (k, u) in [(1, "u1"), (2, "u2")] {
-            let topic = layout.samples(u)
-            let payload = Array(sampleJSON(id: "s\(k)", value: 1.2, end: "2026-04-01T12:00:00Z").utf8)
-            let w = CommitWaiter(streamSequence: (partition: k, sequence: UInt64(10 * k)))
-            waiters.append(w)
-            #expect(shard.queue.pushAll([.message(seq: 0, topic: topic, parsed: layout.parse(topic), payload: payload), .durable(w)]))
-            // The first hand-off is handled before the second comes: without the stream's
-            // wait it would be committed on its own.
-            #expect(eventually(timeout: 10) { shard.stats.withLock { $0.ingest.samplesAccepted } == k })
-        }
+        // The first hand-off is handled before the second comes: without the stream's wait it
+        // would be committed on its own.
+        let waiters = Self.handTwoOff(shard)
         // Abandoned after 10 s: a shard that never woke for the interval fails here instead of hanging.
         let deadline = DispatchTime.now() + .seconds(10)
         for w in waiters { #expect(w.wait(abandoned: { DispatchTime.now() > deadline }), "the interval's commit never came") }
@@ -164,9 +179,7 @@ import Testing
     /// with what waited for the interval: on a clock that never moves the interval is never due,
     /// so the first partition's hand-off waits until the second's, with more behind it, comes.
     @Test func aHandOffWithMoreInputBehindItIsCommittedAtOnce() throws {
-        let dir = TemporaryPath.make("mw-shard")
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
+        let store = try Self.controlledStore()
         let frozen = ManualClock(wallMs: 1_775_048_400_000, step: 0)
         let shard = try Self.shard(store: store, commitIntervalMs: 100, keeper: .stream, clock: frozen.clock)
         shard.start()
@@ -174,15 +187,7 @@ import Testing
             shard.queue.close()
             shard.join()
         }
-        let layout = TopicLayout()
-        var waiters: [CommitWaiter] = []
-        for (k, u) in [(1, "u1"), (2, "u2")] {
-            let topic = layout.samples(u)
-            let payload = Array(sampleJSON(id: "s\(k)", value: 1.2, end: "2026-04-01T12:00:00Z").utf8)
-            let w = CommitWaiter(streamSequence: (partition: k, sequence: UInt64(10 * k)), backlog: k == 2)
-            waiters.append(w)
-            #expect(shard.queue.pushAll([.message(seq: 0, topic: topic, parsed: layout.parse(topic), payload: payload), .durable(w)]))
-            #expect(eventually(timeout: 10) { shard.stats.withLock { $0.ingest.samplesAccepted } == k })
+        let waiters = Self.handTwoOff(shard, backlogSecond: true) { k in
             if k == 1 { #expect(store.commits.withLock { $0.isEmpty }, "a hand-off without a backlog was committed before its interval") }
         }
         let deadline = DispatchTime.now() + .seconds(10)
@@ -196,9 +201,7 @@ import Testing
     /// have all come commits at once, though its own waiter has nothing behind it (the clock
     /// never moves, so only that can commit them).
     @Test func moreInputBehindAWaiterIsRememberedAcrossBatches() throws {
-        let dir = TemporaryPath.make("mw-shard")
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let store = ReportWorkerTests.ControlledStore(try StateStore(path: dir + "/state.sqlite"))
+        let store = try Self.controlledStore()
         let shard = try Self.shard(store: store, commitIntervalMs: 100, keeper: .stream, clock: ManualClock(wallMs: 1_775_048_400_000, step: 0).clock)
         let layout = TopicLayout()
         var waiters: [CommitWaiter] = []
@@ -223,6 +226,8 @@ import Testing
         for w in waiters { #expect(w.wait(abandoned: { DispatchTime.now() > deadline }), "the hand-offs were never committed") }
         let commits = store.commits.withLock { $0 }
         #expect(commits.count == 1 && commits.first?.streamSequences == [1: 600, 2: 1200], "\(commits)")
+        // Every sample taken (no rejection) and no day closed (no alert): no output could have
+        // made the second batch commit; only the first waiter's backlog did.
         #expect(shard.stats.withLock { $0.ingest.samplesAccepted } == 1200)
     }
 
