@@ -24,9 +24,6 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
         package let payload: [UInt8]
         /// How many times the consumer delivered it (1: the first time).
         package let deliveries: UInt64
-        /// How many of the consumer's messages the stream held after it, not yet delivered, when
-        /// the server sent it: more than 0 on a fetch's last message means more is waiting.
-        package let pending: UInt64
         /// Where its acknowledgement goes.
         let reply: String
     }
@@ -228,7 +225,7 @@ package final class JetStreamPullConsumer: @unchecked Sendable {
             Message(
                 sequence: meta?.pointee.Sequence.Stream ?? 0, delivery: meta?.pointee.Sequence.Consumer ?? 0,
                 subject: String(cString: natsMsg_GetSubject(m)), payload: payload,
-                deliveries: meta?.pointee.NumDelivered ?? 0, pending: meta?.pointee.NumPending ?? 0, reply: reply))
+                deliveries: meta?.pointee.NumDelivered ?? 0, reply: reply))
     }
 
     /// Deliveries waiting on the subscription, taken by no fetch yet.

@@ -11,9 +11,8 @@ final class CommitWaiter: Sendable {
     /// The stream sequence a partition's input is committed through once everything before the
     /// waiter is (the JetStream intake): recorded by the same commit.
     let streamSequence: (partition: Int, sequence: UInt64)?
-    /// More input waits behind it at the broker (its fetch came back full, or the server counted
-    /// more pending behind its last message), which the partition fetches only once this commit
-    /// is answered: the shard commits at once instead of waiting for its commit interval, which
+    /// More input waits behind it at the broker (its fetch came back full), which the partition
+    /// fetches only once this commit is answered: the shard commits at once instead of waiting for its commit interval, which
     /// only gathers small hand-offs.
     let backlog: Bool
 

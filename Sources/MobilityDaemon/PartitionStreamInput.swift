@@ -302,10 +302,9 @@ final class PartitionStreamService: Service, @unchecked Sendable {
                 continue
             }
             if isRevoked { return }
-            // More of the partition's input waits at the server (a full batch, or the server's
-            // count of what it held behind the last message): the batch commits at once and the
+            // More of the partition's input waits at the server: the batch commits at once and the
             // next fetch follows its commit.
-            let backlog = BatchLinger.backlog(count: fetched.count, of: Self.batch, lastPending: fetched.last?.pending ?? 0)
+            let backlog = BatchLinger.backlog(count: fetched.count, of: Self.batch)
             linger.fetched(fetched.count, backlog: backlog, startedAt: started)
             // Only deliveries in the consumer's own unbroken order are taken: one that never
             // arrived (a fetch's answer lost in a leader change, say) would be acknowledged by
@@ -555,7 +554,7 @@ struct IdleConsumer {
 /// A fetch returns as soon as the server has nothing more to give, so how many messages a batch
 /// holds would otherwise depend on how fast the instance happens to commit — on how many
 /// partitions it holds and how loaded it is. After a fetch with more input waiting behind it
-/// (``backlog(count:of:lastPending:)``), or an empty one (which waited for the first messages),
+/// (``backlog(count:of:)``), or an empty one (which waited for the first messages),
 /// at once. A message waits at most the interval (at most a second) more
 /// for its commit, as with the single-node daemon's group commit; `--commit-interval 0` fetches
 /// again at once.
@@ -568,12 +567,14 @@ struct BatchLinger {
     init(intervalNs: UInt64) { self.intervalNs = intervalNs }
 
     /// Whether more of a partition's input waits behind a fetch that brought `count` messages
-    /// of at most `batch`: a full batch, or the server counted more pending behind the last
-    /// (`lastPending`, when it sent it).
-    static func backlog(count: Int, of batch: Int, lastPending: UInt64) -> Bool { count >= batch || lastPending > 0 }
+    /// of at most `batch`: only a full batch says so. The server's count of what it still holds
+    /// behind a fetch's last message does not: on live traffic messages arrive while a fetch is
+    /// delivered, so a fetch of a few messages often has more pending, and committing each at
+    /// once took 3.7 messages a commit on one node at 700 a second, where the interval gathers 44.
+    static func backlog(count: Int, of batch: Int) -> Bool { count >= batch }
 
     /// A fetch started at `startedAt` brought `count` messages; `backlog`: more were waiting
-    /// behind them (a full batch, or the server's count of what it still holds).
+    /// behind them (``backlog(count:of:)``).
     mutating func fetched(_ count: Int, backlog: Bool, startedAt: UInt64) {
         nextFetchNs = count > 0 && !backlog ? startedAt + intervalNs : 0
     }

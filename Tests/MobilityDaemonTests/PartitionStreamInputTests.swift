@@ -34,13 +34,11 @@ import Testing
         #expect(none.nextFetchNs == 7_000)
     }
 
-    /// More input waits behind a fetch that came back full, or whose last message the server
-    /// sent with more pending; not behind a short fetch the server had nothing more for.
-    @Test func moreInputWaitsBehindAFullFetchOrOneWithMorePending() {
-        #expect(BatchLinger.backlog(count: 512, of: 512, lastPending: 0))
-        #expect(BatchLinger.backlog(count: 488, of: 512, lastPending: 24))
-        #expect(!BatchLinger.backlog(count: 511, of: 512, lastPending: 0))
-        #expect(!BatchLinger.backlog(count: 0, of: 512, lastPending: 0))
+    /// More input waits behind a fetch that came back full, not behind a shorter one.
+    @Test func moreInputWaitsOnlyBehindAFullFetch() {
+        #expect(BatchLinger.backlog(count: 512, of: 512))
+        #expect(!BatchLinger.backlog(count: 511, of: 512))
+        #expect(!BatchLinger.backlog(count: 0, of: 512))
     }
 
     /// The server is asked only after 5 s of empty fetches, then every 5 s; a batch that arrives
