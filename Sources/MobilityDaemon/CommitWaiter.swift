@@ -12,8 +12,8 @@ final class CommitWaiter: Sendable {
     /// waiter is (the JetStream intake): recorded by the same commit.
     let streamSequence: (partition: Int, sequence: UInt64)?
     /// More input waits behind it at the broker (its fetch came back full), which the partition
-    /// fetches only once this commit is answered: the shard commits at once instead of waiting for its commit interval, which
-    /// only gathers small hand-offs.
+    /// fetches only once this commit is answered: the shard commits at once instead of waiting
+    /// for its commit interval, which only gathers small hand-offs.
     let backlog: Bool
 
     /// A waiter; `streamSequence`: the partition's stream position its commit records;

@@ -548,8 +548,8 @@ struct IdleConsumer {
 }
 
 /// When a partition's next fetch may start: the commit interval (`--commit-interval`) after the
-/// start of one that brought some messages with no more input waiting behind them, so that a consumer that keeps
-/// up with its gateways takes what they sent meanwhile in one batch, instead of paying a
+/// start of one that brought some messages with no more input waiting behind them, so that a
+/// consumer that keeps up with its gateways takes what they sent meanwhile in one batch, instead of paying a
 /// commit (each user's state written again), a fetch and an acknowledgement every few messages.
 /// A fetch returns as soon as the server has nothing more to give, so how many messages a batch
 /// holds would otherwise depend on how fast the instance happens to commit — on how many
